@@ -1,0 +1,70 @@
+// Command vertex is sluice's one binary: it runs a MonoVertex or a pipeline vertex,
+// validates configs, simulates the rate limiter and benchmarks it.
+//
+//	vertex simulate --max 110 --min 10 --ramp-up 10s --mode goBackN --demand "10,20,,60"
+//
+// Exit codes: 0 success, 1 failure at run time, 2 bad arguments or config.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// usageError is bad input from the user: it exits with code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+const usage = `usage: vertex <command> [flags]
+
+commands:
+  simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
+
+Run 'vertex <command> -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd := args[0]; cmd {
+	case "simulate":
+		err = runSimulate(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "vertex: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "vertex: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

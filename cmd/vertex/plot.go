@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// plotSimulation writes a PNG chart of the pool and the tokens granted per epoch.
+// Epochs without a call leave gaps in the lines, as they do in the tables.
+func plotSimulation(path string, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
+	p.X.Label.Text = "epoch (s)"
+	p.Y.Label.Text = "tokens"
+	p.Y.Min = 0
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+
+	pool := color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	granted := color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	poolSeg := segments(epochs, func(e ratelimit.SimEpoch) (float64, bool) {
+		return float64(e.PoolMilli) / 1000, e.Called || cfg.Mode == ratelimit.Scheduled
+	})
+	grantSeg := segments(epochs, func(e ratelimit.SimEpoch) (float64, bool) {
+		return float64(e.Granted), e.Called
+	})
+	if err := addSeries(p, "pool", pool, draw.CircleGlyph{}, poolSeg); err != nil {
+		return err
+	}
+	if err := addSeries(p, "granted", granted, draw.TriangleGlyph{}, grantSeg); err != nil {
+		return err
+	}
+	p.Y.Max = max(p.Y.Max, float64(cfg.Max)*1.05)
+	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// segments splits a series into runs of consecutive epochs that have a value.
+func segments(epochs []ratelimit.SimEpoch, value func(ratelimit.SimEpoch) (float64, bool)) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for _, e := range epochs {
+		y, ok := value(e)
+		if !ok {
+			if len(cur) > 0 {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, plotter.XY{X: float64(e.Epoch), Y: y})
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func addSeries(p *plot.Plot, name string, c color.Color, glyph draw.GlyphDrawer, segs []plotter.XYs) error {
+	for i, seg := range segs {
+		line, points, err := plotter.NewLinePoints(seg)
+		if err != nil {
+			return err
+		}
+		line.Color = c
+		line.Width = vg.Points(1.5)
+		points.Color = c
+		points.Shape = glyph
+		p.Add(line, points)
+		if i == 0 {
+			p.Legend.Add(name, line, points)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+var errHelp = flag.ErrHelp
+
+// simFlags maps the limiter's config fields to the flags that set them, so that
+// config errors name the flag the user typed.
+var simFlags = map[string]string{
+	"Max":                 "--max",
+	"Min":                 "--min",
+	"RampUpDuration":      "--ramp-up",
+	"Mode":                "--mode",
+	"ThresholdPercentage": "--threshold",
+	"CoolDownPeriod":      "--cool-down",
+	"RampDownPercentage":  "--ramp-down",
+}
+
+func runSimulate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("vertex simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by the caller
+	fs.Usage = func() {}
+	printUsage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprint(w, `usage: vertex simulate --max N --demand LIST [flags]
+
+Runs the real rate limiter on a simulated clock, one epoch (second) per entry of
+--demand, and prints per epoch the pool and the tokens granted.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	cfg := ratelimit.DefaultConfig(0)
+	var mode ratelimit.Mode
+	fs.Int64Var(&cfg.Max, "max", 0, "most tokens per second for the whole vertex (required)")
+	fs.Int64Var(&cfg.Min, "min", ratelimit.DefaultMin, "tokens per second at start")
+	fs.DurationVar(&cfg.RampUpDuration, "ramp-up", ratelimit.DefaultRampUpDuration, "time to ramp from min to max (0: start at max)")
+	fs.TextVar(&mode, "mode", ratelimit.Relaxed, "ramp mode: relaxed, scheduled, onlyIfUsed or goBackN")
+	fs.IntVar(&cfg.ThresholdPercentage, "threshold", ratelimit.DefaultThresholdPercentage, "onlyIfUsed/goBackN: utilization percentage to ramp up")
+	fs.DurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
+	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
+	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call (required), e.g. "10,20,,60"`)
+	format := fs.String("format", "table", "output format: table or csv")
+	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return errHelp
+		}
+		return &usageError{msg: "simulate: " + err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("simulate: unexpected argument %q", fs.Arg(0))
+	}
+	cfg.Mode = mode
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["max"] {
+		return usagef("simulate: --max is required")
+	}
+	if !set["demand"] {
+		return usagef("simulate: --demand is required")
+	}
+	if *format != "table" && *format != "csv" {
+		return usagef("simulate: --format (%q) must be table or csv", *format)
+	}
+	demand, err := parseDemand(*demandArg)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return &usageError{msg: "simulate: " + renderConfigError(err, simFlags)}
+	}
+	epochs, err := ratelimit.Simulate(cfg, demand)
+	if err != nil {
+		return err
+	}
+	if *format == "csv" {
+		err = writeSimCSV(stdout, cfg.Mode, epochs)
+	} else {
+		err = writeSimTable(stdout, cfg, epochs)
+	}
+	if err != nil {
+		return err
+	}
+	if *plotPath != "" {
+		if err := plotSimulation(*plotPath, cfg, epochs); err != nil {
+			return fmt.Errorf("simulate: --plot %s: %w", *plotPath, err)
+		}
+	}
+	return nil
+}
+
+// renderConfigError lists every field error of a config with the caller's names.
+func renderConfigError(err error, names map[string]string) string {
+	name := func(f string) string {
+		if n, ok := names[f]; ok {
+			return n
+		}
+		return f
+	}
+	var msgs []string
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var fe *ratelimit.FieldError
+		if errors.As(err, &fe) {
+			msgs = append(msgs, fe.Render(name))
+			return
+		}
+		msgs = append(msgs, err.Error())
+	}
+	walk(err)
+	return strings.Join(msgs, "; ")
+}
+
+// parseDemand parses "10,20,,60": whole numbers of tokens, empty for no call.
+func parseDemand(s string) ([]int, error) {
+	parts := strings.Split(s, ",")
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			out[i] = ratelimit.NoCall
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil, usagef("simulate: --demand entry %d (%q) must be a whole number of tokens, 0 or more, or empty for no call", i+1, p)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// formatMilli prints milli-tokens as tokens with up to three decimals.
+func formatMilli(m int64) string {
+	s := strconv.FormatInt(m/1000, 10)
+	if f := m % 1000; f != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
+	}
+	return s
+}
+
+// simCells returns the pool and granted cells of an epoch: blank where the epoch had
+// no call, except the pool of Scheduled, which moves with or without calls.
+func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) {
+	if e.Called || mode == ratelimit.Scheduled {
+		pool = formatMilli(e.PoolMilli)
+	}
+	if e.Called {
+		granted = strconv.Itoa(e.Granted)
+	}
+	return pool, granted
+}
+
+func writeSimCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
+	var b strings.Builder
+	b.WriteString("epoch,pool,granted\n")
+	for _, e := range epochs {
+		pool, granted := simCells(mode, e)
+		fmt.Fprintf(&b, "%d,%s,%s\n", e.Epoch, pool, granted)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeSimTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+	fmt.Fprintf(w, "mode %s, min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
+	switch cfg.Mode {
+	case ratelimit.OnlyIfUsed:
+		fmt.Fprintf(w, ", threshold %d%%", cfg.ThresholdPercentage)
+	case ratelimit.GoBackN:
+		fmt.Fprintf(w, ", threshold %d%%, cool-down %v, ramp-down %d%%", cfg.ThresholdPercentage, cfg.CoolDownPeriod, cfg.RampDownPercentage)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "epoch\tpool\tgranted\t")
+	for _, e := range epochs {
+		pool, granted := simCells(cfg.Mode, e)
+		if !e.Called {
+			granted = "-"
+			if pool == "" {
+				pool = "-"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t\n", e.Epoch, pool, granted)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,182 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Mode is how the token pool ramps from Min to Max. The zero value is [Relaxed],
+// Numaflow's default.
+type Mode uint8
+
+const (
+	// Relaxed raises the pool by one slope in each epoch that sees a call; epochs
+	// without calls stall the ramp.
+	Relaxed Mode = iota
+	// Scheduled raises the pool by one slope every epoch, calls or not.
+	Scheduled
+	// OnlyIfUsed raises the pool by one slope in an epoch that sees a call when the
+	// last epoch with a call used at least ThresholdPercentage of its share.
+	OnlyIfUsed
+	// GoBackN is OnlyIfUsed that also lowers the pool: by one slope after an epoch
+	// that used less than ThresholdPercentage, and by RampDownPercentage of a slope
+	// per idle epoch after more than CoolDownPeriod without calls.
+	GoBackN
+)
+
+var modeNames = [...]string{Relaxed: "relaxed", Scheduled: "scheduled", OnlyIfUsed: "onlyIfUsed", GoBackN: "goBackN"}
+
+// String returns the mode's name as written in a vertex's YAML.
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// MarshalText returns the mode's YAML name.
+func (m Mode) MarshalText() ([]byte, error) {
+	if int(m) >= len(modeNames) {
+		return nil, fmt.Errorf("ratelimit: unknown mode %d", uint8(m))
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText parses a mode name as written in YAML (relaxed, scheduled,
+// onlyIfUsed, goBackN) and rejects any other.
+func (m *Mode) UnmarshalText(b []byte) error {
+	for i, name := range modeNames {
+		if name == string(b) {
+			*m = Mode(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown mode %q (want relaxed, scheduled, onlyIfUsed or goBackN)", b)
+}
+
+// Defaults of Numaflow's rateLimit block, applied by [DefaultConfig].
+const (
+	DefaultMin                 = 1
+	DefaultRampUpDuration      = time.Second
+	DefaultThresholdPercentage = 50
+	DefaultCoolDownPeriod      = 5 * time.Second
+	DefaultRampDownPercentage  = 50
+	// MaxTokens is the largest Max accepted: a trillion tokens per second.
+	MaxTokens = 1_000_000_000_000
+)
+
+// Config is a vertex's rate limit: at most Max tokens per one-second epoch across all
+// replicas, starting from Min and ramping to Max over RampUpDuration as Mode says.
+//
+// Every field is taken literally: Config{Max: 100} is a flat 100 per second
+// (RampUpDuration 0 starts at Max). [DefaultConfig] fills in Numaflow's defaults.
+type Config struct {
+	// Max is the most tokens the vertex may take in one epoch. It must be 1 or more.
+	Max int64
+	// Min is the pool at start-up, 0 <= Min <= Max.
+	Min int64
+	// RampUpDuration is the time to ramp from Min to Max; 0 starts at Max.
+	RampUpDuration time.Duration
+	// Mode is the ramp policy.
+	Mode Mode
+	// ThresholdPercentage (0-100) is the utilization of an epoch's share at which
+	// OnlyIfUsed and GoBackN ramp up.
+	ThresholdPercentage int
+	// CoolDownPeriod is how long GoBackN tolerates epochs without calls before it
+	// ramps down for them.
+	CoolDownPeriod time.Duration
+	// RampDownPercentage (0-100) is the percentage of a slope GoBackN takes off per
+	// idle epoch once the cool-down has passed.
+	RampDownPercentage int
+	// Pacing, when positive, spreads each epoch's share evenly over the second in
+	// slices of this length instead of granting it all at the epoch's start. It must
+	// be between 1ms and 500ms.
+	Pacing time.Duration
+}
+
+// DefaultConfig returns max with Numaflow's defaults: min 1, rampUpDuration 1s,
+// relaxed mode, threshold 50%, cool-down 5s, ramp-down 50%, no pacing.
+func DefaultConfig(max int64) Config {
+	return Config{
+		Max:                 max,
+		Min:                 DefaultMin,
+		RampUpDuration:      DefaultRampUpDuration,
+		ThresholdPercentage: DefaultThresholdPercentage,
+		CoolDownPeriod:      DefaultCoolDownPeriod,
+		RampDownPercentage:  DefaultRampDownPercentage,
+	}
+}
+
+// FieldError is one invalid field of a [Config]. Field (and Other, for a relation
+// between two fields) are Go field names, so that callers can report them under
+// their own names (a YAML path, a flag) with [FieldError.Render].
+type FieldError struct {
+	Field  string
+	Value  any
+	Reason string // "must be at least 1", or an operator such as ">" when Other is set
+	// Other names the field that Value is compared with, if any, and OtherValue
+	// its value: Min (50) > Max (10).
+	Other      string
+	OtherValue any
+}
+
+func (e *FieldError) Error() string {
+	return "ratelimit: " + e.Render(func(f string) string { return f })
+}
+
+// Render returns the error with field names mapped by name, such as
+// "spec.limits.rateLimit.min (50) > max (10)".
+func (e *FieldError) Render(name func(field string) string) string {
+	s := fmt.Sprintf("%s (%v) %s", name(e.Field), e.Value, e.Reason)
+	if e.Other != "" {
+		s += fmt.Sprintf(" %s (%v)", name(e.Other), e.OtherValue)
+	}
+	return s
+}
+
+// Unwrap makes every FieldError match [ErrInvalidConfig].
+func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate reports every invalid field together, each as a [*FieldError].
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Value: v, Reason: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case c.Max < 1:
+		bad("Max", c.Max, "must be at least 1")
+	case c.Max > MaxTokens:
+		bad("Max", c.Max, "must be at most %d", int64(MaxTokens))
+	}
+	switch {
+	case c.Min < 0:
+		bad("Min", c.Min, "must not be negative")
+	case c.Max >= 1 && c.Min > c.Max:
+		errs = append(errs, &FieldError{Field: "Min", Value: c.Min, Reason: ">", Other: "Max", OtherValue: c.Max})
+	}
+	if c.RampUpDuration < 0 {
+		bad("RampUpDuration", c.RampUpDuration, "must not be negative")
+	}
+	if int(c.Mode) >= len(modeNames) {
+		bad("Mode", uint8(c.Mode), "is not a known mode")
+	}
+	if c.Mode == OnlyIfUsed || c.Mode == GoBackN {
+		if c.ThresholdPercentage < 0 || c.ThresholdPercentage > 100 {
+			bad("ThresholdPercentage", c.ThresholdPercentage, "must be between 0 and 100")
+		}
+	}
+	if c.Mode == GoBackN {
+		if c.CoolDownPeriod < 0 {
+			bad("CoolDownPeriod", c.CoolDownPeriod, "must not be negative")
+		}
+		if c.RampDownPercentage < 0 || c.RampDownPercentage > 100 {
+			bad("RampDownPercentage", c.RampDownPercentage, "must be between 0 and 100")
+		}
+	}
+	if c.Pacing != 0 && (c.Pacing < time.Millisecond || c.Pacing > 500*time.Millisecond) {
+		bad("Pacing", c.Pacing, "must be 0 (off) or between 1ms and 500ms")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,178 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+)
+
+const epochNanos = int64(time.Second)
+
+// storeNanos converts a local clock reading to store-clock nanoseconds. l.mu is held
+// (offset).
+func (l *Limiter) storeNanos(now time.Time) int64 {
+	return l.baseNano + int64(now.Sub(l.base)) + l.offset
+}
+
+// epochAt returns the epoch (whole store-clock seconds) of a local reading.
+func (l *Limiter) epochAt(now time.Time) int64 { return floorDiv(l.storeNanos(now), epochNanos) }
+
+// localAt returns the local clock reading at which the store clock reads ns.
+func (l *Limiter) localAt(ns int64) time.Time {
+	return l.base.Add(time.Duration(ns - l.baseNano - l.offset))
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// slices is the number of pacing slices in an epoch, or 1 without pacing.
+func (l *Limiter) slices() int64 {
+	if l.cfg.Pacing <= 0 {
+		return 1
+	}
+	return (epochNanos + int64(l.cfg.Pacing) - 1) / int64(l.cfg.Pacing)
+}
+
+// sliceAt returns the pacing slice of st's epoch that now falls in.
+func (l *Limiter) sliceAt(st *epochState, now time.Time) int {
+	if l.cfg.Pacing <= 0 {
+		return 0
+	}
+	into := l.storeNanos(now) - st.epoch*epochNanos
+	return int(min(max(into/int64(l.cfg.Pacing), 0), l.slices()-1))
+}
+
+// allowance is how many of share tokens may be granted by the end of slice k.
+func (l *Limiter) allowance(share int64, k int) int64 {
+	n := l.slices()
+	if int64(k) >= n-1 {
+		return share
+	}
+	return mulDiv(share, int64(k)+1, n)
+}
+
+// nextTick is the local time of the next epoch boundary, or of the next pacing
+// slice when st's share is not all allowed yet.
+func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
+	next := (st.epoch + 1) * epochNanos
+	if st.closed {
+		next = (l.epochAt(now) + 1) * epochNanos
+	} else if l.cfg.Pacing > 0 && int64(st.slice) < l.slices()-1 {
+		next = st.epoch*epochNanos + int64(st.slice+1)*int64(l.cfg.Pacing)
+	}
+	return l.localAt(next)
+}
+
+// newEpoch builds epoch e: settles the ramp, splits the pool by the membership that
+// applies in e, and serves waiting callers first. l.mu is held.
+func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
+	if cur := l.state.Load(); cur != nil && cur.called.Load() && cur.eligible {
+		used := min(max(cur.taken.Load(), 0), cur.share)
+		l.ramp.record(cur.epoch, cur.pool, used, cur.share)
+	}
+	st := &epochState{epoch: e, pool: l.ramp.poolAt(e)}
+	st.size, st.rank, st.eligible = l.member.at(e)
+	if st.eligible {
+		st.share = shareOf(st.pool, st.size, st.rank)
+	}
+	st.slice = l.sliceAt(st, now)
+	st.allow.Store(l.allowance(st.share, st.slice))
+	if len(l.waiters) > 0 && st.eligible {
+		st.called.Store(true)
+		l.serve(st)
+	}
+	return st
+}
+
+func (l *Limiter) publish(st *epochState) { l.state.Store(st) }
+
+// onTick runs at each epoch boundary and pacing slice.
+func (l *Limiter) onTick() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	now := l.clk.Now()
+	st := l.state.Load()
+	if e := l.epochAt(now); e > st.epoch {
+		l.publish(l.newEpoch(e, now))
+	} else if k := l.sliceAt(st, now); k > st.slice {
+		st.slice = k
+		st.allow.Store(l.allowance(st.share, k))
+		l.serve(st)
+	}
+	l.scheduleTick(now)
+}
+
+// scheduleTick arms the timer for the next tick. l.mu is held.
+func (l *Limiter) scheduleTick(now time.Time) {
+	d := l.nextTick(l.state.Load(), now).Sub(now)
+	if d <= 0 {
+		d = time.Millisecond // the store clock moved back under us; look again soon
+	}
+	l.tick = l.after(d, l.onTick)
+}
+
+// after runs f after d, counted in l.timers so that Close can wait for it.
+func (l *Limiter) after(d time.Duration, f func()) clock.Timer {
+	l.timers.Add(1)
+	return l.clk.AfterFunc(d, func() {
+		defer l.timers.Done()
+		f()
+	})
+}
+
+func (l *Limiter) stopTimer(t clock.Timer) {
+	if t != nil && t.Stop() {
+		l.timers.Done()
+	}
+}
+
+// syncOnce reports to the store and learns the pool's view. It does the store call
+// without the mutex.
+func (l *Limiter) syncOnce() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	rep := Report{ID: l.id, PoolSize: l.member.report}
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(l.syncCtx, max(l.sync, time.Second))
+	t0 := l.clk.Now()
+	v, err := l.store.Sync(ctx, rep)
+	t1 := l.clk.Now()
+	cancel()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.syncFail = err
+	if err != nil {
+		return
+	}
+	mid := t0.Add(t1.Sub(t0) / 2)
+	l.offset = v.Time.UnixNano() - (l.baseNano + int64(mid.Sub(l.base)))
+	l.member.learn(v, floorDiv(v.Time.UnixNano(), epochNanos))
+}
+
+func (l *Limiter) scheduleSync() {
+	l.syncT = l.after(l.sync, func() {
+		l.syncOnce()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !l.closed {
+			l.scheduleSync()
+		}
+	})
+}

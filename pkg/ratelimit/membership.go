@@ -1,0 +1,62 @@
+package ratelimit
+
+// membership is a replica's side of the pool agreement of DESIGN §3: what it reports
+// to the store, the views it learned, and from which epoch each one applies. The
+// Limiter calls it with its mutex held.
+type membership struct {
+	solo bool // no store: the only replica, always eligible
+
+	report       int   // pool size to report at the next sync
+	agreed       bool  // has seen AGREE at least once
+	eligibleFrom int64 // first epoch in which the replica may take tokens
+
+	// The two most recent views, stamped with the epoch they were learned in. A view
+	// learned in epoch s applies from epoch s+1.
+	latest, prev stampedView
+}
+
+type stampedView struct {
+	ok    bool
+	stamp int64
+	size  int // pool size in use
+	rank  int
+}
+
+// learn applies the consensus rule to a view the store returned in epoch stamp:
+// on AGREE use the agreed size; on DISAGREE use the largest of the current, the
+// reported and the live sizes (a smaller share is always safe) and report the live
+// count, so that every replica converges on it.
+func (m *membership) learn(v View, stamp int64) {
+	size := v.PoolSize
+	if v.Agreed {
+		m.report = v.PoolSize
+		if !m.agreed {
+			m.agreed = true
+			m.eligibleFrom = stamp + 1
+		}
+	} else {
+		size = max(v.PoolSize, v.Live, m.latest.size)
+		m.report = v.Live
+	}
+	sv := stampedView{ok: true, stamp: stamp, size: size, rank: v.Rank}
+	if m.latest.ok && m.latest.stamp < stamp {
+		m.prev = m.latest
+	}
+	m.latest = sv
+}
+
+// at returns the pool size and rank that apply in epoch e, and whether the replica
+// may take tokens in it.
+func (m *membership) at(e int64) (size, rank int, eligible bool) {
+	if m.solo {
+		return 1, 0, true
+	}
+	v := m.latest
+	if v.stamp >= e {
+		v = m.prev
+	}
+	if !v.ok || !m.agreed || e < m.eligibleFrom {
+		return v.size, v.rank, false
+	}
+	return v.size, v.rank, true
+}

@@ -1,0 +1,123 @@
+// Package memstore is an in-process [ratelimit.Store]: several Limiters in one
+// process share one limit through it, with the same pool agreement as the Redis
+// store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID).
+//
+// It is what a single replica uses when no store is configured for a vertex with
+// several limiters in one process, and what tests use to check the share split
+// without Redis.
+package memstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// DefaultStaleAfter is how long a replica may go without a heartbeat before it is
+// removed from the pool.
+const DefaultStaleAfter = 2 * time.Second
+
+// ErrUnavailable is returned by every call while the store is set down with
+// [Store.SetAvailable].
+var ErrUnavailable = errors.New("memstore: unavailable")
+
+// Store is an in-process pool. It is safe for concurrent use.
+type Store struct {
+	clk        clock.Clock
+	staleAfter time.Duration
+
+	mu       sync.Mutex
+	replicas map[string]*replica
+	down     bool
+}
+
+type replica struct {
+	heartbeat time.Time
+	reported  int
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns an empty store that reads time from clk (nil for the wall clock) and
+// removes replicas whose heartbeat is older than staleAfter (0 for the default 2s).
+func New(clk clock.Clock, staleAfter time.Duration) *Store {
+	if clk == nil {
+		clk = clock.Real()
+	}
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	return &Store{clk: clk, staleAfter: staleAfter, replicas: map[string]*replica{}}
+}
+
+// Sync implements [ratelimit.Store].
+func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+	if err := ctx.Err(); err != nil {
+		return ratelimit.View{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return ratelimit.View{}, ErrUnavailable
+	}
+	now := s.clk.Now()
+	s.replicas[r.ID] = &replica{heartbeat: now, reported: r.PoolSize}
+
+	ids := make([]string, 0, len(s.replicas))
+	lo, hi := -1, -1
+	for id, rep := range s.replicas {
+		if now.Sub(rep.heartbeat) > s.staleAfter {
+			delete(s.replicas, id)
+			continue
+		}
+		ids = append(ids, id)
+		if lo < 0 || rep.reported < lo {
+			lo = rep.reported
+		}
+		hi = max(hi, rep.reported)
+	}
+	slices.Sort(ids)
+	rank, _ := slices.BinarySearch(ids, r.ID)
+	live := len(ids)
+	agreed := lo == hi && hi == live
+	return ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now}, nil
+}
+
+// Leave implements [ratelimit.Store].
+func (s *Store) Leave(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return ErrUnavailable
+	}
+	delete(s.replicas, id)
+	return nil
+}
+
+// SetAvailable makes every call fail with [ErrUnavailable] while up is false, to
+// test how limiters ride out a store outage.
+func (s *Store) SetAvailable(up bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = !up
+}
+
+// Members returns the IDs of the replicas in the pool, sorted.
+func (s *Store) Members() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.replicas))
+	for id := range s.replicas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,67 @@
+package ratelimit
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+)
+
+// DefaultSyncInterval is how often a replica syncs with its store.
+const DefaultSyncInterval = 100 * time.Millisecond
+
+// Option configures a [Limiter] beyond its [Config].
+type Option func(*options)
+
+type options struct {
+	clock        clock.Clock
+	store        Store
+	id           string
+	syncInterval time.Duration
+	waitHook     func() // called, mutex held, when a caller starts waiting; for tests
+}
+
+// WithClock makes the limiter read time from c instead of the wall clock.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithStore makes the limiter one replica of a pool kept in s, sharing the limit with
+// the other replicas of the same store. Without a store the limiter is the only
+// replica.
+func WithStore(s Store) Option { return func(o *options) { o.store = s } }
+
+// WithReplicaID names this replica in its store. Replicas are ranked by ID. The
+// default is the host name, the process id and a counter.
+func WithReplicaID(id string) Option { return func(o *options) { o.id = id } }
+
+// WithSyncInterval sets how often the replica syncs with its store (default 100ms).
+func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.syncInterval = d } }
+
+var replicaSeq atomic.Uint64
+
+func defaultReplicaID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "replica"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(replicaSeq.Add(1), 10)
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{clock: clock.Real(), syncInterval: DefaultSyncInterval}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		return o, fmt.Errorf("ratelimit: WithClock(nil): %w", ErrInvalidConfig)
+	}
+	if o.syncInterval <= 0 {
+		return o, &FieldError{Field: "SyncInterval", Value: o.syncInterval, Reason: "must be positive"}
+	}
+	if o.id == "" {
+		o.id = defaultReplicaID()
+	}
+	return o, nil
+}

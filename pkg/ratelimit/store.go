@@ -1,0 +1,47 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Store is where the replicas of one vertex agree on who is in the pool. Tokens are
+// never counted in the store: each replica computes its own share of the pool from
+// the agreed pool size and its rank, so the store is called once per sync interval
+// from a background goroutine, never per Acquire.
+//
+// Implementations are safe for concurrent use and keep one pool per key; the
+// in-process one is [memstore], the distributed one is backed by Redis.
+type Store interface {
+	// Sync records a heartbeat for r.ID with the pool size it reports, removes
+	// replicas whose last heartbeat is older than the store's staleness limit, and
+	// returns the pool as the store sees it now. A replica unknown to the store is
+	// registered by its first Sync.
+	Sync(ctx context.Context, r Report) (View, error)
+	// Leave removes the replica at once, on graceful shutdown.
+	Leave(ctx context.Context, id string) error
+}
+
+// Report is what a replica tells the store at each sync.
+type Report struct {
+	// ID identifies the replica; ranks are its order among the live IDs.
+	ID string
+	// PoolSize is the pool size the replica reports: 0 at its first sync, then the
+	// live count or agreed size it last learned.
+	PoolSize int
+}
+
+// View is the pool as the store saw it at one sync.
+type View struct {
+	// Agreed is true when every live replica reported the same pool size and that
+	// size equals the live count.
+	Agreed bool
+	// PoolSize is the agreed size when Agreed, otherwise the largest size reported.
+	PoolSize int
+	// Live is the number of live replicas, the caller included.
+	Live int
+	// Rank is the caller's 0-based rank by ID among the live replicas.
+	Rank int
+	// Time is the store's clock at the sync; epochs are whole seconds of it.
+	Time time.Time
+}

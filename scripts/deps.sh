@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs when it is missing: redis-server and
+# nats-server, from Debian's packages. Without apt-get or root it prints a hint.
+set -u
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "installing ${missing[*]}" >&2
+  if apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+     { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; }; then
+    exit 0
+  fi
+fi
+echo "hint: install ${missing[*]} (Debian: apt-get install ${missing[*]}); tests that need them will fail without them" >&2
+exit 0
