@@ -73,24 +73,44 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 // applies in e, and serves waiting callers first. l.mu is held.
 func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if cur := l.state.Load(); cur != nil && cur.called.Load() && cur.eligible {
-		used := min(max(cur.taken.Load(), 0), cur.share)
-		l.ramp.record(cur.epoch, cur.pool, used, cur.share)
+		l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
 	}
-	st := &epochState{epoch: e, pool: l.ramp.poolAt(e)}
+	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), stripes: make([]stripe, l.lanes)}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible {
 		st.share = shareOf(st.pool, st.size, st.rank)
 	}
 	st.slice = l.sliceAt(st, now)
-	st.allow.Store(l.allowance(st.share, st.slice))
+	l.release(st, l.allowance(st.share, st.slice))
 	if len(l.waiters) > 0 && st.eligible {
 		st.called.Store(true)
-		l.serve(st)
 	}
 	return st
 }
 
 func (l *Limiter) publish(st *epochState) { l.state.Store(st) }
+
+// release raises st's allowance to allow: the new tokens go to waiting callers
+// first, in arrival order, and the rest to the common counter. l.mu is held.
+func (l *Limiter) release(st *epochState, allow int64) {
+	budget := allow - st.allow.Load()
+	if budget <= 0 {
+		return
+	}
+	st.allow.Store(allow)
+	served := 0
+	for _, w := range l.waiters {
+		g := min(w.n, budget)
+		if g == 0 {
+			break
+		}
+		budget -= g
+		w.ch <- waitResult{grant: Grant{Tokens: int(g), epoch: st.epoch}}
+		served++
+	}
+	l.dequeue(served)
+	st.common.Add(budget)
+}
 
 // onTick runs at each epoch boundary and pacing slice.
 func (l *Limiter) onTick() {
@@ -105,8 +125,7 @@ func (l *Limiter) onTick() {
 		l.publish(l.newEpoch(e, now))
 	} else if k := l.sliceAt(st, now); k > st.slice {
 		st.slice = k
-		st.allow.Store(l.allowance(st.share, k))
-		l.serve(st)
+		l.release(st, l.allowance(st.share, k))
 	}
 	l.scheduleTick(now)
 }

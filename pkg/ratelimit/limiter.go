@@ -27,6 +27,8 @@ type Limiter struct {
 	nwait atomic.Int32               // len(waiters), readable without mu
 
 	cfg   Config
+	lanes int // stripes per epoch
+	nlane atomic.Uint32
 	clk   clock.Clock
 	store Store
 	id    string
@@ -53,29 +55,12 @@ type Limiter struct {
 	syncFail error       // last sync error, nil after a success
 }
 
-// epochState is one epoch of one replica. Only taken, allow and called change after
-// it is published.
-type epochState struct {
-	taken  atomic.Int64 // tokens granted minus tokens deposited
-	allow  atomic.Int64 // tokens grantable so far: the share, or its paced part
-	called atomic.Bool  // a call arrived in this epoch
-	_      [40]byte     // keep the hot words on their own cache line
-
-	epoch    int64
-	pool     int64 // P, milli-tokens
-	share    int64
-	size     int
-	rank     int
-	eligible bool
-	slice    int // pacing slice whose allowance is in allow
-	closed   bool
-}
-
 // Grant is tokens granted in one epoch, returned by [Limiter.AcquireGrant].
 type Grant struct {
 	// Tokens is the number of tokens granted.
 	Tokens int
 	epoch  int64
+	lane   uint32
 }
 
 type waiter struct {
@@ -102,7 +87,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval, hook: o.waitHook}
+	l := &Limiter{cfg: cfg, lanes: laneSlots(), clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval, hook: o.waitHook}
 	l.base = l.clk.Now()
 	l.baseNano = l.base.UnixNano()
 	l.member.solo = l.store == nil
@@ -132,86 +117,82 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 // next epoch, in arrival order with other waiting callers. When ctx's deadline comes
 // before the next epoch it returns 0 at once with a [*ThrottledError], which matches
 // [ErrRateLimited] and says how long to wait. Acquire(ctx, 0) returns 0 and counts as
-// a call for the ramp.
+// a call for the ramp. While tokens are left Acquire returns them without looking at
+// ctx.
 //
-// Tokens left over should be given back with Deposit in the same epoch; use
-// AcquireGrant and DepositGrant when the epoch may end in between.
+// Goroutines that acquire in a loop at the same time should each use a [Lane].
 func (l *Limiter) Acquire(ctx context.Context, n int) (int, error) {
-	g, err := l.AcquireGrant(ctx, n)
+	g, err := l.acquire(ctx, n, 0)
 	return g.Tokens, err
 }
 
 // AcquireGrant is Acquire returning a [Grant] that remembers its epoch, for
 // [Limiter.DepositGrant].
 func (l *Limiter) AcquireGrant(ctx context.Context, n int) (Grant, error) {
-	st := l.state.Load()
-	k := int64(n)
-	if k > 0 && k <= maxRequest {
-		t := st.taken.Add(k)
-		a := st.allow.Load()
-		if t <= a {
-			if !st.called.Load() {
-				st.called.Store(true)
-			}
-			return Grant{Tokens: n, epoch: st.epoch}, nil
-		}
-		return l.overshoot(ctx, st, k, t, a)
-	}
-	return l.acquireSlow(ctx, min(max(k, 0), maxRequest))
+	return l.acquire(ctx, n, 0)
 }
 
-// overshoot settles a fast-path add that went past the allowance: it keeps the part
-// that fit, undoes the rest, and waits when nothing fit.
-func (l *Limiter) overshoot(ctx context.Context, st *epochState, k, t, a int64) (Grant, error) {
-	g := min(k, max(0, a-(t-k)))
-	st.taken.Add(g - k)
-	if g > 0 {
-		if !st.called.Load() {
-			st.called.Store(true)
+// Deposit gives back n tokens acquired in the current epoch and not used. It never
+// credits the epoch with more tokens than it has granted, but it cannot tell tokens
+// of an epoch that has just ended from the current one's: callers whose epoch may
+// end between Acquire and Deposit should use AcquireGrant and DepositGrant.
+func (l *Limiter) Deposit(n int) { l.deposit(0, n) }
+
+// DepositGrant gives back unused of g's tokens, at most g.Tokens. If g's epoch has
+// ended they are dropped: tokens never carry over to another epoch. A grant should
+// be deposited at most once.
+func (l *Limiter) DepositGrant(g Grant, unused int) {
+	if st := l.state.Load(); unused > 0 && st.epoch == g.epoch {
+		st.counter(g.lane).Add(int64(min(unused, g.Tokens)))
+		if l.nwait.Load() > 0 {
+			l.serveNow()
 		}
-		return Grant{Tokens: int(g), epoch: st.epoch}, nil
 	}
-	return l.acquireSlow(ctx, k)
 }
 
-// Deposit gives back n tokens that were acquired in the current epoch and not used.
-// It never credits an epoch with more tokens than it has granted. If the tokens may
-// come from an epoch that has ended, use DepositGrant, which drops them.
-func (l *Limiter) Deposit(n int) {
+func (l *Limiter) deposit(lane uint32, n int) {
 	if n <= 0 {
 		return
 	}
 	st := l.state.Load()
-	for {
-		t := st.taken.Load()
-		k := min(int64(n), t)
-		if k <= 0 {
-			return
+	if k := min(int64(n), st.granted()); k > 0 {
+		st.counter(lane).Add(k)
+		if l.nwait.Load() > 0 {
+			l.serveNow()
 		}
-		if st.taken.CompareAndSwap(t, t-k) {
-			break
-		}
-	}
-	if l.nwait.Load() > 0 {
-		l.serveNow()
 	}
 }
 
-// DepositGrant gives back unused of g's tokens. If g's epoch has ended they are
-// dropped: tokens never carry over to another epoch. Give back at most g.Tokens per
-// grant in total.
-func (l *Limiter) DepositGrant(g Grant, unused int) {
-	if unused <= 0 {
-		return
-	}
+// acquire is the hot path of every Acquire: one atomic add on the lane's counter.
+func (l *Limiter) acquire(ctx context.Context, n int, lane uint32) (Grant, error) {
 	st := l.state.Load()
-	if st.epoch != g.epoch || st.closed {
-		return
+	if uint64(n-1) < maxRequest {
+		if v := st.counter(lane).Add(-int64(n)); v >= 0 && st.called.Load() {
+			return Grant{Tokens: n, epoch: st.epoch, lane: lane}, nil
+		} else {
+			return l.settle(ctx, st, lane, int64(n), v)
+		}
 	}
-	st.taken.Add(-min(int64(unused), int64(g.Tokens)))
-	if l.nwait.Load() > 0 {
-		l.serveNow()
+	return l.acquireSlow(ctx, min(max(int64(n), 0), maxRequest))
+}
+
+// settle finishes a take of k that left the lane's counter at v: it keeps what the
+// counter had, finds the rest elsewhere, marks the epoch called, and waits when no
+// token was found.
+func (l *Limiter) settle(ctx context.Context, st *epochState, lane uint32, k, v int64) (Grant, error) {
+	c := st.counter(lane)
+	g := min(k, max(v+k, 0))
+	if g < k {
+		c.Add(k - g)
+		g += st.replenish(lane, k-g)
 	}
+	if g == 0 {
+		return l.acquireSlow(ctx, k)
+	}
+	if !st.called.Load() {
+		st.called.Store(true)
+	}
+	return Grant{Tokens: int(g), epoch: st.epoch, lane: lane}, nil
 }
 
 // acquireSlow takes tokens under the mutex, or queues the caller until a tick
@@ -231,7 +212,7 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 		return Grant{epoch: st.epoch}, nil
 	}
 	if len(l.waiters) == 0 {
-		if g := takeExact(st, k); g > 0 {
+		if g := st.gather(k, noLane); g > 0 {
 			l.mu.Unlock()
 			return Grant{Tokens: int(g), epoch: st.epoch}, nil
 		}
@@ -268,21 +249,6 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 	return Grant{}, &ThrottledError{Reason: reason, Wait: wait, Cause: ctx.Err()}
 }
 
-// takeExact takes min(k, tokens left) from st without overshooting.
-func takeExact(st *epochState, k int64) int64 {
-	for {
-		t := st.taken.Load()
-		left := st.allow.Load() - t
-		if left <= 0 {
-			return 0
-		}
-		g := min(k, left)
-		if st.taken.CompareAndSwap(t, t+g) {
-			return g
-		}
-	}
-}
-
 // serveNow hands deposited tokens to waiting callers.
 func (l *Limiter) serveNow() {
 	l.mu.Lock()
@@ -296,16 +262,21 @@ func (l *Limiter) serveNow() {
 func (l *Limiter) serve(st *epochState) {
 	served := 0
 	for _, w := range l.waiters {
-		g := takeExact(st, w.n)
+		g := st.gather(w.n, noLane)
 		if g == 0 {
 			break
 		}
 		w.ch <- waitResult{grant: Grant{Tokens: int(g), epoch: st.epoch}}
 		served++
 	}
-	if served > 0 {
-		clear(l.waiters[:served])
-		l.waiters = l.waiters[served:]
+	l.dequeue(served)
+}
+
+// dequeue removes the first n waiters, which have been served. l.mu is held.
+func (l *Limiter) dequeue(n int) {
+	if n > 0 {
+		clear(l.waiters[:n])
+		l.waiters = l.waiters[n:]
 		l.nwait.Store(int32(len(l.waiters)))
 	}
 }
@@ -395,10 +366,10 @@ func (l *Limiter) Status() Status {
 	st := l.state.Load()
 	s := Status{
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
-		Granted: min(st.taken.Load(), st.allow.Load()), PoolSize: st.size, Rank: st.rank,
+		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters),
 	}
-	if st.taken.Load() >= st.allow.Load() {
+	if st.unspent() == 0 {
 		s.Throttled = l.reasonOf(st)
 	}
 	return s

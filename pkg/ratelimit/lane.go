@@ -1,0 +1,39 @@
+package ratelimit
+
+import "context"
+
+// Lane is a way into a [Limiter] for one busy caller, such as the reader of one
+// partition. A lane keeps tokens it takes from the limiter in advance on a cache line
+// of its own, so that lanes used by goroutines on different cores do not contend.
+// Tokens a lane holds stay available to every other caller: a caller that finds the
+// limiter's own tokens gone takes them from the lanes before it waits. Grants, waits
+// and errors are those of the limiter's own methods.
+//
+// A Lane is safe for concurrent use, but it is fastest used by one goroutine.
+type Lane struct {
+	l    *Limiter
+	slot uint32
+}
+
+// Lane returns a new lane. Lanes are spread over a fixed number of stripes (at least
+// 8, and twice GOMAXPROCS up to 64); beyond that they share.
+func (l *Limiter) Lane() *Lane {
+	return &Lane{l: l, slot: 1 + (l.nlane.Add(1)-1)%uint32(l.lanes)}
+}
+
+// Acquire is [Limiter.Acquire] through the lane.
+func (ln *Lane) Acquire(ctx context.Context, n int) (int, error) {
+	g, err := ln.l.acquire(ctx, n, ln.slot)
+	return g.Tokens, err
+}
+
+// AcquireGrant is [Limiter.AcquireGrant] through the lane.
+func (ln *Lane) AcquireGrant(ctx context.Context, n int) (Grant, error) {
+	return ln.l.acquire(ctx, n, ln.slot)
+}
+
+// Deposit is [Limiter.Deposit] through the lane.
+func (ln *Lane) Deposit(n int) { ln.l.deposit(ln.slot, n) }
+
+// DepositGrant is [Limiter.DepositGrant].
+func (ln *Lane) DepositGrant(g Grant, unused int) { ln.l.DepositGrant(g, unused) }

@@ -1,0 +1,451 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// epoch0 is an epoch boundary near the wall clock, so that contexts with deadlines
+// measured on the manual clock are neither long past nor far ahead in real time.
+func epoch0() time.Time { return time.Now().Truncate(time.Second) }
+
+// expired is a context whose deadline has passed on every clock the tests use: a
+// limiter with no tokens fails fast with it instead of waiting.
+func expired(t *testing.T) context.Context {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type testLimiter struct {
+	*Limiter
+	clk    *clock.Manual
+	queued chan struct{} // one value each time a caller starts waiting
+}
+
+func newTestLimiter(t *testing.T, cfg Config, opts ...Option) *testLimiter {
+	t.Helper()
+	clk := clock.NewManual(epoch0())
+	queued := make(chan struct{}, 64)
+	hook := func(o *options) { o.waitHook = func() { queued <- struct{}{} } }
+	l, err := New(cfg, append([]Option{WithClock(clk), hook}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	return &testLimiter{Limiter: l, clk: clk, queued: queued}
+}
+
+// acquireAsync starts Acquire(n) in a goroutine and returns once it is waiting.
+func (tl *testLimiter) acquireAsync(t *testing.T, ctx context.Context, n int) <-chan waitResult {
+	t.Helper()
+	out := make(chan waitResult, 1)
+	go func() {
+		g, err := tl.AcquireGrant(ctx, n)
+		out <- waitResult{grant: g, err: err}
+	}()
+	select {
+	case <-tl.queued:
+	case r := <-out:
+		t.Fatalf("Acquire(%d) returned %d, %v; want it to wait", n, r.grant.Tokens, r.err)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Acquire(%d) neither waited nor returned", n)
+	}
+	return out
+}
+
+func recvResult(t *testing.T, ch <-chan waitResult) waitResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting caller was not served")
+		return waitResult{}
+	}
+}
+
+func mustAcquire(t *testing.T, l *Limiter, ctx context.Context, n, want int) {
+	t.Helper()
+	got, err := l.Acquire(ctx, n)
+	if err != nil || got != want {
+		t.Fatalf("Acquire(%d) = %d, %v; want %d, nil", n, got, err, want)
+	}
+}
+
+func TestAcquireGrantsUpToShare(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 10})
+	ctx := expired(t)
+	mustAcquire(t, l.Limiter, ctx, 4, 4)
+	mustAcquire(t, l.Limiter, ctx, 10, 6)
+
+	n, err := l.Acquire(ctx, 1)
+	var te *ThrottledError
+	if n != 0 || !errors.Is(err, ErrRateLimited) || !errors.As(err, &te) {
+		t.Fatalf("Acquire on an empty share = %d, %v; want 0 and a ThrottledError", n, err)
+	}
+	if te.Wait != time.Second || te.Reason != ReasonRateLimited || te.Cause != nil {
+		t.Fatalf("ThrottledError = %+v; want wait 1s, reason rate_limited, no cause", te)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("a fail-fast rate limit must not look like a bare timeout")
+	}
+
+	l.clk.Advance(250 * time.Millisecond)
+	_, err = l.Acquire(ctx, 1)
+	if !errors.As(err, &te) || te.Wait != 750*time.Millisecond {
+		t.Fatalf("after 250ms: %v; want a wait of 750ms", err)
+	}
+	if s := l.Status(); s.Granted != 10 || s.Share != 10 || s.Throttled != ReasonRateLimited {
+		t.Fatalf("status = %+v; want granted 10 of share 10, throttled", s)
+	}
+
+	l.clk.Advance(750 * time.Millisecond)
+	mustAcquire(t, l.Limiter, ctx, 25, 10)
+}
+
+func TestAcquireZeroAndNegative(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 3})
+	ctx := expired(t)
+	mustAcquire(t, l.Limiter, ctx, 0, 0)
+	mustAcquire(t, l.Limiter, ctx, -5, 0)
+	if !l.Status().Called {
+		t.Fatal("Acquire(0) must count as a call")
+	}
+	mustAcquire(t, l.Limiter, ctx, 1<<62, 3)
+}
+
+func TestAcquireWaitsForNextEpoch(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 10})
+	mustAcquire(t, l.Limiter, context.Background(), 10, 10)
+
+	ctx, cancel := context.WithDeadline(context.Background(), l.clk.Now().Add(10*time.Second))
+	defer cancel()
+	res := l.acquireAsync(t, ctx, 4)
+	l.clk.Advance(999 * time.Millisecond)
+	select {
+	case r := <-res:
+		t.Fatalf("served before the epoch ended: %+v", r)
+	default:
+	}
+	l.clk.Advance(time.Millisecond)
+	r := recvResult(t, res)
+	if r.err != nil || r.grant.Tokens != 4 {
+		t.Fatalf("waiter got %d, %v; want 4, nil", r.grant.Tokens, r.err)
+	}
+	if s := l.Status(); s.Granted != 4 {
+		t.Fatalf("new epoch granted %d; want the waiter's 4", s.Granted)
+	}
+}
+
+func TestWaitCutShortIsRateLimitedNotTimeout(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 1})
+	mustAcquire(t, l.Limiter, context.Background(), 1, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	res := l.acquireAsync(t, ctx, 1)
+	cancel()
+	r := recvResult(t, res)
+	var te *ThrottledError
+	if !errors.As(r.err, &te) || !errors.Is(r.err, ErrRateLimited) || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled wait = %v; want a ThrottledError wrapping context.Canceled", r.err)
+	}
+	if l.Status().Waiting != 0 {
+		t.Fatal("cancelled caller is still queued")
+	}
+	// The next epoch's tokens are not lost to the caller that gave up.
+	l.clk.Advance(time.Second)
+	mustAcquire(t, l.Limiter, expired(t), 5, 1)
+}
+
+func TestDeposit(t *testing.T) {
+	t.Run("same epoch", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 10})
+		ctx := expired(t)
+		mustAcquire(t, l.Limiter, ctx, 10, 10)
+		l.Deposit(3)
+		mustAcquire(t, l.Limiter, ctx, 10, 3)
+	})
+	t.Run("never more than granted", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 10})
+		ctx := expired(t)
+		mustAcquire(t, l.Limiter, ctx, 2, 2)
+		l.Deposit(50)
+		mustAcquire(t, l.Limiter, ctx, 100, 10)
+		l.Deposit(-1)
+		l.DepositGrant(Grant{Tokens: 3, epoch: l.Status().Epoch}, 0)
+		if n, _ := l.Acquire(ctx, 1); n != 0 {
+			t.Fatalf("Acquire after empty deposits = %d; want 0", n)
+		}
+	})
+	t.Run("grant of an ended epoch is dropped", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 10})
+		ctx := expired(t)
+		old, err := l.AcquireGrant(ctx, 10)
+		if err != nil || old.Tokens != 10 {
+			t.Fatalf("AcquireGrant = %+v, %v", old, err)
+		}
+		l.clk.Advance(time.Second)
+		g, _ := l.AcquireGrant(ctx, 4)
+		l.DepositGrant(old, 10)
+		if s := l.Status(); s.Granted != 4 {
+			t.Fatalf("granted %d after a stale deposit; want 4", s.Granted)
+		}
+		l.DepositGrant(g, 1)
+		mustAcquire(t, l.Limiter, ctx, 100, 7)
+	})
+	t.Run("deposit serves a waiting caller", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 10})
+		g, _ := l.AcquireGrant(context.Background(), 10)
+		res := l.acquireAsync(t, context.Background(), 5)
+		l.DepositGrant(g, 6)
+		if r := recvResult(t, res); r.grant.Tokens != 5 || r.err != nil {
+			t.Fatalf("waiter got %+v", r)
+		}
+		mustAcquire(t, l.Limiter, expired(t), 5, 1)
+	})
+	t.Run("deposits count for utilization", func(t *testing.T) {
+		// OnlyIfUsed at 100%: an epoch that gave back tokens does not ramp.
+		l := newTestLimiter(t, Config{Max: 30, Min: 10, RampUpDuration: 2 * time.Second, Mode: OnlyIfUsed, ThresholdPercentage: 100})
+		ctx := expired(t)
+		g, _ := l.AcquireGrant(ctx, 10)
+		l.DepositGrant(g, 1)
+		l.clk.Advance(time.Second)
+		mustAcquire(t, l.Limiter, ctx, 100, 10)
+		l.clk.Advance(time.Second)
+		mustAcquire(t, l.Limiter, ctx, 100, 20)
+	})
+}
+
+func TestFairness(t *testing.T) {
+	// Two readers share a limiter of 10 per epoch and each asks for all of it. In
+	// arrival order they take turns instead of one starving the other.
+	l := newTestLimiter(t, Config{Max: 10})
+	ctx := context.Background()
+	mustAcquire(t, l.Limiter, ctx, 10, 10)
+	a := l.acquireAsync(t, ctx, 10)
+	b := l.acquireAsync(t, ctx, 10)
+	got := map[string]int{}
+	for range 10 {
+		l.clk.Advance(time.Second)
+		select {
+		case r := <-a:
+			got["a"] += r.grant.Tokens
+			a = l.acquireAsync(t, ctx, 10)
+		case r := <-b:
+			got["b"] += r.grant.Tokens
+			b = l.acquireAsync(t, ctx, 10)
+		case <-time.After(5 * time.Second):
+			t.Fatal("nobody was served")
+		}
+	}
+	if got["a"] != 50 || got["b"] != 50 {
+		t.Fatalf("tokens per reader = %v; want 50 each", got)
+	}
+	l.Close(ctx)
+	for _, ch := range []<-chan waitResult{a, b} {
+		if r := recvResult(t, ch); !errors.Is(r.err, ErrClosed) {
+			t.Fatalf("waiter after Close got %v; want ErrClosed", r.err)
+		}
+	}
+}
+
+func TestWaitersServedInArrivalOrderWithPartialGrants(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 10})
+	ctx := context.Background()
+	mustAcquire(t, l.Limiter, ctx, 10, 10)
+	first := l.acquireAsync(t, ctx, 7)
+	second := l.acquireAsync(t, ctx, 7)
+	third := l.acquireAsync(t, ctx, 7)
+	l.clk.Advance(time.Second)
+	if r := recvResult(t, first); r.grant.Tokens != 7 {
+		t.Fatalf("first got %d; want 7", r.grant.Tokens)
+	}
+	if r := recvResult(t, second); r.grant.Tokens != 3 {
+		t.Fatalf("second got %d; want the 3 left", r.grant.Tokens)
+	}
+	select {
+	case r := <-third:
+		t.Fatalf("third served from an empty share: %+v", r)
+	default:
+	}
+	// A newcomer with tokens gone queues behind the third.
+	fourth := l.acquireAsync(t, ctx, 7)
+	l.clk.Advance(time.Second)
+	if r := recvResult(t, third); r.grant.Tokens != 7 {
+		t.Fatalf("third got %d; want 7", r.grant.Tokens)
+	}
+	if r := recvResult(t, fourth); r.grant.Tokens != 3 {
+		t.Fatalf("fourth got %d; want 3", r.grant.Tokens)
+	}
+}
+
+func TestPacing(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 100, Pacing: 100 * time.Millisecond})
+	ctx := expired(t)
+	mustAcquire(t, l.Limiter, ctx, 100, 10)
+	_, err := l.Acquire(ctx, 1)
+	var te *ThrottledError
+	if !errors.As(err, &te) || te.Wait != 100*time.Millisecond {
+		t.Fatalf("paced wait = %v; want 100ms to the next slice", err)
+	}
+	total := 10
+	for range 9 {
+		l.clk.Advance(100 * time.Millisecond)
+		n, _ := l.Acquire(ctx, 100)
+		if n != 10 {
+			t.Fatalf("slice grant %d; want 10", n)
+		}
+		total += n
+	}
+	if total != 100 {
+		t.Fatalf("epoch total %d; want 100", total)
+	}
+	// A caller that comes late in the epoch gets everything allowed so far.
+	l.clk.Advance(100*time.Millisecond + 450*time.Millisecond)
+	mustAcquire(t, l.Limiter, ctx, 100, 50)
+}
+
+func TestPacingServesWaitersEachSlice(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 10, Pacing: 250 * time.Millisecond})
+	ctx := context.Background()
+	mustAcquire(t, l.Limiter, ctx, 10, 2) // floor(10*1/4)
+	res := l.acquireAsync(t, ctx, 10)
+	l.clk.Advance(250 * time.Millisecond)
+	if r := recvResult(t, res); r.grant.Tokens != 3 { // floor(10*2/4) - 2
+		t.Fatalf("waiter got %d; want 3", r.grant.Tokens)
+	}
+}
+
+func TestScheduledRampsWithoutCalls(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 50, Min: 10, RampUpDuration: 4 * time.Second, Mode: Scheduled})
+	l.clk.Advance(3 * time.Second)
+	mustAcquire(t, l.Limiter, expired(t), 100, 40)
+	l.clk.Advance(time.Hour)
+	mustAcquire(t, l.Limiter, expired(t), 100, 50)
+}
+
+func TestRampUpZeroStartsAtMax(t *testing.T) {
+	for _, m := range []Mode{Relaxed, Scheduled, OnlyIfUsed, GoBackN} {
+		t.Run(m.String(), func(t *testing.T) {
+			l := newTestLimiter(t, Config{Max: 7, Min: 1, Mode: m, ThresholdPercentage: 50})
+			mustAcquire(t, l.Limiter, expired(t), 100, 7)
+		})
+	}
+}
+
+func TestGoBackNCoolDown(t *testing.T) {
+	// Default cool-down 5s: up to 5 idle epochs keep the utilization rule; more ramp
+	// down by rampDownPercentage of a slope (10 tokens) per idle epoch.
+	tests := []struct {
+		idle     int
+		rampDown int
+		want     int
+	}{
+		{idle: 0, rampDown: 50, want: 40}, // 30 of 30 used: up a slope
+		{idle: 5, rampDown: 50, want: 40}, // within the cool-down
+		{idle: 6, rampDown: 10, want: 24}, // 30 - 10*10%*6
+		{idle: 7, rampDown: 10, want: 23},
+		{idle: 6, rampDown: 50, want: 10},   // 30 - 30, clamped to min
+		{idle: 100, rampDown: 50, want: 10}, // clamped to min
+	}
+	for _, tt := range tests {
+		cfg := DefaultConfig(110)
+		cfg.Min, cfg.RampUpDuration, cfg.Mode, cfg.RampDownPercentage = 10, 10*time.Second, GoBackN, tt.rampDown
+		l := newTestLimiter(t, cfg)
+		ctx := expired(t)
+		for _, want := range []int{10, 20, 30} {
+			mustAcquire(t, l.Limiter, ctx, 1000, want)
+			l.clk.Advance(time.Second)
+		}
+		l.clk.Advance(time.Duration(tt.idle) * time.Second)
+		if got, _ := l.Acquire(ctx, 1000); got != tt.want {
+			t.Errorf("idle %d, ramp-down %d%%: got %d tokens; want %d", tt.idle, tt.rampDown, got, tt.want)
+		}
+	}
+}
+
+func TestCloseTwiceAndAfterClose(t *testing.T) {
+	l := newTestLimiter(t, Config{Max: 5})
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+	if _, err := l.Acquire(context.Background(), 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close = %v; want ErrClosed", err)
+	}
+	l.Deposit(1)
+	if l.clk.Pending() != 0 {
+		t.Fatalf("%d timers left after Close", l.clk.Pending())
+	}
+}
+
+func TestConcurrentNeverExceedsShare(t *testing.T) {
+	// Four goroutines take and give back tokens while the clock moves on; per epoch
+	// the tokens they kept never exceed the share, and every epoch's share is used.
+	const max = 1000
+	l := newTestLimiter(t, Config{Max: max})
+	const epochs = 20
+	var mu sync.Mutex
+	kept := map[int64]int{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+			defer cancel()
+			local := map[int64]int{}
+			defer func() {
+				mu.Lock()
+				for e, n := range local {
+					kept[e] += n
+				}
+				mu.Unlock()
+			}()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g, err := l.AcquireGrant(ctx, 1+(i+w)%7)
+				if err != nil {
+					if !errors.Is(err, ErrRateLimited) {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				back := i % 3
+				if back > g.Tokens {
+					back = g.Tokens
+				}
+				l.DepositGrant(g, back)
+				local[g.epoch] += g.Tokens - back
+			}
+		})
+	}
+	for range epochs {
+		l.clk.Advance(100 * time.Millisecond)
+		for range 9 {
+			l.clk.Advance(100 * time.Millisecond)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for e, n := range kept {
+		if n > max {
+			t.Errorf("epoch %d: %d tokens kept; limit %d", e, n, max)
+		}
+	}
+}

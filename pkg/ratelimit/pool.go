@@ -1,0 +1,139 @@
+package ratelimit
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// epochState is one epoch of one replica: its share and where the share's tokens
+// are. Every token of the epoch's allowance is in exactly one place: the pool
+// counter, one lane's stripe, or granted to a caller. Counters are taken down with
+// one atomic add; a take that goes below zero is settled by adding back what did not
+// fit, so a counter can read negative for a moment but no token is granted twice.
+//
+// Only the counters, called and slice change after the state is published.
+type epochState struct {
+	allow  atomic.Int64 // tokens released so far: the share, or its paced part
+	called atomic.Bool  // a call arrived in this epoch
+
+	epoch    int64
+	pool     int64 // P, milli-tokens
+	share    int64
+	size     int
+	rank     int
+	eligible bool
+	slice    int // pacing slice whose allowance is released; l.mu guards it
+	closed   bool
+	stripes  []stripe // one per lane slot
+
+	_      [cacheLine]byte
+	common atomic.Int64 // tokens not in any stripe; Limiter's own calls take from here
+	_      [cacheLine - 8]byte
+}
+
+// cacheLine is the span that two counters written by different cores must not
+// share: two 64-byte lines, as x86 prefetches lines in adjacent pairs.
+const cacheLine = 128
+
+// stripe holds tokens a lane took from the common counter in advance, on a cache
+// line of its own so that lanes on different cores do not contend.
+type stripe struct {
+	avail atomic.Int64
+	_     [cacheLine - 8]byte
+}
+
+// laneSlots is the number of stripes per epoch: enough that the lanes of a busy
+// process rarely share one.
+func laneSlots() int {
+	n := 8
+	for n < 2*runtime.GOMAXPROCS(0) && n < 64 {
+		n *= 2
+	}
+	return n
+}
+
+// counter returns the counter a lane takes from and deposits to: 0 is the common
+// counter, i > 0 is stripe i-1.
+func (st *epochState) counter(lane uint32) *atomic.Int64 {
+	if lane == 0 {
+		return &st.common
+	}
+	return &st.stripes[lane-1].avail
+}
+
+// unspent returns the tokens released and not granted: the common counter and every
+// stripe. It is exact when nothing runs concurrently.
+func (st *epochState) unspent() int64 {
+	n := max(st.common.Load(), 0)
+	for i := range st.stripes {
+		n += max(st.stripes[i].avail.Load(), 0)
+	}
+	return n
+}
+
+// granted returns the tokens granted in the epoch, less deposits.
+func (st *epochState) granted() int64 {
+	return min(max(st.allow.Load()-st.unspent(), 0), st.share)
+}
+
+// take takes up to k tokens from c with one add, settling an overdraw.
+func take(c *atomic.Int64, k int64) int64 {
+	had := c.Add(-k) + k
+	g := min(k, max(had, 0))
+	if g < k {
+		c.Add(k - g)
+	}
+	return g
+}
+
+// takeExact takes up to k tokens from c without ever taking it below zero.
+func takeExact(c *atomic.Int64, k int64) int64 {
+	for {
+		v := c.Load()
+		if v <= 0 {
+			return 0
+		}
+		g := min(k, v)
+		if c.CompareAndSwap(v, v-g) {
+			return g
+		}
+	}
+}
+
+// refillChunk is the fewest batches' worth of tokens a lane takes from the common
+// counter at once; with plenty left it takes a fair part of what is left, so that
+// lanes seldom touch the common counter.
+const refillChunk = 8
+
+// replenish finds up to need more tokens for a caller on lane whose own counter ran
+// dry: a lane refills its stripe from the common counter, keeping the surplus for
+// its next calls; then any caller takes what other stripes hold.
+func (st *epochState) replenish(lane uint32, need int64) int64 {
+	got := int64(0)
+	if lane != 0 {
+		chunk := max(need*refillChunk, st.common.Load()/int64(2*len(st.stripes)))
+		got = take(&st.common, chunk)
+		if got > need {
+			st.stripes[lane-1].avail.Add(got - need)
+			return need
+		}
+		if got == need {
+			return got
+		}
+	}
+	return got + st.gather(need-got, lane)
+}
+
+// noLane makes gather look at every counter.
+const noLane = ^uint32(0)
+
+// gather takes up to k tokens from every counter but skip's.
+func (st *epochState) gather(k int64, skip uint32) int64 {
+	got := int64(0)
+	for lane := uint32(0); lane <= uint32(len(st.stripes)) && got < k; lane++ {
+		if lane != skip {
+			got += takeExact(st.counter(lane), k-got)
+		}
+	}
+	return got
+}
