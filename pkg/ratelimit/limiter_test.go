@@ -391,61 +391,84 @@ func TestCloseTwiceAndAfterClose(t *testing.T) {
 }
 
 func TestConcurrentNeverExceedsShare(t *testing.T) {
-	// Four goroutines take and give back tokens while the clock moves on; per epoch
-	// the tokens they kept never exceed the share, and every epoch's share is used.
-	const max = 1000
-	l := newTestLimiter(t, Config{Max: max})
-	const epochs = 20
+	// Workers take tokens until the share is gone, giving back part of their
+	// previous grant as they go, which after a boundary belongs to an ended epoch.
+	// Per epoch the tokens kept never exceed the share, and the whole share is
+	// handed out.
+	const (
+		share   = 1000
+		workers = 4
+		epochs  = 10
+	)
+	l := newTestLimiter(t, Config{Max: share})
 	var mu sync.Mutex
-	kept := map[int64]int{}
-	stop := make(chan struct{})
+	kept := map[int64]int{}   // granted less accepted deposits
+	handed := map[int64]int{} // granted
+	exhausted := make(chan struct{}, workers)
+	resume := make([]chan struct{}, epochs)
+	for i := range resume {
+		resume[i] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range workers {
 		wg.Go(func() {
 			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 			defer cancel()
-			local := map[int64]int{}
-			defer func() {
+			acquire := l.AcquireGrant
+			if w%2 == 1 {
+				acquire = l.Lane().AcquireGrant
+			}
+			var prev Grant
+			for e, i := 0, 0; e < epochs; i++ {
+				g, err := acquire(ctx, 1+(i+w)%40)
+				// Give back a third of the previous grant; the limiter drops it when
+				// its epoch has ended. Epochs change only while every worker waits,
+				// so the current epoch is stable here.
+				back := prev.Tokens / 3
+				cur := l.state.Load().epoch
+				l.DepositGrant(prev, back)
 				mu.Lock()
-				for e, n := range local {
-					kept[e] += n
+				if back > 0 && prev.epoch == cur {
+					kept[prev.epoch] -= back
+				}
+				if err == nil {
+					kept[g.epoch] += g.Tokens
+					handed[g.epoch] += g.Tokens
 				}
 				mu.Unlock()
-			}()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				g, err := l.AcquireGrant(ctx, 1+(i+w)%7)
+				prev = g
 				if err != nil {
 					if !errors.Is(err, ErrRateLimited) {
 						t.Error(err)
-						return
 					}
-					continue
+					exhausted <- struct{}{}
+					<-resume[e]
+					e++
 				}
-				back := i % 3
-				if back > g.Tokens {
-					back = g.Tokens
-				}
-				l.DepositGrant(g, back)
-				local[g.epoch] += g.Tokens - back
 			}
 		})
 	}
-	for range epochs {
-		l.clk.Advance(100 * time.Millisecond)
-		for range 9 {
-			l.clk.Advance(100 * time.Millisecond)
+	for e := range epochs {
+		for range workers {
+			select {
+			case <-exhausted:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("epoch %d: workers did not use up the share", e)
+			}
 		}
+		l.clk.Advance(time.Second)
+		close(resume[e])
 	}
-	close(stop)
 	wg.Wait()
+	if len(kept) < epochs {
+		t.Fatalf("tokens in %d epochs; want %d", len(kept), epochs)
+	}
 	for e, n := range kept {
-		if n > max {
-			t.Errorf("epoch %d: %d tokens kept; limit %d", e, n, max)
+		if n > share {
+			t.Errorf("epoch %d: %d tokens kept; share %d", e, n, share)
+		}
+		if handed[e] < share {
+			t.Errorf("epoch %d: only %d tokens handed out; share %d", e, handed[e], share)
 		}
 	}
 }

@@ -1,0 +1,296 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// cuttable is a store a replica reaches through a link the test can cut, as if the
+// replica's process had died or its network had gone.
+type cuttable struct {
+	ratelimit.Store
+	cut atomic.Bool
+}
+
+var errCut = errors.New("link cut")
+
+func (c *cuttable) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+	if c.cut.Load() {
+		return ratelimit.View{}, errCut
+	}
+	return c.Store.Sync(ctx, r)
+}
+
+func (c *cuttable) Leave(ctx context.Context, id string) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.Store.Leave(ctx, id)
+}
+
+// pool is several replicas of one vertex sharing a memstore on one manual clock.
+type pool struct {
+	t     *testing.T
+	cfg   ratelimit.Config
+	clk   *clock.Manual
+	store *memstore.Store
+	reps  map[string]*replicaUnderTest
+	// kept[epoch] is the tokens granted in that epoch, summed over replicas.
+	kept map[int64]int64
+}
+
+type replicaUnderTest struct {
+	l    *ratelimit.Limiter
+	link *cuttable
+	dead bool
+}
+
+func newPool(t *testing.T, cfg ratelimit.Config) *pool {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	p := &pool{t: t, cfg: cfg, clk: clk, store: memstore.New(clk, 2*time.Second),
+		reps: map[string]*replicaUnderTest{}, kept: map[int64]int64{}}
+	t.Cleanup(func() {
+		for _, r := range p.reps {
+			r.l.Close(context.Background())
+		}
+	})
+	return p
+}
+
+func (p *pool) join(id string) {
+	p.t.Helper()
+	link := &cuttable{Store: p.store}
+	l, err := ratelimit.New(p.cfg, ratelimit.WithClock(p.clk), ratelimit.WithStore(link), ratelimit.WithReplicaID(id))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.reps[id] = &replicaUnderTest{l: l, link: link}
+}
+
+func (p *pool) leave(id string) {
+	p.t.Helper()
+	if err := p.reps[id].l.Close(context.Background()); err != nil {
+		p.t.Fatal(err)
+	}
+	delete(p.reps, id)
+}
+
+// crash makes a replica stop: no more heartbeats, no more calls, no goodbye.
+func (p *pool) crash(id string) {
+	r := p.reps[id]
+	r.link.cut.Store(true)
+	r.dead = true
+}
+
+// drain has every live replica take all it can now, and records the grants.
+func (p *pool) drain() map[string]int64 {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	got := map[string]int64{}
+	for id, r := range p.reps {
+		if r.dead {
+			continue
+		}
+		n, err := r.l.Acquire(ctx, 1_000_000)
+		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
+			p.t.Fatalf("%s: %v", id, err)
+		}
+		got[id] = int64(n)
+		p.kept[r.l.Status().Epoch] += int64(n)
+	}
+	return got
+}
+
+// run advances the clock in sync-interval steps for d, draining at each step, and
+// checks that no epoch granted more than the pool.
+func (p *pool) run(d time.Duration) {
+	p.t.Helper()
+	for range int(d / ratelimit.DefaultSyncInterval) {
+		p.drain()
+		p.clk.Advance(ratelimit.DefaultSyncInterval)
+	}
+	p.drain()
+	for e, n := range p.kept {
+		if n > p.cfg.Max {
+			p.t.Fatalf("epoch %d granted %d tokens; pool %d", e, n, p.cfg.Max)
+		}
+	}
+}
+
+// nextEpoch moves to the start of the next epoch and returns what each replica
+// takes there.
+func (p *pool) nextEpoch() map[string]int64 {
+	p.t.Helper()
+	now := p.clk.Now()
+	p.run(now.Truncate(time.Second).Add(time.Second).Sub(now) - ratelimit.DefaultSyncInterval)
+	p.clk.Advance(ratelimit.DefaultSyncInterval)
+	return p.drain()
+}
+
+func flat(max int64) ratelimit.Config { return ratelimit.Config{Max: max, Min: max} }
+
+func TestSharesSplitExactlyByRank(t *testing.T) {
+	for _, tt := range []struct {
+		max  int64
+		ids  []string
+		want map[string]int64
+	}{
+		{10, []string{"a", "b", "c"}, map[string]int64{"a": 4, "b": 3, "c": 3}},
+		{11, []string{"c", "a", "b"}, map[string]int64{"a": 4, "b": 4, "c": 3}},
+		{2, []string{"a", "b", "c"}, map[string]int64{"a": 1, "b": 1, "c": 0}},
+		{997, []string{"r1", "r2", "r3", "r4", "r5"}, map[string]int64{"r1": 200, "r2": 200, "r3": 199, "r4": 199, "r5": 199}},
+	} {
+		t.Run(fmt.Sprint(tt.max, tt.ids), func(t *testing.T) {
+			p := newPool(t, flat(tt.max))
+			for _, id := range tt.ids {
+				p.join(id)
+			}
+			p.run(3 * time.Second)
+			got := p.nextEpoch()
+			sum := int64(0)
+			for id, want := range tt.want {
+				sum += got[id]
+				if got[id] != want {
+					t.Errorf("%s took %d; want %d (all: %v)", id, got[id], want, got)
+				}
+			}
+			if sum != tt.max {
+				t.Errorf("shares sum to %d; want the whole pool %d", sum, tt.max)
+			}
+		})
+	}
+}
+
+func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
+	p := newPool(t, flat(10))
+	p.join("b")
+	p.join("c")
+	p.run(2 * time.Second)
+	if got := p.nextEpoch(); got["b"] != 5 || got["c"] != 5 {
+		t.Fatalf("before the join: %v; want 5 each", got)
+	}
+
+	// "a" sorts first, so every rank moves when it joins.
+	p.clk.Advance(300 * time.Millisecond)
+	p.join("a")
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	if _, err := p.reps["a"].l.Acquire(ctx, 1); !errors.Is(err, ratelimit.ErrAwaitingAgreement) {
+		t.Fatalf("joiner's first Acquire: %v; want ErrAwaitingAgreement", err)
+	}
+	p.run(3 * time.Second) // asserts no epoch over the pool while the pool changes
+	if got := p.nextEpoch(); got["a"] != 4 || got["b"] != 3 || got["c"] != 3 {
+		t.Fatalf("after the join: %v; want a 4, b 3, c 3", got)
+	}
+	if s := p.reps["a"].l.Status(); s.PoolSize != 3 || s.Rank != 0 {
+		t.Fatalf("joiner status %+v; want pool size 3, rank 0", s)
+	}
+}
+
+func TestLeavingReplicaGivesItsShareBack(t *testing.T) {
+	p := newPool(t, flat(9))
+	for _, id := range []string{"a", "b", "c"} {
+		p.join(id)
+	}
+	p.run(2 * time.Second)
+	if got := p.nextEpoch(); got["a"]+got["b"]+got["c"] != 9 {
+		t.Fatalf("before: %v", got)
+	}
+	p.leave("b")
+	// Survivors agree on two within a few syncs, and use it from the next epoch.
+	p.run(time.Second)
+	if got := p.nextEpoch(); got["a"] != 5 || got["c"] != 4 {
+		t.Fatalf("after b left: %v; want a 5, c 4", got)
+	}
+}
+
+func TestCrashedReplicaIsDroppedAfterStaleAfter(t *testing.T) {
+	p := newPool(t, flat(9))
+	for _, id := range []string{"a", "b", "c"} {
+		p.join(id)
+	}
+	p.run(2 * time.Second)
+	p.crash("c")
+	// Heartbeats stop; within staleAfter (2s) plus an epoch the survivors take all.
+	p.run(3 * time.Second)
+	if got := p.nextEpoch(); got["a"] != 5 || got["b"] != 4 {
+		t.Fatalf("after c crashed: %v; want a 5, b 4", got)
+	}
+	if m := p.store.Members(); len(m) != 2 {
+		t.Fatalf("members %v; want a and b", m)
+	}
+}
+
+func TestChurnNeverExceedsPool(t *testing.T) {
+	// Replicas join, leave and crash in turn; at every step every live replica takes
+	// all it can, and no epoch ever grants more than the pool (checked by run).
+	p := newPool(t, flat(100))
+	steps := []func(){
+		func() { p.join("m") },
+		func() { p.join("d") },
+		func() { p.join("x") },
+		func() { p.join("a") },
+		func() { p.crash("d") },
+		func() { p.leave("x") },
+		func() { p.join("b") },
+		func() { p.join("z") },
+		func() { p.crash("m") },
+		func() { p.leave("a") },
+	}
+	for _, step := range steps {
+		step()
+		p.run(1700 * time.Millisecond)
+	}
+	p.run(3 * time.Second)
+	got := p.nextEpoch()
+	var live []string
+	sum := int64(0)
+	for id, n := range got {
+		live = append(live, id)
+		sum += n
+	}
+	sort.Strings(live)
+	if sum != 100 || fmt.Sprint(live) != "[b z]" || got["b"] != 50 {
+		t.Fatalf("settled pool %v took %v (sum %d); want b and z, 50 each", live, got, sum)
+	}
+}
+
+func TestStoreSync(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	s := memstore.New(clk, time.Second)
+	ctx := context.Background()
+	v, _ := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0})
+	if v.Agreed || v.Live != 1 || v.Rank != 0 {
+		t.Fatalf("first sync %+v; want disagreement, live 1", v)
+	}
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1})
+	if !v.Agreed || v.PoolSize != 1 {
+		t.Fatalf("second sync %+v; want AGREE(1)", v)
+	}
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0})
+	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
+		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
+	}
+	clk.Advance(1500 * time.Millisecond)
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 2})
+	if v.Live != 1 || v.Agreed {
+		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
+	}
+	s.SetAvailable(false)
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
+		t.Fatalf("down store: %v", err)
+	}
+}
