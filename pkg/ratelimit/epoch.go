@@ -156,11 +156,11 @@ func (l *Limiter) stopTimer(t clock.Timer) {
 
 // syncOnce reports to the store and learns the pool's view. It does the store call
 // without the mutex.
-func (l *Limiter) syncOnce() {
+func (l *Limiter) syncOnce() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return
+		return ErrClosed
 	}
 	rep := Report{ID: l.id, PoolSize: l.member.report}
 	l.mu.Unlock()
@@ -174,15 +174,16 @@ func (l *Limiter) syncOnce() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return
+		return ErrClosed
 	}
 	l.syncFail = err
 	if err != nil {
-		return
+		return err
 	}
 	mid := t0.Add(t1.Sub(t0) / 2)
 	l.offset = v.Time.UnixNano() - (l.baseNano + int64(mid.Sub(l.base)))
 	l.member.learn(v, floorDiv(v.Time.UnixNano(), epochNanos))
+	return nil
 }
 
 func (l *Limiter) scheduleSync() {

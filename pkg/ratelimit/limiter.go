@@ -95,9 +95,11 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 
 	if l.store != nil {
 		// Register, then report the live count at once: a replica alone in its pool
-		// agrees at the second sync.
-		l.syncOnce()
-		l.syncOnce()
+		// agrees at the second sync. A store that cannot be reached is retried by
+		// the background sync; until then the replica takes no tokens.
+		if l.syncOnce() == nil {
+			l.syncOnce()
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -472,3 +472,29 @@ func TestConcurrentNeverExceedsShare(t *testing.T) {
 		}
 	}
 }
+
+func TestRealClockEpochBoundary(t *testing.T) {
+	// On the wall clock the share is renewed at the boundary by a timer, not by the
+	// callers: a waiting caller is served once the next second begins.
+	l, err := New(Config{Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g1, err := l.AcquireGrant(ctx, 1)
+	if g1.Tokens != 1 || err != nil {
+		t.Fatalf("first Acquire = %+v, %v", g1, err)
+	}
+	g2, err := l.AcquireGrant(ctx, 1)
+	if g2.Tokens != 1 || err != nil {
+		t.Fatalf("second Acquire = %+v, %v; want 1 after the boundary", g2, err)
+	}
+	if g2.epoch <= g1.epoch {
+		t.Fatalf("second grant in epoch %d; want after %d", g2.epoch, g1.epoch)
+	}
+	if now := time.Now().Unix(); now < g2.epoch {
+		t.Fatalf("served at second %d, before its epoch %d began", now, g2.epoch)
+	}
+}

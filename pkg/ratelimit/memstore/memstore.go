@@ -2,9 +2,9 @@
 // process share one limit through it, with the same pool agreement as the Redis
 // store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID).
 //
-// It is what a single replica uses when no store is configured for a vertex with
-// several limiters in one process, and what tests use to check the share split
-// without Redis.
+// It serves replicas that run in one process, such as the replicas of a vertex in
+// a one-process pipeline, and shows the share split and the agreement without
+// Redis.
 package memstore
 
 import (

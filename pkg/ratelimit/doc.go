@@ -1,0 +1,49 @@
+// Package ratelimit is sluice's throttler: a token pool of at most Max tokens per
+// one-second epoch, shared by every replica of a vertex, ramping up from Min over a
+// ramp-up duration in one of four modes. It can be used on its own, like
+// golang.org/x/time/rate.
+//
+// # Model
+//
+// Time is cut into epochs, whole seconds of the store clock. In each epoch the pool
+// P (kept in integer milli-tokens) is split among the n replicas that agree to be in
+// the pool: the replica of rank i gets floor(floor(P)/n), plus one token for the
+// first floor(P) mod n ranks, so the shares sum to exactly floor(P). A caller takes
+// tokens with [Limiter.Acquire] before it reads and gives back what it did not use
+// with [Limiter.Deposit]; unused tokens never carry over to the next epoch.
+//
+// # Modes
+//
+// The pool starts at Min (at Max when RampUpDuration is 0) and moves once per epoch
+// by slope = round_half_up((Max-Min)*1000/rampUpSeconds) milli-tokens, always within
+// [Min, Max]:
+//
+//   - [Scheduled]: P = Min + slope*(epochs since start), calls or not.
+//   - [Relaxed]: up one slope in each epoch with a call; idle epochs stall.
+//   - [OnlyIfUsed]: up one slope when the last epoch with a call used at least
+//     ThresholdPercentage of its share.
+//   - [GoBackN]: down by RampDownPercentage of a slope per idle epoch after more than
+//     CoolDownPeriod without calls; otherwise up one slope after a well-used epoch
+//     and down one slope after a poorly used one.
+//
+// The first epoch with a call always sees the starting pool. `vertex simulate` runs
+// a Limiter on a simulated clock to show a ramp; [Simulate] is the same from Go.
+//
+// # Hot path
+//
+// Acquire and Deposit take no lock and read no clock: the epoch's tokens are kept in
+// atomic counters that a timer replaces at each epoch boundary (or pacing slice).
+// Acquire is one atomic add while tokens are left. Goroutines that acquire
+// concurrently should each use a [Lane], whose tokens sit on a cache line of its own
+// yet remain available to every other caller. Callers that must wait are queued and
+// served in arrival order when tokens come, so no reader starves another.
+//
+// # Replicas
+//
+// With [WithStore], a limiter is one replica of a pool kept in a [Store]: it syncs
+// with the store from a background goroutine (every 100ms by default), never per
+// Acquire. Replicas agree on the pool size before a newcomer takes tokens, a new
+// size takes effect at the next epoch boundary, and a replica that leaves or stops
+// sending heartbeats is dropped so the others get its share back. Package memstore
+// is an in-process store.
+package ratelimit
