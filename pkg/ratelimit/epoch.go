@@ -81,10 +81,10 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		st.share = shareOf(st.pool, st.size, st.rank)
 	}
 	st.slice = l.sliceAt(st, now)
-	l.release(st, l.allowance(st.share, st.slice))
 	if len(l.waiters) > 0 && st.eligible {
-		st.called.Store(true)
+		st.called.Store(true) // the waiting callers call in this epoch
 	}
+	l.release(st, l.allowance(st.share, st.slice))
 	return st
 }
 

@@ -78,7 +78,7 @@ const maxRequest = MaxTokens
 
 // New returns a Limiter for cfg, which must be valid (see [Config.Validate]).
 // With [WithStore] the limiter registers with the store before it returns, and
-// takes no tokens until the replicas agree on the pool (DESIGN §3).
+// takes no tokens until the replicas agree on a pool that includes it.
 func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -232,6 +232,9 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 	if l.hook != nil {
 		l.hook()
 	}
+	// A deposit that raced with the gather above saw no waiter and served nobody;
+	// look again now that the queue is visible to depositors.
+	l.serve(st)
 	l.mu.Unlock()
 
 	select {

@@ -498,3 +498,17 @@ func TestRealClockEpochBoundary(t *testing.T) {
 		t.Fatalf("served at second %d, before its epoch %d began", now, g2.epoch)
 	}
 }
+
+func TestServedWaiterCountsAsCall(t *testing.T) {
+	// Relaxed ramps in each epoch with a call; a caller served at the boundary
+	// called in the new epoch even if it makes no other call there.
+	l := newTestLimiter(t, Config{Max: 100, Min: 10, RampUpDuration: 9 * time.Second})
+	mustAcquire(t, l.Limiter, context.Background(), 10, 10)
+	res := l.acquireAsync(t, context.Background(), 10)
+	l.clk.Advance(time.Second)
+	if r := recvResult(t, res); r.grant.Tokens != 10 {
+		t.Fatalf("waiter got %d; want 10", r.grant.Tokens)
+	}
+	l.clk.Advance(time.Second)
+	mustAcquire(t, l.Limiter, expired(t), 1000, 30)
+}

@@ -1,6 +1,6 @@
 package ratelimit
 
-// membership is a replica's side of the pool agreement of DESIGN §3: what it reports
+// membership is a replica's side of the pool agreement (see Store): what it reports
 // to the store, the views it learned, and from which epoch each one applies. The
 // Limiter calls it with its mutex held.
 type membership struct {

@@ -10,7 +10,7 @@ import (
 // integer milli-tokens so that floors and comparisons are exact.
 const milli = 1000
 
-// ramp is the pool's ramp policy of DESIGN §2, as pure integer arithmetic. It is not
+// ramp is the pool's ramp policy (see Mode), as pure integer arithmetic. It is not
 // safe for concurrent use; the Limiter calls it with its mutex held.
 type ramp struct {
 	mode        Mode
