@@ -2,7 +2,11 @@ module github.com/sluiceflow/sluice
 
 go 1.26
 
-require gonum.org/v1/plot v0.16.0
+require (
+	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.14.0
+	gonum.org/v1/plot v0.16.0
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
@@ -13,8 +17,6 @@ require (
 	github.com/campoy/embedmd v1.0.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/image v0.25.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
-	golang.org/x/time v0.14.0 // indirect
 )

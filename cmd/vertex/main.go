@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: simulate; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

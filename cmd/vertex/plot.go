@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,7 +15,7 @@ import (
 
 // plotSimulation writes a PNG chart of the pool and the tokens granted per epoch.
 // Epochs without a call leave gaps in the lines, as they do in the tables.
-func plotSimulation(path string, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+func plotSimulation(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
 	p.X.Label.Text = "epoch (s)"
@@ -39,7 +40,12 @@ func plotSimulation(path string, cfg ratelimit.Config, epochs []ratelimit.SimEpo
 		return err
 	}
 	p.Y.Max = max(p.Y.Max, float64(cfg.Max)*1.05)
-	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+	png, err := p.WriterTo(8*vg.Inch, 4.5*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	_, err = png.WriteTo(w)
+	return err
 }
 
 // segments splits a series into runs of consecutive epochs that have a value.

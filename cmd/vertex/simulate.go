@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -82,6 +83,14 @@ flags:
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: "simulate: " + renderConfigError(err, simFlags)}
 	}
+	var plotFile *os.File
+	if *plotPath != "" {
+		// Open the chart's file first, so that a bad path fails before any output.
+		if plotFile, err = os.Create(*plotPath); err != nil {
+			return usagef("simulate: --plot (%q): %v", *plotPath, errors.Unwrap(err))
+		}
+		defer plotFile.Close()
+	}
 	epochs, err := ratelimit.Simulate(cfg, demand)
 	if err != nil {
 		return err
@@ -94,10 +103,11 @@ flags:
 	if err != nil {
 		return err
 	}
-	if *plotPath != "" {
-		if err := plotSimulation(*plotPath, cfg, epochs); err != nil {
-			return fmt.Errorf("simulate: --plot %s: %w", *plotPath, err)
+	if plotFile != nil {
+		if err := plotSimulation(plotFile, cfg, epochs); err != nil {
+			return fmt.Errorf("simulate: --plot (%q): %w", *plotPath, err)
 		}
+		return plotFile.Close()
 	}
 	return nil
 }
@@ -132,6 +142,9 @@ func renderConfigError(err error, names map[string]string) string {
 
 // parseDemand parses "10,20,,60": whole numbers of tokens, empty for no call.
 func parseDemand(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, usagef("simulate: --demand (%q) must list at least one epoch, e.g. \"10,20,,60\"", s)
+	}
 	parts := strings.Split(s, ",")
 	out := make([]int, len(parts))
 	for i, p := range parts {
@@ -151,7 +164,11 @@ func parseDemand(s string) ([]int, error) {
 
 // formatMilli prints milli-tokens as tokens with up to three decimals.
 func formatMilli(m int64) string {
-	s := strconv.FormatInt(m/1000, 10)
+	sign := ""
+	if m < 0 {
+		sign, m = "-", -m
+	}
+	s := sign + strconv.FormatInt(m/1000, 10)
 	if f := m % 1000; f != 0 {
 		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
 	}

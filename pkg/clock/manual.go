@@ -9,8 +9,8 @@ import (
 // Manual is a [Clock] that moves only when told. Timers fire synchronously, in the
 // goroutine that moves the clock, in deadline order (and in creation order for equal
 // deadlines), with the clock reading the timer's deadline while each one runs. A timer
-// callback may create new timers; those due before the target time fire in the same
-// call.
+// callback may create new timers; those due by the target time fire in the same
+// call. A callback must not move the clock itself.
 //
 // Manual is safe for concurrent use. The zero value is not usable; call [NewManual].
 type Manual struct {
@@ -40,7 +40,7 @@ func (c *Manual) Now() time.Time {
 }
 
 // AfterFunc schedules f to run when the clock reaches Now()+d. With d <= 0 it runs
-// at the next Advance or Set, even Advance(0).
+// at the next Advance or Set that does not move the clock back, even Advance(0).
 func (c *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,7 +50,8 @@ func (c *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	return t
 }
 
-// Advance moves the clock forward by d, firing every timer that falls due.
+// Advance moves the clock by d, firing every timer that falls due. A negative d
+// moves it back, as Set does.
 func (c *Manual) Advance(d time.Duration) {
 	c.moving.Lock()
 	defer c.moving.Unlock()

@@ -162,18 +162,16 @@ func (c Config) Validate() error {
 	if int(c.Mode) >= len(modeNames) {
 		bad("Mode", uint8(c.Mode), "is not a known mode")
 	}
-	if c.Mode == OnlyIfUsed || c.Mode == GoBackN {
-		if c.ThresholdPercentage < 0 || c.ThresholdPercentage > 100 {
-			bad("ThresholdPercentage", c.ThresholdPercentage, "must be between 0 and 100")
-		}
+	// The mode parameters are checked whatever the mode: a bad value is a mistake
+	// even where it is not used.
+	if c.ThresholdPercentage < 0 || c.ThresholdPercentage > 100 {
+		bad("ThresholdPercentage", c.ThresholdPercentage, "must be between 0 and 100")
 	}
-	if c.Mode == GoBackN {
-		if c.CoolDownPeriod < 0 {
-			bad("CoolDownPeriod", c.CoolDownPeriod, "must not be negative")
-		}
-		if c.RampDownPercentage < 0 || c.RampDownPercentage > 100 {
-			bad("RampDownPercentage", c.RampDownPercentage, "must be between 0 and 100")
-		}
+	if c.CoolDownPeriod < 0 {
+		bad("CoolDownPeriod", c.CoolDownPeriod, "must not be negative")
+	}
+	if c.RampDownPercentage < 0 || c.RampDownPercentage > 100 {
+		bad("RampDownPercentage", c.RampDownPercentage, "must be between 0 and 100")
 	}
 	if c.Pacing != 0 && (c.Pacing < time.Millisecond || c.Pacing > 500*time.Millisecond) {
 		bad("Pacing", c.Pacing, "must be 0 (off) or between 1ms and 500ms")

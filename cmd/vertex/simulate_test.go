@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every simulation runs a real limiter; it must not leave goroutines behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runVertex runs one command line and returns its exit code and output.
+func runVertex(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// csvLines joins lines into the text of a CSV file, one line each.
+func csvLines(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
+
+func TestSimulateCSV(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{
+			// Numaflow's goBackN example: ramps up while fully used, back by one slope
+			// after an epoch below the threshold, down while idle.
+			name: "goBackN",
+			args: []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--mode", "goBackN",
+				"--threshold", "100", "--cool-down", "0s", "--ramp-down", "50", "--format", "csv",
+				"--demand", "10,20,20,20,20,20,30,30,30,30,20,20,30,40,50,60,70,,,60,70,80,90,100,110,110"},
+			want: csvLines("epoch,pool,granted",
+				"1,10,10", "2,20,20", "3,30,20", "4,20,20", "5,30,20", "6,20,20",
+				"7,30,30", "8,40,30", "9,30,30", "10,40,30", "11,30,20", "12,20,20",
+				"13,30,30", "14,40,40", "15,50,50", "16,60,60", "17,70,70", "18,,", "19,,",
+				"20,60,60", "21,70,70", "22,80,80", "23,90,90", "24,100,100", "25,110,110", "26,110,110"),
+		},
+		{
+			name: "scheduled prints the pool in epochs without a call",
+			args: []string{"--mode", "scheduled", "--max", "110", "--min", "10", "--ramp-up", "10s",
+				"--demand", "10,,,5", "--format", "csv"},
+			want: csvLines("epoch,pool,granted", "1,10,10", "2,20,", "3,30,", "4,40,5"),
+		},
+		{
+			name: "relaxed leaves epochs without a call blank and stalls",
+			args: []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--demand", "5,,5", "--format", "csv"},
+			want: csvLines("epoch,pool,granted", "1,10,5", "2,,", "3,20,5"),
+		},
+		{
+			// Slope round_half_up(10*1000/3) = 3333 milli-tokens.
+			name: "fractional pools",
+			args: []string{"--max", "20", "--min", "10", "--ramp-up", "3s", "--mode", "relaxed",
+				"--demand", "1,1,1", "--format", "csv"},
+			want: csvLines("epoch,pool,granted", "1,10,1", "2,13.333,1", "3,16.666,1"),
+		},
+		{
+			name: "ramp-up 0 starts at max",
+			args: []string{"--max", "100", "--ramp-up", "0s", "--demand", "150,50", "--format", "csv"},
+			want: csvLines("epoch,pool,granted", "1,100,100", "2,100,50"),
+		},
+		{
+			name: "demand entries are trimmed",
+			args: []string{"--max", "100", "--min", "10", "--ramp-up", "10s", "--demand", " 10 , , 20 ", "--format", "csv"},
+			want: csvLines("epoch,pool,granted", "1,10,10", "2,,", "3,19,19"),
+		},
+		{
+			name: "zero demand is a call",
+			args: []string{"--max", "100", "--min", "10", "--ramp-up", "10s", "--demand", "0,0", "--format", "csv"},
+			want: csvLines("epoch,pool,granted", "1,10,0", "2,19,0"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runVertex(t, append([]string{"simulate"}, tt.args...)...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit code %d, stderr %q; want 0 and nothing", code, stderr)
+			}
+			if stdout != tt.want {
+				t.Fatalf("stdout:\n%s\nwant:\n%s", stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestFormatMilli(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0"},
+		{1, "0.001"},
+		{10, "0.01"},
+		{100, "0.1"},
+		{999, "0.999"},
+		{1000, "1"},
+		{1001, "1.001"},
+		{1010, "1.01"},
+		{1500, "1.5"},
+		{13333, "13.333"},
+		{16666, "16.666"},
+		{110000, "110"},
+		{1_000_000_000_000_000, "1000000000000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := formatMilli(tt.in); got != tt.want {
+				t.Fatalf("formatMilli(%d) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSimulateTable(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantHeader string
+		wantRows   [][]string // fields of each row after the column headers
+	}{
+		{
+			name:       "relaxed, the default format",
+			args:       []string{"--max", "20", "--min", "10", "--ramp-up", "3s", "--demand", "1,,1"},
+			wantHeader: "mode relaxed, min 10, max 20, ramp-up 3s",
+			wantRows:   [][]string{{"1", "10", "1"}, {"2", "-", "-"}, {"3", "13.333", "1"}},
+		},
+		{
+			name:       "scheduled shows the pool without a call",
+			args:       []string{"--max", "20", "--min", "10", "--ramp-up", "3s", "--mode", "scheduled", "--demand", "1,,1", "--format", "table"},
+			wantHeader: "mode scheduled, min 10, max 20, ramp-up 3s",
+			wantRows:   [][]string{{"1", "10", "1"}, {"2", "13.333", "-"}, {"3", "16.666", "1"}},
+		},
+		{
+			name:       "onlyIfUsed names its threshold",
+			args:       []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--mode", "onlyIfUsed", "--demand", "10,,5"},
+			wantHeader: "mode onlyIfUsed, min 10, max 110, ramp-up 10s, threshold 50%",
+			wantRows:   [][]string{{"1", "10", "10"}, {"2", "-", "-"}, {"3", "20", "5"}},
+		},
+		{
+			name: "goBackN names all its settings",
+			args: []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--mode", "goBackN",
+				"--threshold", "100", "--cool-down", "0s", "--ramp-down", "50", "--demand", "10,20,20"},
+			wantHeader: "mode goBackN, min 10, max 110, ramp-up 10s, threshold 100%, cool-down 0s, ramp-down 50%",
+			wantRows:   [][]string{{"1", "10", "10"}, {"2", "20", "20"}, {"3", "30", "20"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runVertex(t, append([]string{"simulate"}, tt.args...)...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit code %d, stderr %q; want 0 and nothing", code, stderr)
+			}
+			lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+			if len(lines) != 2+len(tt.wantRows) {
+				t.Fatalf("got %d lines, want a header, column headers and %d rows:\n%s", len(lines), len(tt.wantRows), stdout)
+			}
+			if lines[0] != tt.wantHeader {
+				t.Errorf("header %q, want %q", lines[0], tt.wantHeader)
+			}
+			if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"epoch", "pool", "granted"}) {
+				t.Errorf("column headers %q", lines[1])
+			}
+			for i, want := range tt.wantRows {
+				if got := strings.Fields(lines[2+i]); !slices.Equal(got, want) {
+					t.Errorf("row %d = %q, want fields %q", i+1, lines[2+i], want)
+				}
+			}
+			// The columns are right-aligned: every line after the header is as wide.
+			for _, l := range lines[2:] {
+				if len(l) != len(lines[1]) {
+					t.Errorf("row %q is not as wide as the column headers %q", l, lines[1])
+				}
+			}
+		})
+	}
+}
+
+var pngSignature = []byte("\x89PNG\r\n\x1a\n")
+
+func TestSimulatePlot(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"relaxed with gaps", []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--demand", "10,20,,,40,50"}},
+		{"scheduled", []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--mode", "scheduled", "--demand", "10,,,5"}},
+		{"csv format", []string{"--max", "20", "--min", "10", "--ramp-up", "3s", "--demand", "1,1,1", "--format", "csv"}},
+		{"no calls at all", []string{"--max", "10", "--demand", ",,"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ramp.png")
+			code, stdout, stderr := runVertex(t, append(append([]string{"simulate"}, tt.args...), "--plot", path)...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit code %d, stderr %q; want 0 and nothing", code, stderr)
+			}
+			if stdout == "" {
+				t.Error("--plot printed nothing to stdout; want the table or CSV as well")
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(b, pngSignature) {
+				t.Fatalf("%s does not start with the PNG signature: % x", path, b[:min(len(b), 8)])
+			}
+		})
+	}
+}
+
+func TestSimulatePlotBadPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "ramp.png")
+	code, stdout, stderr := runVertex(t, "simulate", "--max", "10", "--demand", "1,2", "--plot", path)
+	if code != 2 {
+		t.Fatalf("exit code %d, want 2", code)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q; a bad --plot path must fail before any output", stdout)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		t.Fatalf("stderr %q, want exactly one line", stderr)
+	}
+	for _, want := range []string{"--plot", path} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not contain %q", stderr, want)
+		}
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("%s exists", path)
+	}
+}
+
+func TestSimulateUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string // after "simulate"
+		want []string // each must appear in the one line on stderr
+	}{
+		{"min above max", []string{"--min", "50", "--max", "10", "--demand", "1"}, []string{"--min (50) > --max (10)"}},
+		{"missing max", []string{"--demand", "1"}, []string{"--max", "required"}},
+		{"missing demand", []string{"--max", "10"}, []string{"--demand", "required"}},
+		{"demand not a number", []string{"--max", "10", "--demand", "1,x"}, []string{"--demand", "entry 2", `"x"`}},
+		{"demand negative", []string{"--max", "10", "--demand", "1,-3"}, []string{"--demand", "entry 2", `"-3"`}},
+		{"demand empty", []string{"--max", "10", "--demand", ""}, []string{"--demand", "at least one epoch"}},
+		{"threshold above 100 in any mode", []string{"--max", "10", "--demand", "1", "--threshold", "101"}, []string{"--threshold (101)"}},
+		{"demand fractional", []string{"--max", "10", "--demand", "2.5"}, []string{"--demand", "entry 1", `"2.5"`}},
+		{"unknown mode", []string{"--max", "10", "--demand", "1", "--mode", "fast"}, []string{"-mode", `"fast"`}},
+		{"mode in the wrong case", []string{"--max", "10", "--demand", "1", "--mode", "GoBackN"}, []string{"-mode", `"GoBackN"`}},
+		{"unknown format", []string{"--max", "10", "--demand", "1", "--format", "xml"}, []string{"--format", `"xml"`}},
+		{"threshold above 100 for onlyIfUsed", []string{"--max", "10", "--demand", "1", "--threshold", "101", "--mode", "onlyIfUsed"}, []string{"--threshold (101)"}},
+		{"threshold below 0 for goBackN", []string{"--max", "10", "--demand", "1", "--threshold", "-1", "--mode", "goBackN"}, []string{"--threshold (-1)"}},
+		{"ramp-down above 100", []string{"--max", "10", "--demand", "1", "--ramp-down", "101", "--mode", "goBackN"}, []string{"--ramp-down (101)"}},
+		{"negative cool-down", []string{"--max", "10", "--demand", "1", "--cool-down", "-1s", "--mode", "goBackN"}, []string{"--cool-down (-1s)"}},
+		{"negative ramp-up", []string{"--max", "10", "--demand", "1", "--ramp-up", "-1s"}, []string{"--ramp-up (-1s)"}},
+		{"max zero", []string{"--max", "0", "--demand", "1"}, []string{"--max (0)"}},
+		{"max not a number", []string{"--max", "abc", "--demand", "1"}, []string{"-max", `"abc"`}},
+		{"several config errors on one line", []string{"--max", "0", "--min", "-1", "--demand", "1"}, []string{"--max (0)", "--min (-1)"}},
+		{"unknown flag", []string{"--max", "10", "--demand", "1", "--bogus"}, []string{"-bogus"}},
+		{"flag without a value", []string{"--demand", "1", "--max"}, []string{"-max"}},
+		{"stray argument", []string{"--max", "10", "--demand", "1", "extra"}, []string{`"extra"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runVertex(t, append([]string{"simulate"}, tt.args...)...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+				t.Fatalf("stderr %q, want exactly one line", stderr)
+			}
+			if !strings.HasPrefix(stderr, "vertex: simulate: ") {
+				t.Errorf("stderr %q does not start with %q", stderr, "vertex: simulate: ")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr %q does not contain %q", stderr, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRunCommandErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		firstLine string // the first line on stderr
+	}{
+		{"no command", nil, "usage: vertex <command> [flags]"},
+		{"unknown command", []string{"frobnicate", "--max", "10"}, `vertex: unknown command "frobnicate" (commands: simulate; see 'vertex help')`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runVertex(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			if first, _, _ := strings.Cut(stderr, "\n"); first != tt.firstLine {
+				t.Errorf("first line on stderr %q, want %q", first, tt.firstLine)
+			}
+			if !strings.Contains(stderr, "simulate") {
+				t.Errorf("stderr %q does not list the commands", stderr)
+			}
+		})
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // each must appear on stdout
+	}{
+		{"simulate -h", []string{"simulate", "-h"}, []string{"usage: vertex simulate", "-max", "-demand", "-mode", "-format", "-plot"}},
+		{"simulate --help", []string{"simulate", "--help"}, []string{"usage: vertex simulate"}},
+		{"simulate -h after flags", []string{"simulate", "--max", "10", "-h"}, []string{"usage: vertex simulate"}},
+		{"top-level -h", []string{"-h"}, []string{"usage: vertex <command>", "simulate"}},
+		{"top-level help", []string{"help"}, []string{"usage: vertex <command>", "simulate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runVertex(t, tt.args...)
+			if code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+			if stderr != "" {
+				t.Errorf("stderr %q, want nothing", stderr)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout does not contain %q:\n%s", want, stdout)
+				}
+			}
+		})
+	}
+}
