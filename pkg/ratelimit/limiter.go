@@ -182,6 +182,9 @@ func (l *Limiter) acquire(ctx context.Context, n int, lane uint32) (Grant, error
 // counter had, finds the rest elsewhere, marks the epoch called, and waits when no
 // token was found.
 func (l *Limiter) settle(ctx context.Context, st *epochState, lane uint32, k, v int64) (Grant, error) {
+	if int(lane) > len(st.stripes) {
+		lane = 0 // a closed limiter's state has no stripes
+	}
 	c := st.counter(lane)
 	g := min(k, max(v+k, 0))
 	if g < k {

@@ -384,6 +384,11 @@ func TestCloseTwiceAndAfterClose(t *testing.T) {
 	if _, err := l.Acquire(context.Background(), 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Acquire after Close = %v; want ErrClosed", err)
 	}
+	ln := l.Lane()
+	if _, err := ln.Acquire(context.Background(), 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Lane.Acquire after Close = %v; want ErrClosed", err)
+	}
+	ln.Deposit(1)
 	l.Deposit(1)
 	if l.clk.Pending() != 0 {
 		t.Fatalf("%d timers left after Close", l.clk.Pending())

@@ -53,9 +53,10 @@ func laneSlots() int {
 }
 
 // counter returns the counter a lane takes from and deposits to: 0 is the common
-// counter, i > 0 is stripe i-1.
+// counter, i > 0 is stripe i-1. A state without stripes (a closed limiter's) has
+// only the common counter.
 func (st *epochState) counter(lane uint32) *atomic.Int64 {
-	if lane == 0 {
+	if lane == 0 || int(lane) > len(st.stripes) {
 		return &st.common
 	}
 	return &st.stripes[lane-1].avail
