@@ -75,7 +75,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if cur := l.state.Load(); cur != nil && cur.called.Load() && cur.eligible {
 		l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
 	}
-	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), stripes: make([]stripe, l.lanes)}
+	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), counters: newCounters(l.lanes)}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible {
 		st.share = shareOf(st.pool, st.size, st.rank)
@@ -109,7 +109,7 @@ func (l *Limiter) release(st *epochState, allow int64) {
 		served++
 	}
 	l.dequeue(served)
-	st.common.Add(budget)
+	st.common().Add(budget)
 }
 
 // onTick runs at each epoch boundary and pacing slice.

@@ -144,7 +144,7 @@ func (l *Limiter) Deposit(n int) { l.deposit(0, n) }
 // ended they are dropped: tokens never carry over to another epoch. A grant should
 // be deposited at most once.
 func (l *Limiter) DepositGrant(g Grant, unused int) {
-	if st := l.state.Load(); unused > 0 && st.epoch == g.epoch {
+	if st := l.state.Load(); unused > 0 && st.epoch == g.epoch && int(g.lane) < len(st.counters) {
 		st.counter(g.lane).Add(int64(min(unused, g.Tokens)))
 		if l.nwait.Load() > 0 {
 			l.serveNow()
@@ -182,9 +182,6 @@ func (l *Limiter) acquire(ctx context.Context, n int, lane uint32) (Grant, error
 // counter had, finds the rest elsewhere, marks the epoch called, and waits when no
 // token was found.
 func (l *Limiter) settle(ctx context.Context, st *epochState, lane uint32, k, v int64) (Grant, error) {
-	if int(lane) > len(st.stripes) {
-		lane = 0 // a closed limiter's state has no stripes
-	}
 	c := st.counter(lane)
 	g := min(k, max(v+k, 0))
 	if g < k {
@@ -323,7 +320,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.closed = true
 	l.stopTimer(l.tick)
 	l.stopTimer(l.syncT)
-	st := &epochState{epoch: -1, closed: true}
+	st := &epochState{epoch: -1, closed: true, counters: newCounters(l.lanes)}
 	l.state.Store(st)
 	for _, w := range l.waiters {
 		w.ch <- waitResult{err: ErrClosed}

@@ -6,7 +6,7 @@ import (
 )
 
 // epochState is one epoch of one replica: its share and where the share's tokens
-// are. Every token of the epoch's allowance is in exactly one place: the pool
+// are. Every token of the epoch's allowance is in exactly one place: the common
 // counter, one lane's stripe, or granted to a caller. Counters are taken down with
 // one atomic add; a take that goes below zero is settled by adding back what did not
 // fit, so a counter can read negative for a moment but no token is granted twice.
@@ -24,23 +24,24 @@ type epochState struct {
 	eligible bool
 	slice    int // pacing slice whose allowance is released; l.mu guards it
 	closed   bool
-	stripes  []stripe // one per lane slot
-
-	_      [cacheLine]byte
-	common atomic.Int64 // tokens not in any stripe; Limiter's own calls take from here
-	_      [cacheLine - 8]byte
+	// counters[0] is the common counter, the tokens not in any lane's stripe, which
+	// the Limiter's own calls take from; counters[i] is lane slot i's stripe.
+	counters []stripe
 }
 
 // cacheLine is the span that two counters written by different cores must not
 // share: two 64-byte lines, as x86 prefetches lines in adjacent pairs.
 const cacheLine = 128
 
-// stripe holds tokens a lane took from the common counter in advance, on a cache
-// line of its own so that lanes on different cores do not contend.
+// stripe is a counter of tokens on a cache line of its own, so that lanes on
+// different cores do not contend. A lane's stripe holds tokens it took from the
+// common counter in advance.
 type stripe struct {
 	avail atomic.Int64
 	_     [cacheLine - 8]byte
 }
+
+func newCounters(lanes int) []stripe { return make([]stripe, 1+lanes) }
 
 // laneSlots is the number of stripes per epoch: enough that the lanes of a busy
 // process rarely share one.
@@ -52,22 +53,18 @@ func laneSlots() int {
 	return n
 }
 
-// counter returns the counter a lane takes from and deposits to: 0 is the common
-// counter, i > 0 is stripe i-1. A state without stripes (a closed limiter's) has
-// only the common counter.
-func (st *epochState) counter(lane uint32) *atomic.Int64 {
-	if lane == 0 || int(lane) > len(st.stripes) {
-		return &st.common
-	}
-	return &st.stripes[lane-1].avail
-}
+// counter returns the counter a lane takes from and deposits to.
+func (st *epochState) counter(lane uint32) *atomic.Int64 { return &st.counters[lane].avail }
 
-// unspent returns the tokens released and not granted: the common counter and every
-// stripe. It is exact when nothing runs concurrently.
+// common returns the common counter.
+func (st *epochState) common() *atomic.Int64 { return &st.counters[0].avail }
+
+// unspent returns the tokens released and not granted, in every counter. It is
+// exact when nothing runs concurrently.
 func (st *epochState) unspent() int64 {
-	n := max(st.common.Load(), 0)
-	for i := range st.stripes {
-		n += max(st.stripes[i].avail.Load(), 0)
+	n := int64(0)
+	for i := range st.counters {
+		n += max(st.counters[i].avail.Load(), 0)
 	}
 	return n
 }
@@ -112,10 +109,10 @@ const refillChunk = 8
 func (st *epochState) replenish(lane uint32, need int64) int64 {
 	got := int64(0)
 	if lane != 0 {
-		chunk := max(need*refillChunk, st.common.Load()/int64(2*len(st.stripes)))
-		got = take(&st.common, chunk)
+		chunk := max(need*refillChunk, st.common().Load()/int64(2*len(st.counters)))
+		got = take(st.common(), chunk)
 		if got > need {
-			st.stripes[lane-1].avail.Add(got - need)
+			st.counter(lane).Add(got - need)
 			return need
 		}
 		if got == need {
@@ -131,7 +128,7 @@ const noLane = ^uint32(0)
 // gather takes up to k tokens from every counter but skip's.
 func (st *epochState) gather(k int64, skip uint32) int64 {
 	got := int64(0)
-	for lane := uint32(0); lane <= uint32(len(st.stripes)) && got < k; lane++ {
+	for lane := uint32(0); int(lane) < len(st.counters) && got < k; lane++ {
 		if lane != skip {
 			got += takeExact(st.counter(lane), k-got)
 		}
