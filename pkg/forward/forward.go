@@ -1,0 +1,476 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+// Limiter is the part of a rate limiter a forwarder uses: a *ratelimit.Limiter, one
+// of its Lanes, or [Noop].
+type Limiter interface {
+	AcquireGrant(ctx context.Context, n int) (ratelimit.Grant, error)
+	DepositGrant(g ratelimit.Grant, unused int)
+}
+
+// Noop is the Limiter of a vertex without a rate limit: it grants every request in
+// full and costs one interface call per batch.
+type Noop struct{}
+
+// AcquireGrant grants n tokens.
+func (Noop) AcquireGrant(_ context.Context, n int) (ratelimit.Grant, error) {
+	return ratelimit.Grant{Tokens: n}, nil
+}
+
+// DepositGrant does nothing.
+func (Noop) DepositGrant(ratelimit.Grant, int) {}
+
+// Deps are what a forwarder moves messages between.
+type Deps struct {
+	Reader      isb.Reader
+	Transformer udf.Mapper // optional: the source transformer
+	Mapper      udf.Mapper // optional: the UDF
+	Sink        isb.Writer
+	Fallback    isb.Writer // optional: where failed or FALLBACK messages go
+	// Limiter throttles reads. nil makes no limiter call at all (benchmarks); a
+	// vertex without a rate limit uses Noop.
+	Limiter Limiter
+	Metrics *Metrics
+	Tracker *Tracker
+	Logger  *zap.Logger
+	Tracer  trace.Tracer // optional
+}
+
+// OnFailure is what a forwarder does with messages its sink keeps failing.
+type OnFailure uint8
+
+const (
+	// Retry retries until the sink takes them (or shutdown's deadline).
+	Retry OnFailure = iota
+	// Fallback writes them to the fallback sink after Steps attempts.
+	Fallback
+	// Drop drops them after Steps attempts.
+	Drop
+)
+
+// RetryPolicy is how a forwarder retries sink writes: exponential backoff from
+// Interval, doubling to at most MaxInterval, each wait jittered by up to half.
+type RetryPolicy struct {
+	Interval    time.Duration
+	MaxInterval time.Duration
+	// Steps is the number of attempts before OnFailure applies; 0 is no limit.
+	Steps     int
+	OnFailure OnFailure
+}
+
+// Options tune a forwarder.
+type Options struct {
+	// BatchSize is the most messages read per iteration (readBatchSize).
+	BatchSize int
+	// ExcludeDropped gives the tokens of messages the UDF dropped back to the
+	// limiter, so that only messages that reach the sink count against the limit.
+	ExcludeDropped bool
+	Retry          RetryPolicy
+	// ShutdownTimeout is how long the iteration in flight may take to finish once
+	// Run's context is done.
+	ShutdownTimeout time.Duration
+}
+
+// Forwarder runs the forward loop of one vertex replica: acquire tokens, read at
+// most that many messages, give back the unused tokens, transform and map them,
+// write them to the sink (or the fallback sink) and ack them once written.
+type Forwarder struct {
+	d    Deps
+	opts Options
+	log  *zap.Logger
+
+	// probe has a deadline in the past: an Acquire with it fails at once with the
+	// reason when it would wait, so the forwarder can say why it pauses.
+	probe       context.Context
+	cancelProbe context.CancelFunc
+
+	// Buffers reused by every iteration.
+	read     []isb.ReadMessage
+	in, mid  []isb.Message
+	out      []isb.Message
+	errs     []error
+	failed   []isb.Message
+	fallback []isb.Message
+}
+
+// New returns a forwarder. Deps.Reader, Deps.Sink, Deps.Metrics and Deps.Tracker are
+// required.
+func New(d Deps, opts Options) (*Forwarder, error) {
+	if d.Reader == nil || d.Sink == nil || d.Metrics == nil || d.Tracker == nil {
+		return nil, errors.New("forward: Reader, Sink, Metrics and Tracker are required")
+	}
+	if opts.BatchSize < 1 {
+		return nil, fmt.Errorf("forward: BatchSize (%d) must be at least 1", opts.BatchSize)
+	}
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	if opts.Retry.Interval <= 0 {
+		opts.Retry.Interval = time.Millisecond
+	}
+	if opts.Retry.MaxInterval < opts.Retry.Interval {
+		opts.Retry.MaxInterval = max(opts.Retry.Interval, time.Second)
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	f := &Forwarder{d: d, opts: opts, log: d.Logger, read: make([]isb.ReadMessage, opts.BatchSize)}
+	f.probe, f.cancelProbe = context.WithDeadline(context.Background(), time.Unix(0, 0))
+	return f, nil
+}
+
+// Run forwards until ctx is done, then finishes the iteration in flight (write and
+// ack) within the shutdown timeout, and returns. It returns an error only when the
+// forwarder cannot go on, such as a closed limiter.
+func (f *Forwarder) Run(ctx context.Context) error {
+	defer f.cancelProbe()
+	// hard is done ShutdownTimeout after ctx: the in-flight iteration uses it to
+	// finish its writes and acks after reads have stopped.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	var mu sync.Mutex
+	var grace *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		grace = time.AfterFunc(f.opts.ShutdownTimeout, cancelHard)
+	})
+	defer func() {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+
+	for ctx.Err() == nil {
+		if err := f.forwardOnce(ctx, hard); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+	}
+	if hard.Err() != nil {
+		f.log.Warn("shutdown timeout passed before the last batch was acked", zap.Duration("timeout", f.opts.ShutdownTimeout))
+	}
+	return nil
+}
+
+// forwardOnce runs one iteration. Reads stop when ctx is done; the messages already
+// read are written and acked under hard.
+func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
+	g, err := f.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	if f.d.Tracer != nil {
+		var span trace.Span
+		ctx, span = f.d.Tracer.Start(ctx, "forward")
+		defer span.End()
+	}
+	start := time.Now()
+	batch := f.readBatch(ctx, g)
+	if len(batch) == 0 {
+		return nil
+	}
+	out, err := f.process(hard, g, batch)
+	if err != nil {
+		return nil // not acked: the source may deliver the batch again
+	}
+	if err := f.write(hard, out); err != nil {
+		return nil
+	}
+	f.ack(hard, batch)
+	f.d.Metrics.Batch.Observe(time.Since(start).Seconds())
+	if f.d.Tracer != nil {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
+	}
+	return nil
+}
+
+// acquire takes up to a batch's worth of tokens, waiting when there are none, and
+// tracks why it waits.
+func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
+	if f.d.Limiter == nil {
+		return ratelimit.Grant{Tokens: f.opts.BatchSize}, nil
+	}
+	g, err := f.d.Limiter.AcquireGrant(f.probe, f.opts.BatchSize)
+	if err != nil {
+		var te *ratelimit.ThrottledError
+		if !errors.As(err, &te) {
+			return g, err
+		}
+		r := reasonOf(te.Reason)
+		f.d.Tracker.Begin(r)
+		g, err = f.d.Limiter.AcquireGrant(ctx, f.opts.BatchSize)
+		f.d.Tracker.End(r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return g, ctx.Err()
+			}
+			if errors.Is(err, ratelimit.ErrRateLimited) {
+				return ratelimit.Grant{}, nil // try again
+			}
+			return g, err
+		}
+	}
+	f.d.Metrics.Granted.Add(float64(g.Tokens))
+	return g, nil
+}
+
+func reasonOf(r ratelimit.Reason) Reason {
+	switch r {
+	case ratelimit.ReasonAwaitingAgreement:
+		return AwaitingAgreement
+	case ratelimit.ReasonStoreUnavailable:
+		return StoreUnavailable
+	default:
+		return RateLimited
+	}
+}
+
+// readBatch reads at most g.Tokens messages and gives back the tokens it did not
+// use. On a read error it logs and waits a little so that a failing source is not
+// spun on; messages read before the error are still forwarded.
+func (f *Forwarder) readBatch(ctx context.Context, g ratelimit.Grant) []isb.ReadMessage {
+	if g.Tokens == 0 {
+		return nil
+	}
+	n, err := f.d.Reader.Read(ctx, f.read[:g.Tokens])
+	if unused := g.Tokens - n; unused > 0 && f.d.Limiter != nil {
+		f.d.Limiter.DepositGrant(g, unused)
+		f.d.Metrics.Deposited.Add(float64(unused))
+	}
+	if n > 0 {
+		f.d.Metrics.Read.Add(float64(n))
+	}
+	if err != nil && ctx.Err() == nil {
+		f.d.Metrics.Errors.WithLabelValues(StageRead).Inc()
+		f.log.Warn("read failed", zap.Error(err))
+		f.sleep(ctx, readErrorPause)
+	}
+	return f.read[:n]
+}
+
+// readErrorPause is how long the loop waits after a failed read.
+const readErrorPause = 100 * time.Millisecond
+
+// process runs the transformer and the UDF, retrying each until it succeeds or hard
+// is done, and gives back the tokens of dropped messages when ExcludeDropped.
+func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
+	f.in = f.in[:0]
+	for i := range batch {
+		f.in = append(f.in, batch[i].Message)
+	}
+	msgs, dropped := f.in, 0
+	if f.d.Transformer != nil {
+		var n int
+		var err error
+		f.mid, n, err = f.apply(hard, StageTransform, f.d.Transformer, msgs, f.mid[:0])
+		if err != nil {
+			return nil, err
+		}
+		msgs, dropped = f.mid, dropped+n
+	}
+	if f.d.Mapper != nil {
+		var n int
+		var err error
+		f.out, n, err = f.apply(hard, StageMap, f.d.Mapper, msgs, f.out[:0])
+		if err != nil {
+			return nil, err
+		}
+		msgs, dropped = f.out, dropped+n
+	}
+	if dropped > 0 {
+		f.d.Metrics.Dropped.Add(float64(dropped))
+		if f.opts.ExcludeDropped && f.d.Limiter != nil {
+			f.d.Limiter.DepositGrant(g, dropped)
+			f.d.Metrics.Deposited.Add(float64(dropped))
+		}
+	}
+	return msgs, nil
+}
+
+func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, out []isb.Message) ([]isb.Message, int, error) {
+	for attempt := 0; ; attempt++ {
+		res, dropped, err := m.Map(hard, in, out)
+		if err == nil {
+			return res, dropped, nil
+		}
+		f.d.Metrics.Errors.WithLabelValues(stage).Inc()
+		f.log.Warn("function failed; retrying", zap.String("stage", stage), zap.Int("attempt", attempt+1), zap.Error(err))
+		if !f.sleep(hard, f.backoff(attempt)) {
+			return nil, 0, hard.Err()
+		}
+	}
+}
+
+// write writes msgs to the sink, retrying what fails, and sends to the fallback
+// sink what the sink asks to, or what keeps failing when OnFailure is Fallback. It
+// returns an error only when hard is done before every message was written.
+func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
+	f.fallback = f.fallback[:0]
+	pending := msgs
+	full := false
+	defer func() {
+		if full {
+			f.d.Tracker.End(DownstreamFull)
+		}
+	}()
+	for attempt := 0; len(pending) > 0; attempt++ {
+		var isFull bool
+		pending, isFull = f.writeOnce(f.d.Sink, StageWrite, hard, pending)
+		if len(pending) == 0 {
+			break
+		}
+		if isFull != full {
+			if isFull {
+				f.d.Tracker.Begin(DownstreamFull)
+			} else {
+				f.d.Tracker.End(DownstreamFull)
+			}
+			full = isFull
+		}
+		if p := f.opts.Retry; p.Steps > 0 && attempt+1 >= p.Steps && p.OnFailure != Retry {
+			if p.OnFailure == Drop || f.d.Fallback == nil {
+				f.log.Warn("dropping messages the sink keeps failing", zap.Int("messages", len(pending)))
+				f.d.Metrics.Dropped.Add(float64(len(pending)))
+			} else {
+				f.fallback = append(f.fallback, pending...)
+			}
+			break
+		}
+		if !f.sleep(hard, f.backoff(attempt)) {
+			return hard.Err()
+		}
+	}
+	if len(f.fallback) == 0 {
+		return nil
+	}
+	return f.writeFallback(hard)
+}
+
+// writeOnce writes msgs to w once, counts the outcome, and returns the messages to
+// retry (in f.failed) and whether any failed because w is full. Messages w routes to
+// the fallback sink are added to f.fallback.
+func (f *Forwarder) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, bool) {
+	errs := f.errSlice(len(msgs))
+	if err := w.Write(hard, msgs, errs); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	failed := f.failed[:0]
+	written, full := 0, false
+	var firstErr error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			written++
+		case errors.Is(err, isb.ErrFallback) && stage == StageWrite && f.d.Fallback != nil:
+			f.fallback = append(f.fallback, msgs[i])
+		default:
+			full = full || errors.Is(err, isb.ErrBufferFull)
+			if firstErr == nil {
+				firstErr = err
+			}
+			failed = append(failed, msgs[i])
+		}
+	}
+	if stage == StageWrite {
+		f.d.Metrics.Written.Add(float64(written))
+	} else {
+		f.d.Metrics.Fallback.Add(float64(written))
+	}
+	if len(failed) > 0 {
+		f.d.Metrics.Errors.WithLabelValues(stage).Add(float64(len(failed)))
+		if !full {
+			f.log.Warn("write failed; retrying", zap.String("stage", stage), zap.Int("messages", len(failed)), zap.Error(firstErr))
+		}
+	}
+	// On a retry msgs is f.failed itself: failed compacts it in place, never
+	// writing past the message being read.
+	f.failed = failed
+	return failed, full
+}
+
+// writeFallback writes f.fallback to the fallback sink until it takes all of them.
+func (f *Forwarder) writeFallback(hard context.Context) error {
+	pending := f.fallback
+	if f.d.Fallback == nil {
+		return nil
+	}
+	for attempt := 0; len(pending) > 0; attempt++ {
+		pending, _ = f.writeOnce(f.d.Fallback, StageFallback, hard, pending)
+		if len(pending) > 0 && !f.sleep(hard, f.backoff(attempt)) {
+			return hard.Err()
+		}
+	}
+	return nil
+}
+
+// ack acks the batch, retrying a few times; a batch never acked is delivered again
+// by sources that can.
+func (f *Forwarder) ack(hard context.Context, batch []isb.ReadMessage) {
+	for attempt := 0; ; attempt++ {
+		err := f.d.Reader.Ack(hard, batch)
+		if err == nil {
+			f.d.Metrics.Acked.Add(float64(len(batch)))
+			return
+		}
+		f.d.Metrics.Errors.WithLabelValues(StageAck).Inc()
+		if attempt >= 4 || !f.sleep(hard, f.backoff(attempt)) {
+			f.log.Error("ack failed; the source may deliver the batch again", zap.Int("messages", len(batch)), zap.Error(err))
+			return
+		}
+	}
+}
+
+func (f *Forwarder) errSlice(n int) []error {
+	if cap(f.errs) < n {
+		f.errs = make([]error, n)
+	}
+	errs := f.errs[:n]
+	clear(errs)
+	return errs
+}
+
+// backoff is the wait before retry attempt+1: Interval doubled per attempt, capped
+// at MaxInterval, less up to half at random.
+func (f *Forwarder) backoff(attempt int) time.Duration {
+	d := f.opts.Retry.Interval << min(attempt, 30)
+	if d <= 0 || d > f.opts.Retry.MaxInterval {
+		d = f.opts.Retry.MaxInterval
+	}
+	return d - time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// sleep waits d or until ctx is done, and reports whether it waited the whole d.
+func (f *Forwarder) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

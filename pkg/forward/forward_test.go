@@ -1,0 +1,402 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// source returns a memory buffer holding n messages with values "0".."n-1".
+func source(t *testing.T, n int) *memory.Buffer {
+	t.Helper()
+	b := memory.New("in", n+1, 20*time.Millisecond, nil)
+	msgs := make([]isb.Message, n)
+	for i := range msgs {
+		msgs[i] = isb.Message{Value: []byte(strconv.Itoa(i))}
+	}
+	if err := b.Write(context.Background(), msgs, make([]error, n)); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type harness struct {
+	f       *Forwarder
+	m       *Metrics
+	tr      *Tracker
+	in, out *memory.Buffer
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func start(t *testing.T, d Deps, opts Options) *harness {
+	t.Helper()
+	h := &harness{tr: NewTracker(nil), in: d.Reader.(*memory.Buffer)}
+	if d.Sink == nil {
+		h.out = memory.New("out", 1<<20, time.Millisecond, nil)
+		d.Sink = h.out
+	}
+	h.m = NewMetrics(prometheus.NewRegistry(), h.tr)
+	d.Metrics, d.Tracker = h.m, h.tr
+	if opts.BatchSize == 0 {
+		opts.BatchSize = 10
+	}
+	f, err := New(d, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.f = f
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- f.Run(ctx) }()
+	t.Cleanup(func() { h.stop(t) })
+	return h
+}
+
+func (h *harness) stop(t *testing.T) {
+	t.Helper()
+	h.cancel()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		h.done <- nil
+	case <-time.After(10 * time.Second):
+		t.Fatal("forwarder did not stop")
+	}
+}
+
+// waitAcked waits until the source has n messages acked.
+func (h *harness) waitAcked(t *testing.T, n uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.in.WaitAcked(ctx, n); err != nil {
+		t.Fatalf("acked %d of %d", h.in.Stats().Acked, n)
+	}
+}
+
+// waitThrottled waits until the tracker reports exactly the reasons want.
+func (h *harness) waitThrottled(t *testing.T, want ...Reason) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		changed := h.tr.Changed()
+		if _, rs := h.tr.Throttled(); fmt.Sprint(rs) == fmt.Sprint(want) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			_, rs := h.tr.Throttled()
+			t.Fatalf("throttled for %v; want %v", rs, want)
+		}
+	}
+}
+
+func TestForwardsEveryMessageOnceInOrder(t *testing.T) {
+	h := start(t, Deps{Reader: source(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
+	h.waitAcked(t, 95)
+	got := h.out.Messages()
+	if len(got) != 95 {
+		t.Fatalf("sink has %d messages; want 95", len(got))
+	}
+	for i, m := range got {
+		if string(m.Value) != strconv.Itoa(i) {
+			t.Fatalf("message %d is %q", i, m.Value)
+		}
+	}
+	if s := h.in.Stats(); s.InFlight != 0 || s.Pending != 0 {
+		t.Fatalf("source %+v; want everything acked", s)
+	}
+	if r, w, a := testutil.ToFloat64(h.m.Read), testutil.ToFloat64(h.m.Written), testutil.ToFloat64(h.m.Acked); r != 95 || w != 95 || a != 95 {
+		t.Fatalf("read %v written %v acked %v; want 95 each", r, w, a)
+	}
+}
+
+// dropOdd drops messages whose value is odd.
+type dropOdd struct{}
+
+func (dropOdd) Map(_ context.Context, in, out []isb.Message) ([]isb.Message, int, error) {
+	dropped := 0
+	for _, m := range in {
+		n, _ := strconv.Atoi(string(m.Value))
+		if n%2 == 1 {
+			dropped++
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, dropped, nil
+}
+
+// countingLimiter records grants and deposits.
+type countingLimiter struct {
+	mu                 sync.Mutex
+	granted, deposited int
+}
+
+func (c *countingLimiter) AcquireGrant(_ context.Context, n int) (ratelimit.Grant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.granted += n
+	return ratelimit.Grant{Tokens: n}, nil
+}
+
+func (c *countingLimiter) DepositGrant(_ ratelimit.Grant, unused int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deposited += unused
+}
+
+func (c *countingLimiter) used() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.granted - c.deposited
+}
+
+func TestDroppedMessagesAndExcludeDropped(t *testing.T) {
+	for _, exclude := range []bool{false, true} {
+		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
+			lim := &countingLimiter{}
+			h := start(t, Deps{Reader: source(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude})
+			h.waitAcked(t, 40)
+			h.stop(t)
+			if n := len(h.out.Messages()); n != 20 {
+				t.Fatalf("sink has %d; want the 20 even ones", n)
+			}
+			if d := testutil.ToFloat64(h.m.Dropped); d != 20 {
+				t.Fatalf("dropped metric %v; want 20", d)
+			}
+			want := 40 // every message read uses a token
+			if exclude {
+				want = 20 // only the messages that reach the sink do
+			}
+			if got := lim.used(); got != want {
+				t.Fatalf("tokens used %d; want %d", got, want)
+			}
+		})
+	}
+}
+
+// flaky is a sink that fails the first failures writes of every message, then
+// writes it to out; fallback marks messages whose value is in fallbackFor.
+type flaky struct {
+	mu       sync.Mutex
+	failures int
+	seen     map[string]int
+	fallback map[string]bool
+	out      *memory.Buffer
+	err      error
+}
+
+func (s *flaky) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ok []isb.Message
+	for i, m := range msgs {
+		v := string(m.Value)
+		s.seen[v]++
+		switch {
+		case s.fallback[v]:
+			errs[i] = fmt.Errorf("message %s: %w", v, isb.ErrFallback)
+		case s.seen[v] <= s.failures:
+			errs[i] = s.err
+		default:
+			ok = append(ok, m)
+			errs[i] = nil
+		}
+	}
+	return s.out.Write(ctx, ok, make([]error, len(ok)))
+}
+
+func newFlaky(failures int, fallback ...string) *flaky {
+	fb := map[string]bool{}
+	for _, v := range fallback {
+		fb[v] = true
+	}
+	return &flaky{failures: failures, seen: map[string]int{}, fallback: fb,
+		out: memory.New("sink", 1<<20, time.Millisecond, nil), err: errors.New("sink is down")}
+}
+
+func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) {
+	sink := newFlaky(3)
+	in := source(t, 25)
+	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}},
+		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
+	h.waitAcked(t, 25)
+	if n := len(sink.out.Messages()); n != 25 {
+		t.Fatalf("sink took %d; want all 25 after retries", n)
+	}
+	if e := testutil.ToFloat64(h.m.Errors.WithLabelValues(StageWrite)); e != 75 {
+		t.Fatalf("write errors %v; want 3 per message", e)
+	}
+}
+
+func TestFallbackSink(t *testing.T) {
+	t.Run("FALLBACK from the sink", func(t *testing.T) {
+		sink := newFlaky(0, "3", "7")
+		fb := memory.New("fb", 100, time.Millisecond, nil)
+		h := start(t, Deps{Reader: source(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{})
+		h.waitAcked(t, 10)
+		if n, f := len(sink.out.Messages()), fb.Messages(); n != 8 || len(f) != 2 || string(f[0].Value) != "3" {
+			t.Fatalf("sink %d, fallback %v; want 8 and [3 7]", n, f)
+		}
+		if v := testutil.ToFloat64(h.m.Fallback); v != 2 {
+			t.Fatalf("fallback metric %v", v)
+		}
+	})
+	t.Run("after the retry steps", func(t *testing.T) {
+		sink := newFlaky(1 << 30)
+		fb := memory.New("fb", 100, time.Millisecond, nil)
+		h := start(t, Deps{Reader: source(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 3, OnFailure: Fallback}})
+		h.waitAcked(t, 10)
+		if n := len(fb.Messages()); n != 10 {
+			t.Fatalf("fallback has %d; want all 10", n)
+		}
+	})
+	t.Run("drop after the retry steps", func(t *testing.T) {
+		sink := newFlaky(1 << 30)
+		h := start(t, Deps{Reader: source(t, 10), Sink: sink, Limiter: Noop{}},
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 2, OnFailure: Drop}})
+		h.waitAcked(t, 10)
+		if d := testutil.ToFloat64(h.m.Dropped); d != 10 {
+			t.Fatalf("dropped %v; want 10", d)
+		}
+	})
+}
+
+func TestDownstreamFullIsTracked(t *testing.T) {
+	out := memory.New("out", 5, time.Millisecond, nil)
+	h := start(t, Deps{Reader: source(t, 20), Sink: out, Limiter: Noop{}},
+		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
+	h.waitThrottled(t, DownstreamFull)
+	if s := h.in.Stats(); s.Acked != 0 {
+		t.Fatalf("acked %d while the sink was full; want none of the blocked batch", s.Acked)
+	}
+	// Drain the sink: the forwarder resumes and finishes.
+	for range 100 {
+		if h.in.Stats().Acked == 20 {
+			break
+		}
+		buf := make([]isb.ReadMessage, 5)
+		n, _ := out.Read(context.Background(), buf)
+		out.Ack(context.Background(), buf[:n])
+	}
+	h.waitAcked(t, 20)
+	h.waitThrottled(t)
+}
+
+// blockingSink blocks every write until released.
+type blockingSink struct {
+	entered chan struct{}
+	release chan struct{}
+	wrote   atomic.Int64
+}
+
+func (b *blockingSink) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
+	b.entered <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	clear(errs)
+	b.wrote.Add(int64(len(msgs)))
+	return nil
+}
+
+func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
+	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	in := source(t, 100)
+	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{BatchSize: 10, ShutdownTimeout: 5 * time.Second})
+	<-sink.entered
+	h.cancel() // SIGTERM: stop reading; the batch being written must still be acked
+	close(sink.release)
+	select {
+	case err := <-h.done:
+		h.done <- err
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after shutdown")
+	}
+	s := in.Stats()
+	if s.Acked != uint64(sink.wrote.Load()) || s.Acked != 10 || s.InFlight != 0 || s.Pending != 90 {
+		t.Fatalf("after shutdown: %+v, sink wrote %d; want the one batch written and acked, the rest unread", s, sink.wrote.Load())
+	}
+}
+
+func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) {
+	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	in := source(t, 10)
+	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{ShutdownTimeout: 50 * time.Millisecond})
+	<-sink.entered
+	h.cancel()
+	select {
+	case <-h.done:
+		h.done <- nil
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after the shutdown timeout")
+	}
+	if s := in.Stats(); s.Acked != 0 || s.InFlight != 10 {
+		t.Fatalf("stuck batch: %+v; want it unacked", s)
+	}
+}
+
+func TestThrottledForwarderReportsWhy(t *testing.T) {
+	lim, err := ratelimit.New(ratelimit.Config{Max: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close(context.Background())
+	h := start(t, Deps{Reader: source(t, 1000), Limiter: lim}, Options{BatchSize: 100})
+	h.waitThrottled(t, RateLimited)
+	h.stop(t)
+	if s := h.in.Stats(); s.Acked > 10 {
+		t.Fatalf("acked %d in at most two epochs of 5", s.Acked)
+	}
+	if got := testutil.ToFloat64(h.m.Granted) - testutil.ToFloat64(h.m.Deposited); got != float64(h.in.Stats().Acked) {
+		t.Fatalf("tokens used %v; want one per message read (%d)", got, h.in.Stats().Acked)
+	}
+}
+
+func TestTracker(t *testing.T) {
+	tr := NewTracker(nil)
+	if ok, _ := tr.Throttled(); ok {
+		t.Fatal("new tracker throttled")
+	}
+	tr.Begin(RateLimited)
+	tr.Begin(DownstreamFull)
+	tr.Begin(RateLimited)
+	tr.End(RateLimited)
+	if ok, rs := tr.Throttled(); !ok || len(rs) != 2 {
+		t.Fatalf("overlapping conditions: %v %v", ok, rs)
+	}
+	tr.End(RateLimited)
+	tr.End(DownstreamFull)
+	tr.End(DownstreamFull) // unmatched End is ignored
+	if ok, _ := tr.Throttled(); ok {
+		t.Fatal("still throttled after every End")
+	}
+}

@@ -1,0 +1,68 @@
+package forward
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are a forwarder's Prometheus metrics. Every name is listed in the README.
+type Metrics struct {
+	Read      prometheus.Counter
+	Written   prometheus.Counter
+	Fallback  prometheus.Counter
+	Acked     prometheus.Counter
+	Dropped   prometheus.Counter
+	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, ack
+	Granted   prometheus.Counter
+	Deposited prometheus.Counter
+	Batch     prometheus.Histogram
+}
+
+// Stages of a forward iteration, the values of the error counter's stage label.
+const (
+	StageRead      = "read"
+	StageTransform = "transform"
+	StageMap       = "map"
+	StageWrite     = "write"
+	StageFallback  = "fallback"
+	StageAck       = "ack"
+)
+
+// NewMetrics creates a forwarder's metrics and registers them with reg, which
+// should carry the vertex and replica labels (prometheus.WrapRegistererWith). The
+// throttled-seconds counters read tr at each scrape.
+func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Metrics{
+		Read:      counter("sluice_forward_read_total", "Messages read from the source."),
+		Written:   counter("sluice_forward_write_total", "Messages written to the sink."),
+		Fallback:  counter("sluice_forward_fallback_total", "Messages written to the fallback sink."),
+		Acked:     counter("sluice_forward_ack_total", "Messages acknowledged to the source."),
+		Dropped:   counter("sluice_forward_drop_total", "Messages dropped by the transformer or the UDF (to_drop)."),
+		Granted:   counter("sluice_ratelimit_granted_total", "Tokens granted by the rate limiter."),
+		Deposited: counter("sluice_ratelimit_deposited_total", "Tokens given back to the rate limiter unused."),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_forward_error_total", Help: "Errors by stage of the forward loop.",
+		}, []string{"stage"}),
+		Batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_forward_batch_duration_seconds",
+			Help:    "Time from the read of a batch to its ack.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+	}
+	reg.MustRegister(m.Errors, m.Batch)
+	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageAck} {
+		m.Errors.WithLabelValues(stage)
+	}
+	for _, r := range Reasons {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "sluice_ratelimit_throttled_seconds_total",
+			Help:        "Seconds the forwarder was paused, by reason; reasons can overlap.",
+			ConstLabels: prometheus.Labels{"reason": string(r)},
+		}, func() float64 { return tr.Seconds(r) }))
+	}
+	return m
+}

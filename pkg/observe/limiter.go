@@ -1,0 +1,24 @@
+package observe
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// RegisterLimiter registers the gauges of a rate limiter with reg, which should
+// carry the vertex and replica labels. They read status at each scrape.
+func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) {
+	gauge := func(name, help string, value func(ratelimit.Status) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return value(status()) }))
+	}
+	gauge("sluice_ratelimit_pool_tokens", "The vertex's token pool P for the current epoch.",
+		func(s ratelimit.Status) float64 { return s.Pool() })
+	gauge("sluice_ratelimit_share_tokens", "This replica's share of the pool in the current epoch.",
+		func(s ratelimit.Status) float64 { return float64(s.Share) })
+	gauge("sluice_ratelimit_epoch_granted_tokens", "Tokens granted in the current epoch, less deposits.",
+		func(s ratelimit.Status) float64 { return float64(s.Granted) })
+	gauge("sluice_ratelimit_pool_size", "Number of replicas the pool is split among.",
+		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
+}

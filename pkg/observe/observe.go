@@ -1,0 +1,96 @@
+// Package observe serves what operators look at: Prometheus metrics, health and
+// readiness probes, and a JSON status of the vertex and its rate limiter, all on
+// one HTTP port.
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// DefaultAddr is the default listen address of the observability port, the port
+// Numaflow's vertices serve metrics on.
+const DefaultAddr = ":2469"
+
+// Server serves /metrics, /healthz, /readyz and /status.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+	log *zap.Logger
+}
+
+// Handlers are what the server reports.
+type Handlers struct {
+	// Gatherer is scraped on /metrics.
+	Gatherer prometheus.Gatherer
+	// Ready reports whether the vertex is ready for traffic; /readyz answers 503
+	// with the error's text until it returns nil. nil means always ready.
+	Ready func() error
+	// Status returns the value served as JSON on /status.
+	Status func() any
+}
+
+// Listen binds addr (":0" picks a free port) and returns a server ready to Serve.
+func Listen(addr string, h Handlers, log *zap.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(h.Gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if h.Ready != nil {
+			if err := h.Ready(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		var v any = struct{}{}
+		if h.Status != nil {
+			v = h.Status()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	})
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, log: log}, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves until ctx is done, then shuts down, giving open requests a second.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

@@ -1,0 +1,84 @@
+package sink
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+)
+
+// Log writes one line per message to its writer (stdout for the log sink), like
+// Numaflow's log sink:
+//
+//	Payload - {"Data":{"value":7}} Keys - [key-0-1] EventTime - 1700000000000 Headers - map[]
+//
+// The payload is written as it is; a newline in it is written as the two
+// characters \n so that every message stays on one line. Log is safe for
+// concurrent use.
+type Log struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+var _ isb.Writer = (*Log)(nil)
+
+// NewLog returns a log sink writing to w.
+func NewLog(w io.Writer) *Log { return &Log{w: bufio.NewWriterSize(w, 64<<10)} }
+
+// Write writes a line per message and flushes the batch.
+func (l *Log) Write(_ context.Context, msgs []isb.Message, errs []error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var num [20]byte
+	for i := range msgs {
+		m := &msgs[i]
+		l.w.WriteString("Payload - ")
+		writeOneLine(l.w, m.Value)
+		l.w.WriteString(" Keys - [")
+		l.w.WriteString(strings.Join(m.Keys, " "))
+		l.w.WriteString("] EventTime - ")
+		l.w.Write(strconv.AppendInt(num[:0], m.EventTime.UnixMilli(), 10))
+		l.w.WriteString(" Headers - map[")
+		writeHeaders(l.w, m.Headers)
+		l.w.WriteString("]\n")
+		errs[i] = nil
+	}
+	return l.w.Flush()
+}
+
+func writeOneLine(w *bufio.Writer, b []byte) {
+	for {
+		i := slices.Index(b, '\n')
+		if i < 0 {
+			w.Write(b)
+			return
+		}
+		w.Write(b[:i])
+		w.WriteString(`\n`)
+		b = b[i+1:]
+	}
+}
+
+func writeHeaders(w *bufio.Writer, h map[string]string) {
+	if len(h) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i > 0 {
+			w.WriteByte(' ')
+		}
+		w.WriteString(k)
+		w.WriteByte(':')
+		w.WriteString(h[k])
+	}
+}
