@@ -1,0 +1,132 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is a loaded and validated config: a MonoVertex or a Pipeline.
+type File struct {
+	Kind       string
+	MonoVertex *MonoVertex
+	Pipeline   *Pipeline
+	// Ignored lists the paths of the Kubernetes-only fields the file sets, which
+	// sluice accepts and ignores.
+	Ignored []string
+
+	lines map[string]int
+}
+
+// Name returns the object's metadata.name.
+func (f *File) Name() string {
+	if f.MonoVertex != nil {
+		return f.MonoVertex.Metadata.Name
+	}
+	return f.Pipeline.Metadata.Name
+}
+
+// Load reads, decodes and validates the config in path. Every problem is
+// reported together in an [*Error].
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Parse(data)
+	var ce *Error
+	if errors.As(err, &ce) {
+		ce.File = path
+	}
+	return f, err
+}
+
+// Parse decodes and validates a config. Problems are reported in line order.
+func Parse(data []byte) (*File, error) {
+	f, decodeProblems, err := decodeFile(data)
+	if err != nil {
+		return nil, err
+	}
+	problems := decodeProblems
+	for _, p := range f.validate() {
+		// A field that could not be decoded is reported once, not again as missing.
+		if !underAny(p.Path, decodeProblems) {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 {
+		slices.SortStableFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
+		return nil, &Error{Problems: problems}
+	}
+	return f, nil
+}
+
+func underAny(path string, problems []Problem) bool {
+	for _, p := range problems {
+		if path == p.Path || strings.HasPrefix(path, p.Path+".") || strings.HasPrefix(path, p.Path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeFile decodes a config without validating it. It returns the problems of
+// fields it could not decode beside the file decoded from the rest, or an error
+// when the file cannot be decoded at all.
+func decodeFile(data []byte) (*File, []Problem, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, &Error{Problems: []Problem{{Msg: "the file is empty"}}}
+		}
+		return nil, nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, nil, &Error{Problems: []Problem{{Line: extra.Line, Msg: "the file holds more than one YAML document; give one object per file"}}}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, nil, &Error{Problems: []Problem{{Line: root.Line, Msg: "want a MonoVertex or Pipeline object"}}}
+	}
+
+	var kind string
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "kind" {
+			kind = root.Content[i+1].Value
+		}
+	}
+	f := &File{Kind: kind}
+	var target any
+	switch kind {
+	case KindMonoVertex:
+		f.MonoVertex = &MonoVertex{}
+		target = f.MonoVertex
+	case KindPipeline:
+		f.Pipeline = &Pipeline{}
+		target = f.Pipeline
+	case "":
+		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: root.Line, Msg: "is missing (want MonoVertex or Pipeline)"}}}
+	default:
+		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: root.Line, Msg: fmt.Sprintf("(%q) must be MonoVertex or Pipeline", kind)}}}
+	}
+	d := &decoder{lines: map[string]int{}}
+	d.decode(root, reflect.ValueOf(target).Elem(), "")
+	f.Ignored, f.lines = d.ignored, d.lines
+	return f, d.problems, nil
+}
+
+func trimYAMLPrefix(s string) string {
+	return string(bytes.TrimPrefix([]byte(s), []byte("yaml: ")))
+}

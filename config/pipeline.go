@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+)
+
+func (c *checker) pipeline(p *Pipeline) {
+	c.header(p.APIVersion, p.Metadata.Name)
+	s := &p.Spec
+	if s.Limits != nil {
+		c.pipelineLimits("spec.limits", s.Limits)
+	}
+	if s.SideInputs.IsSet() {
+		c.add("spec.sideInputs", "side inputs are not supported by sluice")
+	}
+	if s.Ordered.IsSet() {
+		c.add("spec.ordered", "is not supported by sluice")
+	}
+	if len(s.Vertices) == 0 {
+		c.add("spec.vertices", "needs at least one vertex")
+	}
+	kinds := map[string]string{} // vertex name -> source, udf or sink
+	for i := range s.Vertices {
+		v := &s.Vertices[i]
+		path := fmt.Sprintf("spec.vertices[%d]", i)
+		c.name(path+".name", v.Name)
+		if _, dup := kinds[v.Name]; dup && v.Name != "" {
+			c.add(path+".name", "(%q) is used by another vertex", v.Name)
+		}
+		c.vertex(path, v, kinds)
+	}
+	if len(s.Edges) == 0 && len(s.Vertices) > 0 {
+		c.add("spec.edges", "needs at least one edge")
+	}
+	in, out := map[string]int{}, map[string]int{}
+	pairs := map[[2]string]bool{}
+	for i, e := range s.Edges {
+		path := fmt.Sprintf("spec.edges[%d]", i)
+		for _, end := range []struct{ field, name string }{{"from", e.From}, {"to", e.To}} {
+			if end.name == "" {
+				c.add(path+"."+end.field, "is required")
+			} else if _, ok := kinds[end.name]; !ok {
+				c.add(path+"."+end.field, "(%q) is not a vertex of the pipeline", end.name)
+			}
+		}
+		if pairs[[2]string{e.From, e.To}] {
+			c.add(path, "repeats the edge from %q to %q", e.From, e.To)
+		}
+		pairs[[2]string{e.From, e.To}] = true
+		out[e.From]++
+		in[e.To]++
+		if kinds[e.To] == "source" {
+			c.add(path+".to", "(%q) is a source; sources have no incoming edges", e.To)
+		}
+		if kinds[e.From] == "sink" {
+			c.add(path+".from", "(%q) is a sink; sinks have no outgoing edges", e.From)
+		}
+		if e.OnFull != nil && *e.OnFull != "retryUntilSuccess" && *e.OnFull != "discardLatest" {
+			c.add(path+".onFull", "(%q) must be retryUntilSuccess or discardLatest", *e.OnFull)
+		}
+		if e.Conditions != nil {
+			c.conditions(path+".conditions", e.Conditions)
+		}
+	}
+	var sources, sinks int
+	for i := range s.Vertices {
+		v := &s.Vertices[i]
+		path := fmt.Sprintf("spec.vertices[%d]", i)
+		switch kinds[v.Name] {
+		case "source":
+			sources++
+			if out[v.Name] == 0 && len(s.Edges) > 0 {
+				c.add(path, "source %q has no outgoing edge", v.Name)
+			}
+		case "sink":
+			sinks++
+			if in[v.Name] == 0 && len(s.Edges) > 0 {
+				c.add(path, "sink %q has no incoming edge", v.Name)
+			}
+		case "udf":
+			if (in[v.Name] == 0 || out[v.Name] == 0) && len(s.Edges) > 0 {
+				c.add(path, "udf %q needs incoming and outgoing edges", v.Name)
+			}
+		}
+	}
+	if len(s.Vertices) > 0 && (sources == 0 || sinks == 0) {
+		c.add("spec.vertices", "needs at least one source and one sink")
+	}
+	if isb := s.ISB; isb != nil && isb.JetStream != nil {
+		js := isb.JetStream
+		if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") {
+			c.add("spec.isb.jetstream.url", "(%q) must be nats://host:port or tls://host:port", js.URL)
+		}
+		for name, sec := range map[string]*SecretKeySelector{"user": js.User, "password": js.Password, "token": js.Token} {
+			if sec != nil {
+				c.secret("spec.isb.jetstream."+name, sec)
+			}
+		}
+	}
+}
+
+func (c *checker) vertex(path string, v *Vertex, kinds map[string]string) {
+	set := 0
+	if v.Source != nil {
+		set++
+		kinds[v.Name] = "source"
+		c.source(path+".source", v.Source)
+	}
+	if v.UDF != nil {
+		set++
+		kinds[v.Name] = "udf"
+		c.udf(path+".udf", v.UDF)
+	}
+	if v.Sink != nil {
+		set++
+		kinds[v.Name] = "sink"
+		c.sink(path+".sink", v.Sink)
+	}
+	if set != 1 {
+		c.add(path, "set exactly one of source, udf and sink")
+		if set == 0 {
+			kinds[v.Name] = ""
+		}
+	}
+	if v.Limits != nil {
+		c.pipelineLimits(path+".limits", v.Limits)
+	}
+	if v.Partitions != nil && *v.Partitions < 1 {
+		c.add(path+".partitions", "(%d) must be at least 1", *v.Partitions)
+	}
+	if v.SideInputs.IsSet() {
+		c.add(path+".sideInputs", "side inputs are not supported by sluice")
+	}
+	if v.Ordered.IsSet() {
+		c.add(path+".ordered", "is not supported by sluice")
+	}
+}
+
+func (c *checker) pipelineLimits(path string, l *PipelineLimits) {
+	c.limits(path, &l.Limits)
+	if l.BufferMaxLength != nil && *l.BufferMaxLength < 1 {
+		c.add(path+".bufferMaxLength", "(0) must be at least 1")
+	}
+	if l.BufferUsageLimit != nil && (*l.BufferUsageLimit < 1 || *l.BufferUsageLimit > 99) {
+		c.add(path+".bufferUsageLimit", "(%d) must be a percentage between 1 and 99", *l.BufferUsageLimit)
+	}
+}
+
+func (c *checker) conditions(path string, e *EdgeConditions) {
+	if e.Tags == nil {
+		c.add(path+".tags", "is required")
+		return
+	}
+	if op := e.Tags.Operator; op != nil && *op != "or" && *op != "and" && *op != "not" {
+		c.add(path+".tags.operator", "(%q) must be or, and or not", *op)
+	}
+	if len(e.Tags.Values) == 0 {
+		c.add(path+".tags.values", "needs at least one tag")
+	}
+}

@@ -1,0 +1,482 @@
+package config
+
+import (
+	"time"
+)
+
+// APIVersion is the apiVersion of every object sluice reads.
+const APIVersion = "numaflow.numaproj.io/v1alpha1"
+
+// Kinds of object.
+const (
+	KindMonoVertex = "MonoVertex"
+	KindPipeline   = "Pipeline"
+)
+
+// K8s is a field that only concerns Kubernetes (pods, containers, scheduling).
+// Any content is accepted and ignored; the loader names every such field it met
+// in one info log.
+type K8s struct{}
+
+// Unsupported is a field of Numaflow's schema for a feature sluice does not run
+// (a Kafka source, a reduce). It loads, and validation reports it by path.
+type Unsupported struct{ set bool }
+
+// IsSet reports whether the field was present.
+func (u Unsupported) IsSet() bool { return u.set }
+
+// Duration is a duration in Go and Kubernetes syntax ("1s", "500ms", "1m30s").
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes a duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// Metadata is the object's metadata; sluice uses the name.
+type Metadata struct {
+	Name         string            `yaml:"name"`
+	Namespace    string            `yaml:"namespace"`
+	Labels       map[string]string `yaml:"labels"`
+	Annotations  map[string]string `yaml:"annotations"`
+	GenerateName K8s               `yaml:"generateName"`
+}
+
+// PodTemplate is Numaflow's AbstractPodTemplate, inlined into vertex specs: all of
+// it is Kubernetes-only.
+type PodTemplate struct {
+	Metadata                     K8s `yaml:"metadata"`
+	NodeSelector                 K8s `yaml:"nodeSelector"`
+	Tolerations                  K8s `yaml:"tolerations"`
+	SecurityContext              K8s `yaml:"securityContext"`
+	ImagePullSecrets             K8s `yaml:"imagePullSecrets"`
+	PriorityClassName            K8s `yaml:"priorityClassName"`
+	Priority                     K8s `yaml:"priority"`
+	Affinity                     K8s `yaml:"affinity"`
+	ServiceAccountName           K8s `yaml:"serviceAccountName"`
+	RuntimeClassName             K8s `yaml:"runtimeClassName"`
+	AutomountServiceAccountToken K8s `yaml:"automountServiceAccountToken"`
+	DNSPolicy                    K8s `yaml:"dnsPolicy"`
+	DNSConfig                    K8s `yaml:"dnsConfig"`
+	ResourceClaims               K8s `yaml:"resourceClaims"`
+}
+
+// MonoVertex is a source, an optional UDF and a sink in one process.
+type MonoVertex struct {
+	APIVersion string         `yaml:"apiVersion"`
+	Kind       string         `yaml:"kind"`
+	Metadata   Metadata       `yaml:"metadata"`
+	Spec       MonoVertexSpec `yaml:"spec"`
+	Status     K8s            `yaml:"status"`
+}
+
+// MonoVertexSpec is a MonoVertex's spec.
+type MonoVertexSpec struct {
+	PodTemplate       `yaml:",inline"`
+	Replicas          *int32      `yaml:"replicas"`
+	Source            *Source     `yaml:"source"`
+	Sink              *Sink       `yaml:"sink"`
+	UDF               *UDF        `yaml:"udf"`
+	Limits            *Limits     `yaml:"limits"`
+	Scale             K8s         `yaml:"scale"`
+	ContainerTemplate K8s         `yaml:"containerTemplate"`
+	DaemonTemplate    K8s         `yaml:"daemonTemplate"`
+	Volumes           K8s         `yaml:"volumes"`
+	InitContainers    K8s         `yaml:"initContainers"`
+	Sidecars          K8s         `yaml:"sidecars"`
+	UpdateStrategy    K8s         `yaml:"updateStrategy"`
+	Lifecycle         K8s         `yaml:"lifecycle"`
+	Bypass            Unsupported `yaml:"bypass"`
+	Streaming         K8s         `yaml:"streaming"`
+}
+
+// Limits are a MonoVertex's limits; a pipeline's add the buffer fields.
+type Limits struct {
+	// ReadBatchSize is the most messages read at once (default 500).
+	ReadBatchSize *uint64 `yaml:"readBatchSize"`
+	// ReadTimeout is the longest a read waits for messages (default 1s).
+	ReadTimeout *Duration  `yaml:"readTimeout"`
+	RateLimit   *RateLimit `yaml:"rateLimit"`
+	// Concurrency is accepted; sluice keeps at most one batch in flight per
+	// forwarder, which is within any concurrency of at least readBatchSize.
+	Concurrency *uint64 `yaml:"concurrency"`
+}
+
+// PipelineLimits are the limits of a pipeline and of its vertices.
+type PipelineLimits struct {
+	Limits `yaml:",inline"`
+	// BufferMaxLength and BufferUsageLimit size the buffers a vertex writes to
+	// (defaults 30000 and 80%).
+	BufferMaxLength  *uint64 `yaml:"bufferMaxLength"`
+	BufferUsageLimit *uint32 `yaml:"bufferUsageLimit"`
+}
+
+// Defaults of Numaflow's limits.
+const (
+	DefaultReadBatchSize    = 500
+	DefaultReadTimeout      = time.Second
+	DefaultBufferMaxLength  = 30000
+	DefaultBufferUsageLimit = 80
+)
+
+// GetReadBatchSize returns readBatchSize or its default.
+func (l *Limits) GetReadBatchSize() int {
+	if l == nil || l.ReadBatchSize == nil {
+		return DefaultReadBatchSize
+	}
+	return int(*l.ReadBatchSize)
+}
+
+// GetReadTimeout returns readTimeout or its default.
+func (l *Limits) GetReadTimeout() time.Duration {
+	if l == nil || l.ReadTimeout == nil {
+		return DefaultReadTimeout
+	}
+	return l.ReadTimeout.Duration
+}
+
+// GetRateLimit returns the rate limit, or nil when there is none.
+func (l *Limits) GetRateLimit() *RateLimit {
+	if l == nil {
+		return nil
+	}
+	return l.RateLimit
+}
+
+// RateLimit is Numaflow's rateLimit block with sluice's additions.
+type RateLimit struct {
+	Max            *uint64    `yaml:"max"`
+	Min            *uint64    `yaml:"min"`
+	RampUpDuration *Duration  `yaml:"rampUpDuration"`
+	Store          *RateStore `yaml:"store"`
+	Modes          *Modes     `yaml:"modes"`
+	ResumedRampUp  *bool      `yaml:"resumedRampUp"`
+	TTL            *Duration  `yaml:"ttl"`
+
+	// sluice's additions.
+
+	// ExcludeDropped gives back the tokens of messages the UDF drops (to_drop),
+	// so that only messages that go on count against the limit.
+	ExcludeDropped *bool `yaml:"excludeDropped"`
+	// StaleAfter is how long a replica may miss heartbeats before the pool drops
+	// it (default 2s).
+	StaleAfter *Duration `yaml:"staleAfter"`
+	// SyncInterval is how often a replica syncs with the store (default 100ms).
+	SyncInterval *Duration `yaml:"syncInterval"`
+	// OnStoreFailure is what a replica does once the store has been unreachable
+	// past its lease: pause or lastKnown (default lastKnown).
+	OnStoreFailure *string `yaml:"onStoreFailure"`
+	// Pacing spreads each epoch's share over the second in slices of this length
+	// (1ms to 500ms) instead of granting it all at the epoch's start.
+	Pacing *Duration `yaml:"pacing"`
+}
+
+// Defaults of the rateLimit block.
+const (
+	DefaultRateMin        = 1
+	DefaultRampUpDuration = time.Second
+	DefaultTTL            = 180 * time.Second
+	DefaultStaleAfter     = 2 * time.Second
+	DefaultSyncInterval   = 100 * time.Millisecond
+)
+
+// RateStore is where the replicas of a vertex share their limit.
+type RateStore struct {
+	RedisStore    *RedisStore `yaml:"redisStore"`
+	InMemoryStore *struct{}   `yaml:"inMemoryStore"`
+	// ReplicaCountStore is sluice's store-less distribution: a fixed number of
+	// replicas, each taking its rank's share.
+	ReplicaCountStore *ReplicaCountStore `yaml:"replicaCountStore"`
+}
+
+// RedisStore is a Redis server or a sentinel-managed Redis.
+type RedisStore struct {
+	Mode     string         `yaml:"mode"`
+	URL      *string        `yaml:"url"`
+	DB       *int32         `yaml:"db"`
+	Sentinel *RedisSentinel `yaml:"sentinel"`
+}
+
+// RedisSentinel is a sentinel deployment.
+type RedisSentinel struct {
+	MasterName   string     `yaml:"masterName"`
+	Endpoints    []string   `yaml:"endpoints"`
+	SentinelAuth *RedisAuth `yaml:"sentinelAuth"`
+	RedisAuth    *RedisAuth `yaml:"redisAuth"`
+	SentinelTLS  *TLS       `yaml:"sentinelTLS"`
+	RedisTLS     *TLS       `yaml:"redisTLS"`
+}
+
+// RedisAuth is a username and a password, each read from a secret.
+type RedisAuth struct {
+	Username *SecretKeySelector `yaml:"username"`
+	Password *SecretKeySelector `yaml:"password"`
+}
+
+// TLS is a client TLS configuration with certificates from secrets.
+type TLS struct {
+	InsecureSkipVerify bool               `yaml:"insecureSkipVerify"`
+	CACertSecret       *SecretKeySelector `yaml:"caCertSecret"`
+	CertSecret         *SecretKeySelector `yaml:"certSecret"`
+	KeySecret          *SecretKeySelector `yaml:"keySecret"`
+}
+
+// SecretKeySelector names a key of a Kubernetes secret, read from
+// /var/numaflow/secrets/<name>/<key>. sluice also takes a plain file path.
+type SecretKeySelector struct {
+	Name     string `yaml:"name"`
+	Key      string `yaml:"key"`
+	Optional *bool  `yaml:"optional"`
+	// File is sluice's addition: read the secret from this file instead.
+	File string `yaml:"file"`
+}
+
+// ReplicaCountStore splits the limit among a fixed number of replicas.
+type ReplicaCountStore struct {
+	Replicas *int32 `yaml:"replicas"`
+}
+
+// Modes holds one ramp mode.
+type Modes struct {
+	Scheduled  *struct{}   `yaml:"scheduled"`
+	Relaxed    *struct{}   `yaml:"relaxed"`
+	OnlyIfUsed *OnlyIfUsed `yaml:"onlyIfUsed"`
+	GoBackN    *GoBackN    `yaml:"goBackN"`
+}
+
+// OnlyIfUsed ramps up only after well-used epochs.
+type OnlyIfUsed struct {
+	ThresholdPercentage *uint32 `yaml:"thresholdPercentage"`
+}
+
+// GoBackN also ramps down after poorly used or idle epochs.
+type GoBackN struct {
+	ThresholdPercentage *uint32   `yaml:"thresholdPercentage"`
+	CoolDownPeriod      *Duration `yaml:"coolDownPeriod"`
+	RampDownPercentage  *uint32   `yaml:"rampDownPercentage"`
+}
+
+// Source is where a vertex reads from: one kind, and optionally a transformer.
+type Source struct {
+	Generator   *Generator   `yaml:"generator"`
+	HTTP        *HTTPSource  `yaml:"http"`
+	UDSource    *UDContainer `yaml:"udsource"`
+	Transformer *Transformer `yaml:"transformer"`
+	Kafka       Unsupported  `yaml:"kafka"`
+	Nats        Unsupported  `yaml:"nats"`
+	JetStream   Unsupported  `yaml:"jetstream"`
+	Serving     Unsupported  `yaml:"serving"`
+	Pulsar      Unsupported  `yaml:"pulsar"`
+	SQS         Unsupported  `yaml:"sqs"`
+}
+
+// Generator is the generator source.
+type Generator struct {
+	// RPU is the messages made per Duration (default 5).
+	RPU      *int64    `yaml:"rpu"`
+	Duration *Duration `yaml:"duration"`
+	// MsgSize is the approximate payload size in bytes (default 8).
+	MsgSize  *int32    `yaml:"msgSize"`
+	KeyCount *int32    `yaml:"keyCount"`
+	Value    *uint64   `yaml:"value"`
+	Jitter   *Duration `yaml:"jitter"`
+	// ValueBlob is a base64 payload sent as it is.
+	ValueBlob *string `yaml:"valueBlob"`
+}
+
+// Defaults of the generator source.
+const (
+	DefaultGeneratorRPU      = 5
+	DefaultGeneratorDuration = time.Second
+	DefaultGeneratorMsgSize  = 8
+)
+
+// HTTPSource is the http source.
+type HTTPSource struct {
+	Service K8s        `yaml:"service"`
+	Auth    *HTTPAuth  `yaml:"auth"`
+	Ports   *HTTPPorts `yaml:"ports"`
+}
+
+// HTTPAuth requires a bearer token.
+type HTTPAuth struct {
+	Token *SecretKeySelector `yaml:"token"`
+}
+
+// HTTPPorts are the ports the http source listens on.
+type HTTPPorts struct {
+	HTTPS *int32 `yaml:"https"`
+	HTTP  *int32 `yaml:"http"`
+}
+
+// UDContainer is a user-defined source, sink or UDF container.
+type UDContainer struct {
+	Container *Container `yaml:"container"`
+}
+
+// Container is a user-defined container: sluice can start its command locally.
+type Container struct {
+	Image           string   `yaml:"image"`
+	Command         []string `yaml:"command"`
+	Args            []string `yaml:"args"`
+	Env             []EnvVar `yaml:"env"`
+	EnvFrom         K8s      `yaml:"envFrom"`
+	VolumeMounts    K8s      `yaml:"volumeMounts"`
+	Resources       K8s      `yaml:"resources"`
+	SecurityContext K8s      `yaml:"securityContext"`
+	ImagePullPolicy K8s      `yaml:"imagePullPolicy"`
+	ReadinessProbe  K8s      `yaml:"readinessProbe"`
+	LivenessProbe   K8s      `yaml:"livenessProbe"`
+	Ports           K8s      `yaml:"ports"`
+}
+
+// EnvVar is an environment variable; valueFrom is Kubernetes-only.
+type EnvVar struct {
+	Name      string `yaml:"name"`
+	Value     string `yaml:"value"`
+	ValueFrom K8s    `yaml:"valueFrom"`
+}
+
+// Transformer is a source transformer: a container or a built-in.
+type Transformer struct {
+	Container     *Container  `yaml:"container"`
+	Builtin       *Builtin    `yaml:"builtin"`
+	RetryStrategy Unsupported `yaml:"retryStrategy"`
+}
+
+// Builtin is a built-in function with its arguments.
+type Builtin struct {
+	Name   string            `yaml:"name"`
+	Args   []string          `yaml:"args"`
+	KWArgs map[string]string `yaml:"kwargs"`
+}
+
+// UDF is a vertex's function: a container or a built-in map.
+type UDF struct {
+	Container     *Container  `yaml:"container"`
+	Builtin       *Builtin    `yaml:"builtin"`
+	GroupBy       Unsupported `yaml:"groupBy"`
+	RetryStrategy Unsupported `yaml:"retryStrategy"`
+}
+
+// Sink is where a vertex writes to: one kind, and optionally a fallback.
+type Sink struct {
+	AbstractSink  `yaml:",inline"`
+	Fallback      *AbstractSink  `yaml:"fallback"`
+	OnSuccess     Unsupported    `yaml:"onSuccess"`
+	RetryStrategy *RetryStrategy `yaml:"retryStrategy"`
+}
+
+// AbstractSink is one sink kind.
+type AbstractSink struct {
+	Log       *struct{}    `yaml:"log"`
+	Blackhole *struct{}    `yaml:"blackhole"`
+	UDSink    *UDContainer `yaml:"udsink"`
+	Kafka     Unsupported  `yaml:"kafka"`
+	Serve     Unsupported  `yaml:"serve"`
+	SQS       Unsupported  `yaml:"sqs"`
+	Pulsar    Unsupported  `yaml:"pulsar"`
+}
+
+// RetryStrategy is how failed sink writes are retried.
+type RetryStrategy struct {
+	Backoff   *Backoff `yaml:"backoff"`
+	OnFailure *string  `yaml:"onFailure"`
+}
+
+// Backoff is an exponential backoff.
+type Backoff struct {
+	Interval *Duration `yaml:"interval"`
+	Steps    *uint32   `yaml:"steps"`
+	Factor   *float64  `yaml:"factor"`
+	Cap      *Duration `yaml:"cap"`
+	Jitter   *float64  `yaml:"jitter"`
+}
+
+// Pipeline is a graph of vertices connected by buffers.
+type Pipeline struct {
+	APIVersion string       `yaml:"apiVersion"`
+	Kind       string       `yaml:"kind"`
+	Metadata   Metadata     `yaml:"metadata"`
+	Spec       PipelineSpec `yaml:"spec"`
+	Status     K8s          `yaml:"status"`
+}
+
+// PipelineSpec is a pipeline's spec.
+type PipelineSpec struct {
+	InterStepBufferServiceName string          `yaml:"interStepBufferServiceName"`
+	Vertices                   []Vertex        `yaml:"vertices"`
+	Edges                      []Edge          `yaml:"edges"`
+	Lifecycle                  K8s             `yaml:"lifecycle"`
+	Limits                     *PipelineLimits `yaml:"limits"`
+	Watermark                  K8s             `yaml:"watermark"`
+	Templates                  K8s             `yaml:"templates"`
+	SideInputs                 Unsupported     `yaml:"sideInputs"`
+	InterStepBuffer            K8s             `yaml:"interStepBuffer"`
+	Ordered                    Unsupported     `yaml:"ordered"`
+	// ISB is sluice's addition: how the vertices reach their buffers.
+	ISB *ISB `yaml:"isb"`
+}
+
+// ISB is where a pipeline's buffers live.
+type ISB struct {
+	JetStream *JetStreamISB `yaml:"jetstream"`
+}
+
+// JetStreamISB is a NATS JetStream server.
+type JetStreamISB struct {
+	URL      string             `yaml:"url"`
+	User     *SecretKeySelector `yaml:"user"`
+	Password *SecretKeySelector `yaml:"password"`
+	Token    *SecretKeySelector `yaml:"token"`
+	TLS      *TLS               `yaml:"tls"`
+}
+
+// Vertex is one vertex of a pipeline: a source, a UDF or a sink.
+type Vertex struct {
+	PodTemplate                 `yaml:",inline"`
+	Name                        string          `yaml:"name"`
+	Source                      *Source         `yaml:"source"`
+	Sink                        *Sink           `yaml:"sink"`
+	UDF                         *UDF            `yaml:"udf"`
+	Limits                      *PipelineLimits `yaml:"limits"`
+	Partitions                  *int32          `yaml:"partitions"`
+	Scale                       K8s             `yaml:"scale"`
+	ContainerTemplate           K8s             `yaml:"containerTemplate"`
+	InitContainerTemplate       K8s             `yaml:"initContainerTemplate"`
+	Volumes                     K8s             `yaml:"volumes"`
+	InitContainers              K8s             `yaml:"initContainers"`
+	Sidecars                    K8s             `yaml:"sidecars"`
+	SideInputs                  Unsupported     `yaml:"sideInputs"`
+	SideInputsContainerTemplate K8s             `yaml:"sideInputsContainerTemplate"`
+	UpdateStrategy              K8s             `yaml:"updateStrategy"`
+	Ordered                     Unsupported     `yaml:"ordered"`
+}
+
+// Edge connects two vertices, optionally only for messages with some tags.
+type Edge struct {
+	From       string          `yaml:"from"`
+	To         string          `yaml:"to"`
+	Conditions *EdgeConditions `yaml:"conditions"`
+	// OnFull is retryUntilSuccess (default) or discardLatest.
+	OnFull *string `yaml:"onFull"`
+}
+
+// EdgeConditions forward a message when its tags match.
+type EdgeConditions struct {
+	Tags *TagConditions `yaml:"tags"`
+}
+
+// TagConditions match a message's tags: or (default), and, not.
+type TagConditions struct {
+	Operator *string  `yaml:"operator"`
+	Values   []string `yaml:"values"`
+}

@@ -1,0 +1,507 @@
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+// checker collects the problems of a decoded config.
+type checker struct {
+	problems []Problem
+	lines    map[string]int
+}
+
+func (f *File) validate() []Problem {
+	c := &checker{lines: f.lines}
+	if f.MonoVertex != nil {
+		c.monoVertex(f.MonoVertex)
+	} else {
+		c.pipeline(f.Pipeline)
+	}
+	return c.problems
+}
+
+// add records a problem at path, with the line of path or of its nearest parent.
+func (c *checker) add(path, format string, args ...any) {
+	line := 0
+	for p := path; ; {
+		if l, ok := c.lines[p]; ok && l > 0 {
+			line = l
+			break
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	c.problems = append(c.problems, Problem{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+var dns1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+
+func (c *checker) header(apiVersion, name string) {
+	if apiVersion != APIVersion {
+		c.add("apiVersion", "(%q) must be %s", apiVersion, APIVersion)
+	}
+	c.name("metadata.name", name)
+}
+
+func (c *checker) name(path, name string) {
+	switch {
+	case name == "":
+		c.add(path, "is required")
+	case len(name) > 63 || !dns1035.MatchString(name):
+		c.add(path, "(%q) must be lowercase letters, digits and '-', start with a letter and be at most 63 characters", name)
+	}
+}
+
+func (c *checker) monoVertex(m *MonoVertex) {
+	c.header(m.APIVersion, m.Metadata.Name)
+	s := &m.Spec
+	if s.Source == nil {
+		c.add("spec.source", "is required")
+	} else {
+		c.source("spec.source", s.Source)
+	}
+	if s.Sink == nil {
+		c.add("spec.sink", "is required")
+	} else {
+		c.sink("spec.sink", s.Sink)
+	}
+	if s.UDF != nil {
+		c.udf("spec.udf", s.UDF)
+	}
+	if s.Limits != nil {
+		c.limits("spec.limits", s.Limits)
+	}
+	if s.Bypass.IsSet() {
+		c.add("spec.bypass", "is not supported by sluice")
+	}
+	if s.Replicas != nil && *s.Replicas < 0 {
+		c.add("spec.replicas", "(%d) must not be negative", *s.Replicas)
+	}
+}
+
+// oneOf checks that exactly one of the named kinds is set, and reports the
+// unsupported kinds that are.
+func (c *checker) oneOf(path, what string, kinds map[string]bool, unsupported map[string]bool, supported string) {
+	var set []string
+	for _, k := range sortedKeys(kinds) {
+		if kinds[k] {
+			set = append(set, k)
+		}
+	}
+	for _, k := range sortedKeys(unsupported) {
+		if unsupported[k] {
+			c.add(path+"."+k, "the %s %s is not supported by sluice; use %s", k, what, supported)
+			set = append(set, k)
+		}
+	}
+	switch {
+	case len(set) == 0:
+		c.add(path, "set one %s: %s", what, supported)
+	case len(set) > 1:
+		c.add(path, "sets %s; set exactly one %s", strings.Join(set, " and "), what)
+	}
+}
+
+func (c *checker) source(path string, s *Source) {
+	c.oneOf(path, "source", map[string]bool{"generator": s.Generator != nil, "http": s.HTTP != nil, "udsource": s.UDSource != nil},
+		map[string]bool{"kafka": s.Kafka.IsSet(), "nats": s.Nats.IsSet(), "jetstream": s.JetStream.IsSet(),
+			"serving": s.Serving.IsSet(), "pulsar": s.Pulsar.IsSet(), "sqs": s.SQS.IsSet()},
+		"generator, http or udsource")
+	if g := s.Generator; g != nil {
+		c.generator(path+".generator", g)
+	}
+	if h := s.HTTP; h != nil {
+		if h.Auth != nil && h.Auth.Token != nil {
+			c.secret(path+".http.auth.token", h.Auth.Token)
+		}
+		if h.Ports != nil {
+			c.port(path+".http.ports.http", h.Ports.HTTP)
+			c.port(path+".http.ports.https", h.Ports.HTTPS)
+		}
+	}
+	if s.UDSource != nil {
+		c.udContainer(path+".udsource", s.UDSource)
+	}
+	if t := s.Transformer; t != nil {
+		c.function(path+".transformer", t.Container, t.Builtin, func(b *Builtin) error {
+			_, err := udf.NewBuiltinTransformer(b.Name, b.KWArgs, nil)
+			return err
+		})
+		if t.RetryStrategy.IsSet() {
+			c.add(path+".transformer.retryStrategy", "is not supported by sluice")
+		}
+	}
+}
+
+func (c *checker) generator(path string, g *Generator) {
+	if g.RPU != nil && *g.RPU < 1 {
+		c.add(path+".rpu", "(%d) must be at least 1", *g.RPU)
+	}
+	if g.Duration != nil && g.Duration.Duration <= 0 {
+		c.add(path+".duration", "(%v) must be positive", g.Duration.Duration)
+	}
+	if g.MsgSize != nil && *g.MsgSize < 0 {
+		c.add(path+".msgSize", "(%d) must not be negative", *g.MsgSize)
+	}
+	if g.KeyCount != nil && *g.KeyCount < 0 {
+		c.add(path+".keyCount", "(%d) must not be negative", *g.KeyCount)
+	}
+	if g.Jitter != nil && g.Jitter.Duration < 0 {
+		c.add(path+".jitter", "(%v) must not be negative", g.Jitter.Duration)
+	}
+	if g.ValueBlob != nil {
+		if _, err := base64.StdEncoding.DecodeString(*g.ValueBlob); err != nil {
+			c.add(path+".valueBlob", "is not base64: %v", err)
+		}
+	}
+}
+
+func (c *checker) port(path string, p *int32) {
+	if p != nil && (*p < 1 || *p > 65535) {
+		c.add(path, "(%d) must be a port between 1 and 65535", *p)
+	}
+}
+
+// function checks a transformer or UDF: a container or a built-in, and for a
+// built-in that its name and kwargs make a function.
+func (c *checker) function(path string, ctr *Container, b *Builtin, build func(*Builtin) error) {
+	switch {
+	case ctr == nil && b == nil:
+		c.add(path, "set container or builtin")
+	case ctr != nil && b != nil:
+		c.add(path, "sets both container and builtin; set one")
+	case ctr != nil:
+		c.add(path+".container", "user-defined functions are not supported yet; use a builtin")
+	default:
+		if err := build(b); err != nil {
+			var ke *udf.KWArgError
+			if errors.As(err, &ke) {
+				c.add(path+".builtin.kwargs."+ke.Key, "%v", ke.Err)
+			} else {
+				c.add(path+".builtin.name", "%v", err)
+			}
+		}
+	}
+}
+
+func (c *checker) udContainer(path string, u *UDContainer) {
+	if u.Container == nil {
+		c.add(path+".container", "is required")
+		return
+	}
+	c.add(path, "user-defined containers are not supported yet")
+}
+
+func (c *checker) udf(path string, u *UDF) {
+	if u.GroupBy.IsSet() {
+		c.add(path+".groupBy", "reduce is not supported by sluice; use a map function")
+		return
+	}
+	c.function(path, u.Container, u.Builtin, func(b *Builtin) error {
+		_, err := udf.NewBuiltin(b.Name, b.KWArgs, nil)
+		return err
+	})
+	if u.RetryStrategy.IsSet() {
+		c.add(path+".retryStrategy", "is not supported by sluice")
+	}
+}
+
+func (c *checker) abstractSink(path string, s *AbstractSink) {
+	c.oneOf(path, "sink", map[string]bool{"log": s.Log != nil, "blackhole": s.Blackhole != nil, "udsink": s.UDSink != nil},
+		map[string]bool{"kafka": s.Kafka.IsSet(), "serve": s.Serve.IsSet(), "sqs": s.SQS.IsSet(), "pulsar": s.Pulsar.IsSet()},
+		"log, blackhole or udsink")
+	if s.UDSink != nil {
+		c.udContainer(path+".udsink", s.UDSink)
+	}
+}
+
+func (c *checker) sink(path string, s *Sink) {
+	c.abstractSink(path, &s.AbstractSink)
+	if s.Fallback != nil {
+		c.abstractSink(path+".fallback", s.Fallback)
+	}
+	if s.OnSuccess.IsSet() {
+		c.add(path+".onSuccess", "is not supported by sluice")
+	}
+	if r := s.RetryStrategy; r != nil {
+		c.retry(path+".retryStrategy", r, s.Fallback != nil)
+	}
+}
+
+func (c *checker) retry(path string, r *RetryStrategy, hasFallback bool) {
+	if b := r.Backoff; b != nil {
+		if b.Interval != nil && b.Interval.Duration <= 0 {
+			c.add(path+".backoff.interval", "(%v) must be positive", b.Interval.Duration)
+		}
+		if b.Steps != nil && *b.Steps == 0 {
+			c.add(path+".backoff.steps", "(0) must be at least 1")
+		}
+		if b.Factor != nil && *b.Factor < 1 {
+			c.add(path+".backoff.factor", "(%v) must be at least 1", *b.Factor)
+		}
+		if b.Jitter != nil && (*b.Jitter < 0 || *b.Jitter >= 1) {
+			c.add(path+".backoff.jitter", "(%v) must be at least 0 and below 1", *b.Jitter)
+		}
+		if b.Cap != nil && b.Interval != nil && b.Cap.Duration < b.Interval.Duration {
+			c.add(path+".backoff.cap", "(%v) < interval (%v)", b.Cap.Duration, b.Interval.Duration)
+		}
+	}
+	if r.OnFailure != nil {
+		switch *r.OnFailure {
+		case "retry", "drop":
+		case "fallback":
+			if !hasFallback {
+				c.add(path+".onFailure", "(fallback) needs a fallback sink: set spec.sink.fallback")
+			}
+		default:
+			c.add(path+".onFailure", "(%q) must be retry, fallback or drop", *r.OnFailure)
+		}
+	}
+}
+
+func (c *checker) limits(path string, l *Limits) {
+	if l.ReadBatchSize != nil && (*l.ReadBatchSize < 1 || *l.ReadBatchSize > MaxReadBatchSize) {
+		c.add(path+".readBatchSize", "(%d) must be between 1 and %d", *l.ReadBatchSize, MaxReadBatchSize)
+	}
+	if l.ReadTimeout != nil && l.ReadTimeout.Duration <= 0 {
+		c.add(path+".readTimeout", "(%v) must be positive", l.ReadTimeout.Duration)
+	}
+	if l.Concurrency != nil && *l.Concurrency < 1 {
+		c.add(path+".concurrency", "(0) must be at least 1")
+	}
+	if l.RateLimit != nil {
+		c.rateLimit(path+".rateLimit", l.RateLimit)
+	}
+}
+
+// MaxReadBatchSize is the largest readBatchSize accepted.
+const MaxReadBatchSize = 1_000_000
+
+// limiterFields maps the rate limiter's field names to their YAML names.
+var limiterFields = map[string]string{
+	"Max": "max", "Min": "min", "RampUpDuration": "rampUpDuration", "Pacing": "pacing",
+}
+
+func (c *checker) rateLimit(path string, r *RateLimit) {
+	if r.Max == nil {
+		c.add(path+".max", "is required")
+	}
+	if r.Modes != nil {
+		n := 0
+		for _, set := range []bool{r.Modes.Scheduled != nil, r.Modes.Relaxed != nil, r.Modes.OnlyIfUsed != nil, r.Modes.GoBackN != nil} {
+			if set {
+				n++
+			}
+		}
+		if n > 1 {
+			c.add(path+".modes", "sets %d modes; set one of scheduled, relaxed, onlyIfUsed or goBackN", n)
+		}
+	}
+	if r.Max != nil {
+		cfg := r.LimiterConfig()
+		modePath := path + ".modes." + cfg.Mode.String()
+		fields := map[string]string{
+			"ThresholdPercentage": modePath + ".thresholdPercentage",
+			"CoolDownPeriod":      modePath + ".coolDownPeriod",
+			"RampDownPercentage":  modePath + ".rampDownPercentage",
+		}
+		for k, v := range limiterFields {
+			fields[k] = path + "." + v
+		}
+		for _, err := range unjoin(cfg.Validate()) {
+			var fe *ratelimit.FieldError
+			if !errors.As(err, &fe) {
+				c.add(path, "%v", err)
+				continue
+			}
+			msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
+			if fe.Other != "" {
+				msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
+			}
+			c.add(fields[fe.Field], "%s", msg)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    *Duration
+	}{{"ttl", r.TTL}, {"staleAfter", r.StaleAfter}, {"syncInterval", r.SyncInterval}} {
+		if d.v != nil && d.v.Duration <= 0 {
+			c.add(path+"."+d.name, "(%v) must be positive", d.v.Duration)
+		}
+	}
+	if r.SyncInterval != nil && r.StaleAfter != nil && r.SyncInterval.Duration >= r.StaleAfter.Duration {
+		c.add(path+".syncInterval", "(%v) must be shorter than staleAfter (%v)", r.SyncInterval.Duration, r.StaleAfter.Duration)
+	}
+	if r.OnStoreFailure != nil && *r.OnStoreFailure != "pause" && *r.OnStoreFailure != "lastKnown" {
+		c.add(path+".onStoreFailure", "(%q) must be pause or lastKnown", *r.OnStoreFailure)
+	}
+	if r.Store != nil {
+		c.store(path+".store", r.Store)
+	}
+}
+
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func (c *checker) store(path string, s *RateStore) {
+	set := 0
+	for _, ok := range []bool{s.RedisStore != nil, s.InMemoryStore != nil, s.ReplicaCountStore != nil} {
+		if ok {
+			set++
+		}
+	}
+	if set > 1 {
+		c.add(path, "sets %d stores; set one of redisStore, inMemoryStore or replicaCountStore", set)
+	}
+	if r := s.RedisStore; r != nil {
+		c.redis(path+".redisStore", r)
+	}
+	if r := s.ReplicaCountStore; r != nil {
+		if r.Replicas != nil && *r.Replicas < 1 {
+			c.add(path+".replicaCountStore.replicas", "(%d) must be at least 1", *r.Replicas)
+		}
+		c.add(path+".replicaCountStore", "is not supported yet; use inMemoryStore")
+	}
+}
+
+func (c *checker) redis(path string, r *RedisStore) {
+	switch r.Mode {
+	case "single":
+		if r.URL == nil || *r.URL == "" {
+			c.add(path+".url", "is required in single mode")
+		} else if u, err := url.Parse(*r.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			c.add(path+".url", "(%q) must be redis://host:port[/db] or rediss://host:port[/db]", *r.URL)
+		}
+		if r.Sentinel != nil {
+			c.add(path+".sentinel", "is for sentinel mode; remove it or set mode: sentinel")
+		}
+	case "sentinel":
+		if r.URL != nil {
+			c.add(path+".url", "is for single mode; remove it or set mode: single")
+		}
+		if r.Sentinel == nil {
+			c.add(path+".sentinel", "is required in sentinel mode")
+			break
+		}
+		s := r.Sentinel
+		if s.MasterName == "" {
+			c.add(path+".sentinel.masterName", "is required")
+		}
+		if len(s.Endpoints) == 0 {
+			c.add(path+".sentinel.endpoints", "needs at least one host:port")
+		}
+		for i, e := range s.Endpoints {
+			if _, _, err := net.SplitHostPort(e); err != nil {
+				c.add(fmt.Sprintf("%s.sentinel.endpoints[%d]", path, i), "(%q) must be host:port", e)
+			}
+		}
+		for _, a := range []struct {
+			name string
+			auth *RedisAuth
+		}{{"sentinelAuth", s.SentinelAuth}, {"redisAuth", s.RedisAuth}} {
+			if a.auth != nil {
+				c.auth(path+".sentinel."+a.name, a.auth)
+			}
+		}
+	case "":
+		c.add(path+".mode", "is required (single or sentinel)")
+	default:
+		c.add(path+".mode", "(%q) must be single or sentinel", r.Mode)
+	}
+	if r.DB != nil && *r.DB < 0 {
+		c.add(path+".db", "(%d) must not be negative", *r.DB)
+	}
+	c.add(path, "is not supported yet; use inMemoryStore")
+}
+
+func (c *checker) auth(path string, a *RedisAuth) {
+	if a.Username != nil {
+		c.secret(path+".username", a.Username)
+	}
+	if a.Password != nil {
+		c.secret(path+".password", a.Password)
+	}
+}
+
+func (c *checker) secret(path string, s *SecretKeySelector) {
+	switch {
+	case s.File != "" && (s.Name != "" || s.Key != ""):
+		c.add(path, "sets file and name/key; set one")
+	case s.File == "" && (s.Name == "" || s.Key == ""):
+		c.add(path, "needs name and key (a secret under /var/numaflow/secrets) or file")
+	}
+}
+
+// LimiterConfig returns the rate limiter's config for a rateLimit block, with
+// Numaflow's defaults for what it leaves out. It does not validate.
+func (r *RateLimit) LimiterConfig() ratelimit.Config {
+	cfg := ratelimit.DefaultConfig(0)
+	if r.Max != nil {
+		cfg.Max = clampInt64(*r.Max)
+	}
+	if r.Min != nil {
+		cfg.Min = clampInt64(*r.Min)
+	}
+	if r.RampUpDuration != nil {
+		cfg.RampUpDuration = r.RampUpDuration.Duration
+	}
+	if r.Pacing != nil {
+		cfg.Pacing = r.Pacing.Duration
+	}
+	if m := r.Modes; m != nil {
+		switch {
+		case m.Scheduled != nil:
+			cfg.Mode = ratelimit.Scheduled
+		case m.OnlyIfUsed != nil:
+			cfg.Mode = ratelimit.OnlyIfUsed
+			if t := m.OnlyIfUsed.ThresholdPercentage; t != nil {
+				cfg.ThresholdPercentage = clampInt(*t)
+			}
+		case m.GoBackN != nil:
+			cfg.Mode = ratelimit.GoBackN
+			g := m.GoBackN
+			if g.ThresholdPercentage != nil {
+				cfg.ThresholdPercentage = clampInt(*g.ThresholdPercentage)
+			}
+			if g.CoolDownPeriod != nil {
+				cfg.CoolDownPeriod = g.CoolDownPeriod.Duration
+			}
+			if g.RampDownPercentage != nil {
+				cfg.RampDownPercentage = clampInt(*g.RampDownPercentage)
+			}
+		}
+	}
+	return cfg
+}
+
+func clampInt64(v uint64) int64 { return int64(min(v, 1<<62)) }
+func clampInt(v uint32) int     { return int(min(v, 1<<30)) }
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
