@@ -159,3 +159,43 @@ func (c *checker) conditions(path string, e *EdgeConditions) {
 		c.add(path+".tags.values", "needs at least one tag")
 	}
 }
+
+// VertexRateLimit returns the rate limit of a pipeline vertex: the vertex's own,
+// with max, min, rampUpDuration and store it leaves out taken from the
+// pipeline's; or the pipeline's when the vertex has none. With vertex "" it
+// returns the pipeline's. It returns nil when neither has a rate limit.
+func (p *Pipeline) VertexRateLimit(vertex string) (*RateLimit, error) {
+	var pipe *RateLimit
+	if p.Spec.Limits != nil {
+		pipe = p.Spec.Limits.RateLimit
+	}
+	if vertex == "" {
+		return pipe, nil
+	}
+	for i := range p.Spec.Vertices {
+		v := &p.Spec.Vertices[i]
+		if v.Name != vertex {
+			continue
+		}
+		if v.Limits == nil || v.Limits.RateLimit == nil {
+			return pipe, nil
+		}
+		own := *v.Limits.RateLimit
+		if pipe != nil {
+			if own.Max == nil {
+				own.Max = pipe.Max
+			}
+			if own.Min == nil {
+				own.Min = pipe.Min
+			}
+			if own.RampUpDuration == nil {
+				own.RampUpDuration = pipe.RampUpDuration
+			}
+			if own.Store == nil {
+				own.Store = pipe.Store
+			}
+		}
+		return &own, nil
+	}
+	return nil, fmt.Errorf("no vertex %q in pipeline %q", vertex, p.Metadata.Name)
+}

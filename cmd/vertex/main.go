@@ -25,7 +25,10 @@ func usagef(format string, args ...any) error {
 const usage = `usage: vertex <command> [flags]
 
 commands:
+  run        run one replica of a MonoVertex
+  validate   check a MonoVertex or Pipeline YAML and print every problem
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
+  bench      measure a MonoVertex's throughput with its rate limit off and on
 
 Run 'vertex <command> -h' for a command's flags.
 `
@@ -42,13 +45,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch cmd := args[0]; cmd {
+	case "run":
+		err = runRun(args[1:], stdout, stderr)
+	case "validate":
+		err = runValidate(args[1:], stdout, stderr)
 	case "simulate":
 		err = runSimulate(args[1:], stdout, stderr)
+	case "bench":
+		err = runBench(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: simulate; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, validate, simulate, bench; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

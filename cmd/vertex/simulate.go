@@ -10,10 +10,64 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 var errHelp = flag.ErrHelp
+
+// simulateConfigFromFile returns the rate limit of a MonoVertex, or of a Pipeline
+// (its own, or vertex's merged with it).
+func simulateConfigFromFile(path, vertex string) (ratelimit.Config, error) {
+	f, err := loadConfig(path)
+	if err != nil {
+		return ratelimit.Config{}, err
+	}
+	var rl *config.RateLimit
+	switch {
+	case f.MonoVertex != nil:
+		if vertex != "" {
+			return ratelimit.Config{}, usagef("simulate: --vertex is for Pipelines; %s is a MonoVertex", path)
+		}
+		rl = f.MonoVertex.Spec.Limits.GetRateLimit()
+	default:
+		rl, err = f.Pipeline.VertexRateLimit(vertex)
+		if err != nil {
+			return ratelimit.Config{}, usagef("simulate: --vertex: %v", err)
+		}
+	}
+	if rl == nil {
+		return ratelimit.Config{}, usagef("simulate: %s has no rateLimit", path)
+	}
+	return rl.LimiterConfig(), nil
+}
+
+// overrideConfig returns base with the fields whose flags were set taken from
+// flags.
+func overrideConfig(base, flags ratelimit.Config, mode ratelimit.Mode, set func(string) bool) ratelimit.Config {
+	if set("max") {
+		base.Max = flags.Max
+	}
+	if set("min") {
+		base.Min = flags.Min
+	}
+	if set("ramp-up") {
+		base.RampUpDuration = flags.RampUpDuration
+	}
+	if set("mode") {
+		base.Mode = mode
+	}
+	if set("threshold") {
+		base.ThresholdPercentage = flags.ThresholdPercentage
+	}
+	if set("cool-down") {
+		base.CoolDownPeriod = flags.CoolDownPeriod
+	}
+	if set("ramp-down") {
+		base.RampDownPercentage = flags.RampDownPercentage
+	}
+	return base
+}
 
 // simFlags maps the limiter's config fields to the flags that set them, so that
 // config errors name the flag the user typed.
@@ -28,20 +82,15 @@ var simFlags = map[string]string{
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("vertex simulate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported once, by the caller
-	fs.Usage = func() {}
-	printUsage := func(w io.Writer) {
-		fs.SetOutput(w)
-		fmt.Fprint(w, `usage: vertex simulate --max N --demand LIST [flags]
+	fs := newFlagSet("simulate", `usage: vertex simulate (--max N | -f FILE) --demand LIST [flags]
 
 Runs the real rate limiter on a simulated clock, one epoch (second) per entry of
---demand, and prints per epoch the pool and the tokens granted.
+--demand, and prints per epoch the pool and the tokens granted. -f takes the rate
+limit from a MonoVertex or Pipeline YAML (the pipeline's, or --vertex's); flags
+given with it override its fields.
 
 flags:
 `)
-		fs.PrintDefaults()
-	}
 	cfg := ratelimit.DefaultConfig(0)
 	var mode ratelimit.Mode
 	fs.Int64Var(&cfg.Max, "max", 0, "most tokens per second for the whole vertex (required)")
@@ -51,26 +100,28 @@ flags:
 	fs.IntVar(&cfg.ThresholdPercentage, "threshold", ratelimit.DefaultThresholdPercentage, "onlyIfUsed/goBackN: utilization percentage to ramp up")
 	fs.DurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
 	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
+	file := fs.String("f", "", "take the rate limit from this MonoVertex or Pipeline YAML")
+	vertex := fs.String("vertex", "", "with -f and a Pipeline: the vertex whose rate limit to use")
 	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call (required), e.g. "10,20,,60"`)
 	format := fs.String("format", "table", "output format: table or csv")
 	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout)
-			return errHelp
+	if err := fs.parse(args, stdout); err != nil {
+		return err
+	}
+	if *file != "" {
+		fileCfg, err := simulateConfigFromFile(*file, *vertex)
+		if err != nil {
+			return err
 		}
-		return &usageError{msg: "simulate: " + err.Error()}
+		// Flags given beside -f override the file's fields.
+		cfg = overrideConfig(fileCfg, cfg, mode, fs.isSet)
+	} else {
+		cfg.Mode = mode
+		if !fs.isSet("max") {
+			return usagef("simulate: --max (or -f FILE) is required")
+		}
 	}
-	if fs.NArg() > 0 {
-		return usagef("simulate: unexpected argument %q", fs.Arg(0))
-	}
-	cfg.Mode = mode
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["max"] {
-		return usagef("simulate: --max is required")
-	}
-	if !set["demand"] {
+	if !fs.isSet("demand") {
 		return usagef("simulate: --demand is required")
 	}
 	if *format != "table" && *format != "csv" {

@@ -23,7 +23,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // source returns a memory buffer holding n messages with values "0".."n-1".
-func source(t *testing.T, n int) *memory.Buffer {
+func sourceOf(t *testing.T, n int) *memory.Buffer {
 	t.Helper()
 	b := memory.New("in", n+1, 20*time.Millisecond, nil)
 	msgs := make([]isb.Message, n)
@@ -113,7 +113,7 @@ func (h *harness) waitThrottled(t *testing.T, want ...Reason) {
 }
 
 func TestForwardsEveryMessageOnceInOrder(t *testing.T) {
-	h := start(t, Deps{Reader: source(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: sourceOf(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
 	h.waitAcked(t, 95)
 	got := h.out.Messages()
 	if len(got) != 95 {
@@ -177,7 +177,7 @@ func TestDroppedMessagesAndExcludeDropped(t *testing.T) {
 	for _, exclude := range []bool{false, true} {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: source(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude})
+			h := start(t, Deps{Reader: sourceOf(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude})
 			h.waitAcked(t, 40)
 			h.stop(t)
 			if n := len(h.out.Messages()); n != 20 {
@@ -239,7 +239,7 @@ func newFlaky(failures int, fallback ...string) *flaky {
 
 func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) {
 	sink := newFlaky(3)
-	in := source(t, 25)
+	in := sourceOf(t, 25)
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
 	h.waitAcked(t, 25)
@@ -255,7 +255,7 @@ func TestFallbackSink(t *testing.T) {
 	t.Run("FALLBACK from the sink", func(t *testing.T) {
 		sink := newFlaky(0, "3", "7")
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: source(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{})
+		h := start(t, Deps{Reader: sourceOf(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{})
 		h.waitAcked(t, 10)
 		if n, f := len(sink.out.Messages()), fb.Messages(); n != 8 || len(f) != 2 || string(f[0].Value) != "3" {
 			t.Fatalf("sink %d, fallback %v; want 8 and [3 7]", n, f)
@@ -267,7 +267,7 @@ func TestFallbackSink(t *testing.T) {
 	t.Run("after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: source(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
+		h := start(t, Deps{Reader: sourceOf(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 3, OnFailure: Fallback}})
 		h.waitAcked(t, 10)
 		if n := len(fb.Messages()); n != 10 {
@@ -276,7 +276,7 @@ func TestFallbackSink(t *testing.T) {
 	})
 	t.Run("drop after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
-		h := start(t, Deps{Reader: source(t, 10), Sink: sink, Limiter: Noop{}},
+		h := start(t, Deps{Reader: sourceOf(t, 10), Sink: sink, Limiter: Noop{}},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 2, OnFailure: Drop}})
 		h.waitAcked(t, 10)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 10 {
@@ -287,7 +287,7 @@ func TestFallbackSink(t *testing.T) {
 
 func TestDownstreamFullIsTracked(t *testing.T) {
 	out := memory.New("out", 5, time.Millisecond, nil)
-	h := start(t, Deps{Reader: source(t, 20), Sink: out, Limiter: Noop{}},
+	h := start(t, Deps{Reader: sourceOf(t, 20), Sink: out, Limiter: Noop{}},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
 	h.waitThrottled(t, DownstreamFull)
 	if s := h.in.Stats(); s.Acked != 0 {
@@ -327,7 +327,7 @@ func (b *blockingSink) Write(ctx context.Context, msgs []isb.Message, errs []err
 
 func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	in := source(t, 100)
+	in := sourceOf(t, 100)
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{BatchSize: 10, ShutdownTimeout: 5 * time.Second})
 	<-sink.entered
 	h.cancel() // SIGTERM: stop reading; the batch being written must still be acked
@@ -349,7 +349,7 @@ func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 
 func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) {
 	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	in := source(t, 10)
+	in := sourceOf(t, 10)
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{ShutdownTimeout: 50 * time.Millisecond})
 	<-sink.entered
 	h.cancel()
@@ -370,7 +370,7 @@ func TestThrottledForwarderReportsWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lim.Close(context.Background())
-	h := start(t, Deps{Reader: source(t, 1000), Limiter: lim}, Options{BatchSize: 100})
+	h := start(t, Deps{Reader: sourceOf(t, 1000), Limiter: lim}, Options{BatchSize: 100})
 	h.waitThrottled(t, RateLimited)
 	h.stop(t)
 	if s := h.in.Stats(); s.Acked > 10 {

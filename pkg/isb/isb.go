@@ -13,6 +13,8 @@ import (
 
 // Message is one record: its keys, its payload, when it happened, and its headers.
 type Message struct {
+	// ID identifies the message in its source (an offset, a sequence number).
+	ID        string
 	Keys      []string
 	Value     []byte
 	EventTime time.Time
@@ -24,9 +26,7 @@ type Message struct {
 // ReadMessage is a message read from a Reader, with what the Reader needs to ack it.
 type ReadMessage struct {
 	Message
-	// ID identifies the message in its source (an offset, a sequence number).
-	ID string
-	// Handle is the reader's own data for acking the message; nil for most.
+	// Handle is the reader's own data for acking the message.
 	Handle any
 }
 

@@ -31,8 +31,10 @@ var simStart = time.Unix(1_700_000_000, 0)
 
 // Simulate runs a real Limiter for cfg on a manual clock, one epoch per entry of
 // demand: in epoch i it acquires demand[i] tokens in one call (none when the entry
-// is [NoCall]) and uses all it gets.
+// is [NoCall]) and uses all it gets. Pacing, which changes when in an epoch tokens
+// come but not how many, is left out.
 func Simulate(cfg Config, demand []int) ([]SimEpoch, error) {
+	cfg.Pacing = 0
 	for i, d := range demand {
 		if d < NoCall {
 			return nil, fmt.Errorf("ratelimit: demand[%d] (%d) must not be negative", i, d)

@@ -12,11 +12,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
-// Log writes one line per message to its writer (stdout for the log sink), like
-// Numaflow's log sink:
+// Log writes one line per message to its writer (stdout for the log sink), in the
+// words of Numaflow's log sink:
 //
-//	Payload - {"Data":{"value":7}} Keys - [key-0-1] EventTime - 1700000000000 Headers - map[]
+//	Payload - {"Data":{"value":7}} Keys - key-0-1 EventTime - 1700000000000 Headers - X-A: 1,  ID - in-0-7
 //
+// Keys are joined with ",", the event time is in Unix milliseconds, and each
+// header is written "name: value, ".
 // The payload is written as it is; a newline in it is written as the two
 // characters \n so that every message stays on one line. Log is safe for
 // concurrent use.
@@ -39,13 +41,15 @@ func (l *Log) Write(_ context.Context, msgs []isb.Message, errs []error) error {
 		m := &msgs[i]
 		l.w.WriteString("Payload - ")
 		writeOneLine(l.w, m.Value)
-		l.w.WriteString(" Keys - [")
-		l.w.WriteString(strings.Join(m.Keys, " "))
-		l.w.WriteString("] EventTime - ")
+		l.w.WriteString(" Keys - ")
+		l.w.WriteString(strings.Join(m.Keys, ","))
+		l.w.WriteString(" EventTime - ")
 		l.w.Write(strconv.AppendInt(num[:0], m.EventTime.UnixMilli(), 10))
-		l.w.WriteString(" Headers - map[")
+		l.w.WriteString(" Headers - ")
 		writeHeaders(l.w, m.Headers)
-		l.w.WriteString("]\n")
+		l.w.WriteString(" ID - ")
+		l.w.WriteString(m.ID)
+		l.w.WriteByte('\n')
 		errs[i] = nil
 	}
 	return l.w.Flush()
@@ -73,12 +77,10 @@ func writeHeaders(w *bufio.Writer, h map[string]string) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for i, k := range keys {
-		if i > 0 {
-			w.WriteByte(' ')
-		}
+	for _, k := range keys {
 		w.WriteString(k)
-		w.WriteByte(':')
+		w.WriteString(": ")
 		w.WriteString(h[k])
+		w.WriteString(", ")
 	}
 }

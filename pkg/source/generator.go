@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -20,7 +21,8 @@ type GeneratorConfig struct {
 	// RPU messages become available at the start of every Duration.
 	RPU      int64
 	Duration time.Duration
-	// MsgSize is the number of random bytes in each payload's padding.
+	// MsgSize is the approximate payload size: the padding has MsgSize-8 random
+	// bytes, as Numaflow's generator's does.
 	MsgSize int
 	// KeyCount spreads messages round-robin over this many keys; 0 gives no keys.
 	KeyCount int
@@ -32,6 +34,8 @@ type GeneratorConfig struct {
 	ValueBlob []byte
 	// Replica is this replica's index; keys and sequences are per replica.
 	Replica int
+	// Vertex names the vertex in message ids: <vertex>-<replica>-<sequence>.
+	Vertex string
 	// ReadTimeout is the longest a Read waits for messages to become available.
 	ReadTimeout time.Duration
 	// Clock is the time source (nil for the wall clock).
@@ -46,14 +50,15 @@ type GeneratorConfig struct {
 //	{"Data":{"value":7,"padding":"cGFkZGluZw=="},"Createdts":1700000000000000000}
 //
 // where value counts 0, 1, 2, ... per replica (or is GeneratorConfig.Value), the
-// padding is MsgSize random bytes in base64 and Createdts is the creation time in
+// padding is MsgSize-8 random bytes in base64 and Createdts is the creation time in
 // Unix nanoseconds. Generator is safe for concurrent use.
 type Generator struct {
-	cfg     GeneratorConfig
-	clk     clock.Clock
-	start   time.Time
-	padding string
-	keys    [][]string
+	cfg      GeneratorConfig
+	clk      clock.Clock
+	start    time.Time
+	padding  string
+	keys     [][]string
+	idPrefix string
 
 	mu   sync.Mutex
 	next uint64 // sequence number of the next message
@@ -76,12 +81,13 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if g.clk == nil {
 		g.clk = clock.Real()
 	}
-	pad := make([]byte, cfg.MsgSize)
+	pad := make([]byte, max(cfg.MsgSize-8, 0))
 	rand.Read(pad)
 	g.padding = base64.StdEncoding.EncodeToString(pad)
 	for i := range cfg.KeyCount {
 		g.keys = append(g.keys, []string{"key-" + strconv.Itoa(cfg.Replica) + "-" + strconv.Itoa(i)})
 	}
+	g.idPrefix = cfg.Vertex + "-" + strconv.Itoa(cfg.Replica) + "-"
 	g.start = g.clk.Now()
 	return g, nil
 }
@@ -129,14 +135,16 @@ func (g *Generator) Read(ctx context.Context, buf []isb.ReadMessage) (int, error
 // fill writes the messages with sequence numbers first, first+1, ... into buf.
 func (g *Generator) fill(buf []isb.ReadMessage, first uint64, now time.Time) {
 	created := now.UnixNano()
-	var arena []byte
-	if g.cfg.ValueBlob == nil {
-		arena = make([]byte, 0, len(buf)*(len(g.padding)+64))
-	}
+	// One allocation holds the batch's ids and payloads; messages only read it.
+	arena := make([]byte, 0, len(buf)*(len(g.padding)+len(g.idPrefix)+84))
 	for i := range buf {
 		seq := first + uint64(i)
 		m := &buf[i]
 		*m = isb.ReadMessage{}
+		start := len(arena)
+		arena = append(arena, g.idPrefix...)
+		arena = strconv.AppendUint(arena, seq, 10)
+		m.ID = unsafe.String(&arena[start], len(arena)-start)
 		if g.cfg.ValueBlob != nil {
 			m.Value = g.cfg.ValueBlob
 		} else {
@@ -144,7 +152,7 @@ func (g *Generator) fill(buf []isb.ReadMessage, first uint64, now time.Time) {
 			if g.cfg.Value != nil {
 				value = *g.cfg.Value
 			}
-			start := len(arena)
+			start = len(arena)
 			arena = append(arena, `{"Data":{"value":`...)
 			arena = strconv.AppendUint(arena, value, 10)
 			if g.padding != "" {

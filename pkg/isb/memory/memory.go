@@ -73,9 +73,13 @@ func (b *Buffer) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		if n := min(len(buf), len(b.pending)); n > 0 || b.closed {
 			for i := range n {
 				b.seq++
-				id := b.name + "-" + strconv.FormatUint(b.seq, 10)
-				buf[i] = isb.ReadMessage{Message: b.pending[i], ID: id}
-				b.inflight[id] = b.pending[i]
+				key := b.name + "-" + strconv.FormatUint(b.seq, 10)
+				m := b.pending[i]
+				if m.ID == "" {
+					m.ID = key
+				}
+				buf[i] = isb.ReadMessage{Message: m, Handle: key}
+				b.inflight[key] = b.pending[i]
 			}
 			clear(b.pending[:n])
 			b.pending = b.pending[n:]
@@ -105,8 +109,9 @@ func (b *Buffer) Ack(_ context.Context, msgs []isb.ReadMessage) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i := range msgs {
-		if _, ok := b.inflight[msgs[i].ID]; ok {
-			delete(b.inflight, msgs[i].ID)
+		key, _ := msgs[i].Handle.(string)
+		if _, ok := b.inflight[key]; ok {
+			delete(b.inflight, key)
 			b.acked++
 		}
 	}
@@ -147,8 +152,9 @@ func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage) error {
 	defer b.mu.Unlock()
 	back := make([]isb.Message, 0, len(msgs)+len(b.pending))
 	for i := range msgs {
-		if m, ok := b.inflight[msgs[i].ID]; ok {
-			delete(b.inflight, msgs[i].ID)
+		key, _ := msgs[i].Handle.(string)
+		if m, ok := b.inflight[key]; ok {
+			delete(b.inflight, key)
 			back = append(back, m)
 		}
 	}
