@@ -7,10 +7,10 @@ PKGS    := ./...
 build:
 	$(GO) build -o $(BIN) ./cmd/vertex
 
-# Runs the example: for now the rate limiter's ramp on a simulated clock.
+# Runs the example MonoVertex (generator -> cat -> log, at most 20 messages a
+# second, ramping from 5 over 5s) until Ctrl-C. No Redis needed.
 run: build
-	./$(BIN) simulate --max 110 --min 10 --ramp-up 10s --mode goBackN --threshold 100 --cool-down 0s \
-		--demand "10,20,20,20,20,20,30,30,30,30,20,20,30,40,50,60,70,,,60,70,80,90,100,110,110"
+	./$(BIN) run -f config/examples/monovertex.yaml
 
 deps:
 	@./scripts/deps.sh
@@ -19,8 +19,9 @@ test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/
+	./$(BIN) bench -f config/examples/bench.yaml --duration 10s
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

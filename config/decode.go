@@ -107,12 +107,20 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		if v.IsNil() {
-			v.Set(reflect.New(t.Elem()))
+			// A value that fails to decode leaves the field unset rather than zero,
+			// so that validation does not judge a value the file never gave.
+			elem, before := reflect.New(t.Elem()), len(d.problems)
+			if !isNull(n) { // a struct given as null is present with its defaults, like {}
+				d.decode(n, elem.Elem(), path)
+			}
+			if len(d.problems) == before || (t.Elem().Kind() == reflect.Struct && !t.Implements(textType)) {
+				v.Set(elem)
+			}
+			return
 		}
-		if isNull(n) {
-			return // a struct given as null is present with its defaults, like {}
+		if !isNull(n) {
+			d.decode(n, v.Elem(), path)
 		}
-		d.decode(n, v.Elem(), path)
 		return
 	}
 	if reflect.PointerTo(t).Implements(textType) {
@@ -161,9 +169,18 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	}
 	fields := fieldIndex(v.Type())
 	seen := map[string]bool{}
+	// Merge keys (<<: *anchor) come first, so that the mapping's own keys win.
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k, val := n.Content[i], n.Content[i+1]; k.Tag == "!!merge" {
+			d.decodeMerge(val, v, path)
+		}
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		name := k.Value
+		if k.Tag == "!!merge" {
+			continue
+		}
 		fpath := join(path, name)
 		if seen[name] {
 			d.fail(fpath, k, "set twice")
@@ -176,7 +193,24 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		d.decode(val, v.FieldByIndex(idx), fpath)
+		if d.lines != nil {
+			d.lines[fpath] = k.Line // report a field on its key's line
+		}
 	}
+}
+
+// decodeMerge decodes the mapping (or list of mappings) of a merge key into v.
+func (d *decoder) decodeMerge(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.SequenceNode {
+		for _, item := range n.Content {
+			d.decodeMerge(item, v, path)
+		}
+		return
+	}
+	d.decodeStruct(n, v, path)
 }
 
 func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
@@ -203,8 +237,14 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	m := reflect.MakeMap(v.Type())
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			d.fail(join(path, k.Value), k, "set twice")
+			continue
+		}
+		seen[k.Value] = true
 		elem := reflect.New(v.Type().Elem()).Elem()
 		d.decode(val, elem, join(path, k.Value))
 		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)

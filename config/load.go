@@ -89,9 +89,18 @@ func decodeFile(data []byte) (*File, []Problem, error) {
 		}
 		return nil, nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, nil, &Error{Problems: []Problem{{Line: extra.Line, Msg: "the file holds more than one YAML document; give one object per file"}}}
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
+		}
+		if len(extra.Content) > 0 && !isNull(extra.Content[0]) {
+			return nil, nil, &Error{Problems: []Problem{{Line: extra.Line, Msg: "the file holds more than one YAML document; give one object per file"}}}
+		}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
@@ -102,9 +111,10 @@ func decodeFile(data []byte) (*File, []Problem, error) {
 	}
 
 	var kind string
+	kindLine := root.Line
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "kind" {
-			kind = root.Content[i+1].Value
+			kind, kindLine = root.Content[i+1].Value, root.Content[i].Line
 		}
 	}
 	f := &File{Kind: kind}
@@ -117,9 +127,9 @@ func decodeFile(data []byte) (*File, []Problem, error) {
 		f.Pipeline = &Pipeline{}
 		target = f.Pipeline
 	case "":
-		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: root.Line, Msg: "is missing (want MonoVertex or Pipeline)"}}}
+		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: kindLine, Msg: "is missing (want MonoVertex or Pipeline)"}}}
 	default:
-		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: root.Line, Msg: fmt.Sprintf("(%q) must be MonoVertex or Pipeline", kind)}}}
+		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: kindLine, Msg: fmt.Sprintf("(%q) must be MonoVertex or Pipeline", kind)}}}
 	}
 	d := &decoder{lines: map[string]int{}}
 	d.decode(root, reflect.ValueOf(target).Elem(), "")

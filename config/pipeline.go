@@ -20,15 +20,22 @@ func (c *checker) pipeline(p *Pipeline) {
 	if len(s.Vertices) == 0 {
 		c.add("spec.vertices", "needs at least one vertex")
 	}
-	kinds := map[string]string{} // vertex name -> source, udf or sink
+	// kinds maps a vertex name to source, udf or sink, or to "" when the vertex
+	// is ambiguous (no kind, several, or a name used twice): edges to and from it
+	// are then not judged by kind, since its own problem is reported already.
+	kinds := map[string]string{}
+	ambiguous := false
 	for i := range s.Vertices {
 		v := &s.Vertices[i]
 		path := fmt.Sprintf("spec.vertices[%d]", i)
 		c.name(path+".name", v.Name)
+		kind := c.vertex(path, v, p)
 		if _, dup := kinds[v.Name]; dup && v.Name != "" {
 			c.add(path+".name", "(%q) is used by another vertex", v.Name)
+			kind = ""
 		}
-		c.vertex(path, v, kinds)
+		kinds[v.Name] = kind
+		ambiguous = ambiguous || kind == ""
 	}
 	if len(s.Edges) == 0 && len(s.Vertices) > 0 {
 		c.add("spec.edges", "needs at least one edge")
@@ -84,12 +91,12 @@ func (c *checker) pipeline(p *Pipeline) {
 			}
 		}
 	}
-	if len(s.Vertices) > 0 && (sources == 0 || sinks == 0) {
+	if len(s.Vertices) > 0 && !ambiguous && (sources == 0 || sinks == 0) {
 		c.add("spec.vertices", "needs at least one source and one sink")
 	}
 	if isb := s.ISB; isb != nil && isb.JetStream != nil {
 		js := isb.JetStream
-		if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") {
+		if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
 			c.add("spec.isb.jetstream.url", "(%q) must be nats://host:port or tls://host:port", js.URL)
 		}
 		for name, sec := range map[string]*SecretKeySelector{"user": js.User, "password": js.Password, "token": js.Token} {
@@ -100,31 +107,40 @@ func (c *checker) pipeline(p *Pipeline) {
 	}
 }
 
-func (c *checker) vertex(path string, v *Vertex, kinds map[string]string) {
-	set := 0
+// vertex checks a pipeline vertex and returns its kind: source, udf, sink, or ""
+// when it has none or several.
+func (c *checker) vertex(path string, v *Vertex, p *Pipeline) string {
+	var kinds []string
 	if v.Source != nil {
-		set++
-		kinds[v.Name] = "source"
+		kinds = append(kinds, "source")
 		c.source(path+".source", v.Source)
 	}
 	if v.UDF != nil {
-		set++
-		kinds[v.Name] = "udf"
+		kinds = append(kinds, "udf")
 		c.udf(path+".udf", v.UDF)
 	}
 	if v.Sink != nil {
-		set++
-		kinds[v.Name] = "sink"
+		kinds = append(kinds, "sink")
 		c.sink(path+".sink", v.Sink)
 	}
-	if set != 1 {
+	kind := ""
+	if len(kinds) == 1 {
+		kind = kinds[0]
+	} else {
 		c.add(path, "set exactly one of source, udf and sink")
-		if set == 0 {
-			kinds[v.Name] = ""
-		}
 	}
-	if v.Limits != nil {
-		c.pipelineLimits(path+".limits", v.Limits)
+	if l := v.Limits; l != nil {
+		// The rate limit checked is the vertex's merged with the pipeline's.
+		own := *l
+		own.RateLimit = nil
+		c.pipelineLimits(path+".limits", &own)
+		if l.RateLimit != nil {
+			merged, _ := p.VertexRateLimit(v.Name)
+			if merged == nil {
+				merged = l.RateLimit
+			}
+			c.rateLimit(path+".limits.rateLimit", merged)
+		}
 	}
 	if v.Partitions != nil && *v.Partitions < 1 {
 		c.add(path+".partitions", "(%d) must be at least 1", *v.Partitions)
@@ -135,6 +151,7 @@ func (c *checker) vertex(path string, v *Vertex, kinds map[string]string) {
 	if v.Ordered.IsSet() {
 		c.add(path+".ordered", "is not supported by sluice")
 	}
+	return kind
 }
 
 func (c *checker) pipelineLimits(path string, l *PipelineLimits) {

@@ -48,6 +48,18 @@ type Metadata struct {
 	Labels       map[string]string `yaml:"labels"`
 	Annotations  map[string]string `yaml:"annotations"`
 	GenerateName K8s               `yaml:"generateName"`
+
+	// Written by the Kubernetes API server; present in `kubectl get -o yaml`.
+	UID                        K8s `yaml:"uid"`
+	ResourceVersion            K8s `yaml:"resourceVersion"`
+	Generation                 K8s `yaml:"generation"`
+	CreationTimestamp          K8s `yaml:"creationTimestamp"`
+	DeletionTimestamp          K8s `yaml:"deletionTimestamp"`
+	DeletionGracePeriodSeconds K8s `yaml:"deletionGracePeriodSeconds"`
+	Finalizers                 K8s `yaml:"finalizers"`
+	OwnerReferences            K8s `yaml:"ownerReferences"`
+	ManagedFields              K8s `yaml:"managedFields"`
+	SelfLink                   K8s `yaml:"selfLink"`
 }
 
 // PodTemplate is Numaflow's AbstractPodTemplate, inlined into vertex specs: all of
@@ -126,6 +138,39 @@ const (
 	DefaultBufferMaxLength  = 30000
 	DefaultBufferUsageLimit = 80
 )
+
+// limits returns the MonoVertex-level part of l, nil when l is nil.
+func (l *PipelineLimits) limits() *Limits {
+	if l == nil {
+		return nil
+	}
+	return &l.Limits
+}
+
+// GetReadBatchSize returns readBatchSize or its default.
+func (l *PipelineLimits) GetReadBatchSize() int { return l.limits().GetReadBatchSize() }
+
+// GetReadTimeout returns readTimeout or its default.
+func (l *PipelineLimits) GetReadTimeout() time.Duration { return l.limits().GetReadTimeout() }
+
+// GetRateLimit returns the rate limit, or nil when there is none.
+func (l *PipelineLimits) GetRateLimit() *RateLimit { return l.limits().GetRateLimit() }
+
+// GetBufferMaxLength returns bufferMaxLength or its default.
+func (l *PipelineLimits) GetBufferMaxLength() int {
+	if l == nil || l.BufferMaxLength == nil {
+		return DefaultBufferMaxLength
+	}
+	return int(*l.BufferMaxLength)
+}
+
+// GetBufferUsageLimit returns bufferUsageLimit (a percentage) or its default.
+func (l *PipelineLimits) GetBufferUsageLimit() int {
+	if l == nil || l.BufferUsageLimit == nil {
+		return DefaultBufferUsageLimit
+	}
+	return int(*l.BufferUsageLimit)
+}
 
 // GetReadBatchSize returns readBatchSize or its default.
 func (l *Limits) GetReadBatchSize() int {

@@ -189,9 +189,9 @@ func (c *checker) function(path string, ctr *Container, b *Builtin, build func(*
 		if err := build(b); err != nil {
 			var ke *udf.KWArgError
 			if errors.As(err, &ke) {
-				c.add(path+".builtin.kwargs."+ke.Key, "%v", ke.Err)
+				c.add(path+".builtin.kwargs."+ke.Key, "%s", firstLine(ke.Err))
 			} else {
-				c.add(path+".builtin.name", "%v", err)
+				c.add(path+".builtin.name", "%s", firstLine(err))
 			}
 		}
 	}
@@ -237,11 +237,11 @@ func (c *checker) sink(path string, s *Sink) {
 		c.add(path+".onSuccess", "is not supported by sluice")
 	}
 	if r := s.RetryStrategy; r != nil {
-		c.retry(path+".retryStrategy", r, s.Fallback != nil)
+		c.retry(path+".retryStrategy", r, path+".fallback", s.Fallback != nil)
 	}
 }
 
-func (c *checker) retry(path string, r *RetryStrategy, hasFallback bool) {
+func (c *checker) retry(path string, r *RetryStrategy, fallbackPath string, hasFallback bool) {
 	if b := r.Backoff; b != nil {
 		if b.Interval != nil && b.Interval.Duration <= 0 {
 			c.add(path+".backoff.interval", "(%v) must be positive", b.Interval.Duration)
@@ -264,7 +264,7 @@ func (c *checker) retry(path string, r *RetryStrategy, hasFallback bool) {
 		case "retry", "drop":
 		case "fallback":
 			if !hasFallback {
-				c.add(path+".onFailure", "(fallback) needs a fallback sink: set spec.sink.fallback")
+				c.add(path+".onFailure", "(fallback) needs a fallback sink: set %s", fallbackPath)
 			}
 		default:
 			c.add(path+".onFailure", "(%q) must be retry, fallback or drop", *r.OnFailure)
@@ -310,8 +310,15 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 			c.add(path+".modes", "sets %d modes; set one of scheduled, relaxed, onlyIfUsed or goBackN", n)
 		}
 	}
-	if r.Max != nil {
+	{
 		cfg := r.LimiterConfig()
+		if r.Max == nil {
+			// Check the rest against the largest max: "max is required" is said above.
+			cfg.Max = ratelimit.MaxTokens
+		} else if *r.Max > ratelimit.MaxTokens {
+			c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
+			cfg.Max = ratelimit.MaxTokens
+		}
 		modePath := path + ".modes." + cfg.Mode.String()
 		fields := map[string]string{
 			"ThresholdPercentage": modePath + ".thresholdPercentage",
@@ -326,6 +333,9 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 			if !errors.As(err, &fe) {
 				c.add(path, "%v", err)
 				continue
+			}
+			if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
+				continue // max itself is the problem, reported above
 			}
 			msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
 			if fe.Other != "" {
@@ -351,6 +361,13 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 	if r.Store != nil {
 		c.store(path+".store", r.Store)
 	}
+}
+
+// firstLine returns an error's first line: an expression's compile error goes on
+// with the source and a caret, which a one-line problem leaves out.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 func unjoin(err error) []error {

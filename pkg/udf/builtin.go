@@ -26,6 +26,9 @@ var (
 func NewBuiltin(name string, kwargs map[string]string, log *zap.Logger) (Mapper, error) {
 	switch name {
 	case "cat":
+		if err := checkArgs(kwargs); err != nil {
+			return nil, err
+		}
 		return Cat{}, nil
 	case "filter":
 		return newFilter(kwargs, "expression", log)
@@ -42,6 +45,9 @@ func NewBuiltinTransformer(name string, kwargs map[string]string, log *zap.Logge
 	case "eventTimeExtractor":
 		return newExtractor(kwargs, "expression", "format", log)
 	case "timeExtractionFilter":
+		if err := checkArgs(kwargs, "filterExpr", "eventTimeExpr", "eventTimeFormat"); err != nil {
+			return nil, err
+		}
 		f, err := newFilter(kwargs, "filterExpr", log)
 		if err != nil {
 			return nil, err
@@ -88,6 +94,9 @@ func checkArgs(kwargs map[string]string, known ...string) error {
 		return nil
 	}
 	sort.Strings(unknown)
+	if len(known) == 0 {
+		return &KWArgError{Key: unknown[0], Err: fmt.Errorf("unknown argument (this built-in takes none)")}
+	}
 	return &KWArgError{Key: unknown[0], Err: fmt.Errorf("unknown argument (want %s)", strings.Join(known, ", "))}
 }
 
