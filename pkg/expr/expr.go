@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -113,8 +115,15 @@ func (p *Program) Text(payload []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if s, ok := out.(string); ok {
-		return s, nil
+	switch v := out.(type) {
+	case string:
+		return v, nil
+	case float64:
+		// JSON numbers are float64: write whole ones as integers, not 1.7e+12.
+		if v == math.Trunc(v) && math.Abs(v) < 1<<63 {
+			return strconv.FormatInt(int64(v), 10), nil
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
 	}
 	return fmt.Sprint(out), nil
 }

@@ -181,15 +181,16 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	if err != nil {
 		return err
 	}
-	if f.d.Tracer != nil {
-		var span trace.Span
-		ctx, span = f.d.Tracer.Start(ctx, "forward")
-		defer span.End()
-	}
 	start := time.Now()
 	batch := f.readBatch(ctx, g)
 	if len(batch) == 0 {
 		return nil
+	}
+	if f.d.Tracer != nil {
+		// A span per batch, from the start of its read; empty reads make none.
+		var span trace.Span
+		hard, span = f.d.Tracer.Start(hard, "forward", trace.WithTimestamp(start))
+		defer span.End()
 	}
 	out, err := f.process(hard, g, batch)
 	if err != nil {
@@ -201,7 +202,7 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	f.ack(hard, batch)
 	f.d.Metrics.Batch.Observe(time.Since(start).Seconds())
 	if f.d.Tracer != nil {
-		trace.SpanFromContext(ctx).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
+		trace.SpanFromContext(hard).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -398,5 +400,28 @@ func TestTracker(t *testing.T) {
 	tr.End(DownstreamFull) // unmatched End is ignored
 	if ok, _ := tr.Throttled(); ok {
 		t.Fatal("still throttled after every End")
+	}
+}
+
+func TestTracingSpansPerIteration(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	h := start(t, Deps{Reader: sourceOf(t, 25), Limiter: Noop{}, Tracer: tp.Tracer("test")}, Options{BatchSize: 10})
+	h.waitAcked(t, 25)
+	h.stop(t)
+	read := 0
+	for _, s := range rec.Ended() {
+		if s.Name() != "forward" {
+			t.Fatalf("span %q", s.Name())
+		}
+		for _, a := range s.Attributes() {
+			if a.Key == "read" {
+				read += int(a.Value.AsInt64())
+			}
+		}
+	}
+	if read != 25 {
+		t.Fatalf("spans account for %d messages read; want 25", read)
 	}
 }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"slices"
@@ -19,18 +20,19 @@ import (
 //
 // Keys are joined with ",", the event time is in Unix milliseconds, and each
 // header is written "name: value, ".
-// The payload is written as it is; a newline in it is written as the two
-// characters \n so that every message stays on one line. Log is safe for
+// Everything is written as it is, but a newline, written as the two characters
+// \n, so that every message stays on one line. Log is safe for
 // concurrent use.
 type Log struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu  sync.Mutex
+	out io.Writer
+	w   *bufio.Writer
 }
 
 var _ isb.Writer = (*Log)(nil)
 
 // NewLog returns a log sink writing to w.
-func NewLog(w io.Writer) *Log { return &Log{w: bufio.NewWriterSize(w, 64<<10)} }
+func NewLog(w io.Writer) *Log { return &Log{out: w, w: bufio.NewWriterSize(w, 64<<10)} }
 
 // Write writes a line per message and flushes the batch.
 func (l *Log) Write(_ context.Context, msgs []isb.Message, errs []error) error {
@@ -40,24 +42,48 @@ func (l *Log) Write(_ context.Context, msgs []isb.Message, errs []error) error {
 	for i := range msgs {
 		m := &msgs[i]
 		l.w.WriteString("Payload - ")
-		writeOneLine(l.w, m.Value)
+		writeOneLineBytes(l.w, m.Value)
 		l.w.WriteString(" Keys - ")
-		l.w.WriteString(strings.Join(m.Keys, ","))
+		for j, k := range m.Keys {
+			if j > 0 {
+				l.w.WriteByte(',')
+			}
+			writeOneLine(l.w, k)
+		}
 		l.w.WriteString(" EventTime - ")
 		l.w.Write(strconv.AppendInt(num[:0], m.EventTime.UnixMilli(), 10))
 		l.w.WriteString(" Headers - ")
 		writeHeaders(l.w, m.Headers)
 		l.w.WriteString(" ID - ")
-		l.w.WriteString(m.ID)
+		writeOneLine(l.w, m.ID)
 		l.w.WriteByte('\n')
 		errs[i] = nil
 	}
-	return l.w.Flush()
+	if err := l.w.Flush(); err != nil {
+		l.w.Reset(l.out) // a bufio.Writer keeps its first error; start afresh
+		return err
+	}
+	return nil
 }
 
-func writeOneLine(w *bufio.Writer, b []byte) {
+// writeOneLine writes s with each newline as the two characters \n.
+func writeOneLine(w *bufio.Writer, s string) {
 	for {
-		i := slices.Index(b, '\n')
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			w.WriteString(s)
+			return
+		}
+		w.WriteString(s[:i])
+		w.WriteString(`\n`)
+		s = s[i+1:]
+	}
+}
+
+// writeOneLineBytes is writeOneLine for a payload.
+func writeOneLineBytes(w *bufio.Writer, b []byte) {
+	for {
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			w.Write(b)
 			return
@@ -78,9 +104,9 @@ func writeHeaders(w *bufio.Writer, h map[string]string) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		w.WriteString(k)
+		writeOneLine(w, k)
 		w.WriteString(": ")
-		w.WriteString(h[k])
+		writeOneLine(w, h[k])
 		w.WriteString(", ")
 	}
 }

@@ -94,6 +94,9 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 
 // due returns how many messages have become available by now since the start.
 func (g *Generator) due(now time.Time) uint64 {
+	if now.Before(g.start) {
+		return 0 // a clock set back before the start
+	}
 	ticks := uint64(now.Sub(g.start)/g.cfg.Duration) + 1
 	if ticks > (1<<63)/uint64(g.cfg.RPU) {
 		return 1 << 63
@@ -111,7 +114,10 @@ func (g *Generator) Read(ctx context.Context, buf []isb.ReadMessage) (int, error
 	for {
 		now := g.clk.Now()
 		g.mu.Lock()
-		avail := g.due(now) - g.next
+		avail := uint64(0)
+		if due := g.due(now); due > g.next {
+			avail = due - g.next
+		}
 		if avail > 0 {
 			n := int(min(uint64(len(buf)), avail))
 			first := g.next
@@ -122,7 +128,7 @@ func (g *Generator) Read(ctx context.Context, buf []isb.ReadMessage) (int, error
 		}
 		g.mu.Unlock()
 		next := g.start.Add(time.Duration(g.due(now)/uint64(g.cfg.RPU)) * g.cfg.Duration)
-		if !next.Before(deadline) {
+		if next.After(deadline) {
 			waitFor(ctx, g.clk, deadline.Sub(now))
 			return 0, nil
 		}

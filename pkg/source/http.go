@@ -51,7 +51,8 @@ type HTTPConfig struct {
 //	X-Numaflow-Keys: k1,k2             (optional)
 //	Authorization: Bearer <token>      (when a token is configured)
 //
-// Other headers become the message's headers. A request is answered 204 No
+// Other headers (X-Numaflow-Id among them, as in Numaflow) become the message's
+// headers. A request is answered 204 No
 // Content once its message has been written to the sink and acked, so that an
 // answered request is never lost; a queue full because the vertex is throttled or
 // slow answers 429 with Retry-After, so the queue never grows without bound.
@@ -72,6 +73,7 @@ type request struct {
 	msg  isb.Message
 	id   string
 	done chan struct{} // closed when the message is acked
+	ack  sync.Once
 }
 
 var _ isb.Reader = (*HTTP)(nil)
@@ -121,8 +123,8 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.cfg.Token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
@@ -130,7 +132,12 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
-		http.Error(w, "reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		code := http.StatusBadRequest
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, "reading the body: "+err.Error(), code)
 		return
 	}
 	req, err := h.message(r, body)
@@ -189,7 +196,9 @@ func (h *HTTP) message(r *http.Request, body []byte) (*request, error) {
 		req.msg.EventTime = time.UnixMilli(ms)
 	}
 	if keys := r.Header.Get("X-Numaflow-Keys"); keys != "" {
-		req.msg.Keys = strings.Split(keys, ",")
+		for k := range strings.SplitSeq(keys, ",") {
+			req.msg.Keys = append(req.msg.Keys, strings.TrimSpace(k))
+		}
 	}
 	for name, values := range r.Header {
 		switch name {
@@ -246,7 +255,7 @@ func (h *HTTP) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 func (h *HTTP) Ack(_ context.Context, msgs []isb.ReadMessage) error {
 	for i := range msgs {
 		if req, ok := msgs[i].Handle.(*request); ok {
-			close(req.done)
+			req.ack.Do(func() { close(req.done) })
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -46,13 +47,21 @@ func New(name string, capacity int, readTimeout time.Duration, clk clock.Clock) 
 		inflight: map[string]isb.Message{}, notify: make(chan struct{})}
 }
 
-// Write appends msgs in order while there is room; the rest get [isb.ErrBufferFull].
+// ErrClosed is returned for messages written to a closed buffer.
+var ErrClosed = errors.New("memory: buffer closed")
+
+// Write appends msgs in order while there is room; the rest get [isb.ErrBufferFull]
+// (or [ErrClosed] once the buffer is closed).
 func (b *Buffer) Write(_ context.Context, msgs []isb.Message, errs []error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	room := b.capacity - len(b.pending) - len(b.inflight)
 	for i := range msgs {
-		if b.closed || room <= 0 {
+		if b.closed {
+			errs[i] = ErrClosed
+			continue
+		}
+		if room <= 0 {
 			errs[i] = isb.ErrBufferFull
 			continue
 		}
@@ -67,6 +76,9 @@ func (b *Buffer) Write(_ context.Context, msgs []isb.Message, errs []error) erro
 // Read moves up to len(buf) messages from the front of the buffer into buf, waiting
 // up to the read timeout when it is empty.
 func (b *Buffer) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
 	var timeout <-chan struct{}
 	for {
 		b.mu.Lock()
@@ -79,7 +91,7 @@ func (b *Buffer) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 					m.ID = key
 				}
 				buf[i] = isb.ReadMessage{Message: m, Handle: key}
-				b.inflight[key] = b.pending[i]
+				b.inflight[key] = m // a message read again after Nak keeps its id
 			}
 			clear(b.pending[:n])
 			b.pending = b.pending[n:]
