@@ -124,7 +124,7 @@ func buildMonoVertex(m *config.MonoVertex, o runtimeOptions) (_ *monoVertex, err
 	opts := forward.Options{
 		BatchSize:       spec.Limits.GetReadBatchSize(),
 		ExcludeDropped:  excludeDropped,
-		Retry:           retryPolicy(spec.Sink.RetryStrategy),
+		Retry:           retryPolicy(spec.Sink.RetryStrategy, spec.Sink.Fallback != nil),
 		ShutdownTimeout: spec.Limits.GetReadTimeout() + 5*time.Second,
 	}
 	if mv.fwd, err = forward.New(d, opts); err != nil {
@@ -237,10 +237,19 @@ func (mv *monoVertex) buildSink(s *config.AbstractSink) isb.Writer {
 	return sink.Blackhole{}
 }
 
+// defaultFallbackSteps is how many writes a message gets before it goes to the
+// fallback sink, when there is one and retryStrategy does not say.
+const defaultFallbackSteps = 10
+
 // retryPolicy maps a sink's retryStrategy to the forwarder's. sluice's default
-// backs off from 1ms, doubling to at most 1s, retrying until the sink takes it.
-func retryPolicy(r *config.RetryStrategy) forward.RetryPolicy {
+// backs off from 1ms, doubling to at most 1s, and retries until the sink takes the
+// message, or, when a fallback sink is configured, for 10 attempts before writing
+// it there.
+func retryPolicy(r *config.RetryStrategy, hasFallback bool) forward.RetryPolicy {
 	p := forward.RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Second}
+	if hasFallback && (r == nil || r.OnFailure == nil) {
+		p.Steps, p.OnFailure = defaultFallbackSteps, forward.Fallback
+	}
 	if r == nil {
 		return p
 	}

@@ -348,3 +348,41 @@ func TestRunHelp(t *testing.T) {
 		})
 	}
 }
+
+func TestSimulateFromFile(t *testing.T) {
+	// config/examples/monovertex.yaml: max 20, min 5, rampUpDuration 5s, relaxed.
+	code, stdout, stderr := runVertex(t, "simulate", "-f", "../../config/examples/monovertex.yaml",
+		"--demand", "100,100,100,100,100,100,100", "--format", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "epoch,pool,granted\n1,5,5\n2,8,8\n3,11,11\n4,14,14\n5,17,17\n6,20,20\n7,20,20\n"
+	if stdout != want {
+		t.Fatalf("got\n%s\nwant\n%s", stdout, want)
+	}
+	// A flag beside -f overrides the file's field.
+	code, stdout, _ = runVertex(t, "simulate", "-f", "../../config/examples/monovertex.yaml",
+		"--max", "8", "--demand", "100,100,100", "--format", "csv")
+	if code != 0 || stdout != "epoch,pool,granted\n1,5,5\n2,5.6,5\n3,6.2,6\n" {
+		t.Fatalf("with --max 8: exit %d\n%s", code, stdout)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", "/nonexistent.yaml"}, "/nonexistent.yaml"},
+		{[]string{"-f", "../../config/examples/transformer.yaml"}, "has no rateLimit"},
+		{[]string{"-f", "../../config/examples/pipeline.yaml", "--vertex", "nope"}, `no vertex "nope"`},
+	} {
+		code, _, stderr := runVertex(t, append(append([]string{"simulate"}, tt.args...), "--demand", "1")...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	// A pipeline vertex's rate limit is its own, merged with the pipeline's.
+	code, stdout, _ = runVertex(t, "simulate", "-f", "../../config/examples/pipeline.yaml", "--vertex", "even",
+		"--demand", "1000,1000", "--format", "csv")
+	if code != 0 || stdout != "epoch,pool,granted\n1,20,20\n2,26,26\n" {
+		t.Fatalf("pipeline vertex: exit %d\n%s", code, stdout)
+	}
+}
