@@ -2,13 +2,13 @@ package sink
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
@@ -42,7 +42,8 @@ func (l *Log) Write(_ context.Context, msgs []isb.Message, errs []error) error {
 	for i := range msgs {
 		m := &msgs[i]
 		l.w.WriteString("Payload - ")
-		writeOneLineBytes(l.w, m.Value)
+		// The payload is only read, and copied into the buffer.
+		writeOneLine(l.w, unsafe.String(unsafe.SliceData(m.Value), len(m.Value)))
 		l.w.WriteString(" Keys - ")
 		for j, k := range m.Keys {
 			if j > 0 {
@@ -77,20 +78,6 @@ func writeOneLine(w *bufio.Writer, s string) {
 		w.WriteString(s[:i])
 		w.WriteString(`\n`)
 		s = s[i+1:]
-	}
-}
-
-// writeOneLineBytes is writeOneLine for a payload.
-func writeOneLineBytes(w *bufio.Writer, b []byte) {
-	for {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			w.Write(b)
-			return
-		}
-		w.Write(b[:i])
-		w.WriteString(`\n`)
-		b = b[i+1:]
 	}
 }
 
