@@ -93,6 +93,52 @@ type Config struct {
 	// slices of this length instead of granting it all at the epoch's start. It must
 	// be between 1ms and 500ms.
 	Pacing time.Duration
+
+	// StaleAfter is a replica's lease with a store (0 for the default 2s): the
+	// store drops a replica silent this long, and a replica that cannot reach the
+	// store this long acts by OnStoreFailure.
+	StaleAfter time.Duration
+	// OnStoreFailure is what a replica does once its lease has run out.
+	OnStoreFailure StoreFailurePolicy
+	// ResumedRampUp starts a replica registering with a store from the pool the
+	// last replica to leave gracefully saved, within the store's ttl.
+	ResumedRampUp bool
+}
+
+// DefaultStaleAfter is the default lease of a replica with its store.
+const DefaultStaleAfter = 2 * time.Second
+
+// StoreFailurePolicy is what a replica does when it cannot reach its store past
+// its lease. The zero value is LastKnown.
+type StoreFailurePolicy uint8
+
+const (
+	// LastKnown keeps the last agreed pool: availability first. If the other
+	// replicas drop this one meanwhile, the vertex can exceed its limit.
+	LastKnown StoreFailurePolicy = iota
+	// Pause takes no tokens until the store is back: the limit is never exceeded.
+	Pause
+)
+
+var policyNames = [...]string{LastKnown: "lastKnown", Pause: "pause"}
+
+// String returns the policy's YAML name.
+func (p StoreFailurePolicy) String() string {
+	if int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("StoreFailurePolicy(%d)", uint8(p))
+}
+
+// UnmarshalText parses lastKnown or pause.
+func (p *StoreFailurePolicy) UnmarshalText(b []byte) error {
+	for i, name := range policyNames {
+		if name == string(b) {
+			*p = StoreFailurePolicy(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown onStoreFailure %q (want lastKnown or pause)", b)
 }
 
 // DefaultConfig returns max with Numaflow's defaults: min 1, rampUpDuration 1s,
@@ -172,6 +218,12 @@ func (c Config) Validate() error {
 	}
 	if c.RampDownPercentage < 0 || c.RampDownPercentage > 100 {
 		bad("RampDownPercentage", c.RampDownPercentage, "must be between 0 and 100")
+	}
+	if c.StaleAfter < 0 {
+		bad("StaleAfter", c.StaleAfter, "must not be negative")
+	}
+	if int(c.OnStoreFailure) >= len(policyNames) {
+		bad("OnStoreFailure", uint8(c.OnStoreFailure), "is not a known policy")
 	}
 	if c.Pacing != 0 && (c.Pacing < time.Millisecond || c.Pacing > 500*time.Millisecond) {
 		bad("Pacing", c.Pacing, "must be 0 (off) or between 1ms and 500ms")

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
@@ -72,11 +71,20 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 // newEpoch builds epoch e: settles the ramp, splits the pool by the membership that
 // applies in e, and serves waiting callers first. l.mu is held.
 func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
-	if cur := l.state.Load(); cur != nil && cur.called.Load() && cur.eligible {
-		l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
+	if cur := l.state.Load(); cur != nil {
+		if cur.called.Load() && cur.eligible {
+			l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
+		}
+		if l.observe != nil {
+			l.ended = append(l.ended, EpochSummary{Epoch: cur.epoch, PoolMilli: cur.pool, Share: cur.share,
+				Granted: cur.granted(), PoolSize: cur.size, Rank: cur.rank, Eligible: cur.eligible})
+		}
 	}
 	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), counters: newCounters(l.lanes)}
 	st.size, st.rank, st.eligible = l.member.at(e)
+	if st.eligible && l.leaseExpired(now) && l.cfg.OnStoreFailure == Pause {
+		st.eligible, st.paused = false, true
+	}
 	if st.eligible {
 		st.share = shareOf(st.pool, st.size, st.rank)
 	}
@@ -115,6 +123,7 @@ func (l *Limiter) release(st *epochState, allow int64) {
 // onTick runs at each epoch boundary and pacing slice.
 func (l *Limiter) onTick() {
 	l.mu.Lock()
+	defer l.notifyEnded()
 	defer l.mu.Unlock()
 	if l.closed {
 		return
@@ -128,6 +137,17 @@ func (l *Limiter) onTick() {
 		l.release(st, l.allowance(st.share, k))
 	}
 	l.scheduleTick(now)
+}
+
+// notifyEnded hands the summaries of ended epochs to the observer, outside l.mu.
+func (l *Limiter) notifyEnded() {
+	l.mu.Lock()
+	ended := l.ended
+	l.ended = nil
+	l.mu.Unlock()
+	for _, s := range ended {
+		l.observe(s)
+	}
 }
 
 // scheduleTick arms the timer for the next tick. l.mu is held.
@@ -152,47 +172,4 @@ func (l *Limiter) stopTimer(t clock.Timer) {
 	if t != nil && t.Stop() {
 		l.timers.Done()
 	}
-}
-
-// syncOnce reports to the store and learns the pool's view. It does the store call
-// without the mutex.
-func (l *Limiter) syncOnce() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	rep := Report{ID: l.id, PoolSize: l.member.report}
-	l.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(l.syncCtx, max(l.sync, time.Second))
-	t0 := l.clk.Now()
-	v, err := l.store.Sync(ctx, rep)
-	t1 := l.clk.Now()
-	cancel()
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
-	}
-	l.syncFail = err
-	if err != nil {
-		return err
-	}
-	mid := t0.Add(t1.Sub(t0) / 2)
-	l.offset = v.Time.UnixNano() - (l.baseNano + int64(mid.Sub(l.base)))
-	l.member.learn(v, floorDiv(v.Time.UnixNano(), epochNanos))
-	return nil
-}
-
-func (l *Limiter) scheduleSync() {
-	l.syncT = l.after(l.sync, func() {
-		l.syncOnce()
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if !l.closed {
-			l.scheduleSync()
-		}
-	})
 }

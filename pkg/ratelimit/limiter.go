@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
@@ -44,15 +46,39 @@ type Limiter struct {
 	syncCancel context.CancelFunc
 	timers     sync.WaitGroup // running or pending timer callbacks
 
-	mu       sync.Mutex
-	offset   int64 // store clock minus local clock, ns
-	ramp     ramp
-	member   membership
-	waiters  []*waiter
-	closed   bool
-	tick     clock.Timer // next epoch boundary or pacing slice
-	syncT    clock.Timer // next sync
-	syncFail error       // last sync error, nil after a success
+	mu      sync.Mutex
+	offset  int64 // store clock minus local clock, ns
+	ramp    ramp
+	member  membership
+	waiters []*waiter
+	closed  bool
+	tick    clock.Timer // next epoch boundary or pacing slice
+	syncT   clock.Timer // next sync
+
+	// Store health.
+	log         *zap.Logger
+	observe     func(EpochSummary)
+	syncFail    error     // last sync error, nil after a success
+	syncFails   int       // consecutive failed syncs
+	registered  bool      // has synced with the store once
+	leaseUntil  time.Time // the last agreed view may be used until then
+	leaseLogged bool
+	resume      int64 // the pool to resume the ramp from, milli-tokens; 0 for none
+	ended       []EpochSummary
+}
+
+// EpochSummary is what one replica did in one epoch, handed to the observer of
+// [WithEpochObserver] when the epoch ends.
+type EpochSummary struct {
+	Epoch     int64
+	PoolMilli int64
+	Share     int64
+	// Granted is the tokens granted in the epoch, less deposits.
+	Granted  int64
+	PoolSize int
+	Rank     int
+	// Eligible is false when the replica took no part: joining, or paused.
+	Eligible bool
 }
 
 // Grant is tokens granted in one epoch, returned by [Limiter.AcquireGrant].
@@ -87,10 +113,15 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, lanes: laneSlots(), clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval, hook: o.waitHook}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	l := &Limiter{cfg: cfg, lanes: laneSlots(), clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval,
+		hook: o.waitHook, log: o.log, observe: o.observe}
 	l.base = l.clk.Now()
 	l.baseNano = l.base.UnixNano()
-	l.member.solo = l.store == nil
+	l.member.solo = l.store == nil && o.fixedSize == 0
+	l.member.fixedSize, l.member.fixedRank = o.fixedSize, o.fixedRank
 	l.syncCtx, l.syncCancel = context.WithCancel(context.Background())
 
 	if l.store != nil {
@@ -106,6 +137,9 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	now := l.clk.Now()
 	start := l.epochAt(now)
 	l.ramp = newRamp(cfg, start)
+	if l.resume > 0 {
+		l.ramp.resume(l.resume, start)
+	}
 	l.publish(l.newEpoch(start, now))
 	l.scheduleTick(now)
 	if l.store != nil {
@@ -301,7 +335,7 @@ func (l *Limiter) reasonOf(st *epochState) Reason {
 	switch {
 	case st.eligible:
 		return ReasonRateLimited
-	case l.syncFail != nil && l.member.agreed:
+	case st.paused || l.syncFail != nil:
 		return ReasonStoreUnavailable
 	default:
 		return ReasonAwaitingAgreement
@@ -320,6 +354,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.closed = true
 	l.stopTimer(l.tick)
 	l.stopTimer(l.syncT)
+	pool := l.state.Load().pool
 	st := &epochState{epoch: -1, closed: true, counters: newCounters(l.lanes)}
 	l.state.Store(st)
 	for _, w := range l.waiters {
@@ -331,10 +366,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 
 	l.syncCancel()
 	l.timers.Wait()
-	if l.store != nil {
-		return l.store.Leave(ctx, l.id)
-	}
-	return nil
+	return l.leave(ctx, pool)
 }
 
 // Status is a snapshot of a limiter, for /status and for tests.
@@ -359,6 +391,9 @@ type Status struct {
 	Waiting int
 	// Throttled says why callers would wait now, or NotThrottled.
 	Throttled Reason
+	// StoreUp reports whether the last sync with the store succeeded (true
+	// without a store).
+	StoreUp bool
 }
 
 // Pool returns PoolMilli in tokens.
@@ -372,7 +407,7 @@ func (l *Limiter) Status() Status {
 	s := Status{
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
-		Called: st.called.Load(), Waiting: len(l.waiters),
+		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.store == nil || (l.registered && l.syncFail == nil),
 	}
 	if st.unspent() == 0 {
 		s.Throttled = l.reasonOf(st)

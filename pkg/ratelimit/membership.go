@@ -5,6 +5,8 @@ package ratelimit
 // Limiter calls it with its mutex held.
 type membership struct {
 	solo bool // no store: the only replica, always eligible
+	// A pool of fixedSize replicas known in advance, this one of rank fixedRank.
+	fixedSize, fixedRank int
 
 	report       int   // pool size to report at the next sync
 	agreed       bool  // has seen AGREE at least once
@@ -50,6 +52,9 @@ func (m *membership) learn(v View, stamp int64) {
 func (m *membership) at(e int64) (size, rank int, eligible bool) {
 	if m.solo {
 		return 1, 0, true
+	}
+	if m.fixedSize > 0 {
+		return m.fixedSize, m.fixedRank, true
 	}
 	v := m.latest
 	if v.stamp >= e {

@@ -128,6 +128,23 @@ func (r *ramp) poolAt(e int64) int64 {
 	return r.clamp(p)
 }
 
+// resume starts the ramp from pool p (milli-tokens, clamped to [min, max]) at
+// epoch e, when no epoch has been recorded yet: Scheduled by moving its start back
+// as many slopes as p is above min, the other modes by starting from p.
+func (r *ramp) resume(p, e int64) {
+	if r.hasLast {
+		return
+	}
+	p = r.clamp(p)
+	if r.mode == Scheduled {
+		if r.slope > 0 && r.initial != r.max {
+			r.start = e - (p-r.min)/r.slope
+		}
+		return
+	}
+	r.initial = p
+}
+
 // record notes that epoch e saw a call, with pool P, and that at its end used of
 // share tokens had been taken.
 func (r *ramp) record(e, pool, used, share int64) {

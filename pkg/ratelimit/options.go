@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
@@ -21,6 +23,10 @@ type options struct {
 	store        Store
 	id           string
 	syncInterval time.Duration
+	log          *zap.Logger
+	observe      func(EpochSummary)
+	fixedSize    int
+	fixedRank    int
 	waitHook     func() // called, mutex held, when a caller starts waiting; for tests
 }
 
@@ -38,6 +44,21 @@ func WithReplicaID(id string) Option { return func(o *options) { o.id = id } }
 
 // WithSyncInterval sets how often the replica syncs with its store (default 100ms).
 func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.syncInterval = d } }
+
+// WithLogger logs the replica's changes of state: store lost and back, lease
+// expired, pool joined, pool size agreed. The default logs nothing.
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithEpochObserver calls f with a summary of every epoch when it ends, from the
+// limiter's timer goroutine; f must not block.
+func WithEpochObserver(f func(EpochSummary)) Option { return func(o *options) { o.observe = f } }
+
+// WithFixedPool makes the limiter replica rank of a pool of size replicas known
+// in advance, with no store: each replica takes its rank's exact share of the
+// pool. It cannot notice a replica that died or one too many.
+func WithFixedPool(size, rank int) Option {
+	return func(o *options) { o.fixedSize, o.fixedRank = size, rank }
+}
 
 var replicaSeq atomic.Uint64
 
@@ -62,6 +83,19 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	if o.id == "" {
 		o.id = defaultReplicaID()
+	}
+	if o.log == nil {
+		o.log = zap.NewNop()
+	}
+	if o.fixedSize != 0 {
+		switch {
+		case o.store != nil:
+			return o, fmt.Errorf("ratelimit: WithFixedPool and WithStore together: %w", ErrInvalidConfig)
+		case o.fixedSize < 0:
+			return o, &FieldError{Field: "PoolSize", Value: o.fixedSize, Reason: "must be at least 1"}
+		case o.fixedRank < 0 || o.fixedRank >= o.fixedSize:
+			return o, &FieldError{Field: "Rank", Value: o.fixedRank, Reason: fmt.Sprintf("must be between 0 and %d (the pool has %d replicas)", o.fixedSize-1, o.fixedSize)}
+		}
 	}
 	return o, nil
 }

@@ -22,7 +22,8 @@ type epochState struct {
 	size     int
 	rank     int
 	eligible bool
-	slice    int // pacing slice whose allowance is released; l.mu guards it
+	paused   bool // not eligible because the store's lease ran out (pause policy)
+	slice    int  // pacing slice whose allowance is released; l.mu guards it
 	closed   bool
 	// counters[0] is the common counter, the tokens not in any lane's stripe, which
 	// the Limiter's own calls take from; counters[i] is lane slot i's stripe.

@@ -18,8 +18,10 @@ type Store interface {
 	// returns the pool as the store sees it now. A replica unknown to the store is
 	// registered by its first Sync.
 	Sync(ctx context.Context, r Report) (View, error)
-	// Leave removes the replica at once, on graceful shutdown.
-	Leave(ctx context.Context, id string) error
+	// Leave removes the replica r.ID at once, on graceful shutdown, and keeps
+	// r.Pool (when positive) for a replica that resumes the ramp within the
+	// store's ttl.
+	Leave(ctx context.Context, r Report) error
 }
 
 // Report is what a replica tells the store at each sync.
@@ -29,6 +31,8 @@ type Report struct {
 	// PoolSize is the pool size the replica reports: 0 at its first sync, then the
 	// live count or agreed size it last learned.
 	PoolSize int
+	// Pool is the replica's pool P in milli-tokens, given on Leave.
+	Pool int64
 }
 
 // View is the pool as the store saw it at one sync.
@@ -44,4 +48,7 @@ type View struct {
 	Rank int
 	// Time is the store's clock at the sync; epochs are whole seconds of it.
 	Time time.Time
+	// Resume is the pool P (milli-tokens) a replica saved when it left within the
+	// store's ttl, or 0.
+	Resume int64
 }

@@ -31,9 +31,13 @@ type Store struct {
 	clk        clock.Clock
 	staleAfter time.Duration
 
-	mu       sync.Mutex
-	replicas map[string]*replica
-	down     bool
+	ttl time.Duration
+
+	mu          sync.Mutex
+	replicas    map[string]*replica
+	down        bool
+	resume      int64 // pool saved by the last replica to leave
+	resumeUntil time.Time
 }
 
 type replica struct {
@@ -43,8 +47,12 @@ type replica struct {
 
 var _ ratelimit.Store = (*Store)(nil)
 
+// DefaultTTL is how long the pool of a replica that left is kept for resuming.
+const DefaultTTL = 180 * time.Second
+
 // New returns an empty store that reads time from clk (nil for the wall clock) and
 // removes replicas whose heartbeat is older than staleAfter (0 for the default 2s).
+// Use SetTTL to change how long a left replica's pool is kept (default 180s).
 func New(clk clock.Clock, staleAfter time.Duration) *Store {
 	if clk == nil {
 		clk = clock.Real()
@@ -52,7 +60,14 @@ func New(clk clock.Clock, staleAfter time.Duration) *Store {
 	if staleAfter <= 0 {
 		staleAfter = DefaultStaleAfter
 	}
-	return &Store{clk: clk, staleAfter: staleAfter, replicas: map[string]*replica{}}
+	return &Store{clk: clk, staleAfter: staleAfter, ttl: DefaultTTL, replicas: map[string]*replica{}}
+}
+
+// SetTTL sets how long the pool of a replica that left is kept for resuming.
+func (s *Store) SetTTL(ttl time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ttl = ttl
 }
 
 // Sync implements [ratelimit.Store].
@@ -85,11 +100,15 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live
-	return ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now}, nil
+	v := ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now}
+	if now.Before(s.resumeUntil) {
+		v.Resume = s.resume
+	}
+	return v, nil
 }
 
 // Leave implements [ratelimit.Store].
-func (s *Store) Leave(ctx context.Context, id string) error {
+func (s *Store) Leave(ctx context.Context, r ratelimit.Report) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -98,7 +117,10 @@ func (s *Store) Leave(ctx context.Context, id string) error {
 	if s.down {
 		return ErrUnavailable
 	}
-	delete(s.replicas, id)
+	delete(s.replicas, r.ID)
+	if r.Pool > 0 {
+		s.resume, s.resumeUntil = r.Pool, s.clk.Now().Add(s.ttl)
+	}
 	return nil
 }
 

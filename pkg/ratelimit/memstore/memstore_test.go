@@ -34,11 +34,11 @@ func (c *cuttable) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View
 	return c.Store.Sync(ctx, r)
 }
 
-func (c *cuttable) Leave(ctx context.Context, id string) error {
+func (c *cuttable) Leave(ctx context.Context, r ratelimit.Report) error {
 	if c.cut.Load() {
 		return errCut
 	}
-	return c.Store.Leave(ctx, id)
+	return c.Store.Leave(ctx, r)
 }
 
 // pool is several replicas of one vertex sharing a memstore on one manual clock.
@@ -292,5 +292,174 @@ func TestStoreSync(t *testing.T) {
 	s.SetAvailable(false)
 	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
 		t.Fatalf("down store: %v", err)
+	}
+}
+
+// joinWith adds a replica with extra options.
+func (p *pool) joinWith(id string, cfg ratelimit.Config, opts ...ratelimit.Option) *ratelimit.Limiter {
+	p.t.Helper()
+	link := &cuttable{Store: p.store}
+	opts = append([]ratelimit.Option{ratelimit.WithClock(p.clk), ratelimit.WithStore(link), ratelimit.WithReplicaID(id)}, opts...)
+	l, err := ratelimit.New(cfg, opts...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.reps[id] = &replicaUnderTest{l: l, link: link}
+	return l
+}
+
+func TestStoreOutage(t *testing.T) {
+	for _, tt := range []struct {
+		policy    ratelimit.StoreFailurePolicy
+		wantShare int64 // once the lease has run out
+		reason    error
+	}{
+		{ratelimit.Pause, 0, ratelimit.ErrStoreUnavailable},
+		{ratelimit.LastKnown, 5, ratelimit.ErrRateLimited},
+	} {
+		t.Run(tt.policy.String(), func(t *testing.T) {
+			cfg := flat(10)
+			cfg.OnStoreFailure = tt.policy
+			p := newPool(t, cfg)
+			p.joinWith("a", cfg)
+			p.joinWith("b", cfg)
+			p.run(2 * time.Second)
+			if got := p.nextEpoch(); got["a"] != 5 || got["b"] != 5 {
+				t.Fatalf("before the outage: %v", got)
+			}
+			p.store.SetAvailable(false)
+			// Within the lease (staleAfter 2s) both keep their shares.
+			p.run(200 * time.Millisecond)
+			if got := p.nextEpoch(); got["a"] != 5 || got["b"] != 5 {
+				t.Fatalf("within the lease: %v", got)
+			}
+			p.run(2 * time.Second)
+			got := p.nextEpoch()
+			if got["a"] != tt.wantShare || got["b"] != tt.wantShare {
+				t.Fatalf("after the lease: %v; want %d each", got, tt.wantShare)
+			}
+			s := p.reps["a"].l.Status()
+			if s.StoreUp {
+				t.Fatal("status says the store is up")
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+			defer cancel()
+			if _, err := p.reps["a"].l.Acquire(ctx, 1); !errors.Is(err, tt.reason) {
+				t.Fatalf("Acquire = %v; want %v", err, tt.reason)
+			}
+			// Back within a second of the store: syncs back off to at most 400ms,
+			// and the pool is used again from the next epoch.
+			p.store.SetAvailable(true)
+			p.run(900 * time.Millisecond)
+			if got := p.nextEpoch(); got["a"] != 5 || got["b"] != 5 {
+				t.Fatalf("after the store came back: %v", got)
+			}
+			if !p.reps["a"].l.Status().StoreUp {
+				t.Fatal("status says the store is down")
+			}
+		})
+	}
+}
+
+func TestRegistrationFailureTakesNoTokens(t *testing.T) {
+	p := newPool(t, flat(10))
+	p.store.SetAvailable(false)
+	l := p.joinWith("a", flat(10))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ratelimit.ErrStoreUnavailable) {
+		t.Fatalf("Acquire before registering = %v; want ErrStoreUnavailable", err)
+	}
+	p.run(3 * time.Second)
+	if got := p.drain(); got["a"] != 0 {
+		t.Fatalf("took %d without a store", got["a"])
+	}
+	p.store.SetAvailable(true)
+	p.run(time.Second)
+	if got := p.nextEpoch(); got["a"] != 10 {
+		t.Fatalf("after registering: %v; want 10", got)
+	}
+}
+
+func TestResumedRampUp(t *testing.T) {
+	cfg := ratelimit.Config{Max: 100, Min: 10, RampUpDuration: 9 * time.Second, ResumedRampUp: true}
+	p := newPool(t, cfg)
+	p.joinWith("a", cfg)
+	p.run(6 * time.Second) // the ramp climbs 10 a second while a drains it
+	before := p.reps["a"].l.Status().PoolMilli
+	if before < 40_000 {
+		t.Fatalf("pool %d; want a ramp well under way", before)
+	}
+	p.leave("a")
+	p.clk.Advance(5 * time.Second)
+	b := p.joinWith("b", cfg)
+	if got := b.Status().PoolMilli; got != before {
+		t.Fatalf("b starts at %d milli-tokens; want the %d a left", got, before)
+	}
+	p.run(time.Second)
+	if got := p.nextEpoch()["b"]; got*1000 < before {
+		t.Fatalf("b took %d tokens; want at least the pool a left", got)
+	}
+
+	// Past the ttl, a newcomer starts from min again.
+	p.store.SetTTL(time.Second)
+	p.leave("b")
+	p.clk.Advance(3 * time.Second)
+	if got := p.joinWith("c", cfg).Status().PoolMilli; got != 10_000 {
+		t.Fatalf("after the ttl c starts at %d milli-tokens; want min", got)
+	}
+	// Without resumedRampUp, the saved pool is ignored.
+	p.store.SetTTL(time.Hour)
+	p.leave("c")
+	cfg.ResumedRampUp = false
+	if got := p.joinWith("d", cfg).Status().PoolMilli; got != 10_000 {
+		t.Fatalf("without resumedRampUp d starts at %d milli-tokens; want min", got)
+	}
+}
+
+func TestFixedPool(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	for rank, want := range []int{4, 3, 3} {
+		l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithFixedPool(3, rank))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := l.Acquire(ctx, 100); n != want {
+			t.Errorf("rank %d took %d; want %d", rank, n, want)
+		}
+		l.Close(context.Background())
+	}
+	for _, bad := range [][2]int{{3, 3}, {3, -1}, {-2, 0}} {
+		if _, err := ratelimit.New(flat(10), ratelimit.WithFixedPool(bad[0], bad[1])); err == nil {
+			t.Errorf("WithFixedPool(%d, %d) accepted", bad[0], bad[1])
+		}
+	}
+}
+
+func TestEpochObserver(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	var got []ratelimit.EpochSummary
+	l, err := ratelimit.New(ratelimit.Config{Max: 30, Min: 10, RampUpDuration: 2 * time.Second}, ratelimit.WithClock(clk),
+		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) { got = append(got, s) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	for range 3 {
+		l.Acquire(ctx, 100)
+		clk.Advance(time.Second)
+	}
+	want := []int64{10, 20, 30}
+	if len(got) != 3 {
+		t.Fatalf("%d summaries; want 3", len(got))
+	}
+	for i, s := range got {
+		if s.Granted != want[i] || s.Share != want[i] || !s.Eligible || s.Epoch != 1_700_000_000+int64(i) {
+			t.Errorf("epoch %d: %+v; want granted %d", i, s, want[i])
+		}
 	}
 }
