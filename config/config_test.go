@@ -530,7 +530,8 @@ func TestLimiterConfig(t *testing.T) {
 		"monovertex-ratelimit-onlyifused.yaml": {Max: 500, Min: 50, RampUpDuration: 10 * time.Second, Mode: ratelimit.OnlyIfUsed,
 			ThresholdPercentage: 80, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
 		"monovertex-ratelimit-gobackn.yaml": {Max: 1000, Min: 100, RampUpDuration: 30 * time.Second, Mode: ratelimit.GoBackN,
-			ThresholdPercentage: 70, CoolDownPeriod: 10 * time.Second, RampDownPercentage: 25, Pacing: 100 * time.Millisecond},
+			ThresholdPercentage: 70, CoolDownPeriod: 10 * time.Second, RampDownPercentage: 25, Pacing: 100 * time.Millisecond,
+			StaleAfter: 3 * time.Second, OnStoreFailure: ratelimit.Pause, ResumedRampUp: true},
 	} {
 		t.Run(file, func(t *testing.T) {
 			f := mustLoad(t, filepath.Join("testdata/good", file))

@@ -248,6 +248,11 @@ type RedisStore struct {
 	URL      *string        `yaml:"url"`
 	DB       *int32         `yaml:"db"`
 	Sentinel *RedisSentinel `yaml:"sentinel"`
+	// RedisAuth and RedisTLS are sluice's additions for single mode: credentials
+	// from secrets instead of the URL, and a CA or client certificate for
+	// rediss:// URLs. In sentinel mode they are set under sentinel.
+	RedisAuth *RedisAuth `yaml:"redisAuth"`
+	RedisTLS  *TLS       `yaml:"redisTLS"`
 }
 
 // RedisSentinel is a sentinel deployment.

@@ -397,7 +397,6 @@ func (c *checker) store(path string, s *RateStore) {
 		if r.Replicas != nil && *r.Replicas < 1 {
 			c.add(path+".replicaCountStore.replicas", "(%d) must be at least 1", *r.Replicas)
 		}
-		c.add(path+".replicaCountStore", "is not supported yet; use inMemoryStore")
 	}
 }
 
@@ -412,9 +411,15 @@ func (c *checker) redis(path string, r *RedisStore) {
 		if r.Sentinel != nil {
 			c.add(path+".sentinel", "is for sentinel mode; remove it or set mode: sentinel")
 		}
+		if r.RedisAuth != nil {
+			c.auth(path+".redisAuth", r.RedisAuth)
+		}
 	case "sentinel":
 		if r.URL != nil {
 			c.add(path+".url", "is for single mode; remove it or set mode: single")
+		}
+		if r.RedisAuth != nil || r.RedisTLS != nil {
+			c.add(path, "in sentinel mode, set redisAuth and redisTLS under sentinel")
 		}
 		if r.Sentinel == nil {
 			c.add(path+".sentinel", "is required in sentinel mode")
@@ -448,7 +453,6 @@ func (c *checker) redis(path string, r *RedisStore) {
 	if r.DB != nil && *r.DB < 0 {
 		c.add(path+".db", "(%d) must not be negative", *r.DB)
 	}
-	c.add(path, "is not supported yet; use inMemoryStore")
 }
 
 func (c *checker) auth(path string, a *RedisAuth) {
@@ -484,6 +488,15 @@ func (r *RateLimit) LimiterConfig() ratelimit.Config {
 	}
 	if r.Pacing != nil {
 		cfg.Pacing = r.Pacing.Duration
+	}
+	if r.StaleAfter != nil {
+		cfg.StaleAfter = r.StaleAfter.Duration
+	}
+	if r.OnStoreFailure != nil && *r.OnStoreFailure == "pause" {
+		cfg.OnStoreFailure = ratelimit.Pause
+	}
+	if r.ResumedRampUp != nil {
+		cfg.ResumedRampUp = *r.ResumedRampUp
 	}
 	if m := r.Modes; m != nil {
 		switch {

@@ -85,7 +85,11 @@ func buildMonoVertex(m *config.MonoVertex, o runtimeOptions) (_ *monoVertex, err
 	var lim forward.Limiter = forward.Noop{}
 	excludeDropped := false
 	if rl := spec.Limits.GetRateLimit(); rl != nil && !o.noRateLimit {
-		l, err := ratelimit.New(rl.LimiterConfig(), ratelimit.WithReplicaID(fmt.Sprintf("%s-%d", mv.name, o.replica)))
+		lopts, err := limiterOptions(rl, mv.name, o.replica, log, &mv.closers)
+		if err != nil {
+			return nil, err
+		}
+		l, err := ratelimit.New(rl.LimiterConfig(), lopts...)
 		if err != nil {
 			return nil, err
 		}
@@ -217,13 +221,17 @@ func (mv *monoVertex) retryAfter() time.Duration {
 // secretsDir is where Numaflow mounts the secrets a vertex names.
 const secretsDir = "/var/numaflow/secrets"
 
-// readSecret reads a secret from its file, or from Numaflow's mount of it.
-func readSecret(s *config.SecretKeySelector) (string, error) {
-	path := s.File
-	if path == "" {
-		path = filepath.Join(secretsDir, s.Name, s.Key)
+// secretPath is the file of a secret: its own, or Numaflow's mount of it.
+func secretPath(s *config.SecretKeySelector) string {
+	if s.File != "" {
+		return s.File
 	}
-	b, err := os.ReadFile(path)
+	return filepath.Join(secretsDir, s.Name, s.Key)
+}
+
+// readSecret reads a secret, trimmed of surrounding white space.
+func readSecret(s *config.SecretKeySelector) (string, error) {
+	b, err := os.ReadFile(secretPath(s))
 	if err != nil {
 		return "", err
 	}

@@ -21,4 +21,11 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 		func(s ratelimit.Status) float64 { return float64(s.Granted) })
 	gauge("sluice_ratelimit_pool_size", "Number of replicas the pool is split among.",
 		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
+	gauge("sluice_ratelimit_store_up", "1 while the last sync with the rate limiter's store succeeded (always 1 without a store).",
+		func(s ratelimit.Status) float64 {
+			if s.StoreUp {
+				return 1
+			}
+			return 0
+		})
 }

@@ -64,6 +64,7 @@ type Limiter struct {
 	leaseUntil  time.Time // the last agreed view may be used until then
 	leaseLogged bool
 	resume      int64 // the pool to resume the ramp from, milli-tokens; 0 for none
+	agreedSize  int   // the last pool size agreed, for logging changes
 	ended       []EpochSummary
 }
 

@@ -48,13 +48,15 @@ func (l *Limiter) syncOnce() error {
 	mid := t0.Add(t1.Sub(t0) / 2)
 	l.offset = v.Time.UnixNano() - (l.baseNano + int64(mid.Sub(l.base)))
 	stamp := floorDiv(v.Time.UnixNano(), epochNanos)
-	wasAgreed, size := l.member.agreed, l.member.latest.size
+	wasAgreed := l.member.agreed
 	l.member.learn(v, stamp)
 	switch {
 	case !wasAgreed && l.member.agreed:
 		l.log.Info("joined the pool", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-	case l.member.agreed && v.Agreed && size != v.PoolSize:
+		l.agreedSize = v.PoolSize
+	case v.Agreed && l.agreedSize != v.PoolSize:
 		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
+		l.agreedSize = v.PoolSize
 	}
 	if !l.registered {
 		l.registered = true

@@ -1,0 +1,186 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Conn says how to reach Redis: one server (Mode "single", URL) or the master a
+// set of sentinels name (Mode "sentinel").
+type Conn struct {
+	Mode string
+	// URL is redis://[user:password@]host:port[/db] or rediss://... (TLS) in
+	// single mode.
+	URL string
+	// DB overrides the URL's database when set.
+	DB *int
+
+	MasterName string
+	Endpoints  []string // sentinel host:port
+
+	// Credentials of the Redis servers and of the sentinels; empty for none.
+	Username, Password                 string
+	SentinelUsername, SentinelPassword string
+	// TLS of the Redis servers and of the sentinels; nil for plain TCP.
+	TLS, SentinelTLS *tls.Config
+
+	// DialTimeout bounds connecting (default 2s).
+	DialTimeout time.Duration
+}
+
+// TLSFiles names the PEM files of a TLS configuration.
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
+	InsecureSkipVerify        bool
+}
+
+// Config builds a client TLS configuration from the files.
+func (f TLSFiles) Config() (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.InsecureSkipVerify}
+	if f.CAFile != "" {
+		pem, err := os.ReadFile(f.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", f.CAFile)
+		}
+	}
+	if (f.CertFile == "") != (f.KeyFile == "") {
+		return nil, errors.New("a client certificate needs both the certificate and the key")
+	}
+	if f.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// NewClient returns a client for c. It does not connect.
+func NewClient(c Conn) (redis.UniversalClient, error) {
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 2 * time.Second
+	}
+	switch c.Mode {
+	case "single":
+		opt, err := redis.ParseURL(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("url: %w", err)
+		}
+		if c.DB != nil {
+			opt.DB = *c.DB
+		}
+		if c.Username != "" {
+			opt.Username = c.Username
+		}
+		if c.Password != "" {
+			opt.Password = c.Password
+		}
+		if c.TLS != nil {
+			t := c.TLS.Clone()
+			if opt.TLSConfig != nil && t.ServerName == "" {
+				t.ServerName = opt.TLSConfig.ServerName
+			}
+			opt.TLSConfig = t
+		}
+		// A replica syncs again within a sync interval: one try is enough.
+		opt.DialTimeout, opt.MaxRetries, opt.DialerRetries = c.DialTimeout, 1, 1
+		return redis.NewClient(opt), nil
+	case "sentinel":
+		if c.MasterName == "" || len(c.Endpoints) == 0 {
+			return nil, errors.New("sentinel mode needs a master name and endpoints")
+		}
+		opt := &redis.FailoverOptions{
+			MasterName: c.MasterName, SentinelAddrs: c.Endpoints,
+			Username: c.Username, Password: c.Password,
+			SentinelUsername: c.SentinelUsername, SentinelPassword: c.SentinelPassword,
+			DialTimeout: c.DialTimeout, MaxRetries: 1, DialerRetries: 1,
+		}
+		if c.DB != nil {
+			opt.DB = *c.DB
+		}
+		// go-redis has one TLS setting for sentinels and servers; a dialer tells
+		// them apart by address, so each gets its own.
+		if c.TLS != nil || c.SentinelTLS != nil {
+			opt.Dialer = tlsDialer(c)
+		}
+		return redis.NewFailoverClient(opt), nil
+	}
+	return nil, fmt.Errorf("mode %q: want single or sentinel", c.Mode)
+}
+
+// tlsDialer dials sentinels with c.SentinelTLS and servers with c.TLS.
+func tlsDialer(c Conn) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: c.DialTimeout, KeepAlive: 5 * time.Minute}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cfg := c.TLS
+		if slices.Contains(c.Endpoints, addr) {
+			cfg = c.SentinelTLS
+		}
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil || cfg == nil {
+			return conn, err
+		}
+		cfg = cfg.Clone()
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg.ServerName = host
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}
+
+// Problem classes of a connection check.
+var (
+	// ErrAuth: Redis refused the credentials.
+	ErrAuth = errors.New("redis refused the credentials")
+	// ErrTLS: the TLS handshake failed (certificate, CA, protocol).
+	ErrTLS = errors.New("TLS handshake with redis failed")
+	// ErrHost: the host name does not resolve.
+	ErrHost = errors.New("redis host not found")
+)
+
+// Check pings Redis once. A wrong password, a TLS failure or a host that does
+// not resolve are errors of the configuration, matching [ErrAuth], [ErrTLS] or
+// [ErrHost]; anything else (refused, timed out) is Redis being away for now.
+func Check(ctx context.Context, client redis.UniversalClient) error {
+	err := client.Ping(ctx).Err()
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "invalid password"),
+		strings.Contains(msg, "invalid username-password"):
+		return fmt.Errorf("%w: %v", ErrAuth, err)
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr),
+		strings.Contains(msg, "tls:"), strings.Contains(msg, "x509:"):
+		return fmt.Errorf("%w: %v", ErrTLS, err)
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return fmt.Errorf("%w: %v", ErrHost, err)
+	}
+	return err
+}

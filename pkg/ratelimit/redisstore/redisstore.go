@@ -1,0 +1,115 @@
+// Package redisstore is a [ratelimit.Store] in Redis: the replicas of a vertex,
+// wherever they run, agree through it on who is in the pool, so that together
+// they stay under the vertex's limit.
+//
+// # Keys
+//
+// A store keeps four keys per vertex, all with the hash tag of its prefix
+// ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
+// sluice:{prefix}:heartbeats, :reports, :members and :resume. Every key expires
+// after the ttl unless a replica keeps syncing.
+//
+// # Scripts
+//
+// Each sync is one Lua script (sync.lua), run with EVALSHA and, when Redis does
+// not know it yet, EVAL: it records the heartbeat on Redis TIME, drops stale
+// replicas and returns the agreement, the rank and Redis's clock, which defines
+// the epochs of every replica. A replica syncs once per sync interval from a
+// background goroutine, never per message.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+var (
+	//go:embed sync.lua
+	syncSource string
+	//go:embed leave.lua
+	leaveSource string
+
+	syncScript  = redis.NewScript(syncSource)
+	leaveScript = redis.NewScript(leaveSource)
+)
+
+// Defaults of a store's options.
+const (
+	DefaultStaleAfter = ratelimit.DefaultStaleAfter
+	DefaultTTL        = 180 * time.Second
+)
+
+// Options tune a store.
+type Options struct {
+	// StaleAfter drops a replica whose last heartbeat is older (default 2s).
+	StaleAfter time.Duration
+	// TTL is how long keys outlive the last sync, and how long the pool of a
+	// replica that left is kept for resuming (default 180s).
+	TTL time.Duration
+}
+
+// Store is one vertex's pool in Redis. It is safe for concurrent use.
+type Store struct {
+	client redis.Scripter
+	keys   []string
+	opts   Options
+	keyTTL time.Duration // of the membership keys: at least two staleAfters
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns the pool of the vertex prefix in the Redis of client.
+func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
+	if prefix == "" {
+		return nil, errors.New("redisstore: empty key prefix")
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	base := "sluice:{" + prefix + "}:"
+	return &Store{client: client, opts: opts, keyTTL: max(opts.TTL, 2*opts.StaleAfter),
+		keys: []string{base + "heartbeats", base + "reports", base + "members", base + "resume"}}, nil
+}
+
+// Keys returns the store's keys.
+func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
+
+// Sync implements [ratelimit.Store] with one script run.
+func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+	res, err := syncScript.Run(ctx, s.client, s.keys, r.ID, r.PoolSize,
+		s.opts.StaleAfter.Milliseconds(), s.keyTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
+	}
+	if len(res) != 7 {
+		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %d values from the script, want 7", len(res))
+	}
+	return ratelimit.View{
+		Agreed:   res[0] == 1,
+		PoolSize: int(res[1]),
+		Live:     int(res[2]),
+		Rank:     int(res[3]),
+		Time:     time.Unix(res[4], res[5]*int64(time.Microsecond)),
+		Resume:   res[6],
+	}, nil
+}
+
+// Leave implements [ratelimit.Store].
+func (s *Store) Leave(ctx context.Context, r ratelimit.Report) error {
+	err := leaveScript.Run(ctx, s.client, s.keys, r.ID, strconv.FormatInt(max(r.Pool, 0), 10), s.opts.TTL.Milliseconds()).Err()
+	if err != nil {
+		return fmt.Errorf("redisstore: leave: %w", err)
+	}
+	return nil
+}

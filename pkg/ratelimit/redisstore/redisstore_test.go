@@ -1,0 +1,286 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newStore(t *testing.T, srv *redistest.Server, prefix string, opts redisstore.Options) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(srv.Client(t), prefix, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSyncAgreement(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{StaleAfter: 300 * time.Millisecond})
+	ctx := context.Background()
+	sync := func(id string, size int) ratelimit.View {
+		t.Helper()
+		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := sync("b", 0); v.Agreed || v.Live != 1 || v.Rank != 0 {
+		t.Fatalf("first sync %+v; want disagreement, live 1", v)
+	}
+	if v := sync("b", 1); !v.Agreed || v.PoolSize != 1 {
+		t.Fatalf("second sync %+v; want AGREE(1)", v)
+	}
+	if v := sync("a", 0); v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
+		t.Fatalf("joiner %+v; want DISAGREE with the largest size 1, live 2, rank 0", v)
+	}
+	sync("b", 2)
+	if v := sync("a", 2); !v.Agreed || v.PoolSize != 2 || v.Rank != 0 {
+		t.Fatalf("%+v; want AGREE(2), a ranked first", v)
+	}
+	if v := sync("b", 2); v.Rank != 1 {
+		t.Fatalf("b's rank %d; want 1", v.Rank)
+	}
+	// The store's clock is Redis TIME.
+	v := sync("a", 2)
+	if d := time.Since(v.Time); d < -time.Second || d > time.Second {
+		t.Fatalf("store time %v is %v from this host's clock", v.Time, d)
+	}
+	// b stops syncing: after staleAfter it is gone from the pool.
+	deadline := time.Now().Add(5 * time.Second)
+	for sync("a", 2).Live != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("b never went stale")
+		}
+		time.Sleep(50 * time.Millisecond) // Redis's clock must move past staleAfter
+	}
+	if v := sync("a", 1); !v.Agreed || v.PoolSize != 1 {
+		t.Fatalf("after b went stale: %+v; want AGREE(1)", v)
+	}
+}
+
+func TestLeaveAndResume(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{TTL: 2 * time.Second})
+	ctx := context.Background()
+	s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0})
+	s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0})
+	if err := s.Leave(ctx, ratelimit.Report{ID: "a", Pool: 42_500}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1})
+	if err != nil || !v.Agreed || v.Live != 1 || v.Resume != 42_500 {
+		t.Fatalf("after a left: %+v, %v; want b alone and the pool a saved", v, err)
+	}
+	// Leaving without a pool keeps the saved one.
+	s.Leave(ctx, ratelimit.Report{ID: "b"})
+	if v, _ := s.Sync(ctx, ratelimit.Report{ID: "c"}); v.Resume != 42_500 {
+		t.Fatalf("resume %d after a leave without a pool", v.Resume)
+	}
+	if ttl := srv.Do(t, "PTTL", s.Keys()[3]).(int64); ttl <= 0 || ttl > 2000 {
+		t.Fatalf("resume key ttl %dms; want at most the store's 2s", ttl)
+	}
+}
+
+func TestVerticesDoNotShareState(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	a := newStore(t, srv, "pipe-a", redisstore.Options{})
+	b := newStore(t, srv, "pipe-b", redisstore.Options{})
+	ctx := context.Background()
+	for range 2 {
+		a.Sync(ctx, ratelimit.Report{ID: "x", PoolSize: 1})
+		a.Sync(ctx, ratelimit.Report{ID: "y", PoolSize: 1})
+	}
+	v, _ := b.Sync(ctx, ratelimit.Report{ID: "z", PoolSize: 0})
+	if v.Live != 1 {
+		t.Fatalf("vertex b sees %d replicas; want only its own", v.Live)
+	}
+	for _, k := range a.Keys() {
+		if b.Keys()[0] == k {
+			t.Fatalf("vertices share key %s", k)
+		}
+	}
+}
+
+func TestScriptsReloadAfterFlush(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{})
+	ctx := context.Background()
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Do(t, "SCRIPT", "FLUSH")
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+		t.Fatalf("after SCRIPT FLUSH: %v", err)
+	}
+}
+
+// TestLimitersShareOneLimit runs three limiters on one Redis in real time: once
+// they agree, every epoch's shares sum to exactly the pool and no epoch grants
+// more than it.
+func TestLimitersShareOneLimit(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	const max = 997
+	type summary = ratelimit.EpochSummary
+	var mu sync.Mutex
+	byEpoch := map[int64][]summary{}
+	var limiters []*ratelimit.Limiter
+	for i := range 3 {
+		store := newStore(t, srv, "shared", redisstore.Options{})
+		l, err := ratelimit.New(ratelimit.Config{Max: max, Min: max}, ratelimit.WithStore(store),
+			ratelimit.WithReplicaID(fmt.Sprint("replica-", i)),
+			ratelimit.WithEpochObserver(func(s summary) {
+				mu.Lock()
+				defer mu.Unlock()
+				byEpoch[s.Epoch] = append(byEpoch[s.Epoch], s)
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		limiters = append(limiters, l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, l := range limiters {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				l.Acquire(ctx, 100)
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range limiters {
+		l.Close(context.Background())
+	}
+	full := 0
+	for e, ss := range byEpoch {
+		var shares, granted int64
+		eligible := 0
+		for _, s := range ss {
+			shares += s.Share
+			granted += s.Granted
+			if s.Eligible {
+				eligible++
+			}
+		}
+		if granted > max {
+			t.Errorf("epoch %d granted %d; max %d (%+v)", e, granted, max, ss)
+		}
+		if eligible == 3 && len(ss) == 3 {
+			full++
+			if shares != max || granted != max {
+				t.Errorf("epoch %d: shares %d, granted %d; want exactly %d (%+v)", e, shares, granted, max, ss)
+			}
+		}
+	}
+	if full < 2 {
+		t.Fatalf("only %d epochs with all three replicas in the pool", full)
+	}
+}
+
+func TestCheckClassifiesErrors(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Password: "s3cret"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		name string
+		conn redisstore.Conn
+		want error // nil: a transient error or none
+		ok   bool
+	}{
+		{"right password", redisstore.Conn{Mode: "single", URL: "redis://" + srv.Addr, Password: "s3cret"}, nil, true},
+		{"wrong password", redisstore.Conn{Mode: "single", URL: "redis://:nope@" + srv.Addr}, redisstore.ErrAuth, false},
+		{"no password", redisstore.Conn{Mode: "single", URL: "redis://" + srv.Addr}, redisstore.ErrAuth, false},
+		{"unknown host", redisstore.Conn{Mode: "single", URL: "redis://no-such-host.invalid:6379"}, redisstore.ErrHost, false},
+		{"nothing listening", redisstore.Conn{Mode: "single", URL: "redis://127.0.0.1:1"}, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := redisstore.NewClient(tt.conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			err = redisstore.Check(ctx, c)
+			switch {
+			case tt.ok && err != nil:
+				t.Fatalf("Check = %v", err)
+			case !tt.ok && err == nil:
+				t.Fatal("Check passed")
+			case tt.want != nil && !errors.Is(err, tt.want):
+				t.Fatalf("Check = %v; want %v", err, tt.want)
+			case tt.want == nil && (errors.Is(err, redisstore.ErrAuth) || errors.Is(err, redisstore.ErrTLS) || errors.Is(err, redisstore.ErrHost)):
+				t.Fatalf("Check = %v; want a transient error", err)
+			}
+		})
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{TLS: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	good, err := redisstore.TLSFiles{CAFile: srv.CAFile, CertFile: srv.ClientCertFile, KeyFile: srv.ClientKeyFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := redisstore.NewClient(redisstore.Conn{Mode: "single", URL: "rediss://" + srv.Addr, TLS: good})
+	defer c.Close()
+	if err := redisstore.Check(ctx, c); err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	// Without the test's CA, the system's roots do not trust the server.
+	bad, _ := redisstore.TLSFiles{}.Config()
+	c2, _ := redisstore.NewClient(redisstore.Conn{Mode: "single", URL: "rediss://" + srv.Addr, TLS: bad})
+	defer c2.Close()
+	if err := redisstore.Check(ctx, c2); !errors.Is(err, redisstore.ErrTLS) {
+		t.Fatalf("with another CA: %v; want ErrTLS", err)
+	}
+	if _, err := (redisstore.TLSFiles{CAFile: "/nonexistent"}).Config(); err == nil {
+		t.Fatal("a missing CA file loads")
+	}
+}
+
+func TestSentinel(t *testing.T) {
+	sn := redistest.StartSentinel(t, redistest.Options{Password: "s3cret"})
+	c, err := redisstore.NewClient(redisstore.Conn{Mode: "sentinel", MasterName: sn.MasterName, Endpoints: sn.Endpoints(),
+		Password: "s3cret", SentinelPassword: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := redisstore.New(c, "mv", redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+		t.Fatalf("through the sentinels: %v", err)
+	}
+	sn.Failover(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 1})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sync after the failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the client finds the new master on its own
+	}
+}

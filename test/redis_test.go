@@ -1,0 +1,337 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/redistest"
+)
+
+// redisVertexYAML is a generator → log MonoVertex sharing its limit through the
+// given redisStore block.
+func redisVertexYAML(name string, max int, store, extra string) string {
+	return fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: %s
+spec:
+  limits:
+    readTimeout: 200ms
+    rateLimit:
+      max: %d
+      min: %d
+      rampUpDuration: 0s
+%s      store:
+        redisStore:
+%s
+  source:
+    generator:
+      rpu: 100000
+  sink:
+    log: {}
+`, name, max, max, extra, store)
+}
+
+// epochLog is a replica's own account of one epoch (the debug log "epoch").
+type epochLog struct {
+	Epoch    int64
+	Granted  int64
+	Share    int64
+	PoolSize int
+	Eligible bool
+}
+
+// epochs returns a replica's per-epoch accounting from its debug log.
+func (p *proc) epochs(t *testing.T) map[int64]epochLog {
+	t.Helper()
+	out := map[int64]epochLog{}
+	for _, line := range strings.Split(p.stderrText(), "\n") {
+		if !strings.Contains(line, `"msg":"epoch"`) {
+			continue
+		}
+		var e epochLog
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("epoch log %q: %v", line, err)
+		}
+		out[e.Epoch] = e
+	}
+	return out
+}
+
+// sumEpochs adds the replicas' grants and counts the eligible ones per epoch.
+func sumEpochs(t *testing.T, procs []*proc) (granted map[int64]int64, eligible map[int64]int) {
+	granted, eligible = map[int64]int64{}, map[int64]int{}
+	for _, p := range procs {
+		for e, l := range p.epochs(t) {
+			granted[e] += l.Granted
+			if l.Eligible {
+				eligible[e]++
+			}
+		}
+	}
+	return granted, eligible
+}
+
+// generatorValues checks that a replica wrote its generator's values 0, 1, 2, ...
+// with none missing: no message read was lost.
+func generatorValues(t *testing.T, p *proc) int {
+	t.Helper()
+	lines := p.stdoutLines()
+	seen := make([]bool, len(lines))
+	for _, l := range lines {
+		payload, _, _ := strings.Cut(strings.TrimPrefix(l, "Payload - "), " Keys - ")
+		var m struct{ Data struct{ Value int } }
+		if err := json.Unmarshal([]byte(payload), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if m.Data.Value >= len(seen) || seen[m.Data.Value] {
+			t.Fatalf("value %d out of order or repeated (%d lines)", m.Data.Value, len(lines))
+		}
+		seen[m.Data.Value] = true
+	}
+	return len(lines)
+}
+
+// TestReplicasShareThroughRedis runs five replicas of one MonoVertex sharing 997
+// messages a second through Redis. No epoch grants more than 997 in all; with all
+// five in the pool, at least 99.5% of it is delivered; after one is killed with
+// SIGKILL, the survivors take back its share within staleAfter + 1s; Redis sees
+// at most 12 commands per replica per second.
+func TestReplicasShareThroughRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	cfg := writeConfig(t, redisVertexYAML("shared", 997, "          mode: single\n          url: redis://"+srv.Addr, ""))
+	var procs []*proc
+	for i := range 5 {
+		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
+	}
+	for _, p := range procs {
+		p.metricsAddr()
+	}
+	statsBefore := commandCalls(t, srv)
+	statsAt := time.Now()
+	time.Sleep(10 * time.Second) // real replicas, real time
+	statsAfter := commandCalls(t, srv)
+	perReplica := float64(statsAfter-statsBefore) / 5 / time.Since(statsAt).Seconds()
+
+	killedAt := time.Now()
+	procs[4].cmd.Process.Kill()
+	<-procs[4].done
+	time.Sleep(10 * time.Second)
+	stoppingAt := time.Now().Unix() // epochs from here on see replicas leave
+	for _, p := range procs[:4] {
+		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	}
+
+	granted, eligible := sumEpochs(t, procs)
+	epochs := slices.Sorted(maps.Keys(granted))
+	killEpoch := killedAt.Unix()
+	reclaimedBy := killedAt.Add(2*time.Second + time.Second).Unix() // staleAfter + 1s
+	var full int
+	for _, e := range epochs {
+		if granted[e] > 997 {
+			t.Errorf("epoch %d granted %d; max 997", e, granted[e])
+		}
+		switch {
+		case e < killEpoch && eligible[e] == 5, e > reclaimedBy && e < stoppingAt && eligible[e] == 4:
+			full++
+			if granted[e] < 992 { // 99.5% of 997
+				t.Errorf("epoch %d: %d granted with the pool agreed; want at least 99.5%% of 997", e, granted[e])
+			}
+		}
+	}
+	if full < 14 {
+		t.Fatalf("only %d epochs with the whole pool at work (%v)", full, granted)
+	}
+	// The survivors reclaim the dead replica's share within staleAfter + 1s.
+	for e := reclaimedBy + 1; e < stoppingAt; e++ {
+		if granted[e] < 992 {
+			t.Errorf("epoch %d (%ds after the kill): %d granted; the survivors should have reclaimed the share", e, e-killEpoch, granted[e])
+		}
+	}
+	for _, p := range procs[:4] {
+		generatorValues(t, p)
+	}
+	if perReplica > 12 {
+		t.Errorf("%.1f Redis commands per replica per second; want at most 12", perReplica)
+	}
+	t.Logf("%.1f Redis commands per replica per second; %d full epochs", perReplica, full)
+}
+
+// clientCommands are the commands a replica sends. INFO commandstats also counts
+// the commands its scripts run inside Redis, which cost no round trip.
+var clientCommands = []string{"evalsha", "eval", "script|load", "ping", "hello", "auth", "select", "client|setinfo"}
+
+// commandCalls returns the number of commands clients have sent Redis.
+func commandCalls(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info := fmt.Sprint(srv.Do(t, "INFO", "commandstats"))
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !strings.HasPrefix(line, "cmdstat_") || !slices.Contains(clientCommands, name) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, "calls=")
+		calls, _, _ := strings.Cut(rest, ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		total += n
+	}
+	return total
+}
+
+// TestRedisOutage stops Redis for 10 seconds under each onStoreFailure policy:
+// no message read is lost; with pause no epoch ever exceeds the limit; within a
+// second of Redis's return the replicas use the whole pool again.
+func TestRedisOutage(t *testing.T) {
+	for _, policy := range []string{"pause", "lastKnown"} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t, redistest.Options{})
+			cfg := writeConfig(t, redisVertexYAML("outage-"+strings.ToLower(policy), 100,
+				"          mode: single\n          url: redis://"+srv.Addr, "      onStoreFailure: "+policy+"\n"))
+			var procs []*proc
+			for i := range 2 {
+				procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
+			}
+			for _, p := range procs {
+				p.metricsAddr()
+			}
+			time.Sleep(3 * time.Second)
+			srv.Stop()
+			stoppedAt := time.Now()
+			time.Sleep(10 * time.Second)
+			srv.Restart(t)
+			backAt := time.Now()
+			time.Sleep(4 * time.Second)
+			for _, p := range procs {
+				if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+					t.Fatalf("exit %d", code)
+				}
+				generatorValues(t, p)
+			}
+			granted, eligible := sumEpochs(t, procs)
+			for e, g := range granted {
+				if g > 100 && policy == "pause" {
+					t.Errorf("epoch %d granted %d; max 100", e, g)
+				}
+			}
+			// Paused replicas take nothing once the lease (2s) has run out.
+			if policy == "pause" {
+				for e := stoppedAt.Unix() + 3; e < backAt.Unix(); e++ {
+					if granted[e] != 0 {
+						t.Errorf("epoch %d, Redis down for %ds: %d granted while paused", e, e-stoppedAt.Unix(), granted[e])
+					}
+				}
+			}
+			// Normal again within a second of Redis's return.
+			for e := backAt.Add(time.Second).Unix() + 1; e < backAt.Unix()+4; e++ {
+				if granted[e] != 100 || eligible[e] != 2 {
+					t.Errorf("epoch %d, %v after Redis came back: %d granted by %d replicas; want 100 by 2",
+						e, time.Unix(e, 0).Sub(backAt), granted[e], eligible[e])
+				}
+			}
+			for _, p := range procs {
+				if !strings.Contains(p.stderrText(), "store is reachable again") {
+					t.Errorf("no log of the store's return")
+				}
+			}
+		})
+	}
+}
+
+// TestSentinelFailover shares a limit through Redis behind sentinels and fails
+// the master over: the replicas keep throttling, never above the limit.
+func TestSentinelFailover(t *testing.T) {
+	sn := redistest.StartSentinel(t, redistest.Options{Password: "s3cret"})
+	pass := writeSecret(t, "s3cret")
+	endpoints := `["` + strings.Join(sn.Endpoints(), `", "`) + `"]`
+	cfg := writeConfig(t, redisVertexYAML("failover", 50, `          mode: sentinel
+          sentinel:
+            masterName: `+sn.MasterName+`
+            endpoints: `+endpoints+`
+            redisAuth:
+              password:
+                file: `+pass, ""))
+	var procs []*proc
+	for i := range 2 {
+		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
+	}
+	for _, p := range procs {
+		p.metricsAddr()
+	}
+	time.Sleep(3 * time.Second)
+	sn.Failover(t)
+	failedOverAt := time.Now()
+	time.Sleep(6 * time.Second)
+	for _, p := range procs {
+		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	}
+	granted, eligible := sumEpochs(t, procs)
+	for e, g := range granted {
+		if g > 50 {
+			t.Errorf("epoch %d granted %d; max 50", e, g)
+		}
+	}
+	// Throttling goes on through the failover: the last seconds run at the limit.
+	for e := failedOverAt.Unix() + 3; e < failedOverAt.Unix()+6; e++ {
+		if granted[e] != 50 || eligible[e] != 2 {
+			t.Errorf("epoch %d after the failover: %d granted by %d replicas; want 50 by 2", e, granted[e], eligible[e])
+		}
+	}
+}
+
+// TestRedisConfigErrors: a wrong password, a bad CA or an unknown host stop
+// `vertex run` at start with exit code 2 and the field to fix.
+func TestRedisConfigErrors(t *testing.T) {
+	plain := redistest.Start(t, redistest.Options{Password: "s3cret", Users: []redistest.User{{Name: "app", Password: "apppass"}}})
+	secure := redistest.Start(t, redistest.Options{TLS: true})
+	wrong := writeSecret(t, "nope")
+	otherCA := writeSecret(t, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----")
+	for _, tt := range []struct {
+		name, store, want string
+	}{
+		{"wrong password in url", "          mode: single\n          url: redis://:nope@" + plain.Addr,
+			"spec.limits.rateLimit.store.redisStore.url"},
+		{"wrong ACL password", "          mode: single\n          url: redis://" + plain.Addr +
+			"\n          redisAuth:\n            username:\n              file: " + writeSecret(t, "app") +
+			"\n            password:\n              file: " + wrong,
+			"spec.limits.rateLimit.store.redisStore.redisAuth"},
+		{"bad CA", "          mode: single\n          url: rediss://" + secure.Addr +
+			"\n          redisTLS:\n            caCertSecret:\n              file: " + otherCA,
+			"spec.limits.rateLimit.store.redisStore.redisTLS"},
+		{"CA of another authority", "          mode: single\n          url: rediss://" + secure.Addr,
+			"spec.limits.rateLimit.store.redisStore.url"},
+		{"unknown host", "          mode: single\n          url: redis://no-such-host.invalid:6379",
+			"spec.limits.rateLimit.store.redisStore.url"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeConfig(t, redisVertexYAML("cfg-errors", 10, tt.store, ""))
+			p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0")
+			<-p.done
+			if code := p.cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(p.stderrText(), tt.want) {
+				t.Fatalf("exit %d; stderr:\n%s\nwant exit 2 naming %s", code, p.stderrText(), tt.want)
+			}
+			if strings.Contains(p.stderrText(), "s3cret") || strings.Contains(p.stderrText(), "apppass") {
+				t.Fatal("a secret in the log")
+			}
+		})
+	}
+	// The right ACL user and password work.
+	cfg := writeConfig(t, redisVertexYAML("acl-ok", 10, "          mode: single\n          url: redis://"+plain.Addr+
+		"\n          redisAuth:\n            username:\n              file: "+writeSecret(t, "app")+
+		"\n            password:\n              file: "+writeSecret(t, "apppass"), ""))
+	p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0")
+	p.waitFor(20*time.Second, "messages", func() bool { return len(p.lines) >= 10 })
+	p.stop(syscall.SIGTERM, 10*time.Second)
+}
