@@ -335,3 +335,52 @@ func TestRedisConfigErrors(t *testing.T) {
 	p.waitFor(20*time.Second, "messages", func() bool { return len(p.lines) >= 10 })
 	p.stop(syscall.SIGTERM, 10*time.Second)
 }
+
+// TestReplicaCountStore runs three replicas with no store: each takes its rank's
+// share of the limit, and together they take all of it.
+func TestReplicaCountStore(t *testing.T) {
+	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: counted
+spec:
+  limits:
+    readTimeout: 200ms
+    rateLimit:
+      max: 100
+      min: 100
+      rampUpDuration: 0s
+      store:
+        replicaCountStore: {}
+  source:
+    generator:
+      rpu: 10000
+  sink:
+    log: {}
+`)
+	t.Setenv("NUMAFLOW_REPLICAS", "3")
+	var procs []*proc
+	for i := range 3 {
+		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
+	}
+	for _, p := range procs {
+		p.metricsAddr()
+	}
+	time.Sleep(3 * time.Second)
+	for _, p := range procs {
+		p.stop(syscall.SIGTERM, 10*time.Second)
+	}
+	for i, want := range []int64{34, 33, 33} {
+		for e, l := range procs[i].epochs(t) {
+			if l.Share != want || l.PoolSize != 3 {
+				t.Errorf("replica %d, epoch %d: share %d of %d; want %d of 3", i, e, l.Share, l.PoolSize, want)
+			}
+		}
+	}
+	// A replica index beyond the count is refused at start.
+	p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "3")
+	<-p.done
+	if code := p.cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(p.stderrText(), "--replica (3)") {
+		t.Fatalf("replica 3 of 3: exit %d, %s", code, p.stderrText())
+	}
+}

@@ -141,12 +141,18 @@ func (g *Generator) Read(ctx context.Context, buf []isb.ReadMessage) (int, error
 // fill writes the messages with sequence numbers first, first+1, ... into buf.
 func (g *Generator) fill(buf []isb.ReadMessage, first uint64, now time.Time) {
 	created := now.UnixNano()
-	// One allocation holds the batch's ids and payloads; messages only read it.
-	arena := make([]byte, 0, len(buf)*(len(g.padding)+len(g.idPrefix)+84))
+	// A few chunks hold the batch's ids and payloads; messages only read them.
+	// Chunks stay below the runtime's large-object size, so that a busy generator
+	// does not make the runtime hand pages back and fault them in again.
+	perMsg := len(g.padding) + len(g.idPrefix) + 84
+	var arena []byte
 	for i := range buf {
 		seq := first + uint64(i)
 		m := &buf[i]
 		*m = isb.ReadMessage{}
+		if cap(arena)-len(arena) < perMsg {
+			arena = make([]byte, 0, max(arenaChunk, perMsg))
+		}
 		start := len(arena)
 		arena = append(arena, g.idPrefix...)
 		arena = strconv.AppendUint(arena, seq, 10)
@@ -180,6 +186,9 @@ func (g *Generator) fill(buf []isb.ReadMessage, first uint64, now time.Time) {
 		}
 	}
 }
+
+// arenaChunk is the size of the generator's payload allocations.
+const arenaChunk = 16 << 10
 
 // Ack does nothing: generated messages cannot be delivered again.
 func (g *Generator) Ack(context.Context, []isb.ReadMessage) error { return nil }
