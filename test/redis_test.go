@@ -102,8 +102,8 @@ func generatorValues(t *testing.T, p *proc) int {
 // TestReplicasShareThroughRedis runs five replicas of one MonoVertex sharing 997
 // messages a second through Redis. No epoch grants more than 997 in all; with all
 // five in the pool, at least 99.5% of it is delivered; after one is killed with
-// SIGKILL, the survivors take back its share within staleAfter + 1s; Redis sees
-// at most 12 commands per replica per second.
+// SIGKILL, the survivors take back its share within staleAfter + 1s; when it
+// comes back it rejoins; Redis sees at most 12 commands per replica per second.
 func TestReplicasShareThroughRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	cfg := writeConfig(t, redisVertexYAML("shared", 997, "          mode: single\n          url: redis://"+srv.Addr, ""))
@@ -123,9 +123,15 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	killedAt := time.Now()
 	procs[4].cmd.Process.Kill()
 	<-procs[4].done
-	time.Sleep(10 * time.Second)
-	stoppingAt := time.Now().Unix() // epochs from here on see replicas leave
-	for _, p := range procs[:4] {
+	time.Sleep(8 * time.Second)
+	stoppingAt := time.Now().Unix() // epochs from here on see the pool change again
+
+	// Replica 4 comes back and rejoins the pool.
+	rejoined := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "4", "--log-level", "debug")
+	rejoined.metricsAddr()
+	time.Sleep(5 * time.Second)
+	procs = append(procs, rejoined) // procs[4] is the killed one, procs[5] its return
+	for _, p := range slices.Concat(procs[:4], procs[5:]) {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d", code)
 		}
@@ -133,6 +139,20 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 
 	granted, eligible := sumEpochs(t, procs)
 	epochs := slices.Sorted(maps.Keys(granted))
+	if testing.Verbose() {
+		for i, p := range procs {
+			var row []string
+			ep := p.epochs(t)
+			for _, e := range epochs {
+				if l, ok := ep[e]; ok {
+					row = append(row, fmt.Sprintf("%d/%d/%v", l.Granted, l.PoolSize, l.Eligible))
+				} else {
+					row = append(row, "-")
+				}
+			}
+			t.Logf("replica %d: %s", i, strings.Join(row, " "))
+		}
+	}
 	killEpoch := killedAt.Unix()
 	reclaimedBy := killedAt.Add(2*time.Second + time.Second).Unix() // staleAfter + 1s
 	var full int
@@ -148,8 +168,18 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 			}
 		}
 	}
-	if full < 14 {
+	if full < 12 {
 		t.Fatalf("only %d epochs with the whole pool at work (%v)", full, granted)
+	}
+	// The returning replica is in the pool again: five replicas share each second.
+	rejoinedAt := 0
+	for _, e := range epochs {
+		if e > stoppingAt && eligible[e] == 5 && granted[e] >= 992 {
+			rejoinedAt++
+		}
+	}
+	if rejoinedAt < 2 {
+		t.Errorf("the returning replica did not rejoin: %d full epochs with five replicas after it came back", rejoinedAt)
 	}
 	// The survivors reclaim the dead replica's share within staleAfter + 1s.
 	for e := reclaimedBy + 1; e < stoppingAt; e++ {
@@ -157,7 +187,7 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 			t.Errorf("epoch %d (%ds after the kill): %d granted; the survivors should have reclaimed the share", e, e-killEpoch, granted[e])
 		}
 	}
-	for _, p := range procs[:4] {
+	for _, p := range slices.Concat(procs[:4], procs[5:]) {
 		generatorValues(t, p)
 	}
 	if perReplica > 12 {

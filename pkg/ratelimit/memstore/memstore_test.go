@@ -463,3 +463,45 @@ func TestEpochObserver(t *testing.T) {
 		}
 	}
 }
+
+// skewed is a store whose clock runs ahead of the replica's by skew, as a Redis
+// on another host would.
+type skewed struct {
+	ratelimit.Store
+	skew time.Duration
+}
+
+func (s skewed) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+	v, err := s.Store.Sync(ctx, r)
+	v.Time = v.Time.Add(s.skew)
+	return v, err
+}
+
+func TestEpochsFollowTheStoreClock(t *testing.T) {
+	// The store's clock is 400ms ahead: epochs turn when the store's second does,
+	// at .6 of the replica's own second.
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	store := skewed{memstore.New(clk, 0), 400 * time.Millisecond}
+	l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	clk.Advance(2 * time.Second) // joined; local 1_700_000_002.0 = store .002.4
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	if n, _ := l.Acquire(ctx, 100); n != 10 {
+		t.Fatalf("took %d; want the whole 10", n)
+	}
+	if e := l.Status().Epoch; e != 1_700_000_002 {
+		t.Fatalf("epoch %d; want the store's second 1700000002", e)
+	}
+	clk.Advance(599 * time.Millisecond)
+	if n, _ := l.Acquire(ctx, 100); n != 0 {
+		t.Fatalf("took %d before the store's second turned", n)
+	}
+	clk.Advance(time.Millisecond) // store .003.0
+	if n, _ := l.Acquire(ctx, 100); n != 10 || l.Status().Epoch != 1_700_000_003 {
+		t.Fatalf("took %d in epoch %d at the store's new second; want 10 in 1700000003", n, l.Status().Epoch)
+	}
+}
