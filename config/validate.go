@@ -184,7 +184,7 @@ func (c *checker) function(path string, ctr *Container, b *Builtin, build func(*
 	case ctr != nil && b != nil:
 		c.add(path, "sets both container and builtin; set one")
 	case ctr != nil:
-		c.add(path+".container", "user-defined functions are not supported yet; use a builtin")
+		c.container(path+".container", ctr)
 	default:
 		if err := build(b); err != nil {
 			var ke *udf.KWArgError
@@ -202,7 +202,20 @@ func (c *checker) udContainer(path string, u *UDContainer) {
 		c.add(path+".container", "is required")
 		return
 	}
-	c.add(path, "user-defined containers are not supported yet")
+	c.container(path+".container", u.Container)
+}
+
+// container checks a user-defined container: an image (what Numaflow runs) or a
+// command (what `vertex run --spawn` runs locally).
+func (c *checker) container(path string, ctr *Container) {
+	if ctr.Image == "" && len(ctr.Command) == 0 {
+		c.add(path, "needs an image (or a command, for vertex run --spawn)")
+	}
+	for i, e := range ctr.Env {
+		if e.Name == "" {
+			c.add(fmt.Sprintf("%s.env[%d].name", path, i), "is required")
+		}
+	}
 }
 
 func (c *checker) udf(path string, u *UDF) {

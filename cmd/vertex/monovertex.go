@@ -25,9 +25,11 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // runtimeOptions are what `vertex run` and `vertex bench` set besides the config.
@@ -43,6 +45,18 @@ type runtimeOptions struct {
 	sinkOverride isb.Writer
 	// noRateLimit drops the config's rate limit (vertex bench's "off" runs).
 	noRateLimit bool
+	// udsDir is where user-defined containers have their sockets.
+	udsDir string
+	// spawn starts the user-defined containers' commands as child processes.
+	spawn bool
+	stderr io.Writer
+}
+
+// udClient is a client of a user-defined container's server.
+type udClient interface {
+	Connect(ctx context.Context) error
+	Ready() error
+	Close() error
 }
 
 // monoVertex is a MonoVertex assembled from its config: source, functions,
@@ -58,6 +72,7 @@ type monoVertex struct {
 	closers []func() error // closed in reverse order after the forwarder stops
 	running atomic.Bool
 	metrics *forward.Metrics
+	uds     []udClient // user-defined servers, connected before the forwarder starts
 }
 
 // buildMonoVertex assembles a MonoVertex. Everything it opens is closed by run,
@@ -72,6 +87,12 @@ func buildMonoVertex(m *config.MonoVertex, o runtimeOptions) (_ *monoVertex, err
 	if o.registry == nil {
 		o.registry = prometheus.NewRegistry()
 	}
+	if o.stderr == nil {
+		o.stderr = os.Stderr
+	}
+	if o.udsDir == "" {
+		o.udsDir = serverinfo.DefaultDir
+	}
 	mv := &monoVertex{name: m.Metadata.Name, opts: o}
 	defer func() {
 		if err != nil {
@@ -80,6 +101,13 @@ func buildMonoVertex(m *config.MonoVertex, o runtimeOptions) (_ *monoVertex, err
 	}()
 	spec := &m.Spec
 	log := o.log.With(zap.String("vertex", mv.name), zap.Int("replica", o.replica))
+	if cs := containers(spec); len(cs) > 0 && o.spawn {
+		sp, err := startContainers(cs, o.udsDir, mv.name, o.replica, o.stdout, o.stderr, log)
+		if err != nil {
+			return nil, err
+		}
+		mv.closers = append(mv.closers, sp.stop) // closed last: after the clients
+	}
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"vertex": mv.name, "replica": strconv.Itoa(o.replica)}, o.registry)
 
 	var lim forward.Limiter = forward.Noop{}
@@ -106,20 +134,24 @@ func buildMonoVertex(m *config.MonoVertex, o runtimeOptions) (_ *monoVertex, err
 	}
 	d := forward.Deps{Reader: reader, Limiter: lim, Logger: log, Tracer: o.tracer}
 	if t := spec.Source.Transformer; t != nil {
-		if d.Transformer, err = udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, log); err != nil {
+		if t.Container != nil {
+			d.Transformer = remoteOf(mv, udf.NewRemoteTransformer(o.udsDir, log))
+		} else if d.Transformer, err = udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, log); err != nil {
 			return nil, err
 		}
 	}
 	if u := spec.UDF; u != nil {
-		if d.Mapper, err = udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, log); err != nil {
+		if u.Container != nil {
+			d.Mapper = remoteOf(mv, udf.NewRemoteMap(o.udsDir, log))
+		} else if d.Mapper, err = udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, log); err != nil {
 			return nil, err
 		}
 	}
 	d.Sink = o.sinkOverride
 	if d.Sink == nil {
-		d.Sink = mv.buildSink(&spec.Sink.AbstractSink)
+		d.Sink = mv.buildSink(&spec.Sink.AbstractSink, serverinfo.KindSink, log)
 		if fb := spec.Sink.Fallback; fb != nil {
-			d.Fallback = mv.buildSink(fb)
+			d.Fallback = mv.buildSink(fb, serverinfo.KindFallbackSink, log)
 		}
 	}
 	mv.tracker = forward.NewTracker(nil)
@@ -178,6 +210,8 @@ func (mv *monoVertex) buildSource(spec *config.MonoVertexSpec, log *zap.Logger) 
 		return source.NewGenerator(cfg)
 	case src.HTTP != nil:
 		return mv.buildHTTP(spec, log)
+	case src.UDSource != nil:
+		return remoteOf(mv, source.NewUD(mv.opts.udsDir, readTimeout, log)), nil
 	}
 	return nil, errors.New("spec.source: no supported source")
 }
@@ -238,11 +272,22 @@ func readSecret(s *config.SecretKeySelector) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-func (mv *monoVertex) buildSink(s *config.AbstractSink) isb.Writer {
-	if s.Log != nil {
+func (mv *monoVertex) buildSink(s *config.AbstractSink, kind serverinfo.Kind, log *zap.Logger) isb.Writer {
+	switch {
+	case s.Log != nil:
 		return sink.NewLog(mv.opts.stdout)
+	case s.UDSink != nil:
+		return remoteOf(mv, sink.NewUD(mv.opts.udsDir, kind, log))
 	}
 	return sink.Blackhole{}
+}
+
+// remote notes a client of a user-defined server, to connect it before the
+// forwarder starts, check it for /readyz, and close it after the forwarder.
+func remoteOf[C udClient](mv *monoVertex, c C) C {
+	mv.uds = append(mv.uds, c)
+	mv.closers = append(mv.closers, c.Close)
+	return c
 }
 
 // defaultFallbackSteps is how many writes a message gets before it goes to the
@@ -286,6 +331,28 @@ func retryPolicy(r *config.RetryStrategy, hasFallback bool) forward.RetryPolicy 
 func (mv *monoVertex) ready() error {
 	if !mv.running.Load() {
 		return errors.New("not running")
+	}
+	for _, c := range mv.uds {
+		if err := c.Ready(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// connect waits until every user-defined server is up and ready. A server
+// sluice cannot talk to is a usage error.
+func (mv *monoVertex) connect(ctx context.Context) error {
+	for _, c := range mv.uds {
+		if err := c.Connect(ctx); err != nil {
+			if errors.Is(err, udsconn.ErrIncompatible) {
+				return &usageError{msg: err.Error()}
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 	}
 	return nil
 }
@@ -336,6 +403,9 @@ func (mv *monoVertex) run(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		defer stopServing()
+		if err := mv.connect(gctx); err != nil || gctx.Err() != nil {
+			return errors.Join(err, mv.close())
+		}
 		mv.running.Store(true)
 		err := mv.fwd.Run(gctx)
 		mv.running.Store(false)

@@ -32,6 +32,8 @@ flags:
 	httpAddr := fs.String("http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	otlp := fs.String("otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
+	udsDir := fs.String("uds-dir", "", "directory of the user-defined containers' sockets and server-info files (default /var/run/numaflow; with --spawn, a new temporary directory)")
+	spawn := fs.Bool("spawn", false, "start each user-defined container's command as a child process, for local runs")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -65,11 +67,19 @@ flags:
 	}
 	defer shutdownTracing()
 
+	dir := *udsDir
+	if dir == "" && *spawn {
+		if dir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
 	reg := prometheus.NewRegistry()
 	registerProcessCollectors(reg)
 	mv, err := buildMonoVertex(f.MonoVertex, runtimeOptions{
 		replica: rep, metricsAddr: *metricsAddr, httpAddr: *httpAddr,
-		stdout: stdout, log: log, tracer: tracer, registry: reg,
+		stdout: stdout, stderr: stderr, log: log, tracer: tracer, registry: reg,
+		udsDir: dir, spawn: *spawn,
 	})
 	if err != nil {
 		return err

@@ -1,3 +1,43 @@
-// Package sdk is sluice's Go SDK for writing user-defined map, sink, source and
-// source-transformer servers that speak Numaflow's gRPC protocol.
+// Package sdk is sluice's Go SDK for user-defined functions (UDFs): map,
+// batch map, streaming map, sink, source and source-transformer servers that
+// speak Numaflow's gRPC protocol over unix sockets, so that sluice (and
+// Numaflow) can run them, as they run UDFs built with Numaflow's Go SDK.
+//
+// # Packages
+//
+//   - mapper: unary map, one message in, zero or more out (map.sock).
+//   - batchmapper: batch map, a whole batch in, answers per message
+//     (batchmap.sock).
+//   - mapstreamer: streaming map, output messages handed over one by one
+//     (mapstream.sock).
+//   - sinker: sink, fallback sink and on-success sink, chosen by
+//     NUMAFLOW_UD_CONTAINER_TYPE (sink.sock, fb-sink.sock, ons-sink.sock).
+//   - sourcer: source, with read, ack, nack, pending and partitions
+//     (source.sock).
+//   - sourcetransformer: source transformer, which can also set event
+//     times (sourcetransform.sock).
+//
+// The examples directory has one small program per kind to copy.
+//
+// # What every server does
+//
+// A server listens on its socket in a directory chosen by, in order, the
+// option WithSocketDir, the environment variable SLUICE_UDS_DIR (which
+// `vertex run --spawn` sets for the UDF processes it starts) and
+// /var/run/numaflow; a stale socket file left by a dead server is removed
+// first. Messages up to 64 MiB are accepted and sent. Once it listens, the
+// server writes its server-info file, which tells the runtime the protocol
+// and versions it speaks (and, for maps, the map mode), and answers IsReady
+// with true. Every stream must start with a handshake (handshake{sot:
+// true}), which the server echoes; a stream that does not gets
+// InvalidArgument.
+//
+// Start blocks until its context ends or the process receives SIGTERM or
+// SIGINT; it then removes the server-info file, lets open streams finish for
+// up to the shutdown timeout (WithShutdownTimeout, 10s by default), stops,
+// removes the socket and returns nil. A panic in user code fails the call
+// with the gRPC error Internal "UDF_EXECUTION_ERROR(<container>): <panic
+// value>" and shuts the server down; Start then returns an error, the
+// process should exit, and the runtime reconnects once it has been
+// restarted.
 package sdk

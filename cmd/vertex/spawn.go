@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/config"
+)
+
+// EnvUDSDir tells sluice's SDK servers where to put their sockets; `vertex run
+// --spawn` sets it for the containers it starts.
+const EnvUDSDir = "SLUICE_UDS_DIR"
+
+// container is a user-defined container of a vertex and the role it plays.
+type container struct {
+	role string // NUMAFLOW_UD_CONTAINER_TYPE: udsource, transformer, udf, udsink, fb-udsink
+	spec *config.Container
+}
+
+// containers lists the user-defined containers of a MonoVertex.
+func containers(s *config.MonoVertexSpec) []container {
+	var out []container
+	if s.Source != nil && s.Source.UDSource != nil {
+		out = append(out, container{"udsource", s.Source.UDSource.Container})
+	}
+	if s.Source != nil && s.Source.Transformer != nil && s.Source.Transformer.Container != nil {
+		out = append(out, container{"transformer", s.Source.Transformer.Container})
+	}
+	if s.UDF != nil && s.UDF.Container != nil {
+		out = append(out, container{"udf", s.UDF.Container})
+	}
+	if s.Sink != nil && s.Sink.UDSink != nil {
+		out = append(out, container{"udsink", s.Sink.UDSink.Container})
+	}
+	if s.Sink != nil && s.Sink.Fallback != nil && s.Sink.Fallback.UDSink != nil {
+		out = append(out, container{"fb-udsink", s.Sink.Fallback.UDSink.Container})
+	}
+	return out
+}
+
+// spawner runs a vertex's user-defined containers as child processes, for local
+// development, restarting one that exits as Kubernetes would, until stopped.
+type spawner struct {
+	log    *zap.Logger
+	stdout io.Writer
+	stderr io.Writer
+	env    []string // added to every child's environment
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startContainers starts every container of cs. A container needs a command.
+func startContainers(cs []container, dir, vertex string, replica int, stdout, stderr io.Writer, log *zap.Logger) (*spawner, error) {
+	for _, c := range cs {
+		if len(c.spec.Command) == 0 {
+			return nil, usagef("--spawn: the %s container has no command to run (image %q)", c.role, c.spec.Image)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &spawner{log: log, stdout: stdout, stderr: stderr, cancel: cancel,
+		env: []string{EnvUDSDir + "=" + dir, "NUMAFLOW_REPLICA=" + strconv.Itoa(replica), "NUMAFLOW_MONO_VERTEX_NAME=" + vertex}}
+	for _, c := range cs {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.keepRunning(ctx, c)
+		}()
+	}
+	return s, nil
+}
+
+// keepRunning runs c until ctx ends, starting it again (after a growing pause)
+// whenever it exits.
+func (s *spawner) keepRunning(ctx context.Context, c container) {
+	pause := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		started := time.Now()
+		err := s.run(ctx, c)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > 10*time.Second {
+			pause = 100 * time.Millisecond
+		}
+		s.log.Warn("user-defined container exited; starting it again", zap.String("container", c.role),
+			zap.Error(err), zap.Duration("in", pause))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// run runs c once; when ctx ends it sends SIGTERM, and SIGKILL 5s later.
+func (s *spawner) run(ctx context.Context, c container) error {
+	cmd := exec.Command(c.spec.Command[0], append(c.spec.Command[1:], c.spec.Args...)...)
+	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Env = append(cmd.Env, "NUMAFLOW_UD_CONTAINER_TYPE="+c.role)
+	for _, e := range c.spec.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %v: %w", cmd.Args, err)
+	}
+	s.log.Info("started user-defined container", zap.String("container", c.role), zap.Strings("command", cmd.Args), zap.Int("pid", cmd.Process.Pid))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			return <-done
+		}
+	}
+}
+
+// stop stops every container and waits for them.
+func (s *spawner) stop() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}

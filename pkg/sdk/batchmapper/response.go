@@ -1,0 +1,46 @@
+package batchmapper
+
+import "github.com/sluiceflow/sluice/pkg/sdk/mapper"
+
+// Message is one output message; see mapper.Message.
+type Message = mapper.Message
+
+// Messages are the output messages for one input message.
+type Messages = mapper.Messages
+
+// DropTag is the tag that marks a message to drop; see mapper.DropTag.
+const DropTag = mapper.DropTag
+
+// NewMessage returns a message with payload value; see mapper.NewMessage.
+func NewMessage(value []byte) Message { return mapper.NewMessage(value) }
+
+// MessageToDrop returns a message that tells the runtime to drop its input.
+func MessageToDrop() Message { return mapper.MessageToDrop() }
+
+// BatchResponse is the answer to one datum of a batch: its ID and the
+// messages it produced.
+type BatchResponse struct {
+	id       string
+	messages Messages
+}
+
+// BatchResponses are the answers to a batch, one per datum.
+type BatchResponses []BatchResponse
+
+// NewBatchResponse returns the answer to the datum whose ID is id, with
+// messages msgs (more may be appended).
+func NewBatchResponse(id string, msgs ...Message) BatchResponse {
+	return BatchResponse{id: id, messages: msgs}
+}
+
+// Append returns r with msgs added to its messages.
+func (r BatchResponse) Append(msgs ...Message) BatchResponse {
+	r.messages = append(r.messages, msgs...)
+	return r
+}
+
+// ID is the ID of the datum r answers.
+func (r BatchResponse) ID() string { return r.id }
+
+// Messages are the messages of r.
+func (r BatchResponse) Messages() Messages { return r.messages }

@@ -1,0 +1,123 @@
+package batchmapper
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/mapwire"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+)
+
+// Server serves a BatchMapper as a batch map UDF: gRPC service map.v1.Map
+// on batchmap.sock, server-info file mapper-server-info with MAP_MODE
+// batch-map.
+type Server struct {
+	srv *udfserver.Server
+}
+
+// NewServer returns a server for bm, which must not be nil.
+func NewServer(bm BatchMapper, opts ...Option) *Server {
+	var cfg udfserver.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := udfserver.New(serverinfo.KindBatchMap, cfg)
+	mapv1.RegisterMapServer(srv.Registrar(), &service{bm: bm, srv: srv})
+	return &Server{srv: srv}
+}
+
+// Start listens on the socket, writes the server-info file once listening,
+// and serves until ctx ends or the process gets SIGTERM or SIGINT; then it
+// stops gracefully and removes the socket and the server-info file. It
+// returns nil after such a stop, and an error if the server could not start
+// or if BatchMap panicked (the server then shuts down, so that the process
+// can exit and be restarted). A Server starts once.
+func (s *Server) Start(ctx context.Context) error { return s.srv.Run(ctx) }
+
+// service implements map.v1.Map for batch map: after the handshake, each
+// batch is a run of requests ended by status{eot: true}, answered by one
+// response per request id and then status{eot: true}.
+type service struct {
+	mapv1.UnimplementedMapServer
+	bm  BatchMapper
+	srv *udfserver.Server
+}
+
+func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse, error) {
+	return &mapv1.ReadyResponse{Ready: s.srv.Ready()}, nil
+}
+
+func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {
+	if err := udfserver.Handshake(stream, mapwire.IsHandshake, mapwire.HandshakeEcho()); err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	rx := udfserver.Receive(stream)
+	for {
+		var resps BatchResponses
+		consume := func(datums <-chan Datum) error {
+			return s.srv.Call(func() { resps = s.bm.BatchMap(ctx, datums) })
+		}
+		batch, end, err := udfserver.ReadBatch(rx, frame, consume)
+		if err != nil {
+			return err
+		}
+		if end && len(batch) == 0 {
+			return nil
+		}
+		if err := answer(stream, batch, resps); err != nil {
+			return err
+		}
+		if err := stream.Send(mapwire.EOT("")); err != nil {
+			return err
+		}
+		if end {
+			return nil
+		}
+	}
+}
+
+func frame(r *mapv1.MapRequest) (udfserver.Framed[Datum], error) {
+	f := udfserver.Framed[Datum]{EOT: mapwire.IsEOT(r)}
+	if r.GetRequest() != nil {
+		f.Datum, f.HasDatum = mapwire.Datum(r), true
+	} else if !f.EOT {
+		return f, udfserver.InvalidRequest("batch map request with neither a message nor status eot")
+	}
+	return f, nil
+}
+
+// answer sends one response per datum of batch, in the batch's order. The
+// batch map function must have answered every datum and nothing else.
+func answer(stream mapv1.Map_MapFnServer, batch []Datum, resps BatchResponses) error {
+	byID := make(map[string]Messages, len(batch))
+	for _, d := range batch {
+		byID[d.ID()] = nil
+	}
+	answered := make(map[string]bool, len(resps))
+	for _, r := range resps {
+		if _, ok := byID[r.id]; !ok {
+			return status.Error(codes.Internal, fmt.Sprintf("batch map answered id %q, which is not in the batch", r.id))
+		}
+		byID[r.id] = append(byID[r.id], r.messages...)
+		answered[r.id] = true
+	}
+	for _, d := range batch {
+		if !answered[d.ID()] {
+			return status.Error(codes.Internal, fmt.Sprintf("batch map did not answer id %q (%d responses for %d messages)", d.ID(), len(resps), len(batch)))
+		}
+	}
+	for _, d := range batch {
+		resp := &mapv1.MapResponse{Id: d.ID(), Results: mapwire.Results(byID[d.ID()])}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}

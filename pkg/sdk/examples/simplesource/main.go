@@ -1,0 +1,55 @@
+// Command simplesource is a user-defined source that generates the messages
+// "0", "1", "2", ... in memory, with the sequence number as offset, at
+// least once: a message read but not acknowledged within the redelivery
+// timeout, or negatively acknowledged, is handed out again by a later read;
+// an acknowledged one never is.
+//
+// Environment:
+//
+//   - SIMPLESOURCE_COUNT: how many messages to generate (default: no end).
+//   - SIMPLESOURCE_REDELIVERY_TIMEOUT: how long a message read may go
+//     unacknowledged before it is handed out again, as a Go duration
+//     (default 30s).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
+)
+
+const defaultRedelivery = 30 * time.Second
+
+func main() {
+	cfg, err := configFromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sourcer.NewServer(newSource(cfg)).Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func configFromEnv() (config, error) {
+	cfg := config{redelivery: defaultRedelivery, now: time.Now, partition: sourcer.DefaultPartitions()[0]}
+	if v := os.Getenv("SIMPLESOURCE_COUNT"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("SIMPLESOURCE_COUNT=%q: not a count: %w", v, err)
+		}
+		cfg.count = &n
+	}
+	if v := os.Getenv("SIMPLESOURCE_REDELIVERY_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("SIMPLESOURCE_REDELIVERY_TIMEOUT=%q: want a positive duration such as 30s", v)
+		}
+		cfg.redelivery = d
+	}
+	return cfg, nil
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
+)
+
+// config configures a source.
+type config struct {
+	count      *uint64          // messages to generate; nil: no end
+	redelivery time.Duration    // how long a read message may go unacknowledged
+	now        func() time.Time // the clock of redelivery deadlines and event times
+	partition  int32
+}
+
+// source generates "0", "1", ... with at-least-once delivery. Its methods
+// are safe for concurrent use.
+type source struct {
+	cfg config
+
+	mu       sync.Mutex
+	next     uint64               // the next sequence number never handed out
+	inFlight map[uint64]time.Time // handed out, not acknowledged: redelivery deadline (zero: at once)
+	wake     chan struct{}        // closed when a Nack makes messages available
+}
+
+var _ sourcer.Sourcer = (*source)(nil)
+
+func newSource(cfg config) *source {
+	return &source{cfg: cfg, inFlight: make(map[uint64]time.Time), wake: make(chan struct{})}
+}
+
+// Read hands out up to req.Count messages: first those due for redelivery,
+// oldest first, then new ones. With none available it waits, up to
+// req.Timeout, for a Nack.
+func (s *source) Read(ctx context.Context, req sourcer.ReadRequest, out chan<- sourcer.Message) {
+	timer := time.NewTimer(req.Timeout)
+	defer timer.Stop()
+	for {
+		seqs, wake := s.take(req.Count)
+		if len(seqs) > 0 {
+			s.send(seqs, out)
+			return
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			s.send(s.takeNoWait(req.Count), out) // deadlines may have passed meanwhile
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *source) takeNoWait(n uint64) []uint64 {
+	seqs, _ := s.take(n)
+	return seqs
+}
+
+// take marks up to n messages as handed out and returns their sequence
+// numbers; with none, it returns the channel a Nack will close.
+func (s *source) take(n uint64) ([]uint64, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.now()
+	var seqs []uint64
+	for seq, deadline := range s.inFlight {
+		if !deadline.After(now) {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	if uint64(len(seqs)) > n {
+		seqs = seqs[:n]
+	}
+	for uint64(len(seqs)) < n && (s.cfg.count == nil || s.next < *s.cfg.count) {
+		seqs = append(seqs, s.next)
+		s.next++
+	}
+	for _, seq := range seqs {
+		s.inFlight[seq] = now.Add(s.cfg.redelivery)
+	}
+	return seqs, s.wake
+}
+
+func (s *source) send(seqs []uint64, out chan<- sourcer.Message) {
+	now := s.cfg.now()
+	for _, seq := range seqs {
+		v := []byte(strconv.FormatUint(seq, 10))
+		out <- sourcer.Message{
+			Value:     v,
+			Offset:    sourcer.Offset{Value: v, PartitionID: s.cfg.partition},
+			EventTime: now,
+		}
+	}
+}
+
+// Ack forgets the messages at offsets: they are never handed out again.
+func (s *source) Ack(_ context.Context, offsets []sourcer.Offset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range offsets {
+		if seq, err := strconv.ParseUint(string(o.Value), 10, 64); err == nil {
+			delete(s.inFlight, seq)
+		}
+	}
+}
+
+// Nack makes the messages at offsets due for redelivery at once.
+func (s *source) Nack(_ context.Context, offsets []sourcer.Offset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nacked := false
+	for _, o := range offsets {
+		seq, err := strconv.ParseUint(string(o.Value), 10, 64)
+		if _, ok := s.inFlight[seq]; err == nil && ok {
+			s.inFlight[seq] = time.Time{}
+			nacked = true
+		}
+	}
+	if nacked {
+		close(s.wake)
+		s.wake = make(chan struct{})
+	}
+}
+
+// Pending counts the messages neither acknowledged nor in flight: those not
+// generated yet and those due for redelivery. It is unknown for a source
+// without end.
+func (s *source) Pending(context.Context) int64 {
+	if s.cfg.count == nil {
+		return sourcer.PendingUnknown
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.now()
+	n := *s.cfg.count - s.next
+	for _, deadline := range s.inFlight {
+		if !deadline.After(now) {
+			n++
+		}
+	}
+	return int64(n)
+}
+
+// Partitions is the replica's own partition.
+func (s *source) Partitions(context.Context) []int32 { return []int32{s.cfg.partition} }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
+)
+
+// clock is a clock the test moves by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newTestSource(count *uint64) (*source, *clock) {
+	c := &clock{t: time.Unix(1000, 0)}
+	return newSource(config{count: count, redelivery: 10 * time.Second, now: c.now, partition: 3}), c
+}
+
+// read calls Read and returns the values handed out; with nothing to hand
+// out, Read waits for timeout.
+func read(t *testing.T, s *source, n uint64, timeout time.Duration) string {
+	t.Helper()
+	out := make(chan sourcer.Message, n)
+	s.Read(context.Background(), sourcer.ReadRequest{Count: n, Timeout: timeout}, out)
+	close(out)
+	var got []string
+	for m := range out {
+		if string(m.Offset.Value) != string(m.Value) || m.Offset.PartitionID != 3 || m.EventTime.IsZero() {
+			t.Errorf("message %+v", m)
+		}
+		got = append(got, string(m.Value))
+	}
+	return fmt.Sprint(got)
+}
+
+func offsets(values ...string) []sourcer.Offset {
+	out := make([]sourcer.Offset, len(values))
+	for i, v := range values {
+		out[i] = sourcer.Offset{Value: []byte(v), PartitionID: 3}
+	}
+	return out
+}
+
+func TestAtLeastOnce(t *testing.T) {
+	count := uint64(5)
+	s, clk := newTestSource(&count)
+	ctx := context.Background()
+	const short = time.Millisecond // Read's wait when nothing is available
+	steps := []struct {
+		name    string
+		do      func()
+		read    uint64 // 0: no read
+		want    string
+		pending int64
+	}{
+		{"first read", nil, 3, "[0 1 2]", 2},
+		{"ack one, read the rest", func() { s.Ack(ctx, offsets("1")) }, 10, "[3 4]", 0},
+		{"all in flight", nil, 10, "[]", 0},
+		{"nack is handed out again at once", func() { s.Nack(ctx, offsets("3")) }, 0, "", 1},
+		{"read the nacked one", nil, 10, "[3]", 0},
+		{"timeout expires the unacked", func() { clk.advance(11 * time.Second) }, 0, "", 4},
+		{"oldest first", nil, 2, "[0 2]", 2},
+		{"then the others", nil, 10, "[3 4]", 0},
+		{"acked never again", func() { s.Ack(ctx, offsets("0", "2", "3", "4", "junk")); clk.advance(time.Hour) }, 10, "[]", 0},
+	}
+	for _, st := range steps {
+		if st.do != nil {
+			st.do()
+		}
+		if st.read > 0 {
+			if got := read(t, s, st.read, short); got != st.want {
+				t.Fatalf("%s: read %s, want %s", st.name, got, st.want)
+			}
+		}
+		if got := s.Pending(ctx); got != st.pending {
+			t.Fatalf("%s: pending %d, want %d", st.name, got, st.pending)
+		}
+	}
+}
+
+// A Read with nothing to hand out returns as soon as a Nack makes something
+// available.
+func TestNackWakesRead(t *testing.T) {
+	count := uint64(1)
+	s, _ := newTestSource(&count)
+	if got := read(t, s, 1, time.Millisecond); got != "[0]" {
+		t.Fatalf("read %s", got)
+	}
+	done := make(chan string)
+	go func() { done <- read(t, s, 1, time.Minute) }()
+	s.Nack(context.Background(), offsets("0"))
+	select {
+	case got := <-done:
+		if got != "[0]" {
+			t.Fatalf("read %s, want [0]", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read not woken by Nack")
+	}
+}
+
+func TestUnlimited(t *testing.T) {
+	s, _ := newTestSource(nil)
+	if got := read(t, s, 4, time.Millisecond); got != "[0 1 2 3]" {
+		t.Fatalf("read %s", got)
+	}
+	if got := s.Pending(context.Background()); got != sourcer.PendingUnknown {
+		t.Errorf("pending %d", got)
+	}
+	if got := fmt.Sprint(s.Partitions(context.Background())); got != "[3]" {
+		t.Errorf("partitions %s", got)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	cases := []struct {
+		count, redelivery, replica string
+		want                       string // "" for an error
+	}{
+		{"", "", "", "count <nil> redelivery 30s partition 0"},
+		{"7", "2s", "4", "count 7 redelivery 2s partition 4"},
+		{"-1", "", "", ""},
+		{"", "soon", "", ""},
+		{"", "-1s", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.count+"/"+c.redelivery, func(t *testing.T) {
+			t.Setenv("SIMPLESOURCE_COUNT", c.count)
+			t.Setenv("SIMPLESOURCE_REDELIVERY_TIMEOUT", c.redelivery)
+			t.Setenv("NUMAFLOW_REPLICA", c.replica)
+			cfg, err := configFromEnv()
+			if c.want == "" {
+				if err == nil {
+					t.Fatal("want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := "<nil>"
+			if cfg.count != nil {
+				count = fmt.Sprint(*cfg.count)
+			}
+			if got := fmt.Sprintf("count %s redelivery %v partition %d", count, cfg.redelivery, cfg.partition); got != c.want {
+				t.Errorf("%s, want %s", got, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,38 @@
+// Package mapper serves a unary map user-defined function (UDF) over
+// Numaflow's gRPC protocol, so that sluice, or Numaflow, can call it.
+//
+// A map function turns one message into zero, one or many messages. Write
+// it as a Mapper (or a MapperFunc) and serve it:
+//
+//	func main() {
+//		err := mapper.NewServer(mapper.MapperFunc(double)).Start(context.Background())
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// # Wire
+//
+// The server listens on the unix socket map.sock and, once it listens,
+// writes the server-info file mapper-server-info with MAP_MODE unary-map. It
+// serves map.v1.Map: each MapFn stream starts with a handshake, then any
+// number of requests may be in flight; each is mapped in its own goroutine
+// and answered, as soon as it is done, with a response that carries its id.
+//
+// # Socket directory
+//
+// The socket and the server-info file go to WithSocketDir's directory, else
+// to the directory named by the environment variable SLUICE_UDS_DIR (which
+// `vertex run --spawn` sets for the UDF processes it starts), else to
+// /var/run/numaflow.
+//
+// # Stopping
+//
+// Start returns when its context ends or the process gets SIGTERM or SIGINT,
+// after a graceful stop: open streams get WithShutdownTimeout to finish. A
+// panic in Map fails its stream with the gRPC error Internal
+// "UDF_EXECUTION_ERROR(<container>): <panic value>" and stops the server;
+// Start then returns an error, and the process should exit so that it is
+// restarted. <container> is the value of NUMAFLOW_UD_CONTAINER_TYPE, or
+// "map".
+package mapper

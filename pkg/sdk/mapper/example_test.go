@@ -1,0 +1,51 @@
+package mapper_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+)
+
+// A map function that doubles each message and tags empty ones to drop.
+func double(_ context.Context, keys []string, d mapper.Datum) mapper.Messages {
+	if len(d.Value()) == 0 {
+		return mapper.Messages{mapper.MessageToDrop()}
+	}
+	out := mapper.NewMessage(bytes.Repeat(d.Value(), 2)).WithKeys(keys)
+	return mapper.Messages{out}
+}
+
+func Example() {
+	dir, err := os.MkdirTemp("", "mapper")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		// In a UDF's main, this is all there is (without the option, the
+		// server listens in SLUICE_UDS_DIR or /var/run/numaflow).
+		done <- mapper.NewServer(mapper.MapperFunc(double), mapper.WithSocketDir(dir)).Start(ctx)
+	}()
+
+	// A runtime waits for the server-info file, then connects to map.sock.
+	info, err := serverinfo.Wait(ctx, filepath.Join(dir, serverinfo.MapInfoFile), 5*time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("map mode:", info.Metadata[serverinfo.MapModeKey])
+
+	stop()
+	fmt.Println("stopped:", <-done)
+	// Output:
+	// map mode: unary-map
+	// stopped: <nil>
+}

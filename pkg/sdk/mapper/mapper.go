@@ -1,0 +1,45 @@
+package mapper
+
+import (
+	"context"
+	"time"
+)
+
+// Mapper is a unary map function: it turns one message into zero, one or
+// many messages.
+//
+// Map is called concurrently, once per message, in a goroutine of its own:
+// it must be safe for concurrent use. ctx is cancelled when the stream the
+// message came on ends or fails. To drop a message, return
+// Messages{MessageToDrop()}; returning no message at all also produces
+// nothing downstream. A panic in Map fails the stream with a gRPC Internal
+// error and shuts the server down (see Server).
+type Mapper interface {
+	Map(ctx context.Context, keys []string, d Datum) Messages
+}
+
+// MapperFunc adapts a function to the Mapper interface.
+type MapperFunc func(ctx context.Context, keys []string, d Datum) Messages
+
+// Map calls f.
+func (f MapperFunc) Map(ctx context.Context, keys []string, d Datum) Messages {
+	return f(ctx, keys, d)
+}
+
+// Datum is one input message. Its methods return the runtime's data, not
+// copies: do not modify what they return.
+type Datum interface {
+	// ID identifies the message within the runtime.
+	ID() string
+	// Keys are the message's keys (also passed to Map).
+	Keys() []string
+	// Value is the payload.
+	Value() []byte
+	// EventTime is the message's event time; zero if it has none.
+	EventTime() time.Time
+	// Watermark is the vertex's watermark when the message was read; zero
+	// if unknown.
+	Watermark() time.Time
+	// Headers are the message's headers.
+	Headers() map[string]string
+}

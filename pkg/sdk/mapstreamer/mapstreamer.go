@@ -1,0 +1,45 @@
+package mapstreamer
+
+import (
+	"context"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+)
+
+// MapStreamer is a streaming map function: it turns one message into any
+// number of messages, handing each over as soon as it is ready instead of
+// all at once at the end.
+//
+// MapStream sends its messages on out and returns when it has sent them
+// all. It may close out when done, but need not; it must not send on out
+// after it has returned. Each message is streamed in its own goroutine, so
+// MapStream must be safe for concurrent use. ctx is cancelled when the
+// stream the message came on ends or fails; MapStream should then return.
+// A panic fails the stream with a gRPC Internal error and shuts the server
+// down (see Server).
+type MapStreamer interface {
+	MapStream(ctx context.Context, keys []string, d Datum, out chan<- Message)
+}
+
+// MapStreamerFunc adapts a function to the MapStreamer interface.
+type MapStreamerFunc func(ctx context.Context, keys []string, d Datum, out chan<- Message)
+
+// MapStream calls f.
+func (f MapStreamerFunc) MapStream(ctx context.Context, keys []string, d Datum, out chan<- Message) {
+	f(ctx, keys, d, out)
+}
+
+// Datum is one input message; see mapper.Datum.
+type Datum = mapper.Datum
+
+// Message is one output message; see mapper.Message.
+type Message = mapper.Message
+
+// DropTag is the tag that marks a message to drop; see mapper.DropTag.
+const DropTag = mapper.DropTag
+
+// NewMessage returns a message with payload value; see mapper.NewMessage.
+func NewMessage(value []byte) Message { return mapper.NewMessage(value) }
+
+// MessageToDrop returns a message that tells the runtime to drop its input.
+func MessageToDrop() Message { return mapper.MessageToDrop() }

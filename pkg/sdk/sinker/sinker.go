@@ -1,0 +1,47 @@
+package sinker
+
+import (
+	"context"
+	"time"
+)
+
+// Sinker is a user-defined sink: it writes batches of messages somewhere
+// and tells, per message, how that went.
+//
+// Sink reads datums until the channel is closed, at the end of the batch
+// (it must not stop reading early), and returns one Response per datum,
+// identified by the datum's ID, in any order; a datum left without a
+// Response counts as failed. Datums arrive as the runtime sends them, so
+// Sink may start writing before the batch is complete. Batches are passed
+// one at a time per stream. ctx is cancelled when the stream ends or fails.
+// A panic fails the stream with a gRPC Internal error and shuts the server
+// down (see Server).
+type Sinker interface {
+	Sink(ctx context.Context, datums <-chan Datum) Responses
+}
+
+// SinkerFunc adapts a function to the Sinker interface.
+type SinkerFunc func(ctx context.Context, datums <-chan Datum) Responses
+
+// Sink calls f.
+func (f SinkerFunc) Sink(ctx context.Context, datums <-chan Datum) Responses {
+	return f(ctx, datums)
+}
+
+// Datum is one message to write. Its methods return the runtime's data,
+// not copies: do not modify what they return.
+type Datum interface {
+	// ID identifies the message; its Response must carry it.
+	ID() string
+	// Keys are the message's keys.
+	Keys() []string
+	// Value is the payload.
+	Value() []byte
+	// EventTime is the message's event time; zero if it has none.
+	EventTime() time.Time
+	// Watermark is the vertex's watermark when the message was read; zero
+	// if unknown.
+	Watermark() time.Time
+	// Headers are the message's headers.
+	Headers() map[string]string
+}

@@ -1,0 +1,32 @@
+// Package sourcetransformer serves a source transformer over Numaflow's
+// gRPC protocol: a function applied to every message of a source as it is
+// read, typically to assign event times (which the watermark follows) or
+// to filter early.
+//
+//	func main() {
+//		err := sourcetransformer.NewServer(sourcetransformer.SourceTransformerFunc(stamp)).Start(context.Background())
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// # Wire
+//
+// The server listens on the unix socket sourcetransform.sock and, once it
+// listens, writes the server-info file sourcetransformer-server-info. It
+// serves sourcetransformer.v1.SourceTransform: each SourceTransformFn
+// stream starts with a handshake; then any number of requests may be in
+// flight; each is transformed in its own goroutine and answered, as soon as
+// it is done, with a response that carries its id. A zero event time in a
+// Message is sent as no event time.
+//
+// # Socket directory and stopping
+//
+// The socket and the server-info file go to WithSocketDir's directory, else
+// to SLUICE_UDS_DIR's (which `vertex run --spawn` sets for the UDF processes
+// it starts), else to /var/run/numaflow. Start returns after a graceful
+// stop on context end, SIGTERM or SIGINT. A panic in Transform becomes the
+// gRPC error Internal "UDF_EXECUTION_ERROR(<container>): <panic value>"
+// (<container> is NUMAFLOW_UD_CONTAINER_TYPE, or "sourcetransformer") and
+// stops the server.
+package sourcetransformer

@@ -1,0 +1,44 @@
+package sourcetransformer
+
+import (
+	"context"
+	"time"
+)
+
+// SourceTransformer transforms the messages of a source as they are read:
+// it may change their payload, keys and event time, tag them, fan them out
+// or drop them.
+//
+// Transform is called concurrently, once per message, in a goroutine of its
+// own: it must be safe for concurrent use. ctx is cancelled when the stream
+// the message came on ends or fails. A panic fails the stream with a gRPC
+// Internal error and shuts the server down (see Server).
+type SourceTransformer interface {
+	Transform(ctx context.Context, keys []string, d Datum) Messages
+}
+
+// SourceTransformerFunc adapts a function to the SourceTransformer
+// interface.
+type SourceTransformerFunc func(ctx context.Context, keys []string, d Datum) Messages
+
+// Transform calls f.
+func (f SourceTransformerFunc) Transform(ctx context.Context, keys []string, d Datum) Messages {
+	return f(ctx, keys, d)
+}
+
+// Datum is one message as the source produced it. Its methods return the
+// runtime's data, not copies: do not modify what they return.
+type Datum interface {
+	// ID identifies the message within the runtime.
+	ID() string
+	// Keys are the message's keys (also passed to Transform).
+	Keys() []string
+	// Value is the payload.
+	Value() []byte
+	// EventTime is the event time the source gave the message.
+	EventTime() time.Time
+	// Watermark is the source's watermark; zero if unknown.
+	Watermark() time.Time
+	// Headers are the message's headers.
+	Headers() map[string]string
+}

@@ -1,0 +1,148 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
+)
+
+// UD is a user-defined sink served over gRPC on a unix socket. A batch goes
+// over one stream, ended by an end-of-transmission message; the server answers
+// each message with a status: SUCCESS, FAILURE (retried), FALLBACK (routed to
+// the fallback sink), or NACK (retried). SERVE and ON_SUCCESS count as written.
+type UD struct {
+	conn   *udsconn.Conn
+	stream *udsconn.Stream[sinkv1.SinkRequest, sinkv1.SinkResponse]
+	log    *zap.Logger
+	seq    uint64
+	once   sync.Once
+}
+
+var _ isb.Writer = (*UD)(nil)
+
+// ErrNack is matched by the error of a message the sink nacked.
+var ErrNack = errors.New("sink nacked the message")
+
+// NewUD returns the user-defined sink of kind (serverinfo.KindSink or
+// KindFallbackSink) served in dir.
+func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger) *UD {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &UD{log: log}
+	s.conn = udsconn.New(dir, kind, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+		resp, err := sinkv1.NewSinkClient(cc).IsReady(ctx, &emptypb.Empty{})
+		return resp.GetReady(), err
+	}, log)
+	s.stream = udsconn.NewStream[sinkv1.SinkRequest, sinkv1.SinkResponse](s.conn)
+	s.stream.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sinkv1.SinkRequest, sinkv1.SinkResponse], error) {
+		return sinkv1.NewSinkClient(cc).SinkFn(ctx)
+	}
+	s.stream.Handshake = func() *sinkv1.SinkRequest {
+		return &sinkv1.SinkRequest{Handshake: &sinkv1.Handshake{Sot: true}}
+	}
+	s.stream.Echoed = func(m *sinkv1.SinkResponse) bool { return m.GetHandshake().GetSot() }
+	return s
+}
+
+// Connect waits until the server is up and ready, or ctx ends.
+func (s *UD) Connect(ctx context.Context) error {
+	_, _, err := s.conn.Get(ctx)
+	return err
+}
+
+// Ready returns nil while the server is connected, or why not.
+func (s *UD) Ready() error { return s.conn.Ready() }
+
+// Close closes the connection.
+func (s *UD) Close() error {
+	s.stream.Close()
+	return s.conn.Close()
+}
+
+// Write sends msgs as one batch and records each message's status in errs.
+func (s *UD) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	s.seq++
+	prefix := strconv.FormatUint(s.seq, 10) + "-"
+	answered := make([]bool, len(msgs))
+	pending := len(msgs)
+	send := func(send func(*sinkv1.SinkRequest) error) error {
+		for i := range msgs {
+			m := &msgs[i]
+			req := &sinkv1.SinkRequest{Request: &sinkv1.SinkRequest_Request{
+				Id: prefix + strconv.Itoa(i), Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
+				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers}}
+			if err := send(req); err != nil {
+				return err
+			}
+		}
+		return send(&sinkv1.SinkRequest{Status: &sinkv1.TransmissionStatus{Eot: true}})
+	}
+	recv := func(resp *sinkv1.SinkResponse) (bool, error) {
+		if resp.GetStatus().GetEot() {
+			if pending > 0 {
+				return true, fmt.Errorf("%w: end of batch with %d messages unanswered", udsconn.ErrProtocol, pending)
+			}
+			return true, nil
+		}
+		for _, r := range resp.GetResults() {
+			i, err := index(r.GetId(), prefix, len(msgs))
+			if err != nil {
+				return true, err
+			}
+			if !answered[i] {
+				answered[i] = true
+				pending--
+			}
+			errs[i] = s.status(r)
+		}
+		return false, nil
+	}
+	if err := s.stream.Exchange(ctx, send, recv); err != nil {
+		return fmt.Errorf("user-defined sink: %s", udsconn.Message(err))
+	}
+	return nil
+}
+
+func (s *UD) status(r *sinkv1.SinkResponse_Result) error {
+	switch r.GetStatus() {
+	case sinkv1.Status_SUCCESS:
+		return nil
+	case sinkv1.Status_FALLBACK:
+		return isb.ErrFallback
+	case sinkv1.Status_NACK:
+		return ErrNack
+	case sinkv1.Status_SERVE, sinkv1.Status_ON_SUCCESS:
+		s.once.Do(func() {
+			s.log.Warn("the sink answers " + r.GetStatus().String() + ", which sluice counts as written (it has no serving or on-success sink)")
+		})
+		return nil
+	default:
+		return fmt.Errorf("user-defined sink failed the message: %s", r.GetErrMsg())
+	}
+}
+
+func index(id, prefix string, n int) (int, error) {
+	if len(id) > len(prefix) && id[:len(prefix)] == prefix {
+		if i, err := strconv.Atoi(id[len(prefix):]); err == nil && i >= 0 && i < n {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: answer for unknown id %q", udsconn.ErrProtocol, id)
+}

@@ -1,0 +1,140 @@
+package source
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
+)
+
+// UD is a user-defined source served over gRPC on a unix socket. Read asks the
+// server for as many records as the buffer holds — the tokens the forwarder was
+// granted — and Ack acks their offsets on the ack stream. Messages read and not
+// acked are the source's to deliver again.
+type UD struct {
+	conn        *udsconn.Conn
+	read        *udsconn.Stream[sourcev1.ReadRequest, sourcev1.ReadResponse]
+	ack         *udsconn.Stream[sourcev1.AckRequest, sourcev1.AckResponse]
+	readTimeout time.Duration
+}
+
+var _ isb.Reader = (*UD)(nil)
+
+// ErrSourceRead is matched by read failures the source reports in its answer.
+var ErrSourceRead = errors.New("user-defined source failed the read")
+
+// NewUD returns the user-defined source served in dir; a read waits at most
+// readTimeout for records.
+func NewUD(dir string, readTimeout time.Duration, log *zap.Logger) *UD {
+	s := &UD{readTimeout: readTimeout}
+	s.conn = udsconn.New(dir, serverinfo.KindSource, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+		resp, err := sourcev1.NewSourceClient(cc).IsReady(ctx, &emptypb.Empty{})
+		return resp.GetReady(), err
+	}, log)
+	s.read = udsconn.NewStream[sourcev1.ReadRequest, sourcev1.ReadResponse](s.conn)
+	s.read.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.ReadRequest, sourcev1.ReadResponse], error) {
+		return sourcev1.NewSourceClient(cc).ReadFn(ctx)
+	}
+	s.read.Handshake = func() *sourcev1.ReadRequest {
+		return &sourcev1.ReadRequest{Handshake: &sourcev1.Handshake{Sot: true}}
+	}
+	s.read.Echoed = func(m *sourcev1.ReadResponse) bool { return m.GetHandshake().GetSot() }
+	s.ack = udsconn.NewStream[sourcev1.AckRequest, sourcev1.AckResponse](s.conn)
+	s.ack.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.AckRequest, sourcev1.AckResponse], error) {
+		return sourcev1.NewSourceClient(cc).AckFn(ctx)
+	}
+	s.ack.Handshake = func() *sourcev1.AckRequest {
+		return &sourcev1.AckRequest{Handshake: &sourcev1.Handshake{Sot: true}}
+	}
+	s.ack.Echoed = func(m *sourcev1.AckResponse) bool { return m.GetHandshake().GetSot() }
+	return s
+}
+
+// Connect waits until the server is up and ready, or ctx ends.
+func (s *UD) Connect(ctx context.Context) error {
+	_, _, err := s.conn.Get(ctx)
+	return err
+}
+
+// Ready returns nil while the server is connected, or why not.
+func (s *UD) Ready() error { return s.conn.Ready() }
+
+// Close closes the connection.
+func (s *UD) Close() error {
+	s.read.Close()
+	s.ack.Close()
+	return s.conn.Close()
+}
+
+// Read asks the source for len(buf) records, waiting at most the read timeout.
+func (s *UD) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	n := 0
+	send := func(send func(*sourcev1.ReadRequest) error) error {
+		return send(&sourcev1.ReadRequest{Request: &sourcev1.ReadRequest_Request{
+			NumRecords: uint64(len(buf)), TimeoutInMs: uint32(s.readTimeout.Milliseconds())}})
+	}
+	recv := func(resp *sourcev1.ReadResponse) (bool, error) {
+		if st := resp.GetStatus(); st.GetCode() == sourcev1.ReadResponse_Status_FAILURE {
+			return true, fmt.Errorf("%w: %s", ErrSourceRead, st.GetMsg())
+		}
+		if r := resp.GetResult(); r != nil {
+			if n == len(buf) {
+				return true, fmt.Errorf("%w: more records than the %d asked for", udsconn.ErrProtocol, len(buf))
+			}
+			m := &buf[n]
+			*m = isb.ReadMessage{Message: isb.Message{ID: offsetID(r.GetOffset()), Keys: r.GetKeys(), Value: r.GetPayload(),
+				Headers: r.GetHeaders(), EventTime: r.GetEventTime().AsTime()}, Handle: r.GetOffset()}
+			n++
+		}
+		return resp.GetStatus().GetEot(), nil
+	}
+	if err := s.read.Exchange(ctx, send, recv); err != nil {
+		if ctx.Err() != nil && n > 0 {
+			// Shutting down mid-read: the records already read are not lost, the
+			// source delivers unacked records again.
+			return 0, nil
+		}
+		return 0, fmt.Errorf("user-defined source: %s", udsconn.Message(err))
+	}
+	return n, nil
+}
+
+// offsetID turns an offset into a message id: partition-hex(offset).
+func offsetID(o *sourcev1.Offset) string {
+	return strconv.Itoa(int(o.GetPartitionId())) + "-" + hex.EncodeToString(o.GetOffset())
+}
+
+// Ack acks the offsets of msgs.
+func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
+	offsets := make([]*sourcev1.Offset, 0, len(msgs))
+	for i := range msgs {
+		if o, ok := msgs[i].Handle.(*sourcev1.Offset); ok {
+			offsets = append(offsets, o)
+		}
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	send := func(send func(*sourcev1.AckRequest) error) error {
+		return send(&sourcev1.AckRequest{Request: &sourcev1.AckRequest_Request{Offsets: offsets}})
+	}
+	recv := func(*sourcev1.AckResponse) (bool, error) { return true, nil }
+	if err := s.ack.Exchange(ctx, send, recv); err != nil {
+		return fmt.Errorf("user-defined source ack: %s", udsconn.Message(err))
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package udf
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
+	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
+)
+
+// DropTag marks a result that is to be dropped (to_drop).
+const DropTag = "U+005C__DROP__"
+
+// Remote is a user-defined function served over gRPC on a unix socket: a map
+// (unary, batch or stream, as the server's info says) or a source transformer.
+// It is a [Mapper]: a batch goes over one stream with every request in flight at
+// once and answers matched by id, so one slow message does not hold up the
+// others. After a failure the batch's error is returned (the forwarder retries
+// it) and the next batch reconnects, waiting for the server to be back.
+type Remote struct {
+	conn *udsconn.Conn
+	kind serverinfo.Kind
+	mapS *udsconn.Stream[mapv1.MapRequest, mapv1.MapResponse]
+	stS  *udsconn.Stream[stv1.SourceTransformRequest, stv1.SourceTransformResponse]
+	seq  uint64
+	// results[i] are the answers to in[i] of the batch in progress.
+	results [][]result
+	eots    []bool
+}
+
+// result is one answer of a map or transformer, in common form.
+type result struct {
+	keys, tags []string
+	value      []byte
+	eventTime  *timestamppb.Timestamp
+}
+
+var _ Mapper = (*Remote)(nil)
+
+// NewRemoteMap returns the map UDF served in dir.
+func NewRemoteMap(dir string, log *zap.Logger) *Remote {
+	r := &Remote{kind: serverinfo.KindMap}
+	r.conn = udsconn.New(dir, serverinfo.KindMap, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+		resp, err := mapv1.NewMapClient(cc).IsReady(ctx, &emptypb.Empty{})
+		return resp.GetReady(), err
+	}, log)
+	r.mapS = udsconn.NewStream[mapv1.MapRequest, mapv1.MapResponse](r.conn)
+	r.mapS.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[mapv1.MapRequest, mapv1.MapResponse], error) {
+		return mapv1.NewMapClient(cc).MapFn(ctx)
+	}
+	r.mapS.Handshake = func() *mapv1.MapRequest { return &mapv1.MapRequest{Handshake: &mapv1.Handshake{Sot: true}} }
+	r.mapS.Echoed = func(m *mapv1.MapResponse) bool { return m.GetHandshake().GetSot() }
+	return r
+}
+
+// NewRemoteTransformer returns the source transformer served in dir.
+func NewRemoteTransformer(dir string, log *zap.Logger) *Remote {
+	r := &Remote{kind: serverinfo.KindSourceTransformer}
+	r.conn = udsconn.New(dir, serverinfo.KindSourceTransformer, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+		resp, err := stv1.NewSourceTransformClient(cc).IsReady(ctx, &emptypb.Empty{})
+		return resp.GetReady(), err
+	}, log)
+	r.stS = udsconn.NewStream[stv1.SourceTransformRequest, stv1.SourceTransformResponse](r.conn)
+	r.stS.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[stv1.SourceTransformRequest, stv1.SourceTransformResponse], error) {
+		return stv1.NewSourceTransformClient(cc).SourceTransformFn(ctx)
+	}
+	r.stS.Handshake = func() *stv1.SourceTransformRequest {
+		return &stv1.SourceTransformRequest{Handshake: &stv1.Handshake{Sot: true}}
+	}
+	r.stS.Echoed = func(m *stv1.SourceTransformResponse) bool { return m.GetHandshake().GetSot() }
+	return r
+}
+
+// Connect waits until the server is up and ready, or ctx ends. An incompatible
+// server gives an error matching udsconn.ErrIncompatible.
+func (r *Remote) Connect(ctx context.Context) error {
+	_, _, err := r.conn.Get(ctx)
+	return err
+}
+
+// Ready returns nil while the server is connected, or why not.
+func (r *Remote) Ready() error { return r.conn.Ready() }
+
+// Close closes the connection.
+func (r *Remote) Close() error {
+	if r.mapS != nil {
+		r.mapS.Close()
+	}
+	if r.stS != nil {
+		r.stS.Close()
+	}
+	return r.conn.Close()
+}
+
+// Map sends in to the server and appends its answers to out, in the order of in.
+func (r *Remote) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message, int, error) {
+	if len(in) == 0 {
+		return out, 0, nil
+	}
+	r.seq++
+	prefix := strconv.FormatUint(r.seq, 10) + "-"
+	r.results = slices.Grow(r.results[:0], len(in))[:len(in)]
+	r.eots = slices.Grow(r.eots[:0], len(in))[:len(in)]
+	for i := range r.results {
+		r.results[i] = r.results[i][:0]
+		r.eots[i] = false
+	}
+	var err error
+	if r.stS != nil {
+		err = r.transform(ctx, in, prefix)
+	} else {
+		_, info, cerr := r.conn.Get(ctx)
+		if cerr != nil {
+			return out, 0, cerr
+		}
+		err = r.mapBatch(ctx, in, prefix, info.MapKind())
+	}
+	if err != nil {
+		return out, 0, fmt.Errorf("%s UDF: %s", r.kind, udsconn.Message(err))
+	}
+	return r.collect(in, out)
+}
+
+// index returns the batch index of an answer's id.
+func (r *Remote) index(id, prefix string, n int) (int, error) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	i, err := strconv.Atoi(rest)
+	if !ok || err != nil || i < 0 || i >= n {
+		return 0, fmt.Errorf("%w: answer for unknown id %q", udsconn.ErrProtocol, id)
+	}
+	return i, nil
+}
+
+func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, mode serverinfo.Kind) error {
+	send := func(send func(*mapv1.MapRequest) error) error {
+		for i := range in {
+			m := &in[i]
+			req := &mapv1.MapRequest{Id: prefix + strconv.Itoa(i), Request: &mapv1.MapRequest_Request{
+				Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
+				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers}}
+			if err := send(req); err != nil {
+				return err
+			}
+		}
+		if mode == serverinfo.KindBatchMap {
+			return send(&mapv1.MapRequest{Status: &mapv1.TransmissionStatus{Eot: true}})
+		}
+		return nil
+	}
+	pending := len(in)
+	recv := func(resp *mapv1.MapResponse) (bool, error) {
+		if mode == serverinfo.KindBatchMap && resp.GetStatus().GetEot() {
+			if pending > 0 {
+				return true, fmt.Errorf("%w: end of batch with %d messages unanswered", udsconn.ErrProtocol, pending)
+			}
+			return true, nil
+		}
+		i, err := r.index(resp.GetId(), prefix, len(in))
+		if err != nil {
+			return true, err
+		}
+		if mode == serverinfo.KindMapStream && resp.GetStatus().GetEot() {
+			if r.eots[i] {
+				return true, fmt.Errorf("%w: two ends for id %q", udsconn.ErrProtocol, resp.GetId())
+			}
+			r.eots[i] = true
+			pending--
+			return pending == 0, nil
+		}
+		for _, res := range resp.GetResults() {
+			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue()})
+		}
+		if mode == serverinfo.KindMap {
+			if r.eots[i] {
+				return true, fmt.Errorf("%w: two answers for id %q", udsconn.ErrProtocol, resp.GetId())
+			}
+			r.eots[i] = true
+			pending--
+			return pending == 0, nil
+		}
+		if mode == serverinfo.KindBatchMap {
+			if !r.eots[i] {
+				r.eots[i] = true
+				pending--
+			}
+		}
+		return false, nil
+	}
+	return r.mapS.Exchange(ctx, send, recv)
+}
+
+func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string) error {
+	send := func(send func(*stv1.SourceTransformRequest) error) error {
+		for i := range in {
+			m := &in[i]
+			req := &stv1.SourceTransformRequest{Request: &stv1.SourceTransformRequest_Request{
+				Id: prefix + strconv.Itoa(i), Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
+				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers}}
+			if err := send(req); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	pending := len(in)
+	recv := func(resp *stv1.SourceTransformResponse) (bool, error) {
+		i, err := r.index(resp.GetId(), prefix, len(in))
+		if err != nil {
+			return true, err
+		}
+		if r.eots[i] {
+			return true, fmt.Errorf("%w: two answers for id %q", udsconn.ErrProtocol, resp.GetId())
+		}
+		r.eots[i] = true
+		for _, res := range resp.GetResults() {
+			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue(), eventTime: res.GetEventTime()})
+		}
+		pending--
+		return pending == 0, nil
+	}
+	return r.stS.Exchange(ctx, send, recv)
+}
+
+// collect appends the answers, in the order of in, and counts the messages that
+// produced nothing but drops.
+func (r *Remote) collect(in, out []isb.Message) ([]isb.Message, int, error) {
+	dropped := 0
+	for i, results := range r.results {
+		kept := 0
+		for j, res := range results {
+			if slices.Contains(res.tags, DropTag) {
+				continue
+			}
+			m := isb.Message{ID: in[i].ID, Keys: res.keys, Value: res.value, Tags: res.tags,
+				EventTime: in[i].EventTime, Headers: in[i].Headers}
+			if len(results) > 1 {
+				m.ID += "-" + strconv.Itoa(j)
+			}
+			if res.eventTime != nil {
+				m.EventTime = res.eventTime.AsTime()
+			}
+			out = append(out, m)
+			kept++
+		}
+		if kept == 0 {
+			dropped++
+		}
+	}
+	return out, dropped, nil
+}
