@@ -48,7 +48,7 @@ type runtimeOptions struct {
 	// udsDir is where user-defined containers have their sockets.
 	udsDir string
 	// spawn starts the user-defined containers' commands as child processes.
-	spawn bool
+	spawn  bool
 	stderr io.Writer
 }
 
