@@ -1,0 +1,76 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sink"
+)
+
+// startSinker serves a sinker in a short temporary directory until the test ends.
+func startSinker(t *testing.T, kind serverinfo.Kind, sk sinker.Sinker) (dir string, got chan string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if kind == serverinfo.KindFallbackSink {
+		t.Setenv(serverinfo.EnvContainerType, serverinfo.ContainerTypeFallbackSink)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sinker.NewServer(sk, sinker.WithSocketDir(dir)).Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return dir, got
+}
+
+// byPayload answers by the payload: "fail" fails, "fallback" falls back, and
+// everything else is written.
+func byPayload(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
+	var out sinker.Responses
+	for d := range datums {
+		switch v := string(d.Value()); {
+		case strings.Contains(v, "fallback"):
+			out = append(out, sinker.ResponseFallback(d.ID()))
+		case strings.Contains(v, "fail"):
+			out = append(out, sinker.ResponseFailure(d.ID(), "cannot take "+v))
+		default:
+			out = append(out, sinker.ResponseOK(d.ID()))
+		}
+	}
+	return out
+}
+
+func TestUDSinkStatuses(t *testing.T) {
+	for _, kind := range []serverinfo.Kind{serverinfo.KindSink, serverinfo.KindFallbackSink} {
+		t.Run(string(kind), func(t *testing.T) {
+			dir, _ := startSinker(t, kind, sinker.SinkerFunc(byPayload))
+			s := sink.NewUD(dir, kind, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.Connect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for range 3 { // batch after batch on one stream
+				msgs := []isb.Message{{Value: []byte("ok")}, {Value: []byte("fail me")}, {Value: []byte("fallback")}, {Value: []byte("fine")}}
+				errs := make([]error, len(msgs))
+				if err := s.Write(ctx, msgs, errs); err != nil {
+					t.Fatal(err)
+				}
+				if errs[0] != nil || errs[3] != nil || !errors.Is(errs[2], isb.ErrFallback) ||
+					errs[1] == nil || !strings.Contains(errs[1].Error(), "cannot take fail me") {
+					t.Fatalf("statuses %v", errs)
+				}
+			}
+		})
+	}
+}

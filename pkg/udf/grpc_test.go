@@ -1,0 +1,242 @@
+package udf_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
+	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
+)
+
+// socketDir returns a short temporary directory: unix socket paths are limited.
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// serve runs start until the test ends and waits for it to return.
+func serve(t *testing.T, start func(ctx context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- start(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func connect(t *testing.T, r *udf.Remote) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+}
+
+func messages(values ...string) []isb.Message {
+	out := make([]isb.Message, len(values))
+	for i, v := range values {
+		out[i] = isb.Message{ID: "m" + v, Value: []byte(v), Keys: []string{"k"}, EventTime: time.UnixMilli(1_700_000_000_000)}
+	}
+	return out
+}
+
+func values(msgs []isb.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, string(m.Value)+"/"+strings.Join(m.Keys, ",")+"/"+strings.Join(m.Tags, ","))
+	}
+	return out
+}
+
+// evenOdd keys and tags integers by parity, drops the rest, and makes "slow"
+// wait.
+func evenOdd(ctx context.Context, _ []string, d mapper.Datum) mapper.Messages {
+	switch v := string(d.Value()); {
+	case v == "slow":
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return mapper.Messages{mapper.NewMessage(d.Value())}
+	case v == "panic":
+		panic("boom")
+	case v == "x":
+		return mapper.Messages{mapper.MessageToDrop()}
+	case (v[len(v)-1]-'0')%2 == 0:
+		return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys([]string{"even"}).WithTags([]string{"even-tag"})}
+	default:
+		return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys([]string{"odd"}).WithTags([]string{"odd-tag"})}
+	}
+}
+
+func TestRemoteUnaryMap(t *testing.T) {
+	dir := socketDir(t)
+	serve(t, mapper.NewServer(mapper.MapperFunc(evenOdd), mapper.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteMap(dir, nil)
+	connect(t, r)
+	out, dropped, err := r.Map(context.Background(), messages("1", "2", "x", "4"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(values(out), " "); got != "1/odd/odd-tag 2/even/even-tag 4/even/even-tag" || dropped != 1 {
+		t.Fatalf("got %s, dropped %d", got, dropped)
+	}
+	if out[0].ID != "m1" || !out[0].EventTime.Equal(time.UnixMilli(1_700_000_000_000)) {
+		t.Fatalf("id %q, event time %v; want the input's", out[0].ID, out[0].EventTime)
+	}
+	// One slow message does not hold up the batch: all are in flight at once.
+	batch := messages("slow")
+	for range 60 {
+		batch = append(batch, messages("slow")...)
+	}
+	start := time.Now()
+	if out, _, err := r.Map(context.Background(), batch, nil); err != nil || len(out) != 61 {
+		t.Fatalf("%d results, %v", len(out), err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("61 messages of 300ms each took %v; want them processed concurrently", took)
+	}
+}
+
+func TestRemoteBatchMap(t *testing.T) {
+	dir := socketDir(t)
+	split := batchmapper.BatchMapperFunc(func(_ context.Context, datums <-chan batchmapper.Datum) batchmapper.BatchResponses {
+		var out batchmapper.BatchResponses
+		for d := range datums {
+			resp := batchmapper.NewBatchResponse(d.ID())
+			for part := range strings.SplitSeq(string(d.Value()), ",") {
+				resp = resp.Append(batchmapper.NewMessage([]byte(part)))
+			}
+			out = append(out, resp)
+		}
+		return out
+	})
+	serve(t, batchmapper.NewServer(split, batchmapper.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteMap(dir, nil)
+	connect(t, r)
+	for range 3 { // the stream is reused batch after batch
+		out, _, err := r.Map(context.Background(), messages("a,b", "c"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 3 || string(out[0].Value) != "a" || out[0].ID != "ma,b-0" || out[1].ID != "ma,b-1" || string(out[2].Value) != "c" {
+			t.Fatalf("got %v", values(out))
+		}
+	}
+}
+
+func TestRemoteMapStream(t *testing.T) {
+	dir := socketDir(t)
+	repeat := mapstreamer.MapStreamerFunc(func(_ context.Context, _ []string, d mapstreamer.Datum, out chan<- mapstreamer.Message) {
+		for range len(d.Value()) {
+			out <- mapstreamer.NewMessage(d.Value())
+		}
+	})
+	serve(t, mapstreamer.NewServer(repeat, mapstreamer.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteMap(dir, nil)
+	connect(t, r)
+	out, dropped, err := r.Map(context.Background(), messages("aaa", "b", ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(values(out), " "); got != "aaa// aaa// aaa// b//" || dropped != 1 {
+		t.Fatalf("got %s, dropped %d", got, dropped)
+	}
+}
+
+func TestRemoteTransformer(t *testing.T) {
+	dir := socketDir(t)
+	stamp := sourcetransformer.SourceTransformerFunc(func(_ context.Context, keys []string, d sourcetransformer.Datum) sourcetransformer.Messages {
+		if string(d.Value()) == "drop" {
+			return sourcetransformer.Messages{sourcetransformer.MessageToDrop(d.EventTime())}
+		}
+		return sourcetransformer.Messages{sourcetransformer.NewMessage(d.Value(), time.UnixMilli(42)).WithKeys(keys)}
+	})
+	serve(t, sourcetransformer.NewServer(stamp, sourcetransformer.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteTransformer(dir, nil)
+	connect(t, r)
+	out, dropped, err := r.Map(context.Background(), messages("a", "drop", "b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || dropped != 1 || !out[0].EventTime.Equal(time.UnixMilli(42)) || out[1].Keys[0] != "k" {
+		t.Fatalf("got %+v, dropped %d", out, dropped)
+	}
+}
+
+func TestRemoteReconnectsAfterCrash(t *testing.T) {
+	dir := socketDir(t)
+	stop := serve(t, mapper.NewServer(mapper.MapperFunc(evenOdd), mapper.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteMap(dir, nil)
+	connect(t, r)
+	// A panic in the function: the error carries the UDF's own message and the
+	// server shuts down.
+	_, _, err := r.Map(context.Background(), messages("panic"), nil)
+	if err == nil || !strings.Contains(err.Error(), "UDF_EXECUTION_ERROR") {
+		t.Fatalf("Map = %v; want the UDF's panic message", err)
+	}
+	if r.Ready() == nil {
+		t.Fatal("ready after the server failed")
+	}
+	stop()
+	// The restarted server is found again.
+	serve(t, mapper.NewServer(mapper.MapperFunc(evenOdd), mapper.WithSocketDir(dir)).Start)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, _, err := r.Map(ctx, messages("2"), nil)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("after the restart: %v, %v", values(out), err)
+	}
+	if err := r.Ready(); err != nil {
+		t.Fatalf("not ready after reconnecting: %v", err)
+	}
+	r.Close() // before the server's stop, which waits for open streams
+}
+
+func TestRemoteIncompatibleServer(t *testing.T) {
+	dir := socketDir(t)
+	info := serverinfo.Default(serverinfo.KindMap, "v9.9.9")
+	info.MinimumNumaflowVersion = "9.9.9-z"
+	if err := serverinfo.Write(filepath.Join(dir, serverinfo.MapInfoFile), info); err != nil {
+		t.Fatal(err)
+	}
+	r := udf.NewRemoteMap(dir, nil)
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.Connect(ctx)
+	if !errors.Is(err, udsconn.ErrIncompatible) || !strings.Contains(err.Error(), "9.9.9") {
+		t.Fatalf("Connect = %v; want an incompatibility naming the versions", err)
+	}
+}
