@@ -10,6 +10,9 @@
 //   - SIMPLESOURCE_REDELIVERY_TIMEOUT: how long a message read may go
 //     unacknowledged before it is handed out again, as a Go duration
 //     (default 30s).
+//   - SIMPLESOURCE_DROP_EVERY: when set to N, every N-th message (0, N, 2N,
+//     ...) has the payload "drop-<n>" instead of "<n>", for functions that
+//     drop it.
 package main
 
 import (
@@ -43,6 +46,13 @@ func configFromEnv() (config, error) {
 			return cfg, fmt.Errorf("SIMPLESOURCE_COUNT=%q: not a count: %w", v, err)
 		}
 		cfg.count = &n
+	}
+	if v := os.Getenv("SIMPLESOURCE_DROP_EVERY"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			return cfg, fmt.Errorf("SIMPLESOURCE_DROP_EVERY=%q: want a whole number, 1 or more", v)
+		}
+		cfg.dropEvery = n
 	}
 	if v := os.Getenv("SIMPLESOURCE_REDELIVERY_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -16,6 +16,7 @@ type config struct {
 	redelivery time.Duration    // how long a read message may go unacknowledged
 	now        func() time.Time // the clock of redelivery deadlines and event times
 	partition  int32
+	dropEvery  uint64 // when positive, every dropEvery-th payload is "drop-<n>"
 }
 
 // source generates "0", "1", ... with at-least-once delivery. Its methods
@@ -92,10 +93,14 @@ func (s *source) take(n uint64) ([]uint64, <-chan struct{}) {
 func (s *source) send(seqs []uint64, out chan<- sourcer.Message) {
 	now := s.cfg.now()
 	for _, seq := range seqs {
-		v := []byte(strconv.FormatUint(seq, 10))
+		off := []byte(strconv.FormatUint(seq, 10))
+		v := off
+		if s.cfg.dropEvery > 0 && seq%s.cfg.dropEvery == 0 {
+			v = append([]byte("drop-"), off...)
+		}
 		out <- sourcer.Message{
 			Value:     v,
-			Offset:    sourcer.Offset{Value: v, PartitionID: s.cfg.partition},
+			Offset:    sourcer.Offset{Value: off, PartitionID: s.cfg.partition},
 			EventTime: now,
 		}
 	}
