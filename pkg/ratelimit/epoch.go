@@ -76,8 +76,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 			l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
 		}
 		if l.observe != nil {
-			l.ended = append(l.ended, EpochSummary{Epoch: cur.epoch, PoolMilli: cur.pool, Share: cur.share,
-				Granted: cur.granted(), PoolSize: cur.size, Rank: cur.rank, Eligible: cur.eligible})
+			l.ended = append(l.ended, cur.summary())
 		}
 	}
 	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), counters: newCounters(l.lanes)}
@@ -94,6 +93,12 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	}
 	l.release(st, l.allowance(st.share, st.slice))
 	return st
+}
+
+// summary is what the replica did in st so far.
+func (st *epochState) summary() EpochSummary {
+	return EpochSummary{Epoch: st.epoch, PoolMilli: st.pool, Share: st.share,
+		Granted: st.granted(), PoolSize: st.size, Rank: st.rank, Eligible: st.eligible}
 }
 
 func (l *Limiter) publish(st *epochState) { l.state.Store(st) }

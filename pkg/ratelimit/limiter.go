@@ -69,7 +69,8 @@ type Limiter struct {
 }
 
 // EpochSummary is what one replica did in one epoch, handed to the observer of
-// [WithEpochObserver] when the epoch ends.
+// [WithEpochObserver] when the epoch ends, or, for the epoch cut short by
+// [Limiter.Close], when the limiter is closed.
 type EpochSummary struct {
 	Epoch     int64
 	PoolMilli int64
@@ -355,7 +356,11 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.closed = true
 	l.stopTimer(l.tick)
 	l.stopTimer(l.syncT)
-	pool := l.state.Load().pool
+	cur := l.state.Load()
+	pool := cur.pool
+	if l.observe != nil {
+		l.ended = append(l.ended, cur.summary())
+	}
 	st := &epochState{epoch: -1, closed: true, counters: newCounters(l.lanes)}
 	l.state.Store(st)
 	for _, w := range l.waiters {
@@ -367,6 +372,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 
 	l.syncCancel()
 	l.timers.Wait()
+	l.notifyEnded() // after the timer goroutine, which calls the observer too
 	return l.leave(ctx, pool)
 }
 

@@ -395,6 +395,35 @@ func TestCloseTwiceAndAfterClose(t *testing.T) {
 	}
 }
 
+// TestEpochObserver checks that the observer hears of each epoch once, when it
+// ends, and of the epoch cut short by Close, with what was granted in it.
+func TestEpochObserver(t *testing.T) {
+	seen := make(chan EpochSummary, 8)
+	l := newTestLimiter(t, Config{Max: 10}, WithEpochObserver(func(s EpochSummary) { seen <- s }))
+	first := l.Status().Epoch
+	mustAcquire(t, l.Limiter, expired(t), 4, 4)
+	l.clk.Advance(time.Second)
+	got := <-seen
+	if got.Epoch != first || got.Granted != 4 || got.Share != 10 || !got.Eligible {
+		t.Fatalf("first summary = %+v; want epoch %d, granted 4 of share 10, eligible", got, first)
+	}
+	mustAcquire(t, l.Limiter, expired(t), 3, 3)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got = <-seen:
+	default:
+		t.Fatal("Close did not report the epoch it cut short")
+	}
+	if got.Epoch != first+1 || got.Granted != 3 {
+		t.Fatalf("summary at Close = %+v; want epoch %d, granted 3", got, first+1)
+	}
+	if err := l.Close(context.Background()); err != nil || len(seen) != 0 {
+		t.Fatalf("second Close = %v with %d more summaries; want nil and none", err, len(seen))
+	}
+}
+
 func TestConcurrentNeverExceedsShare(t *testing.T) {
 	// Workers take tokens until the share is gone, giving back part of their
 	// previous grant as they go, which after a boundary belongs to an ended epoch.

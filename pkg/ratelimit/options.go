@@ -50,7 +50,8 @@ func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.sync
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithEpochObserver calls f with a summary of every epoch when it ends, from the
-// limiter's timer goroutine; f must not block.
+// limiter's timer goroutine, and with that of the epoch cut short by Close, from
+// Close; the calls never overlap. f must not block.
 func WithEpochObserver(f func(EpochSummary)) Option { return func(o *options) { o.observe = f } }
 
 // WithFixedPool makes the limiter replica rank of a pool of size replicas known
