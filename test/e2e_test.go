@@ -67,7 +67,13 @@ func writeConfig(t *testing.T, yaml string) string {
 // the test if it is still running.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, cmd: exec.Command(vertexBin, args...), notify: make(chan struct{}), done: make(chan struct{})}
+	return startCmd(t, exec.Command(vertexBin, args...))
+}
+
+// startCmd starts cmd, collecting its output as start does.
+func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: cmd, notify: make(chan struct{}), done: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +138,7 @@ func (p *proc) waitFor(timeout time.Duration, what string, cond func() bool) {
 			ok = cond()
 			p.mu.Unlock()
 			if !ok {
-				p.t.Fatalf("vertex exited (%v) before %s; stderr:\n%s", p.err, what, p.stderrText())
+				p.t.Fatalf("%s exited (%v) before %s; stderr:\n%s", filepath.Base(p.cmd.Path), p.err, what, p.stderrText())
 			}
 			return
 		case <-deadline:
@@ -178,7 +184,7 @@ func (p *proc) stop(sig syscall.Signal, timeout time.Duration) (int, time.Durati
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		p.t.Fatalf("vertex did not exit within %v of %v; stderr:\n%s", timeout, sig, p.stderrText())
+		p.t.Fatalf("%s did not exit within %v of %v; stderr:\n%s", filepath.Base(p.cmd.Path), timeout, sig, p.stderrText())
 	}
 	return p.cmd.ProcessState.ExitCode(), time.Since(start)
 }
