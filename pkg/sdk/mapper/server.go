@@ -59,10 +59,16 @@ func (s *service) mapOne(ctx context.Context, req *mapv1.MapRequest, send func(*
 	if req.GetRequest() == nil {
 		return udfserver.InvalidRequest("map request without a message")
 	}
-	d := mapwire.Datum(req)
-	var msgs Messages
-	if err := s.srv.Call(func() { msgs = s.m.Map(ctx, d.Keys(), d) }); err != nil {
+	msgs, err := s.callMap(ctx, req)
+	if err != nil {
 		return err
 	}
-	return send(&mapv1.MapResponse{Id: req.GetId(), Results: mapwire.Results(msgs)})
+	return send(mapwire.Response(req.GetId(), msgs))
+}
+
+// callMap calls the user's Map on req's message.
+func (s *service) callMap(ctx context.Context, req *mapv1.MapRequest) (_ Messages, err error) {
+	defer s.srv.Recover(&err)
+	d := mapwire.Datum(req)
+	return s.m.Map(ctx, d.Keys(), d), nil
 }

@@ -63,16 +63,8 @@ func (s *service) transformOne(ctx context.Context, req *stv1.SourceTransformReq
 	if m == nil {
 		return udfserver.InvalidRequest("transform request without a message")
 	}
-	d := wire.NewDatum(wire.DatumFields{
-		ID:        m.GetId(),
-		Keys:      m.GetKeys(),
-		Value:     m.GetValue(),
-		EventTime: wire.Time(m.GetEventTime()),
-		Watermark: wire.Time(m.GetWatermark()),
-		Headers:   m.GetHeaders(),
-	})
-	var msgs Messages
-	if err := s.srv.Call(func() { msgs = s.st.Transform(ctx, d.Keys(), d) }); err != nil {
+	msgs, err := s.callTransform(ctx, m)
+	if err != nil {
 		return err
 	}
 	results := make([]*stv1.SourceTransformResponse_Result, len(msgs))
@@ -84,5 +76,19 @@ func (s *service) transformOne(ctx context.Context, req *stv1.SourceTransformReq
 			Tags:      msg.tags,
 		}
 	}
-	return send(&stv1.SourceTransformResponse{Id: d.ID(), Results: results})
+	return send(&stv1.SourceTransformResponse{Id: m.GetId(), Results: results})
+}
+
+// callTransform calls the user's Transform on m.
+func (s *service) callTransform(ctx context.Context, m *stv1.SourceTransformRequest_Request) (_ Messages, err error) {
+	defer s.srv.Recover(&err)
+	d := wire.NewDatum(wire.DatumFields{
+		ID:        m.GetId(),
+		Keys:      m.GetKeys(),
+		Value:     m.GetValue(),
+		EventTime: wire.Time(m.GetEventTime()),
+		Watermark: wire.Time(m.GetWatermark()),
+		Headers:   m.GetHeaders(),
+	})
+	return s.st.Transform(ctx, d.Keys(), d), nil
 }

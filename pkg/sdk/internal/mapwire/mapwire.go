@@ -3,6 +3,8 @@
 package mapwire
 
 import (
+	"time"
+
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/wire"
 )
@@ -24,18 +26,34 @@ func EOT(id string) *mapv1.MapResponse {
 // IsEOT reports whether r carries status{eot: true}.
 func IsEOT(r *mapv1.MapRequest) bool { return r.GetStatus().GetEot() }
 
-// Datum is the message of r; r.Request must be set.
-func Datum(r *mapv1.MapRequest) *wire.Datum {
-	m := r.GetRequest()
-	return wire.NewDatum(wire.DatumFields{
-		ID:        r.GetId(),
-		Keys:      m.GetKeys(),
-		Value:     m.GetValue(),
-		EventTime: wire.Time(m.GetEventTime()),
-		Watermark: wire.Time(m.GetWatermark()),
-		Headers:   m.GetHeaders(),
-	})
-}
+// Datum is the message of r, seen through the accessors of the map packages'
+// Datum interfaces without a copy; r.Request must be set, and r must not
+// change afterwards.
+func Datum(r *mapv1.MapRequest) *RequestDatum { return (*RequestDatum)(r) }
+
+// RequestDatum is a map request as a Datum.
+type RequestDatum mapv1.MapRequest
+
+func (d *RequestDatum) req() *mapv1.MapRequest_Request { return (*mapv1.MapRequest)(d).GetRequest() }
+
+// ID identifies the message within the runtime.
+func (d *RequestDatum) ID() string { return (*mapv1.MapRequest)(d).GetId() }
+
+// Keys are the message's keys.
+func (d *RequestDatum) Keys() []string { return d.req().GetKeys() }
+
+// Value is the message's payload.
+func (d *RequestDatum) Value() []byte { return d.req().GetValue() }
+
+// EventTime is the message's event time (zero if the runtime sent none).
+func (d *RequestDatum) EventTime() time.Time { return wire.Time(d.req().GetEventTime()) }
+
+// Watermark is the watermark when the message was read (zero if the runtime
+// sent none).
+func (d *RequestDatum) Watermark() time.Time { return wire.Time(d.req().GetWatermark()) }
+
+// Headers are the message's headers.
+func (d *RequestDatum) Headers() map[string]string { return d.req().GetHeaders() }
 
 // Message is what a map function returns, as mapper.Message exposes it.
 type Message interface {
@@ -51,6 +69,24 @@ func Results[M Message](msgs []M) []*mapv1.MapResponse_Result {
 		out[i] = Result(m)
 	}
 	return out
+}
+
+// Response is the answer to request id with msgs, in as few allocations as
+// possible: one for the usual single message.
+func Response[M Message](id string, msgs []M) *mapv1.MapResponse {
+	if len(msgs) != 1 {
+		return &mapv1.MapResponse{Id: id, Results: Results(msgs)}
+	}
+	one := &struct {
+		resp mapv1.MapResponse
+		ptr  [1]*mapv1.MapResponse_Result
+		res  mapv1.MapResponse_Result
+	}{}
+	m := msgs[0]
+	one.res.Keys, one.res.Value, one.res.Tags = m.Keys(), m.Value(), m.Tags()
+	one.ptr[0] = &one.res
+	one.resp.Id, one.resp.Results = id, one.ptr[:]
+	return &one.resp
 }
 
 // Result converts one message.

@@ -22,29 +22,63 @@ type Handler[Req, Resp any] func(ctx context.Context, req *Req, send func(*Resp)
 
 // ServeConcurrent serves the requests of stream, after its handshake, each in
 // a goroutine of its own, so that a slow request does not delay the answers
-// to the others. When the client closes its side, ServeConcurrent waits for
-// the requests in flight to be answered and returns nil; when a handler
-// fails or the stream breaks, it cancels the other handlers, waits for them
-// and returns the error. It never sends after it has returned.
+// to the others. Handlers hand their answers to one sending goroutine, in the
+// order they give them. When the client closes its side, ServeConcurrent
+// waits for the requests in flight to be answered and returns nil; when a
+// handler fails or the stream breaks, it cancels the other handlers, waits for
+// them and returns the error. It never sends after it has returned.
 func ServeConcurrent[Req, Resp any](stream grpc.BidiStreamingServer[Req, Resp], handle Handler[Req, Resp]) error {
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 
 	var (
-		mu      sync.Mutex // serialises Send; guards closed and wg.Add
-		closed  bool       // no more handlers, no more sends
+		mu      sync.Mutex // guards closed and workers.Add
+		closed  bool       // no more handlers
 		workers sync.WaitGroup
 	)
+	// The sender: one goroutine owns stream.Send, so that handlers neither
+	// queue on a lock nor grow their stacks through the transport.
+	out := make(chan *Resp, sendQueue)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		var broken bool
+		for resp := range out {
+			// What a handler handed over before a failure is still sent.
+			if broken {
+				continue
+			}
+			if err := stream.Send(resp); err != nil {
+				broken = true
+				cancel(err)
+			}
+		}
+	}()
 	send := func(resp *Resp) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
+		if ctx.Err() != nil {
 			return errClosed
 		}
-		return stream.Send(resp)
+		select {
+		case out <- resp:
+			return nil
+		case <-ctx.Done():
+			return errClosed
+		}
+	}
+	// A request goes to an idle worker, or to a new one when all are busy:
+	// every request in flight has a goroutine, but goroutines are reused.
+	idle := make(chan *Req)
+	work := func(req *Req) {
+		for ok := true; ok; req, ok = <-idle {
+			if err := handle(ctx, req, send); err != nil {
+				cancel(err)
+			}
+			workers.Done()
+		}
 	}
 	recvErr := make(chan error, 1)
 	go func() {
+		defer close(idle) // idle workers return
 		for {
 			req, err := stream.Recv()
 			if err != nil {
@@ -58,28 +92,32 @@ func ServeConcurrent[Req, Resp any](stream grpc.BidiStreamingServer[Req, Resp], 
 			}
 			workers.Add(1)
 			mu.Unlock()
-			go func() {
-				defer workers.Done()
-				if err := handle(ctx, req, send); err != nil {
-					cancel(err)
-				}
-			}()
+			select {
+			case idle <- req:
+			default:
+				go work(req)
+			}
 		}
 	}()
 
 	select {
 	case err := <-recvErr:
-		if errors.Is(err, io.EOF) {
-			// The client is done sending: answer what is in flight.
-			workers.Wait()
-			return context.Cause(ctx)
+		if !errors.Is(err, io.EOF) {
+			cancel(err)
 		}
-		cancel(err)
+		// On EOF the client is done sending: answer what is in flight.
 	case <-ctx.Done():
 	}
-	mu.Lock()
-	closed = true
-	mu.Unlock()
-	workers.Wait()
+	if ctx.Err() != nil {
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+	}
+	workers.Wait() // every request answered or abandoned
+	close(out)
+	<-sent
 	return context.Cause(ctx)
 }
+
+// sendQueue is how many answers may wait for the sender.
+const sendQueue = 1024

@@ -38,6 +38,19 @@ func (s *Server) Call(fn func()) (err error) {
 	return nil
 }
 
+// Recover is Call for hot paths, without a closure: deferred directly by a
+// function that calls user code, it turns a panic there into *err as Call
+// does.
+//
+//	func handle() (err error) {
+//		defer srv.Recover(&err)
+//		...
+func (s *Server) Recover(err *error) {
+	if r := recover(); r != nil {
+		*err = s.onPanic(r, debug.Stack())
+	}
+}
+
 // recoverPanic must be deferred directly, so that recover sees the panic.
 func (s *Server) recoverPanic(err *error) {
 	if r := recover(); r != nil {
