@@ -38,6 +38,14 @@ type Remote struct {
 	// results[i] are the answers to in[i] of the batch in progress.
 	results [][]result
 	eots    []bool
+	// Requests, reused from batch to batch: a request is encoded before Send
+	// returns, and a batch's sends end before Map returns.
+	mapReqs  []mapv1.MapRequest
+	mapBods  []mapv1.MapRequest_Request
+	stReqs   []stv1.SourceTransformRequest
+	stBods   []stv1.SourceTransformRequest_Request
+	times    []timestamppb.Timestamp
+	noMarkTS *timestamppb.Timestamp // the watermark sent: -1, none yet
 }
 
 // result is one answer of a map or transformer, in common form.
@@ -143,13 +151,36 @@ func (r *Remote) index(id, prefix string, n int) (int, error) {
 	return i, nil
 }
 
+// reuse returns s with length n, new when s is too short: protobuf messages
+// are not to be copied, so s is never grown.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// eventTimes sets r.times[i] to the event time of in[i].
+func (r *Remote) eventTimes(in []isb.Message) {
+	r.times = reuse(r.times, len(in))
+	for i := range in {
+		t := in[i].EventTime
+		r.times[i].Seconds, r.times[i].Nanos = t.Unix(), int32(t.Nanosecond())
+	}
+	if r.noMarkTS == nil {
+		r.noMarkTS = timestamppb.New(time.UnixMilli(-1))
+	}
+}
+
 func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, mode serverinfo.Kind) error {
+	r.eventTimes(in)
+	r.mapReqs = reuse(r.mapReqs, len(in))
+	r.mapBods = reuse(r.mapBods, len(in))
 	send := func(send func(*mapv1.MapRequest) error) error {
 		for i := range in {
-			m := &in[i]
-			req := &mapv1.MapRequest{Id: prefix + strconv.Itoa(i), Request: &mapv1.MapRequest_Request{
-				Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
-				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers}}
+			m, req, body := &in[i], &r.mapReqs[i], &r.mapBods[i]
+			body.Keys, body.Value, body.EventTime, body.Watermark, body.Headers = m.Keys, m.Value, &r.times[i], r.noMarkTS, m.Headers
+			req.Id, req.Request = prefix+strconv.Itoa(i), body
 			if err := send(req); err != nil {
 				return err
 			}
@@ -202,12 +233,15 @@ func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, 
 }
 
 func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string) error {
+	r.eventTimes(in)
+	r.stReqs = reuse(r.stReqs, len(in))
+	r.stBods = reuse(r.stBods, len(in))
 	send := func(send func(*stv1.SourceTransformRequest) error) error {
 		for i := range in {
-			m := &in[i]
-			req := &stv1.SourceTransformRequest{Request: &stv1.SourceTransformRequest_Request{
-				Id: prefix + strconv.Itoa(i), Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
-				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers}}
+			m, req, body := &in[i], &r.stReqs[i], &r.stBods[i]
+			body.Id, body.Keys, body.Value, body.Headers = prefix+strconv.Itoa(i), m.Keys, m.Value, m.Headers
+			body.EventTime, body.Watermark = &r.times[i], r.noMarkTS
+			req.Request = body
 			if err := send(req); err != nil {
 				return err
 			}
