@@ -3,6 +3,7 @@ package batchmapper
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -96,26 +97,30 @@ func frame(r *mapv1.MapRequest) (udfserver.Framed[Datum], error) {
 // answer sends one response per datum of batch, in the batch's order. The
 // batch map function must have answered every datum and nothing else.
 func answer(stream mapv1.Map_MapFnServer, batch []Datum, resps BatchResponses) error {
-	byID := make(map[string]Messages, len(batch))
-	for _, d := range batch {
-		byID[d.ID()] = nil
+	at := make(map[string]int, len(batch))
+	for i, d := range batch {
+		at[d.ID()] = i
 	}
-	answered := make(map[string]bool, len(resps))
+	msgs := make([]Messages, len(batch))
+	answered := make([]bool, len(batch))
 	for _, r := range resps {
-		if _, ok := byID[r.id]; !ok {
+		i, ok := at[r.id]
+		if !ok {
 			return status.Error(codes.Internal, fmt.Sprintf("batch map answered id %q, which is not in the batch", r.id))
 		}
-		byID[r.id] = append(byID[r.id], r.messages...)
-		answered[r.id] = true
+		if answered[i] {
+			msgs[i] = append(slices.Clip(msgs[i]), r.messages...)
+		} else {
+			msgs[i], answered[i] = r.messages, true
+		}
 	}
-	for _, d := range batch {
-		if !answered[d.ID()] {
+	for i, d := range batch {
+		if !answered[i] {
 			return status.Error(codes.Internal, fmt.Sprintf("batch map did not answer id %q (%d responses for %d messages)", d.ID(), len(resps), len(batch)))
 		}
 	}
-	for _, d := range batch {
-		resp := &mapv1.MapResponse{Id: d.ID(), Results: mapwire.Results(byID[d.ID()])}
-		if err := stream.Send(resp); err != nil {
+	for i, d := range batch {
+		if err := stream.Send(mapwire.Response(d.ID(), msgs[i])); err != nil {
 			return err
 		}
 	}

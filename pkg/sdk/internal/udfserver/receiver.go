@@ -18,7 +18,7 @@ type Receiver[Req any] struct {
 
 // Receive starts reading the requests of stream.
 func Receive[Req, Resp any](stream grpc.BidiStreamingServer[Req, Resp]) *Receiver[Req] {
-	r := &Receiver[Req]{c: make(chan *Req)}
+	r := &Receiver[Req]{c: make(chan *Req, receiveAhead)}
 	done := stream.Context().Done()
 	go func() {
 		defer close(r.c)
@@ -40,6 +40,9 @@ func Receive[Req, Resp any](stream grpc.BidiStreamingServer[Req, Resp]) *Receive
 	}()
 	return r
 }
+
+// receiveAhead is how many requests the reader may take ahead of the handler.
+const receiveAhead = 64
 
 // C delivers the requests in order. It is closed when the stream ends.
 func (r *Receiver[Req]) C() <-chan *Req { return r.c }
