@@ -2,7 +2,7 @@ GO      ?= go
 BIN     := bin/vertex
 PKGS    := ./...
 
-.PHONY: build run test bench lint deps clean
+.PHONY: build run examples test bench lint deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/vertex
@@ -12,6 +12,13 @@ build:
 run: build
 	./$(BIN) run -f config/examples/monovertex.yaml
 
+# Builds the SDK examples (user-defined source, transformer, maps and sink)
+# into bin/examples/, for config/examples/udf.yaml and for benchmarks.
+EXAMPLES := $(notdir $(patsubst %/,%,$(dir $(wildcard pkg/sdk/examples/*/main.go))))
+examples:
+	@mkdir -p bin/examples
+	$(foreach e,$(EXAMPLES),$(GO) build -o bin/examples/$(e) ./pkg/sdk/examples/$(e) &&) true
+
 deps:
 	@./scripts/deps.sh
 
@@ -20,8 +27,9 @@ test: deps
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/ ./pkg/udf/
 	./$(BIN) bench -f config/examples/bench.yaml --duration 10s
+	$(GO) test -run '^$$' -bench BenchmarkMapUDF -benchtime 5x ./cmd/vertex/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

@@ -221,3 +221,43 @@ spec:
 	t.Logf("killed the map after %d of %d messages; the sink got %d lines for %d messages",
 		killedAt, count, len(sink.stdoutLines()), len(seen))
 }
+
+// TestUDFBench runs vertex bench --spawn on a MonoVertex whose map is the cat
+// example: the containers start once for all runs, every run moves messages
+// through the gRPC map, and they are stopped at the end.
+func TestUDFBench(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: bench-udf
+spec:
+  limits:
+    rateLimit:
+      max: 1000000000
+      min: 1000000000
+      rampUpDuration: 0s
+  source:
+    generator:
+      rpu: 1000000000000
+      duration: 1s
+  udf:
+`+udContainer("    ", example(t, "cat"), nil)+`  sink:
+    blackhole: {}
+`)
+	cmd := exec.Command(vertexBin, "bench", "-f", cfg, "--spawn", "--duration", "400ms", "--runs", "2")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	var off, on float64
+	if _, err := fmt.Sscanf(stdout.String(), "off: %f msg/s", &off); err != nil || off <= 0 {
+		t.Fatalf("bench output:\n%s", stdout.String())
+	}
+	lines := strings.Split(stdout.String(), "\n")
+	if _, err := fmt.Sscanf(lines[1], "on: %f msg/s", &on); err != nil || on <= 0 {
+		t.Fatalf("bench output:\n%s", stdout.String())
+	}
+	t.Logf("through the cat example: %.0f msg/s without the limit, %.0f with", off, on)
+}

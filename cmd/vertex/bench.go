@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -25,6 +26,8 @@ flags:
 	file := fs.String("f", "", "the MonoVertex YAML (required)")
 	duration := fs.Duration("duration", 10*time.Second, "time to run each of off and on, split over the runs")
 	runs := fs.Int("runs", 10, "runs of each of off and on, alternating")
+	udsDir := fs.String("uds-dir", "", "directory of the user-defined containers' sockets (default /var/run/numaflow; with --spawn, a new temporary directory)")
+	spawn := fs.Bool("spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -46,6 +49,24 @@ flags:
 	if f.MonoVertex.Spec.Limits.GetRateLimit() == nil {
 		fmt.Fprintf(stderr, "bench: %s has no rateLimit; off and on are the same\n", *file)
 	}
+	base := runtimeOptions{udsDir: *udsDir}
+	if cs := containers(&f.MonoVertex.Spec); len(cs) > 0 && *spawn {
+		if base.udsDir == "" {
+			if base.udsDir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
+				return err
+			}
+			defer os.RemoveAll(base.udsDir)
+		}
+		log, err := newLogger("warn", stderr)
+		if err != nil {
+			return err
+		}
+		sp, err := startContainers(cs, base.udsDir, f.Name(), 0, io.Discard, stderr, log)
+		if err != nil {
+			return err
+		}
+		defer sp.stop()
+	}
 	each := *duration / time.Duration(*runs)
 	var rates [2][]float64
 	var msgs [2]float64
@@ -53,7 +74,9 @@ flags:
 	for i := range 2 * *runs {
 		mode := i % 2
 		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", i+1, 2**runs, names[mode], each)
-		n, elapsed, err := benchRun(f.MonoVertex, mode == 0, each)
+		o := base
+		o.noRateLimit = mode == 0
+		n, elapsed, err := benchRun(f.MonoVertex, o, each)
 		if err != nil {
 			return err
 		}
@@ -85,14 +108,15 @@ func median(xs []float64) float64 {
 // measured, so that both modes are measured warm.
 const benchWarmUp = 500 * time.Millisecond
 
-// benchRun runs the MonoVertex with its sink a blackhole and returns the messages
-// it wrote in d, counted from benchWarmUp after its first write, and the time
+// benchRun runs the MonoVertex with o and its sink a blackhole and returns the
+// messages it wrote in d, counted from benchWarmUp after its first write, and the time
 // that took. Start-up is left out: a replica joining its pool takes no tokens
 // before the next second, and while it waits the runtime hands memory back to the
 // system, which the first moments of the run then take again.
-func benchRun(m *config.MonoVertex, noRateLimit bool, d time.Duration) (float64, time.Duration, error) {
+func benchRun(m *config.MonoVertex, o runtimeOptions, d time.Duration) (float64, time.Duration, error) {
 	runtime.GC()
-	mv, err := buildMonoVertex(m, runtimeOptions{sinkOverride: sink.Blackhole{}, noRateLimit: noRateLimit, stdout: io.Discard})
+	o.sinkOverride, o.stdout = sink.Blackhole{}, io.Discard
+	mv, err := buildMonoVertex(m, o)
 	if err != nil {
 		return 0, 0, err
 	}
