@@ -151,9 +151,28 @@ spec:
 	}
 }
 
+// waitReady polls /readyz at url, for at most 20s, until it is 200 (ready) or
+// not; when not, the body must name what is not ready.
+func waitReady(t *testing.T, url string, ready bool, what string) {
+	t.Helper()
+	var code int
+	var body []byte
+	for range 200 {
+		if code, body = httpGet(t, url); (code == 200) == ready {
+			if !ready && !strings.Contains(string(body), what) {
+				t.Fatalf("/readyz = %d %q; want it to name %s", code, body, what)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // real processes, real time
+	}
+	t.Fatalf("/readyz still %d %q after 20s; want ready=%v", code, body, ready)
+}
+
 // TestUDFCrash runs the user-defined containers itself, kills the map with
-// SIGKILL while messages flow and starts it again: every message of the
-// source reaches the sink at least once, and the vertex carries on without a
+// SIGKILL while messages flow and starts it again: the vertex reports not
+// ready, naming the map, until the map is back; every message of the source
+// reaches the sink at least once, and the vertex carries on without a
 // restart.
 func TestUDFCrash(t *testing.T) {
 	t.Parallel()
@@ -187,14 +206,19 @@ spec:
     udsink:
 `+udContainer("      ", "", nil))
 	p := start(t, "run", "-f", cfg, "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0")
-	p.metricsAddr()
+	readyz := "http://" + p.metricsAddr() + "/readyz"
 	sink.waitFor(30*time.Second, "messages at the sink", func() bool { return len(sink.lines) >= count/3 })
+	if code, body := httpGet(t, readyz); code != 200 {
+		t.Fatalf("/readyz = %d %s before the crash", code, body)
+	}
 	if err := mapper.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-mapper.done
 	killedAt := len(sink.stdoutLines())
+	waitReady(t, readyz, false, "mapper-server-info")
 	runUD("evenodd", "udf")
+	waitReady(t, readyz, true, "")
 	sink.waitFor(60*time.Second, "every message at the sink", func() bool {
 		seen := map[string]bool{}
 		for _, l := range sink.lines {
@@ -260,4 +284,41 @@ spec:
 		t.Fatalf("bench output:\n%s", stdout.String())
 	}
 	t.Logf("through the cat example: %.0f msg/s without the limit, %.0f with", off, on)
+}
+
+// TestUDFIncompatibleServer: a server whose info file asks for a newer
+// Numaflow is refused at start with exit code 2 and a message naming both
+// versions.
+func TestUDFIncompatibleServer(t *testing.T) {
+	t.Parallel()
+	dir := udsDir(t)
+	info := `{"protocol":"uds","language":"go","minimum_numaflow_version":"9.0.0-z","version":"v9.9.9","metadata":{"MAP_MODE":"unary-map"}}U+005C__END__`
+	if err := os.WriteFile(filepath.Join(dir, "mapper-server-info"), []byte(info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: incompatible
+spec:
+  source:
+    generator: {}
+  udf:
+`+udContainer("    ", "", nil)+`  sink:
+    log: {}
+`)
+	p := start(t, "run", "-f", cfg, "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0")
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("vertex still running; stderr:\n%s", p.stderrText())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 2 {
+		t.Fatalf("exit code %d, want 2; stderr:\n%s", code, p.stderrText())
+	}
+	for _, want := range []string{"requires Numaflow 9.0.0 or later", "compatible with Numaflow 1.8"} {
+		if !strings.Contains(p.stderrText(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, p.stderrText())
+		}
+	}
 }
