@@ -21,6 +21,7 @@ type counting struct {
 	limit    int
 	inflight map[int]bool
 	acked    map[int]bool
+	twice    int // acks of an offset already acked
 }
 
 func (c *counting) Read(_ context.Context, r sourcer.ReadRequest, out chan<- sourcer.Message) {
@@ -41,6 +42,9 @@ func (c *counting) Ack(_ context.Context, offsets []sourcer.Offset) {
 	for _, o := range offsets {
 		n, _ := strconv.Atoi(string(o.Value))
 		delete(c.inflight, n)
+		if c.acked[n] {
+			c.twice++
+		}
 		c.acked[n] = true
 	}
 }
@@ -90,7 +94,7 @@ func TestUDSource(t *testing.T) {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if len(src.acked) != 25 || len(src.inflight) != 0 {
-		t.Fatalf("acked %d, in flight %d; want all 25 acked", len(src.acked), len(src.inflight))
+	if len(src.acked) != 25 || len(src.inflight) != 0 || src.twice != 0 {
+		t.Fatalf("acked %d, in flight %d, acked twice %d; want all 25 acked once", len(src.acked), len(src.inflight), src.twice)
 	}
 }
