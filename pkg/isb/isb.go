@@ -56,6 +56,17 @@ type Writer interface {
 	Write(ctx context.Context, msgs []Message, errs []error) error
 }
 
+// Naker is implemented by readers that can hand messages back before their ack
+// deadline.
+//
+// Nak gives up messages returned by Read and not acked: they are read again, by
+// this reader or another, no sooner than delay from now (0: as soon as
+// possible). A forwarder naks what it read but could not finish, so that the
+// messages need not wait for the ack deadline to pass.
+type Naker interface {
+	Nak(ctx context.Context, msgs []ReadMessage, delay time.Duration) error
+}
+
 // Closer is implemented by readers and writers that hold resources.
 type Closer interface {
 	Close() error
@@ -65,6 +76,9 @@ var (
 	// ErrFallback marks a message that its sink asks to be written to the fallback
 	// sink instead.
 	ErrFallback = errors.New("isb: route to fallback sink")
-	// ErrBufferFull marks a message not written because the buffer is full.
+	// ErrBufferFull marks a message not written because the buffer is full: its
+	// usage is at or above bufferUsageLimit of bufferMaxLength. The writer may
+	// try again later (onFull: retryUntilSuccess) or give the message up
+	// (discardLatest).
 	ErrBufferFull = errors.New("isb: buffer full")
 )

@@ -35,6 +35,7 @@ type Buffer struct {
 var (
 	_ isb.Reader = (*Buffer)(nil)
 	_ isb.Writer = (*Buffer)(nil)
+	_ isb.Naker  = (*Buffer)(nil)
 )
 
 // New returns an empty buffer holding at most capacity messages, whose reads wait at
@@ -158,13 +159,30 @@ func (b *Buffer) waitUntil(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// Nak puts messages in flight back at the front of the buffer, to be read again.
-func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage) error {
+// Nak puts messages in flight back at the front of the buffer, to be read again:
+// at once, or once delay has passed on the buffer's clock (they stay in flight,
+// and count against the capacity, until then).
+func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	keys := make([]string, 0, len(msgs))
+	for i := range msgs {
+		if key, ok := msgs[i].Handle.(string); ok {
+			keys = append(keys, key)
+		}
+	}
+	if delay <= 0 {
+		b.putBack(keys)
+		return nil
+	}
+	b.clk.AfterFunc(delay, func() { b.putBack(keys) })
+	return nil
+}
+
+// putBack moves the messages of keys that are still in flight to the front.
+func (b *Buffer) putBack(keys []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	back := make([]isb.Message, 0, len(msgs)+len(b.pending))
-	for i := range msgs {
-		key, _ := msgs[i].Handle.(string)
+	back := make([]isb.Message, 0, len(keys)+len(b.pending))
+	for _, key := range keys {
 		if m, ok := b.inflight[key]; ok {
 			delete(b.inflight, key)
 			back = append(back, m)
@@ -172,7 +190,6 @@ func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage) error {
 	}
 	b.pending = append(back, b.pending...)
 	b.wake()
-	return nil
 }
 
 // Close makes reads return at once and writes fail; messages left stay readable.

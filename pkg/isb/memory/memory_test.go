@@ -249,7 +249,7 @@ func TestInFlightCountsAgainstCapacity(t *testing.T) {
 		{"ack the other frees one more", func() { b.Ack(ctx, got[1:]) }, []string{"e", "f"}, []error{nil, isb.ErrBufferFull}},
 		{"nak frees nothing", func() {
 			r := read(t, b, 1)
-			b.Nak(ctx, r)
+			b.Nak(ctx, r, 0)
 		}, []string{"f"}, []error{isb.ErrBufferFull}},
 	}
 	for _, s := range steps {
@@ -285,7 +285,7 @@ func TestAck(t *testing.T) {
 		}, 0, 3},
 		{"empty", func(b *memory.Buffer, r []isb.ReadMessage) { b.Ack(ctx, nil) }, 0, 3},
 		{"after nak the old handle is stale", func(b *memory.Buffer, r []isb.ReadMessage) {
-			b.Nak(ctx, r[:1])
+			b.Nak(ctx, r[:1], 0)
 			b.Ack(ctx, r[:1])
 		}, 0, 2},
 	}
@@ -325,7 +325,7 @@ func TestNakPutsBackAtTheFront(t *testing.T) {
 			write(t, b, "a", "b", "c", "d")
 			r := read(t, b, 3)
 			naked := tt.nak(r)
-			if err := b.Nak(ctx, naked); err != nil {
+			if err := b.Nak(ctx, naked, 0); err != nil {
 				t.Fatal(err)
 			}
 			if got := pendingValues(b); !slices.Equal(got, tt.wantPending) {
@@ -348,10 +348,31 @@ func TestNakKeepsTheID(t *testing.T) {
 	b := memory.New("buf", 10, time.Second, clock.NewManual(t0))
 	write(t, b, "a")
 	first := read(t, b, 1)
-	b.Nak(ctx, first)
+	b.Nak(ctx, first, 0)
 	again := read(t, b, 1)
 	if again[0].ID != first[0].ID {
 		t.Fatalf("read again with ID %q, first read with %q", again[0].ID, first[0].ID)
+	}
+}
+
+func TestNakWithDelay(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(t0)
+	b := memory.New("buf", 10, time.Second, clk)
+	write(t, b, "a", "b")
+	first := read(t, b, 1)
+	if err := b.Nak(ctx, first, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Stats(); s.Pending != 1 || s.InFlight != 1 {
+		t.Fatalf("before the delay: %+v; want the nak'd message still in flight", s)
+	}
+	clk.Advance(2 * time.Second)
+	if s := b.Stats(); s.Pending != 2 || s.InFlight != 0 {
+		t.Fatalf("after the delay: %+v; want it pending again", s)
+	}
+	if again := read(t, b, 1); string(again[0].Value) != "a" {
+		t.Fatalf("read %q first after the delay; want the nak'd message at the front", again[0].Value)
 	}
 }
 
@@ -560,7 +581,7 @@ func TestReadAckWakesNothing(t *testing.T) {
 	ch := readAsync(context.Background(), b, 5)
 	clk.waitArmed(t)
 	b.Ack(context.Background(), nil)
-	b.Nak(context.Background(), nil)
+	b.Nak(context.Background(), nil, 0)
 	select {
 	case r := <-ch:
 		t.Fatalf("Read returned %d messages on an empty ack", len(r.msgs))
@@ -683,7 +704,7 @@ func TestConcurrentUse(t *testing.T) {
 			for ctx.Err() == nil {
 				n, _ := b.Read(ctx, buf)
 				nak, ack := nakAll(buf[:n])
-				b.Nak(ctx, nak)
+				b.Nak(ctx, nak, 0)
 				b.Ack(ctx, ack)
 			}
 		})
