@@ -739,3 +739,70 @@ func TestPipelineValues(t *testing.T) {
 		t.Errorf("edges = %+v, want %+v", edges, want)
 	}
 }
+
+func TestVertexLimits(t *testing.T) {
+	f := mustParse(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: p
+spec:
+  limits:
+    readBatchSize: 100
+    readTimeout: 2s
+    bufferMaxLength: 1000
+    rateLimit:
+      max: 50
+      min: 5
+  vertices:
+    - name: in
+      source:
+        generator: {}
+    - name: mid
+      udf:
+        builtin:
+          name: cat
+      limits:
+        readBatchSize: 10
+        bufferUsageLimit: 60
+        rateLimit:
+          max: 20
+    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: mid
+    - from: mid
+      to: out
+`)
+	p := f.Pipeline
+	tests := []struct {
+		vertex                      string
+		batch, maxLen, usage, rlMax int
+		timeout                     time.Duration
+		rlMin                       int
+	}{
+		{"in", 100, 1000, DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
+		{"mid", 10, 1000, 60, 20, 2 * time.Second, 5},
+		{"out", 100, 1000, DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.vertex, func(t *testing.T) {
+			l, err := p.VertexLimits(tt.vertex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rl := l.GetRateLimit()
+			if l.GetReadBatchSize() != tt.batch || l.GetBufferMaxLength() != tt.maxLen || l.GetBufferUsageLimit() != tt.usage ||
+				l.GetReadTimeout() != tt.timeout || rl == nil || int(*rl.Max) != tt.rlMax || int(*rl.Min) != tt.rlMin {
+				t.Fatalf("limits = %+v, rate limit %+v", l, rl)
+			}
+		})
+	}
+	if _, err := p.VertexLimits("nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("unknown vertex: %v", err)
+	}
+	if p.Spec.Limits.ReadBatchSize == nil || *p.Spec.Limits.ReadBatchSize != 100 {
+		t.Fatal("VertexLimits changed the pipeline's limits")
+	}
+}

@@ -104,6 +104,21 @@ func (c *checker) pipeline(p *Pipeline) {
 				c.secret("spec.isb.jetstream."+name, sec)
 			}
 		}
+		if js.Storage != nil && *js.Storage != "file" && *js.Storage != "memory" {
+			c.add("spec.isb.jetstream.storage", "(%q) must be file or memory", *js.Storage)
+		}
+		if js.AckWait != nil && js.AckWait.Duration <= 0 {
+			c.add("spec.isb.jetstream.ackWait", "(%v) must be positive", js.AckWait.Duration)
+		}
+		if js.Duplicates != nil && js.Duplicates.Duration <= 0 {
+			c.add("spec.isb.jetstream.duplicates", "(%v) must be positive", js.Duplicates.Duration)
+		}
+		if js.User != nil && js.Token != nil {
+			c.add("spec.isb.jetstream.token", "set either user and password or token, not both")
+		}
+		if (js.User == nil) != (js.Password == nil) {
+			c.add("spec.isb.jetstream", "user and password go together")
+		}
 	}
 }
 
@@ -175,6 +190,51 @@ func (c *checker) conditions(path string, e *EdgeConditions) {
 	if len(e.Tags.Values) == 0 {
 		c.add(path+".tags.values", "needs at least one tag")
 	}
+}
+
+// Vertex returns the pipeline's vertex called name, or nil.
+func (p *Pipeline) Vertex(name string) *Vertex {
+	for i := range p.Spec.Vertices {
+		if p.Spec.Vertices[i].Name == name {
+			return &p.Spec.Vertices[i]
+		}
+	}
+	return nil
+}
+
+// VertexLimits returns the limits of a pipeline vertex: its own, with what it
+// leaves out taken from the pipeline's, and the rate limit merged as
+// [Pipeline.VertexRateLimit] does. The Get methods of the result give the
+// defaults of what neither sets.
+func (p *Pipeline) VertexLimits(vertex string) (*PipelineLimits, error) {
+	v := p.Vertex(vertex)
+	if v == nil {
+		return nil, fmt.Errorf("no vertex %q in pipeline %q", vertex, p.Metadata.Name)
+	}
+	var out PipelineLimits
+	if p.Spec.Limits != nil {
+		out = *p.Spec.Limits
+	}
+	if l := v.Limits; l != nil {
+		if l.ReadBatchSize != nil {
+			out.ReadBatchSize = l.ReadBatchSize
+		}
+		if l.ReadTimeout != nil {
+			out.ReadTimeout = l.ReadTimeout
+		}
+		if l.BufferMaxLength != nil {
+			out.BufferMaxLength = l.BufferMaxLength
+		}
+		if l.BufferUsageLimit != nil {
+			out.BufferUsageLimit = l.BufferUsageLimit
+		}
+	}
+	rl, err := p.VertexRateLimit(vertex)
+	if err != nil {
+		return nil, err
+	}
+	out.RateLimit = rl
+	return &out, nil
 }
 
 // VertexRateLimit returns the rate limit of a pipeline vertex: the vertex's own,

@@ -481,13 +481,52 @@ type ISB struct {
 	JetStream *JetStreamISB `yaml:"jetstream"`
 }
 
-// JetStreamISB is a NATS JetStream server.
+// JetStreamISB is a NATS JetStream server and how buffers are kept on it.
 type JetStreamISB struct {
 	URL      string             `yaml:"url"`
 	User     *SecretKeySelector `yaml:"user"`
 	Password *SecretKeySelector `yaml:"password"`
 	Token    *SecretKeySelector `yaml:"token"`
 	TLS      *TLS               `yaml:"tls"`
+	// Storage is file (default) or memory.
+	Storage *string `yaml:"storage"`
+	// AckWait is how long a message read and not acked waits before it is
+	// delivered again (default 60s).
+	AckWait *Duration `yaml:"ackWait"`
+	// Duplicates is the window in which a message written twice is stored once
+	// (default 2m).
+	Duplicates *Duration `yaml:"duplicates"`
+}
+
+// Defaults of the JetStream ISB.
+const (
+	DefaultJetStreamStorage    = "file"
+	DefaultJetStreamAckWait    = 60 * time.Second
+	DefaultJetStreamDuplicates = 2 * time.Minute
+)
+
+// GetStorage returns storage or its default.
+func (j *JetStreamISB) GetStorage() string {
+	if j == nil || j.Storage == nil {
+		return DefaultJetStreamStorage
+	}
+	return *j.Storage
+}
+
+// GetAckWait returns ackWait or its default.
+func (j *JetStreamISB) GetAckWait() time.Duration {
+	if j == nil || j.AckWait == nil {
+		return DefaultJetStreamAckWait
+	}
+	return j.AckWait.Duration
+}
+
+// GetDuplicates returns duplicates or its default.
+func (j *JetStreamISB) GetDuplicates() time.Duration {
+	if j == nil || j.Duplicates == nil {
+		return DefaultJetStreamDuplicates
+	}
+	return j.Duplicates.Duration
 }
 
 // Vertex is one vertex of a pipeline: a source, a UDF or a sink.
