@@ -1,0 +1,397 @@
+// Package natstest starts real nats-server processes with JetStream for tests.
+//
+// Every server listens on a free port on 127.0.0.1 with monitoring off, keeps
+// its JetStream store and its log in its own temporary directory, and is
+// killed and reaped when the test that started it finishes. [Server.Restart]
+// brings a server back on the same port with the same store directory, so
+// file-backed streams, their messages and their consumers' state survive it.
+// Nothing here ever talks to a host other than the loopback interface.
+//
+// nats-server must be on PATH or in /usr/sbin (where Debian's package puts
+// it); if it is not, Start fails the test with a hint on how to install it
+// (tests are never skipped).
+package natstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	startTimeout   = 10 * time.Second // until a started process accepts a client and JetStream answers
+	restartTimeout = 10 * time.Second // Restart: how long to wait for the port to become free
+	stopGrace      = 15 * time.Second // SIGTERM before falling back to SIGKILL
+	portAttempts   = 5                // fresh ports tried when the chosen one was taken
+	probeTimeout   = 2 * time.Second
+	pollInterval   = 25 * time.Millisecond
+)
+
+const notFoundHint = "nats-server not found on PATH or in /usr/sbin: run make test, which installs it, or apt-get install nats-server"
+
+// Options configure a server started by Start. User/Password and Token are
+// exclusive; without either the server accepts any client.
+type Options struct {
+	// User and Password make the server require them (--user, --pass).
+	User, Password string
+	// Token makes the server require an authorization token (--auth).
+	Token string
+	// Args are extra nats-server arguments, e.g. {"-D"}. They come last.
+	Args []string
+}
+
+// Server is a nats-server process started by this package, with JetStream
+// enabled and its store in StoreDir.
+type Server struct {
+	URL      string // nats://127.0.0.1:port
+	Addr     string // 127.0.0.1:port
+	Port     int
+	Dir      string // temp dir holding nats.log (the server's output) and the store
+	StoreDir string // the JetStream store directory (-sd)
+
+	opts    Options
+	name    string // server_name, unique in the test binary: identifies our process
+	bin     string
+	tb      testing.TB
+	mu      sync.Mutex // guards proc
+	proc    *process   // nil when not running
+	startMu sync.Mutex // serialises starts and restarts
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once Wait has returned
+	err  error         // Wait's result, valid after done is closed
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+var serverSeq atomic.Uint64
+
+// natsServerPath returns the nats-server binary or fails the test.
+func natsServerPath(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p
+	}
+	const debian = "/usr/sbin/nats-server"
+	if fi, err := os.Stat(debian); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return debian
+	}
+	t.Fatal(notFoundHint)
+	return ""
+}
+
+// Start starts a nats-server with JetStream and the given options, and waits
+// (at most 10 s) until it accepts a client and answers a JetStream request.
+// The server is killed when the test finishes.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	if o.Token != "" && (o.User != "" || o.Password != "") {
+		t.Fatal("natstest: Options.Token and Options.User/Password are exclusive")
+	}
+	o.Args = append([]string(nil), o.Args...)
+	s := &Server{
+		Dir:  t.TempDir(),
+		opts: o,
+		name: fmt.Sprintf("natstest-%d-%d", os.Getpid(), serverSeq.Add(1)),
+		bin:  natsServerPath(t),
+		tb:   t,
+	}
+	s.StoreDir = filepath.Join(s.Dir, "store")
+	// Registered after t.TempDir, so the process is gone before the
+	// directory is removed.
+	t.Cleanup(s.Kill)
+
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	var err error
+	for range portAttempts {
+		var port int
+		if port, err = freePort(); err != nil {
+			t.Fatalf("natstest: find a free port: %v", err)
+		}
+		s.setPort(port)
+		if err = s.run(); err == nil || !errors.Is(err, errAddrInUse) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("natstest: start nats-server: %v", err)
+	}
+	return s
+}
+
+func (s *Server) setPort(port int) {
+	s.Port = port
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.URL = "nats://" + s.Addr
+}
+
+// freePort returns a port that was free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var errAddrInUse = errors.New("address already in use")
+
+// args returns the nats-server command line for the current port.
+func (s *Server) args() []string {
+	a := []string{
+		"-a", "127.0.0.1",
+		"-p", strconv.Itoa(s.Port),
+		"-n", s.name,
+		"-js",
+		"-sd", s.StoreDir,
+	}
+	o := s.opts
+	if o.User != "" || o.Password != "" {
+		a = append(a, "--user", o.User, "--pass", o.Password)
+	}
+	if o.Token != "" {
+		a = append(a, "--auth", o.Token)
+	}
+	return append(a, o.Args...)
+}
+
+// run starts the process on s.Port and waits until it is ready. On failure
+// the process is gone when run returns.
+func (s *Server) run() error {
+	logPath := filepath.Join(s.Dir, "nats.log")
+	logOff := fileSize(logPath)
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	args := s.args()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	err = cmd.Start()
+	out.Close() // the child has its own copy
+	if err != nil {
+		return err
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+
+	fail := func(reason error) error {
+		_ = cmd.Process.Kill()
+		<-p.done
+		tail := logTail(logPath, logOff)
+		if strings.Contains(tail, "address already in use") {
+			reason = fmt.Errorf("%w: %v", errAddrInUse, reason)
+		}
+		return fmt.Errorf("%w\ncommand: %s %s\n%s", reason, s.bin, s.quotedArgs(args), tail)
+	}
+
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if p.exited() {
+			return fail(fmt.Errorf("process exited during startup (%v)", p.err))
+		}
+		lastErr := s.checkReady()
+		if lastErr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("%s not ready within %v (last error: %v)", s.URL, startTimeout, lastErr))
+		}
+		time.Sleep(pollInterval)
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	return nil
+}
+
+// checkReady connects, checks that the server answering is the one started
+// (by its unique server name) and that JetStream answers.
+func (s *Server) checkReady() error {
+	opts := append(s.ClientOptions(), nats.Timeout(probeTimeout), nats.NoReconnect(), nats.Name("natstest probe"))
+	nc, err := nats.Connect(s.URL, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if got := nc.ConnectedServerName(); got != s.name {
+		return fmt.Errorf("%s is served by %q, not by the started server %q", s.Addr, got, s.name)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
+
+// ClientOptions returns nats.go options with the server's credentials (none
+// for a server without auth).
+func (s *Server) ClientOptions() []nats.Option {
+	var opts []nats.Option
+	if s.opts.User != "" || s.opts.Password != "" {
+		opts = append(opts, nats.UserInfo(s.opts.User, s.opts.Password))
+	}
+	if s.opts.Token != "" {
+		opts = append(opts, nats.Token(s.opts.Token))
+	}
+	return opts
+}
+
+// Connect returns a client connection to the server (credentials applied)
+// that reconnects forever; it is closed when the test finishes.
+func (s *Server) Connect(t testing.TB) *nats.Conn {
+	t.Helper()
+	opts := append(s.ClientOptions(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(s.URL, opts...)
+	if err != nil {
+		t.Fatalf("natstest: connect to %s: %v", s.URL, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// logTail returns the last lines written to path after offset.
+func logTail(path string, offset int64) string {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) <= offset {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data[offset:]), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return fmt.Sprintf("--- %s (tail) ---\n%s\n", path, strings.Join(lines, "\n"))
+}
+
+// quotedArgs quotes args for a failure message, hiding credentials.
+func (s *Server) quotedArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if i > 0 && (args[i-1] == "--pass" || args[i-1] == "--auth") {
+			a = "***"
+		}
+		if a == "" || strings.ContainsAny(a, " \t\"'") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+// Stop stops the server gracefully (SIGTERM: JetStream writes its state out)
+// and waits for the process to exit; after 15 s it is killed. Stopping a
+// stopped server does nothing.
+func (s *Server) Stop() { s.stop(syscall.SIGTERM) }
+
+// Kill kills the server (SIGKILL) and waits for the process to exit. Killing
+// a stopped server does nothing.
+func (s *Server) Kill() { s.stop(syscall.SIGKILL) }
+
+func (s *Server) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p == nil || p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	if sig != syscall.SIGKILL {
+		select {
+		case <-p.done:
+			return
+		case <-time.After(stopGrace):
+			s.tb.Logf("natstest: %s did not exit %v after %v; killing it", s.Addr, stopGrace, sig)
+			_ = p.cmd.Process.Kill()
+		}
+	}
+	<-p.done
+}
+
+// Running reports whether the server process is running.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && !s.proc.exited()
+}
+
+// Pid returns the process id of the running server, or 0.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.exited() {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
+// Restart starts the server again on the same port with the same options
+// and store directory (after Stop or Kill; a running server is stopped
+// first), and waits until it accepts clients and JetStream answers. While
+// the old process's port is still taken it retries for up to 10 s.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	deadline := time.Now().Add(restartTimeout)
+	for {
+		err := s.run()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errAddrInUse) || time.Now().After(deadline) {
+			t.Fatalf("natstest: restart nats-server on %s: %v", s.Addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Log returns the server's output so far (all its runs), for failure
+// messages.
+func (s *Server) Log() string {
+	data, _ := os.ReadFile(filepath.Join(s.Dir, "nats.log"))
+	return string(data)
+}

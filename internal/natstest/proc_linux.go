@@ -1,0 +1,11 @@
+//go:build linux
+
+package natstest
+
+import "syscall"
+
+// sysProcAttr makes the kernel kill nats-server if the test binary dies
+// without running its cleanups (e.g. on a -timeout panic).
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
