@@ -50,7 +50,7 @@ flags:
 		fmt.Fprintf(stderr, "bench: %s has no rateLimit; off and on are the same\n", *file)
 	}
 	base := runtimeOptions{udsDir: *udsDir}
-	if cs := containers(&f.MonoVertex.Spec); len(cs) > 0 && *spawn {
+	if cs := containersOf(f.MonoVertex.Spec.Source, f.MonoVertex.Spec.UDF, f.MonoVertex.Spec.Sink); len(cs) > 0 && *spawn {
 		if base.udsDir == "" {
 			if base.udsDir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
 				return err

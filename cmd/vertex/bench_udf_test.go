@@ -67,7 +67,7 @@ func BenchmarkMapUDF(b *testing.B) {
 			b.Fatal(err)
 		}
 		vertices[i] = f.MonoVertex
-		if cs := containers(&f.MonoVertex.Spec); len(cs) > 0 {
+		if cs := containersOf(f.MonoVertex.Spec.Source, f.MonoVertex.Spec.UDF, f.MonoVertex.Spec.Sink); len(cs) > 0 {
 			// A directory of its own, short enough for a socket path.
 			if uds[i], err = os.MkdirTemp("", "u"); err != nil {
 				b.Fatal(err)

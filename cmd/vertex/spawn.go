@@ -26,23 +26,24 @@ type container struct {
 	spec *config.Container
 }
 
-// containers lists the user-defined containers of a MonoVertex.
-func containers(s *config.MonoVertexSpec) []container {
+// containersOf lists the user-defined containers of a vertex with source, udf
+// and sink (each may be nil).
+func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []container {
 	var out []container
-	if s.Source != nil && s.Source.UDSource != nil {
-		out = append(out, container{"udsource", s.Source.UDSource.Container})
+	if src != nil && src.UDSource != nil {
+		out = append(out, container{"udsource", src.UDSource.Container})
 	}
-	if s.Source != nil && s.Source.Transformer != nil && s.Source.Transformer.Container != nil {
-		out = append(out, container{"transformer", s.Source.Transformer.Container})
+	if src != nil && src.Transformer != nil && src.Transformer.Container != nil {
+		out = append(out, container{"transformer", src.Transformer.Container})
 	}
-	if s.UDF != nil && s.UDF.Container != nil {
-		out = append(out, container{"udf", s.UDF.Container})
+	if u != nil && u.Container != nil {
+		out = append(out, container{"udf", u.Container})
 	}
-	if s.Sink != nil && s.Sink.UDSink != nil {
-		out = append(out, container{"udsink", s.Sink.UDSink.Container})
+	if snk != nil && snk.UDSink != nil {
+		out = append(out, container{"udsink", snk.UDSink.Container})
 	}
-	if s.Sink != nil && s.Sink.Fallback != nil && s.Sink.Fallback.UDSink != nil {
-		out = append(out, container{"fb-udsink", s.Sink.Fallback.UDSink.Container})
+	if snk != nil && snk.Fallback != nil && snk.Fallback.UDSink != nil {
+		out = append(out, container{"fb-udsink", snk.Fallback.UDSink.Container})
 	}
 	return out
 }
