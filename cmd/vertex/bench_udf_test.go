@@ -84,7 +84,9 @@ func BenchmarkMapUDF(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for i := range kinds {
-			n, elapsed, err := benchRun(vertices[i], runtimeOptions{udsDir: uds[i]}, time.Second)
+			m := vertices[i]
+			build := func(o runtimeOptions) (benched, error) { return buildMonoVertex(m, o) }
+			n, elapsed, err := benchRun(build, runtimeOptions{udsDir: uds[i]}, time.Second)
 			if err != nil {
 				b.Fatalf("%s: %v", kinds[i].name, err)
 			}

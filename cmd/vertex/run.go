@@ -24,9 +24,15 @@ Runs one replica of the MonoVertex in FILE until SIGTERM or SIGINT: it stops
 reading, finishes and acks the batch in flight, leaves the rate limiter's pool and
 exits 0.
 
+With a Pipeline in FILE, --vertex NAME runs one replica of that vertex, reading
+and writing its buffers on JetStream (spec.isb.jetstream); without --vertex,
+every vertex runs in this process, on in-memory buffers (--isb memory, the
+default) or on JetStream (--isb jetstream). On SIGTERM the sources stop first and
+the rest drain the in-memory buffers before they stop.
+
 flags:
 `)
-	file := fs.String("f", "", "the MonoVertex YAML (required)")
+	file := fs.String("f", "", "the MonoVertex or Pipeline YAML (required)")
 	replica := fs.String("replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
 	metricsAddr := fs.String("metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz and /status")
 	httpAddr := fs.String("http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
@@ -34,6 +40,8 @@ flags:
 	otlp := fs.String("otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	udsDir := fs.String("uds-dir", "", "directory of the user-defined containers' sockets and server-info files (default /var/run/numaflow; with --spawn, a new temporary directory)")
 	spawn := fs.Bool("spawn", false, "start each user-defined container's command as a child process, for local runs")
+	vertexName := fs.String("vertex", "", "Pipeline only: run this vertex alone, on JetStream")
+	isbKind := fs.String("isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -55,8 +63,15 @@ flags:
 		return err
 	}
 	logIgnored(log, f)
-	if f.MonoVertex == nil {
-		return usagef("run: %s is a Pipeline; running pipelines is not supported yet", *file)
+	switch {
+	case f.MonoVertex != nil && *vertexName != "":
+		return usagef("run: --vertex %q: %s is a MonoVertex; --vertex picks a vertex of a Pipeline", *vertexName, *file)
+	case f.MonoVertex != nil && *isbKind != "":
+		return usagef("run: --isb %q: %s is a MonoVertex, which has no buffers", *isbKind, *file)
+	case *vertexName != "" && *isbKind != "" && *isbKind != "jetstream":
+		return usagef("run: --isb %q: one vertex alone (--vertex) runs on jetstream", *isbKind)
+	case *isbKind != "" && *isbKind != "memory" && *isbKind != "jetstream":
+		return usagef("run: --isb %q: want memory or jetstream", *isbKind)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -76,11 +91,18 @@ flags:
 	}
 	reg := prometheus.NewRegistry()
 	registerProcessCollectors(reg)
-	mv, err := buildMonoVertex(f.MonoVertex, runtimeOptions{
+	o := runtimeOptions{
 		replica: rep, metricsAddr: *metricsAddr, httpAddr: *httpAddr,
 		stdout: stdout, stderr: stderr, log: log, tracer: tracer, registry: reg,
 		udsDir: dir, spawn: *spawn,
-	})
+	}
+	if f.Pipeline != nil {
+		if *vertexName != "" {
+			return runPipelineVertex(ctx, f.Pipeline, *vertexName, o)
+		}
+		return runPipeline(ctx, f.Pipeline, *isbKind == "jetstream", o)
+	}
+	mv, err := buildMonoVertex(f.MonoVertex, o)
 	if err != nil {
 		return err
 	}

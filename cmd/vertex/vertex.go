@@ -94,6 +94,7 @@ type vertex struct {
 	running atomic.Bool
 	metrics *forward.Metrics
 	uds     []udClient // user-defined servers, connected before the forwarders start
+	isSink  bool       // writes to a sink, not to buffers
 }
 
 // buildVertex assembles a vertex replica. Everything it opens is closed by run,
@@ -117,7 +118,7 @@ func buildVertex(s *vertexSpec, o runtimeOptions) (_ *vertex, err error) {
 	if o.logSink == nil {
 		o.logSink = sink.NewLog(o.stdout)
 	}
-	v := &vertex{name: s.name, opts: o}
+	v := &vertex{name: s.name, opts: o, isSink: s.sink != nil}
 	defer func() {
 		if err != nil {
 			v.close()
@@ -223,7 +224,7 @@ func (v *vertex) buildFunctions(s *vertexSpec, d *forward.Deps, log *zap.Logger)
 // configured sinks, or the writer along the vertex's edges.
 func (v *vertex) buildWriters(s *vertexSpec, d *forward.Deps, log *zap.Logger) error {
 	switch {
-	case v.opts.sinkOverride != nil:
+	case s.sink != nil && v.opts.sinkOverride != nil:
 		d.Sink = v.opts.sinkOverride
 	case s.sink != nil:
 		d.Sink = v.buildSink(&s.sink.AbstractSink, serverinfo.KindSink, log)
@@ -342,6 +343,9 @@ func (v *vertex) run(ctx context.Context) error {
 	})
 	return g.Wait()
 }
+
+// written is what the vertex has written to its sinks or buffers.
+func (v *vertex) written() float64 { return counterValue(v.metrics.Written) }
 
 // close releases what buildVertex opened, in reverse order.
 func (v *vertex) close() error {
