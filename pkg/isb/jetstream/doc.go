@@ -1,0 +1,67 @@
+// Package jetstream is the inter-step buffer on NATS JetStream: the buffers
+// between the vertices of a pipeline that runs across processes and
+// machines. A vertex writes its output to the buffers of the next vertex with
+// a [Writer] and reads its input from its own buffers with a [Reader]; both
+// come from a [Conn].
+//
+// # Model
+//
+// A buffer (one partition of a vertex's input) is one JetStream stream with
+// one durable pull consumer. The stream is a work queue: a message is
+// deleted once acked, so the number of messages in it is exactly the number
+// not yet read plus the number read and not yet acked. It refuses new
+// messages beyond MaxLength (Discard New, MaxMsgs). The consumer acks
+// explicitly, gives a reader AckWait to ack a message before delivering it
+// again, and never limits how many messages are out at once
+// (MaxAckPending = MaxLength). All replicas of the reading vertex share the
+// consumer, and the server spreads the messages among them.
+//
+// [Conn.CreateBuffer] creates or updates a buffer and may be called by every
+// replica at start-up; [Conn.DeleteBuffer] removes one.
+//
+// # Naming
+//
+// The caller names buffers, e.g. "mypipe-myvertex-0"; the stream and its
+// consumer take that name, and the stream's subject is [SubjectPrefix] plus
+// the name ("sluice.mypipe-myvertex-0"). A name must not be empty nor
+// contain '.', '*', '>', '/', '\' or whitespace.
+//
+// # Message encoding
+//
+// A message's body is the isb.Message (ID, keys, value, event time,
+// headers) in the protocol buffers wire format; the layout is documented
+// beside the code in message.go. Tags are not carried.
+//
+// # Full detection
+//
+// As in Numaflow, a writer treats a buffer as full once it holds
+// MaxLength*UsageLimit/100 messages: it refuses the whole batch with
+// [isb.ErrBufferFull] without publishing, and the forwarder backs off. The
+// count comes from the stream, read every [RefreshInterval], plus what the
+// writer stored since. Several writers may together overshoot the soft limit
+// between refreshes; the stream's MaxMsgs then refuses each message beyond
+// MaxLength, again with [isb.ErrBufferFull].
+//
+// # Delivery guarantee
+//
+// Delivery is at least once. A message is acked only after everything made
+// of it is stored downstream; [Reader.Ack] returns once the server has
+// received the acks. A message not acked within AckWait (while its reader
+// is alive it keeps it in progress), or held by a reader that dies, is
+// delivered again, possibly to another replica, so it may be processed
+// twice. Its output is then published again with the same message IDs, and
+// the next buffer's duplicate window (Nats-Msg-Id = writing vertex + ":" +
+// message ID; DefaultDuplicateWindow) drops those copies.
+//
+// A clean server stop keeps every message and ack (file storage). A server
+// crash may lose the acks it received just before, so those messages are
+// delivered again; memory storage loses its buffers on any restart.
+//
+// # Reconnects
+//
+// A Conn reconnects forever, every quarter second. While it is down, reads,
+// writes and acks fail at once with errors matching [ErrNotConnected]
+// (nothing is queued to be sent later) and the forwarder retries them; once
+// it is back, the same Conn, readers and writers work again. Messages read
+// before the disconnect can still be acked after it.
+package jetstream

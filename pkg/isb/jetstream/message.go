@@ -1,0 +1,184 @@
+package jetstream
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+)
+
+// The body of a JetStream message is an isb.Message in the protocol buffers
+// wire format, written and read with protowire, as if by this schema:
+//
+//	message Message {
+//	  string id = 1;                 // omitted when empty
+//	  repeated string keys = 2;      // one field per key, in order
+//	  bytes value = 3;               // omitted when empty
+//	  int64 event_time = 4;          // unix nanoseconds; omitted for the zero time
+//	  map<string, string> headers = 5; // entries {string key = 1; string value = 2;}
+//	}
+//
+// Tags are not carried: they route a message into a buffer and mean nothing
+// after it. Decoding skips fields it does not know, so fields can be added.
+// An event time outside the years 1678 to 2262 (beyond int64 nanoseconds)
+// does not survive the trip.
+const (
+	fieldID        protowire.Number = 1
+	fieldKeys      protowire.Number = 2
+	fieldValue     protowire.Number = 3
+	fieldEventTime protowire.Number = 4
+	fieldHeaders   protowire.Number = 5
+
+	fieldHeaderKey   protowire.Number = 1
+	fieldHeaderValue protowire.Number = 2
+)
+
+// encodedSize returns the length of m's encoding.
+func encodedSize(m *isb.Message) int {
+	n := 0
+	if m.ID != "" {
+		n += protowire.SizeTag(fieldID) + protowire.SizeBytes(len(m.ID))
+	}
+	for _, k := range m.Keys {
+		n += protowire.SizeTag(fieldKeys) + protowire.SizeBytes(len(k))
+	}
+	if len(m.Value) > 0 {
+		n += protowire.SizeTag(fieldValue) + protowire.SizeBytes(len(m.Value))
+	}
+	if !m.EventTime.IsZero() {
+		n += protowire.SizeTag(fieldEventTime) + protowire.SizeVarint(uint64(m.EventTime.UnixNano()))
+	}
+	for k, v := range m.Headers {
+		n += protowire.SizeTag(fieldHeaders) + protowire.SizeBytes(headerSize(k, v))
+	}
+	return n
+}
+
+func headerSize(k, v string) int {
+	return protowire.SizeTag(fieldHeaderKey) + protowire.SizeBytes(len(k)) +
+		protowire.SizeTag(fieldHeaderValue) + protowire.SizeBytes(len(v))
+}
+
+// appendMessage appends m's encoding to b.
+func appendMessage(b []byte, m *isb.Message) []byte {
+	if m.ID != "" {
+		b = protowire.AppendTag(b, fieldID, protowire.BytesType)
+		b = protowire.AppendString(b, m.ID)
+	}
+	for _, k := range m.Keys {
+		b = protowire.AppendTag(b, fieldKeys, protowire.BytesType)
+		b = protowire.AppendString(b, k)
+	}
+	if len(m.Value) > 0 {
+		b = protowire.AppendTag(b, fieldValue, protowire.BytesType)
+		b = protowire.AppendBytes(b, m.Value)
+	}
+	if !m.EventTime.IsZero() {
+		b = protowire.AppendTag(b, fieldEventTime, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(m.EventTime.UnixNano()))
+	}
+	for k, v := range m.Headers {
+		b = protowire.AppendTag(b, fieldHeaders, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(headerSize(k, v)))
+		b = protowire.AppendTag(b, fieldHeaderKey, protowire.BytesType)
+		b = protowire.AppendString(b, k)
+		b = protowire.AppendTag(b, fieldHeaderValue, protowire.BytesType)
+		b = protowire.AppendString(b, v)
+	}
+	return b
+}
+
+// decodeMessage decodes b into m (which it overwrites). m.Value aliases b;
+// strings are copied. An empty key list, value or header map decodes as nil.
+func decodeMessage(b []byte, m *isb.Message) error {
+	*m = isb.Message{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == fieldID && typ == protowire.BytesType:
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return fmt.Errorf("id: %w", protowire.ParseError(n))
+			}
+			m.ID, b = v, b[n:]
+		case num == fieldKeys && typ == protowire.BytesType:
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return fmt.Errorf("keys: %w", protowire.ParseError(n))
+			}
+			m.Keys, b = append(m.Keys, v), b[n:]
+		case num == fieldValue && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return fmt.Errorf("value: %w", protowire.ParseError(n))
+			}
+			if len(v) > 0 {
+				m.Value = v[:len(v):len(v)]
+			}
+			b = b[n:]
+		case num == fieldEventTime && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return fmt.Errorf("event time: %w", protowire.ParseError(n))
+			}
+			m.EventTime, b = time.Unix(0, int64(v)), b[n:]
+		case num == fieldHeaders && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return fmt.Errorf("headers: %w", protowire.ParseError(n))
+			}
+			if err := decodeHeader(v, m); err != nil {
+				return fmt.Errorf("headers: %w", err)
+			}
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+			}
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+// decodeHeader decodes one map entry into m.Headers.
+func decodeHeader(b []byte, m *isb.Message) error {
+	var key, value string
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if (num == fieldHeaderKey || num == fieldHeaderValue) && typ == protowire.BytesType {
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			if num == fieldHeaderKey {
+				key = v
+			} else {
+				value = v
+			}
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	if m.Headers == nil {
+		m.Headers = make(map[string]string, 1)
+	}
+	m.Headers[key] = value
+	return nil
+}

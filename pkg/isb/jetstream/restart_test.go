@@ -1,0 +1,139 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+)
+
+// The server restarts mid-stream: calls during the outage fail without
+// hanging; afterwards the same Conn, Writer and Reader work again, messages
+// written before the restart are read, messages read before it can still be
+// acked, and nothing acked is lost.
+//
+// After a clean stop, acks sent before it hold: nothing acked is read again.
+// After a kill, the server may have lost acks it had received but not yet
+// written out, so messages acked just before may be read again (at least
+// once), never lost.
+func TestServerRestart(t *testing.T) {
+	t.Parallel()
+	for _, kill := range []bool{false, true} {
+		name := "stop"
+		if kill {
+			name = "kill"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testServerRestart(t, kill)
+		})
+	}
+}
+
+func testServerRestart(t *testing.T, kill bool) {
+	sp := spec("restart-0", 1000)
+	s, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = 2 * time.Second })
+	w := newWriter(t, c, sp, "up")
+	r := newReader(t, c, sp.Name, 200*time.Millisecond)
+	write(t, w, messages("a", 50))
+	first := readN(t, r, 20, 20)
+	ack(t, r, first[:10])
+	held := first[10:] // read before the restart, acked after it
+
+	if kill {
+		s.Kill()
+	} else {
+		s.Stop()
+	}
+	waitFor(t, "the client to notice the outage", func() bool { return !c.Connected() })
+	errs := make([]error, 2)
+	if err := w.Write(testCtx(t), messages("x", 2), errs); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], ErrNotConnected) || !errors.Is(errs[1], ErrNotConnected) {
+		t.Fatalf("Write during the outage: %v", errs)
+	}
+	if _, err := r.Read(testCtx(t), make([]isb.ReadMessage, 5)); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Read during the outage: %v", err)
+	}
+	if err := r.Ack(testCtx(t), held[:1]); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Ack during the outage: %v", err)
+	}
+
+	s.Restart(t)
+	waitFor(t, "the client to reconnect", c.Connected)
+	ack(t, r, held)
+	write(t, w, messages("b", 10))
+
+	var want []string
+	for i := 20; i < 50; i++ {
+		want = append(want, fmt.Sprintf("a%d", i))
+	}
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("b%d", i))
+	}
+	if !kill {
+		rest := readN(t, r, 40, 50)
+		got := ids(rest)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("read after the restart %v, want %v", got, want)
+		}
+		ack(t, r, rest)
+		waitEmpty(t, c, sp.Name)
+		// Past AckWait nothing comes back.
+		late := newReader(t, c, sp.Name, 2500*time.Millisecond)
+		if n, err := late.Read(testCtx(t), make([]isb.ReadMessage, 10)); n != 0 || err != nil {
+			t.Fatalf("read %d messages (%v) after everything was acked", n, err)
+		}
+		return
+	}
+
+	// Kill: read until the buffer is empty (messages whose ack the server
+	// lost come back after AckWait).
+	seen := ackAll(t, r, c, sp.Name)
+	for _, id := range want {
+		if seen[id] != 1 {
+			t.Fatalf("%s read %d times after the restart", id, seen[id])
+		}
+	}
+	again := 0
+	for _, m := range first[:10] {
+		again += seen[m.ID]
+	}
+	for id, n := range seen {
+		if !slices.Contains(want, id) && !slices.ContainsFunc(first[:10], func(m isb.ReadMessage) bool { return m.ID == id }) {
+			t.Fatalf("%s read %d times after the restart: it was acked after the restart", id, n)
+		}
+	}
+	t.Logf("after the kill, %d of the 10 messages acked just before it were read again", again)
+}
+
+// ackAll reads and acks until the buffer is empty (bounded, 15 s) and
+// returns how often each id was read.
+func ackAll(t *testing.T, r *Reader, c *Conn, name string) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	buf := make([]isb.ReadMessage, 50)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n, err := r.Read(testCtx(t), buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range buf[:n] {
+			seen[m.ID]++
+		}
+		ack(t, r, buf[:n])
+		if n == 0 && info(t, c, name) == (BufferInfo{}) {
+			return seen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("buffer %s not empty after 15s: %+v", name, info(t, c, name))
+		}
+	}
+}
