@@ -24,7 +24,10 @@ import (
 // what is there without waiting; when that is nothing it waits up to the read
 // timeout (or until ctx is done) for one message, then takes what else is
 // there without waiting. At low load a message is returned as soon as it
-// arrives; at high load a Read is one round trip.
+// arrives; at high load a Read is one round trip. The wait is made of pull
+// requests of at most a second: when ctx is done during one, Read returns at
+// once, and a message the server still delivers to that request is naked
+// (handed back) rather than left until AckWait.
 //
 // Until a message read is acked or naked, the Reader tells the server every
 // third of the consumer's AckWait that it is still in progress, so that a
@@ -284,7 +287,7 @@ func (r *Reader) release(msgs []isb.ReadMessage) {
 // of AckWait until ctx is done.
 func (r *Reader) inProgressLoop(ctx context.Context) {
 	defer r.wg.Done()
-	t := time.NewTicker(r.ackWait / 3)
+	t := time.NewTicker(max(r.ackWait/3, 10*time.Millisecond))
 	defer t.Stop()
 	var batch []jetstream.Msg
 	for {

@@ -173,8 +173,8 @@ func TestRedeliveryAfterAckWait(t *testing.T) {
 	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = time.Second })
 	write(t, newWriter(t, c, sp, "up"), messages("m", 1))
 	r1 := newReader(t, c, sp.Name, time.Second)
+	readAt := time.Now() // before the delivery, which starts AckWait
 	got := readN(t, r1, 1, 1)
-	readAt := time.Now()
 	if err := r1.Close(); err != nil {
 		t.Fatal(err)
 	}

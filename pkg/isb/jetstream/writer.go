@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,9 @@ func (c *Conn) Writer(spec BufferSpec, from string) *Writer {
 	}
 	w.stored.Store(-1)
 	w.err = spec.validate()
+	if w.err == nil && strings.ContainsAny(from, "\r\n") {
+		w.err = fmt.Errorf("%w: buffer %s: writer name %q has a line break", ErrInvalidConfig, spec.Name, from)
+	}
 	if w.err == nil {
 		// Its own JetStream context: its own pending-ack table and
 		// reply subscription, released by Close.
@@ -107,7 +111,9 @@ func (c *Conn) Writer(spec BufferSpec, from string) *Writer {
 }
 
 // Write publishes msgs and records what became of each in errs; see [Writer].
-// It returns a non-nil error only for a bad spec or a closed Writer.
+// It returns a non-nil error only for a bad spec, a closed Writer or a ctx
+// already done. A message larger than the server's max_payload (1 MiB by
+// default) fails with nats.ErrMaxPayload.
 func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
 	if w.err != nil {
 		return w.err
@@ -117,6 +123,9 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	}
 	if len(msgs) == 0 {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("jetstream: write to buffer %s: %w", w.name, err)
 	}
 	full, err := w.full(ctx)
 	if err != nil || full {
@@ -142,6 +151,10 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 		arena = appendMessage(arena, &msgs[i])
 		m := &nats.Msg{Subject: w.subject, Data: arena[start:len(arena):len(arena)]}
 		if id := msgs[i].ID; id != "" {
+			if strings.ContainsAny(id, "\r\n") {
+				errs[i] = fmt.Errorf("%w: buffer %s: message id %q has a line break", ErrInvalidConfig, w.name, id)
+				continue
+			}
 			m.Header = nats.Header{jetstream.MsgIDHeader: []string{w.from + ":" + id}}
 		}
 		if acks[i], err = w.js.PublishMsgAsync(m); err != nil {
@@ -177,8 +190,11 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 
 // publishErr classifies a failed publish: a full stream gives w.errFull.
 func (w *Writer) publishErr(err error) error {
+	// The server has no error code of its own for a full stream: it answers
+	// "store failed" with the description "maximum messages exceeded".
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStoreFailed && apiErr.Description == "maximum messages exceeded" {
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStoreFailed &&
+		strings.HasPrefix(apiErr.Description, "maximum messages exceeded") {
 		return w.errFull
 	}
 	return fmt.Errorf("jetstream: write to buffer %s: %w", w.name, connErr(err))

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -213,5 +214,36 @@ func TestWriterClosed(t *testing.T) {
 	}
 	if err := w.Write(testCtx(t), messages("m", 1), make([]error, 1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Write after Close: %v", err)
+	}
+}
+
+// Values that would break the Nats-Msg-Id header are refused: a writer name
+// for every write, a message id for its message only.
+func TestWriteLineBreaks(t *testing.T) {
+	t.Parallel()
+	sp := spec("breaks-0", 10)
+	_, c := setup(t, sp, nil)
+	errs := make([]error, 3)
+	bad := c.Writer(sp, "up\r\nNats-Expected-Stream: x")
+	defer bad.Close()
+	if err := bad.Write(testCtx(t), messages("m", 3), errs); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("writer name with a line break: %v", err)
+	}
+	w := newWriter(t, c, sp, "up")
+	batch := messages("m", 3)
+	batch[1].ID = "m1\nX: y"
+	if err := w.Write(testCtx(t), batch, errs); err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], ErrInvalidConfig) || errs[2] != nil {
+		t.Fatalf("errs %v", errs)
+	}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	if err := w.Write(ctx, messages("n", 3), errs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write with a done context: %v", err)
+	}
+	if bi := info(t, c, sp.Name); bi.Messages != 2 {
+		t.Fatalf("%+v", bi)
 	}
 }
