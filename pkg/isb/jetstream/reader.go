@@ -209,7 +209,7 @@ func (r *Reader) drainLate(batch jetstream.MessageBatch) {
 	r.mu.Lock()
 	if r.closed { // Close waits for r.wg: add to it no more
 		r.mu.Unlock()
-		nak() // ends with the fetch, within the read timeout
+		nak() // ends with the fetch, within maxPullWait
 		return
 	}
 	r.wg.Add(1)
