@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/redistest"
 )
 
 // evenOddPipeline is the YAML of a pipeline: a simplesource of count numbered
@@ -120,4 +123,134 @@ func TestPipelineInOneProcess(t *testing.T) {
 	if fmt.Sprint(written) != want {
 		t.Errorf("written per vertex = %v; want %v", written, want)
 	}
+}
+
+// jetStreamISB is the spec.isb block of a pipeline on the given server.
+func jetStreamISB(url, extra string) string {
+	return "  isb:\n    jetstream:\n      url: " + url + "\n" + extra
+}
+
+// vertexProc starts one replica of one vertex of the pipeline in cfg, with its
+// own socket directory for its spawned containers.
+func vertexProc(t *testing.T, cfg, vertex string, replica int, extra ...string) *proc {
+	args := append([]string{"run", "-f", cfg, "--vertex", vertex, "--replica", strconv.Itoa(replica),
+		"--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0"}, extra...)
+	p := start(t, args...)
+	p.metricsAddr()
+	return p
+}
+
+// checkParity checks that a sink got exactly the numbers below count of one
+// parity, each once.
+func checkParity(t *testing.T, sink *proc, count, parity int) {
+	t.Helper()
+	seen := logValues(t, sink.stdoutLines())
+	for n := range count {
+		want := 0
+		if n%2 == parity {
+			want = 1
+		}
+		if seen[n] != want {
+			t.Errorf("sink of parity %d got message %d %d times; want %d", parity, n, seen[n], want)
+		}
+	}
+	if len(seen) != count/2 {
+		t.Errorf("sink of parity %d got %d distinct messages; want %d", parity, len(seen), count/2)
+	}
+}
+
+// TestPipelineOnJetStream runs the even/odd pipeline with every vertex its own
+// process on JetStream, the evenodd vertex in three replicas sharing 300
+// messages a second through Redis: each sink gets exactly the messages of its
+// parity, once; no epoch grants more than 300 over the three replicas.
+func TestPipelineOnJetStream(t *testing.T) {
+	t.Parallel()
+	const count, maxRate = 1500, 300
+	nats := natstest.Start(t, natstest.Options{})
+	redis := redistest.Start(t, redistest.Options{})
+	limits := fmt.Sprintf(`      limits:
+        rateLimit:
+          max: %d
+          min: %d
+          rampUpDuration: 0s
+          store:
+            redisStore:
+              mode: single
+              url: redis://%s
+`, maxRate, maxRate, redis.Addr)
+	cfg := writeConfig(t, evenOddPipeline(t, "js", count, limits, jetStreamISB(nats.URL, ""), nil))
+	even, odd := vertexProc(t, cfg, "even", 0), vertexProc(t, cfg, "odd", 0)
+	var udfs []*proc
+	for i := range 3 {
+		udfs = append(udfs, vertexProc(t, cfg, "evenodd", i, "--log-level", "debug"))
+	}
+	in := vertexProc(t, cfg, "in", 0)
+	even.waitFor(60*time.Second, "the even messages", func() bool { return len(even.lines) >= count/2 })
+	odd.waitFor(30*time.Second, "the odd messages", func() bool { return len(odd.lines) >= count/2 })
+	for _, p := range append([]*proc{in, even, odd}, udfs...) {
+		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	checkParity(t, even, count, 0)
+	checkParity(t, odd, count, 1)
+	granted, _ := sumEpochs(t, udfs)
+	var total int64
+	for e, n := range granted {
+		if n > maxRate {
+			t.Errorf("epoch %d: the evenodd replicas were granted %d; max is %d", e, n, maxRate)
+		}
+		total += n
+	}
+	if total < count {
+		t.Errorf("the evenodd replicas were granted %d in all; they read %d", total, count)
+	}
+	t.Logf("%d epochs; granted per epoch: %v", len(granted), granted)
+}
+
+// TestPipelineUDFKilled kills one of two evenodd replicas with SIGKILL while
+// messages flow, and starts it again: the messages it had read and not acked
+// are delivered again after ackWait, and what it had written already is kept
+// out of the sinks' buffers by JetStream's duplicate window, so each sink
+// still gets its messages exactly once.
+func TestPipelineUDFKilled(t *testing.T) {
+	t.Parallel()
+	const count = 2000
+	nats := natstest.Start(t, natstest.Options{})
+	limits := `      limits:
+        rateLimit:
+          max: 400
+          min: 400
+          rampUpDuration: 0s
+`
+	cfg := writeConfig(t, evenOddPipeline(t, "kill", count, limits, jetStreamISB(nats.URL, "      ackWait: 2s\n"), nil))
+	even, odd := vertexProc(t, cfg, "even", 0), vertexProc(t, cfg, "odd", 0)
+	victim := vertexProc(t, cfg, "evenodd", 0)
+	other := vertexProc(t, cfg, "evenodd", 1)
+	in := vertexProc(t, cfg, "in", 0)
+	total := func() int { return len(even.stdoutLines()) + len(odd.stdoutLines()) }
+	even.waitFor(30*time.Second, "messages at the sinks", func() bool { return len(even.lines) >= count/8 })
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-victim.done: // its spawned map died with it, closing their stdout
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed replica's output is still open 10s later: its spawned map outlived it")
+	}
+	killedAt := total()
+	victim = vertexProc(t, cfg, "evenodd", 0)
+	even.waitFor(60*time.Second, "the even messages", func() bool { return len(even.lines) >= count/2 })
+	odd.waitFor(60*time.Second, "the odd messages", func() bool { return len(odd.lines) >= count/2 })
+	for _, p := range []*proc{in, victim, other, even, odd} {
+		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	if killedAt >= count {
+		t.Fatalf("the replica was killed after every message had arrived (%d)", killedAt)
+	}
+	checkParity(t, even, count, 0)
+	checkParity(t, odd, count, 1)
+	t.Logf("killed one evenodd replica after %d of %d messages had reached the sinks", killedAt, count)
 }

@@ -25,10 +25,11 @@ func usagef(format string, args ...any) error {
 const usage = `usage: vertex <command> [flags]
 
 commands:
-  run        run one replica of a MonoVertex
+  run        run one replica of a MonoVertex or of a pipeline vertex, or a whole pipeline
   validate   check a MonoVertex or Pipeline YAML and print every problem
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
-  bench      measure a MonoVertex's throughput with its rate limit off and on
+  bench      measure a MonoVertex's or a pipeline's throughput with its rate limit off and on
+  isb        create, delete or describe a pipeline's JetStream buffers
 
 Run 'vertex <command> -h' for a command's flags.
 `
@@ -53,11 +54,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runSimulate(args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(args[1:], stdout, stderr)
+	case "isb":
+		err = runISB(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, validate, simulate, bench; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, validate, simulate, bench, isb; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

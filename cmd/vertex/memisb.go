@@ -50,7 +50,7 @@ func (m *memoryISB) reader(_ context.Context, b bufferSpec, _ time.Duration) (is
 	return buf, noClose, err
 }
 
-func (m *memoryISB) writer(_ context.Context, b bufferSpec, _ string) (isb.Writer, func() error, error) {
+func (m *memoryISB) writer(_ context.Context, b bufferSpec, _ string, _, _ int) (isb.Writer, func() error, error) {
 	buf, err := m.get(b.name)
 	return buf, noClose, err
 }

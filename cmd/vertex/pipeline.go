@@ -30,8 +30,10 @@ type isbBackend interface {
 	// reader returns a reader of buffer b for a vertex reading with
 	// readTimeout, and what closes it.
 	reader(ctx context.Context, b bufferSpec, readTimeout time.Duration) (isb.Reader, func() error, error)
-	// writer returns a writer to buffer b for vertex from, and what closes it.
-	writer(ctx context.Context, b bufferSpec, from string) (isb.Writer, func() error, error)
+	// writer returns a writer to buffer b for vertex from, which counts it
+	// full at usageLimit percent of maxLength (its own limits), and what
+	// closes it.
+	writer(ctx context.Context, b bufferSpec, from string, maxLength, usageLimit int) (isb.Writer, func() error, error)
 	close() error
 }
 
@@ -187,8 +189,7 @@ func pipelineVertexSpec(ctx context.Context, g graph, name string, backend isbBa
 				}
 			}
 			for _, b := range g.inputs(e.To) {
-				b.maxLength, b.usageLimit = limits.GetBufferMaxLength(), limits.GetBufferUsageLimit()
-				w, closeW, err := backend.writer(ctx, b, name)
+				w, closeW, err := backend.writer(ctx, b, name, limits.GetBufferMaxLength(), limits.GetBufferUsageLimit())
 				if err != nil {
 					return nil, err
 				}

@@ -104,18 +104,12 @@ func buildPipeline(ctx context.Context, p *config.Pipeline, onJetStream bool, o 
 		o.log = zap.NewNop()
 	}
 	pr := &pipelineRun{log: o.log}
-	var backend isbBackend
-	if onJetStream {
-		if backend, err = newJetStreamISB(ctx, p, o.log); err != nil {
-			return nil, err
-		}
-	} else {
+	if !onJetStream {
 		if pr.mem, err = newMemoryISB(g); err != nil {
 			return nil, err
 		}
-		backend = pr.mem
+		pr.closers = []func() error{pr.mem.close}
 	}
-	pr.closers = []func() error{backend.close}
 	defer func() {
 		if err != nil {
 			pr.close()
@@ -142,6 +136,17 @@ func buildPipeline(ctx context.Context, p *config.Pipeline, onJetStream bool, o 
 					return nil, err
 				}
 			}
+		}
+		var backend isbBackend = pr.mem
+		if onJetStream {
+			// A connection per vertex, as when each runs in a process of its
+			// own: the server works through each connection in turn.
+			js, err := newJetStreamISB(ctx, p, o.log)
+			if err != nil {
+				return nil, err
+			}
+			pr.closers = append(pr.closers, js.close)
+			backend = js
 		}
 		spec, err := pipelineVertexSpec(ctx, g, pv.Name, backend, o.registry, &pr.closers)
 		if err != nil {

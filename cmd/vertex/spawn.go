@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -82,6 +83,10 @@ func startContainers(cs []container, dir, vertex string, replica int, stdout, st
 // keepRunning runs c until ctx ends, starting it again (after a growing pause)
 // whenever it exits.
 func (s *spawner) keepRunning(ctx context.Context, c container) {
+	// The kernel signals a child when the thread that started it ends
+	// (childProcAttr): keep this goroutine on one thread for the child's life.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	pause := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		started := time.Now()
@@ -112,6 +117,7 @@ func (s *spawner) run(ctx context.Context, c container) error {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
 	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %v: %w", cmd.Args, err)
 	}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
+)
+
+// isbTimeout bounds `vertex isb`: connecting and every buffer's change.
+const isbTimeout = 30 * time.Second
+
+func runISB(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "create" && args[0] != "delete" && args[0] != "info") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprint(stdout, isbUsage)
+			return nil
+		}
+		fmt.Fprint(stderr, isbUsage)
+		if len(args) == 0 {
+			return usagef("isb: a subcommand is required: create, delete or info")
+		}
+		return usagef("isb: unknown subcommand %q: want create, delete or info", args[0])
+	}
+	sub := args[0]
+	fs := newFlagSet("isb "+sub, isbUsage+"\nflags:\n")
+	file := fs.String("f", "", "the Pipeline YAML (required)")
+	if err := fs.parse(args[1:], stdout); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("isb %s: -f FILE is required", sub)
+	}
+	f, err := loadConfig(*file)
+	if err != nil {
+		return err
+	}
+	if f.Pipeline == nil {
+		return usagef("isb %s: %s is a MonoVertex, which has no buffers", sub, *file)
+	}
+	log, err := newLogger("warn", stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := jetStreamConfig(f.Pipeline, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), isbTimeout)
+	defer cancel()
+	conn, err := jetstream.Connect(ctx, cfg)
+	if errors.Is(err, jetstream.ErrAuth) || errors.Is(err, jetstream.ErrInvalidConfig) {
+		return usagef("spec.isb.jetstream: %v", err)
+	} else if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, b := range (graph{f.Pipeline}).allBuffers() {
+		switch sub {
+		case "create":
+			if err := conn.CreateBuffer(ctx, jetstream.BufferSpec{Name: b.name, MaxLength: b.maxLength, UsageLimit: b.usageLimit}); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created %s (bufferMaxLength %d, bufferUsageLimit %d%%)\n", b.name, b.maxLength, b.usageLimit)
+		case "delete":
+			if err := conn.DeleteBuffer(ctx, b.name); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "deleted %s\n", b.name)
+		case "info":
+			info, err := conn.BufferInfo(ctx, b.name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s: %d messages (%d unread, %d read and not acked) of at most %d\n",
+				b.name, info.Messages, info.Pending, info.AckPending, b.maxLength)
+		}
+	}
+	return nil
+}
+
+const isbUsage = `usage: vertex isb create|delete|info -f PIPELINE.yaml
+
+Creates, deletes or describes the JetStream buffers of the pipeline in
+PIPELINE.yaml (spec.isb.jetstream): one stream and durable consumer per
+partition of each vertex's input buffer, named <pipeline>-<vertex>-<partition>.
+vertex run creates the buffers it needs itself; create is idempotent. delete
+drops the buffers with their messages.
+`
