@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,14 +44,31 @@ type Reader struct {
 	readTimeout time.Duration
 	ackWait     time.Duration
 	log         *zap.Logger
+	next        string // the consumer's pull subject
+
+	// Pulls: each asks for messages with the reply subject <inbox>.<pull>,
+	// and sub receives every message and status the server sends to them.
+	inbox  string
+	sub    *nats.Subscription
+	pullMu sync.Mutex // one Read pulls at a time; guards pulls and open
+	pulls  uint64
+	open   *openPull
 
 	mu     sync.Mutex
-	held   map[jetstream.Msg]struct{} // read, not yet acked or naked
+	held   map[*heldMsg]struct{} // read, not yet acked or naked
 	closed bool
 
 	stop      context.CancelFunc
-	wg        sync.WaitGroup // the in-progress loop and late-fetch drains
+	wg        sync.WaitGroup // the in-progress loop
 	closeOnce sync.Once
+}
+
+// heldMsg is a message read: the Handle of its isb.ReadMessage. Acks and naks
+// go to its reply subject.
+type heldMsg struct {
+	reply string
+	seq   uint64 // stream sequence, for messages
+	done  bool   // acked or naked (guarded by Reader.mu)
 }
 
 var (
@@ -59,12 +78,17 @@ var (
 )
 
 // maxPullWait bounds one pull request of a waiting Read: a Read the caller
-// gives up on still holds a pull open on the server for up to this long, and
-// Close waits for it.
+// gives up on still holds a pull open on the server for up to this long.
 const maxPullWait = time.Second
 
-// ackBody is what an ack sends to a message's reply subject.
-var ackBody = []byte("+ACK")
+// What acks, naks, in-progress acks and terminations send to a message's
+// reply subject.
+var (
+	ackBody      = []byte("+ACK")
+	nakBody      = []byte("-NAK")
+	progressBody = []byte("+WPI")
+	termBody     = []byte("+TERM")
+)
 
 // Reader returns a reader of the buffer name (created with CreateBuffer)
 // whose reads wait at most readTimeout (at least 1 ms) for a message. It
@@ -93,8 +117,21 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 		readTimeout: max(readTimeout, time.Millisecond),
 		ackWait:     ackWait,
 		log:         c.log.With(zap.String("buffer", name)),
-		held:        map[jetstream.Msg]struct{}{},
+		next:        "$JS.API.CONSUMER.MSG.NEXT." + name + "." + name,
+		inbox:       c.nc.NewInbox(),
+		held:        map[*heldMsg]struct{}{},
 		stop:        stop,
+	}
+	if r.sub, err = c.nc.SubscribeSync(r.inbox + ".*"); err != nil {
+		stop()
+		return nil, bufferErr("read", name, err)
+	}
+	// The pulls of one Read never ask for more than its buffer holds; the
+	// subscription must hold that many without dropping any.
+	if err := r.sub.SetPendingLimits(-1, -1); err != nil {
+		stop()
+		r.sub.Unsubscribe()
+		return nil, bufferErr("read", name, err)
 	}
 	r.wg.Add(1)
 	go r.inProgressLoop(ictx)
@@ -102,7 +139,7 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 }
 
 // Read reads at most len(buf) messages into buf; see [Reader]. Each message's
-// Handle is its jetstream.Msg and its Value aliases the message's data. A
+// Handle is the Reader's own and its Value aliases the message's data. A
 // message whose body cannot be decoded is terminated (the server drops it)
 // and reported in an error matching [ErrDecode], next to the messages read.
 func (r *Reader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
@@ -112,112 +149,192 @@ func (r *Reader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
 	}
-	batch, err := r.cons.FetchNoWait(len(buf))
-	if err != nil {
-		return 0, r.readErr(err)
-	}
-	n, err := r.take(batch, buf)
+	r.pullMu.Lock()
+	defer func() {
+		if r.open != nil {
+			r.settleLater()
+		}
+		r.pullMu.Unlock()
+	}()
+	n, err := r.pull(ctx, buf, 0)
 	if n > 0 || err != nil {
 		return n, err
 	}
-
-	// Nothing there: wait for one message, for the read timeout at most,
-	// in pulls of at most maxPullWait.
+	// Nothing there: wait for one message, for the read timeout at most, in
+	// pulls of at most maxPullWait; then take what else is there.
 	deadline := time.Now().Add(r.readTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	var first jetstream.Msg
-	for first == nil {
+	for n == 0 {
 		wait := min(time.Until(deadline), maxPullWait)
 		if wait <= 0 || ctx.Err() != nil {
 			return 0, nil
 		}
-		if batch, err = r.cons.Fetch(1, jetstream.FetchMaxWait(wait)); err != nil {
-			return 0, r.readErr(err)
-		}
-		select {
-		case first = <-batch.Messages():
-		case <-ctx.Done():
-			r.drainLate(batch)
-			return 0, nil
-		}
-		if first == nil {
-			if err := batch.Error(); err != nil {
-				return 0, r.readErr(err)
-			}
+		if n, err = r.pull(ctx, buf[:1], wait); err != nil {
+			return n, err
 		}
 	}
-	var decodeErr error
-	if n, decodeErr = r.put(first, buf, 0); len(buf) == n {
-		return n, decodeErr
-	}
-	if batch, err = r.cons.FetchNoWait(len(buf) - n); err != nil {
-		return n, errors.Join(decodeErr, r.readErr(err))
-	}
-	m, err := r.take(batch, buf[n:])
-	return n + m, errors.Join(decodeErr, err)
+	m, err := r.pull(ctx, buf[n:], 0)
+	return n + m, err
 }
 
-// take moves the messages of batch into buf.
-func (r *Reader) take(batch jetstream.MessageBatch, buf []isb.ReadMessage) (int, error) {
+// pull asks the server for up to len(buf) messages, without waiting (wait 0)
+// or waiting up to wait for them, and puts them into buf. It returns once the
+// server has answered the pull in full, or ctx is done; a pull left open then
+// is settled at the start of the next.
+//
+// Pulls are one at a time: the server's messages carry no mark of the pull
+// they answer, so every message received belongs to the one open pull. A
+// pull is over once it has its batch, or at the status the server sends to
+// its own reply subject (no more messages, or its expiry).
+func (r *Reader) pull(ctx context.Context, buf []isb.ReadMessage, wait time.Duration) (int, error) {
 	n := 0
 	var errs []error
-	for msg := range batch.Messages() {
+	if r.open != nil {
+		// A pull given up on may still deliver: what it brings is read
+		// here, or handed back when buf is full.
+		n, errs = r.settle(context.Background(), buf, n, errs)
+	}
+	if n == len(buf) {
+		return n, errors.Join(errs...)
+	}
+	r.pulls++
+	p := &openPull{reply: r.inbox + "." + strconv.FormatUint(r.pulls, 10), left: len(buf) - n, waits: wait > 0,
+		until: time.Now().Add(wait + time.Second)} // the server answers within wait
+	req := `{"batch":` + strconv.Itoa(p.left)
+	if wait > 0 {
+		req += `,"expires":` + strconv.FormatInt(int64(wait), 10)
+	} else {
+		req += `,"no_wait":true`
+	}
+	if err := r.nc.PublishRequest(r.next, p.reply, []byte(req+"}")); err != nil {
+		return n, errors.Join(append(errs, r.readErr(connErr(err)))...)
+	}
+	r.open = p
+	n, errs = r.settle(ctx, buf, n, errs)
+	return n, errors.Join(errs...)
+}
+
+// settleLater settles, in the background, the pull a Read gave up on, handing
+// back what it still delivers, so that those messages need not wait for
+// AckWait. r.pullMu is held; the goroutine waits for it.
+func (r *Reader) settleLater() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed { // Close waits for r.wg: add to it no more
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.pullMu.Lock()
+		defer r.pullMu.Unlock()
+		if r.open != nil {
+			r.settle(context.Background(), nil, 0, nil)
+		}
+	}()
+}
+
+// openPull is a pull the server may still be answering.
+type openPull struct {
+	reply string
+	waits bool      // it has an expiry: the server may hold it open
+	left  int       // messages it may still bring
+	until time.Time // when it is over at the latest
+}
+
+// settle receives the answers to the open pull, putting its messages into
+// buf from n on (handing back those beyond it), until the pull is over or ctx
+// is done.
+func (r *Reader) settle(ctx context.Context, buf []isb.ReadMessage, n int, errs []error) (int, []error) {
+	p := r.open
+	for p.left > 0 {
+		d := time.Until(p.until)
+		if d <= 0 {
+			break
+		}
+		var msg *nats.Msg
 		var err error
-		if n, err = r.put(msg, buf, n); err != nil {
-			errs = append(errs, err)
+		if !p.waits || ctx.Done() == nil {
+			// The server answers a pull without wait at once: ctx need not
+			// be watched.
+			msg, err = r.sub.NextMsg(d)
+		} else {
+			mctx, cancel := context.WithTimeout(ctx, d)
+			msg, err = r.sub.NextMsgWithContext(mctx)
+			cancel()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return n, errs // still open: settled by the next pull
+			}
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				errs = append(errs, r.readErr(connErr(err)))
+			}
+			break
+		}
+		if status := msg.Header.Get("Status"); status != "" && len(msg.Data) == 0 {
+			if msg.Subject != p.reply || status == "100" {
+				continue // the end of an earlier pull, or a heartbeat
+			}
+			if status != "404" && status != "408" {
+				errs = append(errs, fmt.Errorf("jetstream: read buffer %s: %w: %s %s", r.name, ErrBufferNotFound,
+					status, msg.Header.Get("Description")))
+			}
+			break // the pull is over
+		}
+		p.left--
+		if n == len(buf) {
+			r.late(msg)
+			continue
+		}
+		var err2 error
+		if n, err2 = r.put(msg, buf, n); err2 != nil {
+			errs = append(errs, err2)
 		}
 	}
-	if err := batch.Error(); err != nil && n == 0 {
-		errs = append(errs, r.readErr(err))
+	r.open = nil
+	return n, errs
+}
+
+// late hands back a message delivered to a pull that is over.
+func (r *Reader) late(msg *nats.Msg) {
+	if strings.HasPrefix(msg.Reply, "$JS.ACK.") {
+		_ = r.nc.Publish(msg.Reply, nakBody)
 	}
-	return n, errors.Join(errs...)
 }
 
 // put decodes msg into buf[n] and holds it, returning the new count; a
 // message that cannot be decoded is terminated instead.
-func (r *Reader) put(msg jetstream.Msg, buf []isb.ReadMessage, n int) (int, error) {
-	if err := decodeMessage(msg.Data(), &buf[n].Message); err != nil {
-		seq := uint64(0)
-		if md, mdErr := msg.Metadata(); mdErr == nil {
-			seq = md.Sequence.Stream
-		}
+func (r *Reader) put(msg *nats.Msg, buf []isb.ReadMessage, n int) (int, error) {
+	h := &heldMsg{reply: msg.Reply}
+	if err := decodeMessage(msg.Data, &buf[n].Message); err != nil {
+		seq := streamSeq(msg.Reply)
 		err = fmt.Errorf("%w: buffer %s, stream sequence %d: %w", ErrDecode, r.name, seq, err)
 		r.log.Error("dropping a message that cannot be decoded", zap.Error(err))
-		if termErr := msg.Term(); termErr != nil {
+		if termErr := r.nc.Publish(msg.Reply, termBody); termErr != nil {
 			r.log.Warn("cannot terminate the undecodable message", zap.Uint64("seq", seq), zap.Error(termErr))
 		}
 		buf[n] = isb.ReadMessage{}
 		return n, err
 	}
-	buf[n].Handle = msg
+	buf[n].Handle = h
 	r.mu.Lock()
-	r.held[msg] = struct{}{}
+	r.held[h] = struct{}{}
 	r.mu.Unlock()
 	return n + 1, nil
 }
 
-// drainLate naks, in the background, messages that a fetch the caller gave
-// up on still delivers, so that they are read again without waiting AckWait.
-func (r *Reader) drainLate(batch jetstream.MessageBatch) {
-	nak := func() {
-		for msg := range batch.Messages() {
-			_ = msg.Nak()
-		}
+// streamSeq is the stream sequence in a message's ack subject:
+// $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>.
+func streamSeq(reply string) uint64 {
+	tokens := strings.Split(reply, ".")
+	if len(tokens) < 9 {
+		return 0
 	}
-	r.mu.Lock()
-	if r.closed { // Close waits for r.wg: add to it no more
-		r.mu.Unlock()
-		nak() // ends with the fetch, within maxPullWait
-		return
-	}
-	r.wg.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.wg.Done()
-		nak()
-	}()
+	seq, _ := strconv.ParseUint(tokens[len(tokens)-4], 10, 64)
+	return seq
 }
 
 func (r *Reader) readErr(err error) error {
@@ -230,16 +347,11 @@ func (r *Reader) readErr(err error) error {
 // messages again is then safe.
 func (r *Reader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	for i := range msgs {
-		msg, ok := msgs[i].Handle.(jetstream.Msg)
+		h, ok := msgs[i].Handle.(*heldMsg)
 		if !ok {
 			return fmt.Errorf("jetstream: ack buffer %s: message %q was not read from this package", r.name, msgs[i].ID)
 		}
-		err := msg.Ack()
-		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-			// Acked before, by an Ack that failed later: send it again.
-			err = r.nc.Publish(msg.Reply(), ackBody)
-		}
-		if err != nil {
+		if err := r.nc.Publish(h.reply, ackBody); err != nil {
 			return fmt.Errorf("jetstream: ack buffer %s: %w", r.name, connErr(err))
 		}
 	}
@@ -253,34 +365,38 @@ func (r *Reader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 // Nak hands msgs back to be delivered again after delay (0: at once). A
 // message already acked or naked is left as it is.
 func (r *Reader) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	defer r.release(msgs)
-	for i := range msgs {
-		msg, ok := msgs[i].Handle.(jetstream.Msg)
-		if !ok {
-			return fmt.Errorf("jetstream: nak buffer %s: message %q was not read from this package", r.name, msgs[i].ID)
-		}
-		var err error
-		if delay > 0 {
-			err = msg.NakWithDelay(delay)
-		} else {
-			err = msg.Nak()
-		}
-		if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+	body := nakBody
+	if delay > 0 {
+		body = []byte(`-NAK {"delay":` + strconv.FormatInt(int64(delay), 10) + `}`)
+	}
+	for _, h := range r.release(msgs) {
+		if err := r.nc.Publish(h.reply, body); err != nil {
 			return fmt.Errorf("jetstream: nak buffer %s: %w", r.name, connErr(err))
+		}
+	}
+	for i := range msgs {
+		if _, ok := msgs[i].Handle.(*heldMsg); !ok {
+			return fmt.Errorf("jetstream: nak buffer %s: message %q was not read from this package", r.name, msgs[i].ID)
 		}
 	}
 	return nil
 }
 
-// release stops the in-progress acks of msgs.
-func (r *Reader) release(msgs []isb.ReadMessage) {
+// release stops the in-progress acks of msgs and returns those that were
+// still held.
+func (r *Reader) release(msgs []isb.ReadMessage) []*heldMsg {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var out []*heldMsg
 	for i := range msgs {
-		if msg, ok := msgs[i].Handle.(jetstream.Msg); ok {
-			delete(r.held, msg)
+		if h, ok := msgs[i].Handle.(*heldMsg); ok {
+			if _, held := r.held[h]; held {
+				out = append(out, h)
+				delete(r.held, h)
+			}
 		}
 	}
+	return out
 }
 
 // inProgressLoop sends an in-progress ack for every held message every third
@@ -289,7 +405,7 @@ func (r *Reader) inProgressLoop(ctx context.Context) {
 	defer r.wg.Done()
 	t := time.NewTicker(max(r.ackWait/3, 10*time.Millisecond))
 	defer t.Stop()
-	var batch []jetstream.Msg
+	var batch []*heldMsg
 	for {
 		select {
 		case <-ctx.Done():
@@ -298,13 +414,13 @@ func (r *Reader) inProgressLoop(ctx context.Context) {
 		}
 		r.mu.Lock()
 		batch = batch[:0]
-		for msg := range r.held {
-			batch = append(batch, msg)
+		for h := range r.held {
+			batch = append(batch, h)
 		}
 		r.mu.Unlock()
 		failed := 0
-		for _, msg := range batch {
-			if err := msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		for _, h := range batch {
+			if err := r.nc.Publish(h.reply, progressBody); err != nil {
 				failed++
 			}
 		}
@@ -331,6 +447,12 @@ func (r *Reader) Close() error {
 		r.mu.Unlock()
 		r.stop()
 		r.wg.Wait()
+		r.pullMu.Lock() // no Read is pulling
+		if r.open != nil {
+			r.settle(context.Background(), nil, 0, nil) // within maxPullWait
+		}
+		r.sub.Unsubscribe()
+		r.pullMu.Unlock()
 	})
 	return nil
 }

@@ -1,9 +1,12 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,10 +66,30 @@ type Writer struct {
 	stored    atomic.Int64 // messages in the stream at the last refresh; -1 before the first
 	published atomic.Int64 // messages this writer stored since the last refresh began
 
+	// Publishing: each message is published with the reply subject
+	// <inbox>.<batch>.<index>, and one subscription on <inbox>.> collects
+	// the server's acknowledgements into the batch waiting for them.
+	nc      *nats.Conn
+	inbox   string
+	sub     *nats.Subscription
+	mu      sync.Mutex // guards batches, nextBatch, enc and hdr
+	batches map[uint64]*pending
+	next    uint64
+	enc     []byte      // reused: a publish copies its body before it returns
+	hdr     nats.Header // reused likewise
+
 	closed    atomic.Bool
 	stop      context.CancelFunc
 	done      chan struct{} // closed when the refresh goroutine has returned
 	closeOnce sync.Once
+}
+
+// pending is a batch of publishes waiting for the server's answers.
+type pending struct {
+	errs     []error // per message; set once answered
+	answered []bool
+	left     int
+	done     chan struct{} // closed when every message is answered
 }
 
 var (
@@ -94,9 +117,12 @@ func (c *Conn) Writer(spec BufferSpec, from string) *Writer {
 		w.err = fmt.Errorf("%w: buffer %s: writer name %q has a line break", ErrInvalidConfig, spec.Name, from)
 	}
 	if w.err == nil {
-		// Its own JetStream context: its own pending-ack table and
-		// reply subscription, released by Close.
-		w.js, w.err = jetstream.New(c.nc, jetstream.WithPublishAsyncTimeout(PublishTimeout))
+		w.js, w.err = jetstream.New(c.nc)
+	}
+	if w.err == nil {
+		w.nc, w.inbox, w.batches = c.nc, c.nc.NewInbox(), map[uint64]*pending{}
+		w.hdr = nats.Header{jetstream.MsgIDHeader: []string{""}}
+		w.sub, w.err = c.nc.Subscribe(w.inbox+".>", w.onAnswer)
 	}
 	if w.err != nil {
 		close(w.done)
@@ -138,54 +164,126 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 		return nil
 	}
 
-	// One arena for the batch's bodies, never reused: a publish retried by
-	// nats.go after Write returned still reads its body.
-	size := 0
-	for i := range msgs {
-		size += encodedSize(&msgs[i])
+	b := w.publish(msgs, errs)
+	timeout := time.NewTimer(PublishTimeout)
+	defer timeout.Stop()
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+	case <-timeout.C:
 	}
-	arena := make([]byte, 0, size)
-	acks := make([]jetstream.PubAckFuture, len(msgs))
-	for i := range msgs {
-		start := len(arena)
-		arena = appendMessage(arena, &msgs[i])
-		m := &nats.Msg{Subject: w.subject, Data: arena[start:len(arena):len(arena)]}
-		if id := msgs[i].ID; id != "" {
-			if strings.ContainsAny(id, "\r\n") {
-				errs[i] = fmt.Errorf("%w: buffer %s: message id %q has a line break", ErrInvalidConfig, w.name, id)
-				continue
-			}
-			m.Header = nats.Header{jetstream.MsgIDHeader: []string{w.from + ":" + id}}
-		}
-		if acks[i], err = w.js.PublishMsgAsync(m); err != nil {
-			errs[i] = w.publishErr(err)
-		}
-	}
-
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var stored int64
-	for i, ack := range acks {
-		if ack == nil {
-			continue
-		}
-		select {
-		case <-ack.Ok():
-			errs[i] = nil
-			stored++
-		case err := <-ack.Err():
-			errs[i] = w.publishErr(err)
-		case <-ctx.Done():
-			err := fmt.Errorf("jetstream: write to buffer %s: waiting for the server: %w", w.name, ctx.Err())
-			for j := i; j < len(acks); j++ {
-				if acks[j] != nil {
-					errs[j] = err
-				}
+	for i := range msgs {
+		switch {
+		case b.answered[i]:
+			errs[i] = b.errs[i]
+			if errs[i] == nil {
+				stored++
 			}
-			w.published.Add(stored)
-			return nil
+		case errs[i] == nil:
+			cause := ctx.Err()
+			if cause == nil {
+				cause = fmt.Errorf("no answer in %v", PublishTimeout)
+			}
+			errs[i] = fmt.Errorf("jetstream: write to buffer %s: waiting for the server: %w", w.name, cause)
+		}
+	}
+	for id, p := range w.batches {
+		if p == b {
+			delete(w.batches, id)
 		}
 	}
 	w.published.Add(stored)
 	return nil
+}
+
+// publish publishes msgs, each with its reply subject, and returns the batch
+// that collects the server's answers. A message that cannot be published gets
+// its error in errs and counts as answered.
+func (w *Writer) publish(msgs []isb.Message, errs []error) *pending {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next++
+	id := w.next
+	b := &pending{errs: make([]error, len(msgs)), answered: make([]bool, len(msgs)), left: len(msgs), done: make(chan struct{})}
+	w.batches[id] = b
+	prefix := w.inbox + "." + strconv.FormatUint(id, 10) + "."
+	m := &nats.Msg{Subject: w.subject}
+	for i := range msgs {
+		errs[i] = nil
+		msgID := msgs[i].ID
+		if strings.ContainsAny(msgID, "\r\n") {
+			errs[i] = fmt.Errorf("%w: buffer %s: message id %q has a line break", ErrInvalidConfig, w.name, msgID)
+			b.answer(i, nil)
+			continue
+		}
+		w.enc = appendMessage(w.enc[:0], &msgs[i])
+		m.Data, m.Reply, m.Header = w.enc, prefix+strconv.Itoa(i), nil
+		if msgID != "" {
+			w.hdr[jetstream.MsgIDHeader][0] = w.from + ":" + msgID
+			m.Header = w.hdr
+		}
+		if err := w.nc.PublishMsg(m); err != nil {
+			errs[i] = w.publishErr(err)
+			b.answer(i, nil)
+		}
+	}
+	// Answers to messages that failed to publish are not awaited: their
+	// errors are in errs, and answered keeps Write from overwriting them.
+	for i := range msgs {
+		if errs[i] != nil {
+			b.answered[i] = false
+		}
+	}
+	return b
+}
+
+// answer records the outcome of message i once.
+func (b *pending) answer(i int, err error) {
+	if i < 0 || i >= len(b.errs) || b.answered[i] {
+		return
+	}
+	b.errs[i], b.answered[i] = err, true
+	if b.left--; b.left == 0 {
+		close(b.done)
+	}
+}
+
+// onAnswer takes the server's answer to one publish.
+func (w *Writer) onAnswer(m *nats.Msg) {
+	rest := strings.TrimPrefix(m.Subject, w.inbox+".")
+	batch, index, ok := strings.Cut(rest, ".")
+	id, err1 := strconv.ParseUint(batch, 10, 64)
+	i, err2 := strconv.Atoi(index)
+	if !ok || err1 != nil || err2 != nil {
+		return
+	}
+	err := w.answerErr(m)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b := w.batches[id]; b != nil {
+		b.answer(i, err)
+	}
+}
+
+// answerErr reads the server's answer to a publish: nil when stored (or
+// dropped as a duplicate), else why not.
+func (w *Writer) answerErr(m *nats.Msg) error {
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		return fmt.Errorf("jetstream: write to buffer %s: %w: no stream takes its subject", w.name, ErrBufferNotFound)
+	}
+	if !bytes.Contains(m.Data, []byte(`"error"`)) {
+		return nil
+	}
+	var ans struct {
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &ans); err != nil || ans.Error == nil {
+		return fmt.Errorf("jetstream: write to buffer %s: unreadable answer %q", w.name, m.Data)
+	}
+	return w.publishErr(ans.Error)
 }
 
 // publishErr classifies a failed publish: a full stream gives w.errFull.
@@ -264,8 +362,8 @@ func (w *Writer) Close() error {
 		w.closed.Store(true)
 		w.stop()
 		<-w.done
-		if w.js != nil {
-			w.js.CleanupPublisher()
+		if w.sub != nil {
+			w.sub.Unsubscribe()
 		}
 	})
 	return nil

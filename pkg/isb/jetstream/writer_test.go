@@ -42,7 +42,7 @@ func TestWriteReadAckRoundTrip(t *testing.T) {
 				if got[i].Tags != nil {
 					t.Fatalf("message %d: tags %v", i, got[i].Tags)
 				}
-				if _, ok := got[i].Handle.(jetstream.Msg); !ok {
+				if _, ok := got[i].Handle.(*heldMsg); !ok {
 					t.Fatalf("message %d: handle %T", i, got[i].Handle)
 				}
 			}
