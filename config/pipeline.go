@@ -110,6 +110,9 @@ func (c *checker) pipeline(p *Pipeline) {
 		if js.AckWait != nil && js.AckWait.Duration <= 0 {
 			c.add("spec.isb.jetstream.ackWait", "(%v) must be positive", js.AckWait.Duration)
 		}
+		if js.FrameSize != nil && (*js.FrameSize < 1 || *js.FrameSize > MaxJetStreamFrameSize) {
+			c.add("spec.isb.jetstream.frameSize", "(%d) must be 1 to %d", *js.FrameSize, MaxJetStreamFrameSize)
+		}
 		if js.Duplicates != nil && js.Duplicates.Duration <= 0 {
 			c.add("spec.isb.jetstream.duplicates", "(%v) must be positive", js.Duplicates.Duration)
 		}

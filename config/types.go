@@ -496,6 +496,9 @@ type JetStreamISB struct {
 	// Duplicates is the window in which a message written twice is stored once
 	// (default 2m).
 	Duplicates *Duration `yaml:"duplicates"`
+	// FrameSize is the most messages that travel in one JetStream message
+	// (default 1: each alone).
+	FrameSize *uint32 `yaml:"frameSize"`
 }
 
 // Defaults of the JetStream ISB.
@@ -519,6 +522,17 @@ func (j *JetStreamISB) GetAckWait() time.Duration {
 		return DefaultJetStreamAckWait
 	}
 	return j.AckWait.Duration
+}
+
+// MaxJetStreamFrameSize is the largest frameSize.
+const MaxJetStreamFrameSize = 1000
+
+// GetFrameSize returns frameSize or its default, 1.
+func (j *JetStreamISB) GetFrameSize() int {
+	if j == nil || j.FrameSize == nil || *j.FrameSize == 0 {
+		return 1
+	}
+	return int(*j.FrameSize)
 }
 
 // GetDuplicates returns duplicates or its default.

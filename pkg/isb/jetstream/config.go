@@ -94,6 +94,11 @@ type Config struct {
 	// DuplicateWindow is CreateBuffer's stream deduplication window; 0 is
 	// DefaultDuplicateWindow.
 	DuplicateWindow time.Duration
+	// FrameSize is the most messages a Writer puts in one JetStream message
+	// (a frame); 0 or 1 sends each message alone. Frames cut the server's
+	// work per message by their size; see the package doc for what they
+	// change. Readers read both kinds.
+	FrameSize int
 	// Logger receives connection events (disconnects, reconnects, async
 	// errors) and background failures; nil logs nothing. Secrets are never
 	// logged.
@@ -113,6 +118,8 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, fmt.Errorf("%w: ackWait (%v) < 0", ErrInvalidConfig, cfg.AckWait)
 	case cfg.AckWait > 0 && cfg.AckWait < minAckWait:
 		return cfg, fmt.Errorf("%w: ackWait (%v) < %v", ErrInvalidConfig, cfg.AckWait, minAckWait)
+	case cfg.FrameSize < 0 || cfg.FrameSize > MaxFrameSize:
+		return cfg, fmt.Errorf("%w: frameSize (%d) must be 0 to %d", ErrInvalidConfig, cfg.FrameSize, MaxFrameSize)
 	case cfg.DuplicateWindow < 0:
 		return cfg, fmt.Errorf("%w: duplicateWindow (%v) < 0", ErrInvalidConfig, cfg.DuplicateWindow)
 	}
@@ -130,6 +137,9 @@ func (cfg Config) validate() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// MaxFrameSize is the largest FrameSize accepted.
+const MaxFrameSize = 1000
 
 // minAckWait is the shortest AckWait accepted: a reader sends in-progress
 // acks every third of it.

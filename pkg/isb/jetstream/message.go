@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -181,4 +183,54 @@ func decodeHeader(b []byte, m *isb.Message) error {
 	}
 	m.Headers[key] = value
 	return nil
+}
+
+// A frame carries several messages in one JetStream message, marked with the
+// header Sluice-Frame (the number of messages). Its body is each message's
+// encoding, as above, after its length as a varint.
+
+// appendFrame appends the frame of msgs to b.
+func appendFrame(b []byte, msgs []isb.Message) []byte {
+	for i := range msgs {
+		b = protowire.AppendVarint(b, uint64(encodedSize(&msgs[i])))
+		b = appendMessage(b, &msgs[i])
+	}
+	return b
+}
+
+// decodeFrame decodes the count messages of a frame into out, which it
+// extends. Values alias b.
+func decodeFrame(b []byte, count int, out []isb.Message) ([]isb.Message, error) {
+	for i := 0; i < count; i++ {
+		size, n := protowire.ConsumeVarint(b)
+		if n < 0 || size > uint64(len(b)-n) {
+			return out, fmt.Errorf("frame message %d of %d: bad length", i, count)
+		}
+		b = b[n:]
+		var m isb.Message
+		if err := decodeMessage(b[:size], &m); err != nil {
+			return out, fmt.Errorf("frame message %d of %d: %w", i, count, err)
+		}
+		out = append(out, m)
+		b = b[size:]
+	}
+	if len(b) != 0 {
+		return out, fmt.Errorf("frame of %d messages: %d bytes left over", count, len(b))
+	}
+	return out, nil
+}
+
+// frameID identifies a frame by its messages' IDs, for deduplication: the same
+// messages in the same order give the same ID. It is false when a message has
+// no ID.
+func frameID(msgs []isb.Message) (string, bool) {
+	h := fnv.New64a()
+	for i := range msgs {
+		if msgs[i].ID == "" {
+			return "", false
+		}
+		h.Write([]byte(msgs[i].ID))
+		h.Write([]byte{0})
+	}
+	return "frame-" + strconv.FormatUint(h.Sum64(), 16) + "-" + strconv.Itoa(len(msgs)), true
 }

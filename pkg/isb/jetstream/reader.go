@@ -48,11 +48,14 @@ type Reader struct {
 
 	// Pulls: each asks for messages with the reply subject <inbox>.<pull>,
 	// and sub receives every message and status the server sends to them.
-	inbox  string
-	sub    *nats.Subscription
-	pullMu sync.Mutex // one Read pulls at a time; guards pulls and open
-	pulls  uint64
-	open   *openPull
+	inbox     string
+	sub       *nats.Subscription
+	pullMu    sync.Mutex // one Read pulls at a time; guards pulls, open and leftover
+	pulls     uint64
+	open      *openPull
+	frameSize int               // the frames expected: a pull asks for room/frameSize of them
+	leftover  []isb.ReadMessage // messages of frames read, not yet returned (held)
+	frame     []isb.Message     // reused to decode a frame
 
 	mu     sync.Mutex
 	held   map[*heldMsg]struct{} // read, not yet acked or naked
@@ -63,12 +66,21 @@ type Reader struct {
 	closeOnce sync.Once
 }
 
-// heldMsg is a message read: the Handle of its isb.ReadMessage. Acks and naks
-// go to its reply subject.
+// heldMsg is a JetStream message read: a message, whose isb.ReadMessage has
+// it as Handle, or a frame, whose messages each have a *member. Its ack or
+// nak goes to its reply subject once every message in it is acked or naked.
 type heldMsg struct {
 	reply string
-	seq   uint64 // stream sequence, for messages
-	done  bool   // acked or naked (guarded by Reader.mu)
+	// Guarded by Reader.mu:
+	left  int           // its messages not yet acked nor naked
+	naked bool          // one of them was naked: nak it all
+	delay time.Duration // the longest delay they were naked with
+}
+
+// member is the Handle of a message read from a frame.
+type member struct {
+	h    *heldMsg
+	done bool // acked or naked (guarded by Reader.mu)
 }
 
 var (
@@ -118,6 +130,7 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 		ackWait:     ackWait,
 		log:         c.log.With(zap.String("buffer", name)),
 		next:        "$JS.API.CONSUMER.MSG.NEXT." + name + "." + name,
+		frameSize:   max(1, c.cfg.FrameSize),
 		inbox:       c.nc.NewInbox(),
 		held:        map[*heldMsg]struct{}{},
 		stop:        stop,
@@ -156,8 +169,13 @@ func (r *Reader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		}
 		r.pullMu.Unlock()
 	}()
-	n, err := r.pull(ctx, buf, 0)
-	if n > 0 || err != nil {
+	n := copy(buf, r.leftover)
+	r.leftover = r.leftover[:copy(r.leftover, r.leftover[n:])]
+	if n == len(buf) {
+		return n, nil
+	}
+	m, err := r.pull(ctx, buf[n:], 0)
+	if n += m; n > 0 || err != nil {
 		return n, err
 	}
 	// Nothing there: wait for one message, for the read timeout at most, in
@@ -175,7 +193,7 @@ func (r *Reader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 			return n, err
 		}
 	}
-	m, err := r.pull(ctx, buf[n:], 0)
+	m, err = r.pull(ctx, buf[n:], 0)
 	return n + m, err
 }
 
@@ -194,13 +212,19 @@ func (r *Reader) pull(ctx context.Context, buf []isb.ReadMessage, wait time.Dura
 	if r.open != nil {
 		// A pull given up on may still deliver: what it brings is read
 		// here, or handed back when buf is full.
-		n, errs = r.settle(context.Background(), buf, n, errs)
+		n, errs = r.settle(context.Background(), buf, n, errs, true)
 	}
 	if n == len(buf) {
 		return n, errors.Join(errs...)
 	}
 	r.pulls++
-	p := &openPull{reply: r.inbox + "." + strconv.FormatUint(r.pulls, 10), left: len(buf) - n, waits: wait > 0,
+	batch := len(buf) - n
+	if r.frameSize > 1 {
+		// Frames: as many as the room holds when full; the rest of the last
+		// one waits in leftover for the next Read.
+		batch = max(1, batch/r.frameSize)
+	}
+	p := &openPull{reply: r.inbox + "." + strconv.FormatUint(r.pulls, 10), left: batch, waits: wait > 0,
 		until: time.Now().Add(wait + time.Second)} // the server answers within wait
 	req := `{"batch":` + strconv.Itoa(p.left)
 	if wait > 0 {
@@ -212,7 +236,7 @@ func (r *Reader) pull(ctx context.Context, buf []isb.ReadMessage, wait time.Dura
 		return n, errors.Join(append(errs, r.readErr(connErr(err)))...)
 	}
 	r.open = p
-	n, errs = r.settle(ctx, buf, n, errs)
+	n, errs = r.settle(ctx, buf, n, errs, true)
 	return n, errors.Join(errs...)
 }
 
@@ -231,7 +255,7 @@ func (r *Reader) settleLater() {
 		r.pullMu.Lock()
 		defer r.pullMu.Unlock()
 		if r.open != nil {
-			r.settle(context.Background(), nil, 0, nil)
+			r.settle(context.Background(), nil, 0, nil, false)
 		}
 	}()
 }
@@ -245,9 +269,9 @@ type openPull struct {
 }
 
 // settle receives the answers to the open pull, putting its messages into
-// buf from n on (handing back those beyond it), until the pull is over or ctx
-// is done.
-func (r *Reader) settle(ctx context.Context, buf []isb.ReadMessage, n int, errs []error) (int, []error) {
+// buf from n on, until the pull is over or ctx is done. Messages beyond buf
+// are kept in leftover (keep) or handed back.
+func (r *Reader) settle(ctx context.Context, buf []isb.ReadMessage, n int, errs []error, keep bool) (int, []error) {
 	p := r.open
 	for p.left > 0 {
 		d := time.Until(p.until)
@@ -285,7 +309,7 @@ func (r *Reader) settle(ctx context.Context, buf []isb.ReadMessage, n int, errs 
 			break // the pull is over
 		}
 		p.left--
-		if n == len(buf) {
+		if n == len(buf) && !keep {
 			r.late(msg)
 			continue
 		}
@@ -306,24 +330,58 @@ func (r *Reader) late(msg *nats.Msg) {
 }
 
 // put decodes msg into buf[n] and holds it, returning the new count; a
-// message that cannot be decoded is terminated instead.
+// frame's messages fill buf and the rest go to leftover. A message that
+// cannot be decoded is terminated instead.
 func (r *Reader) put(msg *nats.Msg, buf []isb.ReadMessage, n int) (int, error) {
-	h := &heldMsg{reply: msg.Reply}
-	if err := decodeMessage(msg.Data, &buf[n].Message); err != nil {
+	h := &heldMsg{reply: msg.Reply, left: 1}
+	var err error
+	frame := r.frame[:0]
+	c := msg.Header.Get(frameHeader)
+	isFrame := c != ""
+	if isFrame {
+		count, cerr := strconv.Atoi(c)
+		if cerr != nil || count < 1 || count > MaxFrameSize {
+			err = fmt.Errorf("frame of %q messages", c)
+		} else {
+			frame, err = decodeFrame(msg.Data, count, frame)
+		}
+	} else {
+		frame = append(frame, isb.Message{})
+		err = decodeMessage(msg.Data, &frame[0])
+	}
+	if err != nil {
 		seq := streamSeq(msg.Reply)
 		err = fmt.Errorf("%w: buffer %s, stream sequence %d: %w", ErrDecode, r.name, seq, err)
 		r.log.Error("dropping a message that cannot be decoded", zap.Error(err))
 		if termErr := r.nc.Publish(msg.Reply, termBody); termErr != nil {
 			r.log.Warn("cannot terminate the undecodable message", zap.Uint64("seq", seq), zap.Error(termErr))
 		}
-		buf[n] = isb.ReadMessage{}
 		return n, err
 	}
-	buf[n].Handle = h
 	r.mu.Lock()
 	r.held[h] = struct{}{}
 	r.mu.Unlock()
-	return n + 1, nil
+	if !isFrame {
+		if n < len(buf) {
+			buf[n] = isb.ReadMessage{Message: frame[0], Handle: h}
+			return n + 1, nil
+		}
+		r.leftover = append(r.leftover, isb.ReadMessage{Message: frame[0], Handle: h})
+		return n, nil
+	}
+	h.left = len(frame)
+	for i := range frame {
+		rm := isb.ReadMessage{Message: frame[i], Handle: &member{h: h}}
+		if n < len(buf) {
+			buf[n] = rm
+			n++
+		} else {
+			r.leftover = append(r.leftover, rm)
+		}
+	}
+	clear(frame)
+	r.frame = frame[:0]
+	return n, nil
 }
 
 // streamSeq is the stream sequence in a message's ack subject:
@@ -344,59 +402,109 @@ func (r *Reader) readErr(err error) error {
 // Ack acks msgs and waits until the server has received the acks, so that
 // nothing acked before a disconnect is delivered again. It fails when an ack
 // cannot be sent or the server does not confirm receipt; acking the same
-// messages again is then safe.
+// messages again is then safe. A frame is acked once all of its messages are
+// (or naked, when one of them was).
 func (r *Reader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
-	for i := range msgs {
-		h, ok := msgs[i].Handle.(*heldMsg)
-		if !ok {
-			return fmt.Errorf("jetstream: ack buffer %s: message %q was not read from this package", r.name, msgs[i].ID)
-		}
-		if err := r.nc.Publish(h.reply, ackBody); err != nil {
+	done, err := r.resolve(msgs, false, 0)
+	if err != nil {
+		return fmt.Errorf("jetstream: ack buffer %s: %w", r.name, err)
+	}
+	for _, h := range done {
+		if err := r.nc.Publish(h.reply, h.body()); err != nil {
+			r.unresolve(done)
 			return fmt.Errorf("jetstream: ack buffer %s: %w", r.name, connErr(err))
 		}
 	}
 	if err := r.conn.flush(ctx); err != nil {
+		r.unresolve(done)
 		return fmt.Errorf("jetstream: ack buffer %s: waiting for the server: %w", r.name, err)
 	}
-	r.release(msgs)
 	return nil
 }
 
 // Nak hands msgs back to be delivered again after delay (0: at once). A
-// message already acked or naked is left as it is.
+// message already acked or naked is left as it is. A frame is delivered again
+// whole, once all of its messages are acked or naked: its acked messages
+// too.
 func (r *Reader) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	body := nakBody
-	if delay > 0 {
-		body = []byte(`-NAK {"delay":` + strconv.FormatInt(int64(delay), 10) + `}`)
-	}
-	for _, h := range r.release(msgs) {
-		if err := r.nc.Publish(h.reply, body); err != nil {
-			return fmt.Errorf("jetstream: nak buffer %s: %w", r.name, connErr(err))
+	done, err := r.resolve(msgs, true, delay)
+	for _, h := range done {
+		if perr := r.nc.Publish(h.reply, h.body()); perr != nil {
+			return fmt.Errorf("jetstream: nak buffer %s: %w", r.name, connErr(perr))
 		}
 	}
-	for i := range msgs {
-		if _, ok := msgs[i].Handle.(*heldMsg); !ok {
-			return fmt.Errorf("jetstream: nak buffer %s: message %q was not read from this package", r.name, msgs[i].ID)
-		}
+	if err != nil {
+		return fmt.Errorf("jetstream: nak buffer %s: %w", r.name, err)
 	}
 	return nil
 }
 
-// release stops the in-progress acks of msgs and returns those that were
-// still held.
-func (r *Reader) release(msgs []isb.ReadMessage) []*heldMsg {
+// body is what ends h: an ack, or a nak with its delay.
+func (h *heldMsg) body() []byte {
+	switch {
+	case !h.naked:
+		return ackBody
+	case h.delay > 0:
+		return []byte(`-NAK {"delay":` + strconv.FormatInt(int64(h.delay), 10) + `}`)
+	default:
+		return nakBody
+	}
+}
+
+// resolve marks msgs acked (or naked with delay) and returns the JetStream
+// messages they complete, no longer held: their acks or naks are to be sent.
+func (r *Reader) resolve(msgs []isb.ReadMessage, nak bool, delay time.Duration) ([]*heldMsg, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*heldMsg
+	var done []*heldMsg
+	var bad error
 	for i := range msgs {
-		if h, ok := msgs[i].Handle.(*heldMsg); ok {
-			if _, held := r.held[h]; held {
-				out = append(out, h)
-				delete(r.held, h)
+		var h *heldMsg
+		switch hd := msgs[i].Handle.(type) {
+		case *heldMsg:
+			h = hd
+			if _, held := r.held[h]; !held {
+				if !nak {
+					done = append(done, h) // acked before, by an Ack that failed later: again
+				}
+				continue
 			}
+			h.left = 0
+		case *member:
+			h = hd.h
+			if hd.done {
+				if _, held := r.held[h]; !held && !nak && !h.naked {
+					done = append(done, h)
+				}
+				continue
+			}
+			hd.done = true
+			h.left--
+		default:
+			bad = fmt.Errorf("message %q was not read from this package", msgs[i].ID)
+			continue
+		}
+		if nak {
+			h.naked, h.delay = true, max(h.delay, delay)
+		}
+		if h.left <= 0 {
+			delete(r.held, h)
+			done = append(done, h)
 		}
 	}
-	return out
+	return done, bad
+}
+
+// unresolve holds again messages whose acks could not be sent, so that they
+// are kept in progress until acked again.
+func (r *Reader) unresolve(hs []*heldMsg) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range hs {
+		if !h.naked {
+			r.held[h] = struct{}{}
+		}
+	}
 }
 
 // inProgressLoop sends an in-progress ack for every held message every third
@@ -436,10 +544,11 @@ func (r *Reader) isClosed() bool {
 	return r.closed
 }
 
-// Close stops the in-progress acks and waits for the Reader's goroutines.
-// Messages read and not acked are delivered again after AckWait. Reads after
-// Close fail with [ErrClosed]; Ack and Nak still work. Close is safe to call
-// twice.
+// Close stops the in-progress acks, waits for the Reader's goroutines, and
+// hands back every message read and not yet acked (with the whole frame it
+// came in), so that it is delivered again at once rather than after AckWait:
+// close a Reader once its messages are acked or given up. Reads after Close
+// fail with [ErrClosed]. Close is safe to call twice.
 func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
@@ -449,8 +558,22 @@ func (r *Reader) Close() error {
 		r.wg.Wait()
 		r.pullMu.Lock() // no Read is pulling
 		if r.open != nil {
-			r.settle(context.Background(), nil, 0, nil) // within maxPullWait
+			r.settle(context.Background(), nil, 0, nil, false) // within maxPullWait
 		}
+		// Whatever is still held will not be acked by this reader: hand it
+		// back, so that it need not wait for AckWait.
+		r.mu.Lock()
+		var held []*heldMsg
+		for h := range r.held {
+			h.naked = true
+			held = append(held, h)
+		}
+		clear(r.held)
+		r.mu.Unlock()
+		for _, h := range held {
+			_ = r.nc.Publish(h.reply, h.body())
+		}
+		r.leftover = nil
 		r.sub.Unsubscribe()
 		r.pullMu.Unlock()
 	})

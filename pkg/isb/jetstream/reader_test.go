@@ -166,21 +166,18 @@ func TestReadersShareConsumer(t *testing.T) {
 }
 
 // A message read and never acked is delivered again once AckWait has passed
-// without in-progress acks (its reader closed).
+// without in-progress acks (its reader's connection is gone, as when its
+// process dies).
 func TestRedeliveryAfterAckWait(t *testing.T) {
 	t.Parallel()
 	sp := spec("redeliver-0", 10)
-	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = time.Second })
+	s, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = time.Second })
 	write(t, newWriter(t, c, sp, "up"), messages("m", 1))
-	r1 := newReader(t, c, sp.Name, time.Second)
+	dying := connect(t, s, func(cfg *Config) { cfg.AckWait = time.Second })
+	r1 := newReader(t, dying, sp.Name, time.Second)
 	readAt := time.Now() // before the delivery, which starts AckWait
 	got := readN(t, r1, 1, 1)
-	if err := r1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := r1.Read(testCtx(t), make([]isb.ReadMessage, 1)); n != 0 || !errors.Is(err, ErrClosed) {
-		t.Fatalf("Read after Close: %d, %v", n, err)
-	}
+	dying.Close()
 	r2 := newReader(t, c, sp.Name, 5*time.Second)
 	again := readN(t, r2, 1, 1)
 	if since := time.Since(readAt); since < time.Second {
@@ -191,6 +188,35 @@ func TestRedeliveryAfterAckWait(t *testing.T) {
 	}
 	if bi := info(t, c, sp.Name); bi.Redelivered != 1 {
 		t.Fatalf("%+v", bi)
+	}
+	ack(t, r2, again)
+	waitEmpty(t, c, sp.Name)
+}
+
+// Close hands back the messages read and not acked: they are delivered again
+// at once, not after AckWait.
+func TestCloseHandsBack(t *testing.T) {
+	t.Parallel()
+	sp := spec("closeback-0", 10)
+	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = 30 * time.Second })
+	write(t, newWriter(t, c, sp, "up"), messages("m", 2))
+	r1, err := c.Reader(sp.Name, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readN(t, r1, 2, 2)
+	ack(t, r1, got[:1])
+	if err := r1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r1.Read(testCtx(t), make([]isb.ReadMessage, 1)); n != 0 || !errors.Is(err, ErrClosed) {
+		t.Fatalf("Read after Close: %d, %v", n, err)
+	}
+	r2 := newReader(t, c, sp.Name, 5*time.Second)
+	start := time.Now()
+	again := readN(t, r2, 1, 1)
+	if since := time.Since(start); since > 5*time.Second || again[0].ID != "m1" {
+		t.Fatalf("read %s again after %v; want m1 at once", again[0].ID, since)
 	}
 	ack(t, r2, again)
 	waitEmpty(t, c, sp.Name)

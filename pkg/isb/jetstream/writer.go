@@ -69,14 +69,25 @@ type Writer struct {
 	// Publishing: each message is published with the reply subject
 	// <inbox>.<batch>.<index>, and one subscription on <inbox>.> collects
 	// the server's acknowledgements into the batch waiting for them.
-	nc      *nats.Conn
-	inbox   string
-	sub     *nats.Subscription
-	mu      sync.Mutex // guards batches, nextBatch, enc and hdr
-	batches map[uint64]*pending
-	next    uint64
-	enc     []byte      // reused: a publish copies its body before it returns
-	hdr     nats.Header // reused likewise
+	nc       *nats.Conn
+	inbox    string
+	sub      *nats.Subscription
+	mu       sync.Mutex // guards batches, nextBatch, enc and hdr
+	batches  map[uint64]*pending
+	next     uint64
+	enc      []byte      // reused: a publish copies its body before it returns
+	hdr      nats.Header // reused likewise, with its values
+	idVal    []string
+	frameVal []string
+	units    []unit  // reused by each Write
+	perr     []error // likewise: per unit, a failure to publish
+
+	// Frames: with frameSize > 1, up to that many messages go in one
+	// JetStream message. The stream counts frames; the full check turns
+	// them into messages with this writer's average.
+	frameSize int
+	sentMsgs  atomic.Int64 // messages this writer has had stored, in all
+	sentUnits atomic.Int64 // the JetStream messages that held them
 
 	closed    atomic.Bool
 	stop      context.CancelFunc
@@ -84,13 +95,18 @@ type Writer struct {
 	closeOnce sync.Once
 }
 
-// pending is a batch of publishes waiting for the server's answers.
+// pending is a batch of publishes waiting for the server's answers, one per
+// unit: a message, or a frame of messages.
 type pending struct {
-	errs     []error // per message; set once answered
+	errs     []error // per unit; set once answered
 	answered []bool
 	left     int
-	done     chan struct{} // closed when every message is answered
+	done     chan struct{} // closed when every unit is answered
 }
+
+// unit is one JetStream message of a batch: msgs[first : first+count], one
+// message or a frame of several.
+type unit struct{ first, count int }
 
 var (
 	_ isb.Writer = (*Writer)(nil)
@@ -112,6 +128,7 @@ func (c *Conn) Writer(spec BufferSpec, from string) *Writer {
 		done:    make(chan struct{}),
 	}
 	w.stored.Store(-1)
+	w.frameSize = max(1, c.cfg.FrameSize)
 	w.err = spec.validate()
 	if w.err == nil && strings.ContainsAny(from, "\r\n") {
 		w.err = fmt.Errorf("%w: buffer %s: writer name %q has a line break", ErrInvalidConfig, spec.Name, from)
@@ -121,7 +138,7 @@ func (c *Conn) Writer(spec BufferSpec, from string) *Writer {
 	}
 	if w.err == nil {
 		w.nc, w.inbox, w.batches = c.nc, c.nc.NewInbox(), map[uint64]*pending{}
-		w.hdr = nats.Header{jetstream.MsgIDHeader: []string{""}}
+		w.hdr, w.idVal, w.frameVal = nats.Header{}, []string{""}, []string{""}
 		w.sub, w.err = c.nc.Subscribe(w.inbox+".>", w.onAnswer)
 	}
 	if w.err != nil {
@@ -164,7 +181,9 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 		return nil
 	}
 
-	b := w.publish(msgs, errs)
+	w.mu.Lock()
+	b, units, perr := w.publish(msgs, errs)
+	w.mu.Unlock()
 	timeout := time.NewTimer(PublishTimeout)
 	defer timeout.Stop()
 	select {
@@ -174,20 +193,27 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var stored int64
-	for i := range msgs {
+	var stored, storedUnits int64
+	for u, un := range units {
+		var err error
 		switch {
-		case b.answered[i]:
-			errs[i] = b.errs[i]
-			if errs[i] == nil {
-				stored++
-			}
-		case errs[i] == nil:
+		case perr[u] != nil:
+			err = perr[u]
+		case b.answered[u]:
+			err = b.errs[u]
+		default:
 			cause := ctx.Err()
 			if cause == nil {
 				cause = fmt.Errorf("no answer in %v", PublishTimeout)
 			}
-			errs[i] = fmt.Errorf("jetstream: write to buffer %s: waiting for the server: %w", w.name, cause)
+			err = fmt.Errorf("jetstream: write to buffer %s: waiting for the server: %w", w.name, cause)
+		}
+		for i := un.first; i < un.first+un.count; i++ {
+			errs[i] = err
+		}
+		if err == nil {
+			stored += int64(un.count)
+			storedUnits++
 		}
 	}
 	for id, p := range w.batches {
@@ -196,51 +222,100 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 		}
 	}
 	w.published.Add(stored)
+	w.sentMsgs.Add(stored)
+	w.sentUnits.Add(storedUnits)
 	return nil
 }
 
-// publish publishes msgs, each with its reply subject, and returns the batch
-// that collects the server's answers. A message that cannot be published gets
-// its error in errs and counts as answered.
-func (w *Writer) publish(msgs []isb.Message, errs []error) *pending {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.next++
-	id := w.next
-	b := &pending{errs: make([]error, len(msgs)), answered: make([]bool, len(msgs)), left: len(msgs), done: make(chan struct{})}
-	w.batches[id] = b
-	prefix := w.inbox + "." + strconv.FormatUint(id, 10) + "."
-	m := &nats.Msg{Subject: w.subject}
-	for i := range msgs {
+// maxFrameBytes bounds a frame's body, well below the server's default
+// max_payload of 1 MiB.
+const maxFrameBytes = 256 << 10
+
+// frameHeader marks a JetStream message that is a frame; its value is the
+// number of messages in it.
+const frameHeader = "Sluice-Frame"
+
+// publish publishes msgs, one per JetStream message or in frames, each with
+// its reply subject, and returns the batch that collects the server's
+// answers, its units, and per unit an error when it could not be published
+// (not awaited). Messages whose ID cannot be sent get their error in errs and
+// are in no unit. w.mu is held.
+func (w *Writer) publish(msgs []isb.Message, errs []error) (*pending, []unit, []error) {
+	units := w.units[:0]
+	for i := 0; i < len(msgs); {
 		errs[i] = nil
-		msgID := msgs[i].ID
-		if strings.ContainsAny(msgID, "\r\n") {
-			errs[i] = fmt.Errorf("%w: buffer %s: message id %q has a line break", ErrInvalidConfig, w.name, msgID)
-			b.answer(i, nil)
+		if id := msgs[i].ID; strings.ContainsAny(id, "\r\n") {
+			errs[i] = fmt.Errorf("%w: buffer %s: message id %q has a line break", ErrInvalidConfig, w.name, id)
+			i++
 			continue
 		}
-		w.enc = appendMessage(w.enc[:0], &msgs[i])
-		m.Data, m.Reply, m.Header = w.enc, prefix+strconv.Itoa(i), nil
-		if msgID != "" {
-			w.hdr[jetstream.MsgIDHeader][0] = w.from + ":" + msgID
+		count, size := 1, encodedSize(&msgs[i])
+		for count < w.frameSize && i+count < len(msgs) {
+			next := &msgs[i+count]
+			if strings.ContainsAny(next.ID, "\r\n") {
+				break
+			}
+			s := encodedSize(next)
+			if size+s > maxFrameBytes {
+				break
+			}
+			size, count = size+s, count+1
+		}
+		units = append(units, unit{i, count})
+		i += count
+	}
+	w.units = units
+	perr := w.perr[:0]
+	for range units {
+		perr = append(perr, nil)
+	}
+	w.perr = perr
+
+	w.next++
+	id := w.next
+	b := &pending{errs: make([]error, len(units)), answered: make([]bool, len(units)), left: len(units), done: make(chan struct{})}
+	w.batches[id] = b
+	if len(units) == 0 {
+		close(b.done)
+	}
+	prefix := w.inbox + "." + strconv.FormatUint(id, 10) + "."
+	m := &nats.Msg{Subject: w.subject}
+	for u, un := range units {
+		m.Reply, m.Header = prefix+strconv.Itoa(u), nil
+		dedupID := ""
+		if un.count == 1 {
+			w.enc = appendMessage(w.enc[:0], &msgs[un.first])
+			if msgs[un.first].ID != "" {
+				dedupID = w.from + ":" + msgs[un.first].ID
+			}
+		} else {
+			w.enc = appendFrame(w.enc[:0], msgs[un.first:un.first+un.count])
+			if fid, ok := frameID(msgs[un.first : un.first+un.count]); ok {
+				dedupID = w.from + ":" + fid
+			}
+		}
+		m.Data = w.enc
+		clear(w.hdr)
+		if dedupID != "" {
+			w.idVal[0] = dedupID
+			w.hdr[jetstream.MsgIDHeader] = w.idVal
+		}
+		if un.count > 1 {
+			w.frameVal[0] = strconv.Itoa(un.count)
+			w.hdr[frameHeader] = w.frameVal
+		}
+		if len(w.hdr) > 0 {
 			m.Header = w.hdr
 		}
 		if err := w.nc.PublishMsg(m); err != nil {
-			errs[i] = w.publishErr(err)
-			b.answer(i, nil)
+			perr[u] = w.publishErr(err)
+			b.answer(u, nil)
 		}
 	}
-	// Answers to messages that failed to publish are not awaited: their
-	// errors are in errs, and answered keeps Write from overwriting them.
-	for i := range msgs {
-		if errs[i] != nil {
-			b.answered[i] = false
-		}
-	}
-	return b
+	return b, units, perr
 }
 
-// answer records the outcome of message i once.
+// answer records the outcome of unit i once.
 func (b *pending) answer(i int, err error) {
 	if i < 0 || i >= len(b.errs) || b.answered[i] {
 		return
@@ -302,13 +377,30 @@ func (w *Writer) publishErr(err error) error {
 // from the server first if it never was, and again before saying full: the
 // estimate only grows between refreshes, as readers' acks are not seen.
 func (w *Writer) full(ctx context.Context) (bool, error) {
-	if w.stored.Load() >= 0 && w.stored.Load()+w.published.Load() < w.soft {
+	if w.stored.Load() >= 0 && w.usage() < w.soft {
 		return false, nil
 	}
 	if err := w.refresh(ctx); err != nil {
 		return false, err
 	}
-	return w.stored.Load()+w.published.Load() >= w.soft, nil
+	return w.usage() >= w.soft, nil
+}
+
+// usage estimates the messages in the buffer: the stream's count at the last
+// refresh plus what this writer stored since. With frames the stream counts
+// frames, each taken to hold this writer's average (a full frame before it
+// has written any).
+func (w *Writer) usage() int64 {
+	stored := w.stored.Load()
+	if w.frameSize > 1 {
+		msgs, units := w.sentMsgs.Load(), w.sentUnits.Load()
+		if units == 0 {
+			stored *= int64(w.frameSize)
+		} else {
+			stored = (stored*msgs + units - 1) / units
+		}
+	}
+	return stored + w.published.Load()
 }
 
 // refresh reads the number of messages in the stream.
