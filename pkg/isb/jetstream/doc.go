@@ -32,6 +32,23 @@
 // headers) in the protocol buffers wire format; the layout is documented
 // beside the code in message.go. Tags are not carried.
 //
+// # Frames
+//
+// With [Config.FrameSize] above 1, a Writer packs up to that many messages of
+// a batch into one JetStream message, a frame (header Sluice-Frame), which
+// cuts the server's work per message by about the frame's size. A Reader
+// still returns messages one by one and never more than asked for: the rest
+// of a frame waits for its next Read, kept in progress. A frame is acked once
+// all of its messages are acked; if one of them is naked, the whole frame is
+// delivered again, its acked messages too. A frame's Nats-Msg-Id is made of
+// its messages' IDs, so a retried write of the same frame is still dropped
+// as a duplicate; but messages processed again after a crash, and grouped
+// into other frames, reach the next buffer twice. The stream's MaxMsgs and
+// usage count frames; a Writer turns them into messages with its own
+// average frame size, so the full check is an estimate. Readers read frames
+// and single messages alike; a Reader with the same FrameSize asks for as
+// many frames as fill its buffer.
+//
 // # Full detection
 //
 // As in Numaflow, a writer treats a buffer as full once it holds
@@ -52,6 +69,8 @@
 // twice. Its output is then published again with the same message IDs, and
 // the next buffer's duplicate window (Nats-Msg-Id = writing vertex + ":" +
 // message ID; DefaultDuplicateWindow) drops those copies.
+//
+// Closing a Reader hands back at once every message it holds unacked.
 //
 // A clean server stop keeps every message and ack (file storage). A server
 // crash may lose the acks it received just before, so those messages are
