@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 )
 
 // evenOddPipeline is the YAML of a pipeline: a simplesource of count numbered
@@ -161,10 +163,19 @@ func checkParity(t *testing.T, sink *proc, count, parity int) {
 
 // TestPipelineOnJetStream runs the even/odd pipeline with every vertex its own
 // process on JetStream, the evenodd vertex in three replicas sharing 300
-// messages a second through Redis: each sink gets exactly the messages of its
-// parity, once; no epoch grants more than 300 over the three replicas.
+// messages a second through Redis, with messages alone and in frames of 16:
+// each sink gets exactly the messages of its parity, once; no epoch grants
+// more than 300 over the three replicas.
 func TestPipelineOnJetStream(t *testing.T) {
-	t.Parallel()
+	for _, frame := range []int{1, 16} {
+		t.Run(fmt.Sprintf("frameSize=%d", frame), func(t *testing.T) {
+			t.Parallel()
+			testPipelineOnJetStream(t, frame)
+		})
+	}
+}
+
+func testPipelineOnJetStream(t *testing.T, frame int) {
 	const count, maxRate = 1500, 300
 	nats := natstest.Start(t, natstest.Options{})
 	redis := redistest.Start(t, redistest.Options{})
@@ -178,7 +189,7 @@ func TestPipelineOnJetStream(t *testing.T) {
               mode: single
               url: redis://%s
 `, maxRate, maxRate, redis.Addr)
-	cfg := writeConfig(t, evenOddPipeline(t, "js", count, limits, jetStreamISB(nats.URL, ""), nil))
+	cfg := writeConfig(t, evenOddPipeline(t, "js", count, limits, jetStreamISB(nats.URL, fmt.Sprintf("      frameSize: %d\n", frame)), nil))
 	even, odd := vertexProc(t, cfg, "even", 0), vertexProc(t, cfg, "odd", 0)
 	var udfs []*proc
 	for i := range 3 {
@@ -253,4 +264,152 @@ func TestPipelineUDFKilled(t *testing.T) {
 	checkParity(t, even, count, 0)
 	checkParity(t, odd, count, 1)
 	t.Logf("killed one evenodd replica after %d of %d messages had reached the sinks", killedAt, count)
+}
+
+// TestPipelineUDFKilledWithFrames kills an evenodd replica as
+// TestPipelineUDFKilled does, with messages in frames of 16: every message
+// still reaches its sink, at least once (frames regrouped after the crash
+// are not caught by the duplicate window).
+func TestPipelineUDFKilledWithFrames(t *testing.T) {
+	t.Parallel()
+	const count = 2000
+	nats := natstest.Start(t, natstest.Options{})
+	limits := `      limits:
+        rateLimit:
+          max: 400
+          min: 400
+          rampUpDuration: 0s
+`
+	cfg := writeConfig(t, evenOddPipeline(t, "killf", count, limits, jetStreamISB(nats.URL, "      ackWait: 2s\n      frameSize: 16\n"), nil))
+	even, odd := vertexProc(t, cfg, "even", 0), vertexProc(t, cfg, "odd", 0)
+	victim := vertexProc(t, cfg, "evenodd", 0)
+	other := vertexProc(t, cfg, "evenodd", 1)
+	in := vertexProc(t, cfg, "in", 0)
+	distinct := func(p *proc) int { return len(logValues(t, p.stdoutLines())) }
+	even.waitFor(30*time.Second, "messages at the sinks", func() bool { return len(even.lines) >= count/8 })
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-victim.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed replica's output is still open 10s later")
+	}
+	victim = vertexProc(t, cfg, "evenodd", 0)
+	deadline := time.Now().Add(60 * time.Second)
+	for distinct(even) < count/2 || distinct(odd) < count/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s the sinks have %d and %d distinct messages; want %d each", distinct(even), distinct(odd), count/2)
+		}
+		time.Sleep(100 * time.Millisecond) // real processes, real time
+	}
+	for _, p := range []*proc{in, victim, other, even, odd} {
+		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	for parity, sink := range []*proc{even, odd} {
+		seen := logValues(t, sink.stdoutLines())
+		for n := parity; n < count; n += 2 {
+			if seen[n] == 0 {
+				t.Errorf("message %d never reached its sink", n)
+			}
+		}
+	}
+	t.Logf("lines at the sinks: %d for %d messages", len(even.stdoutLines())+len(odd.stdoutLines()), count)
+}
+
+// TestPipelineBackPressure runs a pipeline whose sink vertex takes 100
+// messages a second, below what comes in: the buffer before it never holds
+// more than its bufferMaxLength, the vertex writing to it pauses (throttled:
+// downstream_full) while it is full and goes on as it drains, and every
+// message arrives once.
+func TestPipelineBackPressure(t *testing.T) {
+	t.Parallel()
+	const count, maxLen = 600, 100
+	nats := natstest.Start(t, natstest.Options{})
+	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: bp
+spec:
+  limits:
+    readBatchSize: 50
+    readTimeout: 200ms
+`+jetStreamISB(nats.URL, "")+`  vertices:
+    - name: in
+      source:
+        udsource:
+`+udContainer("          ", example(t, "simplesource"), map[string]string{"SIMPLESOURCE_COUNT": strconv.Itoa(count)})+`    - name: cat
+      udf:
+        builtin:
+          name: cat
+      limits:
+        bufferMaxLength: `+strconv.Itoa(maxLen)+`
+        bufferUsageLimit: 50
+    - name: out
+      sink:
+        log: {}
+      limits:
+        rateLimit:
+          max: 100
+          min: 100
+          rampUpDuration: 0s
+  edges:
+    - from: in
+      to: cat
+    - from: cat
+      to: out
+`)
+	out, cat := vertexProc(t, cfg, "out", 0), vertexProc(t, cfg, "cat", 0)
+	catAddr := addrRE.FindStringSubmatch(cat.stderrText())[1]
+	in := vertexProc(t, cfg, "in", 0)
+	conn, err := jetstream.Connect(testContext(t), jetstream.Config{URL: nats.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var most uint64
+	var fullSeen bool
+	deadline := time.Now().Add(60 * time.Second)
+	for len(out.stdoutLines()) < count {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s the sink has %d of %d messages", len(out.stdoutLines()), count)
+		}
+		if bi, err := conn.BufferInfo(testContext(t), "bp-out-0"); err == nil {
+			most = max(most, bi.Messages)
+		}
+		if _, body := httpGet(t, "http://"+catAddr+"/status"); strings.Contains(string(body), "downstream_full") {
+			fullSeen = true
+		}
+		time.Sleep(20 * time.Millisecond) // polls real processes
+	}
+	for _, p := range []*proc{in, cat, out} {
+		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	if most > maxLen {
+		t.Errorf("the sink's buffer held %d messages; bufferMaxLength is %d", most, maxLen)
+	}
+	if !fullSeen {
+		t.Error("the cat vertex never reported downstream_full while its output buffer was full")
+	}
+	seen := map[string]int{}
+	for _, l := range out.stdoutLines() {
+		payload, _, _ := strings.Cut(strings.TrimPrefix(l, "Payload - "), " Keys - ")
+		seen[payload]++
+	}
+	for n := range count {
+		if seen[strconv.Itoa(n)] != 1 {
+			t.Errorf("message %d arrived %d times; want once", n, seen[strconv.Itoa(n)])
+		}
+	}
+	t.Logf("the sink's buffer held at most %d messages (bufferMaxLength %d, usage limit 50%%)", most, maxLen)
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
