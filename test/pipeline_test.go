@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -412,4 +413,84 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestPipelineUsageErrors checks that bad pipeline command lines exit 2 with
+// one message naming the flag, field or value, and that vertex isb creates,
+// describes and deletes a pipeline's buffers.
+func TestPipelineUsageErrors(t *testing.T) {
+	t.Parallel()
+	run := func(args ...string) (int, string, string) {
+		cmd := exec.Command(vertexBin, args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	nats := natstest.Start(t, natstest.Options{User: "sluice", Password: "right"})
+	pipeline := func(isb string) string {
+		return writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: cli
+spec:
+`+isb+`  vertices:
+    - name: in
+      source:
+        generator: {}
+    - name: mid
+      udf:
+        builtin:
+          name: cat
+      partitions: 2
+    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: mid
+    - from: mid
+      to: out
+`)
+	}
+	noISB := pipeline("")
+	user, password := writeSecret(t, "sluice"), writeSecret(t, "right")
+	good := pipeline(jetStreamISB(nats.URL, "      user: {file: "+user+"}\n      password: {file: "+password+"}\n"))
+	wrong := pipeline(jetStreamISB(nats.URL, "      user: {file: "+user+"}\n      password: {file: "+writeSecret(t, "wrong")+"}\n"))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown vertex", []string{"run", "-f", good, "--vertex", "nope"}, `--vertex "nope": no such vertex in pipeline "cli" (vertices: in, mid, out)`},
+		{"no isb", []string{"run", "-f", noISB, "--vertex", "mid"}, "spec.isb.jetstream: required"},
+		{"vertex of a MonoVertex", []string{"run", "-f", "../config/examples/monovertex.yaml", "--vertex", "x"}, `--vertex "x"`},
+		{"bad isb", []string{"run", "-f", good, "--isb", "kafka"}, `--isb "kafka": want memory or jetstream`},
+		{"wrong password", []string{"run", "-f", wrong, "--vertex", "mid", "--metrics-addr", "127.0.0.1:0"}, "spec.isb.jetstream"},
+		{"isb of a MonoVertex", []string{"isb", "create", "-f", "../config/examples/monovertex.yaml"}, "is a MonoVertex, which has no buffers"},
+		{"isb without subcommand", []string{"isb"}, "a subcommand is required"},
+		{"isb wrong password", []string{"isb", "create", "-f", wrong}, "spec.isb.jetstream"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := run(tt.args...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tt.name, code, errOut, tt.want)
+		}
+		if strings.Contains(errOut, "right") || strings.Contains(errOut, "wrong\n") {
+			t.Errorf("%s: stderr shows a password: %q", tt.name, errOut)
+		}
+	}
+	code, out, errOut := run("isb", "create", "-f", good)
+	if code != 0 || out != "created cli-mid-0 (bufferMaxLength 30000, bufferUsageLimit 80%)\ncreated cli-mid-1 (bufferMaxLength 30000, bufferUsageLimit 80%)\ncreated cli-out-0 (bufferMaxLength 30000, bufferUsageLimit 80%)\n" {
+		t.Fatalf("isb create: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, _ := run("isb", "info", "-f", good); code != 0 || !strings.Contains(out, "cli-mid-1: 0 messages (0 unread, 0 read and not acked) of at most 30000") {
+		t.Fatalf("isb info: exit %d, %q", code, out)
+	}
+	if code, out, _ := run("isb", "delete", "-f", good); code != 0 || strings.Count(out, "deleted ") != 3 {
+		t.Fatalf("isb delete: exit %d, %q", code, out)
+	}
+	if code, _, errOut := run("isb", "info", "-f", good); code != 1 || !strings.Contains(errOut, "cli-mid-0") {
+		t.Fatalf("isb info after delete: exit %d, %q; want 1, naming the missing buffer", code, errOut)
+	}
 }
