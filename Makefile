@@ -27,9 +27,11 @@ test: deps
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/ ./pkg/udf/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/ ./pkg/udf/ ./pkg/isb/...
 	./$(BIN) bench -f config/examples/bench.yaml --duration 10s
 	$(GO) test -run '^$$' -bench BenchmarkMapUDF -benchtime 5x ./cmd/vertex/
+	$(GO) test -run '^$$' -bench 'BenchmarkPipeline$$' -benchtime 5x ./cmd/vertex/
+	$(GO) test -run '^$$' -bench BenchmarkPipelineProcesses -benchtime 3x ./test/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

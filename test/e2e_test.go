@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // proc is a running vertex process whose stdout lines and stderr are collected.
 type proc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	lines  []string
@@ -54,7 +54,7 @@ type proc struct {
 }
 
 // writeConfig writes yaml to a file in a temp dir and returns its path.
-func writeConfig(t *testing.T, yaml string) string {
+func writeConfig(t testing.TB, yaml string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "vertex.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
@@ -65,13 +65,13 @@ func writeConfig(t *testing.T, yaml string) string {
 
 // start runs the vertex binary with args; the process is killed at the end of
 // the test if it is still running.
-func start(t *testing.T, args ...string) *proc {
+func start(t testing.TB, args ...string) *proc {
 	t.Helper()
 	return startCmd(t, exec.Command(vertexBin, args...))
 }
 
 // startCmd starts cmd, collecting its output as start does.
-func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+func startCmd(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
 	p := &proc{t: t, cmd: cmd, notify: make(chan struct{}), done: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()
@@ -220,7 +220,7 @@ func perSecond(t *testing.T, lines []string) []int {
 	return out
 }
 
-func httpGet(t *testing.T, url string) (int, []byte) {
+func httpGet(t testing.TB, url string) (int, []byte) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {

@@ -83,7 +83,7 @@ func logValues(t *testing.T, lines []string) map[int]int {
 }
 
 // metricValues returns the values of a counter per vertex label from /metrics.
-func metricValues(t *testing.T, addr, name string) map[string]float64 {
+func metricValues(t testing.TB, addr, name string) map[string]float64 {
 	t.Helper()
 	code, body := httpGet(t, "http://"+addr+"/metrics")
 	if code != 200 {
