@@ -170,7 +170,7 @@ type closingRun struct{ *pipelineRun }
 
 func (c closingRun) run(ctx context.Context) error {
 	defer c.close()
-	return c.pipelineRun.run(ctx)
+	return c.pipelineRun.run(ctx, context.Background())
 }
 
 func median(xs []float64) float64 {

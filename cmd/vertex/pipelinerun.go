@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +81,26 @@ func runPipeline(ctx context.Context, p *config.Pipeline, onJetStream bool, o ru
 	}
 	o.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.Int("vertices", len(pr.all)),
 		zap.Bool("jetstream", onJetStream))
-	err = pr.run(ctx)
+	// A second SIGTERM or SIGINT stops without waiting for the buffers to drain.
+	force, forceNow := context.WithCancel(context.Background())
+	defer forceNow()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-force.Done():
+			return
+		}
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(again)
+		select {
+		case <-again:
+			o.log.Warn("second signal: stopping without draining the buffers")
+			forceNow()
+		case <-force.Done():
+		}
+	}()
+	err = pr.run(ctx, force)
 	o.log.Info("stopped", zap.Error(err))
 	return err
 }
@@ -172,9 +193,9 @@ const drainTimeout = 30 * time.Second
 
 // run runs every vertex until ctx ends. Then the sources stop first; with
 // in-memory buffers the other vertices go on until the buffers are empty (at
-// most drainTimeout), so that nothing read is lost, and then stop. A vertex
-// that fails stops them all.
-func (pr *pipelineRun) run(ctx context.Context) error {
+// most drainTimeout, or until force ends), so that nothing read is lost, and
+// then stop. A vertex that fails stops them all.
+func (pr *pipelineRun) run(ctx, force context.Context) error {
 	grp, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
 	restCtx, stopRest := context.WithCancel(gctx)
 	defer stopRest()
@@ -202,7 +223,11 @@ func (pr *pipelineRun) run(ctx context.Context) error {
 			return nil
 		}
 		if pr.mem != nil && gctx.Err() == nil {
-			pr.drain(gctx)
+			dctx, cancel := context.WithCancel(gctx)
+			stop := context.AfterFunc(force, cancel)
+			pr.drain(dctx)
+			stop()
+			cancel()
 		}
 		stopRest()
 		return nil
