@@ -98,13 +98,14 @@ func metricValues(t testing.TB, addr, name string) map[string]float64 {
 	return out
 }
 
-// TestPipelineInOneProcess runs the even/odd pipeline in one process on the
-// memory ISB, its user-defined containers spawned: every message reaches the
-// sink of its parity exactly once, and SIGTERM stops it cleanly.
+// TestPipelineInOneProcess runs the even/odd pipeline, the same YAML as on
+// JetStream (whose spec.isb goes unused here), in one process on the memory
+// ISB, its user-defined containers spawned: every message reaches the sink of
+// its parity exactly once, and SIGTERM stops it cleanly.
 func TestPipelineInOneProcess(t *testing.T) {
 	t.Parallel()
 	const count = 1000
-	cfg := writeConfig(t, evenOddPipeline(t, "local", count, "", "", nil))
+	cfg := writeConfig(t, evenOddPipeline(t, "local", count, "", jetStreamISB("nats://127.0.0.1:9", ""), nil))
 	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0")
 	addr := p.metricsAddr()
 	p.waitFor(60*time.Second, "every message at a sink", func() bool { return len(p.lines) >= count })
