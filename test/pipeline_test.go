@@ -17,8 +17,8 @@ import (
 )
 
 // evenOddPipeline is the YAML of a pipeline: a simplesource of count numbered
-// messages, the evenodd map, which tags each by parity, and two log sinks, even
-// and odd, on edges with tag conditions. udfLimits is added to the evenodd
+// messages, the evenodd map (its input in two partitions), which tags each by
+// parity, and two log sinks, even and odd, on edges with tag conditions. udfLimits is added to the evenodd
 // vertex (indented by 6), isb to spec.
 func evenOddPipeline(t *testing.T, name string, count int, udfLimits, isb string, sourceEnv map[string]string) string {
 	env := map[string]string{"SIMPLESOURCE_COUNT": strconv.Itoa(count)}
@@ -38,6 +38,7 @@ spec:
       source:
         udsource:
 ` + udContainer("          ", example(t, "simplesource"), env) + `    - name: evenodd
+      partitions: 2
       udf:
 ` + udContainer("        ", example(t, "evenodd"), nil) + udfLimits + `    - name: even
       sink:
