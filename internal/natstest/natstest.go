@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +29,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluiceflow/sluice/internal/proctest"
 )
 
 const (
@@ -67,24 +68,9 @@ type Server struct {
 	name    string // server_name, unique in the test binary: identifies our process
 	bin     string
 	tb      testing.TB
-	mu      sync.Mutex // guards proc
-	proc    *process   // nil when not running
-	startMu sync.Mutex // serialises starts and restarts
-}
-
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once Wait has returned
-	err  error         // Wait's result, valid after done is closed
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	mu      sync.Mutex        // guards proc
+	proc    *proctest.Process // nil when not running
+	startMu sync.Mutex        // serialises starts and restarts
 }
 
 var serverSeq atomic.Uint64
@@ -129,11 +115,11 @@ func Start(t testing.TB, o Options) *Server {
 	var err error
 	for range portAttempts {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = proctest.FreePort(); err != nil {
 			t.Fatalf("natstest: find a free port: %v", err)
 		}
 		s.setPort(port)
-		if err = s.run(); err == nil || !errors.Is(err, errAddrInUse) {
+		if err = s.run(); err == nil || !errors.Is(err, proctest.ErrAddrInUse) {
 			break
 		}
 	}
@@ -148,18 +134,6 @@ func (s *Server) setPort(port int) {
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s.URL = "nats://" + s.Addr
 }
-
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-var errAddrInUse = errors.New("address already in use")
 
 // args returns the nats-server command line for the current port.
 func (s *Server) args() []string {
@@ -183,52 +157,14 @@ func (s *Server) args() []string {
 // run starts the process on s.Port and waits until it is ready. On failure
 // the process is gone when run returns.
 func (s *Server) run() error {
-	logPath := filepath.Join(s.Dir, "nats.log")
-	logOff := fileSize(logPath)
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := proctest.Start(proctest.Spec{
+		Bin: s.bin, Args: s.args(), Dir: s.Dir, Output: filepath.Join(s.Dir, "nats.log"),
+		Secrets: []string{"--pass", "--auth"},
+		Ready:   func(context.Context, int) error { return s.checkReady() },
+		Timeout: startTimeout, Poll: pollInterval, NotReady: s.URL + " not ready",
+	})
 	if err != nil {
 		return err
-	}
-	args := s.args()
-	cmd := exec.Command(s.bin, args...)
-	cmd.Dir = s.Dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	err = cmd.Start()
-	out.Close() // the child has its own copy
-	if err != nil {
-		return err
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-
-	fail := func(reason error) error {
-		_ = cmd.Process.Kill()
-		<-p.done
-		tail := logTail(logPath, logOff)
-		if strings.Contains(tail, "address already in use") {
-			reason = fmt.Errorf("%w: %v", errAddrInUse, reason)
-		}
-		return fmt.Errorf("%w\ncommand: %s %s\n%s", reason, s.bin, s.quotedArgs(args), tail)
-	}
-
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if p.exited() {
-			return fail(fmt.Errorf("process exited during startup (%v)", p.err))
-		}
-		lastErr := s.checkReady()
-		if lastErr == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("%s not ready within %v (last error: %v)", s.URL, startTimeout, lastErr))
-		}
-		time.Sleep(pollInterval)
 	}
 	s.mu.Lock()
 	s.proc = p
@@ -284,42 +220,6 @@ func (s *Server) Connect(t testing.TB) *nats.Conn {
 	return nc
 }
 
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// logTail returns the last lines written to path after offset.
-func logTail(path string, offset int64) string {
-	data, err := os.ReadFile(path)
-	if err != nil || int64(len(data)) <= offset {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data[offset:]), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return fmt.Sprintf("--- %s (tail) ---\n%s\n", path, strings.Join(lines, "\n"))
-}
-
-// quotedArgs quotes args for a failure message, hiding credentials.
-func (s *Server) quotedArgs(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if i > 0 && (args[i-1] == "--pass" || args[i-1] == "--auth") {
-			a = "***"
-		}
-		if a == "" || strings.ContainsAny(a, " \t\"'") {
-			a = strconv.Quote(a)
-		}
-		q[i] = a
-	}
-	return strings.Join(q, " ")
-}
-
 // Stop stops the server gracefully (SIGTERM: JetStream writes its state out)
 // and waits for the process to exit; after 15 s it is killed. Stopping a
 // stopped server does nothing.
@@ -334,37 +234,26 @@ func (s *Server) stop(sig syscall.Signal) {
 	p := s.proc
 	s.proc = nil
 	s.mu.Unlock()
-	if p == nil || p.exited() {
-		return
+	if p != nil && p.Stop(sig, stopGrace) {
+		s.tb.Logf("natstest: %s did not exit %v after %v; killed it", s.Addr, stopGrace, sig)
 	}
-	_ = p.cmd.Process.Signal(sig)
-	if sig != syscall.SIGKILL {
-		select {
-		case <-p.done:
-			return
-		case <-time.After(stopGrace):
-			s.tb.Logf("natstest: %s did not exit %v after %v; killing it", s.Addr, stopGrace, sig)
-			_ = p.cmd.Process.Kill()
-		}
-	}
-	<-p.done
 }
 
 // Running reports whether the server process is running.
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.exited()
+	return s.proc != nil && !s.proc.Exited()
 }
 
 // Pid returns the process id of the running server, or 0.
 func (s *Server) Pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil || s.proc.exited() {
+	if s.proc == nil || s.proc.Exited() {
 		return 0
 	}
-	return s.proc.cmd.Process.Pid
+	return s.proc.Pid()
 }
 
 // Restart starts the server again on the same port with the same options
@@ -382,7 +271,7 @@ func (s *Server) Restart(t testing.TB) {
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, errAddrInUse) || time.Now().After(deadline) {
+		if !errors.Is(err, proctest.ErrAddrInUse) || time.Now().After(deadline) {
 			t.Fatalf("natstest: restart nats-server on %s: %v", s.Addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -28,6 +27,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/sluiceflow/sluice/internal/proctest"
 )
 
 const (
@@ -79,30 +80,15 @@ type Server struct {
 
 	opts     Options
 	sentinel bool
-	confFile string        // sentinel only: the config file (rewritten by sentinel)
-	conf     func() string // sentinel only: initial config for the current port
-	authConf []string      // sentinel only: correctly quoted "sentinel auth-*" lines
-	tlsConf  *tls.Config   // client side, nil without TLS
-	tb       testing.TB    // the test that started the server, for logging
-	mu       sync.Mutex    // guards proc (and Addr/Port while they are set)
-	proc     *process      // nil when not running
-	do       *redis.Client // used by Do, created on first use
-	startMu  sync.Mutex    // serialises starts/restarts
-}
-
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once Wait has returned
-	err  error         // Wait's result, valid after done is closed
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	confFile string            // sentinel only: the config file (rewritten by sentinel)
+	conf     func() string     // sentinel only: initial config for the current port
+	authConf []string          // sentinel only: correctly quoted "sentinel auth-*" lines
+	tlsConf  *tls.Config       // client side, nil without TLS
+	tb       testing.TB        // the test that started the server, for logging
+	mu       sync.Mutex        // guards proc (and Addr/Port while they are set)
+	proc     *proctest.Process // nil when not running
+	do       *redis.Client     // used by Do, created on first use
+	startMu  sync.Mutex        // serialises starts/restarts
 }
 
 // redisServerPath returns the redis-server binary or fails the test.
@@ -167,7 +153,7 @@ func (s *Server) startFresh(t testing.TB, bin string) {
 		if err = s.run(bin); err == nil {
 			return
 		}
-		if !errors.Is(err, errAddrInUse) {
+		if !errors.Is(err, proctest.ErrAddrInUse) {
 			break
 		}
 	}
@@ -200,20 +186,9 @@ func isLoopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// pickPort is freePort; tests replace it to simulate a lost race for a port.
-var pickPort = freePort
-
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-var errAddrInUse = errors.New("address already in use")
+// pickPort is proctest.FreePort; tests replace it to simulate a lost race for
+// a port.
+var pickPort = proctest.FreePort
 
 // args returns the redis-server command line for the current port.
 func (s *Server) args() []string {
@@ -288,65 +263,13 @@ func (o Options) serverCredentials() (user, pass string) {
 // run starts the process on s.Port and waits until it answers PING. On
 // failure the process is gone when run returns.
 func (s *Server) run(bin string) error {
-	logPath := filepath.Join(s.Dir, "redis.log")
-	outPath := filepath.Join(s.Dir, "stdout.log")
-	logOff, outOff := fileSize(logPath), fileSize(outPath)
-
-	out, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := proctest.Start(proctest.Spec{
+		Bin: bin, Args: s.args(), Dir: s.Dir,
+		Output: filepath.Join(s.Dir, "stdout.log"), Logs: []string{filepath.Join(s.Dir, "redis.log")},
+		Ready: s.checkOwnPing, Timeout: startTimeout, Poll: pollInterval, NotReady: "no PONG from " + s.Addr,
+	})
 	if err != nil {
 		return err
-	}
-	args := s.args()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = s.Dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	err = cmd.Start()
-	out.Close() // the child has its own copy
-	if err != nil {
-		return err
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-
-	fail := func(reason error) error {
-		_ = cmd.Process.Kill()
-		<-p.done
-		tail := logTail(logPath, logOff) + logTail(outPath, outOff)
-		if strings.Contains(tail, "Address already in use") {
-			reason = fmt.Errorf("%w: %v", errAddrInUse, reason)
-		}
-		return fmt.Errorf("%w\ncommand: %s %s\n%s", reason, bin, quoteArgs(args), tail)
-	}
-
-	// Abort a probe that hangs (e.g. on a foreign listener) once the
-	// process has exited.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-p.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	deadline := time.Now().Add(startTimeout)
-	var lastErr error
-	for {
-		if p.exited() {
-			return fail(fmt.Errorf("process exited during startup (%v)", p.err))
-		}
-		if lastErr = s.checkOwnPing(ctx, cmd.Process.Pid); lastErr == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("no PONG from %s within %v (last error: %v)", s.Addr, startTimeout, lastErr))
-		}
-		time.Sleep(pollInterval)
 	}
 	s.mu.Lock()
 	s.proc = p
@@ -399,38 +322,6 @@ func (s *Server) probeDo(timeout time.Duration, args ...string) (any, error) {
 	return c.do(timeout, args...)
 }
 
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// logTail returns the last lines written to path after offset.
-func logTail(path string, offset int64) string {
-	data, err := os.ReadFile(path)
-	if err != nil || int64(len(data)) <= offset {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data[offset:]), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return fmt.Sprintf("--- %s (tail) ---\n%s\n", path, strings.Join(lines, "\n"))
-}
-
-func quoteArgs(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\"'") {
-			a = strconv.Quote(a)
-		}
-		q[i] = a
-	}
-	return strings.Join(q, " ")
-}
-
 // Stop stops the server gracefully (SIGTERM) and waits for the process to
 // exit; after 15 s it is killed. Stopping a stopped server does nothing.
 func (s *Server) Stop() { s.stop(syscall.SIGTERM) }
@@ -444,37 +335,26 @@ func (s *Server) stop(sig syscall.Signal) {
 	p := s.proc
 	s.proc = nil
 	s.mu.Unlock()
-	if p == nil || p.exited() {
-		return
+	if p != nil && p.Stop(sig, stopGrace) {
+		s.tb.Logf("redistest: %s did not exit %v after %v; killed it", s.Addr, stopGrace, sig)
 	}
-	_ = p.cmd.Process.Signal(sig)
-	if sig != syscall.SIGKILL {
-		select {
-		case <-p.done:
-			return
-		case <-time.After(stopGrace):
-			s.tb.Logf("redistest: %s did not exit %v after %v; killing it", s.Addr, stopGrace, sig)
-			_ = p.cmd.Process.Kill()
-		}
-	}
-	<-p.done
 }
 
 // Running reports whether the server process is running.
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.exited()
+	return s.proc != nil && !s.proc.Exited()
 }
 
 // Pid returns the process id of the running server, or 0.
 func (s *Server) Pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil || s.proc.exited() {
+	if s.proc == nil || s.proc.Exited() {
 		return 0
 	}
-	return s.proc.cmd.Process.Pid
+	return s.proc.Pid()
 }
 
 // Restart starts the server again on the same port with the same options
@@ -498,7 +378,7 @@ func (s *Server) Restart(t testing.TB) {
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, errAddrInUse) || time.Now().After(deadline) {
+		if !errors.Is(err, proctest.ErrAddrInUse) || time.Now().After(deadline) {
 			t.Fatalf("redistest: restart %s on %s: %v", s.kind(), s.Addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluiceflow/sluice/internal/proctest"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -264,7 +266,7 @@ func TestTLS(t *testing.T) {
 			return fmt.Errorf("GET k on replica = %v, %v", v, err)
 		}
 		return nil
-	}, func() string { return logTail(r.Dir+"/redis.log", 0) })
+	}, func() string { return proctest.LogTail(r.Dir+"/redis.log", 0) })
 }
 
 func TestSentinelFailover(t *testing.T) {
@@ -439,9 +441,9 @@ func TestPortTaken(t *testing.T) {
 		if calls == 1 {
 			return taken, nil
 		}
-		return freePort()
+		return proctest.FreePort()
 	}
-	t.Cleanup(func() { pickPort = freePort })
+	t.Cleanup(func() { pickPort = proctest.FreePort })
 	s := Start(t, Options{})
 	ln.Close()
 	if calls != 2 || s.Port == taken {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluiceflow/sluice/internal/proctest"
 )
 
 const (
@@ -420,7 +421,7 @@ func (sn *Sentinel) diag() string {
 	var b strings.Builder
 	for _, s := range append([]*Server{sn.Master, sn.Replica}, sn.Sentinels...) {
 		if s != nil {
-			b.WriteString(logTail(filepath.Join(s.Dir, "redis.log"), 0))
+			b.WriteString(proctest.LogTail(filepath.Join(s.Dir, "redis.log"), 0))
 		}
 	}
 	return b.String()

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package natstest
+package proctest
 
 import "syscall"
 
