@@ -24,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// source returns a memory buffer holding n messages with values "0".."n-1".
+// sourceOf returns a memory buffer holding n messages with values "0".."n-1".
 func sourceOf(t *testing.T, n int) *memory.Buffer {
 	t.Helper()
 	b := memory.New("in", n+1, 20*time.Millisecond, nil)

@@ -33,7 +33,7 @@ func panicLabel(k serverinfo.Kind) string {
 // the calling goroutine; user code running in goroutines it starts itself is
 // not covered.
 func (s *Server) Call(fn func()) (err error) {
-	defer s.recoverPanic(&err)
+	defer s.Recover(&err)
 	fn()
 	return nil
 }
@@ -46,13 +46,6 @@ func (s *Server) Call(fn func()) (err error) {
 //		defer srv.Recover(&err)
 //		...
 func (s *Server) Recover(err *error) {
-	if r := recover(); r != nil {
-		*err = s.onPanic(r, debug.Stack())
-	}
-}
-
-// recoverPanic must be deferred directly, so that recover sees the panic.
-func (s *Server) recoverPanic(err *error) {
 	if r := recover(); r != nil {
 		*err = s.onPanic(r, debug.Stack())
 	}
@@ -71,11 +64,11 @@ func (s *Server) onPanic(r any, stack []byte) error {
 // recoverUnary and recoverStream are the safety net for a panic that
 // escapes Call on the goroutine of an rpc handler.
 func (s *Server) recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	defer s.recoverPanic(&err)
+	defer s.Recover(&err)
 	return handler(ctx, req)
 }
 
 func (s *Server) recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-	defer s.recoverPanic(&err)
+	defer s.Recover(&err)
 	return handler(srv, ss)
 }
