@@ -171,33 +171,31 @@ type Writer struct {
 	edges  []Edge
 	counts Counts
 	next   []int // per edge: the partition for the next message without keys
+	first  []int // per edge: the index in parts of its first partition
 
-	// done remembers, across the retries of one batch, the edges a message has
-	// already been written along, by message id.
-	done map[string]uint64
+	// partial remembers, across the retries of one batch, the edges a message
+	// that failed along others has already been written along, by message id.
+	partial map[string]uint64
 
 	// Reused by every Write.
-	plan  []target
-	parts map[isb.Writer]*part
-}
-
-// target is one write of one message: along edge, into partition w.
-type target struct {
-	msg  int
-	edge int
-	w    isb.Writer
+	parts     []part   // one per partition of every edge
+	written   []uint64 // per message: the edges it is written along
+	routed    []int    // per edge
+	discarded []int    // per edge
 }
 
 // part is the messages of one Write going to one partition.
 type part struct {
-	msgs    []isb.Message
-	errs    []error
-	targets []int // index in plan of each message
+	w     isb.Writer
+	edge  int
+	msgs  []isb.Message
+	errs  []error
+	index []int // the index in the batch of each message
 }
 
 var _ isb.Writer = (*Writer)(nil)
 
-// maxEdges is the most edges a Writer takes: done keeps one bit per edge.
+// maxEdges is the most edges a Writer takes: it keeps one bit per edge.
 const maxEdges = 64
 
 // New returns a Writer along edges. Every edge needs at least one partition.
@@ -205,13 +203,18 @@ func New(edges []Edge, counts Counts) (*Writer, error) {
 	if len(edges) > maxEdges {
 		return nil, fmt.Errorf("route: %d edges; at most %d", len(edges), maxEdges)
 	}
-	for _, e := range edges {
-		if len(e.Partitions) == 0 {
-			return nil, fmt.Errorf("route: edge to %q has no partitions", e.To)
+	w := &Writer{edges: edges, counts: counts, next: make([]int, len(edges)), first: make([]int, len(edges)),
+		routed: make([]int, len(edges)), discarded: make([]int, len(edges))}
+	for e, edge := range edges {
+		if len(edge.Partitions) == 0 {
+			return nil, fmt.Errorf("route: edge to %q has no partitions", edge.To)
+		}
+		w.first[e] = len(w.parts)
+		for _, pw := range edge.Partitions {
+			w.parts = append(w.parts, part{w: pw, edge: e})
 		}
 	}
-	return &Writer{edges: edges, counts: counts, next: make([]int, len(edges)),
-		done: map[string]uint64{}, parts: map[isb.Writer]*part{}}, nil
+	return w, nil
 }
 
 // Write writes each message along every edge that takes it and records in errs
@@ -219,19 +222,21 @@ func New(edges []Edge, counts Counts) (*Writer, error) {
 // identified by ID across the retries of a batch: a retried message is
 // written only along the edges that failed.
 func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
-	done := make(map[string]uint64, len(msgs))
-	for i := range msgs {
-		done[msgs[i].ID] = w.done[msgs[i].ID]
+	partial := w.partial
+	w.partial = nil
+	if cap(w.written) < len(msgs) {
+		w.written = make([]uint64, len(msgs))
 	}
-	w.done = done
-	w.plan = w.plan[:0]
-	for p := range w.parts {
-		delete(w.parts, p)
+	written := w.written[:len(msgs)]
+	for i := range w.parts {
+		p := &w.parts[i]
+		p.msgs, p.errs, p.index = p.msgs[:0], p.errs[:0], p.index[:0]
 	}
 	unrouted := 0
 	for i := range msgs {
 		errs[i] = nil
 		m := &msgs[i]
+		written[i] = partial[m.ID] // nil map: 0
 		taken := false
 		for e := range w.edges {
 			edge := &w.edges[e]
@@ -239,11 +244,12 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 				continue
 			}
 			taken = true
-			if w.done[m.ID]&(1<<e) != 0 {
+			if written[i]&(1<<e) != 0 {
 				continue
 			}
-			pw := edge.Partitions[w.partition(e, m.Keys)]
-			w.plan = append(w.plan, target{msg: i, edge: e, w: pw})
+			p := &w.parts[w.first[e]+w.partition(e, m.Keys)]
+			p.msgs = append(p.msgs, *m)
+			p.index = append(p.index, i)
 		}
 		if !taken {
 			unrouted++
@@ -252,47 +258,51 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	if unrouted > 0 && w.counts.Unrouted != nil {
 		w.counts.Unrouted(unrouted)
 	}
-	for t := range w.plan {
-		p := w.parts[w.plan[t].w]
-		if p == nil {
-			p = &part{}
-			w.parts[w.plan[t].w] = p
+	clear(w.routed)
+	clear(w.discarded)
+	for pi := range w.parts {
+		p := &w.parts[pi]
+		if len(p.msgs) == 0 {
+			continue
 		}
-		p.msgs = append(p.msgs, msgs[w.plan[t].msg])
-		p.targets = append(p.targets, t)
-	}
-	routed := make([]int, len(w.edges))
-	discarded := make([]int, len(w.edges))
-	for pw, p := range w.parts {
-		p.errs = make([]error, len(p.msgs))
-		if err := pw.Write(ctx, p.msgs, p.errs); err != nil {
+		p.errs = append(p.errs, make([]error, len(p.msgs))...)
+		if err := p.w.Write(ctx, p.msgs, p.errs); err != nil {
 			for i := range p.errs {
 				p.errs[i] = err
 			}
 		}
-		for i, err := range p.errs {
-			t := w.plan[p.targets[i]]
-			id := msgs[t.msg].ID
+		edge := &w.edges[p.edge]
+		for k, err := range p.errs {
+			i := p.index[k]
 			switch {
 			case err == nil:
-				w.done[id] |= 1 << t.edge
-				routed[t.edge]++
-			case errors.Is(err, isb.ErrBufferFull) && w.edges[t.edge].OnFull == DiscardLatest:
-				w.done[id] |= 1 << t.edge
-				discarded[t.edge]++
+				written[i] |= 1 << p.edge
+				w.routed[p.edge]++
+			case errors.Is(err, isb.ErrBufferFull) && edge.OnFull == DiscardLatest:
+				written[i] |= 1 << p.edge
+				w.discarded[p.edge]++
 			default:
-				if errs[t.msg] == nil {
-					errs[t.msg] = fmt.Errorf("edge to %s: %w", w.edges[t.edge].To, err)
+				if errs[i] == nil {
+					errs[i] = fmt.Errorf("edge to %s: %w", edge.To, err)
 				}
 			}
 		}
+		clear(p.msgs) // keep no payloads after Write
+	}
+	for i := range msgs {
+		if errs[i] != nil && written[i] != 0 {
+			if w.partial == nil {
+				w.partial = map[string]uint64{}
+			}
+			w.partial[msgs[i].ID] = written[i]
+		}
 	}
 	for e := range w.edges {
-		if routed[e] > 0 && w.counts.Routed != nil {
-			w.counts.Routed(w.edges[e].To, routed[e])
+		if w.routed[e] > 0 && w.counts.Routed != nil {
+			w.counts.Routed(w.edges[e].To, w.routed[e])
 		}
-		if discarded[e] > 0 && w.counts.Discarded != nil {
-			w.counts.Discarded(w.edges[e].To, discarded[e])
+		if w.discarded[e] > 0 && w.counts.Discarded != nil {
+			w.counts.Discarded(w.edges[e].To, w.discarded[e])
 		}
 	}
 	return nil
