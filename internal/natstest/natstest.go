@@ -68,9 +68,8 @@ type Server struct {
 	name    string // server_name, unique in the test binary: identifies our process
 	bin     string
 	tb      testing.TB
-	mu      sync.Mutex        // guards proc
-	proc    *proctest.Process // nil when not running
-	startMu sync.Mutex        // serialises starts and restarts
+	proc    proctest.Slot // the process, when running
+	startMu sync.Mutex    // serialises starts and restarts
 }
 
 var serverSeq atomic.Uint64
@@ -166,9 +165,7 @@ func (s *Server) run() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	s.proc.Set(p)
 	return nil
 }
 
@@ -230,31 +227,16 @@ func (s *Server) Stop() { s.stop(syscall.SIGTERM) }
 func (s *Server) Kill() { s.stop(syscall.SIGKILL) }
 
 func (s *Server) stop(sig syscall.Signal) {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p != nil && p.Stop(sig, stopGrace) {
+	if s.proc.Stop(sig, stopGrace) {
 		s.tb.Logf("natstest: %s did not exit %v after %v; killed it", s.Addr, stopGrace, sig)
 	}
 }
 
 // Running reports whether the server process is running.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.Exited()
-}
+func (s *Server) Running() bool { return s.proc.Running() }
 
 // Pid returns the process id of the running server, or 0.
-func (s *Server) Pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil || s.proc.Exited() {
-		return 0
-	}
-	return s.proc.Pid()
-}
+func (s *Server) Pid() int { return s.proc.Pid() }
 
 // Restart starts the server again on the same port with the same options
 // and store directory (after Stop or Kill; a running server is stopped

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -149,6 +150,44 @@ func (p *Process) Stop(sig syscall.Signal, grace time.Duration) (killed bool) {
 	}
 	<-p.done
 	return killed
+}
+
+// Slot holds a server's current process, if any, for the Server types of the
+// packages that build on this one. It is safe for concurrent use.
+type Slot struct {
+	mu   sync.Mutex
+	proc *Process
+}
+
+// Set makes p the current process.
+func (s *Slot) Set(p *Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc = p
+}
+
+// Stop stops the current process as [Process.Stop] does and empties the
+// slot; it reports whether the process had to be killed. An empty slot does
+// nothing.
+func (s *Slot) Stop(sig syscall.Signal, grace time.Duration) (killed bool) {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	return p != nil && p.Stop(sig, grace)
+}
+
+// Running reports whether the current process is running.
+func (s *Slot) Running() bool { return s.Pid() != 0 }
+
+// Pid returns the id of the running process, or 0.
+func (s *Slot) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.Exited() {
+		return 0
+	}
+	return s.proc.Pid()
 }
 
 // FreePort returns a port that was free on 127.0.0.1 a moment ago.

@@ -80,15 +80,15 @@ type Server struct {
 
 	opts     Options
 	sentinel bool
-	confFile string            // sentinel only: the config file (rewritten by sentinel)
-	conf     func() string     // sentinel only: initial config for the current port
-	authConf []string          // sentinel only: correctly quoted "sentinel auth-*" lines
-	tlsConf  *tls.Config       // client side, nil without TLS
-	tb       testing.TB        // the test that started the server, for logging
-	mu       sync.Mutex        // guards proc (and Addr/Port while they are set)
-	proc     *proctest.Process // nil when not running
-	do       *redis.Client     // used by Do, created on first use
-	startMu  sync.Mutex        // serialises starts/restarts
+	confFile string        // sentinel only: the config file (rewritten by sentinel)
+	conf     func() string // sentinel only: initial config for the current port
+	authConf []string      // sentinel only: correctly quoted "sentinel auth-*" lines
+	tlsConf  *tls.Config   // client side, nil without TLS
+	tb       testing.TB    // the test that started the server, for logging
+	mu       sync.Mutex    // guards Addr/Port while they are set, and do
+	proc     proctest.Slot // the process, when running
+	do       *redis.Client // used by Do, created on first use
+	startMu  sync.Mutex    // serialises starts/restarts
 }
 
 // redisServerPath returns the redis-server binary or fails the test.
@@ -271,9 +271,7 @@ func (s *Server) run(bin string) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	s.proc.Set(p)
 	return nil
 }
 
@@ -331,31 +329,16 @@ func (s *Server) Stop() { s.stop(syscall.SIGTERM) }
 func (s *Server) Kill() { s.stop(syscall.SIGKILL) }
 
 func (s *Server) stop(sig syscall.Signal) {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p != nil && p.Stop(sig, stopGrace) {
+	if s.proc.Stop(sig, stopGrace) {
 		s.tb.Logf("redistest: %s did not exit %v after %v; killed it", s.Addr, stopGrace, sig)
 	}
 }
 
 // Running reports whether the server process is running.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.Exited()
-}
+func (s *Server) Running() bool { return s.proc.Running() }
 
 // Pid returns the process id of the running server, or 0.
-func (s *Server) Pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil || s.proc.Exited() {
-		return 0
-	}
-	return s.proc.Pid()
-}
+func (s *Server) Pid() int { return s.proc.Pid() }
 
 // Restart starts the server again on the same port with the same options
 // (after Stop or Kill; a running server is stopped first) and waits until it
