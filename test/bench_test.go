@@ -2,7 +2,9 @@ package test
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,37 +33,13 @@ func BenchmarkPipelineProcesses(b *testing.B) {
 
 func pipelineProcessesRate(b *testing.B, frame int) float64 {
 	nats := natstest.Start(b, natstest.Options{})
-	cfg := writeConfig(b, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: bench
-spec:
-  limits:
-    readBatchSize: 500
-  isb:
-    jetstream:
-      url: %s
-      frameSize: %d
-  vertices:
-    - name: in
-      source:
-        generator:
-          rpu: 1000000000000
-          duration: 1s
-          msgSize: 8
-    - name: cat
-      udf:
-        builtin:
-          name: cat
-    - name: out
-      sink:
-        blackhole: {}
-  edges:
-    - from: in
-      to: cat
-    - from: cat
-      to: out
-`, nats.URL, frame))
+	example, err := os.ReadFile("../config/examples/bench-pipeline.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	yaml := strings.Replace(string(example), "nats://127.0.0.1:4222", nats.URL, 1)
+	yaml = strings.Replace(yaml, "frameSize: 1 ", fmt.Sprintf("frameSize: %d ", frame), 1)
+	cfg := writeConfig(b, yaml)
 	var procs []*proc
 	for _, v := range []string{"out", "cat", "in"} {
 		procs = append(procs, start(b, "run", "-f", cfg, "--vertex", v, "--metrics-addr", "127.0.0.1:0"))

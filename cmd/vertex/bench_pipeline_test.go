@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,45 +8,16 @@ import (
 	"github.com/sluiceflow/sluice/internal/natstest"
 )
 
-// pipelineBenchYAML is generator → cat → blackhole as three vertices, with a
-// rate limit far above capacity on each, on JetStream at url (frameSize
-// frame) when run there.
-func pipelineBenchYAML(url string, frame int) string {
-	return fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: bench-pipeline
-spec:
-  limits:
-    readBatchSize: 500
-    rateLimit:
-      max: 1000000000
-      min: 1000000000
-      rampUpDuration: 0s
-  isb:
-    jetstream:
-      url: %s
-      frameSize: %d
-  vertices:
-    - name: in
-      source:
-        generator:
-          rpu: 1000000000000
-          duration: 1s
-          msgSize: 8
-    - name: cat
-      udf:
-        builtin:
-          name: cat
-    - name: out
-      sink:
-        blackhole: {}
-  edges:
-    - from: in
-      to: cat
-    - from: cat
-      to: out
-`, url, frame)
+// pipelineBench loads config/examples/bench-pipeline.yaml with its
+// JetStream server at url and the given frame size.
+func pipelineBench(tb testing.TB, url string, frame int) *config.File {
+	f, err := config.Load("../../config/examples/bench-pipeline.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	js := f.Pipeline.Spec.ISB.JetStream
+	js.URL, js.FrameSize = url, new(uint32(frame))
+	return f
 }
 
 // BenchmarkPipeline measures a three-vertex pipeline, generator → cat →
@@ -65,11 +35,7 @@ func BenchmarkPipeline(b *testing.B) {
 	}{{"memory", 1, false}, {"jetstream", 1, true}, {"jetstream-frames64", 64, true}}
 	targets := make([]benchTarget, len(cases))
 	for i, c := range cases {
-		f, err := config.Parse([]byte(pipelineBenchYAML(nats.URL, c.frame)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		targets[i] = benchTargetOf(f, c.onJetStream)
+		targets[i] = benchTargetOf(pipelineBench(b, nats.URL, c.frame), c.onJetStream)
 	}
 	rates := make([][2][]float64, len(cases))
 	b.ResetTimer()
