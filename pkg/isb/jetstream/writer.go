@@ -249,7 +249,10 @@ func (w *Writer) publish(msgs []isb.Message, errs []error) (*pending, []unit, []
 			i++
 			continue
 		}
-		count, size := 1, encodedSize(&msgs[i])
+		count, size := 1, 0
+		if w.frameSize > 1 {
+			size = encodedSize(&msgs[i])
+		}
 		for count < w.frameSize && i+count < len(msgs) {
 			next := &msgs[i+count]
 			if strings.ContainsAny(next.ID, "\r\n") {

@@ -64,7 +64,7 @@ func (s *service) streamOne(ctx context.Context, req *mapv1.MapRequest, send fun
 	d := mapwire.Datum(req)
 	produce := func(out chan<- Message) { s.ms.MapStream(ctx, d.Keys(), d, out) }
 	forward := func(m Message) error {
-		return send(&mapv1.MapResponse{Id: d.ID(), Results: []*mapv1.MapResponse_Result{mapwire.Result(m)}})
+		return send(mapwire.Response(d.ID(), []Message{m}))
 	}
 	if err := udfserver.Forward(s.srv, produce, forward); err != nil {
 		return err
