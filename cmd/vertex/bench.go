@@ -2,22 +2,76 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/pipeline"
 )
 
+// benchFlags are the flags of `vertex bench`.
+type benchFlags struct {
+	file, udsDir, isb string
+	duration          time.Duration
+	runs              int
+	spawn             bool
+}
+
 func runBench(args []string, stdout, stderr io.Writer) error {
+	fl, err := parseBenchFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	f, err := loadConfig(fl.file)
+	if err != nil {
+		return err
+	}
+	t := bench.NewTarget(f)
+	t.OnJetStream = fl.isb == "jetstream"
+	if !t.RateLimited() {
+		fmt.Fprintf(stderr, "bench: %s has no rateLimit; off and on are the same\n", fl.file)
+	}
+	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	t.SocketDir = dir
+	if fl.spawn {
+		stop, err := spawnBench(t, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	each := fl.duration / time.Duration(fl.runs)
+	var rates [2][]float64
+	var msgs [2]float64
+	names := [2]string{"off", "on"}
+	for i := range 2 * fl.runs {
+		on := i%2 == 1
+		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", i+1, 2*fl.runs, names[i%2], each)
+		n, elapsed, err := bench.Measure(func() (bench.Runner, error) { return t.Build(context.Background(), on) }, each)
+		if err != nil {
+			return err
+		}
+		rates[i%2] = append(rates[i%2], n/elapsed.Seconds())
+		msgs[i%2] += n
+	}
+	fmt.Fprintln(stderr)
+	// Medians: on a shared machine one disturbed run should not decide.
+	var med [2]float64
+	for m, name := range names {
+		med[m] = bench.Median(rates[m])
+		fmt.Fprintf(stdout, "%-4s %14.0f msg/s  (median of %d runs, %.0f messages)\n", name+":", med[m], fl.runs, msgs[m])
+	}
+	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", med[1]/med[0])
+	return nil
+}
+
+func parseBenchFlags(args []string, stdout io.Writer) (benchFlags, error) {
 	fs := newFlagSet("bench", `usage: vertex bench -f FILE [--duration 10s]
 
 Runs the MonoVertex in FILE with its sink replaced by blackhole, with its rate
@@ -31,204 +85,63 @@ messages per second are those the sink vertices write.
 
 flags:
 `)
-	file := fs.String("f", "", "the MonoVertex or Pipeline YAML (required)")
-	duration := fs.Duration("duration", 10*time.Second, "time to run each of off and on, split over the runs")
-	runs := fs.Int("runs", 10, "runs of each of off and on, alternating")
-	udsDir := fs.String("uds-dir", "", "directory of the user-defined containers' sockets (default /var/run/numaflow; with --spawn, a new temporary directory)")
-	spawn := fs.Bool("spawn", false, "start each user-defined container's command as a child process, once for all runs")
-	isbKind := fs.String("isb", "memory", "Pipeline only: the buffers, memory or jetstream")
+	var fl benchFlags
+	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
+	fs.DurationVar(&fl.duration, "duration", 10*time.Second, "time to run each of off and on, split over the runs")
+	fs.IntVar(&fl.runs, "runs", 10, "runs of each of off and on, alternating")
+	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets (default /var/run/numaflow; with --spawn, a new temporary directory)")
+	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
+	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
 	if err := fs.parse(args, stdout); err != nil {
-		return err
+		return fl, err
 	}
 	switch {
-	case *file == "":
-		return usagef("bench: -f FILE is required")
-	case *runs < 1:
-		return usagef("bench: --runs (%d) must be at least 1", *runs)
-	case *duration < time.Duration(*runs)*100*time.Millisecond:
-		return usagef("bench: --duration (%v) must give each run at least 100ms", *duration)
-	case *isbKind != "memory" && *isbKind != "jetstream":
-		return usagef("bench: --isb %q: want memory or jetstream", *isbKind)
+	case fl.file == "":
+		return fl, usagef("bench: -f FILE is required")
+	case fl.runs < 1:
+		return fl, usagef("bench: --runs (%d) must be at least 1", fl.runs)
+	case fl.duration < time.Duration(fl.runs)*100*time.Millisecond:
+		return fl, usagef("bench: --duration (%v) must give each run at least 100ms", fl.duration)
+	case fl.isb != "memory" && fl.isb != "jetstream":
+		return fl, usagef("bench: --isb %q: want memory or jetstream", fl.isb)
 	}
-	f, err := loadConfig(*file)
+	return fl, nil
+}
+
+// spawnBench starts the user-defined containers of t's vertices, once for all
+// runs.
+func spawnBench(t *bench.Target, stderr io.Writer) (stop func(), err error) {
+	log, err := newLogger("warn", stderr)
 	if err != nil {
+		return nil, err
+	}
+	var sps []*spawner
+	stop = func() {
+		for _, sp := range sps {
+			sp.stop()
+		}
+	}
+	start := func(name, dir string, cs []container) error {
+		sp, err := startContainers(cs, dir, name, 0, io.Discard, stderr, log)
+		sps = append(sps, sp)
 		return err
 	}
-	target := benchTargetOf(f, *isbKind == "jetstream")
-	if !target.rateLimited {
-		fmt.Fprintf(stderr, "bench: %s has no rateLimit; off and on are the same\n", *file)
-	}
-	base := runtimeOptions{udsDir: *udsDir}
-	if len(target.containers) > 0 && *spawn {
-		if base.udsDir == "" {
-			if base.udsDir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
-				return err
-			}
-			defer os.RemoveAll(base.udsDir)
-		}
-		log, err := newLogger("warn", stderr)
-		if err != nil {
-			return err
-		}
-		for _, vc := range target.containers {
-			dir := base.udsDir
-			if f.Pipeline != nil {
-				dir = filepath.Join(dir, vc.vertex)
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
+	f := t.Config(true)
+	if m := f.MonoVertex; m != nil {
+		err = start(m.Metadata.Name, t.SocketDir, containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
+	} else {
+		for _, v := range f.Pipeline.Spec.Vertices {
+			dir := pipeline.SocketDir(t.SocketDir, v.Name)
+			if cs := containersOf(v.Source, v.UDF, v.Sink); len(cs) > 0 && err == nil {
+				if err = os.MkdirAll(dir, 0o755); err == nil {
+					err = start(v.Name, dir, cs)
 				}
 			}
-			sp, err := startContainers(vc.containers, dir, vc.vertex, 0, io.Discard, stderr, log)
-			if err != nil {
-				return err
-			}
-			defer sp.stop()
 		}
 	}
-	each := *duration / time.Duration(*runs)
-	var rates [2][]float64
-	var msgs [2]float64
-	names := [2]string{"off", "on"}
-	for i := range 2 * *runs {
-		mode := i % 2
-		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", i+1, 2**runs, names[mode], each)
-		o := base
-		o.noRateLimit = mode == 0
-		n, elapsed, err := benchRun(target.build, o, each)
-		if err != nil {
-			return err
-		}
-		rates[mode] = append(rates[mode], n/elapsed.Seconds())
-		msgs[mode] += n
-	}
-	fmt.Fprintln(stderr)
-	// Medians: on a shared machine one disturbed run should not decide.
-	var med [2]float64
-	for m, name := range names {
-		med[m] = median(rates[m])
-		fmt.Fprintf(stdout, "%-4s %14.0f msg/s  (median of %d runs, %.0f messages)\n", name+":", med[m], *runs, msgs[m])
-	}
-	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", med[1]/med[0])
-	return nil
-}
-
-// benched is what vertex bench runs: a MonoVertex or a whole pipeline.
-type benched interface {
-	run(ctx context.Context) error
-	written() float64
-}
-
-// benchTarget is how to build what FILE describes, for each run.
-type benchTarget struct {
-	build       func(o runtimeOptions) (benched, error)
-	rateLimited bool
-	containers  []vertexContainers
-}
-
-// vertexContainers are a vertex's user-defined containers.
-type vertexContainers struct {
-	vertex     string
-	containers []container
-}
-
-func benchTargetOf(f *config.File, onJetStream bool) benchTarget {
-	if m := f.MonoVertex; m != nil {
-		t := benchTarget{rateLimited: m.Spec.Limits.GetRateLimit() != nil,
-			build: func(o runtimeOptions) (benched, error) { return buildMonoVertex(m, o) }}
-		if cs := containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink); len(cs) > 0 {
-			t.containers = []vertexContainers{{m.Metadata.Name, cs}}
-		}
-		return t
-	}
-	p := f.Pipeline
-	t := benchTarget{build: func(o runtimeOptions) (benched, error) {
-		ctx := context.Background()
-		if onJetStream {
-			if err := resetJetStreamBuffers(ctx, p, o.log); err != nil {
-				return nil, err
-			}
-		}
-		pr, err := buildPipeline(ctx, p, onJetStream, o)
-		if err != nil {
-			return nil, err
-		}
-		return closingRun{pr}, nil
-	}}
-	for _, v := range p.Spec.Vertices {
-		if rl, _ := p.VertexRateLimit(v.Name); rl != nil {
-			t.rateLimited = true
-		}
-		if cs := containersOf(v.Source, v.UDF, v.Sink); len(cs) > 0 {
-			t.containers = append(t.containers, vertexContainers{v.Name, cs})
-		}
-	}
-	return t
-}
-
-// closingRun closes a pipeline once it has run.
-type closingRun struct{ *pipelineRun }
-
-func (c closingRun) run(ctx context.Context) error {
-	defer c.close()
-	return c.pipelineRun.run(ctx, context.Background())
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
-
-// benchWarmUp is how long a run goes on after its first write before it is
-// measured, so that both modes are measured warm.
-const benchWarmUp = 500 * time.Millisecond
-
-// benchRun builds what is benched with o, its sinks blackholes, runs it and
-// returns the messages it wrote in d, counted from benchWarmUp after its first
-// write, and the time that took. Start-up is left out: a replica joining its
-// pool takes no tokens before the next second, and while it waits the runtime
-// hands memory back to the system, which the first moments of the run then
-// take again.
-func benchRun(build func(runtimeOptions) (benched, error), o runtimeOptions, d time.Duration) (float64, time.Duration, error) {
-	runtime.GC()
-	o.sinkOverride, o.stdout = sink.Blackhole{}, io.Discard
-	if o.log == nil {
-		o.log = zap.NewNop()
-	}
-	b, err := build(o)
 	if err != nil {
-		return 0, 0, err
+		stop()
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- b.run(ctx) }()
-
-	var from float64
-	var start time.Time
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for waited := 0; from == 0; waited++ {
-		select {
-		case err := <-done:
-			return 0, 0, fmt.Errorf("stopped before writing: %v", err)
-		case <-tick.C:
-		}
-		if b.written() > 0 {
-			time.Sleep(benchWarmUp)
-			from, start = b.written(), time.Now()
-		} else if waited > 10_000 {
-			cancel()
-			<-done
-			return 0, 0, errors.New("nothing written in 10s")
-		}
-	}
-	time.Sleep(d)
-	msgs, elapsed := b.written()-from, time.Since(start)
-	cancel()
-	return msgs, elapsed, <-done
+	return stop, nil
 }

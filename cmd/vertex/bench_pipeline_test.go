@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/pkg/bench"
 )
 
 // pipelineBench loads config/examples/bench-pipeline.yaml with its
@@ -33,16 +35,17 @@ func BenchmarkPipeline(b *testing.B) {
 		frame       int
 		onJetStream bool
 	}{{"memory", 1, false}, {"jetstream", 1, true}, {"jetstream-frames64", 64, true}}
-	targets := make([]benchTarget, len(cases))
+	targets := make([]*bench.Target, len(cases))
 	for i, c := range cases {
-		targets[i] = benchTargetOf(pipelineBench(b, nats.URL, c.frame), c.onJetStream)
+		targets[i] = bench.NewTarget(pipelineBench(b, nats.URL, c.frame))
+		targets[i].OnJetStream = c.onJetStream
 	}
 	rates := make([][2][]float64, len(cases))
 	b.ResetTimer()
 	for range b.N {
 		for i := range cases {
 			for mode := range 2 {
-				n, elapsed, err := benchRun(targets[i].build, runtimeOptions{noRateLimit: mode == 0}, time.Second)
+				n, elapsed, err := bench.Measure(func() (bench.Runner, error) { return targets[i].Build(context.Background(), mode == 1) }, time.Second)
 				if err != nil {
 					b.Fatalf("%s: %v", cases[i].name, err)
 				}
@@ -52,7 +55,7 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 	b.StopTimer()
 	for i, c := range cases {
-		off, on := median(rates[i][0]), median(rates[i][1])
+		off, on := bench.Median(rates[i][0]), bench.Median(rates[i][1])
 		b.ReportMetric(off, c.name+"-off-msg/s")
 		b.ReportMetric(on, c.name+"-on-msg/s")
 		b.ReportMetric(on/off, c.name+"-on/off")

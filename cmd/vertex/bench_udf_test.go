@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/bench"
 )
 
 // mapBenchYAML is generator → map → blackhole at full speed, with a rate limit far
@@ -51,8 +53,7 @@ func BenchmarkMapUDF(b *testing.B) {
 		{"unary", "", "cat"},
 		{"batch", "", "batchcat"},
 	}
-	vertices := make([]*config.MonoVertex, len(kinds))
-	uds := make([]string, len(kinds))
+	targets := make([]*bench.Target, len(kinds))
 	for i, k := range kinds {
 		udf := k.udf
 		if k.example != "" {
@@ -66,14 +67,14 @@ func BenchmarkMapUDF(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		vertices[i] = f.MonoVertex
+		targets[i] = bench.NewTarget(f)
 		if cs := containersOf(f.MonoVertex.Spec.Source, f.MonoVertex.Spec.UDF, f.MonoVertex.Spec.Sink); len(cs) > 0 {
 			// A directory of its own, short enough for a socket path.
-			if uds[i], err = os.MkdirTemp("", "u"); err != nil {
+			if targets[i].SocketDir, err = os.MkdirTemp("", "u"); err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { os.RemoveAll(uds[i]) })
-			sp, err := startContainers(cs, uds[i], "bench-map", 0, nil, nil, zap.NewNop())
+			b.Cleanup(func() { os.RemoveAll(targets[i].SocketDir) })
+			sp, err := startContainers(cs, targets[i].SocketDir, "bench-map", 0, nil, nil, zap.NewNop())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -84,9 +85,7 @@ func BenchmarkMapUDF(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for i := range kinds {
-			m := vertices[i]
-			build := func(o runtimeOptions) (benched, error) { return buildMonoVertex(m, o) }
-			n, elapsed, err := benchRun(build, runtimeOptions{udsDir: uds[i]}, time.Second)
+			n, elapsed, err := bench.Measure(func() (bench.Runner, error) { return targets[i].Build(context.Background(), true) }, time.Second)
 			if err != nil {
 				b.Fatalf("%s: %v", kinds[i].name, err)
 			}
@@ -95,9 +94,9 @@ func BenchmarkMapUDF(b *testing.B) {
 	}
 	b.StopTimer()
 	for i, k := range kinds {
-		b.ReportMetric(median(rates[i]), k.name+"-msg/s")
+		b.ReportMetric(bench.Median(rates[i]), k.name+"-msg/s")
 		if i > 0 {
-			b.ReportMetric(median(rates[i])/median(rates[0]), k.name+"/builtin")
+			b.ReportMetric(bench.Median(rates[i])/bench.Median(rates[0]), k.name+"/builtin")
 		}
 	}
 	b.ReportMetric(0, "ns/op")

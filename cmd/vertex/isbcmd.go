@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
+	"github.com/sluiceflow/sluice/pkg/pipeline"
 )
 
 // isbTimeout bounds `vertex isb`: connecting and every buffer's change.
@@ -45,38 +44,36 @@ func runISB(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := jetStreamConfig(f.Pipeline, log)
+	cfg, err := pipeline.JetStreamConfig(f.Pipeline, log)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), isbTimeout)
 	defer cancel()
-	conn, err := jetstream.Connect(ctx, cfg)
-	if errors.Is(err, jetstream.ErrAuth) || errors.Is(err, jetstream.ErrInvalidConfig) {
-		return usagef("spec.isb.jetstream: %v", err)
-	} else if err != nil {
+	conn, err := pipeline.ConnectJetStream(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	for _, b := range (graph{f.Pipeline}).allBuffers() {
+	for _, b := range pipeline.NewGraph(f.Pipeline).Buffers() {
 		switch sub {
 		case "create":
-			if err := conn.CreateBuffer(ctx, jetstream.BufferSpec{Name: b.name, MaxLength: b.maxLength, UsageLimit: b.usageLimit}); err != nil {
+			if err := conn.CreateBuffer(ctx, b.JetStreamSpec()); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "created %s (bufferMaxLength %d, bufferUsageLimit %d%%)\n", b.name, b.maxLength, b.usageLimit)
+			fmt.Fprintf(stdout, "created %s (bufferMaxLength %d, bufferUsageLimit %d%%)\n", b.Name, b.MaxLength, b.UsageLimit)
 		case "delete":
-			if err := conn.DeleteBuffer(ctx, b.name); err != nil {
+			if err := conn.DeleteBuffer(ctx, b.Name); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "deleted %s\n", b.name)
+			fmt.Fprintf(stdout, "deleted %s\n", b.Name)
 		case "info":
-			info, err := conn.BufferInfo(ctx, b.name)
+			info, err := conn.BufferInfo(ctx, b.Name)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "%s: %d messages (%d unread, %d read and not acked) of at most %d\n",
-				b.name, info.Messages, info.Pending, info.AckPending, b.maxLength)
+				b.Name, info.Messages, info.Pending, info.AckPending, b.MaxLength)
 		}
 	}
 	return nil

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // usageError is bad input from the user: it exits with code 2.
@@ -74,9 +77,16 @@ func exitCode(err error, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "vertex: %v\n", err)
-	var ue *usageError
-	if errors.As(err, &ue) {
+	if isUsage(err) {
 		return 2
 	}
 	return 1
+}
+
+// isUsage reports whether err is the user's to fix: a flag, a config field, a
+// user-defined server sluice cannot talk to.
+func isUsage(err error) bool {
+	var ue *usageError
+	var fe *config.FieldError
+	return errors.As(err, &ue) || errors.As(err, &fe) || errors.Is(err, udsconn.ErrIncompatible)
 }

@@ -11,13 +11,71 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
+// runFlags are the flags of `vertex run`.
+type runFlags struct {
+	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb string
+	spawn                                                                     bool
+}
+
 func runRun(args []string, stdout, stderr io.Writer) error {
+	fl, err := parseRunFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	rep, err := replicaIndex(fl.replica)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(fl.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	f, err := loadConfig(fl.file)
+	if err != nil {
+		return err
+	}
+	logIgnored(log, f)
+	if err := checkRunFlags(fl, f); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	tracer, shutdownTracing, err := observe.NewTracer(ctx, fl.otlp, f.Name(), rep)
+	if err != nil {
+		return usagef("--otlp-endpoint (%q): %v", fl.otlp, err)
+	}
+	defer shutdownTracing()
+	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r := runner{flags: fl, log: log, reg: reg, dir: dir, replica: rep, stdout: stdout, stderr: stderr,
+		vopts: []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
+			vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout))}}
+	if f.Pipeline != nil {
+		err = r.pipeline(ctx, f.Pipeline)
+	} else {
+		err = r.monoVertex(ctx, f.MonoVertex)
+	}
+	log.Info("stopped", zap.Error(err))
+	return runError(err, rep)
+}
+
+func parseRunFlags(args []string, stdout io.Writer) (runFlags, error) {
 	fs := newFlagSet("run", `usage: vertex run -f FILE [flags]
 
 Runs one replica of the MonoVertex in FILE until SIGTERM or SIGINT: it stops
@@ -28,87 +86,217 @@ With a Pipeline in FILE, --vertex NAME runs one replica of that vertex, reading
 and writing its buffers on JetStream (spec.isb.jetstream); without --vertex,
 every vertex runs in this process, on in-memory buffers (--isb memory, the
 default) or on JetStream (--isb jetstream). On SIGTERM the sources stop first and
-the rest drain the in-memory buffers before they stop.
+the rest drain the in-memory buffers (for at most 30s) before they stop; a
+second signal exits at once.
 
 flags:
 `)
-	file := fs.String("f", "", "the MonoVertex or Pipeline YAML (required)")
-	replica := fs.String("replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
-	metricsAddr := fs.String("metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz and /status")
-	httpAddr := fs.String("http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	otlp := fs.String("otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
-	udsDir := fs.String("uds-dir", "", "directory of the user-defined containers' sockets and server-info files (default /var/run/numaflow; with --spawn, a new temporary directory)")
-	spawn := fs.Bool("spawn", false, "start each user-defined container's command as a child process, for local runs")
-	vertexName := fs.String("vertex", "", "Pipeline only: run this vertex alone, on JetStream")
-	isbKind := fs.String("isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
+	var fl runFlags
+	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
+	fs.StringVar(&fl.replica, "replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
+	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz and /status")
+	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
+	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
+	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files (default /var/run/numaflow; with --spawn, a new temporary directory)")
+	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
+	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
+	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
 	if err := fs.parse(args, stdout); err != nil {
-		return err
+		return fl, err
 	}
-	if *file == "" {
-		return usagef("run: -f FILE is required")
+	if fl.file == "" {
+		return fl, usagef("run: -f FILE is required")
 	}
-	rep, err := replicaIndex(*replica)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(*logLevel, stderr)
-	if err != nil {
-		return err
-	}
-	defer log.Sync()
+	return fl, nil
+}
 
-	f, err := loadConfig(*file)
-	if err != nil {
-		return err
-	}
-	logIgnored(log, f)
+// checkRunFlags checks the flags that depend on what FILE holds.
+func checkRunFlags(fl runFlags, f *config.File) error {
 	switch {
-	case f.MonoVertex != nil && *vertexName != "":
-		return usagef("run: --vertex %q: %s is a MonoVertex; --vertex picks a vertex of a Pipeline", *vertexName, *file)
-	case f.MonoVertex != nil && *isbKind != "":
-		return usagef("run: --isb %q: %s is a MonoVertex, which has no buffers", *isbKind, *file)
-	case *vertexName != "" && *isbKind != "" && *isbKind != "jetstream":
-		return usagef("run: --isb %q: one vertex alone (--vertex) runs on jetstream", *isbKind)
-	case *isbKind != "" && *isbKind != "memory" && *isbKind != "jetstream":
-		return usagef("run: --isb %q: want memory or jetstream", *isbKind)
+	case f.MonoVertex != nil && fl.vertex != "":
+		return usagef("run: --vertex %q: %s is a MonoVertex; --vertex picks a vertex of a Pipeline", fl.vertex, fl.file)
+	case f.MonoVertex != nil && fl.isb != "":
+		return usagef("run: --isb %q: %s is a MonoVertex, which has no buffers", fl.isb, fl.file)
+	case fl.vertex != "" && fl.isb != "" && fl.isb != "jetstream":
+		return usagef("run: --isb %q: one vertex alone (--vertex) runs on jetstream", fl.isb)
+	case fl.isb != "" && fl.isb != "memory" && fl.isb != "jetstream":
+		return usagef("run: --isb %q: want memory or jetstream", fl.isb)
+	case fl.vertex != "" && f.Pipeline.Vertex(fl.vertex) == nil:
+		return usagef("run: --vertex %q: no such vertex in pipeline %q (vertices: %s)", fl.vertex, f.Name(), vertexNames(f.Pipeline))
 	}
+	return nil
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	tracer, shutdownTracing, err := newTracer(ctx, *otlp, f.Name(), rep)
-	if err != nil {
-		return err
-	}
-	defer shutdownTracing()
+// runner runs what `vertex run` loaded.
+type runner struct {
+	flags          runFlags
+	log            *zap.Logger
+	reg            *prometheus.Registry
+	dir            string // of the user-defined containers' sockets
+	replica        int
+	stdout, stderr io.Writer
+	vopts          []vertex.Option
+}
 
-	dir := *udsDir
-	if dir == "" && *spawn {
-		if dir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
+// monoVertex runs one replica of m.
+func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
+	if r.flags.spawn {
+		sp, err := startContainers(containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink), r.dir, m.Metadata.Name, r.replica, r.stdout, r.stderr, r.log)
+		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer sp.stop()
 	}
-	reg := prometheus.NewRegistry()
-	registerProcessCollectors(reg)
-	o := runtimeOptions{
-		replica: rep, metricsAddr: *metricsAddr, httpAddr: *httpAddr,
-		stdout: stdout, stderr: stderr, log: log, tracer: tracer, registry: reg,
-		udsDir: dir, spawn: *spawn,
-	}
-	if f.Pipeline != nil {
-		if *vertexName != "" {
-			return runPipelineVertex(ctx, f.Pipeline, *vertexName, o)
-		}
-		return runPipeline(ctx, f.Pipeline, *isbKind == "jetstream", o)
-	}
-	mv, err := buildMonoVertex(f.MonoVertex, o)
+	v, err := vertex.New(vertex.FromMonoVertex(m), append(r.vopts, vertex.WithSocketDir(r.dir))...)
 	if err != nil {
 		return err
 	}
-	log.Info("running", zap.String("vertex", f.Name()), zap.Int("replica", rep))
-	err = mv.run(ctx)
-	log.Info("stopped", zap.Error(err))
+	stopServing, err := r.serve(v.Ready, func() any { return v.Status() })
+	if err != nil {
+		v.Close()
+		return err
+	}
+	defer stopServing()
+	r.log.Info("running", zap.String("vertex", m.Metadata.Name), zap.Int("replica", r.replica))
+	return v.Run(ctx)
+}
+
+// pipeline runs one vertex of p on JetStream (--vertex), or all of them.
+func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
+	opts := []pipeline.Option{pipeline.WithLogger(r.log), pipeline.WithRegisterer(r.reg),
+		pipeline.WithSocketDir(r.dir), pipeline.WithVertexOptions(r.vopts...)}
+	if r.flags.vertex != "" || r.flags.isb == "jetstream" {
+		opts = append(opts, pipeline.WithBackend(pipeline.OnJetStream))
+	}
+	if r.flags.vertex != "" {
+		opts = append(opts, pipeline.WithVertex(r.flags.vertex))
+	}
+	if r.flags.spawn {
+		stop, err := r.spawnPipeline(p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	pl, err := pipeline.New(ctx, p, opts...)
+	if err != nil {
+		return withJetStreamHint(err, p)
+	}
+	status := func() any { return pl.Status() }
+	if r.flags.vertex != "" {
+		status = func() any { return pl.Vertices()[0].Status() }
+	}
+	stopServing, err := r.serve(pl.Ready, status)
+	if err != nil {
+		pl.Close()
+		return err
+	}
+	defer stopServing()
+	r.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.String("vertex", r.flags.vertex),
+		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
+	exitOnSecondSignal(ctx, r.log)
+	return pl.Run(ctx)
+}
+
+// spawnPipeline starts the user-defined containers of the vertices that run
+// here: those of --vertex in the socket directory, those of every vertex in a
+// directory each.
+func (r runner) spawnPipeline(p *config.Pipeline) (stop func(), err error) {
+	var sps []*spawner
+	stop = func() {
+		for _, sp := range sps {
+			sp.stop()
+		}
+	}
+	for _, v := range p.Spec.Vertices {
+		cs := containersOf(v.Source, v.UDF, v.Sink)
+		dir := r.dir
+		switch {
+		case r.flags.vertex != "" && v.Name != r.flags.vertex, len(cs) == 0:
+			continue
+		case r.flags.vertex == "":
+			dir = pipeline.SocketDir(r.dir, v.Name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				stop()
+				return nil, err
+			}
+		}
+		sp, err := startContainers(cs, dir, v.Name, r.replica, r.stdout, r.stderr, r.log)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		sps = append(sps, sp)
+	}
+	return stop, nil
+}
+
+// serve serves /metrics, /healthz, /readyz and /status on --metrics-addr, if
+// set, until stop is called.
+func (r runner) serve(ready func() error, status func() any) (stop func(), err error) {
+	if r.flags.metricsAddr == "" {
+		return func() {}, nil
+	}
+	server, err := observe.Listen(r.flags.metricsAddr, observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status}, r.log)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", r.flags.metricsAddr, err)
+	}
+	r.log.Info("serving metrics, health and status", zap.String("addr", server.Addr().String()))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		server.Serve(ctx)
+	}()
+	return func() {
+		cancel()
+		<-served
+	}, nil
+}
+
+// exitOnSecondSignal exits the process at once on a SIGTERM or SIGINT after
+// ctx ends, without waiting for the buffers to drain.
+func exitOnSecondSignal(ctx context.Context, log *zap.Logger) {
+	context.AfterFunc(ctx, func() {
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
+		go func() {
+			<-again
+			log.Warn("second signal: exiting without draining the buffers")
+			log.Sync()
+			os.Exit(1)
+		}()
+	})
+}
+
+// socketDir returns --uds-dir, or with --spawn and no --uds-dir a new
+// temporary directory that cleanup removes.
+func socketDir(flagValue string, spawn bool) (dir string, cleanup func(), err error) {
+	if flagValue != "" || !spawn {
+		return flagValue, func() {}, nil
+	}
+	if dir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// runError names the flag a library error is about, where there is one.
+func runError(err error, replica int) error {
+	if errors.Is(err, vertex.ErrReplica) {
+		return usagef("--replica (%d): %v", replica, err)
+	}
+	return err
+}
+
+// withJetStreamHint adds how to run without JetStream to the error of a
+// pipeline without spec.isb.jetstream.
+func withJetStreamHint(err error, p *config.Pipeline) error {
+	var fe *config.FieldError
+	if errors.As(err, &fe) && fe.Path == "spec.isb.jetstream" && (p.Spec.ISB == nil || p.Spec.ISB.JetStream == nil) {
+		return usagef("%v; without --vertex and --isb, vertex run runs the whole pipeline in one process on in-memory buffers", err)
+	}
 	return err
 }
 
@@ -147,4 +335,16 @@ func logIgnored(log *zap.Logger, f *config.File) {
 	if len(f.Ignored) > 0 {
 		log.Info("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
 	}
+}
+
+// vertexNames lists a pipeline's vertices, for messages.
+func vertexNames(p *config.Pipeline) string {
+	s := ""
+	for i, v := range p.Spec.Vertices {
+		if i > 0 {
+			s += ", "
+		}
+		s += v.Name
+	}
+	return s
 }

@@ -1,0 +1,128 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+// Backend is where a pipeline's buffers live. The zero value is [OnMemory].
+type Backend uint8
+
+const (
+	// OnMemory keeps the buffers in the process: every vertex runs in it.
+	OnMemory Backend = iota
+	// OnJetStream keeps the buffers in NATS JetStream (spec.isb.jetstream).
+	OnJetStream
+)
+
+var backendNames = [...]string{OnMemory: "memory", OnJetStream: "jetstream"}
+
+// String returns memory or jetstream.
+func (b Backend) String() string {
+	if int(b) < len(backendNames) {
+		return backendNames[b]
+	}
+	return fmt.Sprintf("Backend(%d)", uint8(b))
+}
+
+// MarshalText returns the backend's name.
+func (b Backend) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText parses memory or jetstream and rejects any other name.
+func (b *Backend) UnmarshalText(text []byte) error {
+	for i, name := range backendNames {
+		if name == string(text) {
+			*b = Backend(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown buffers %q (want memory or jetstream)", text)
+}
+
+// Option configures a [Pipeline].
+type Option func(*options)
+
+type options struct {
+	backend      Backend
+	only         string
+	drainTimeout time.Duration
+	log          *zap.Logger
+	registerer   prometheus.Registerer
+	socketDir    string
+	vertexOpts   []vertex.Option
+}
+
+// DefaultDrainTimeout is how long, once its sources have stopped, a pipeline
+// in one process waits for its in-memory buffers to empty.
+const DefaultDrainTimeout = 30 * time.Second
+
+// WithBackend puts the buffers in memory (the default) or on JetStream.
+func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
+
+// WithVertex runs only the vertex called name, one replica of it, on
+// JetStream: the other vertices run in other processes.
+func WithVertex(name string) Option { return func(o *options) { o.only = name } }
+
+// WithDrainTimeout bounds how long Run waits, once the sources have stopped,
+// for the in-memory buffers to empty (default 30s).
+func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }
+
+// WithLogger logs the pipeline's and its vertices' changes of state (default:
+// no logs).
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRegisterer registers the metrics of every vertex and edge with r
+// (default: a registry of the pipeline's own).
+func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.registerer = r } }
+
+// WithSocketDir is where the user-defined containers have their sockets
+// (default /var/run/numaflow). With more than one vertex in the process, those
+// of each vertex are in a directory of its own, [SocketDir].
+func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = dir } }
+
+// WithVertexOptions adds options of every vertex: the replica, a tracer, a
+// clock, an http source's address, the log sink (default: one on stdout, for
+// every vertex).
+func WithVertexOptions(opts ...vertex.Option) Option {
+	return func(o *options) { o.vertexOpts = append(o.vertexOpts, opts...) }
+}
+
+// SocketDir is the directory of the sockets of vertex's user-defined
+// containers when a process runs more than one vertex: the containers of each
+// vertex have sockets of the same names.
+func SocketDir(base, vertex string) string { return filepath.Join(base, vertex) }
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{drainTimeout: DefaultDrainTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = zap.NewNop()
+	}
+	if o.registerer == nil {
+		o.registerer = prometheus.NewRegistry()
+	}
+	if o.socketDir == "" {
+		o.socketDir = serverinfo.DefaultDir
+	}
+	if o.only != "" && o.backend != OnJetStream {
+		return o, fmt.Errorf("pipeline: vertex %q alone runs on jetstream, not on %s", o.only, o.backend)
+	}
+	if int(o.backend) >= len(backendNames) {
+		return o, fmt.Errorf("pipeline: unknown backend %d", uint8(o.backend))
+	}
+	// One log sink for every vertex, unless the caller gives one.
+	o.vertexOpts = append([]vertex.Option{vertex.WithLogSink(sink.NewLog(os.Stdout)), vertex.WithLogger(o.log),
+		vertex.WithRegisterer(o.registerer)}, o.vertexOpts...)
+	return o, nil
+}

@@ -1,0 +1,235 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+// ErrNoVertex is matched by the error of a vertex name the pipeline does not
+// have.
+var ErrNoVertex = errors.New("no vertex")
+
+// Pipeline is the vertices of a Pipeline that run in this process, one
+// replica each, with their buffers: every vertex on in-memory buffers, every
+// vertex on JetStream, or one vertex on JetStream ([WithVertex]).
+//
+// Create one with [New] and run it with [Pipeline.Run]; Status and Ready may be
+// called at any time, from any goroutine. The zero value is not usable.
+type Pipeline struct {
+	g                    Graph
+	o                    options
+	mem                  *Memory // nil on JetStream
+	sources, others, all []*vertex.Vertex
+
+	mu      sync.Mutex
+	closers closers
+}
+
+// New builds the vertices of p, which must be valid, and their buffers: on
+// JetStream it connects (waiting, until ctx ends, for a server that is not up)
+// and creates the buffers that are missing. A problem with a field of p that
+// shows only now is a [*config.FieldError]; a vertex p does not have matches
+// [ErrNoVertex].
+func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, err error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	pl := &Pipeline{g: NewGraph(p), o: o}
+	defer func() {
+		if err != nil {
+			pl.Close()
+		}
+	}()
+	names, err := pl.names()
+	if err != nil {
+		return nil, err
+	}
+	if o.backend == OnMemory {
+		if pl.mem, err = NewMemory(pl.g); err != nil {
+			return nil, err
+		}
+		pl.closers = append(pl.closers, pl.mem.Close)
+	}
+	for _, name := range names {
+		if err := pl.addVertex(ctx, name, len(names) > 1); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
+}
+
+// names lists the vertices that run in this process.
+func (pl *Pipeline) names() ([]string, error) {
+	if pl.o.only != "" {
+		if _, _, err := pl.g.vertex(pl.o.only); err != nil {
+			return nil, err
+		}
+		return []string{pl.o.only}, nil
+	}
+	var names []string
+	for _, v := range pl.g.p.Spec.Vertices {
+		names = append(names, v.Name)
+	}
+	return names, nil
+}
+
+// addVertex builds the vertex called name; shared says other vertices run in
+// the process too.
+func (pl *Pipeline) addVertex(ctx context.Context, name string, shared bool) error {
+	var b Buffers
+	if pl.mem != nil {
+		b = pl.mem
+	} else {
+		// A connection per vertex, as when each runs in a process of its own:
+		// the server works through each connection in turn.
+		js, err := OpenJetStream(ctx, pl.g.p, pl.o.log)
+		if err != nil {
+			return err
+		}
+		pl.closers = append(pl.closers, js.Close)
+		b = js
+	}
+	spec, err := pl.g.vertexSpec(ctx, name, b, pl.o.registerer, &pl.closers)
+	if err != nil {
+		return err
+	}
+	opts := pl.o.vertexOpts
+	if shared {
+		opts = append(opts[:len(opts):len(opts)], vertex.WithSocketDir(SocketDir(pl.o.socketDir, name)))
+	} else {
+		opts = append(opts[:len(opts):len(opts)], vertex.WithSocketDir(pl.o.socketDir))
+	}
+	v, err := vertex.New(spec, opts...)
+	if err != nil {
+		return err
+	}
+	if spec.Source != nil {
+		pl.sources = append(pl.sources, v)
+	} else {
+		pl.others = append(pl.others, v)
+	}
+	pl.all = append(pl.all, v)
+	return nil
+}
+
+// Run runs every vertex until ctx ends. Then the sources stop first; on
+// in-memory buffers the other vertices go on until the buffers are empty (for
+// at most the drain timeout), so that nothing read is lost, and then stop. A
+// vertex that fails stops them all. Run closes the pipeline when it returns.
+func (pl *Pipeline) Run(ctx context.Context) error {
+	defer pl.Close()
+	grp, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
+	restCtx, stopRest := context.WithCancel(gctx)
+	defer stopRest()
+	srcCtx, stopSources := context.WithCancel(gctx)
+	defer stopSources()
+	stopWatch := context.AfterFunc(ctx, stopSources)
+	defer stopWatch()
+
+	srcDone := make(chan struct{})
+	var srcs errgroup.Group
+	for _, v := range pl.sources {
+		srcs.Go(func() error { return v.Run(srcCtx) })
+	}
+	grp.Go(func() error {
+		defer close(srcDone)
+		return srcs.Wait()
+	})
+	for _, v := range pl.others {
+		grp.Go(func() error { return v.Run(restCtx) })
+	}
+	grp.Go(func() error {
+		for _, done := range []<-chan struct{}{ctx.Done(), srcDone} {
+			select {
+			case <-done:
+			case <-gctx.Done():
+				return nil
+			}
+		}
+		if pl.mem != nil {
+			pl.drain(gctx)
+		}
+		stopRest()
+		return nil
+	})
+	return grp.Wait()
+}
+
+// drainPoll is how often drain looks at the buffers.
+const drainPoll = 10 * time.Millisecond
+
+// drain waits, at most the drain timeout, until the in-memory buffers are
+// empty.
+func (pl *Pipeline) drain(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, pl.o.drainTimeout)
+	defer cancel()
+	tick := time.NewTicker(drainPoll)
+	defer tick.Stop()
+	for pl.mem.Left() > 0 {
+		select {
+		case <-ctx.Done():
+			if left := pl.mem.Left(); left > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				pl.o.log.Warn("buffers not drained before the timeout; their messages are lost", zap.Int("messages", left),
+					zap.Duration("timeout", pl.o.drainTimeout))
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Vertices returns the pipeline's vertices that run in this process, in the
+// config's order.
+func (pl *Pipeline) Vertices() []*vertex.Vertex { return pl.all }
+
+// Ready reports whether every vertex is ready.
+func (pl *Pipeline) Ready() error {
+	var errs []error
+	for _, v := range pl.all {
+		errs = append(errs, v.Ready())
+	}
+	return errors.Join(errs...)
+}
+
+// Status returns the status of every vertex.
+func (pl *Pipeline) Status() []vertex.Status {
+	out := make([]vertex.Status, len(pl.all))
+	for i, v := range pl.all {
+		out[i] = v.Status()
+	}
+	return out
+}
+
+// Written is what the sink vertices have written.
+func (pl *Pipeline) Written() float64 {
+	var n float64
+	for _, v := range pl.all {
+		if v.IsSink() {
+			n += v.Written()
+		}
+	}
+	return n
+}
+
+// Close closes every vertex (those that ran closed themselves already), then
+// the buffers' readers and writers, then the buffers. It is for a pipeline
+// that never runs, and is safe to call more than once.
+func (pl *Pipeline) Close() error {
+	var errs []error
+	for _, v := range pl.all {
+		errs = append(errs, v.Close())
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.closers.closeAll()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/route"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+// closers is what a pipeline closes, in reverse order, once its vertices are
+// done: the readers and writers of its buffers, then the buffers.
+type closers []func() error
+
+func (c *closers) add(x any) {
+	if cl, ok := x.(isb.Closer); ok {
+		*c = append(*c, cl.Close)
+	}
+}
+
+func (c *closers) closeAll() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+	*c = nil
+}
+
+// VertexSpec returns the [vertex.Spec] of the vertex called name, reading and
+// writing buffers b; the metrics of its edges go to reg. What it opens of b is
+// added to cl.
+func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, reg prometheus.Registerer, cl *closers) (vertex.Spec, error) {
+	v, i, err := g.vertex(name)
+	if err != nil {
+		return vertex.Spec{}, err
+	}
+	limits, err := g.p.VertexLimits(name)
+	if err != nil {
+		return vertex.Spec{}, err
+	}
+	path := fmt.Sprintf("spec.vertices[%d]", i)
+	s := vertex.Spec{
+		Name: name, StoreKey: g.p.Metadata.Name + "-" + name, Path: path,
+		RateLimitPath: g.rateLimitPath(v, path), Limits: &limits.Limits,
+		Source: v.Source, UDF: v.UDF, Sink: v.Sink,
+	}
+	if v.Source == nil {
+		for _, in := range g.Inputs(name) {
+			r, err := b.Reader(ctx, in, limits.GetReadTimeout())
+			if err != nil {
+				return vertex.Spec{}, err
+			}
+			cl.add(r)
+			s.Inputs = append(s.Inputs, r)
+		}
+	}
+	if v.Sink == nil {
+		metrics := newRouteMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"vertex": name}, reg))
+		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, limits, b, metrics, cl) }
+	}
+	return s, nil
+}
+
+// rateLimitPath is where the rate limit of vertex v (at path) is set: its own
+// limits, unless it takes the store from the pipeline's.
+func (g Graph) rateLimitPath(v *config.Vertex, path string) string {
+	var pipe *config.RateLimit
+	if l := g.p.Spec.Limits; l != nil {
+		pipe = l.RateLimit
+	}
+	if v.Limits == nil || v.Limits.RateLimit == nil {
+		return "spec.limits.rateLimit"
+	}
+	if own := v.Limits.RateLimit; own.Store == nil && pipe != nil && pipe.Store != nil {
+		return "spec.limits.rateLimit"
+	}
+	return path + ".limits.rateLimit"
+}
+
+// output returns a writer along the edges leaving vertex name.
+func (g Graph) output(ctx context.Context, name string, limits *config.PipelineLimits, b Buffers, m *routeMetrics, cl *closers) (isb.Writer, error) {
+	var edges []route.Edge
+	for _, e := range g.OutEdges(name) {
+		re, err := routeEdge(e)
+		if err != nil {
+			return nil, err
+		}
+		for _, out := range g.Inputs(e.To) {
+			w, err := b.Writer(ctx, out, name, limits.GetBufferMaxLength(), limits.GetBufferUsageLimit())
+			if err != nil {
+				return nil, err
+			}
+			cl.add(w)
+			re.Partitions = append(re.Partitions, w)
+		}
+		edges = append(edges, re)
+	}
+	w, err := route.New(edges, m.counts())
+	if err != nil {
+		return nil, fmt.Errorf("vertex %s: %w", name, err)
+	}
+	return w, nil
+}
+
+// routeEdge returns edge e with its conditions, and no partitions yet.
+func routeEdge(e config.Edge) (route.Edge, error) {
+	re := route.Edge{To: e.To}
+	if e.OnFull != nil {
+		if err := re.OnFull.UnmarshalText([]byte(*e.OnFull)); err != nil {
+			return re, err
+		}
+	}
+	if c := e.Conditions; c != nil && c.Tags != nil {
+		re.Condition.Values = slices.Clone(c.Tags.Values)
+		if op := c.Tags.Operator; op != nil {
+			if err := re.Condition.Operator.UnmarshalText([]byte(*op)); err != nil {
+				return re, err
+			}
+		}
+	}
+	return re, nil
+}
+
+// routeMetrics count what a vertex's edges did with its output.
+type routeMetrics struct {
+	written, discarded *prometheus.CounterVec
+	unrouted           prometheus.Counter
+}
+
+func newRouteMetrics(reg prometheus.Registerer) *routeMetrics {
+	m := &routeMetrics{
+		written: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_isb_written_total",
+			Help: "Messages written to the buffer of the vertex an edge leads to."}, []string{"to"}),
+		discarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_isb_discarded_total",
+			Help: "Messages an edge gave up because its buffer was full (onFull: discardLatest)."}, []string{"to"}),
+		unrouted: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_isb_unrouted_total",
+			Help: "Messages no edge took: their tags met no edge's conditions."}),
+	}
+	reg.MustRegister(m.written, m.discarded, m.unrouted)
+	return m
+}
+
+func (m *routeMetrics) counts() route.Counts {
+	return route.Counts{
+		Routed:    func(to string, n int) { m.written.WithLabelValues(to).Add(float64(n)) },
+		Discarded: func(to string, n int) { m.discarded.WithLabelValues(to).Add(float64(n)) },
+		Unrouted:  func(n int) { m.unrouted.Add(float64(n)) },
+	}
+}

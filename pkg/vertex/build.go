@@ -1,0 +1,202 @@
+package vertex
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/secret"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+// buildSource opens the vertex's source.
+func (v *Vertex) buildSource() (isb.Reader, error) {
+	src := v.spec.Source
+	switch {
+	case src.Generator != nil:
+		return v.buildGenerator(src.Generator)
+	case src.HTTP != nil:
+		return v.buildHTTP(src.HTTP)
+	case src.UDSource != nil:
+		return remoteOf(v, source.NewUD(v.o.socketDir, v.spec.Limits.GetReadTimeout(), v.log)), nil
+	}
+	return nil, fmt.Errorf("%s.source: no source sluice runs", v.spec.Path)
+}
+
+func (v *Vertex) buildGenerator(g *config.Generator) (isb.Reader, error) {
+	cfg := source.GeneratorConfig{RPU: config.DefaultGeneratorRPU, Duration: config.DefaultGeneratorDuration,
+		MsgSize: config.DefaultGeneratorMsgSize, Value: g.Value, Replica: v.o.replica, Vertex: v.spec.Name,
+		ReadTimeout: v.spec.Limits.GetReadTimeout(), Clock: v.o.clock}
+	if g.RPU != nil {
+		cfg.RPU = *g.RPU
+	}
+	if g.Duration != nil {
+		cfg.Duration = g.Duration.Duration
+	}
+	if g.MsgSize != nil {
+		cfg.MsgSize = int(*g.MsgSize)
+	}
+	if g.KeyCount != nil {
+		cfg.KeyCount = int(*g.KeyCount)
+	}
+	if g.Jitter != nil {
+		cfg.Jitter = g.Jitter.Duration
+	}
+	if g.ValueBlob != nil {
+		blob, err := base64.StdEncoding.DecodeString(*g.ValueBlob)
+		if err != nil {
+			return nil, &config.FieldError{Path: v.spec.Path + ".source.generator.valueBlob", Err: err}
+		}
+		cfg.ValueBlob = blob
+	}
+	return source.NewGenerator(cfg)
+}
+
+// defaultHTTPPort is where an http source listens without ports.http.
+const defaultHTTPPort = 8090
+
+func (v *Vertex) buildHTTP(h *config.HTTPSource) (isb.Reader, error) {
+	addr := v.o.httpAddr
+	if addr == "" {
+		port := int32(defaultHTTPPort)
+		if h.Ports != nil && h.Ports.HTTP != nil {
+			port = *h.Ports.HTTP
+		}
+		addr = ":" + strconv.Itoa(int(port))
+	}
+	cfg := source.HTTPConfig{Addr: addr, Vertex: v.spec.Name, Queue: v.spec.Limits.GetReadBatchSize(),
+		ReadTimeout: v.spec.Limits.GetReadTimeout(), Logger: v.log, RetryAfter: v.retryAfter}
+	if h.Auth != nil && h.Auth.Token != nil {
+		token, err := secret.Read(h.Auth.Token, v.spec.Path+".source.http.auth.token")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Token = token
+	}
+	hs, err := source.NewHTTP(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http source on %s: %w", addr, err)
+	}
+	v.onClose(hs.Close)
+	v.log.Info("http source listening", zap.String("addr", hs.Addr().String()), zap.String("path", "/vertices/"+v.spec.Name))
+	return hs, nil
+}
+
+// retryAfter tells turned-away HTTP clients when tokens come: at the next epoch.
+func (v *Vertex) retryAfter() time.Duration {
+	if v.limiter == nil {
+		return time.Second
+	}
+	next := time.Unix(v.limiter.Status().Epoch+1, 0)
+	return next.Sub(v.o.clock.Now())
+}
+
+// buildFunctions sets the transformer and the UDF of one forwarder. Each
+// forwarder has its own: a user-defined function's client carries one batch at
+// a time.
+func (v *Vertex) buildFunctions(d *forward.Deps) (err error) {
+	if src := v.spec.Source; src != nil && src.Transformer != nil {
+		if t := src.Transformer; t.Container != nil {
+			d.Transformer = remoteOf(v, udf.NewRemoteTransformer(v.o.socketDir, v.log))
+		} else if d.Transformer, err = udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, v.log); err != nil {
+			return &config.FieldError{Path: v.spec.Path + ".source.transformer.builtin", Err: err}
+		}
+	}
+	if u := v.spec.UDF; u != nil {
+		if u.Container != nil {
+			d.Mapper = remoteOf(v, udf.NewRemoteMap(v.o.socketDir, v.log))
+		} else if d.Mapper, err = udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, v.log); err != nil {
+			return &config.FieldError{Path: v.spec.Path + ".udf.builtin", Err: err}
+		}
+	}
+	return nil
+}
+
+// buildWriters sets the sink and fallback sink of one forwarder: the
+// configured sinks, or the writer along the vertex's edges.
+func (v *Vertex) buildWriters(d *forward.Deps) error {
+	if s := v.spec.Sink; s != nil {
+		d.Sink = v.buildSink(&s.AbstractSink, serverinfo.KindSink)
+		if fb := s.Fallback; fb != nil {
+			d.Fallback = v.buildSink(fb, serverinfo.KindFallbackSink)
+		}
+		return nil
+	}
+	w, err := v.spec.Output()
+	if err != nil {
+		return err
+	}
+	if w == nil {
+		return errors.New("vertex " + v.spec.Name + ": no writer along its edges")
+	}
+	d.Sink = w
+	return nil
+}
+
+func (v *Vertex) buildSink(s *config.AbstractSink, kind serverinfo.Kind) isb.Writer {
+	switch {
+	case s.Log != nil:
+		return v.o.logSink
+	case s.UDSink != nil:
+		return remoteOf(v, sink.NewUD(v.o.socketDir, kind, v.log))
+	}
+	return sink.Blackhole{}
+}
+
+// excludeDropped reports whether the tokens of dropped messages go back.
+func (v *Vertex) excludeDropped() bool {
+	rl := v.spec.Limits.GetRateLimit()
+	return v.limiter != nil && rl.ExcludeDropped != nil && *rl.ExcludeDropped
+}
+
+// defaultFallbackSteps is how many writes a message gets before it goes to the
+// fallback sink, when there is one and retryStrategy does not say.
+const defaultFallbackSteps = 10
+
+// retryPolicy maps a sink's retryStrategy to the forwarder's, whose defaults
+// fill what it leaves unset. sluice retries until the sink takes the message,
+// or, when a fallback sink is configured, for 10 attempts before writing it
+// there. A vertex writing to buffers retries until they take it.
+func retryPolicy(s *config.Sink) forward.RetryPolicy {
+	var p forward.RetryPolicy
+	if s == nil {
+		return p
+	}
+	r := s.RetryStrategy
+	if s.Fallback != nil && (r == nil || r.OnFailure == nil) {
+		p.Steps, p.OnFailure = defaultFallbackSteps, forward.Fallback
+	}
+	if r == nil {
+		return p
+	}
+	if b := r.Backoff; b != nil {
+		if b.Interval != nil {
+			p.Interval = b.Interval.Duration
+		}
+		if b.Cap != nil {
+			p.MaxInterval = b.Cap.Duration
+		}
+		if b.Steps != nil {
+			p.Steps = int(*b.Steps)
+		}
+	}
+	if r.OnFailure != nil {
+		switch *r.OnFailure {
+		case "fallback":
+			p.OnFailure = forward.Fallback
+		case "drop":
+			p.OnFailure = forward.Drop
+		}
+	}
+	return p
+}

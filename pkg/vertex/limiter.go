@@ -1,0 +1,218 @@
+package vertex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+	"github.com/sluiceflow/sluice/pkg/secret"
+)
+
+// buildLimiter makes the vertex's rate limiter, if it has a rate limit, and
+// registers its gauges with reg.
+func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
+	rl := v.spec.Limits.GetRateLimit()
+	if rl == nil {
+		return nil
+	}
+	opts, err := v.limiterOptions(rl)
+	if err != nil {
+		return err
+	}
+	l, err := ratelimit.New(rl.LimiterConfig(), opts...)
+	if err != nil {
+		return err
+	}
+	v.limiter = l
+	v.onClose(func() error { return l.Close(context.Background()) })
+	observe.RegisterLimiter(reg, l.Status)
+	return nil
+}
+
+// limiterOptions returns the rate limiter's options for the vertex's store:
+// none for the in-memory store, a fixed pool for replicaCountStore, and a
+// Redis pool for redisStore.
+func (v *Vertex) limiterOptions(rl *config.RateLimit) ([]ratelimit.Option, error) {
+	host, _ := os.Hostname()
+	log := v.log
+	opts := []ratelimit.Option{
+		ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
+		ratelimit.WithLogger(log.Named("ratelimit")),
+		ratelimit.WithClock(v.o.clock),
+		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+			log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
+				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible))
+		}),
+	}
+	if rl.SyncInterval != nil {
+		opts = append(opts, ratelimit.WithSyncInterval(rl.SyncInterval.Duration))
+	}
+	switch s := rl.Store; {
+	case s == nil:
+	case s.ReplicaCountStore != nil:
+		n, err := v.replicaCount(s.ReplicaCountStore)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, ratelimit.WithFixedPool(n, v.o.replica))
+	case s.RedisStore != nil:
+		store, err := v.openRedisStore(rl)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, ratelimit.WithStore(store))
+	}
+	return opts, nil
+}
+
+// replicaCount returns replicaCountStore.replicas, or $NUMAFLOW_REPLICAS, which
+// this replica's index must be below.
+func (v *Vertex) replicaCount(s *config.ReplicaCountStore) (int, error) {
+	path := v.spec.RateLimitPath + ".store.replicaCountStore.replicas"
+	n := 0
+	if s.Replicas != nil {
+		n = int(*s.Replicas)
+	} else {
+		env := os.Getenv("NUMAFLOW_REPLICAS")
+		if env == "" {
+			return 0, &config.FieldError{Path: path, Err: errors.New("is not set and neither is NUMAFLOW_REPLICAS")}
+		}
+		var err error
+		if n, err = strconv.Atoi(env); err != nil || n < 1 {
+			return 0, &config.FieldError{Path: path, Err: fmt.Errorf("is not set and NUMAFLOW_REPLICAS (%q) is not a whole number, 1 or more", env)}
+		}
+	}
+	if v.o.replica >= n {
+		return 0, fmt.Errorf("%w: %d is not below the %d replicas of %s", ErrReplica, v.o.replica, n, path)
+	}
+	return n, nil
+}
+
+// redisLog routes go-redis's own log lines (dial failures while Redis is away)
+// to the vertex's log at debug level: the limiter logs the state changes.
+type redisLog struct{ log *zap.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.log.Debug(fmt.Sprintf(format, v...))
+}
+
+var setRedisLogger sync.Once
+
+// redisCheckTimeout bounds the first contact with Redis, which tells a
+// configuration Redis rejects from Redis being away.
+const redisCheckTimeout = 3 * time.Second
+
+// openRedisStore connects to the Redis of a redisStore and returns the
+// vertex's pool in it. A configuration Redis rejects (credentials, TLS,
+// unknown host) is a [*config.FieldError] naming the field; Redis being away is
+// not: the replica starts, takes no tokens, and retries.
+func (v *Vertex) openRedisStore(rl *config.RateLimit) (*redisstore.Store, error) {
+	setRedisLogger.Do(func() { redis.SetLogger(redisLog{v.log.Named("redis")}) })
+	rs := rl.Store.RedisStore
+	path := v.spec.RateLimitPath + ".store.redisStore"
+	conn, fields, err := redisConn(rs, path)
+	if err != nil {
+		return nil, err
+	}
+	client, err := redisstore.NewClient(conn)
+	if err != nil {
+		return nil, &config.FieldError{Path: path, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisCheckTimeout)
+	defer cancel()
+	if err := redisstore.Check(ctx, client); err != nil {
+		if field := fields.of(err); field != "" {
+			client.Close()
+			return nil, &config.FieldError{Path: field, Err: err}
+		}
+		v.log.Warn("redis is not reachable yet; taking no tokens until it is", zap.Error(err))
+	}
+	ttl, stale := config.DefaultTTL, config.DefaultStaleAfter
+	if rl.TTL != nil {
+		ttl = rl.TTL.Duration
+	}
+	if rl.StaleAfter != nil {
+		stale = rl.StaleAfter.Duration
+	}
+	store, err := redisstore.New(client, v.spec.StoreKey, redisstore.Options{TTL: ttl, StaleAfter: stale})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	v.onClose(client.Close)
+	v.log.Info("sharing the rate limit through redis", zap.String("mode", rs.Mode), zap.Strings("keys", store.Keys()))
+	return store, nil
+}
+
+// redisFields are the fields of a redisStore that a refusal from Redis blames.
+type redisFields struct{ creds, tls, host string }
+
+// of returns the field err blames, or "" when Redis is merely away.
+func (f redisFields) of(err error) string {
+	switch {
+	case errors.Is(err, redisstore.ErrAuth):
+		return f.creds
+	case errors.Is(err, redisstore.ErrTLS):
+		return f.tls
+	case errors.Is(err, redisstore.ErrHost):
+		return f.host
+	}
+	return ""
+}
+
+// redisConn reads how to reach the Redis of rs, named path in the YAML, with
+// its secrets.
+func redisConn(rs *config.RedisStore, path string) (redisstore.Conn, redisFields, error) {
+	conn := redisstore.Conn{Mode: rs.Mode}
+	if rs.DB != nil {
+		db := int(*rs.DB)
+		conn.DB = &db
+	}
+	var err error
+	if rs.Mode == "sentinel" {
+		s := rs.Sentinel
+		sp := path + ".sentinel"
+		conn.MasterName, conn.Endpoints = s.MasterName, s.Endpoints
+		if conn.Username, conn.Password, err = secret.Auth(s.RedisAuth, sp+".redisAuth"); err != nil {
+			return conn, redisFields{}, err
+		}
+		if conn.SentinelUsername, conn.SentinelPassword, err = secret.Auth(s.SentinelAuth, sp+".sentinelAuth"); err != nil {
+			return conn, redisFields{}, err
+		}
+		if conn.TLS, err = secret.TLS(s.RedisTLS, sp+".redisTLS"); err != nil {
+			return conn, redisFields{}, err
+		}
+		if conn.SentinelTLS, err = secret.TLS(s.SentinelTLS, sp+".sentinelTLS"); err != nil {
+			return conn, redisFields{}, err
+		}
+		return conn, redisFields{creds: sp + ".redisAuth", tls: sp + ".redisTLS", host: sp + ".endpoints"}, nil
+	}
+	conn.URL = *rs.URL
+	f := redisFields{creds: path + ".url", tls: path + ".url", host: path + ".url"}
+	if conn.Username, conn.Password, err = secret.Auth(rs.RedisAuth, path+".redisAuth"); err != nil {
+		return conn, f, err
+	}
+	if conn.TLS, err = secret.TLS(rs.RedisTLS, path+".redisTLS"); err != nil {
+		return conn, f, err
+	}
+	if rs.RedisAuth != nil {
+		f.creds = path + ".redisAuth"
+	}
+	if rs.RedisTLS != nil {
+		f.tls = path + ".redisTLS"
+	}
+	return conn, f, nil
+}

@@ -1,0 +1,81 @@
+package vertex
+
+import (
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sink"
+)
+
+// Option configures a [Vertex] beyond its [Spec].
+type Option func(*options)
+
+type options struct {
+	replica    int
+	log        *zap.Logger
+	registerer prometheus.Registerer
+	tracer     trace.Tracer
+	clock      clock.Clock
+	socketDir  string
+	httpAddr   string
+	logSink    *sink.Log
+}
+
+// WithReplica sets the replica's index (default 0): it ranks the replica in
+// its rate limiter's pool and numbers the messages of a generator.
+func WithReplica(n int) Option { return func(o *options) { o.replica = n } }
+
+// WithLogger logs the vertex's changes of state and failures (default: no logs).
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRegisterer registers the vertex's metrics with r, labelled with the
+// vertex and the replica (default: a registry of the vertex's own).
+func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.registerer = r } }
+
+// WithTracer traces every forward iteration with t (default: no tracing, at no
+// cost).
+func WithTracer(t trace.Tracer) Option { return func(o *options) { o.tracer = t } }
+
+// WithClock makes the rate limiter, the throttle tracker and a generator source
+// read time from c (default: the wall clock).
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithSocketDir is where the vertex's user-defined containers have their
+// sockets and server-info files (default /var/run/numaflow).
+func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = dir } }
+
+// WithHTTPAddr sets the listen address of an http source, instead of its
+// ports.http (default :8090).
+func WithHTTPAddr(addr string) Option { return func(o *options) { o.httpAddr = addr } }
+
+// WithLogSink makes a log sink write through s: vertices of one process share
+// one, so that their lines never interleave (default: one on stdout).
+func WithLogSink(s *sink.Log) Option { return func(o *options) { o.logSink = s } }
+
+func buildOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = zap.NewNop()
+	}
+	if o.registerer == nil {
+		o.registerer = prometheus.NewRegistry()
+	}
+	if o.clock == nil {
+		o.clock = clock.Real()
+	}
+	if o.socketDir == "" {
+		o.socketDir = serverinfo.DefaultDir
+	}
+	if o.logSink == nil {
+		o.logSink = sink.NewLog(os.Stdout)
+	}
+	return o
+}

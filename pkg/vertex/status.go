@@ -1,0 +1,71 @@
+package vertex
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Status is a snapshot of a replica: its rate limiter's pool and share in the
+// current epoch, why it is throttled, and what it has moved. It is the JSON of
+// /status.
+type Status struct {
+	Vertex    string `json:"vertex"`
+	Replica   int    `json:"replica"`
+	RateLimit bool   `json:"rateLimit"`
+	// Mode is the ramp mode of the rate limit.
+	Mode string `json:"mode,omitempty"`
+	// Epoch is the current epoch, whole seconds of the store clock.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Pool is the vertex's token pool P in the current epoch, all replicas
+	// together.
+	Pool float64 `json:"pool,omitempty"`
+	// Share is this replica's share of the pool in the current epoch, and
+	// Granted what it has taken of it (less deposits).
+	Share   int64 `json:"share,omitempty"`
+	Granted int64 `json:"grantedThisEpoch,omitempty"`
+	// PoolSize is the number of replicas the pool is split among, and Rank
+	// this one's rank among them.
+	PoolSize int `json:"poolSize,omitempty"`
+	Rank     int `json:"rank"`
+	// Throttled reports whether the replica is paused now, and Reasons why:
+	// rate_limited, awaiting_agreement, store_unavailable, downstream_full.
+	Throttled bool     `json:"throttled"`
+	Reasons   []string `json:"throttledReasons"`
+	Running   bool     `json:"running"`
+	// ReadTotal and WriteTotal count the messages read and written so far.
+	ReadTotal  float64 `json:"readTotal"`
+	WriteTotal float64 `json:"writeTotal"`
+}
+
+// Status returns a snapshot of the replica.
+func (v *Vertex) Status() Status {
+	s := Status{Vertex: v.spec.Name, Replica: v.o.replica, Running: v.running.Load(), Reasons: []string{}}
+	if l := v.limiter; l != nil {
+		ls := l.Status()
+		s.RateLimit, s.Mode, s.Epoch, s.Pool, s.Share, s.Granted, s.PoolSize, s.Rank =
+			true, ls.Mode.String(), ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.PoolSize, ls.Rank
+	}
+	throttled, reasons := v.tracker.Throttled()
+	s.Throttled = throttled
+	for _, r := range reasons {
+		s.Reasons = append(s.Reasons, string(r))
+	}
+	s.ReadTotal = counterValue(v.metrics.Read)
+	s.WriteTotal = counterValue(v.metrics.Written)
+	return s
+}
+
+// Written is how many messages the vertex has written to its sink or buffers.
+func (v *Vertex) Written() float64 { return counterValue(v.metrics.Written) }
+
+// IsSink reports whether the vertex writes to a sink rather than to buffers.
+func (v *Vertex) IsSink() bool { return v.spec.Sink != nil }
+
+// counterValue reads a counter's current value.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}

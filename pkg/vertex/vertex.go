@@ -1,0 +1,214 @@
+package vertex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// Vertex is one replica of a vertex: its reader (a source, or a forwarder per
+// input partition), its functions, its writers, its rate limiter and the
+// throttle tracker and metrics, wired as its [Spec] says.
+//
+// Create one with [New], run it with [Vertex.Run], and read it with
+// [Vertex.Status] and [Vertex.Ready] at any time, from any goroutine. A Vertex
+// runs once. The zero value is not usable.
+type Vertex struct {
+	spec Spec
+	o    options
+	log  *zap.Logger
+
+	fwds    []*forward.Forwarder
+	tracker *forward.Tracker
+	metrics *forward.Metrics
+	limiter *ratelimit.Limiter // nil without a rate limit
+	uds     []udClient         // user-defined servers, connected before the forwarders start
+
+	ran     atomic.Bool
+	running atomic.Bool
+
+	mu      sync.Mutex
+	closers []func() error // closed in reverse order after the forwarders stop
+}
+
+// ErrReplica is matched by the error of a replica index beyond the replicas
+// of a replicaCountStore.
+var ErrReplica = errors.New("replica index out of range")
+
+// udClient is a client of a user-defined container's server.
+type udClient interface {
+	Connect(ctx context.Context) error
+	Ready() error
+	Close() error
+}
+
+// shutdownGrace is how long, beyond its readTimeout, the batch in flight may
+// take to be written and acked once Run's context is done.
+const shutdownGrace = 5 * time.Second
+
+// New builds a replica of the vertex spec describes, which must come from a
+// validated config. It opens what the vertex needs (an http source's port,
+// the rate limiter and its store's client) but connects to no user-defined
+// server: Run does. A problem with a field of the config that shows only now
+// (a secret that cannot be read, credentials Redis refuses) is a
+// [*config.FieldError] naming the field.
+func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
+	spec = spec.withDefaults()
+	o := buildOptions(opts)
+	v := &Vertex{spec: spec, o: o, log: o.log.With(zap.String("vertex", spec.Name), zap.Int("replica", o.replica))}
+	defer func() {
+		if err != nil {
+			v.Close()
+		}
+	}()
+	if spec.Source == nil && len(spec.Inputs) == 0 {
+		return nil, fmt.Errorf("vertex %s: neither a source nor inputs", spec.Name)
+	}
+	if spec.Sink == nil && spec.Output == nil {
+		return nil, fmt.Errorf("vertex %s: neither a sink nor an output", spec.Name)
+	}
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"vertex": spec.Name, "replica": strconv.Itoa(o.replica)}, o.registerer)
+	if err := v.buildLimiter(reg); err != nil {
+		return nil, err
+	}
+	readers := spec.Inputs
+	if spec.Source != nil {
+		r, err := v.buildSource()
+		if err != nil {
+			return nil, err
+		}
+		readers = []isb.Reader{r}
+	}
+	v.tracker = forward.NewTracker(o.clock)
+	v.metrics = forward.NewMetrics(reg, v.tracker)
+	for _, r := range readers {
+		if err := v.addForwarder(r, len(readers) > 1); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// addForwarder adds the forwarder of reader r; shared says other forwarders
+// share the limiter.
+func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
+	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker}
+	if l := v.limiter; l != nil {
+		d.Limiter = l
+		if shared {
+			d.Limiter = l.Lane() // forwarders that share a limiter each take a lane
+		}
+	}
+	if err := v.buildFunctions(&d); err != nil {
+		return err
+	}
+	if err := v.buildWriters(&d); err != nil {
+		return err
+	}
+	limits := v.spec.Limits
+	opts := forward.Options{
+		BatchSize:       limits.GetReadBatchSize(),
+		ExcludeDropped:  v.excludeDropped(),
+		Retry:           retryPolicy(v.spec.Sink),
+		ShutdownTimeout: limits.GetReadTimeout() + shutdownGrace,
+	}
+	fwd, err := forward.New(d, opts)
+	if err != nil {
+		return err
+	}
+	v.fwds = append(v.fwds, fwd)
+	return nil
+}
+
+// onClose adds f to what is closed, in reverse order, after the forwarders.
+func (v *Vertex) onClose(f func() error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.closers = append(v.closers, f)
+}
+
+// remoteOf notes a client of a user-defined server, to connect it before the
+// forwarders start, check it for Ready, and close it after the forwarders.
+func remoteOf[C udClient](v *Vertex, c C) C {
+	v.uds = append(v.uds, c)
+	v.onClose(c.Close)
+	return c
+}
+
+// Run connects to the vertex's user-defined servers, waiting until they are
+// up, and forwards until ctx is done. Then it stops reading, writes and acks
+// the batches in flight (for at most readTimeout + 5s), leaves the rate
+// limiter's pool, closes what New opened and returns. It returns an error when
+// the vertex cannot go on: a user-defined server sluice cannot talk to
+// (matching udsconn.ErrIncompatible), a closed limiter. A Vertex runs once.
+func (v *Vertex) Run(ctx context.Context) error {
+	if v.ran.Swap(true) {
+		return fmt.Errorf("vertex %s: already ran", v.spec.Name)
+	}
+	defer v.Close()
+	if err := v.connect(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
+	v.running.Store(true)
+	defer v.running.Store(false)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, f := range v.fwds {
+		g.Go(func() error { return f.Run(gctx) })
+	}
+	return g.Wait()
+}
+
+// connect waits until every user-defined server is up and ready, or ctx is done.
+func (v *Vertex) connect(ctx context.Context) error {
+	for _, c := range v.uds {
+		if err := c.Connect(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Ready reports whether the vertex is running with every user-defined server
+// ready; the error says what it waits for.
+func (v *Vertex) Ready() error {
+	if !v.running.Load() {
+		return errors.New(v.spec.Name + ": not running")
+	}
+	for _, c := range v.uds {
+		if err := c.Ready(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases what New opened, in reverse order: the clients of the
+// user-defined servers, the sources and sinks, the rate limiter (which leaves
+// its pool). Run closes the vertex itself when it returns; Close is for a
+// vertex that never runs, and is safe to call more than once.
+func (v *Vertex) Close() error {
+	v.mu.Lock()
+	closers := v.closers
+	v.closers = nil
+	v.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
+	return errors.Join(errs...)
+}
