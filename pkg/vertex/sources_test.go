@@ -1,0 +1,148 @@
+package vertex_test
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+// freeAddr returns a loopback address no one listens on.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// secretFile writes a secret to a file of its own.
+func secretFile(t *testing.T, value string) string {
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte(value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestHTTPSource posts to an http source with a bearer token from a secret:
+// a request with the token is answered once its message is written, one
+// without it is refused.
+func TestHTTPSource(t *testing.T) {
+	addr := freeAddr(t)
+	out, sinkOpt := logSink()
+	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "web", `  source:
+    http:
+      auth:
+        token:
+          file: `+secretFile(t, "t0ken")+`
+  sink:
+    log: {}
+`)), vertex.WithHTTPAddr(addr), sinkOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, v)
+	post := func(token string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/vertices/web", strings.NewReader("hello"))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := (&http.Client{Timeout: wait}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d", code)
+	}
+	if code := post("t0ken"); code != http.StatusNoContent {
+		t.Fatalf("right token: %d", code)
+	}
+	if lines := out.all(); len(lines) != 1 || !strings.HasPrefix(lines[0], "Payload - hello ") {
+		t.Fatalf("log sink: %q", lines)
+	}
+}
+
+func redisSpec(t *testing.T, name, store string) vertex.Spec {
+	return vertex.FromMonoVertex(monoVertex(t, name, `  limits:
+    readTimeout: 100ms
+    rateLimit:
+      max: 21
+      min: 21
+      rampUpDuration: 0s
+      syncInterval: 20ms
+      store:
+        redisStore:
+`+store+`  source:
+    generator:
+      rpu: 1000
+  sink:
+    blackhole: {}
+`))
+}
+
+// TestRedisStore runs two replicas of a vertex in this process sharing a
+// limit through a real redis-server: they agree on a pool of two and split
+// the limit exactly.
+func TestRedisStore(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	spec := redisSpec(t, "shared", "          mode: single\n          url: redis://"+srv.Addr+"\n")
+	var vs []*vertex.Vertex
+	for i := range 2 {
+		v, err := vertex.New(spec, vertex.WithReplica(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, v)
+		vs = append(vs, v)
+	}
+	waitFor(t, "a pool of two", func() bool {
+		a, b := vs[0].Status(), vs[1].Status()
+		return a.PoolSize == 2 && b.PoolSize == 2 && a.Epoch == b.Epoch && a.Share+b.Share == 21
+	})
+}
+
+// TestRedisStoreErrors checks that credentials Redis refuses are an error of
+// the field that holds them, without the secret, and that a Redis that is
+// down is not an error at all.
+func TestRedisStoreErrors(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Password: "s3cret"})
+	_, err := vertex.New(redisSpec(t, "refused", "          mode: single\n          url: redis://"+srv.Addr+
+		"\n          redisAuth:\n            password:\n              file: "+secretFile(t, "wrong")+"\n"))
+	var fe *config.FieldError
+	if !errors.As(err, &fe) || fe.Path != "spec.limits.rateLimit.store.redisStore.redisAuth" || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("wrong password: %v", err)
+	}
+
+	_, err = vertex.New(redisSpec(t, "unreadable", "          mode: single\n          url: redis://"+srv.Addr+
+		"\n          redisAuth:\n            password:\n              file: /nonexistent\n"))
+	if !errors.As(err, &fe) || fe.Path != "spec.limits.rateLimit.store.redisStore.redisAuth.password" {
+		t.Fatalf("unreadable password: %v", err)
+	}
+
+	down := freeAddr(t)
+	began := time.Now()
+	v, err := vertex.New(redisSpec(t, "down", "          mode: single\n          url: redis://"+down+"\n"))
+	if err != nil {
+		t.Fatalf("redis down: %v", err)
+	}
+	defer v.Close()
+	if took := time.Since(began); took > 3*time.Second {
+		t.Fatalf("New took %v with redis down", took)
+	}
+	if s := v.Status(); s.Share != 0 {
+		t.Fatalf("a replica that never reached its store has a share: %+v", s)
+	}
+}

@@ -1,0 +1,223 @@
+package vertex_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const generatorToLog = `  limits:
+    readBatchSize: 100
+    rateLimit:
+      max: 10
+      min: 10
+      rampUpDuration: 0s
+  source:
+    generator:
+      rpu: 1000
+  udf:
+    builtin:
+      name: cat
+  sink:
+    log: {}
+`
+
+// TestRateLimitPerEpoch runs generator → cat → log on a manual clock: in each
+// epoch exactly max messages reach the sink, never one more, and the vertex
+// reports why it waits.
+func TestRateLimitPerEpoch(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	out, sinkOpt := logSink()
+	reg := prometheus.NewRegistry()
+	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "per-epoch", generatorToLog)),
+		vertex.WithClock(clk), vertex.WithRegisterer(reg), vertex.WithReplica(3), sinkOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, v)
+	for epoch := 1; epoch <= 3; epoch++ {
+		waitFor(t, "a full epoch", func() bool {
+			return len(out.all()) >= 10*epoch && v.Status().Throttled
+		})
+		if n := len(out.all()); n != 10*epoch {
+			t.Fatalf("epoch %d: %d messages written in all; want exactly %d", epoch, n, 10*epoch)
+		}
+		s := v.Status()
+		if !s.RateLimit || s.Mode != "relaxed" || s.Share != 10 || s.Granted != 10 || s.PoolSize != 1 ||
+			len(s.Reasons) != 1 || s.Reasons[0] != "rate_limited" || s.Replica != 3 || !s.Running {
+			t.Fatalf("epoch %d: status %+v", epoch, s)
+		}
+		clk.Advance(time.Second)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	lines := out.all()
+	for i, l := range lines {
+		if want := " ID - per-epoch-3-"; !strings.Contains(l, want) {
+			t.Fatalf("line %d = %q; want an ID with %q", i, l, want)
+		}
+	}
+	if got := v.Status().WriteTotal; got != float64(len(lines)) {
+		t.Fatalf("writeTotal %v; want %d", got, len(lines))
+	}
+	n, err := testutil.GatherAndCount(reg, "sluice_forward_write_total", "sluice_ratelimit_share_tokens")
+	if err != nil || n != 2 {
+		t.Fatalf("metrics: %d, %v; want the two", n, err)
+	}
+	if s := v.Status(); s.Running {
+		t.Fatal("still running after Run returned")
+	}
+}
+
+// TestReadyAndLifecycle checks Ready before, during and after Run, and that a
+// vertex runs once and closes twice.
+func TestReadyAndLifecycle(t *testing.T) {
+	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "life", generatorToLog)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Ready(); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("Ready before Run = %v", err)
+	}
+	r := start(t, v)
+	waitFor(t, "ready", func() bool { return v.Ready() == nil })
+	if err := v.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already ran") {
+		t.Fatalf("a second Run = %v", err)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if v.Ready() == nil {
+		t.Fatal("ready after Run returned")
+	}
+	if err := v.Close(); err != nil {
+		t.Fatalf("Close after Run = %v", err)
+	}
+
+	// A vertex that never runs is closed by Close, twice.
+	v, err = vertex.New(vertex.FromMonoVertex(monoVertex(t, "never", generatorToLog)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(v.Close(), v.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoRateLimit checks a vertex without a rate limit: it moves messages, and
+// its status says it has none.
+func TestNoRateLimit(t *testing.T) {
+	out, sinkOpt := logSink()
+	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "free", `  source:
+    generator:
+      rpu: 50
+      duration: 10ms
+  sink:
+    log: {}
+`)), sinkOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, v)
+	waitFor(t, "messages", func() bool { return len(out.all()) >= 100 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if s := v.Status(); s.RateLimit || s.Throttled || s.ReadTotal < 100 || s.ReadTotal != s.WriteTotal {
+		t.Fatalf("status %+v", s)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	missing := t.TempDir() + "/missing"
+	tests := []struct {
+		name  string
+		spec  vertex.Spec
+		opts  []vertex.Option
+		env   string
+		check func(error) bool
+	}{{
+		name:  "no source",
+		spec:  vertex.Spec{Name: "x", Sink: &config.Sink{AbstractSink: config.AbstractSink{Log: &struct{}{}}}},
+		check: func(err error) bool { return strings.Contains(err.Error(), "neither a source nor inputs") },
+	}, {
+		name: "no sink",
+		spec: vertex.Spec{Name: "x", Source: &config.Source{Generator: &config.Generator{}}},
+		check: func(err error) bool {
+			return strings.Contains(err.Error(), "neither a sink nor an output")
+		},
+	}, {
+		name: "http token unreadable",
+		spec: vertex.FromMonoVertex(monoVertex(t, "tok", "  source:\n    http:\n      auth:\n        token:\n          file: "+missing+"\n  sink:\n    log: {}\n")),
+		check: func(err error) bool {
+			var fe *config.FieldError
+			return errors.As(err, &fe) && fe.Path == "spec.source.http.auth.token"
+		},
+	}, {
+		name: "replica beyond the count",
+		spec: vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore:\n          replicas: 2\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
+		opts: []vertex.Option{vertex.WithReplica(2)},
+		check: func(err error) bool {
+			return errors.Is(err, vertex.ErrReplica) && strings.Contains(err.Error(), "replicaCountStore.replicas")
+		},
+	}, {
+		name: "no replica count",
+		spec: vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
+		check: func(err error) bool {
+			var fe *config.FieldError
+			return errors.As(err, &fe) && fe.Path == "spec.limits.rateLimit.store.replicaCountStore.replicas" &&
+				strings.Contains(err.Error(), "NUMAFLOW_REPLICAS")
+		},
+	}, {
+		name: "bad replica count",
+		spec: vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
+		env:  "two",
+		check: func(err error) bool {
+			return strings.Contains(err.Error(), `NUMAFLOW_REPLICAS ("two")`)
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("NUMAFLOW_REPLICAS", tt.env)
+			v, err := vertex.New(tt.spec, tt.opts...)
+			if err == nil {
+				v.Close()
+				t.Fatal("New succeeded")
+			}
+			if !tt.check(err) {
+				t.Fatalf("New = %v", err)
+			}
+		})
+	}
+}
+
+// TestReplicaCountStore checks that a replica of a fixed pool takes its
+// rank's share.
+func TestReplicaCountStore(t *testing.T) {
+	t.Setenv("NUMAFLOW_REPLICAS", "3")
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	spec := vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 100\n      min: 100\n      rampUpDuration: 0s\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    blackhole: {}\n"))
+	for rank, want := range []int64{34, 33, 33} {
+		v, err := vertex.New(spec, vertex.WithReplica(rank), vertex.WithClock(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := v.Status(); s.Share != want || s.PoolSize != 3 || s.Rank != rank {
+			t.Errorf("replica %d: status %+v; want share %d of 3", rank, s, want)
+		}
+		v.Close()
+	}
+}
