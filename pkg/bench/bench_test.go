@@ -1,0 +1,57 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/bench"
+)
+
+func TestMonoVertex(t *testing.T) {
+	f, err := config.Load("../../config/examples/monovertex.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := bench.NewTarget(f)
+	if !tg.RateLimited() {
+		t.Fatal("not rate limited")
+	}
+	for _, on := range []bool{false, true} {
+		m := tg.Config(on).MonoVertex
+		if m.Spec.Sink.Blackhole == nil || (m.Spec.Limits.GetRateLimit() != nil) != on {
+			t.Fatalf("on=%v: sink %+v, rate limit %v", on, m.Spec.Sink, m.Spec.Limits.GetRateLimit())
+		}
+	}
+	if f.MonoVertex.Spec.Sink.Log == nil || f.MonoVertex.Spec.Limits.GetRateLimit() == nil {
+		t.Fatal("the loaded config was changed")
+	}
+	n, elapsed, err := bench.Measure(func() (bench.Runner, error) { return tg.Build(context.Background(), true) }, 100*time.Millisecond)
+	// 5 messages in the first second, 8 in the next: 100ms sees at most one
+	// boundary.
+	if err != nil || n > 8 || elapsed < 100*time.Millisecond {
+		t.Fatalf("Measure = %v, %v, %v", n, elapsed, err)
+	}
+}
+
+func TestPipeline(t *testing.T) {
+	f, err := config.Load("../../config/examples/bench-pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := bench.NewTarget(f)
+	off := tg.Config(false).Pipeline
+	for _, v := range off.Spec.Vertices {
+		if rl, _ := off.VertexRateLimit(v.Name); rl != nil {
+			t.Fatalf("vertex %s keeps a rate limit when off", v.Name)
+		}
+	}
+	n, _, err := bench.Measure(func() (bench.Runner, error) { return tg.Build(context.Background(), false) }, 100*time.Millisecond)
+	if err != nil || n == 0 {
+		t.Fatalf("Measure = %v, %v", n, err)
+	}
+	if m := bench.Median([]float64{3, 1, 2, 10}); m != 2.5 {
+		t.Fatalf("Median = %v", m)
+	}
+}

@@ -1,0 +1,342 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait in these tests.
+const wait = 20 * time.Second
+
+// parse parses a Pipeline YAML whose spec is spec (indented by two).
+func parse(t *testing.T, name, spec string) *config.Pipeline {
+	t.Helper()
+	f, err := config.Parse([]byte("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: Pipeline\nmetadata:\n  name: " + name + "\nspec:\n" + spec))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return f.Pipeline
+}
+
+// threeVertices is generator → cat (in two partitions) → log; isb is the
+// spec.isb block.
+func threeVertices(isb string) string {
+	return `  limits:
+    readBatchSize: 50
+    readTimeout: 100ms
+` + isb + `  vertices:
+    - name: in
+      source:
+        generator:
+          rpu: 100
+          duration: 10ms
+    - name: cat
+      partitions: 2
+      udf:
+        builtin:
+          name: cat
+    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: cat
+    - from: cat
+      to: out
+`
+}
+
+// lines is a log sink's output, safe to read while the sink writes.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+func (l *lines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := strings.TrimSuffix(l.buf.String(), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// run is a pipeline running in a goroutine of its own.
+type run struct {
+	cancel   context.CancelFunc
+	finished chan struct{}
+	err      error
+}
+
+// start runs pl until stopped, at the latest when the test ends.
+func start(t *testing.T, pl interface{ Run(context.Context) error }) *run {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run{cancel: cancel, finished: make(chan struct{})}
+	go func() {
+		defer close(r.finished)
+		r.err = pl.Run(ctx)
+	}()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *run) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.finished:
+		return r.err
+	case <-time.After(wait):
+		t.Fatal("Run did not return after its context ended")
+		return nil
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkOnce checks that the log lines are distinct messages.
+func checkOnce(t *testing.T, ls []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, l := range ls {
+		id := l[strings.LastIndex(l, " ID - ")+6:]
+		if seen[id] {
+			t.Fatalf("message %s written twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+// TestMemory runs a pipeline on in-memory buffers. When it stops, the source
+// stops first and the rest drain the buffers: every message the source wrote
+// reaches the sink, once.
+func TestMemory(t *testing.T) {
+	out := &lines{}
+	pl, err := pipeline.New(context.Background(), parse(t, "mem", threeVertices("")),
+		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(pl.Vertices()); got != 3 {
+		t.Fatalf("%d vertices", got)
+	}
+	r := start(t, pl)
+	waitFor(t, "messages at the sink", func() bool { return len(out.all()) >= 300 })
+	waitFor(t, "ready", func() bool { return pl.Ready() == nil })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	st := pl.Status()
+	if st[0].Vertex != "in" || st[2].Vertex != "out" || st[0].WriteTotal != st[1].ReadTotal || st[1].WriteTotal != st[2].WriteTotal {
+		t.Fatalf("status: %+v", st)
+	}
+	ls := out.all()
+	if float64(len(ls)) != st[0].WriteTotal || pl.Written() != st[2].WriteTotal {
+		t.Fatalf("sink wrote %d lines, Written %v; the source wrote %v", len(ls), pl.Written(), st[0].WriteTotal)
+	}
+	checkOnce(t, ls)
+}
+
+// TestDrainTimeout checks that a pipeline whose sink cannot keep up stops
+// after the drain timeout, saying how many messages it leaves behind.
+func TestDrainTimeout(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	p := parse(t, "slow", strings.Replace(threeVertices(""), "    - name: out\n", `    - name: out
+      limits:
+        rateLimit:
+          max: 1
+          min: 1
+          rampUpDuration: 0s
+`, 1))
+	pl, err := pipeline.New(context.Background(), p, pipeline.WithDrainTimeout(100*time.Millisecond), pipeline.WithLogger(zap.New(core)),
+		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(&lines{}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, pl)
+	waitFor(t, "a throttled sink", func() bool { return pl.Status()[2].Throttled && pl.Status()[0].WriteTotal > 10 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	lost := logs.FilterMessage("buffers not drained before the timeout; their messages are lost").All()
+	if len(lost) != 1 || lost[0].ContextMap()["messages"].(int64) < 1 {
+		t.Fatalf("warnings: %v", logs.All())
+	}
+}
+
+// TestJetStream runs a pipeline's vertices on a real nats-server: all of them
+// in one Pipeline, then each alone, as in processes of their own.
+func TestJetStream(t *testing.T) {
+	nats := natstest.Start(t, natstest.Options{})
+	p := parse(t, "js", threeVertices("  isb:\n    jetstream:\n      url: "+nats.URL+"\n"))
+	out := &lines{}
+	opts := []pipeline.Option{pipeline.WithBackend(pipeline.OnJetStream), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out)))}
+	pl, err := pipeline.New(context.Background(), p, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, pl)
+	waitFor(t, "messages at the sink", func() bool { return len(out.all()) >= 200 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	checkOnce(t, out.all())
+
+	// Each vertex alone, in the order a deployment may start them.
+	before := len(out.all())
+	for _, name := range []string{"out", "cat", "in"} {
+		pl, err := pipeline.New(context.Background(), p, append(opts, pipeline.WithVertex(name))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vs := pl.Vertices(); len(vs) != 1 || vs[0].Status().Vertex != name {
+			t.Fatalf("WithVertex(%q) runs %d vertices", name, len(vs))
+		}
+		start(t, pl)
+	}
+	waitFor(t, "messages through vertices alone", func() bool { return len(out.all()) >= before+200 })
+}
+
+func TestJetStreamEmptied(t *testing.T) {
+	nats := natstest.Start(t, natstest.Options{})
+	p := parse(t, "reset", threeVertices("  isb:\n    jetstream:\n      url: "+nats.URL+"\n"))
+	js, err := pipeline.OpenJetStream(context.Background(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	g := pipeline.NewGraph(p)
+	ctx := context.Background()
+	w, err := js.Writer(ctx, g.Inputs("out")[0], "test", 100, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ctx, []isb.Message{{ID: "1", Value: []byte("x")}}, make([]error, 1)); err != nil {
+		t.Fatal(err)
+	}
+	w.(interface{ Close() error }).Close()
+	if err := js.Reset(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	r, err := js.Reader(ctx, g.Inputs("out")[0], 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.(interface{ Close() error }).Close()
+	if n, err := r.Read(ctx, make([]isb.ReadMessage, 10)); n != 0 || err != nil {
+		t.Fatalf("read %d, %v from an emptied buffer", n, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	nats := natstest.Start(t, natstest.Options{User: "u", Password: "right"})
+	dir := t.TempDir()
+	secret := func(name, value string) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(value), 0o600)
+		return path
+	}
+	isb := func(extra string) string {
+		return "  isb:\n    jetstream:\n      url: " + nats.URL + "\n      user: {file: " + secret("user", "u") + "}\n" + extra
+	}
+	ctx := context.Background()
+	js := pipeline.WithBackend(pipeline.OnJetStream)
+	tests := []struct {
+		name  string
+		spec  string
+		opts  []pipeline.Option
+		check func(error) bool
+	}{
+		{"unknown vertex", threeVertices(""), []pipeline.Option{js, pipeline.WithVertex("nope")},
+			func(err error) bool {
+				return errors.Is(err, pipeline.ErrNoVertex) && strings.Contains(err.Error(), "(vertices: in, cat, out)")
+			}},
+		{"a vertex alone in memory", threeVertices(""), []pipeline.Option{pipeline.WithVertex("cat")},
+			func(err error) bool { return strings.Contains(err.Error(), "alone runs on jetstream") }},
+		{"no isb", threeVertices(""), []pipeline.Option{js}, fieldError("spec.isb.jetstream")},
+		{"wrong password", threeVertices(isb("      password: {file: " + secret("wrong", "wrong") + "}\n")), []pipeline.Option{js},
+			fieldError("spec.isb.jetstream")},
+		{"unreadable password", threeVertices(isb("      password: {file: " + dir + "/none}\n")), []pipeline.Option{js},
+			fieldError("spec.isb.jetstream.password")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl, err := pipeline.New(ctx, parse(t, "errs", tt.spec), tt.opts...)
+			if err == nil {
+				pl.Close()
+				t.Fatal("New succeeded")
+			}
+			if !tt.check(err) || strings.Contains(err.Error(), "wrong") {
+				t.Fatalf("New = %v", err)
+			}
+		})
+	}
+}
+
+func fieldError(path string) func(error) bool {
+	return func(err error) bool {
+		var fe *config.FieldError
+		return errors.As(err, &fe) && fe.Path == path
+	}
+}
+
+func TestGraph(t *testing.T) {
+	g := pipeline.NewGraph(parse(t, "g", threeVertices("")))
+	if in := g.Inputs("in"); in != nil {
+		t.Fatalf("a source's inputs: %v", in)
+	}
+	want := []pipeline.BufferSpec{{Name: "g-cat-0", MaxLength: 30000, UsageLimit: 80}, {Name: "g-cat-1", MaxLength: 30000, UsageLimit: 80},
+		{Name: "g-out-0", MaxLength: 30000, UsageLimit: 80}}
+	if got := g.Buffers(); len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("buffers %v; want %v", got, want)
+	}
+	if e := g.OutEdges("cat"); len(e) != 1 || e[0].To != "out" {
+		t.Fatalf("edges out of cat: %v", e)
+	}
+	if got := pipeline.SocketDir("/run", "cat"); got != "/run/cat" {
+		t.Fatal(got)
+	}
+	var b pipeline.Backend
+	if err := b.UnmarshalText([]byte("jetstream")); err != nil || b != pipeline.OnJetStream || b.String() != "jetstream" {
+		t.Fatalf("jetstream: %v, %v", b, err)
+	}
+	if err := b.UnmarshalText([]byte("kafka")); err == nil || !strings.Contains(err.Error(), "want memory or jetstream") {
+		t.Fatalf("kafka: %v", err)
+	}
+}
