@@ -51,9 +51,9 @@ func (c *counting) ackedCount() int {
 	return len(c.acked)
 }
 
-func (c *counting) Nack(context.Context, []sourcer.Offset)  {}
-func (c *counting) Pending(context.Context) int64           { return sourcer.PendingUnknown }
-func (c *counting) Partitions(context.Context) []int32      { return sourcer.DefaultPartitions() }
+func (c *counting) Nack(context.Context, []sourcer.Offset) {}
+func (c *counting) Pending(context.Context) int64          { return sourcer.PendingUnknown }
+func (c *counting) Partitions(context.Context) []int32     { return sourcer.DefaultPartitions() }
 
 // collector is a user-defined sink that keeps what it is given, and answers
 // fallback for payloads fallback says.
