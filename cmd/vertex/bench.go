@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/bench"
-	"github.com/sluiceflow/sluice/pkg/pipeline"
 )
 
 // benchFlags are the flags of `vertex bench`.
@@ -40,7 +38,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 	t.SocketDir = dir
 	if fl.spawn {
-		stop, err := spawnBench(t, stderr)
+		log, err := newLogger("warn", stderr)
+		if err != nil {
+			return err
+		}
+		stop, err := spawnFile(t.Config(true), "", dir, 0, io.Discard, stderr, log)
 		if err != nil {
 			return err
 		}
@@ -106,42 +108,4 @@ flags:
 		return fl, usagef("bench: --isb %q: want memory or jetstream", fl.isb)
 	}
 	return fl, nil
-}
-
-// spawnBench starts the user-defined containers of t's vertices, once for all
-// runs.
-func spawnBench(t *bench.Target, stderr io.Writer) (stop func(), err error) {
-	log, err := newLogger("warn", stderr)
-	if err != nil {
-		return nil, err
-	}
-	var sps []*spawner
-	stop = func() {
-		for _, sp := range sps {
-			sp.stop()
-		}
-	}
-	start := func(name, dir string, cs []container) error {
-		sp, err := startContainers(cs, dir, name, 0, io.Discard, stderr, log)
-		sps = append(sps, sp)
-		return err
-	}
-	f := t.Config(true)
-	if m := f.MonoVertex; m != nil {
-		err = start(m.Metadata.Name, t.SocketDir, containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
-	} else {
-		for _, v := range f.Pipeline.Spec.Vertices {
-			dir := pipeline.SocketDir(t.SocketDir, v.Name)
-			if cs := containersOf(v.Source, v.UDF, v.Sink); len(cs) > 0 && err == nil {
-				if err = os.MkdirAll(dir, 0o755); err == nil {
-					err = start(v.Name, dir, cs)
-				}
-			}
-		}
-	}
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 )
 
@@ -56,25 +57,33 @@ func runISB(args []string, stdout, stderr io.Writer) error {
 	}
 	defer conn.Close()
 	for _, b := range pipeline.NewGraph(f.Pipeline).Buffers() {
-		switch sub {
-		case "create":
-			if err := conn.CreateBuffer(ctx, b.JetStreamSpec()); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "created %s (bufferMaxLength %d, bufferUsageLimit %d%%)\n", b.Name, b.MaxLength, b.UsageLimit)
-		case "delete":
-			if err := conn.DeleteBuffer(ctx, b.Name); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "deleted %s\n", b.Name)
-		case "info":
-			info, err := conn.BufferInfo(ctx, b.Name)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "%s: %d messages (%d unread, %d read and not acked) of at most %d\n",
-				b.Name, info.Messages, info.Pending, info.AckPending, b.MaxLength)
+		if err := isbDo(ctx, conn, sub, b, stdout); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// isbDo creates, deletes or describes buffer b and says what it did.
+func isbDo(ctx context.Context, conn *jetstream.Conn, sub string, b pipeline.BufferSpec, stdout io.Writer) error {
+	switch sub {
+	case "create":
+		if err := conn.CreateBuffer(ctx, b.JetStreamSpec()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created %s (bufferMaxLength %d, bufferUsageLimit %d%%)\n", b.Name, b.MaxLength, b.UsageLimit)
+	case "delete":
+		if err := conn.DeleteBuffer(ctx, b.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted %s\n", b.Name)
+	case "info":
+		info, err := conn.BufferInfo(ctx, b.Name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %d messages (%d unread, %d read and not acked) of at most %d\n",
+			b.Name, info.Messages, info.Pending, info.AckPending, b.MaxLength)
 	}
 	return nil
 }

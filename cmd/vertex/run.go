@@ -63,9 +63,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r := runner{flags: fl, log: log, reg: reg, dir: dir, replica: rep, stdout: stdout, stderr: stderr,
+	r := runner{flags: fl, log: log, reg: reg, dir: dir, replica: rep,
 		vopts: []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
 			vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout))}}
+	if fl.spawn {
+		stopContainers, err := spawnFile(f, fl.vertex, dir, rep, stdout, stderr, log)
+		if err != nil {
+			return err
+		}
+		defer stopContainers()
+	}
 	if f.Pipeline != nil {
 		err = r.pipeline(ctx, f.Pipeline)
 	} else {
@@ -130,24 +137,16 @@ func checkRunFlags(fl runFlags, f *config.File) error {
 
 // runner runs what `vertex run` loaded.
 type runner struct {
-	flags          runFlags
-	log            *zap.Logger
-	reg            *prometheus.Registry
-	dir            string // of the user-defined containers' sockets
-	replica        int
-	stdout, stderr io.Writer
-	vopts          []vertex.Option
+	flags   runFlags
+	log     *zap.Logger
+	reg     *prometheus.Registry
+	dir     string // of the user-defined containers' sockets
+	replica int
+	vopts   []vertex.Option
 }
 
 // monoVertex runs one replica of m.
 func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
-	if r.flags.spawn {
-		sp, err := startContainers(containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink), r.dir, m.Metadata.Name, r.replica, r.stdout, r.stderr, r.log)
-		if err != nil {
-			return err
-		}
-		defer sp.stop()
-	}
 	v, err := vertex.New(vertex.FromMonoVertex(m), append(r.vopts, vertex.WithSocketDir(r.dir))...)
 	if err != nil {
 		return err
@@ -172,13 +171,6 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	if r.flags.vertex != "" {
 		opts = append(opts, pipeline.WithVertex(r.flags.vertex))
 	}
-	if r.flags.spawn {
-		stop, err := r.spawnPipeline(p)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	pl, err := pipeline.New(ctx, p, opts...)
 	if err != nil {
 		return withJetStreamHint(err, p)
@@ -197,39 +189,6 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
 	exitOnSecondSignal(ctx, r.log)
 	return pl.Run(ctx)
-}
-
-// spawnPipeline starts the user-defined containers of the vertices that run
-// here: those of --vertex in the socket directory, those of every vertex in a
-// directory each.
-func (r runner) spawnPipeline(p *config.Pipeline) (stop func(), err error) {
-	var sps []*spawner
-	stop = func() {
-		for _, sp := range sps {
-			sp.stop()
-		}
-	}
-	for _, v := range p.Spec.Vertices {
-		cs := containersOf(v.Source, v.UDF, v.Sink)
-		dir := r.dir
-		switch {
-		case r.flags.vertex != "" && v.Name != r.flags.vertex, len(cs) == 0:
-			continue
-		case r.flags.vertex == "":
-			dir = pipeline.SocketDir(r.dir, v.Name)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				stop()
-				return nil, err
-			}
-		}
-		sp, err := startContainers(cs, dir, v.Name, r.replica, r.stdout, r.stderr, r.log)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		sps = append(sps, sp)
-	}
-	return stop, nil
 }
 
 // serve serves /metrics, /healthz, /readyz and /status on --metrics-addr, if

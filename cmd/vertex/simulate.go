@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/simulate"
 )
 
 var errHelp = flag.ErrHelp
@@ -127,18 +126,25 @@ flags:
 	if *format != "table" && *format != "csv" {
 		return usagef("simulate: --format (%q) must be table or csv", *format)
 	}
-	demand, err := parseDemand(*demandArg)
+	demand, err := simulate.ParseDemand(*demandArg)
 	if err != nil {
-		return err
+		return usagef("simulate: --demand %v", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: "simulate: " + renderConfigError(err, simFlags)}
 	}
+	return writeSimulation(stdout, cfg, demand, *format, *plotPath)
+}
+
+// writeSimulation simulates cfg under demand and writes the epochs in format
+// (table or csv), and as a PNG chart to plotPath when it is set.
+func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, format, plotPath string) error {
 	var plotFile *os.File
-	if *plotPath != "" {
+	if plotPath != "" {
 		// Open the chart's file first, so that a bad path fails before any output.
-		if plotFile, err = os.Create(*plotPath); err != nil {
-			return usagef("simulate: --plot (%q): %v", *plotPath, errors.Unwrap(err))
+		var err error
+		if plotFile, err = os.Create(plotPath); err != nil {
+			return usagef("simulate: --plot (%q): %v", plotPath, errors.Unwrap(err))
 		}
 		defer plotFile.Close()
 	}
@@ -146,17 +152,17 @@ flags:
 	if err != nil {
 		return err
 	}
-	if *format == "csv" {
-		err = writeSimCSV(stdout, cfg.Mode, epochs)
+	if format == "csv" {
+		err = simulate.WriteCSV(stdout, cfg.Mode, epochs)
 	} else {
-		err = writeSimTable(stdout, cfg, epochs)
+		err = simulate.WriteTable(stdout, cfg, epochs)
 	}
 	if err != nil {
 		return err
 	}
 	if plotFile != nil {
-		if err := plotSimulation(plotFile, cfg, epochs); err != nil {
-			return fmt.Errorf("simulate: --plot (%q): %w", *plotPath, err)
+		if err := simulate.WritePNG(plotFile, cfg, epochs); err != nil {
+			return fmt.Errorf("simulate: --plot (%q): %w", plotPath, err)
 		}
 		return plotFile.Close()
 	}
@@ -189,86 +195,4 @@ func renderConfigError(err error, names map[string]string) string {
 	}
 	walk(err)
 	return strings.Join(msgs, "; ")
-}
-
-// parseDemand parses "10,20,,60": whole numbers of tokens, empty for no call.
-func parseDemand(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, usagef("simulate: --demand (%q) must list at least one epoch, e.g. \"10,20,,60\"", s)
-	}
-	parts := strings.Split(s, ",")
-	out := make([]int, len(parts))
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			out[i] = ratelimit.NoCall
-			continue
-		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return nil, usagef("simulate: --demand entry %d (%q) must be a whole number of tokens, 0 or more, or empty for no call", i+1, p)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
-
-// formatMilli prints milli-tokens as tokens with up to three decimals.
-func formatMilli(m int64) string {
-	sign := ""
-	if m < 0 {
-		sign, m = "-", -m
-	}
-	s := sign + strconv.FormatInt(m/1000, 10)
-	if f := m % 1000; f != 0 {
-		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
-	}
-	return s
-}
-
-// simCells returns the pool and granted cells of an epoch: blank where the epoch had
-// no call, except the pool of Scheduled, which moves with or without calls.
-func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) {
-	if e.Called || mode == ratelimit.Scheduled {
-		pool = formatMilli(e.PoolMilli)
-	}
-	if e.Called {
-		granted = strconv.Itoa(e.Granted)
-	}
-	return pool, granted
-}
-
-func writeSimCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
-	var b strings.Builder
-	b.WriteString("epoch,pool,granted\n")
-	for _, e := range epochs {
-		pool, granted := simCells(mode, e)
-		fmt.Fprintf(&b, "%d,%s,%s\n", e.Epoch, pool, granted)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func writeSimTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
-	fmt.Fprintf(w, "mode %s, min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
-	switch cfg.Mode {
-	case ratelimit.OnlyIfUsed:
-		fmt.Fprintf(w, ", threshold %d%%", cfg.ThresholdPercentage)
-	case ratelimit.GoBackN:
-		fmt.Fprintf(w, ", threshold %d%%, cool-down %v, ramp-down %d%%", cfg.ThresholdPercentage, cfg.CoolDownPeriod, cfg.RampDownPercentage)
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "epoch\tpool\tgranted\t")
-	for _, e := range epochs {
-		pool, granted := simCells(cfg.Mode, e)
-		if !e.Called {
-			granted = "-"
-			if pool == "" {
-				pool = "-"
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t\n", e.Epoch, pool, granted)
-	}
-	return tw.Flush()
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/pipeline"
 )
 
 // EnvUDSDir tells sluice's SDK servers where to put their sockets; `vertex run
@@ -47,6 +48,57 @@ func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []contain
 		out = append(out, container{"fb-udsink", snk.Fallback.UDSink.Container})
 	}
 	return out
+}
+
+// spawnFile starts the user-defined containers of the vertices of f that run
+// in this process: the MonoVertex's, or those of the pipeline vertex only, in
+// dir; or, without only, those of every pipeline vertex, each in a directory
+// of its own in dir. stop stops them all.
+func spawnFile(f *config.File, only, dir string, replica int, stdout, stderr io.Writer, log *zap.Logger) (stop func(), err error) {
+	var sps []*spawner
+	stop = func() {
+		for _, sp := range sps {
+			sp.stop()
+		}
+	}
+	start := func(vertex, dir string, cs []container) error {
+		if len(cs) == 0 {
+			return nil
+		}
+		sp, err := startContainers(cs, dir, vertex, replica, stdout, stderr, log)
+		if err == nil {
+			sps = append(sps, sp)
+		}
+		return err
+	}
+	if m := f.MonoVertex; m != nil {
+		err = start(m.Metadata.Name, dir, containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
+	}
+	for _, v := range pipelineVertices(f) {
+		cs, vdir := containersOf(v.Source, v.UDF, v.Sink), dir
+		switch {
+		case err != nil || (only != "" && v.Name != only):
+			continue
+		case only == "" && len(cs) > 0:
+			vdir = pipeline.SocketDir(dir, v.Name)
+			err = os.MkdirAll(vdir, 0o755)
+		}
+		if err == nil {
+			err = start(v.Name, vdir, cs)
+		}
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+func pipelineVertices(f *config.File) []config.Vertex {
+	if f.Pipeline == nil {
+		return nil
+	}
+	return f.Pipeline.Spec.Vertices
 }
 
 // spawner runs a vertex's user-defined containers as child processes, for local

@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"fmt"
@@ -13,9 +13,9 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// plotSimulation writes a PNG chart of the pool and the tokens granted per epoch.
+// WritePNG writes a PNG chart of the pool and the tokens granted per epoch.
 // Epochs without a call leave gaps in the lines, as they do in the tables.
-func plotSimulation(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
 	p.X.Label.Text = "epoch (s)"

@@ -1,0 +1,101 @@
+// Package simulate shows what the rate limiter does on a simulated clock, as
+// `vertex simulate` prints it: [ratelimit.Simulate] runs it, and the epochs go
+// out as a table, as CSV or as a PNG chart.
+package simulate
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// ParseDemand parses a demand list, "10,20,,60": tokens asked per epoch, whole
+// numbers, an empty entry for an epoch without a call.
+func ParseDemand(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("(%q) must list at least one epoch, e.g. \"10,20,,60\"", s)
+	}
+	parts := strings.Split(s, ",")
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			out[i] = ratelimit.NoCall
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("entry %d (%q) must be a whole number of tokens, 0 or more, or empty for no call", i+1, p)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// formatMilli prints milli-tokens as tokens with up to three decimals.
+func formatMilli(m int64) string {
+	sign := ""
+	if m < 0 {
+		sign, m = "-", -m
+	}
+	s := sign + strconv.FormatInt(m/1000, 10)
+	if f := m % 1000; f != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
+	}
+	return s
+}
+
+// simCells returns the pool and granted cells of an epoch: blank where the epoch had
+// no call, except the pool of Scheduled, which moves with or without calls.
+func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) {
+	if e.Called || mode == ratelimit.Scheduled {
+		pool = formatMilli(e.PoolMilli)
+	}
+	if e.Called {
+		granted = strconv.Itoa(e.Granted)
+	}
+	return pool, granted
+}
+
+// WriteCSV writes the epochs as CSV: epoch,pool,granted, with empty cells
+// where an epoch had no call.
+func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
+	var b strings.Builder
+	b.WriteString("epoch,pool,granted\n")
+	for _, e := range epochs {
+		pool, granted := simCells(mode, e)
+		fmt.Fprintf(&b, "%d,%s,%s\n", e.Epoch, pool, granted)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteTable writes the config and then the epochs as a table, with "-" where
+// an epoch had no call.
+func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+	fmt.Fprintf(w, "mode %s, min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
+	switch cfg.Mode {
+	case ratelimit.OnlyIfUsed:
+		fmt.Fprintf(w, ", threshold %d%%", cfg.ThresholdPercentage)
+	case ratelimit.GoBackN:
+		fmt.Fprintf(w, ", threshold %d%%, cool-down %v, ramp-down %d%%", cfg.ThresholdPercentage, cfg.CoolDownPeriod, cfg.RampDownPercentage)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "epoch\tpool\tgranted\t")
+	for _, e := range epochs {
+		pool, granted := simCells(cfg.Mode, e)
+		if !e.Called {
+			granted = "-"
+			if pool == "" {
+				pool = "-"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t\n", e.Epoch, pool, granted)
+	}
+	return tw.Flush()
+}
