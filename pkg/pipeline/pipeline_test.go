@@ -1,13 +1,11 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/sink"
@@ -24,9 +23,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// wait bounds every wait in these tests.
-const wait = 20 * time.Second
 
 // parse parses a Pipeline YAML whose spec is spec (indented by two).
 func parse(t *testing.T, name, spec string) *config.Pipeline {
@@ -66,70 +62,6 @@ func threeVertices(isb string) string {
 `
 }
 
-// lines is a log sink's output, safe to read while the sink writes.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(b)
-}
-
-func (l *lines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSuffix(l.buf.String(), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
-}
-
-// run is a pipeline running in a goroutine of its own.
-type run struct {
-	cancel   context.CancelFunc
-	finished chan struct{}
-	err      error
-}
-
-// start runs pl until stopped, at the latest when the test ends.
-func start(t *testing.T, pl interface{ Run(context.Context) error }) *run {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{cancel: cancel, finished: make(chan struct{})}
-	go func() {
-		defer close(r.finished)
-		r.err = pl.Run(ctx)
-	}()
-	t.Cleanup(func() { r.stop(t) })
-	return r
-}
-
-func (r *run) stop(t *testing.T) error {
-	t.Helper()
-	r.cancel()
-	select {
-	case <-r.finished:
-		return r.err
-	case <-time.After(wait):
-		t.Fatal("Run did not return after its context ended")
-		return nil
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // checkOnce checks that the log lines are distinct messages.
 func checkOnce(t *testing.T, ls []string) {
 	t.Helper()
@@ -147,7 +79,7 @@ func checkOnce(t *testing.T, ls []string) {
 // stops first and the rest drain the buffers: every message the source wrote
 // reaches the sink, once.
 func TestMemory(t *testing.T) {
-	out := &lines{}
+	out := &runtest.Buffer{}
 	pl, err := pipeline.New(context.Background(), parse(t, "mem", threeVertices("")),
 		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out))))
 	if err != nil {
@@ -156,17 +88,17 @@ func TestMemory(t *testing.T) {
 	if got := len(pl.Vertices()); got != 3 {
 		t.Fatalf("%d vertices", got)
 	}
-	r := start(t, pl)
-	waitFor(t, "messages at the sink", func() bool { return len(out.all()) >= 300 })
-	waitFor(t, "ready", func() bool { return pl.Ready() == nil })
-	if err := r.stop(t); err != nil {
+	r := runtest.Start(t, pl)
+	runtest.WaitFor(t, "messages at the sink", func() bool { return len(out.Lines()) >= 300 })
+	runtest.WaitFor(t, "ready", func() bool { return pl.Ready() == nil })
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	st := pl.Status()
 	if st[0].Vertex != "in" || st[2].Vertex != "out" || st[0].WriteTotal != st[1].ReadTotal || st[1].WriteTotal != st[2].WriteTotal {
 		t.Fatalf("status: %+v", st)
 	}
-	ls := out.all()
+	ls := out.Lines()
 	if float64(len(ls)) != st[0].WriteTotal || pl.Written() != st[2].WriteTotal {
 		t.Fatalf("sink wrote %d lines, Written %v; the source wrote %v", len(ls), pl.Written(), st[0].WriteTotal)
 	}
@@ -185,13 +117,13 @@ func TestDrainTimeout(t *testing.T) {
           rampUpDuration: 0s
 `, 1))
 	pl, err := pipeline.New(context.Background(), p, pipeline.WithDrainTimeout(100*time.Millisecond), pipeline.WithLogger(zap.New(core)),
-		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(&lines{}))))
+		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(&runtest.Buffer{}))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, pl)
-	waitFor(t, "a throttled sink", func() bool { return pl.Status()[2].Throttled && pl.Status()[0].WriteTotal > 10 })
-	if err := r.stop(t); err != nil {
+	r := runtest.Start(t, pl)
+	runtest.WaitFor(t, "a throttled sink", func() bool { return pl.Status()[2].Throttled && pl.Status()[0].WriteTotal > 10 })
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	lost := logs.FilterMessage("buffers not drained before the timeout; their messages are lost").All()
@@ -205,21 +137,21 @@ func TestDrainTimeout(t *testing.T) {
 func TestJetStream(t *testing.T) {
 	nats := natstest.Start(t, natstest.Options{})
 	p := parse(t, "js", threeVertices("  isb:\n    jetstream:\n      url: "+nats.URL+"\n"))
-	out := &lines{}
+	out := &runtest.Buffer{}
 	opts := []pipeline.Option{pipeline.WithBackend(pipeline.OnJetStream), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out)))}
 	pl, err := pipeline.New(context.Background(), p, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, pl)
-	waitFor(t, "messages at the sink", func() bool { return len(out.all()) >= 200 })
-	if err := r.stop(t); err != nil {
+	r := runtest.Start(t, pl)
+	runtest.WaitFor(t, "messages at the sink", func() bool { return len(out.Lines()) >= 200 })
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	checkOnce(t, out.all())
+	checkOnce(t, out.Lines())
 
 	// Each vertex alone, in the order a deployment may start them.
-	before := len(out.all())
+	before := len(out.Lines())
 	for _, name := range []string{"out", "cat", "in"} {
 		pl, err := pipeline.New(context.Background(), p, append(opts, pipeline.WithVertex(name))...)
 		if err != nil {
@@ -228,9 +160,9 @@ func TestJetStream(t *testing.T) {
 		if vs := pl.Vertices(); len(vs) != 1 || vs[0].Status().Vertex != name {
 			t.Fatalf("WithVertex(%q) runs %d vertices", name, len(vs))
 		}
-		start(t, pl)
+		runtest.Start(t, pl)
 	}
-	waitFor(t, "messages through vertices alone", func() bool { return len(out.all()) >= before+200 })
+	runtest.WaitFor(t, "messages through vertices alone", func() bool { return len(out.Lines()) >= before+200 })
 }
 
 func TestJetStreamEmptied(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -51,7 +52,7 @@ func TestHTTPSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, v)
+	runtest.Start(t, v)
 	post := func(token string) int {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/vertices/web", strings.NewReader("hello"))
 		if token != "" {
@@ -70,7 +71,7 @@ func TestHTTPSource(t *testing.T) {
 	if code := post("t0ken"); code != http.StatusNoContent {
 		t.Fatalf("right token: %d", code)
 	}
-	if lines := out.all(); len(lines) != 1 || !strings.HasPrefix(lines[0], "Payload - hello ") {
+	if lines := out.Lines(); len(lines) != 1 || !strings.HasPrefix(lines[0], "Payload - hello ") {
 		t.Fatalf("log sink: %q", lines)
 	}
 }
@@ -105,10 +106,10 @@ func TestRedisStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start(t, v)
+		runtest.Start(t, v)
 		vs = append(vs, v)
 	}
-	waitFor(t, "a pool of two", func() bool {
+	runtest.WaitFor(t, "a pool of two", func() bool {
 		a, b := vs[0].Status(), vs[1].Status()
 		return a.PoolSize == 2 && b.PoolSize == 2 && a.Epoch == b.Epoch && a.Share+b.Share == 21
 	})

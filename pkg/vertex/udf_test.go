@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
@@ -146,12 +147,12 @@ func TestUserDefinedContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, v)
-	waitFor(t, "every message acked", func() bool { return src.ackedCount() == count })
+	r := runtest.Start(t, v)
+	runtest.WaitFor(t, "every message acked", func() bool { return src.ackedCount() == count })
 	if err := v.Ready(); err != nil {
 		t.Fatalf("Ready = %v", err)
 	}
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	got := append(primary.values(), fallback.values()...)

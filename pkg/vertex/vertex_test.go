@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
@@ -46,12 +47,12 @@ func TestRateLimitPerEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, v)
+	r := runtest.Start(t, v)
 	for epoch := 1; epoch <= 3; epoch++ {
-		waitFor(t, "a full epoch", func() bool {
-			return len(out.all()) >= 10*epoch && v.Status().Throttled
+		runtest.WaitFor(t, "a full epoch", func() bool {
+			return len(out.Lines()) >= 10*epoch && v.Status().Throttled
 		})
-		if n := len(out.all()); n != 10*epoch {
+		if n := len(out.Lines()); n != 10*epoch {
 			t.Fatalf("epoch %d: %d messages written in all; want exactly %d", epoch, n, 10*epoch)
 		}
 		s := v.Status()
@@ -61,10 +62,10 @@ func TestRateLimitPerEpoch(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 	}
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	lines := out.all()
+	lines := out.Lines()
 	for i, l := range lines {
 		if want := " ID - per-epoch-3-"; !strings.Contains(l, want) {
 			t.Fatalf("line %d = %q; want an ID with %q", i, l, want)
@@ -92,12 +93,12 @@ func TestReadyAndLifecycle(t *testing.T) {
 	if err := v.Ready(); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("Ready before Run = %v", err)
 	}
-	r := start(t, v)
-	waitFor(t, "ready", func() bool { return v.Ready() == nil })
+	r := runtest.Start(t, v)
+	runtest.WaitFor(t, "ready", func() bool { return v.Ready() == nil })
 	if err := v.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already ran") {
 		t.Fatalf("a second Run = %v", err)
 	}
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	if v.Ready() == nil {
@@ -131,9 +132,9 @@ func TestNoRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, v)
-	waitFor(t, "messages", func() bool { return len(out.all()) >= 100 })
-	if err := r.stop(t); err != nil {
+	r := runtest.Start(t, v)
+	runtest.WaitFor(t, "messages", func() bool { return len(out.Lines()) >= 100 })
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	if s := v.Status(); s.RateLimit || s.Throttled || s.ReadTotal < 100 || s.ReadTotal != s.WriteTotal {

@@ -1,18 +1,17 @@
 package sdktest
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -41,8 +40,8 @@ type Process struct {
 	Conn *grpc.ClientConn
 
 	cmd    *exec.Cmd
-	stdout lockedBuffer
-	stderr lockedBuffer
+	stdout runtest.Buffer
+	stderr runtest.Buffer
 	exited chan struct{}
 	err    error
 }
@@ -111,21 +110,3 @@ func (p *Process) Stdout() string { return p.stdout.String() }
 
 // Stderr is what the process has written to its standard error so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
-
-// lockedBuffer is a bytes.Buffer safe for a writer and readers at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
