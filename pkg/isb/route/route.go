@@ -35,7 +35,8 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
-// Operator is how a tag condition matches a message's tags.
+// Operator is how a tag condition matches a message's tags. The zero value is
+// [Or], Numaflow's default.
 type Operator uint8
 
 const (
@@ -47,31 +48,25 @@ const (
 	Not
 )
 
-// String returns the operator's YAML name.
+var operatorNames = [...]string{Or: "or", And: "and", Not: "not"}
+
+// String returns the operator's YAML name: or, and or not.
 func (o Operator) String() string {
-	switch o {
-	case And:
-		return "and"
-	case Not:
-		return "not"
-	default:
-		return "or"
+	if int(o) < len(operatorNames) {
+		return operatorNames[o]
 	}
+	return fmt.Sprintf("Operator(%d)", uint8(o))
 }
 
-// UnmarshalText parses or, and or not.
+// UnmarshalText parses or, and or not, and rejects any other name.
 func (o *Operator) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "or", "":
-		*o = Or
-	case "and":
-		*o = And
-	case "not":
-		*o = Not
-	default:
-		return fmt.Errorf("route: operator %q: want or, and or not", b)
+	for i, name := range operatorNames {
+		if name == string(b) {
+			*o = Operator(i)
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("unknown operator %q (want or, and or not)", b)
 }
 
 // Condition selects messages by their tags. The zero Condition (no values)
@@ -112,6 +107,7 @@ func (c Condition) Match(tags []string) bool {
 }
 
 // OnFull is what an edge does with a message its buffer is too full to take.
+// The zero value is [RetryUntilSuccess], Numaflow's default.
 type OnFull uint8
 
 const (
@@ -122,25 +118,26 @@ const (
 	DiscardLatest
 )
 
-// String returns the YAML name.
+var onFullNames = [...]string{RetryUntilSuccess: "retryUntilSuccess", DiscardLatest: "discardLatest"}
+
+// String returns the YAML name: retryUntilSuccess or discardLatest.
 func (o OnFull) String() string {
-	if o == DiscardLatest {
-		return "discardLatest"
+	if int(o) < len(onFullNames) {
+		return onFullNames[o]
 	}
-	return "retryUntilSuccess"
+	return fmt.Sprintf("OnFull(%d)", uint8(o))
 }
 
-// UnmarshalText parses retryUntilSuccess or discardLatest.
+// UnmarshalText parses retryUntilSuccess or discardLatest, and rejects any
+// other name.
 func (o *OnFull) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "retryUntilSuccess", "":
-		*o = RetryUntilSuccess
-	case "discardLatest":
-		*o = DiscardLatest
-	default:
-		return fmt.Errorf("route: onFull %q: want retryUntilSuccess or discardLatest", b)
+	for i, name := range onFullNames {
+		if name == string(b) {
+			*o = OnFull(i)
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("unknown onFull %q (want retryUntilSuccess or discardLatest)", b)
 }
 
 // Edge is one way out of a vertex: the buffer partitions of the vertex it
