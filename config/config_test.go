@@ -555,7 +555,7 @@ func TestLimiterConfig(t *testing.T) {
 			t.Errorf("staleAfter = %v, want 3s", r.StaleAfter)
 		case r.SyncInterval == nil || r.SyncInterval.Duration != 250*time.Millisecond:
 			t.Errorf("syncInterval = %v, want 250ms", r.SyncInterval)
-		case r.OnStoreFailure == nil || *r.OnStoreFailure != "pause":
+		case r.OnStoreFailure == nil || *r.OnStoreFailure != ratelimit.Pause:
 			t.Errorf("onStoreFailure = %v, want pause", r.OnStoreFailure)
 		case r.Store == nil || r.Store.InMemoryStore == nil || r.Store.RedisStore != nil || r.Store.ReplicaCountStore != nil:
 			t.Errorf("store = %+v, want inMemoryStore", r.Store)
@@ -727,10 +727,10 @@ func TestPipelineValues(t *testing.T) {
 	for _, e := range s.Edges {
 		ed := edge{from: e.From, to: e.To}
 		if e.Conditions != nil && e.Conditions.Tags != nil && e.Conditions.Tags.Operator != nil {
-			ed.op = *e.Conditions.Tags.Operator
+			ed.op = e.Conditions.Tags.Operator.String()
 		}
 		if e.OnFull != nil {
-			ed.onFull = *e.OnFull
+			ed.onFull = e.OnFull.String()
 		}
 		edges = append(edges, ed)
 	}

@@ -63,9 +63,6 @@ func (c *checker) pipeline(p *Pipeline) {
 		if kinds[e.From] == "sink" {
 			c.add(path+".from", "(%q) is a sink; sinks have no outgoing edges", e.From)
 		}
-		if e.OnFull != nil && *e.OnFull != "retryUntilSuccess" && *e.OnFull != "discardLatest" {
-			c.add(path+".onFull", "(%q) must be retryUntilSuccess or discardLatest", *e.OnFull)
-		}
 		if e.Conditions != nil {
 			c.conditions(path+".conditions", e.Conditions)
 		}
@@ -103,9 +100,6 @@ func (c *checker) pipeline(p *Pipeline) {
 			if sec != nil {
 				c.secret("spec.isb.jetstream."+name, sec)
 			}
-		}
-		if js.Storage != nil && *js.Storage != "file" && *js.Storage != "memory" {
-			c.add("spec.isb.jetstream.storage", "(%q) must be file or memory", *js.Storage)
 		}
 		if js.AckWait != nil && js.AckWait.Duration <= 0 {
 			c.add("spec.isb.jetstream.ackWait", "(%v) must be positive", js.AckWait.Duration)
@@ -186,9 +180,6 @@ func (c *checker) conditions(path string, e *EdgeConditions) {
 	if e.Tags == nil {
 		c.add(path+".tags", "is required")
 		return
-	}
-	if op := e.Tags.Operator; op != nil && *op != "or" && *op != "and" && *op != "not" {
-		c.add(path+".tags.operator", "(%q) must be or, and or not", *op)
 	}
 	if len(e.Tags.Values) == 0 {
 		c.add(path+".tags.values", "needs at least one tag")

@@ -169,9 +169,9 @@ func retryPolicy(r *config.RetryStrategy, hasFallback bool) forward.RetryPolicy 
 	}
 	if r.OnFailure != nil {
 		switch *r.OnFailure {
-		case "fallback":
+		case config.OnFailureFallback:
 			p.OnFailure = forward.Fallback
-		case "drop":
+		case config.OnFailureDrop:
 			p.OnFailure = forward.Drop
 		}
 	}

@@ -174,19 +174,9 @@ func pipelineVertexSpec(ctx context.Context, g graph, name string, backend isbBa
 	s.output = func(closers *[]func() error) (isb.Writer, error) {
 		var out []route.Edge
 		for _, e := range edges {
-			re := route.Edge{To: e.To}
-			if e.OnFull != nil {
-				if err := re.OnFull.UnmarshalText([]byte(*e.OnFull)); err != nil {
-					return nil, err
-				}
-			}
+			re := route.Edge{To: e.To, OnFull: e.GetOnFull()}
 			if c := e.Conditions; c != nil && c.Tags != nil {
-				re.Condition.Values = slices.Clone(c.Tags.Values)
-				if op := c.Tags.Operator; op != nil {
-					if err := re.Condition.Operator.UnmarshalText([]byte(*op)); err != nil {
-						return nil, err
-					}
-				}
+				re.Condition = route.Condition{Operator: c.Tags.GetOperator(), Values: slices.Clone(c.Tags.Values)}
 			}
 			for _, b := range g.inputs(e.To) {
 				w, closeW, err := backend.writer(ctx, b, name, limits.GetBufferMaxLength(), limits.GetBufferUsageLimit())

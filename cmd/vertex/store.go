@@ -97,14 +97,14 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 	setRedisLogger.Do(func() { redis.SetLogger(redisLog{log.Named("redis")}) })
 	rs := rl.Store.RedisStore
 	path := storePath + ".redisStore"
-	conn := redisstore.Conn{Mode: rs.Mode}
+	conn := redisstore.Conn{Mode: rs.Mode.String()}
 	if rs.DB != nil {
 		db := int(*rs.DB)
 		conn.DB = &db
 	}
 	credsPath, tlsPath := path+".url", path+".url"
 	switch rs.Mode {
-	case "single":
+	case config.RedisModeSingle:
 		conn.URL = *rs.URL
 		var err error
 		if conn.Username, conn.Password, err = readAuth(rs.RedisAuth, path+".redisAuth"); err != nil {
@@ -119,7 +119,7 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 		if rs.RedisTLS != nil {
 			tlsPath = path + ".redisTLS"
 		}
-	case "sentinel":
+	case config.RedisModeSentinel:
 		s := rs.Sentinel
 		conn.MasterName, conn.Endpoints = s.MasterName, s.Endpoints
 		var err error
@@ -152,7 +152,7 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 			field = tlsPath
 		case errors.Is(err, redisstore.ErrHost):
 			field = path + ".url"
-			if rs.Mode == "sentinel" {
+			if rs.Mode == config.RedisModeSentinel {
 				field = path + ".sentinel.endpoints"
 			}
 		default:
@@ -169,7 +169,7 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 		client.Close()
 		return nil, nil, err
 	}
-	log.Info("sharing the rate limit through redis", zap.String("mode", rs.Mode), zap.Strings("keys", store.Keys()))
+	log.Info("sharing the rate limit through redis", zap.Stringer("mode", rs.Mode), zap.Strings("keys", store.Keys()))
 	return store, client.Close, nil
 }
 
