@@ -315,40 +315,7 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 			c.add(path+".modes", "sets %d modes; set one of scheduled, relaxed, onlyIfUsed or goBackN", n)
 		}
 	}
-	{
-		cfg := r.LimiterConfig()
-		if r.Max == nil {
-			// Check the rest against the largest max: "max is required" is said above.
-			cfg.Max = ratelimit.MaxTokens
-		} else if *r.Max > ratelimit.MaxTokens {
-			c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
-			cfg.Max = ratelimit.MaxTokens
-		}
-		modePath := path + ".modes." + cfg.Mode.String()
-		fields := map[string]string{
-			"ThresholdPercentage": modePath + ".thresholdPercentage",
-			"CoolDownPeriod":      modePath + ".coolDownPeriod",
-			"RampDownPercentage":  modePath + ".rampDownPercentage",
-		}
-		for k, v := range limiterFields {
-			fields[k] = path + "." + v
-		}
-		for _, err := range unjoin(cfg.Validate()) {
-			var fe *ratelimit.FieldError
-			if !errors.As(err, &fe) {
-				c.add(path, "%v", err)
-				continue
-			}
-			if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
-				continue // max itself is the problem, reported above
-			}
-			msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
-			if fe.Other != "" {
-				msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
-			}
-			c.add(fields[fe.Field], "%s", msg)
-		}
-	}
+	c.limiterConfig(path, r)
 	for _, d := range []struct {
 		name string
 		v    *Duration
@@ -362,6 +329,43 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 	}
 	if r.Store != nil {
 		c.store(path+".store", r.Store)
+	}
+}
+
+// limiterConfig checks the fields of r that make the rate limiter's config with
+// the limiter's own validation, and reports its errors under their YAML paths.
+func (c *checker) limiterConfig(path string, r *RateLimit) {
+	cfg := r.LimiterConfig()
+	if r.Max == nil {
+		// Check the rest against the largest max: "max is required" is said above.
+		cfg.Max = ratelimit.MaxTokens
+	} else if *r.Max > ratelimit.MaxTokens {
+		c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
+		cfg.Max = ratelimit.MaxTokens
+	}
+	modePath := path + ".modes." + cfg.Mode.String()
+	fields := map[string]string{
+		"ThresholdPercentage": modePath + ".thresholdPercentage",
+		"CoolDownPeriod":      modePath + ".coolDownPeriod",
+		"RampDownPercentage":  modePath + ".rampDownPercentage",
+	}
+	for k, v := range limiterFields {
+		fields[k] = path + "." + v
+	}
+	for _, err := range unjoin(cfg.Validate()) {
+		var fe *ratelimit.FieldError
+		if !errors.As(err, &fe) {
+			c.add(path, "%v", err)
+			continue
+		}
+		if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
+			continue // max itself is the problem, reported above
+		}
+		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
+		if fe.Other != "" {
+			msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
+		}
+		c.add(fields[fe.Field], "%s", msg)
 	}
 }
 
