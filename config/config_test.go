@@ -806,3 +806,17 @@ spec:
 		t.Fatal("VertexLimits changed the pipeline's limits")
 	}
 }
+
+// The JetStream ISB's durations are the jetstream package's to default: unset,
+// the getters give 0, which it takes for its defaults.
+func TestJetStreamGetters(t *testing.T) {
+	var unset *JetStreamISB
+	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || unset.GetStorage() != FileStorage {
+		t.Errorf("nil getters: ackWait %v, duplicates %v, frameSize %d, storage %v",
+			unset.GetAckWait(), unset.GetDuplicates(), unset.GetFrameSize(), unset.GetStorage())
+	}
+	js := &JetStreamISB{AckWait: &Duration{5 * time.Second}, Duplicates: &Duration{time.Minute}}
+	if js.GetAckWait() != 5*time.Second || js.GetDuplicates() != time.Minute {
+		t.Errorf("getters: ackWait %v, duplicates %v", js.GetAckWait(), js.GetDuplicates())
+	}
+}

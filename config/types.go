@@ -129,7 +129,7 @@ type Limits struct {
 type PipelineLimits struct {
 	Limits `yaml:",inline"`
 	// BufferMaxLength and BufferUsageLimit size the buffers a vertex writes to
-	// (defaults 30000 and 80%).
+	// (defaults DefaultBufferMaxLength and DefaultBufferUsageLimit).
 	BufferMaxLength  *uint64 `yaml:"bufferMaxLength"`
 	BufferUsageLimit *uint32 `yaml:"bufferUsageLimit"`
 }
@@ -497,21 +497,15 @@ type JetStreamISB struct {
 	// Storage is file (default) or memory.
 	Storage *Storage `yaml:"storage"`
 	// AckWait is how long a message read and not acked waits before it is
-	// delivered again (default 60s).
+	// delivered again (default: the jetstream package's DefaultAckWait).
 	AckWait *Duration `yaml:"ackWait"`
 	// Duplicates is the window in which a message written twice is stored once
-	// (default 2m).
+	// (default: the jetstream package's DefaultDuplicateWindow).
 	Duplicates *Duration `yaml:"duplicates"`
 	// FrameSize is the most messages that travel in one JetStream message
 	// (default 1: each alone).
 	FrameSize *uint32 `yaml:"frameSize"`
 }
-
-// Defaults of the JetStream ISB.
-const (
-	DefaultJetStreamAckWait    = 60 * time.Second
-	DefaultJetStreamDuplicates = 2 * time.Minute
-)
 
 // GetStorage returns storage or its default, [FileStorage].
 func (j *JetStreamISB) GetStorage() Storage {
@@ -521,10 +515,11 @@ func (j *JetStreamISB) GetStorage() Storage {
 	return *j.Storage
 }
 
-// GetAckWait returns ackWait or its default.
+// GetAckWait returns ackWait, or 0 when it is not set: the ISB then applies
+// its default, [github.com/sluiceflow/sluice/pkg/isb/jetstream.DefaultAckWait].
 func (j *JetStreamISB) GetAckWait() time.Duration {
 	if j == nil || j.AckWait == nil {
-		return DefaultJetStreamAckWait
+		return 0
 	}
 	return j.AckWait.Duration
 }
@@ -540,10 +535,12 @@ func (j *JetStreamISB) GetFrameSize() int {
 	return int(*j.FrameSize)
 }
 
-// GetDuplicates returns duplicates or its default.
+// GetDuplicates returns duplicates, or 0 when it is not set: the ISB then
+// applies its default,
+// [github.com/sluiceflow/sluice/pkg/isb/jetstream.DefaultDuplicateWindow].
 func (j *JetStreamISB) GetDuplicates() time.Duration {
 	if j == nil || j.Duplicates == nil {
-		return DefaultJetStreamDuplicates
+		return 0
 	}
 	return j.Duplicates.Duration
 }
