@@ -555,7 +555,7 @@ func TestLimiterConfig(t *testing.T) {
 			t.Errorf("staleAfter = %v, want 3s", r.StaleAfter)
 		case r.SyncInterval == nil || r.SyncInterval.Duration != 250*time.Millisecond:
 			t.Errorf("syncInterval = %v, want 250ms", r.SyncInterval)
-		case r.OnStoreFailure == nil || *r.OnStoreFailure != "pause":
+		case r.OnStoreFailure == nil || *r.OnStoreFailure != ratelimit.Pause:
 			t.Errorf("onStoreFailure = %v, want pause", r.OnStoreFailure)
 		case r.Store == nil || r.Store.InMemoryStore == nil || r.Store.RedisStore != nil || r.Store.ReplicaCountStore != nil:
 			t.Errorf("store = %+v, want inMemoryStore", r.Store)
@@ -727,10 +727,10 @@ func TestPipelineValues(t *testing.T) {
 	for _, e := range s.Edges {
 		ed := edge{from: e.From, to: e.To}
 		if e.Conditions != nil && e.Conditions.Tags != nil && e.Conditions.Tags.Operator != nil {
-			ed.op = *e.Conditions.Tags.Operator
+			ed.op = e.Conditions.Tags.Operator.String()
 		}
 		if e.OnFull != nil {
-			ed.onFull = *e.OnFull
+			ed.onFull = e.OnFull.String()
 		}
 		edges = append(edges, ed)
 	}
@@ -804,5 +804,19 @@ spec:
 	}
 	if p.Spec.Limits.ReadBatchSize == nil || *p.Spec.Limits.ReadBatchSize != 100 {
 		t.Fatal("VertexLimits changed the pipeline's limits")
+	}
+}
+
+// The JetStream ISB's durations are the jetstream package's to default: unset,
+// the getters give 0, which it takes for its defaults.
+func TestJetStreamGetters(t *testing.T) {
+	var unset *JetStreamISB
+	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || unset.GetStorage() != FileStorage {
+		t.Errorf("nil getters: ackWait %v, duplicates %v, frameSize %d, storage %v",
+			unset.GetAckWait(), unset.GetDuplicates(), unset.GetFrameSize(), unset.GetStorage())
+	}
+	js := &JetStreamISB{AckWait: &Duration{5 * time.Second}, Duplicates: &Duration{time.Minute}}
+	if js.GetAckWait() != 5*time.Second || js.GetDuplicates() != time.Minute {
+		t.Errorf("getters: ackWait %v, duplicates %v", js.GetAckWait(), js.GetDuplicates())
 	}
 }

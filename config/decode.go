@@ -265,7 +265,7 @@ func (d *decoder) decodeText(n *yaml.Node, v reflect.Value, path string) {
 			d.fail(path, n, "%q is not a duration (write it like 1s, 500ms or 1m30s)", n.Value)
 			return
 		}
-		d.fail(path, n, "%q: %v", n.Value, err)
+		d.fail(path, n, "(%q): %v", n.Value, err)
 	}
 }
 

@@ -17,14 +17,25 @@ func (c *checker) pipeline(p *Pipeline) {
 	if s.Ordered.IsSet() {
 		c.add("spec.ordered", "is not supported by sluice")
 	}
+	kinds, ambiguous := c.vertices(p)
+	in, out := c.edges(s, kinds)
+	c.connected(s, kinds, in, out, ambiguous)
+	if isb := s.ISB; isb != nil && isb.JetStream != nil {
+		c.jetStream("spec.isb.jetstream", isb.JetStream)
+	}
+}
+
+// vertices checks the pipeline's vertices and returns their kinds: kinds maps
+// a vertex name to source, udf or sink, or to "" when the vertex is ambiguous
+// (no kind, several, or a name used twice): edges to and from it are then not
+// judged by kind, since its own problem is reported already. ambiguous reports
+// whether any vertex is.
+func (c *checker) vertices(p *Pipeline) (kinds map[string]string, ambiguous bool) {
+	s := &p.Spec
 	if len(s.Vertices) == 0 {
 		c.add("spec.vertices", "needs at least one vertex")
 	}
-	// kinds maps a vertex name to source, udf or sink, or to "" when the vertex
-	// is ambiguous (no kind, several, or a name used twice): edges to and from it
-	// are then not judged by kind, since its own problem is reported already.
-	kinds := map[string]string{}
-	ambiguous := false
+	kinds = map[string]string{}
 	for i := range s.Vertices {
 		v := &s.Vertices[i]
 		path := fmt.Sprintf("spec.vertices[%d]", i)
@@ -37,10 +48,16 @@ func (c *checker) pipeline(p *Pipeline) {
 		kinds[v.Name] = kind
 		ambiguous = ambiguous || kind == ""
 	}
+	return kinds, ambiguous
+}
+
+// edges checks the pipeline's edges against the vertices' kinds and returns
+// the number of edges into (in) and out of (out) each vertex.
+func (c *checker) edges(s *PipelineSpec, kinds map[string]string) (in, out map[string]int) {
 	if len(s.Edges) == 0 && len(s.Vertices) > 0 {
 		c.add("spec.edges", "needs at least one edge")
 	}
-	in, out := map[string]int{}, map[string]int{}
+	in, out = map[string]int{}, map[string]int{}
 	pairs := map[[2]string]bool{}
 	for i, e := range s.Edges {
 		path := fmt.Sprintf("spec.edges[%d]", i)
@@ -63,13 +80,17 @@ func (c *checker) pipeline(p *Pipeline) {
 		if kinds[e.From] == "sink" {
 			c.add(path+".from", "(%q) is a sink; sinks have no outgoing edges", e.From)
 		}
-		if e.OnFull != nil && *e.OnFull != "retryUntilSuccess" && *e.OnFull != "discardLatest" {
-			c.add(path+".onFull", "(%q) must be retryUntilSuccess or discardLatest", *e.OnFull)
-		}
 		if e.Conditions != nil {
 			c.conditions(path+".conditions", e.Conditions)
 		}
 	}
+	return in, out
+}
+
+// connected checks that every vertex has the edges its kind needs, given the
+// edges into and out of each, and that the pipeline has a source and a sink
+// (unless a vertex is ambiguous, which is reported already).
+func (c *checker) connected(s *PipelineSpec, kinds map[string]string, in, out map[string]int, ambiguous bool) {
 	var sources, sinks int
 	for i := range s.Vertices {
 		v := &s.Vertices[i]
@@ -94,34 +115,32 @@ func (c *checker) pipeline(p *Pipeline) {
 	if len(s.Vertices) > 0 && !ambiguous && (sources == 0 || sinks == 0) {
 		c.add("spec.vertices", "needs at least one source and one sink")
 	}
-	if isb := s.ISB; isb != nil && isb.JetStream != nil {
-		js := isb.JetStream
-		if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
-			c.add("spec.isb.jetstream.url", "(%q) must be nats://host:port or tls://host:port", js.URL)
+}
+
+// jetStream checks spec.isb.jetstream, at path.
+func (c *checker) jetStream(path string, js *JetStreamISB) {
+	if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
+		c.add(path+".url", "(%q) must be nats://host:port or tls://host:port", js.URL)
+	}
+	for name, sec := range map[string]*SecretKeySelector{"user": js.User, "password": js.Password, "token": js.Token} {
+		if sec != nil {
+			c.secret(path+"."+name, sec)
 		}
-		for name, sec := range map[string]*SecretKeySelector{"user": js.User, "password": js.Password, "token": js.Token} {
-			if sec != nil {
-				c.secret("spec.isb.jetstream."+name, sec)
-			}
-		}
-		if js.Storage != nil && *js.Storage != "file" && *js.Storage != "memory" {
-			c.add("spec.isb.jetstream.storage", "(%q) must be file or memory", *js.Storage)
-		}
-		if js.AckWait != nil && js.AckWait.Duration <= 0 {
-			c.add("spec.isb.jetstream.ackWait", "(%v) must be positive", js.AckWait.Duration)
-		}
-		if js.FrameSize != nil && (*js.FrameSize < 1 || *js.FrameSize > MaxJetStreamFrameSize) {
-			c.add("spec.isb.jetstream.frameSize", "(%d) must be 1 to %d", *js.FrameSize, MaxJetStreamFrameSize)
-		}
-		if js.Duplicates != nil && js.Duplicates.Duration <= 0 {
-			c.add("spec.isb.jetstream.duplicates", "(%v) must be positive", js.Duplicates.Duration)
-		}
-		if js.User != nil && js.Token != nil {
-			c.add("spec.isb.jetstream.token", "set either user and password or token, not both")
-		}
-		if (js.User == nil) != (js.Password == nil) {
-			c.add("spec.isb.jetstream", "user and password go together")
-		}
+	}
+	if js.AckWait != nil && js.AckWait.Duration <= 0 {
+		c.add(path+".ackWait", "(%v) must be positive", js.AckWait.Duration)
+	}
+	if js.FrameSize != nil && (*js.FrameSize < 1 || *js.FrameSize > MaxJetStreamFrameSize) {
+		c.add(path+".frameSize", "(%d) must be 1 to %d", *js.FrameSize, MaxJetStreamFrameSize)
+	}
+	if js.Duplicates != nil && js.Duplicates.Duration <= 0 {
+		c.add(path+".duplicates", "(%v) must be positive", js.Duplicates.Duration)
+	}
+	if js.User != nil && js.Token != nil {
+		c.add(path+".token", "set either user and password or token, not both")
+	}
+	if (js.User == nil) != (js.Password == nil) {
+		c.add(path, "user and password go together")
 	}
 }
 
@@ -186,9 +205,6 @@ func (c *checker) conditions(path string, e *EdgeConditions) {
 	if e.Tags == nil {
 		c.add(path+".tags", "is required")
 		return
-	}
-	if op := e.Tags.Operator; op != nil && *op != "or" && *op != "and" && *op != "not" {
-		c.add(path+".tags.operator", "(%q) must be or, and or not", *op)
 	}
 	if len(e.Tags.Values) == 0 {
 		c.add(path+".tags.values", "needs at least one tag")

@@ -2,6 +2,9 @@ package config
 
 import (
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb/route"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 // APIVersion is the apiVersion of every object sluice reads.
@@ -126,7 +129,7 @@ type Limits struct {
 type PipelineLimits struct {
 	Limits `yaml:",inline"`
 	// BufferMaxLength and BufferUsageLimit size the buffers a vertex writes to
-	// (defaults 30000 and 80%).
+	// (defaults DefaultBufferMaxLength and DefaultBufferUsageLimit).
 	BufferMaxLength  *uint64 `yaml:"bufferMaxLength"`
 	BufferUsageLimit *uint32 `yaml:"bufferUsageLimit"`
 }
@@ -218,7 +221,7 @@ type RateLimit struct {
 	SyncInterval *Duration `yaml:"syncInterval"`
 	// OnStoreFailure is what a replica does once the store has been unreachable
 	// past its lease: pause or lastKnown (default lastKnown).
-	OnStoreFailure *string `yaml:"onStoreFailure"`
+	OnStoreFailure *ratelimit.StoreFailurePolicy `yaml:"onStoreFailure"`
 	// Pacing spreads each epoch's share over the second in slices of this length
 	// (1ms to 500ms) instead of granting it all at the epoch's start.
 	Pacing *Duration `yaml:"pacing"`
@@ -244,7 +247,8 @@ type RateStore struct {
 
 // RedisStore is a Redis server or a sentinel-managed Redis.
 type RedisStore struct {
-	Mode     string         `yaml:"mode"`
+	// Mode is single or sentinel; it is required.
+	Mode     RedisMode      `yaml:"mode"`
 	URL      *string        `yaml:"url"`
 	DB       *int32         `yaml:"db"`
 	Sentinel *RedisSentinel `yaml:"sentinel"`
@@ -438,8 +442,10 @@ type AbstractSink struct {
 
 // RetryStrategy is how failed sink writes are retried.
 type RetryStrategy struct {
-	Backoff   *Backoff `yaml:"backoff"`
-	OnFailure *string  `yaml:"onFailure"`
+	Backoff *Backoff `yaml:"backoff"`
+	// OnFailure is what happens to a message once the backoff is spent: retry,
+	// fallback or drop. Unset, see [OnFailure].
+	OnFailure *OnFailure `yaml:"onFailure"`
 }
 
 // Backoff is an exponential backoff.
@@ -489,37 +495,31 @@ type JetStreamISB struct {
 	Token    *SecretKeySelector `yaml:"token"`
 	TLS      *TLS               `yaml:"tls"`
 	// Storage is file (default) or memory.
-	Storage *string `yaml:"storage"`
+	Storage *Storage `yaml:"storage"`
 	// AckWait is how long a message read and not acked waits before it is
-	// delivered again (default 60s).
+	// delivered again (default: the jetstream package's DefaultAckWait).
 	AckWait *Duration `yaml:"ackWait"`
 	// Duplicates is the window in which a message written twice is stored once
-	// (default 2m).
+	// (default: the jetstream package's DefaultDuplicateWindow).
 	Duplicates *Duration `yaml:"duplicates"`
 	// FrameSize is the most messages that travel in one JetStream message
 	// (default 1: each alone).
 	FrameSize *uint32 `yaml:"frameSize"`
 }
 
-// Defaults of the JetStream ISB.
-const (
-	DefaultJetStreamStorage    = "file"
-	DefaultJetStreamAckWait    = 60 * time.Second
-	DefaultJetStreamDuplicates = 2 * time.Minute
-)
-
-// GetStorage returns storage or its default.
-func (j *JetStreamISB) GetStorage() string {
+// GetStorage returns storage or its default, [FileStorage].
+func (j *JetStreamISB) GetStorage() Storage {
 	if j == nil || j.Storage == nil {
-		return DefaultJetStreamStorage
+		return FileStorage
 	}
 	return *j.Storage
 }
 
-// GetAckWait returns ackWait or its default.
+// GetAckWait returns ackWait, or 0 when it is not set: the ISB then applies
+// its default, [github.com/sluiceflow/sluice/pkg/isb/jetstream.DefaultAckWait].
 func (j *JetStreamISB) GetAckWait() time.Duration {
 	if j == nil || j.AckWait == nil {
-		return DefaultJetStreamAckWait
+		return 0
 	}
 	return j.AckWait.Duration
 }
@@ -535,10 +535,12 @@ func (j *JetStreamISB) GetFrameSize() int {
 	return int(*j.FrameSize)
 }
 
-// GetDuplicates returns duplicates or its default.
+// GetDuplicates returns duplicates, or 0 when it is not set: the ISB then
+// applies its default,
+// [github.com/sluiceflow/sluice/pkg/isb/jetstream.DefaultDuplicateWindow].
 func (j *JetStreamISB) GetDuplicates() time.Duration {
 	if j == nil || j.Duplicates == nil {
-		return DefaultJetStreamDuplicates
+		return 0
 	}
 	return j.Duplicates.Duration
 }
@@ -570,7 +572,15 @@ type Edge struct {
 	To         string          `yaml:"to"`
 	Conditions *EdgeConditions `yaml:"conditions"`
 	// OnFull is retryUntilSuccess (default) or discardLatest.
-	OnFull *string `yaml:"onFull"`
+	OnFull *route.OnFull `yaml:"onFull"`
+}
+
+// GetOnFull returns onFull or its default, [route.RetryUntilSuccess].
+func (e *Edge) GetOnFull() route.OnFull {
+	if e.OnFull == nil {
+		return route.RetryUntilSuccess
+	}
+	return *e.OnFull
 }
 
 // EdgeConditions forward a message when its tags match.
@@ -580,6 +590,14 @@ type EdgeConditions struct {
 
 // TagConditions match a message's tags: or (default), and, not.
 type TagConditions struct {
-	Operator *string  `yaml:"operator"`
-	Values   []string `yaml:"values"`
+	Operator *route.Operator `yaml:"operator"`
+	Values   []string        `yaml:"values"`
+}
+
+// GetOperator returns operator or its default, [route.Or].
+func (t *TagConditions) GetOperator() route.Operator {
+	if t.Operator == nil {
+		return route.Or
+	}
+	return *t.Operator
 }

@@ -272,16 +272,8 @@ func (c *checker) retry(path string, r *RetryStrategy, fallbackPath string, hasF
 			c.add(path+".backoff.cap", "(%v) < interval (%v)", b.Cap.Duration, b.Interval.Duration)
 		}
 	}
-	if r.OnFailure != nil {
-		switch *r.OnFailure {
-		case "retry", "drop":
-		case "fallback":
-			if !hasFallback {
-				c.add(path+".onFailure", "(fallback) needs a fallback sink: set %s", fallbackPath)
-			}
-		default:
-			c.add(path+".onFailure", "(%q) must be retry, fallback or drop", *r.OnFailure)
-		}
+	if r.OnFailure != nil && *r.OnFailure == OnFailureFallback && !hasFallback {
+		c.add(path+".onFailure", "(fallback) needs a fallback sink: set %s", fallbackPath)
 	}
 }
 
@@ -323,40 +315,7 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 			c.add(path+".modes", "sets %d modes; set one of scheduled, relaxed, onlyIfUsed or goBackN", n)
 		}
 	}
-	{
-		cfg := r.LimiterConfig()
-		if r.Max == nil {
-			// Check the rest against the largest max: "max is required" is said above.
-			cfg.Max = ratelimit.MaxTokens
-		} else if *r.Max > ratelimit.MaxTokens {
-			c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
-			cfg.Max = ratelimit.MaxTokens
-		}
-		modePath := path + ".modes." + cfg.Mode.String()
-		fields := map[string]string{
-			"ThresholdPercentage": modePath + ".thresholdPercentage",
-			"CoolDownPeriod":      modePath + ".coolDownPeriod",
-			"RampDownPercentage":  modePath + ".rampDownPercentage",
-		}
-		for k, v := range limiterFields {
-			fields[k] = path + "." + v
-		}
-		for _, err := range unjoin(cfg.Validate()) {
-			var fe *ratelimit.FieldError
-			if !errors.As(err, &fe) {
-				c.add(path, "%v", err)
-				continue
-			}
-			if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
-				continue // max itself is the problem, reported above
-			}
-			msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
-			if fe.Other != "" {
-				msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
-			}
-			c.add(fields[fe.Field], "%s", msg)
-		}
-	}
+	c.limiterConfig(path, r)
 	for _, d := range []struct {
 		name string
 		v    *Duration
@@ -368,11 +327,45 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 	if r.SyncInterval != nil && r.StaleAfter != nil && r.SyncInterval.Duration >= r.StaleAfter.Duration {
 		c.add(path+".syncInterval", "(%v) must be shorter than staleAfter (%v)", r.SyncInterval.Duration, r.StaleAfter.Duration)
 	}
-	if r.OnStoreFailure != nil && *r.OnStoreFailure != "pause" && *r.OnStoreFailure != "lastKnown" {
-		c.add(path+".onStoreFailure", "(%q) must be pause or lastKnown", *r.OnStoreFailure)
-	}
 	if r.Store != nil {
 		c.store(path+".store", r.Store)
+	}
+}
+
+// limiterConfig checks the fields of r that make the rate limiter's config with
+// the limiter's own validation, and reports its errors under their YAML paths.
+func (c *checker) limiterConfig(path string, r *RateLimit) {
+	cfg := r.LimiterConfig()
+	if r.Max == nil {
+		// Check the rest against the largest max: "max is required" is said above.
+		cfg.Max = ratelimit.MaxTokens
+	} else if *r.Max > ratelimit.MaxTokens {
+		c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
+		cfg.Max = ratelimit.MaxTokens
+	}
+	modePath := path + ".modes." + cfg.Mode.String()
+	fields := map[string]string{
+		"ThresholdPercentage": modePath + ".thresholdPercentage",
+		"CoolDownPeriod":      modePath + ".coolDownPeriod",
+		"RampDownPercentage":  modePath + ".rampDownPercentage",
+	}
+	for k, v := range limiterFields {
+		fields[k] = path + "." + v
+	}
+	for _, err := range unjoin(cfg.Validate()) {
+		var fe *ratelimit.FieldError
+		if !errors.As(err, &fe) {
+			c.add(path, "%v", err)
+			continue
+		}
+		if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
+			continue // max itself is the problem, reported above
+		}
+		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
+		if fe.Other != "" {
+			msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
+		}
+		c.add(fields[fe.Field], "%s", msg)
 	}
 }
 
@@ -415,7 +408,7 @@ func (c *checker) store(path string, s *RateStore) {
 
 func (c *checker) redis(path string, r *RedisStore) {
 	switch r.Mode {
-	case "single":
+	case RedisModeSingle:
 		if r.URL == nil || *r.URL == "" {
 			c.add(path+".url", "is required in single mode")
 		} else if u, err := url.Parse(*r.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
@@ -427,7 +420,7 @@ func (c *checker) redis(path string, r *RedisStore) {
 		if r.RedisAuth != nil {
 			c.auth(path+".redisAuth", r.RedisAuth)
 		}
-	case "sentinel":
+	case RedisModeSentinel:
 		if r.URL != nil {
 			c.add(path+".url", "is for single mode; remove it or set mode: single")
 		}
@@ -458,10 +451,8 @@ func (c *checker) redis(path string, r *RedisStore) {
 				c.auth(path+".sentinel."+a.name, a.auth)
 			}
 		}
-	case "":
-		c.add(path+".mode", "is required (single or sentinel)")
 	default:
-		c.add(path+".mode", "(%q) must be single or sentinel", r.Mode)
+		c.add(path+".mode", "is required (single or sentinel)")
 	}
 	if r.DB != nil && *r.DB < 0 {
 		c.add(path+".db", "(%d) must not be negative", *r.DB)
@@ -505,8 +496,8 @@ func (r *RateLimit) LimiterConfig() ratelimit.Config {
 	if r.StaleAfter != nil {
 		cfg.StaleAfter = r.StaleAfter.Duration
 	}
-	if r.OnStoreFailure != nil && *r.OnStoreFailure == "pause" {
-		cfg.OnStoreFailure = ratelimit.Pause
+	if r.OnStoreFailure != nil {
+		cfg.OnStoreFailure = *r.OnStoreFailure
 	}
 	if r.ResumedRampUp != nil {
 		cfg.ResumedRampUp = *r.ResumedRampUp

@@ -18,7 +18,8 @@ func pipelineBench(tb testing.TB, url string, frame int) *config.File {
 		tb.Fatal(err)
 	}
 	js := f.Pipeline.Spec.ISB.JetStream
-	js.URL, js.FrameSize = url, new(uint32(frame))
+	fs := uint32(frame)
+	js.URL, js.FrameSize = url, &fs
 	return f
 }
 

@@ -84,8 +84,8 @@ func JetStreamConfig(p *config.Pipeline, log *zap.Logger) (jetstream.Config, err
 	js := p.Spec.ISB.JetStream
 	cfg := jetstream.Config{URL: js.URL, Name: "sluice-" + p.Metadata.Name, AckWait: js.GetAckWait(),
 		DuplicateWindow: js.GetDuplicates(), FrameSize: js.GetFrameSize(), Logger: log.Named("jetstream")}
-	if err := cfg.Storage.UnmarshalText([]byte(js.GetStorage())); err != nil {
-		return cfg, &config.FieldError{Path: jetStreamPath + ".storage", Err: err}
+	if js.GetStorage() == config.MemoryStorage {
+		cfg.Storage = jetstream.MemoryStorage
 	}
 	var err error
 	for _, s := range []struct {

@@ -85,10 +85,7 @@ func (g Graph) rateLimitPath(v *config.Vertex, path string) string {
 func (g Graph) output(ctx context.Context, name string, limits *config.PipelineLimits, b Buffers, m *routeMetrics, cl *closers) (isb.Writer, error) {
 	var edges []route.Edge
 	for _, e := range g.OutEdges(name) {
-		re, err := routeEdge(e)
-		if err != nil {
-			return nil, err
-		}
+		re := routeEdge(e)
 		for _, out := range g.Inputs(e.To) {
 			w, err := b.Writer(ctx, out, name, limits.GetBufferMaxLength(), limits.GetBufferUsageLimit())
 			if err != nil {
@@ -107,22 +104,12 @@ func (g Graph) output(ctx context.Context, name string, limits *config.PipelineL
 }
 
 // routeEdge returns edge e with its conditions, and no partitions yet.
-func routeEdge(e config.Edge) (route.Edge, error) {
-	re := route.Edge{To: e.To}
-	if e.OnFull != nil {
-		if err := re.OnFull.UnmarshalText([]byte(*e.OnFull)); err != nil {
-			return re, err
-		}
-	}
+func routeEdge(e config.Edge) route.Edge {
+	re := route.Edge{To: e.To, OnFull: e.GetOnFull()}
 	if c := e.Conditions; c != nil && c.Tags != nil {
-		re.Condition.Values = slices.Clone(c.Tags.Values)
-		if op := c.Tags.Operator; op != nil {
-			if err := re.Condition.Operator.UnmarshalText([]byte(*op)); err != nil {
-				return re, err
-			}
-		}
+		re.Condition = route.Condition{Operator: c.Tags.GetOperator(), Values: slices.Clone(c.Tags.Values)}
 	}
-	return re, nil
+	return re
 }
 
 // routeMetrics count what a vertex's edges did with its output.

@@ -192,9 +192,9 @@ func retryPolicy(s *config.Sink) forward.RetryPolicy {
 	}
 	if r.OnFailure != nil {
 		switch *r.OnFailure {
-		case "fallback":
+		case config.OnFailureFallback:
 			p.OnFailure = forward.Fallback
-		case "drop":
+		case config.OnFailureDrop:
 			p.OnFailure = forward.Drop
 		}
 	}

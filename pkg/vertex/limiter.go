@@ -153,7 +153,7 @@ func (v *Vertex) openRedisStore(rl *config.RateLimit) (*redisstore.Store, error)
 		return nil, err
 	}
 	v.onClose(client.Close)
-	v.log.Info("sharing the rate limit through redis", zap.String("mode", rs.Mode), zap.Strings("keys", store.Keys()))
+	v.log.Info("sharing the rate limit through redis", zap.Stringer("mode", rs.Mode), zap.Strings("keys", store.Keys()))
 	return store, nil
 }
 
@@ -176,13 +176,13 @@ func (f redisFields) of(err error) string {
 // redisConn reads how to reach the Redis of rs, named path in the YAML, with
 // its secrets.
 func redisConn(rs *config.RedisStore, path string) (redisstore.Conn, redisFields, error) {
-	conn := redisstore.Conn{Mode: rs.Mode}
+	conn := redisstore.Conn{Mode: rs.Mode.String()}
 	if rs.DB != nil {
 		db := int(*rs.DB)
 		conn.DB = &db
 	}
 	var err error
-	if rs.Mode == "sentinel" {
+	if rs.Mode == config.RedisModeSentinel {
 		s := rs.Sentinel
 		sp := path + ".sentinel"
 		conn.MasterName, conn.Endpoints = s.MasterName, s.Endpoints

@@ -184,6 +184,16 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	w.mu.Lock()
 	b, units, perr := w.publish(msgs, errs)
 	w.mu.Unlock()
+	awaitAnswers(ctx, b)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.settle(ctx, b, units, perr, errs)
+	return nil
+}
+
+// awaitAnswers waits until every unit of b is answered, ctx is done or
+// PublishTimeout has passed.
+func awaitAnswers(ctx context.Context, b *pending) {
 	timeout := time.NewTimer(PublishTimeout)
 	defer timeout.Stop()
 	select {
@@ -191,8 +201,11 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	case <-ctx.Done():
 	case <-timeout.C:
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+}
+
+// settle records in errs what became of each message of batch b's units,
+// forgets the batch, and counts what was stored. w.mu is held.
+func (w *Writer) settle(ctx context.Context, b *pending, units []unit, perr []error, errs []error) {
 	var stored, storedUnits int64
 	for u, un := range units {
 		var err error
@@ -224,7 +237,6 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	w.published.Add(stored)
 	w.sentMsgs.Add(stored)
 	w.sentUnits.Add(storedUnits)
-	return nil
 }
 
 // maxFrameBytes bounds a frame's body, well below the server's default
@@ -241,6 +253,38 @@ const frameHeader = "Sluice-Frame"
 // (not awaited). Messages whose ID cannot be sent get their error in errs and
 // are in no unit. w.mu is held.
 func (w *Writer) publish(msgs []isb.Message, errs []error) (*pending, []unit, []error) {
+	units := w.cut(msgs, errs)
+	perr := w.perr[:0]
+	for range units {
+		perr = append(perr, nil)
+	}
+	w.perr = perr
+
+	w.next++
+	id := w.next
+	b := &pending{errs: make([]error, len(units)), answered: make([]bool, len(units)), left: len(units), done: make(chan struct{})}
+	w.batches[id] = b
+	if len(units) == 0 {
+		close(b.done)
+	}
+	prefix := w.inbox + "." + strconv.FormatUint(id, 10) + "."
+	m := &nats.Msg{Subject: w.subject}
+	for u, un := range units {
+		m.Reply = prefix + strconv.Itoa(u)
+		w.fill(m, msgs[un.first:un.first+un.count])
+		if err := w.nc.PublishMsg(m); err != nil {
+			perr[u] = w.publishErr(err)
+			b.answer(u, nil)
+		}
+	}
+	return b, units, perr
+}
+
+// cut divides msgs into units: each message alone, or with frameSize > 1
+// frames of up to frameSize messages and maxFrameBytes. A message whose ID
+// has a line break gets its error in errs and is in no unit; errs of the
+// others are cleared. The units are w.units, reused.
+func (w *Writer) cut(msgs []isb.Message, errs []error) []unit {
 	units := w.units[:0]
 	for i := 0; i < len(msgs); {
 		errs[i] = nil
@@ -268,54 +312,38 @@ func (w *Writer) publish(msgs []isb.Message, errs []error) (*pending, []unit, []
 		i += count
 	}
 	w.units = units
-	perr := w.perr[:0]
-	for range units {
-		perr = append(perr, nil)
-	}
-	w.perr = perr
+	return units
+}
 
-	w.next++
-	id := w.next
-	b := &pending{errs: make([]error, len(units)), answered: make([]bool, len(units)), left: len(units), done: make(chan struct{})}
-	w.batches[id] = b
-	if len(units) == 0 {
-		close(b.done)
-	}
-	prefix := w.inbox + "." + strconv.FormatUint(id, 10) + "."
-	m := &nats.Msg{Subject: w.subject}
-	for u, un := range units {
-		m.Reply, m.Header = prefix+strconv.Itoa(u), nil
-		dedupID := ""
-		if un.count == 1 {
-			w.enc = appendMessage(w.enc[:0], &msgs[un.first])
-			if msgs[un.first].ID != "" {
-				dedupID = w.from + ":" + msgs[un.first].ID
-			}
-		} else {
-			w.enc = appendFrame(w.enc[:0], msgs[un.first:un.first+un.count])
-			if fid, ok := frameID(msgs[un.first : un.first+un.count]); ok {
-				dedupID = w.from + ":" + fid
-			}
+// fill sets the body and headers of m for one unit: a message alone, or a
+// frame of several. The body is w.enc and the headers w.hdr, reused: m is
+// good until the next fill. w.mu is held.
+func (w *Writer) fill(m *nats.Msg, unitMsgs []isb.Message) {
+	dedupID := ""
+	if len(unitMsgs) == 1 {
+		w.enc = appendMessage(w.enc[:0], &unitMsgs[0])
+		if unitMsgs[0].ID != "" {
+			dedupID = w.from + ":" + unitMsgs[0].ID
 		}
-		m.Data = w.enc
-		clear(w.hdr)
-		if dedupID != "" {
-			w.idVal[0] = dedupID
-			w.hdr[jetstream.MsgIDHeader] = w.idVal
-		}
-		if un.count > 1 {
-			w.frameVal[0] = strconv.Itoa(un.count)
-			w.hdr[frameHeader] = w.frameVal
-		}
-		if len(w.hdr) > 0 {
-			m.Header = w.hdr
-		}
-		if err := w.nc.PublishMsg(m); err != nil {
-			perr[u] = w.publishErr(err)
-			b.answer(u, nil)
+	} else {
+		w.enc = appendFrame(w.enc[:0], unitMsgs)
+		if fid, ok := frameID(unitMsgs); ok {
+			dedupID = w.from + ":" + fid
 		}
 	}
-	return b, units, perr
+	m.Data, m.Header = w.enc, nil
+	clear(w.hdr)
+	if dedupID != "" {
+		w.idVal[0] = dedupID
+		w.hdr[jetstream.MsgIDHeader] = w.idVal
+	}
+	if len(unitMsgs) > 1 {
+		w.frameVal[0] = strconv.Itoa(len(unitMsgs))
+		w.hdr[frameHeader] = w.frameVal
+	}
+	if len(w.hdr) > 0 {
+		m.Header = w.hdr
+	}
 }
 
 // answer records the outcome of unit i once.

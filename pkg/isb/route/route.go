@@ -35,7 +35,8 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
-// Operator is how a tag condition matches a message's tags.
+// Operator is how a tag condition matches a message's tags. The zero value is
+// [Or], Numaflow's default.
 type Operator uint8
 
 const (
@@ -47,31 +48,25 @@ const (
 	Not
 )
 
-// String returns the operator's YAML name.
+var operatorNames = [...]string{Or: "or", And: "and", Not: "not"}
+
+// String returns the operator's YAML name: or, and or not.
 func (o Operator) String() string {
-	switch o {
-	case And:
-		return "and"
-	case Not:
-		return "not"
-	default:
-		return "or"
+	if int(o) < len(operatorNames) {
+		return operatorNames[o]
 	}
+	return fmt.Sprintf("Operator(%d)", uint8(o))
 }
 
-// UnmarshalText parses or, and or not.
+// UnmarshalText parses or, and or not, and rejects any other name.
 func (o *Operator) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "or", "":
-		*o = Or
-	case "and":
-		*o = And
-	case "not":
-		*o = Not
-	default:
-		return fmt.Errorf("route: operator %q: want or, and or not", b)
+	for i, name := range operatorNames {
+		if name == string(b) {
+			*o = Operator(i)
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("unknown operator %q (want or, and or not)", b)
 }
 
 // Condition selects messages by their tags. The zero Condition (no values)
@@ -112,6 +107,7 @@ func (c Condition) Match(tags []string) bool {
 }
 
 // OnFull is what an edge does with a message its buffer is too full to take.
+// The zero value is [RetryUntilSuccess], Numaflow's default.
 type OnFull uint8
 
 const (
@@ -122,25 +118,26 @@ const (
 	DiscardLatest
 )
 
-// String returns the YAML name.
+var onFullNames = [...]string{RetryUntilSuccess: "retryUntilSuccess", DiscardLatest: "discardLatest"}
+
+// String returns the YAML name: retryUntilSuccess or discardLatest.
 func (o OnFull) String() string {
-	if o == DiscardLatest {
-		return "discardLatest"
+	if int(o) < len(onFullNames) {
+		return onFullNames[o]
 	}
-	return "retryUntilSuccess"
+	return fmt.Sprintf("OnFull(%d)", uint8(o))
 }
 
-// UnmarshalText parses retryUntilSuccess or discardLatest.
+// UnmarshalText parses retryUntilSuccess or discardLatest, and rejects any
+// other name.
 func (o *OnFull) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "retryUntilSuccess", "":
-		*o = RetryUntilSuccess
-	case "discardLatest":
-		*o = DiscardLatest
-	default:
-		return fmt.Errorf("route: onFull %q: want retryUntilSuccess or discardLatest", b)
+	for i, name := range onFullNames {
+		if name == string(b) {
+			*o = OnFull(i)
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("unknown onFull %q (want retryUntilSuccess or discardLatest)", b)
 }
 
 // Edge is one way out of a vertex: the buffer partitions of the vertex it
@@ -222,25 +219,44 @@ func New(edges []Edge, counts Counts) (*Writer, error) {
 // identified by ID across the retries of a batch: a retried message is
 // written only along the edges that failed.
 func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
+	written, unrouted := w.spread(msgs, errs)
+	if unrouted > 0 && w.counts.Unrouted != nil {
+		w.counts.Unrouted(unrouted)
+	}
+	clear(w.routed)
+	clear(w.discarded)
+	for pi := range w.parts {
+		if p := &w.parts[pi]; len(p.msgs) > 0 {
+			w.writePart(ctx, p, errs, written)
+		}
+	}
+	w.keepPartial(msgs, errs, written)
+	w.countEdges()
+	return nil
+}
+
+// spread clears errs and puts each message into the partition of every edge
+// that takes it and does not have it yet. It returns per message the edges it
+// was written along before (by an earlier try of the batch), and how many
+// messages no edge takes.
+func (w *Writer) spread(msgs []isb.Message, errs []error) (written []uint64, unrouted int) {
 	partial := w.partial
 	w.partial = nil
 	if cap(w.written) < len(msgs) {
 		w.written = make([]uint64, len(msgs))
 	}
-	written := w.written[:len(msgs)]
+	written = w.written[:len(msgs)]
 	for i := range w.parts {
 		p := &w.parts[i]
 		p.msgs, p.errs, p.index = p.msgs[:0], p.errs[:0], p.index[:0]
 	}
-	unrouted := 0
 	for i := range msgs {
 		errs[i] = nil
 		m := &msgs[i]
 		written[i] = partial[m.ID] // nil map: 0
 		taken := false
 		for e := range w.edges {
-			edge := &w.edges[e]
-			if !edge.Condition.Match(m.Tags) {
+			if !w.edges[e].Condition.Match(m.Tags) {
 				continue
 			}
 			taken = true
@@ -255,40 +271,41 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 			unrouted++
 		}
 	}
-	if unrouted > 0 && w.counts.Unrouted != nil {
-		w.counts.Unrouted(unrouted)
-	}
-	clear(w.routed)
-	clear(w.discarded)
-	for pi := range w.parts {
-		p := &w.parts[pi]
-		if len(p.msgs) == 0 {
-			continue
+	return written, unrouted
+}
+
+// writePart writes the messages of one partition and records the outcome of
+// each: the edge in written when the partition took it or the edge discards
+// it, else the first failure in errs.
+func (w *Writer) writePart(ctx context.Context, p *part, errs []error, written []uint64) {
+	p.errs = append(p.errs, make([]error, len(p.msgs))...)
+	if err := p.w.Write(ctx, p.msgs, p.errs); err != nil {
+		for i := range p.errs {
+			p.errs[i] = err
 		}
-		p.errs = append(p.errs, make([]error, len(p.msgs))...)
-		if err := p.w.Write(ctx, p.msgs, p.errs); err != nil {
-			for i := range p.errs {
-				p.errs[i] = err
+	}
+	edge := &w.edges[p.edge]
+	for k, err := range p.errs {
+		i := p.index[k]
+		switch {
+		case err == nil:
+			written[i] |= 1 << p.edge
+			w.routed[p.edge]++
+		case errors.Is(err, isb.ErrBufferFull) && edge.OnFull == DiscardLatest:
+			written[i] |= 1 << p.edge
+			w.discarded[p.edge]++
+		default:
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("edge to %s: %w", edge.To, err)
 			}
 		}
-		edge := &w.edges[p.edge]
-		for k, err := range p.errs {
-			i := p.index[k]
-			switch {
-			case err == nil:
-				written[i] |= 1 << p.edge
-				w.routed[p.edge]++
-			case errors.Is(err, isb.ErrBufferFull) && edge.OnFull == DiscardLatest:
-				written[i] |= 1 << p.edge
-				w.discarded[p.edge]++
-			default:
-				if errs[i] == nil {
-					errs[i] = fmt.Errorf("edge to %s: %w", edge.To, err)
-				}
-			}
-		}
-		clear(p.msgs) // keep no payloads after Write
 	}
+	clear(p.msgs) // keep no payloads after Write
+}
+
+// keepPartial remembers the edges of each failed message that has some, so
+// that its retry skips them.
+func (w *Writer) keepPartial(msgs []isb.Message, errs []error, written []uint64) {
 	for i := range msgs {
 		if errs[i] != nil && written[i] != 0 {
 			if w.partial == nil {
@@ -297,6 +314,10 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 			w.partial[msgs[i].ID] = written[i]
 		}
 	}
+}
+
+// countEdges reports the messages routed and discarded along each edge.
+func (w *Writer) countEdges() {
 	for e := range w.edges {
 		if w.routed[e] > 0 && w.counts.Routed != nil {
 			w.counts.Routed(w.edges[e].To, w.routed[e])
@@ -305,7 +326,6 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 			w.counts.Discarded(w.edges[e].To, w.discarded[e])
 		}
 	}
-	return nil
 }
 
 // partition picks the partition of edge e for a message with keys.

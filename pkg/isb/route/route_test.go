@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -47,9 +48,14 @@ func TestParseNames(t *testing.T) {
 			t.Errorf("operator %q: %v, %v", name, o, err)
 		}
 	}
-	var o route.Operator
-	if err := o.UnmarshalText([]byte("xor")); err == nil {
-		t.Error("operator xor accepted")
+	for _, bad := range []string{"xor", "", "OR"} {
+		var o route.Operator
+		if err := o.UnmarshalText([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want or, and or not") {
+			t.Errorf("operator %q: %v, want an error listing the operators", bad, err)
+		}
+	}
+	if got := route.Operator(9).String(); got != "Operator(9)" {
+		t.Errorf("Operator(9).String() = %q", got)
 	}
 	for _, name := range []string{"retryUntilSuccess", "discardLatest"} {
 		var f route.OnFull
@@ -57,9 +63,14 @@ func TestParseNames(t *testing.T) {
 			t.Errorf("onFull %q: %v, %v", name, f, err)
 		}
 	}
-	var f route.OnFull
-	if err := f.UnmarshalText([]byte("drop")); err == nil {
-		t.Error("onFull drop accepted")
+	for _, bad := range []string{"drop", ""} {
+		var f route.OnFull
+		if err := f.UnmarshalText([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want retryUntilSuccess or discardLatest") {
+			t.Errorf("onFull %q: %v, want an error listing the policies", bad, err)
+		}
+	}
+	if got := route.OnFull(9).String(); got != "OnFull(9)" {
+		t.Errorf("OnFull(9).String() = %q", got)
 	}
 }
 
