@@ -20,21 +20,21 @@ import (
 // Limiter is the part of a rate limiter a forwarder uses: a *ratelimit.Limiter, one
 // of its Lanes, or [Noop].
 type Limiter interface {
-	AcquireGrant(ctx context.Context, n int) (ratelimit.Grant, error)
-	DepositGrant(g ratelimit.Grant, unused int)
+	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)
+	Deposit(g ratelimit.Grant, unused int)
 }
 
 // Noop is the Limiter of a vertex without a rate limit: it grants every request in
 // full and costs one interface call per batch.
 type Noop struct{}
 
-// AcquireGrant grants n tokens.
-func (Noop) AcquireGrant(_ context.Context, n int) (ratelimit.Grant, error) {
+// Acquire grants n tokens.
+func (Noop) Acquire(_ context.Context, n int) (ratelimit.Grant, error) {
 	return ratelimit.Grant{Tokens: n}, nil
 }
 
-// DepositGrant does nothing.
-func (Noop) DepositGrant(ratelimit.Grant, int) {}
+// Deposit does nothing.
+func (Noop) Deposit(ratelimit.Grant, int) {}
 
 // Deps are what a forwarder moves messages between.
 type Deps struct {
@@ -213,7 +213,7 @@ func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
 	if f.d.Limiter == nil {
 		return ratelimit.Grant{Tokens: f.opts.BatchSize}, nil
 	}
-	g, err := f.d.Limiter.AcquireGrant(f.probe, f.opts.BatchSize)
+	g, err := f.d.Limiter.Acquire(f.probe, f.opts.BatchSize)
 	if err != nil {
 		var te *ratelimit.ThrottledError
 		if !errors.As(err, &te) {
@@ -221,7 +221,7 @@ func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
 		}
 		r := reasonOf(te.Reason)
 		f.d.Tracker.Begin(r)
-		g, err = f.d.Limiter.AcquireGrant(ctx, f.opts.BatchSize)
+		g, err = f.d.Limiter.Acquire(ctx, f.opts.BatchSize)
 		f.d.Tracker.End(r)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -257,7 +257,7 @@ func (f *Forwarder) readBatch(ctx context.Context, g ratelimit.Grant) []isb.Read
 	}
 	n, err := f.d.Reader.Read(ctx, f.read[:g.Tokens])
 	if unused := g.Tokens - n; unused > 0 && f.d.Limiter != nil {
-		f.d.Limiter.DepositGrant(g, unused)
+		f.d.Limiter.Deposit(g, unused)
 		f.d.Metrics.Deposited.Add(float64(unused))
 	}
 	if n > 0 {
@@ -303,7 +303,7 @@ func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
 		if f.opts.ExcludeDropped && f.d.Limiter != nil {
-			f.d.Limiter.DepositGrant(g, dropped)
+			f.d.Limiter.Deposit(g, dropped)
 			f.d.Metrics.Deposited.Add(float64(dropped))
 		}
 	}

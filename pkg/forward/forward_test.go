@@ -156,14 +156,14 @@ type countingLimiter struct {
 	granted, deposited int
 }
 
-func (c *countingLimiter) AcquireGrant(_ context.Context, n int) (ratelimit.Grant, error) {
+func (c *countingLimiter) Acquire(_ context.Context, n int) (ratelimit.Grant, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.granted += n
 	return ratelimit.Grant{Tokens: n}, nil
 }
 
-func (c *countingLimiter) DepositGrant(_ ratelimit.Grant, unused int) {
+func (c *countingLimiter) Deposit(_ ratelimit.Grant, unused int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deposited += unused

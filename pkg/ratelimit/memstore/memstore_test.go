@@ -104,12 +104,12 @@ func (p *pool) drain() map[string]int64 {
 		if r.dead {
 			continue
 		}
-		n, err := r.l.Acquire(ctx, 1_000_000)
+		g, err := r.l.Acquire(ctx, 1_000_000)
 		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
 			p.t.Fatalf("%s: %v", id, err)
 		}
-		got[id] = int64(n)
-		p.kept[r.l.Status().Epoch] += int64(n)
+		got[id] = int64(g.Tokens)
+		p.kept[r.l.Status().Epoch] += int64(g.Tokens)
 	}
 	return got
 }
@@ -426,8 +426,8 @@ func TestFixedPool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := l.Acquire(ctx, 100); n != want {
-			t.Errorf("rank %d took %d; want %d", rank, n, want)
+		if g, _ := l.Acquire(ctx, 100); g.Tokens != want {
+			t.Errorf("rank %d took %d; want %d", rank, g.Tokens, want)
 		}
 		l.Close(context.Background())
 	}
@@ -490,18 +490,18 @@ func TestEpochsFollowTheStoreClock(t *testing.T) {
 	clk.Advance(2 * time.Second) // joined; local 1_700_000_002.0 = store .002.4
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
-	if n, _ := l.Acquire(ctx, 100); n != 10 {
-		t.Fatalf("took %d; want the whole 10", n)
+	if g, _ := l.Acquire(ctx, 100); g.Tokens != 10 {
+		t.Fatalf("took %d; want the whole 10", g.Tokens)
 	}
 	if e := l.Status().Epoch; e != 1_700_000_002 {
 		t.Fatalf("epoch %d; want the store's second 1700000002", e)
 	}
 	clk.Advance(599 * time.Millisecond)
-	if n, _ := l.Acquire(ctx, 100); n != 0 {
-		t.Fatalf("took %d before the store's second turned", n)
+	if g, _ := l.Acquire(ctx, 100); g.Tokens != 0 {
+		t.Fatalf("took %d before the store's second turned", g.Tokens)
 	}
 	clk.Advance(time.Millisecond) // store .003.0
-	if n, _ := l.Acquire(ctx, 100); n != 10 || l.Status().Epoch != 1_700_000_003 {
-		t.Fatalf("took %d in epoch %d at the store's new second; want 10 in 1700000003", n, l.Status().Epoch)
+	if g, _ := l.Acquire(ctx, 100); g.Tokens != 10 || l.Status().Epoch != 1_700_000_003 {
+		t.Fatalf("took %d in epoch %d at the store's new second; want 10 in 1700000003", g.Tokens, l.Status().Epoch)
 	}
 }
