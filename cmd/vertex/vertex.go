@@ -306,10 +306,10 @@ func (v *vertex) status() vertexStatus {
 		s.RateLimit, s.Mode, s.Epoch, s.Pool, s.Share, s.Granted, s.PoolSize, s.Rank =
 			true, v.mode, ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.PoolSize, ls.Rank
 	}
-	var rs []forward.Reason
+	var rs []ratelimit.Reason
 	s.Throttled, rs = v.tracker.Throttled()
 	for _, r := range rs {
-		s.Reasons = append(s.Reasons, string(r))
+		s.Reasons = append(s.Reasons, r.String())
 	}
 	s.ReadTotal = counterValue(v.metrics.Read)
 	s.WriteTotal = counterValue(v.metrics.Written)
