@@ -64,8 +64,7 @@ type Limiter struct {
 	registered  bool      // has synced with the store once
 	leaseUntil  time.Time // the last agreed view may be used until then
 	leaseLogged bool
-	resume      int64 // the pool to resume the ramp from, milli-tokens; 0 for none
-	agreedSize  int   // the last pool size agreed, for logging changes
+	agreedSize  int // the last pool size agreed, for logging changes
 	ended       []EpochSummary
 }
 
@@ -107,9 +106,10 @@ type waitResult struct {
 // maxRequest caps a single request so that taken never overflows.
 const maxRequest = MaxTokens
 
-// New returns a Limiter for cfg, which must be valid (see [Config.Validate]).
-// With [WithStore] the limiter registers with the store before it returns, and
-// takes no tokens until the replicas agree on a pool that includes it.
+// New returns a Limiter for cfg, which must be valid (see [Config.Validate]). It
+// does no I/O: with [WithStore] the limiter registers with the store from a
+// background goroutine, starting at once, and takes no tokens until the replicas
+// agree on a pool that includes it.
 func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -129,26 +129,15 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.member.fixedSize, l.member.fixedRank = o.fixedSize, o.fixedRank
 	l.syncCtx, l.syncCancel = context.WithCancel(context.Background())
 
-	if l.store != nil {
-		// Register, then report the live count at once: a replica alone in its pool
-		// agrees at the second sync. A store that cannot be reached is retried by
-		// the background sync; until then the replica takes no tokens.
-		if l.syncOnce() == nil {
-			l.syncOnce()
-		}
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clk.Now()
 	start := l.epochAt(now)
 	l.ramp = newRamp(cfg, start)
-	if l.resume > 0 {
-		l.ramp.resume(l.resume, start)
-	}
 	l.publish(l.newEpoch(start, now))
 	l.scheduleTick(now)
 	if l.store != nil {
-		l.scheduleSync()
+		l.scheduleSync(0, true)
 	}
 	return l, nil
 }

@@ -601,3 +601,42 @@ func TestServedWaiterCountsAsCall(t *testing.T) {
 	l.clk.Advance(time.Second)
 	mustAcquire(t, l.Limiter, expired(t), 1000, 30)
 }
+
+// blockingStore is a store whose Sync blocks until its context ends, as a store
+// behind a network that drops packets does.
+type blockingStore struct{ entered chan Report }
+
+func (s blockingStore) Sync(ctx context.Context, r Report) (View, error) {
+	s.entered <- r
+	<-ctx.Done()
+	return View{}, ctx.Err()
+}
+
+func (blockingStore) Leave(context.Context, Report) error { return nil }
+
+func TestNewDoesNoIO(t *testing.T) {
+	// New returns while the store does not answer; the first sync starts from the
+	// background at once, and Close cuts it short.
+	store := blockingStore{entered: make(chan Report, 1)}
+	l, err := New(Config{Max: 10}, WithStore(store), WithReplicaID("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-store.entered:
+		if r.ID != "a" || r.PoolSize != 0 {
+			t.Fatalf("first sync reported %+v; want a registration of a", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first sync did not start")
+	}
+	if g, r := l.TryAcquire(1); g.Tokens != 0 || r != ReasonAwaitingAgreement {
+		t.Fatalf("TryAcquire before registering = %d, %v; want 0, awaiting_agreement", g.Tokens, r)
+	}
+	if s := l.Status(); s.StoreUp {
+		t.Fatal("status says the store is up before any sync")
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -365,6 +365,7 @@ func TestRegistrationFailureTakesNoTokens(t *testing.T) {
 	p := newPool(t, flat(10))
 	p.store.SetAvailable(false)
 	l := p.joinWith("a", flat(10))
+	p.clk.Advance(0) // the first sync, from the background
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ratelimit.ErrStoreUnavailable) {
@@ -392,8 +393,14 @@ func TestResumedRampUp(t *testing.T) {
 	}
 	p.leave("a")
 	p.clk.Advance(5 * time.Second)
-	b := p.joinWith("b", cfg)
-	if got := b.Status().PoolMilli; got != before {
+	// A replica registers from the background at once and starts its ramp at the
+	// next epoch.
+	startPool := func(id string, cfg ratelimit.Config) int64 {
+		l := p.joinWith(id, cfg)
+		p.clk.Advance(time.Second)
+		return l.Status().PoolMilli
+	}
+	if got := startPool("b", cfg); got != before {
 		t.Fatalf("b starts at %d milli-tokens; want the %d a left", got, before)
 	}
 	p.run(time.Second)
@@ -405,14 +412,14 @@ func TestResumedRampUp(t *testing.T) {
 	p.store.SetTTL(time.Second)
 	p.leave("b")
 	p.clk.Advance(3 * time.Second)
-	if got := p.joinWith("c", cfg).Status().PoolMilli; got != 10_000 {
+	if got := startPool("c", cfg); got != 10_000 {
 		t.Fatalf("after the ttl c starts at %d milli-tokens; want min", got)
 	}
 	// Without resumedRampUp, the saved pool is ignored.
 	p.store.SetTTL(time.Hour)
 	p.leave("c")
 	cfg.ResumedRampUp = false
-	if got := p.joinWith("d", cfg).Status().PoolMilli; got != 10_000 {
+	if got := startPool("d", cfg); got != 10_000 {
 		t.Fatalf("without resumedRampUp d starts at %d milli-tokens; want min", got)
 	}
 }
