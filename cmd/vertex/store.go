@@ -163,7 +163,7 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 			return nil, nil, usagef("%s: %v", field, err)
 		}
 	}
-	opts := redisstore.Options{TTL: durationOr(rl.TTL, config.DefaultTTL), StaleAfter: durationOr(rl.StaleAfter, config.DefaultStaleAfter)}
+	opts := redisstore.Options{TTL: durationOr(rl.TTL, config.DefaultTTL)}
 	store, err := redisstore.New(client, prefix, opts)
 	if err != nil {
 		client.Close()

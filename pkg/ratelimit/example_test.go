@@ -76,7 +76,7 @@ func ExampleLimiter_TryAcquire() {
 // Three replicas share one limit through a store; the shares sum to the pool.
 func ExampleWithStore() {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store := memstore.New(clk, 0)
+	store := memstore.New(clk)
 	var replicas []*ratelimit.Limiter
 	for _, id := range []string{"a", "b", "c"} {
 		l, _ := ratelimit.New(ratelimit.Config{Max: 10, Min: 10},

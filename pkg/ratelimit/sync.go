@@ -19,7 +19,7 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := Report{ID: l.id, PoolSize: l.member.report}
+	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter}
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(l.syncCtx, max(l.sync, time.Second))
@@ -133,5 +133,5 @@ func (l *Limiter) leave(ctx context.Context, pool int64) error {
 	if l.store == nil {
 		return nil
 	}
-	return l.store.Leave(ctx, Report{ID: l.id, Pool: pool})
+	return l.store.Leave(ctx, Report{ID: l.id, Pool: pool, StaleAfter: l.cfg.StaleAfter})
 }

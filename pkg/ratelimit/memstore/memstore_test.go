@@ -60,7 +60,7 @@ type replicaUnderTest struct {
 
 func newPool(t *testing.T, cfg ratelimit.Config) *pool {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	p := &pool{t: t, cfg: cfg, clk: clk, store: memstore.New(clk, 2*time.Second),
+	p := &pool{t: t, cfg: cfg, clk: clk, store: memstore.New(clk),
 		reps: map[string]*replicaUnderTest{}, kept: map[int64]int64{}}
 	t.Cleanup(func() {
 		for _, r := range p.reps {
@@ -270,28 +270,89 @@ func TestChurnNeverExceedsPool(t *testing.T) {
 
 func TestStoreSync(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	s := memstore.New(clk, time.Second)
+	s := memstore.New(clk)
 	ctx := context.Background()
-	v, _ := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0})
+	v, _ := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1})
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
 	if !v.Agreed || v.PoolSize != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0})
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 2})
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
 	if v.Live != 1 || v.Agreed {
 		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
 	}
 	s.SetAvailable(false)
 	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
 		t.Fatalf("down store: %v", err)
+	}
+}
+
+// TestEachReplicasOwnLease checks that the store drops a silent replica after the
+// staleAfter that replica reported, not after one of the store's own.
+func TestEachReplicasOwnLease(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	s := memstore.New(clk)
+	ctx := context.Background()
+	for _, r := range []ratelimit.Report{
+		{ID: "short", StaleAfter: time.Second},
+		{ID: "default"}, // ratelimit.DefaultStaleAfter, 2s
+		{ID: "long", StaleAfter: 3 * time.Second},
+	} {
+		if _, err := s.Sync(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{time.Second, "[default long short watcher]"}, // a lease still holds at its end
+		{time.Second + time.Millisecond, "[default long watcher]"},
+		{2*time.Second + time.Millisecond, "[long watcher]"},
+		{3*time.Second + time.Millisecond, "[watcher]"},
+	} {
+		clk.Set(time.Unix(1_700_000_000, 0).Add(step.at))
+		if _, err := s.Sync(ctx, ratelimit.Report{ID: "watcher", StaleAfter: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(s.Members()); got != step.want {
+			t.Fatalf("after %v: members %s; want %s", step.at, got, step.want)
+		}
+	}
+}
+
+// TestCrashedReplicaKeepsItsShareForItsLease runs limiters with different leases:
+// the survivors get a crashed replica's share back only once its own lease, not
+// theirs, has run out, so no epoch grants more than the pool meanwhile.
+func TestCrashedReplicaKeepsItsShareForItsLease(t *testing.T) {
+	p := newPool(t, flat(10))
+	long := flat(10)
+	long.StaleAfter = 5 * time.Second
+	p.joinWith("a", flat(10))
+	p.joinWith("b", long)
+	p.run(2 * time.Second)
+	if got := p.nextEpoch(); got["a"] != 5 || got["b"] != 5 {
+		t.Fatalf("before the crash: %v", got)
+	}
+	p.crash("b")
+	p.run(4 * time.Second) // past a's lease of 2s, within b's of 5s
+	if m := p.store.Members(); fmt.Sprint(m) != "[a b]" {
+		t.Fatalf("members %v within b's lease; want a and b", m)
+	}
+	if got := p.nextEpoch(); got["a"] != 5 {
+		t.Fatalf("a took %d within b's lease; want its share of 5", got["a"])
+	}
+	p.run(2 * time.Second)
+	if got := p.nextEpoch(); got["a"] != 10 {
+		t.Fatalf("a took %d after b's lease; want all 10", got["a"])
 	}
 }
 
@@ -488,7 +549,7 @@ func TestEpochsFollowTheStoreClock(t *testing.T) {
 	// The store's clock is 400ms ahead: epochs turn when the store's second does,
 	// at .6 of the replica's own second.
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store := skewed{memstore.New(clk, 0), 400 * time.Millisecond}
+	store := skewed{memstore.New(clk), 400 * time.Millisecond}
 	l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithStore(store))
 	if err != nil {
 		t.Fatal(err)

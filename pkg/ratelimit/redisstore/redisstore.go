@@ -12,9 +12,10 @@
 // # Scripts
 //
 // Each sync is one Lua script (sync.lua), run with EVALSHA and, when Redis does
-// not know it yet, EVAL: it records the heartbeat on Redis TIME, drops stale
-// replicas and returns the agreement, the rank and Redis's clock, which defines
-// the epochs of every replica. A replica syncs once per sync interval from a
+// not know it yet, EVAL: it records the heartbeat on Redis TIME with the lease
+// the replica reports (its staleAfter), drops the replicas whose lease has run
+// out, and returns the agreement, the rank and Redis's clock, which defines the
+// epochs of every replica. A replica syncs once per sync interval from a
 // background goroutine, never per message.
 package redisstore
 
@@ -41,18 +42,12 @@ var (
 	leaveScript = redis.NewScript(leaveSource)
 )
 
-// Defaults of a store's options.
-const (
-	DefaultStaleAfter = ratelimit.DefaultStaleAfter
-	DefaultTTL        = 180 * time.Second
-)
-
-// Options tune a store.
+// Options tune a store. A replica's lease is not one of them: each replica
+// reports its own staleAfter at every sync (ratelimit.Report.StaleAfter).
 type Options struct {
-	// StaleAfter drops a replica whose last heartbeat is older (default 2s).
-	StaleAfter time.Duration
-	// TTL is how long keys outlive the last sync, and how long the pool of a
-	// replica that left is kept for resuming (default 180s).
+	// TTL is how long keys outlive the last sync (and at least twice the longest
+	// lease), and how long the pool of a replica that left is kept for resuming
+	// (0 for ratelimit.DefaultTTL).
 	TTL time.Duration
 }
 
@@ -61,7 +56,6 @@ type Store struct {
 	client redis.Scripter
 	keys   []string
 	opts   Options
-	keyTTL time.Duration // of the membership keys: at least two staleAfters
 }
 
 var _ ratelimit.Store = (*Store)(nil)
@@ -71,14 +65,11 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	if prefix == "" {
 		return nil, errors.New("redisstore: empty key prefix")
 	}
-	if opts.StaleAfter <= 0 {
-		opts.StaleAfter = DefaultStaleAfter
-	}
 	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
+		opts.TTL = ratelimit.DefaultTTL
 	}
 	base := "sluice:{" + prefix + "}:"
-	return &Store{client: client, opts: opts, keyTTL: max(opts.TTL, 2*opts.StaleAfter),
+	return &Store{client: client, opts: opts,
 		keys: []string{base + "heartbeats", base + "reports", base + "members", base + "resume"}}, nil
 }
 
@@ -87,8 +78,12 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [ratelimit.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+	stale := r.StaleAfter
+	if stale <= 0 {
+		stale = ratelimit.DefaultStaleAfter
+	}
 	res, err := syncScript.Run(ctx, s.client, s.keys, r.ID, r.PoolSize,
-		s.opts.StaleAfter.Milliseconds(), s.keyTTL.Milliseconds()).Int64Slice()
+		max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}

@@ -28,11 +28,11 @@ func newStore(t *testing.T, srv *redistest.Server, prefix string, opts redisstor
 
 func TestSyncAgreement(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	s := newStore(t, srv, "mv", redisstore.Options{StaleAfter: 300 * time.Millisecond})
+	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
 	sync := func(id string, size int) ratelimit.View {
 		t.Helper()
-		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: size})
+		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,6 +69,39 @@ func TestSyncAgreement(t *testing.T) {
 	}
 	if v := sync("a", 1); !v.Agreed || v.PoolSize != 1 {
 		t.Fatalf("after b went stale: %+v; want AGREE(1)", v)
+	}
+}
+
+// TestEachReplicasOwnLease checks that Redis drops a silent replica after the
+// staleAfter that replica reported, and keeps the keys for the longest lease.
+func TestEachReplicasOwnLease(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Second})
+	ctx := context.Background()
+	for _, r := range []ratelimit.Report{{ID: "short", StaleAfter: 200 * time.Millisecond}, {ID: "long", StaleAfter: time.Minute}} {
+		if _, err := s.Sync(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ttl := srv.Do(t, "PTTL", s.Keys()[0]).(int64); ttl < 60_000 {
+		t.Fatalf("heartbeats key ttl %dms; want at least twice the longest lease", ttl)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, err := s.Sync(ctx, ratelimit.Report{ID: "watcher", StaleAfter: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Live == 2 {
+			break // short is gone; long, reported a minute, stays
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live %d; short never went stale", v.Live)
+		}
+		time.Sleep(50 * time.Millisecond) // Redis's clock must move past short's lease
+	}
+	if got := srv.Do(t, "ZRANGE", s.Keys()[2], 0, -1); fmt.Sprint(got) != "[long watcher]" {
+		t.Fatalf("members %v; want long and watcher", got)
 	}
 }
 
