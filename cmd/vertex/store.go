@@ -97,7 +97,7 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 	setRedisLogger.Do(func() { redis.SetLogger(redisLog{log.Named("redis")}) })
 	rs := rl.Store.RedisStore
 	path := storePath + ".redisStore"
-	conn := redisstore.Conn{Mode: rs.Mode}
+	var conn redisstore.Conn
 	if rs.DB != nil {
 		db := int(*rs.DB)
 		conn.DB = &db
@@ -137,15 +137,15 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 		}
 		credsPath, tlsPath = path+".sentinel.redisAuth", path+".sentinel.redisTLS"
 	}
-	client, err := redisstore.NewClient(conn)
-	if err != nil {
-		return nil, nil, usagef("%s: %v", path, err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := redisstore.Check(ctx, client); err != nil {
+	opts := redisstore.Options{TTL: durationOr(rl.TTL, config.DefaultTTL)}
+	store, err := redisstore.Open(ctx, conn, prefix, opts)
+	if err != nil {
 		var field string
 		switch {
+		case errors.Is(err, redisstore.ErrInvalidConn):
+			field = path
 		case errors.Is(err, redisstore.ErrAuth):
 			field = credsPath
 		case errors.Is(err, redisstore.ErrTLS):
@@ -156,21 +156,12 @@ func newRedisStore(rl *config.RateLimit, prefix string, log *zap.Logger) (*redis
 				field = path + ".sentinel.endpoints"
 			}
 		default:
-			log.Warn("redis is not reachable yet; taking no tokens until it is", zap.Error(err))
+			return nil, nil, err
 		}
-		if field != "" {
-			client.Close()
-			return nil, nil, usagef("%s: %v", field, err)
-		}
-	}
-	opts := redisstore.Options{TTL: durationOr(rl.TTL, config.DefaultTTL)}
-	store, err := redisstore.New(client, prefix, opts)
-	if err != nil {
-		client.Close()
-		return nil, nil, err
+		return nil, nil, usagef("%s: %v", field, err)
 	}
 	log.Info("sharing the rate limit through redis", zap.String("mode", rs.Mode), zap.Strings("keys", store.Keys()))
-	return store, client.Close, nil
+	return store, store.Close, nil
 }
 
 func durationOr(d *config.Duration, def time.Duration) time.Duration {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,16 +52,61 @@ type Options struct {
 	TTL time.Duration
 }
 
-// Store is one vertex's pool in Redis. It is safe for concurrent use.
+// Store is one vertex's pool in Redis. It is safe for concurrent use. Open one
+// with [Open], which makes its own client, or build one on a client of yours with
+// [New].
 type Store struct {
 	client redis.Scripter
 	keys   []string
 	opts   Options
+
+	own       redis.UniversalClient // the client Open made; nil after New
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ ratelimit.Store = (*Store)(nil)
 
-// New returns the pool of the vertex prefix in the Redis of client.
+// Open returns the pool of the vertex prefix in the Redis that conn describes,
+// through a client of its own, and pings Redis once within ctx to check the
+// configuration. A configuration Redis rejects is an error that matches
+// [ErrAuth] (credentials), [ErrTLS] (TLS handshake) or [ErrHost] (unknown host),
+// and a Conn that cannot be used matches [ErrInvalidConn]; the client is closed
+// then. Redis merely being away (connection refused, timeout) is no error: Open
+// returns the store, whose syncs fail until Redis is back, and a limiter logs
+// that at its first sync. [Store.Close] closes the client.
+func Open(ctx context.Context, conn Conn, prefix string, opts Options) (*Store, error) {
+	client, where, err := newClient(conn)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	s, err := New(client, prefix, opts)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	if err := configError(client.Ping(ctx).Err()); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redisstore: %s: %w", where, err)
+	}
+	s.own = client
+	return s, nil
+}
+
+// Close closes the client that [Open] made; it does nothing for a store built
+// with [New], whose client belongs to its caller. Close is safe to call more than
+// once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.own != nil {
+			s.closeErr = s.own.Close()
+		}
+	})
+	return s.closeErr
+}
+
+// New returns the pool of the vertex prefix in the Redis of client, which stays
+// the caller's to close.
 func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	if prefix == "" {
 		return nil, errors.New("redisstore: empty key prefix")
