@@ -7,7 +7,14 @@
 // A store keeps four keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
 // sluice:{prefix}:heartbeats, :reports, :members and :resume. Every key expires
-// after the ttl unless a replica keeps syncing.
+// after the ttl (and at least twice the longest lease) unless a replica keeps
+// syncing.
+//
+// # Connecting
+//
+// [Open] connects to the Redis a [Conn] describes, one server or the master of a
+// set of sentinels, and fails only on a configuration Redis rejects; [New] builds
+// a store on a client of the caller's.
 //
 // # Scripts
 //
