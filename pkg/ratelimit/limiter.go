@@ -170,9 +170,13 @@ func (l *Limiter) TryAcquire(n int) (Grant, Reason) {
 // granted them. If that epoch has ended they are dropped: tokens never carry over
 // to another epoch. A grant should be deposited at most once.
 func (l *Limiter) Deposit(g Grant, unused int) {
-	if unused <= 0 || g.Tokens <= 0 {
-		return
+	if unused > 0 && g.Tokens > 0 { // inlined: a reader that used its grant makes no call
+		l.deposit(g, unused)
 	}
+}
+
+// deposit gives back unused (> 0) of g's tokens to g's epoch, if it is current.
+func (l *Limiter) deposit(g Grant, unused int) {
 	if st := l.state.Load(); st.epoch == g.epoch && int(g.lane) < len(st.counters) {
 		st.counter(g.lane).Add(int64(min(unused, g.Tokens)))
 		if l.nwait.Load() > 0 {
