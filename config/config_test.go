@@ -414,8 +414,8 @@ func TestDefaults(t *testing.T) {
 			r.Pacing != nil || r.TTL != nil || r.ResumedRampUp != nil || r.Store != nil || r.Modes != nil {
 			t.Errorf("unset fields are set: %+v", r)
 		}
-		if DefaultRateMin != 1 || DefaultRampUpDuration != time.Second || DefaultTTL != 180*time.Second ||
-			DefaultStaleAfter != 2*time.Second || DefaultSyncInterval != 100*time.Millisecond {
+		if ratelimit.DefaultMin != 1 || ratelimit.DefaultRampUpDuration != time.Second || ratelimit.DefaultTTL != 180*time.Second ||
+			ratelimit.DefaultStaleAfter != 2*time.Second || ratelimit.DefaultSyncInterval != 100*time.Millisecond {
 			t.Error("rateLimit defaults changed")
 		}
 	})

@@ -227,15 +227,6 @@ type RateLimit struct {
 	Pacing *Duration `yaml:"pacing"`
 }
 
-// Defaults of the rateLimit block.
-const (
-	DefaultRateMin        = 1
-	DefaultRampUpDuration = time.Second
-	DefaultTTL            = 180 * time.Second
-	DefaultStaleAfter     = 2 * time.Second
-	DefaultSyncInterval   = 100 * time.Millisecond
-)
-
 // RateStore is where the replicas of a vertex share their limit.
 type RateStore struct {
 	RedisStore    *RedisStore `yaml:"redisStore"`

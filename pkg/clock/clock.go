@@ -8,7 +8,8 @@
 //
 // [Real] is the wall clock with Go's runtime timers. [Manual] starts at a given time
 // and fires its timers, in deadline order and in the caller's goroutine, when
-// [Manual.Advance] or [Manual.Set] moves it past their deadlines.
+// [Manual.Advance] or [Manual.Set] moves it past their deadlines; a test learns that
+// the code under test is waiting on it with [Manual.BlockUntil].
 package clock
 
 import "time"

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -18,7 +19,8 @@ type Manual struct {
 	now     time.Time
 	seq     uint64
 	pending []*manualTimer
-	moving  sync.Mutex // serialises Advance and Set so timers fire in order
+	armed   chan struct{} // closed and cleared when a timer is armed; nil when nobody waits
+	moving  sync.Mutex    // serialises Advance and Set so timers fire in order
 }
 
 type manualTimer struct {
@@ -47,6 +49,10 @@ func (c *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	c.seq++
 	t := &manualTimer{c: c, when: c.now.Add(d), seq: c.seq, f: f}
 	c.pending = append(c.pending, t)
+	if c.armed != nil {
+		close(c.armed)
+		c.armed = nil
+	}
 	return t
 }
 
@@ -74,6 +80,30 @@ func (c *Manual) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending)
+}
+
+// BlockUntil blocks until at least n timers are pending (armed with AfterFunc and
+// neither fired nor stopped), or until ctx is done, when it returns ctx's error. A
+// test calls it to know that the code under test is waiting on the clock before it
+// moves the clock.
+func (c *Manual) BlockUntil(ctx context.Context, n int) error {
+	for {
+		c.mu.Lock()
+		if len(c.pending) >= n {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.armed == nil {
+			c.armed = make(chan struct{})
+		}
+		armed := c.armed
+		c.mu.Unlock()
+		select {
+		case <-armed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (c *Manual) runUntil(target time.Time) {

@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -451,6 +453,54 @@ func TestManualConcurrentUse(t *testing.T) {
 	if got, want := c.Now(), at(4*time.Second); !got.Equal(want) {
 		t.Fatalf("Now() = %v, want %v", got, want)
 	}
+}
+
+func TestManualBlockUntil(t *testing.T) {
+	t.Run("already pending", func(t *testing.T) {
+		c := NewManual(t0)
+		c.AfterFunc(time.Second, func() {})
+		c.AfterFunc(time.Second, func() {})
+		for n := range 3 {
+			if err := c.BlockUntil(context.Background(), n); err != nil {
+				t.Fatalf("BlockUntil(%d) with 2 pending = %v", n, err)
+			}
+		}
+	})
+	t.Run("wakes when timers are armed", func(t *testing.T) {
+		c := NewManual(t0)
+		done := make(chan error, 1)
+		go func() { done <- c.BlockUntil(context.Background(), 2) }()
+		c.AfterFunc(time.Second, func() {})
+		c.AfterFunc(time.Second, func() {})
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("BlockUntil(2) = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("BlockUntil(2) did not return after two timers were armed")
+		}
+	})
+	t.Run("fired and stopped timers do not count", func(t *testing.T) {
+		c := NewManual(t0)
+		c.AfterFunc(time.Second, func() {})
+		c.AfterFunc(time.Hour, func() {}).Stop()
+		c.Advance(time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := c.BlockUntil(ctx, 1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("BlockUntil(1) with none pending = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("gives up when ctx ends", func(t *testing.T) {
+		c := NewManual(t0)
+		c.AfterFunc(time.Second, func() {})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := c.BlockUntil(ctx, 2); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("BlockUntil(2) with one pending = %v, want context.DeadlineExceeded", err)
+		}
+	})
 }
 
 func TestManualImplementsClock(t *testing.T) {

@@ -43,7 +43,6 @@ func BenchmarkForwardCycle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer f.cancelProbe()
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,4 +1,16 @@
-// Package forward is the forwarder loop that every vertex runs: acquire tokens,
-// read at most that many messages, give back the unused tokens, apply the UDF,
-// write, and ack only after the write is durable.
+// Package forward is the forwarder loop that every vertex runs. One iteration is a
+// few visible steps:
+//
+//	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
+//	read at most that many  Reader.Read
+//	deposit the unused      Limiter.Deposit, into the epoch that granted them
+//	process                 the source transformer and the UDF
+//	write                   the sink, or the fallback sink
+//	ack                     Reader.Ack, only after the write is durable
+//
+// While the limiter has no tokens the forwarder waits and a [Tracker] counts why
+// (a ratelimit.Reason, also downstream_full while the sink is full). On shutdown
+// reads stop, the batch in flight is written and acked within the shutdown
+// timeout, and a batch still unacked at that deadline is logged and naked (when
+// the reader is an isb.Naker) so that it is delivered again at once.
 package forward

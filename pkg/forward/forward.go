@@ -18,23 +18,33 @@ import (
 )
 
 // Limiter is the part of a rate limiter a forwarder uses: a *ratelimit.Limiter, one
-// of its Lanes, or [Noop].
+// of its Lanes, or [Noop]. TryAcquire takes what is available without waiting, or
+// says why there is nothing; Acquire waits for tokens until ctx is done; Deposit
+// gives back the unused tokens of a grant (see package ratelimit).
 type Limiter interface {
-	AcquireGrant(ctx context.Context, n int) (ratelimit.Grant, error)
-	DepositGrant(g ratelimit.Grant, unused int)
+	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)
+	TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason)
+	Deposit(g ratelimit.Grant, unused int)
 }
 
 // Noop is the Limiter of a vertex without a rate limit: it grants every request in
-// full and costs one interface call per batch.
+// full, never waits, and costs one interface call per batch.
 type Noop struct{}
 
-// AcquireGrant grants n tokens.
-func (Noop) AcquireGrant(_ context.Context, n int) (ratelimit.Grant, error) {
+var _ Limiter = Noop{}
+
+// Acquire grants n tokens.
+func (Noop) Acquire(_ context.Context, n int) (ratelimit.Grant, error) {
 	return ratelimit.Grant{Tokens: n}, nil
 }
 
-// DepositGrant does nothing.
-func (Noop) DepositGrant(ratelimit.Grant, int) {}
+// TryAcquire grants n tokens.
+func (Noop) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
+	return ratelimit.Grant{Tokens: n}, ratelimit.NotThrottled
+}
+
+// Deposit does nothing.
+func (Noop) Deposit(ratelimit.Grant, int) {}
 
 // Deps are what a forwarder moves messages between.
 type Deps struct {
@@ -95,11 +105,6 @@ type Forwarder struct {
 	opts Options
 	log  *zap.Logger
 
-	// probe has a deadline in the past: an Acquire with it fails at once with the
-	// reason when it would wait, so the forwarder can say why it pauses.
-	probe       context.Context
-	cancelProbe context.CancelFunc
-
 	// Buffers reused by every iteration.
 	read     []isb.ReadMessage
 	in, mid  []isb.Message
@@ -130,16 +135,13 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
 	}
-	f := &Forwarder{d: d, opts: opts, log: d.Logger, read: make([]isb.ReadMessage, opts.BatchSize)}
-	f.probe, f.cancelProbe = context.WithDeadline(context.Background(), time.Unix(0, 0))
-	return f, nil
+	return &Forwarder{d: d, opts: opts, log: d.Logger, read: make([]isb.ReadMessage, opts.BatchSize)}, nil
 }
 
 // Run forwards until ctx is done, then finishes the iteration in flight (write and
 // ack) within the shutdown timeout, and returns. It returns an error only when the
 // forwarder cannot go on, such as a closed limiter.
 func (f *Forwarder) Run(ctx context.Context) error {
-	defer f.cancelProbe()
 	// hard is done ShutdownTimeout after ctx: the in-flight iteration uses it to
 	// finish its writes and acks after reads have stopped.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
@@ -174,15 +176,18 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	return nil
 }
 
-// forwardOnce runs one iteration. Reads stop when ctx is done; the messages already
-// read are written and acked under hard.
+// forwardOnce runs one iteration: acquire tokens, read at most that many
+// messages, give back the unused tokens, process, write, ack. Reads stop when ctx
+// is done; the messages already read are written and acked under hard, and handed
+// back to the reader when hard ends first.
 func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	g, err := f.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	batch := f.readBatch(ctx, g)
+	batch := f.readBatch(ctx, g.Tokens)
+	f.deposit(g, g.Tokens-len(batch)) // unused tokens go back, same epoch
 	if len(batch) == 0 {
 		return nil
 	}
@@ -194,12 +199,17 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	}
 	out, err := f.process(hard, g, batch)
 	if err != nil {
-		return nil // not acked: the source may deliver the batch again
-	}
-	if err := f.write(hard, out); err != nil {
+		f.abandon(hard, "process", batch, err)
 		return nil
 	}
-	f.ack(hard, batch)
+	if err := f.write(hard, out); err != nil {
+		f.abandon(hard, StageWrite, batch, err)
+		return nil
+	}
+	if err := f.ack(hard, batch); err != nil {
+		f.abandon(hard, StageAck, batch, err)
+		return nil
+	}
 	f.d.Metrics.Batch.Observe(time.Since(start).Seconds())
 	if f.d.Tracer != nil {
 		trace.SpanFromContext(hard).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
@@ -207,22 +217,18 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	return nil
 }
 
-// acquire takes up to a batch's worth of tokens, waiting when there are none, and
-// tracks why it waits.
+// acquire takes up to a batch's worth of tokens. When none are available now it
+// tracks why while it waits for them.
 func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
 	if f.d.Limiter == nil {
 		return ratelimit.Grant{Tokens: f.opts.BatchSize}, nil
 	}
-	g, err := f.d.Limiter.AcquireGrant(f.probe, f.opts.BatchSize)
-	if err != nil {
-		var te *ratelimit.ThrottledError
-		if !errors.As(err, &te) {
-			return g, err
-		}
-		r := reasonOf(te.Reason)
-		f.d.Tracker.Begin(r)
-		g, err = f.d.Limiter.AcquireGrant(ctx, f.opts.BatchSize)
-		f.d.Tracker.End(r)
+	g, reason := f.d.Limiter.TryAcquire(f.opts.BatchSize)
+	if g.Tokens == 0 {
+		var err error
+		f.d.Tracker.Begin(reason)
+		g, err = f.d.Limiter.Acquire(ctx, f.opts.BatchSize)
+		f.d.Tracker.End(reason)
 		if err != nil {
 			if ctx.Err() != nil {
 				return g, ctx.Err()
@@ -237,29 +243,22 @@ func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
 	return g, nil
 }
 
-func reasonOf(r ratelimit.Reason) Reason {
-	switch r {
-	case ratelimit.ReasonAwaitingAgreement:
-		return AwaitingAgreement
-	case ratelimit.ReasonStoreUnavailable:
-		return StoreUnavailable
-	default:
-		return RateLimited
+// deposit gives unused of g's tokens back to the limiter.
+func (f *Forwarder) deposit(g ratelimit.Grant, unused int) {
+	if unused > 0 && f.d.Limiter != nil {
+		f.d.Limiter.Deposit(g, unused)
+		f.d.Metrics.Deposited.Add(float64(unused))
 	}
 }
 
-// readBatch reads at most g.Tokens messages and gives back the tokens it did not
-// use. On a read error it logs and waits a little so that a failing source is not
-// spun on; messages read before the error are still forwarded.
-func (f *Forwarder) readBatch(ctx context.Context, g ratelimit.Grant) []isb.ReadMessage {
-	if g.Tokens == 0 {
+// readBatch reads at most n messages. On a read error it logs and waits a little
+// so that a failing source is not spun on; messages read before the error are
+// still forwarded.
+func (f *Forwarder) readBatch(ctx context.Context, n int) []isb.ReadMessage {
+	if n == 0 {
 		return nil
 	}
-	n, err := f.d.Reader.Read(ctx, f.read[:g.Tokens])
-	if unused := g.Tokens - n; unused > 0 && f.d.Limiter != nil {
-		f.d.Limiter.DepositGrant(g, unused)
-		f.d.Metrics.Deposited.Add(float64(unused))
-	}
+	n, err := f.d.Reader.Read(ctx, f.read[:n])
 	if n > 0 {
 		f.d.Metrics.Read.Add(float64(n))
 	}
@@ -270,6 +269,29 @@ func (f *Forwarder) readBatch(ctx context.Context, g ratelimit.Grant) []isb.Read
 	}
 	return f.read[:n]
 }
+
+// abandon gives up a batch that was read but could not be acked because step
+// failed, which happens only once hard is done: every step retries until then. It
+// logs the failure and naks the batch when the reader can, so that the batch is
+// delivered again at once instead of after the reader's ack deadline.
+func (f *Forwarder) abandon(hard context.Context, step string, batch []isb.ReadMessage, err error) {
+	f.log.Warn("batch not acked: "+step+" did not finish; it will be delivered again",
+		zap.String("stage", step), zap.Int("messages", len(batch)), zap.Error(err))
+	nk, ok := f.d.Reader.(isb.Naker)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
+	defer cancel()
+	if err := nk.Nak(ctx, batch, 0); err != nil {
+		f.log.Warn("nak failed; the batch is delivered again after the reader's ack deadline",
+			zap.Int("messages", len(batch)), zap.Error(err))
+	}
+}
+
+// nakTimeout bounds the nak of an abandoned batch, which runs after the shutdown
+// deadline.
+const nakTimeout = time.Second
 
 // readErrorPause is how long the loop waits after a failed read.
 const readErrorPause = 100 * time.Millisecond
@@ -302,9 +324,8 @@ func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb
 	}
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
-		if f.opts.ExcludeDropped && f.d.Limiter != nil {
-			f.d.Limiter.DepositGrant(g, dropped)
-			f.d.Metrics.Deposited.Add(float64(dropped))
+		if f.opts.ExcludeDropped {
+			f.deposit(g, dropped)
 		}
 	}
 	return msgs, nil
@@ -333,7 +354,7 @@ func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
 	full := false
 	defer func() {
 		if full {
-			f.d.Tracker.End(DownstreamFull)
+			f.d.Tracker.End(ratelimit.ReasonDownstreamFull)
 		}
 	}()
 	for attempt := 0; len(pending) > 0; attempt++ {
@@ -344,9 +365,9 @@ func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
 		}
 		if isFull != full {
 			if isFull {
-				f.d.Tracker.Begin(DownstreamFull)
+				f.d.Tracker.Begin(ratelimit.ReasonDownstreamFull)
 			} else {
-				f.d.Tracker.End(DownstreamFull)
+				f.d.Tracker.End(ratelimit.ReasonDownstreamFull)
 			}
 			full = isFull
 		}
@@ -428,19 +449,18 @@ func (f *Forwarder) writeFallback(hard context.Context) error {
 	return nil
 }
 
-// ack acks the batch, retrying a few times; a batch never acked is delivered again
-// by sources that can.
-func (f *Forwarder) ack(hard context.Context, batch []isb.ReadMessage) {
+// ack acks the batch, retrying a few times, and returns the last error when it
+// could not; a batch never acked is delivered again by sources that can.
+func (f *Forwarder) ack(hard context.Context, batch []isb.ReadMessage) error {
 	for attempt := 0; ; attempt++ {
 		err := f.d.Reader.Ack(hard, batch)
 		if err == nil {
 			f.d.Metrics.Acked.Add(float64(len(batch)))
-			return
+			return nil
 		}
 		f.d.Metrics.Errors.WithLabelValues(StageAck).Inc()
 		if attempt >= 4 || !f.sleep(hard, f.backoff(attempt)) {
-			f.log.Error("ack failed; the source may deliver the batch again", zap.Int("messages", len(batch)), zap.Error(err))
-			return
+			return fmt.Errorf("ack after %d attempts: %w", attempt+1, err)
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
@@ -49,7 +51,13 @@ type harness struct {
 
 func start(t *testing.T, d Deps, opts Options) *harness {
 	t.Helper()
-	h := &harness{tr: NewTracker(nil), in: d.Reader.(*memory.Buffer)}
+	h := &harness{tr: NewTracker(nil)}
+	switch r := d.Reader.(type) {
+	case *memory.Buffer:
+		h.in = r
+	case ackOnly:
+		h.in = r.Reader.(*memory.Buffer)
+	}
 	if d.Sink == nil {
 		h.out = memory.New("out", 1<<20, time.Millisecond, nil)
 		d.Sink = h.out
@@ -97,7 +105,7 @@ func (h *harness) waitAcked(t *testing.T, n uint64) {
 }
 
 // waitThrottled waits until the tracker reports exactly the reasons want.
-func (h *harness) waitThrottled(t *testing.T, want ...Reason) {
+func (h *harness) waitThrottled(t *testing.T, want ...ratelimit.Reason) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -117,6 +125,7 @@ func (h *harness) waitThrottled(t *testing.T, want ...Reason) {
 func TestForwardsEveryMessageOnceInOrder(t *testing.T) {
 	h := start(t, Deps{Reader: sourceOf(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
 	h.waitAcked(t, 95)
+	h.stop(t) // the ack metric counts after the source has the ack
 	got := h.out.Messages()
 	if len(got) != 95 {
 		t.Fatalf("sink has %d messages; want 95", len(got))
@@ -156,14 +165,19 @@ type countingLimiter struct {
 	granted, deposited int
 }
 
-func (c *countingLimiter) AcquireGrant(_ context.Context, n int) (ratelimit.Grant, error) {
+func (c *countingLimiter) Acquire(_ context.Context, n int) (ratelimit.Grant, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.granted += n
 	return ratelimit.Grant{Tokens: n}, nil
 }
 
-func (c *countingLimiter) DepositGrant(_ ratelimit.Grant, unused int) {
+func (c *countingLimiter) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
+	g, _ := c.Acquire(context.Background(), n)
+	return g, ratelimit.NotThrottled
+}
+
+func (c *countingLimiter) Deposit(_ ratelimit.Grant, unused int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deposited += unused
@@ -291,7 +305,7 @@ func TestDownstreamFullIsTracked(t *testing.T) {
 	out := memory.New("out", 5, time.Millisecond, nil)
 	h := start(t, Deps{Reader: sourceOf(t, 20), Sink: out, Limiter: Noop{}},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
-	h.waitThrottled(t, DownstreamFull)
+	h.waitThrottled(t, ratelimit.ReasonDownstreamFull)
 	if s := h.in.Stats(); s.Acked != 0 {
 		t.Fatalf("acked %d while the sink was full; want none of the blocked batch", s.Acked)
 	}
@@ -349,20 +363,83 @@ func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 	}
 }
 
+// ackOnly is a reader that cannot nak.
+type ackOnly struct{ isb.Reader }
+
+// TestShutdownTimeoutBoundsAStuckSink checks that a batch the sink never takes
+// is given up at the shutdown deadline, logged, and naked when the reader can,
+// so that it is read again at once.
 func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) {
-	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	in := sourceOf(t, 10)
-	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{ShutdownTimeout: 50 * time.Millisecond})
-	<-sink.entered
-	h.cancel()
-	select {
-	case <-h.done:
-		h.done <- nil
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after the shutdown timeout")
+	for _, tt := range []struct {
+		name   string
+		reader func(*memory.Buffer) isb.Reader
+		want   memory.Stats
+	}{
+		{"naked", func(b *memory.Buffer) isb.Reader { return b }, memory.Stats{Pending: 10}},
+		{"reader cannot nak", func(b *memory.Buffer) isb.Reader { return ackOnly{b} }, memory.Stats{InFlight: 10}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
+			in := sourceOf(t, 10)
+			core, logs := observer.New(zap.WarnLevel)
+			h := start(t, Deps{Reader: tt.reader(in), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
+				Options{ShutdownTimeout: 50 * time.Millisecond})
+			<-sink.entered
+			h.cancel()
+			select {
+			case <-h.done:
+				h.done <- nil
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return after the shutdown timeout")
+			}
+			if s := in.Stats(); s.Acked != tt.want.Acked || s.InFlight != tt.want.InFlight || s.Pending != tt.want.Pending {
+				t.Fatalf("stuck batch: %+v; want %+v", s, tt.want)
+			}
+			abandoned := logs.FilterMessageSnippet("batch not acked").FilterField(zap.String("stage", StageWrite))
+			if abandoned.Len() != 1 {
+				t.Fatalf("logged %v; want the batch given up at the write logged once", logs.All())
+			}
+		})
 	}
-	if s := in.Stats(); s.Acked != 0 || s.InFlight != 10 {
-		t.Fatalf("stuck batch: %+v; want it unacked", s)
+}
+
+// stuckLimiter has no tokens to give, for the reason it was made with, until the
+// context of Acquire ends.
+type stuckLimiter struct {
+	reason  ratelimit.Reason
+	tries   atomic.Int64
+	waiting chan struct{}
+}
+
+func (s *stuckLimiter) TryAcquire(int) (ratelimit.Grant, ratelimit.Reason) {
+	s.tries.Add(1)
+	return ratelimit.Grant{}, s.reason
+}
+
+func (s *stuckLimiter) Acquire(ctx context.Context, _ int) (ratelimit.Grant, error) {
+	s.waiting <- struct{}{}
+	<-ctx.Done()
+	return ratelimit.Grant{}, &ratelimit.ThrottledError{Reason: s.reason, Cause: ctx.Err()}
+}
+
+func (s *stuckLimiter) Deposit(ratelimit.Grant, int) {}
+
+func TestForwarderWaitsForTheLimitersReason(t *testing.T) {
+	for _, r := range []ratelimit.Reason{ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement, ratelimit.ReasonStoreUnavailable} {
+		t.Run(r.String(), func(t *testing.T) {
+			lim := &stuckLimiter{reason: r, waiting: make(chan struct{}, 1)}
+			h := start(t, Deps{Reader: sourceOf(t, 10), Limiter: lim}, Options{})
+			<-lim.waiting
+			h.waitThrottled(t, r)
+			h.stop(t)
+			h.waitThrottled(t)
+			if n := lim.tries.Load(); n != 1 {
+				t.Fatalf("TryAcquire called %d times; want once before the wait", n)
+			}
+			if s := h.in.Stats(); s.Pending != 10 {
+				t.Fatalf("source %+v; want nothing read without tokens", s)
+			}
+		})
 	}
 }
 
@@ -373,7 +450,7 @@ func TestThrottledForwarderReportsWhy(t *testing.T) {
 	}
 	defer lim.Close(context.Background())
 	h := start(t, Deps{Reader: sourceOf(t, 1000), Limiter: lim}, Options{BatchSize: 100})
-	h.waitThrottled(t, RateLimited)
+	h.waitThrottled(t, ratelimit.ReasonRateLimited)
 	h.stop(t)
 	if s := h.in.Stats(); s.Acked > 10 {
 		t.Fatalf("acked %d in at most two epochs of 5", s.Acked)
@@ -388,16 +465,16 @@ func TestTracker(t *testing.T) {
 	if ok, _ := tr.Throttled(); ok {
 		t.Fatal("new tracker throttled")
 	}
-	tr.Begin(RateLimited)
-	tr.Begin(DownstreamFull)
-	tr.Begin(RateLimited)
-	tr.End(RateLimited)
-	if ok, rs := tr.Throttled(); !ok || len(rs) != 2 {
-		t.Fatalf("overlapping conditions: %v %v", ok, rs)
+	tr.Begin(ratelimit.ReasonDownstreamFull)
+	tr.Begin(ratelimit.ReasonRateLimited)
+	tr.Begin(ratelimit.ReasonRateLimited)
+	tr.End(ratelimit.ReasonRateLimited)
+	if ok, rs := tr.Throttled(); !ok || fmt.Sprint(rs) != "[rate_limited downstream_full]" {
+		t.Fatalf("overlapping conditions: %v %v; want [rate_limited downstream_full]", ok, rs)
 	}
-	tr.End(RateLimited)
-	tr.End(DownstreamFull)
-	tr.End(DownstreamFull) // unmatched End is ignored
+	tr.End(ratelimit.ReasonRateLimited)
+	tr.End(ratelimit.ReasonDownstreamFull)
+	tr.End(ratelimit.ReasonDownstreamFull) // unmatched End is ignored
 	if ok, _ := tr.Throttled(); ok {
 		t.Fatal("still throttled after every End")
 	}

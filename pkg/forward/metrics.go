@@ -57,11 +57,11 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageAck} {
 		m.Errors.WithLabelValues(stage)
 	}
-	for _, r := range Reasons {
+	for _, r := range reasons {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "sluice_ratelimit_throttled_seconds_total",
 			Help:        "Seconds the forwarder was paused, by reason; reasons can overlap.",
-			ConstLabels: prometheus.Labels{"reason": string(r)},
+			ConstLabels: prometheus.Labels{"reason": r.String()},
 		}, func() float64 { return tr.Seconds(r) }))
 	}
 	return m

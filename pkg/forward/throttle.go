@@ -5,21 +5,15 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// Reason is why a forwarder is paused. The values are the metric label values.
-type Reason string
-
-// The reasons a forwarder pauses.
-const (
-	RateLimited       Reason = "rate_limited"       // the epoch's share is used up
-	AwaitingAgreement Reason = "awaiting_agreement" // the replicas have not agreed on the pool yet
-	StoreUnavailable  Reason = "store_unavailable"  // the limiter's store is down past its lease
-	DownstreamFull    Reason = "downstream_full"    // the sink or the next buffer is full
-)
-
-// Reasons lists every Reason, for metrics.
-var Reasons = []Reason{RateLimited, AwaitingAgreement, StoreUnavailable, DownstreamFull}
+// reasons lists every reason a forwarder pauses for, in the order Throttled
+// reports them: the limiter's and a full downstream.
+var reasons = [...]ratelimit.Reason{
+	ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement,
+	ratelimit.ReasonStoreUnavailable, ratelimit.ReasonDownstreamFull,
+}
 
 // Tracker counts the conditions that pause a forwarder. Conditions may overlap: the
 // forwarder is paused while any is active, and the time each is active is added up
@@ -28,9 +22,9 @@ type Tracker struct {
 	clk clock.Clock
 
 	mu     sync.Mutex
-	active map[Reason]int       // how many holders of each condition
-	since  map[Reason]time.Time // when each active condition began
-	total  map[Reason]time.Duration
+	active map[ratelimit.Reason]int       // how many holders of each condition
+	since  map[ratelimit.Reason]time.Time // when each active condition began
+	total  map[ratelimit.Reason]time.Duration
 	depth  int           // conditions active, over all reasons
 	change chan struct{} // closed and replaced when the set of active reasons changes
 }
@@ -40,8 +34,8 @@ func NewTracker(clk clock.Clock) *Tracker {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Tracker{clk: clk, active: map[Reason]int{}, since: map[Reason]time.Time{},
-		total: map[Reason]time.Duration{}, change: make(chan struct{})}
+	return &Tracker{clk: clk, active: map[ratelimit.Reason]int{}, since: map[ratelimit.Reason]time.Time{},
+		total: map[ratelimit.Reason]time.Duration{}, change: make(chan struct{})}
 }
 
 // Changed returns a channel that is closed the next time a reason becomes active
@@ -57,9 +51,9 @@ func (t *Tracker) changed() {
 	t.change = make(chan struct{})
 }
 
-// Begin records that a condition for reason started. Every Begin is paired with one
-// End.
-func (t *Tracker) Begin(r Reason) {
+// Begin records that a condition for reason r started. Every Begin is paired with
+// one End.
+func (t *Tracker) Begin(r ratelimit.Reason) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active[r] == 0 {
@@ -71,7 +65,7 @@ func (t *Tracker) Begin(r Reason) {
 }
 
 // End records that a condition for reason ended.
-func (t *Tracker) End(r Reason) {
+func (t *Tracker) End(r ratelimit.Reason) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active[r] == 0 {
@@ -86,16 +80,17 @@ func (t *Tracker) End(r Reason) {
 	}
 }
 
-// Throttled reports whether any condition is active, and the reasons active now in
-// the order of [Reasons].
-func (t *Tracker) Throttled() (bool, []Reason) {
+// Throttled reports whether any condition is active, and the reasons active now:
+// rate_limited, awaiting_agreement, store_unavailable, downstream_full, in that
+// order.
+func (t *Tracker) Throttled() (bool, []ratelimit.Reason) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.depth == 0 {
 		return false, nil
 	}
-	var rs []Reason
-	for _, r := range Reasons {
+	var rs []ratelimit.Reason
+	for _, r := range reasons {
 		if t.active[r] > 0 {
 			rs = append(rs, r)
 		}
@@ -105,7 +100,7 @@ func (t *Tracker) Throttled() (bool, []Reason) {
 
 // Seconds returns how long reason has paused the forwarder in all, the current
 // condition included.
-func (t *Tracker) Seconds(r Reason) float64 {
+func (t *Tracker) Seconds(r ratelimit.Reason) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d := t.total[r]

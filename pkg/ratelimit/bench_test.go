@@ -28,21 +28,21 @@ func newBenchRate() *rate.Limiter { return rate.NewLimiter(rate.Limit(1e12), 1<<
 
 // BenchmarkAcquireDeposit is the serial cost. "used" is the throttled steady state:
 // the reader used every token it got and deposits 0. "unused" gives part of every
-// grant back with DepositGrant, the worst case: two atomic adds per iteration.
+// grant back, the worst case: two atomic adds per iteration.
 func BenchmarkAcquireDeposit(b *testing.B) {
 	ctx := context.Background()
 	b.Run("sluice/used", func(b *testing.B) {
 		l := newBenchLimiter(b)
 		for b.Loop() {
-			n, _ := l.Acquire(ctx, 500)
-			l.Deposit(500 - n)
+			g, _ := l.Acquire(ctx, 500)
+			l.Deposit(g, 500-g.Tokens)
 		}
 	})
 	b.Run("sluice/unused", func(b *testing.B) {
 		l := newBenchLimiter(b)
 		for b.Loop() {
-			g, _ := l.AcquireGrant(ctx, 500)
-			l.DepositGrant(g, g.Tokens/4)
+			g, _ := l.Acquire(ctx, 500)
+			l.Deposit(g, g.Tokens/4)
 		}
 	})
 	b.Run("x-time-rate/AllowN", func(b *testing.B) {
@@ -63,8 +63,8 @@ func BenchmarkAcquireDepositParallel(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			ln := l.Lane()
 			for pb.Next() {
-				n, _ := ln.Acquire(ctx, 500)
-				ln.Deposit(500 - n)
+				g, _ := ln.Acquire(ctx, 500)
+				ln.Deposit(g, 500-g.Tokens)
 			}
 		})
 	})
@@ -73,8 +73,8 @@ func BenchmarkAcquireDepositParallel(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			ln := l.Lane()
 			for pb.Next() {
-				g, _ := ln.AcquireGrant(ctx, 500)
-				ln.DepositGrant(g, g.Tokens/4)
+				g, _ := ln.Acquire(ctx, 500)
+				ln.Deposit(g, g.Tokens/4)
 			}
 		})
 	})
@@ -82,8 +82,8 @@ func BenchmarkAcquireDepositParallel(b *testing.B) {
 		l := newBenchLimiter(b)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				g, _ := l.AcquireGrant(ctx, 500)
-				l.DepositGrant(g, g.Tokens/4)
+				g, _ := l.Acquire(ctx, 500)
+				l.Deposit(g, g.Tokens/4)
 			}
 		})
 	})

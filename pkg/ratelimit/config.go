@@ -94,9 +94,10 @@ type Config struct {
 	// be between 1ms and 500ms.
 	Pacing time.Duration
 
-	// StaleAfter is a replica's lease with a store (0 for the default 2s): the
-	// store drops a replica silent this long, and a replica that cannot reach the
-	// store this long acts by OnStoreFailure.
+	// StaleAfter is a replica's lease with a store (0 for the default 2s), the one
+	// setting of it: the replica reports it at each sync and the store drops the
+	// replica once it has been silent this long, and a replica that cannot reach
+	// the store this long acts by OnStoreFailure.
 	StaleAfter time.Duration
 	// OnStoreFailure is what a replica does once its lease has run out.
 	OnStoreFailure StoreFailurePolicy

@@ -8,9 +8,16 @@
 // Time is cut into epochs, whole seconds of the store clock. In each epoch the pool
 // P (kept in integer milli-tokens) is split among the n replicas that agree to be in
 // the pool: the replica of rank i gets floor(floor(P)/n), plus one token for the
-// first floor(P) mod n ranks, so the shares sum to exactly floor(P). A caller takes
-// tokens with [Limiter.Acquire] before it reads and gives back what it did not use
-// with [Limiter.Deposit]; unused tokens never carry over to the next epoch.
+// first floor(P) mod n ranks, so the shares sum to exactly floor(P).
+//
+// # Verbs
+//
+// A caller takes tokens before it reads, as a [Grant] of the current epoch:
+// [Limiter.Acquire] waits for them when none are left (or fails fast with a
+// [*ThrottledError] when its deadline comes first), [Limiter.TryAcquire] never
+// waits and says why there are none (a [Reason]). After the read it gives back
+// what it did not use with [Limiter.Deposit]; tokens of an epoch that has ended
+// are dropped, so unused tokens never carry over to the next epoch.
 //
 // # Modes
 //
@@ -31,9 +38,10 @@
 //
 // # Hot path
 //
-// Acquire and Deposit take no lock and read no clock: the epoch's tokens are kept in
-// atomic counters that a timer replaces at each epoch boundary (or pacing slice).
-// Acquire is one atomic add while tokens are left. Goroutines that acquire
+// Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
+// left: the epoch's tokens are kept in atomic counters that a timer replaces at
+// each epoch boundary (or pacing slice). Acquire is one atomic add while tokens are
+// left. Goroutines that acquire
 // concurrently should each use a [Lane], whose tokens sit on a cache line of its own
 // yet remain available to every other caller. Callers that must wait are queued and
 // served in arrival order when tokens come, so no reader starves another.
@@ -42,7 +50,7 @@
 //
 // With [WithStore], a limiter is one replica of a pool kept in a [Store]: it syncs
 // with the store from a background goroutine (every 100ms by default), never per
-// Acquire. Replicas agree on the pool size before a newcomer takes tokens, a new
+// Acquire, and [New] does no I/O: the first sync starts in the background at once. Replicas agree on the pool size before a newcomer takes tokens, a new
 // size takes effect at the next epoch boundary, and a replica that leaves or stops
 // sending heartbeats is dropped so the others get its share back. Package memstore
 // is an in-process store.

@@ -34,6 +34,9 @@ const (
 	ReasonAwaitingAgreement
 	// ReasonStoreUnavailable means the store is down and the lease has run out.
 	ReasonStoreUnavailable
+	// ReasonDownstreamFull means the sink or the next buffer is full. A Limiter
+	// never reports it; a forwarder pauses for it beside the limiter's reasons.
+	ReasonDownstreamFull
 )
 
 var reasonNames = [...]string{
@@ -41,10 +44,11 @@ var reasonNames = [...]string{
 	ReasonRateLimited:       "rate_limited",
 	ReasonAwaitingAgreement: "awaiting_agreement",
 	ReasonStoreUnavailable:  "store_unavailable",
+	ReasonDownstreamFull:    "downstream_full",
 }
 
 // String returns the reason as used in metric labels: none, rate_limited,
-// awaiting_agreement, store_unavailable.
+// awaiting_agreement, store_unavailable, downstream_full.
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
 		return reasonNames[r]

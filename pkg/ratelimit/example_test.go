@@ -23,12 +23,12 @@ func Example() {
 	defer l.Close(context.Background())
 
 	ctx := context.Background()
-	g, err := l.AcquireGrant(ctx, 64)
+	g, err := l.Acquire(ctx, 64)
 	if err != nil {
 		panic(err)
 	}
 	read := min(g.Tokens, 40) // the source had only 40 messages
-	l.DepositGrant(g, g.Tokens-read)
+	l.Deposit(g, g.Tokens-read)
 	fmt.Println("granted", g.Tokens, "used", read)
 	// Output: granted 64 used 40
 }
@@ -42,8 +42,8 @@ func ExampleLimiter_Acquire() {
 
 	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(300*time.Millisecond))
 	defer cancel()
-	n, _ := l.Acquire(ctx, 25)
-	fmt.Println("first call:", n)
+	g, _ := l.Acquire(ctx, 25)
+	fmt.Println("first call:", g.Tokens)
 
 	clk.Advance(400 * time.Millisecond)
 	_, err := l.Acquire(ctx, 1)
@@ -54,10 +54,29 @@ func ExampleLimiter_Acquire() {
 	// true true 600ms
 }
 
+// TryAcquire never waits: it takes what is left of the epoch's share, or says why
+// there is nothing to take.
+func ExampleLimiter_TryAcquire() {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	l, _ := ratelimit.New(ratelimit.Config{Max: 10}, ratelimit.WithClock(clk))
+	defer l.Close(context.Background())
+
+	g, reason := l.TryAcquire(8)
+	fmt.Println(g.Tokens, reason)
+	g, reason = l.TryAcquire(8)
+	fmt.Println(g.Tokens, reason)
+	g, reason = l.TryAcquire(8)
+	fmt.Println(g.Tokens, reason)
+	// Output:
+	// 8 none
+	// 2 none
+	// 0 rate_limited
+}
+
 // Three replicas share one limit through a store; the shares sum to the pool.
 func ExampleWithStore() {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store := memstore.New(clk, 0)
+	store := memstore.New(clk)
 	var replicas []*ratelimit.Limiter
 	for _, id := range []string{"a", "b", "c"} {
 		l, _ := ratelimit.New(ratelimit.Config{Max: 10, Min: 10},

@@ -22,18 +22,12 @@ func (l *Limiter) Lane() *Lane {
 }
 
 // Acquire is [Limiter.Acquire] through the lane.
-func (ln *Lane) Acquire(ctx context.Context, n int) (int, error) {
-	g, err := ln.l.acquire(ctx, n, ln.slot)
-	return g.Tokens, err
-}
-
-// AcquireGrant is [Limiter.AcquireGrant] through the lane.
-func (ln *Lane) AcquireGrant(ctx context.Context, n int) (Grant, error) {
+func (ln *Lane) Acquire(ctx context.Context, n int) (Grant, error) {
 	return ln.l.acquire(ctx, n, ln.slot)
 }
 
-// Deposit is [Limiter.Deposit] through the lane.
-func (ln *Lane) Deposit(n int) { ln.l.deposit(ln.slot, n) }
+// TryAcquire is [Limiter.TryAcquire] through the lane.
+func (ln *Lane) TryAcquire(n int) (Grant, Reason) { return ln.l.tryAcquire(n, ln.slot) }
 
-// DepositGrant is [Limiter.DepositGrant].
-func (ln *Lane) DepositGrant(g Grant, unused int) { ln.l.DepositGrant(g, unused) }
+// Deposit is [Limiter.Deposit]: the tokens go back to the lane that granted them.
+func (ln *Lane) Deposit(g Grant, unused int) { ln.l.Deposit(g, unused) }

@@ -14,26 +14,33 @@ func TestLaneTokensStayAvailableToOthers(t *testing.T) {
 	ln := l.Lane()
 	// The lane takes a chunk in advance and keeps what it did not grant.
 	mustAcquire(t, l.Limiter, ctx, 0, 0)
-	if n, _ := ln.Acquire(ctx, 10); n != 10 {
-		t.Fatalf("lane got %d; want 10", n)
+	lg, _ := ln.Acquire(ctx, 10)
+	if lg.Tokens != 10 {
+		t.Fatalf("lane got %d; want 10", lg.Tokens)
 	}
 	if s := l.Status(); s.Granted != 10 {
 		t.Fatalf("granted %d; tokens a lane holds are not granted", s.Granted)
 	}
 	// Another caller still gets every token left, some of them from the lane.
 	mustAcquire(t, l.Limiter, ctx, 1000, 90)
-	if n, err := ln.Acquire(ctx, 1); n != 0 || !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("lane after the share is gone: %d, %v", n, err)
+	if g, err := ln.Acquire(ctx, 1); g.Tokens != 0 || !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("lane after the share is gone: %d, %v", g.Tokens, err)
+	}
+	if g, r := ln.TryAcquire(1); g.Tokens != 0 || r != ReasonRateLimited {
+		t.Fatalf("lane TryAcquire after the share is gone: %d, %v", g.Tokens, r)
 	}
 	// Deposits through a lane go back to the lane and count for the epoch.
-	ln.Deposit(5)
+	ln.Deposit(lg, 5)
 	if s := l.Status(); s.Granted != 95 {
 		t.Fatalf("granted %d after a lane deposit of 5; want 95", s.Granted)
 	}
 	mustAcquire(t, l.Limiter, ctx, 1000, 5)
 	l.clk.Advance(time.Second)
-	g, _ := ln.AcquireGrant(ctx, 30)
-	ln.DepositGrant(g, 30)
+	g, r := ln.TryAcquire(30)
+	if g.Tokens != 30 || r != NotThrottled {
+		t.Fatalf("lane TryAcquire in a new epoch = %d, %v; want 30", g.Tokens, r)
+	}
+	ln.Deposit(g, 30)
 	if s := l.Status(); s.Granted != 0 {
 		t.Fatalf("granted %d after the whole grant came back", s.Granted)
 	}
@@ -52,9 +59,9 @@ func TestLanesShareOneLimitExactly(t *testing.T) {
 			wg.Go(func() {
 				ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 				defer cancel()
-				acquire := l.AcquireGrant
+				acquire := l.Acquire
 				if w > 0 {
-					acquire = l.Lane().AcquireGrant
+					acquire = l.Lane().Acquire
 				}
 				got := 0
 				for i := 0; ; i++ {
@@ -63,7 +70,7 @@ func TestLanesShareOneLimitExactly(t *testing.T) {
 						break
 					}
 					if i%5 == 0 {
-						l.DepositGrant(g, 1)
+						l.Deposit(g, 1)
 						g.Tokens--
 					}
 					got += g.Tokens

@@ -13,14 +13,16 @@ import (
 
 // Limiter hands out tokens from a pool of at most Max per one-second epoch, shared
 // with the other replicas of its [Store] (or alone without one), ramping from Min as
-// its [Mode] says. Callers take tokens with [Limiter.Acquire] before they read and
-// give back what they did not use with [Limiter.Deposit]; the pair that also tags the
-// epoch, [Limiter.AcquireGrant] and [Limiter.DepositGrant], is exact across epoch
-// boundaries.
+// its [Mode] says. Callers take tokens with [Limiter.Acquire] before they read,
+// which waits for tokens, or with [Limiter.TryAcquire], which never waits and says
+// why there are none; they give back what they did not use with [Limiter.Deposit].
+// A [Grant] remembers its epoch, so a deposit is exact across epoch boundaries:
+// tokens of an epoch that has ended are dropped.
 //
-// Acquire and Deposit take no lock and read no clock: the current epoch's share is
-// kept in atomics that a timer replaces at each epoch boundary. Callers that must
-// wait are queued and served in arrival order when tokens come.
+// Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
+// left: the current epoch's share is kept in atomics that a timer replaces at each
+// epoch boundary. Callers that must wait are queued and served in arrival order
+// when tokens come.
 //
 // A Limiter is safe for concurrent use. Create one with [New]; the zero value is not
 // usable. Call [Limiter.Close] when done.
@@ -35,7 +37,6 @@ type Limiter struct {
 	store Store
 	id    string
 	sync  time.Duration
-	hook  func()
 
 	// The store clock: store time = base's wall time + time elapsed since base (by
 	// the monotonic clock when available) + offset. Epochs are its whole seconds.
@@ -63,8 +64,7 @@ type Limiter struct {
 	registered  bool      // has synced with the store once
 	leaseUntil  time.Time // the last agreed view may be used until then
 	leaseLogged bool
-	resume      int64 // the pool to resume the ramp from, milli-tokens; 0 for none
-	agreedSize  int   // the last pool size agreed, for logging changes
+	agreedSize  int // the last pool size agreed, for logging changes
 	ended       []EpochSummary
 }
 
@@ -83,7 +83,9 @@ type EpochSummary struct {
 	Eligible bool
 }
 
-// Grant is tokens granted in one epoch, returned by [Limiter.AcquireGrant].
+// Grant is tokens granted in one epoch, returned by [Limiter.Acquire] and
+// [Limiter.TryAcquire]; [Limiter.Deposit] gives back what the caller did not use.
+// The zero value grants nothing.
 type Grant struct {
 	// Tokens is the number of tokens granted.
 	Tokens int
@@ -104,9 +106,10 @@ type waitResult struct {
 // maxRequest caps a single request so that taken never overflows.
 const maxRequest = MaxTokens
 
-// New returns a Limiter for cfg, which must be valid (see [Config.Validate]).
-// With [WithStore] the limiter registers with the store before it returns, and
-// takes no tokens until the replicas agree on a pool that includes it.
+// New returns a Limiter for cfg, which must be valid (see [Config.Validate]). It
+// does no I/O: with [WithStore] the limiter registers with the store from a
+// background goroutine, starting at once, and takes no tokens until the replicas
+// agree on a pool that includes it.
 func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -119,82 +122,63 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
 	l := &Limiter{cfg: cfg, lanes: laneSlots(), clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval,
-		hook: o.waitHook, log: o.log, observe: o.observe}
+		log: o.log, observe: o.observe}
 	l.base = l.clk.Now()
 	l.baseNano = l.base.UnixNano()
 	l.member.solo = l.store == nil && o.fixedSize == 0
 	l.member.fixedSize, l.member.fixedRank = o.fixedSize, o.fixedRank
 	l.syncCtx, l.syncCancel = context.WithCancel(context.Background())
 
-	if l.store != nil {
-		// Register, then report the live count at once: a replica alone in its pool
-		// agrees at the second sync. A store that cannot be reached is retried by
-		// the background sync; until then the replica takes no tokens.
-		if l.syncOnce() == nil {
-			l.syncOnce()
-		}
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clk.Now()
 	start := l.epochAt(now)
 	l.ramp = newRamp(cfg, start)
-	if l.resume > 0 {
-		l.ramp.resume(l.resume, start)
-	}
 	l.publish(l.newEpoch(start, now))
 	l.scheduleTick(now)
 	if l.store != nil {
-		l.scheduleSync()
+		l.scheduleSync(0, true)
 	}
 	return l, nil
 }
 
-// Acquire takes up to n tokens and returns how many it took: min(n, tokens left in
-// this replica's share of the current epoch). When none are left it waits for the
-// next epoch, in arrival order with other waiting callers. When ctx's deadline comes
-// before the next epoch it returns 0 at once with a [*ThrottledError], which matches
-// [ErrRateLimited] and says how long to wait. Acquire(ctx, 0) returns 0 and counts as
-// a call for the ramp. While tokens are left Acquire returns them without looking at
-// ctx.
+// Acquire takes up to n tokens: min(n, tokens left in this replica's share of the
+// current epoch), and returns them as a [Grant] that remembers its epoch. When none
+// are left it waits for the next epoch, in arrival order with other waiting
+// callers. When ctx's deadline comes before the next epoch it returns no tokens at
+// once with a [*ThrottledError], which matches [ErrRateLimited] and says why and
+// how long to wait. Acquire(ctx, 0) grants nothing and counts as a call for the
+// ramp. While tokens are left Acquire returns them without looking at ctx.
 //
 // Goroutines that acquire in a loop at the same time should each use a [Lane].
-func (l *Limiter) Acquire(ctx context.Context, n int) (int, error) {
-	g, err := l.acquire(ctx, n, 0)
-	return g.Tokens, err
-}
-
-// AcquireGrant is Acquire returning a [Grant] that remembers its epoch, for
-// [Limiter.DepositGrant].
-func (l *Limiter) AcquireGrant(ctx context.Context, n int) (Grant, error) {
+func (l *Limiter) Acquire(ctx context.Context, n int) (Grant, error) {
 	return l.acquire(ctx, n, 0)
 }
 
-// Deposit gives back n tokens acquired in the current epoch and not used. It never
-// credits the epoch with more tokens than it has granted, but it cannot tell tokens
-// of an epoch that has just ended from the current one's: callers whose epoch may
-// end between Acquire and Deposit should use AcquireGrant and DepositGrant.
-func (l *Limiter) Deposit(n int) { l.deposit(0, n) }
+// TryAcquire takes up to n tokens without waiting: what is left of this epoch's
+// share now, possibly fewer than n, with [NotThrottled]. When it can grant nothing
+// it returns no tokens and the reason a caller of Acquire would wait:
+// [ReasonRateLimited], [ReasonAwaitingAgreement] or [ReasonStoreUnavailable]
+// (ReasonRateLimited on a closed limiter, whose Acquire returns [ErrClosed]).
+// Like Acquire, it counts as a call for the ramp, and TryAcquire(0) grants
+// nothing with NotThrottled.
+func (l *Limiter) TryAcquire(n int) (Grant, Reason) {
+	return l.tryAcquire(n, 0)
+}
 
-// DepositGrant gives back unused of g's tokens, at most g.Tokens. If g's epoch has
-// ended they are dropped: tokens never carry over to another epoch. A grant should
-// be deposited at most once.
-func (l *Limiter) DepositGrant(g Grant, unused int) {
-	if st := l.state.Load(); unused > 0 && st.epoch == g.epoch && int(g.lane) < len(st.counters) {
-		st.counter(g.lane).Add(int64(min(unused, g.Tokens)))
-		if l.nwait.Load() > 0 {
-			l.serveNow()
-		}
+// Deposit gives back unused of g's tokens, at most g.Tokens, to the epoch that
+// granted them. If that epoch has ended they are dropped: tokens never carry over
+// to another epoch. A grant should be deposited at most once.
+func (l *Limiter) Deposit(g Grant, unused int) {
+	if unused > 0 && g.Tokens > 0 { // inlined: a reader that used its grant makes no call
+		l.deposit(g, unused)
 	}
 }
 
-func (l *Limiter) deposit(lane uint32, n int) {
-	if n <= 0 {
-		return
-	}
-	st := l.state.Load()
-	if k := min(int64(n), st.granted()); k > 0 {
-		st.counter(lane).Add(k)
+// deposit gives back unused (> 0) of g's tokens to g's epoch, if it is current.
+func (l *Limiter) deposit(g Grant, unused int) {
+	if st := l.state.Load(); st.epoch == g.epoch && int(g.lane) < len(st.counters) {
+		st.counter(g.lane).Add(int64(min(unused, g.Tokens)))
 		if l.nwait.Load() > 0 {
 			l.serveNow()
 		}
@@ -207,17 +191,32 @@ func (l *Limiter) acquire(ctx context.Context, n int, lane uint32) (Grant, error
 	if uint64(n-1) < maxRequest {
 		if v := st.counter(lane).Add(-int64(n)); v >= 0 && st.called.Load() {
 			return Grant{Tokens: n, epoch: st.epoch, lane: lane}, nil
-		} else {
-			return l.settle(ctx, st, lane, int64(n), v)
+		} else if g := l.settle(st, lane, int64(n), v); g.Tokens > 0 {
+			return g, nil
 		}
+		return l.acquireSlow(ctx, int64(n))
 	}
 	return l.acquireSlow(ctx, min(max(int64(n), 0), maxRequest))
 }
 
+// tryAcquire is acquire that never waits.
+func (l *Limiter) tryAcquire(n int, lane uint32) (Grant, Reason) {
+	st := l.state.Load()
+	if uint64(n-1) < maxRequest {
+		if v := st.counter(lane).Add(-int64(n)); v >= 0 && st.called.Load() {
+			return Grant{Tokens: n, epoch: st.epoch, lane: lane}, NotThrottled
+		} else if g := l.settle(st, lane, int64(n), v); g.Tokens > 0 {
+			return g, NotThrottled
+		}
+		return l.trySlow(int64(n))
+	}
+	return l.trySlow(min(max(int64(n), 0), maxRequest))
+}
+
 // settle finishes a take of k that left the lane's counter at v: it keeps what the
-// counter had, finds the rest elsewhere, marks the epoch called, and waits when no
-// token was found.
-func (l *Limiter) settle(ctx context.Context, st *epochState, lane uint32, k, v int64) (Grant, error) {
+// counter had, finds the rest elsewhere and marks the epoch called. It grants
+// nothing when no token was found.
+func (l *Limiter) settle(st *epochState, lane uint32, k, v int64) Grant {
 	c := st.counter(lane)
 	g := min(k, max(v+k, 0))
 	if g < k {
@@ -225,35 +224,57 @@ func (l *Limiter) settle(ctx context.Context, st *epochState, lane uint32, k, v 
 		g += st.replenish(lane, k-g)
 	}
 	if g == 0 {
-		return l.acquireSlow(ctx, k)
+		return Grant{}
 	}
 	if !st.called.Load() {
 		st.called.Store(true)
 	}
-	return Grant{Tokens: int(g), epoch: st.epoch, lane: lane}, nil
+	return Grant{Tokens: int(g), epoch: st.epoch, lane: lane}
 }
 
-// acquireSlow takes tokens under the mutex, or queues the caller until a tick
-// brings tokens, or fails fast when the deadline is before that tick.
-func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
-	l.mu.Lock()
+// takeLocked is the start of every slow path: it marks the epoch called and takes
+// up to k tokens unless callers are queued ahead. l.mu is held.
+func (l *Limiter) takeLocked(k int64) (*epochState, Grant, error) {
 	if l.closed {
-		l.mu.Unlock()
-		return Grant{}, ErrClosed
+		return nil, Grant{}, ErrClosed
 	}
 	st := l.state.Load()
 	if st.eligible && !st.called.Load() {
 		st.called.Store(true)
 	}
 	if k == 0 {
-		l.mu.Unlock()
-		return Grant{epoch: st.epoch}, nil
+		return st, Grant{epoch: st.epoch}, nil
 	}
 	if len(l.waiters) == 0 {
 		if g := st.gather(k, noLane); g > 0 {
-			l.mu.Unlock()
-			return Grant{Tokens: int(g), epoch: st.epoch}, nil
+			return st, Grant{Tokens: int(g), epoch: st.epoch}, nil
 		}
+	}
+	return st, Grant{}, nil
+}
+
+// trySlow takes tokens under the mutex, or says why there are none.
+func (l *Limiter) trySlow(k int64) (Grant, Reason) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st, g, err := l.takeLocked(k)
+	switch {
+	case err != nil:
+		return Grant{}, ReasonRateLimited
+	case g.Tokens > 0 || k == 0:
+		return g, NotThrottled
+	}
+	return Grant{}, l.reasonOf(st)
+}
+
+// acquireSlow takes tokens under the mutex, or queues the caller until a tick
+// brings tokens, or fails fast when the deadline is before that tick.
+func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
+	l.mu.Lock()
+	st, g, err := l.takeLocked(k)
+	if err != nil || g.Tokens > 0 || k == 0 {
+		l.mu.Unlock()
+		return g, err
 	}
 	now := l.clk.Now()
 	wait := l.nextTick(st, now).Sub(now)
@@ -265,9 +286,6 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 	w := &waiter{n: k, ch: make(chan waitResult, 1)}
 	l.waiters = append(l.waiters, w)
 	l.nwait.Store(int32(len(l.waiters)))
-	if l.hook != nil {
-		l.hook()
-	}
 	// A deposit that raced with the gather above saw no waiter and served nobody;
 	// look again now that the queue is visible to depositors.
 	l.serve(st)

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -28,37 +29,42 @@ func expired(t *testing.T) context.Context {
 
 type testLimiter struct {
 	*Limiter
-	clk    *clock.Manual
-	queued chan struct{} // one value each time a caller starts waiting
+	clk *clock.Manual
 }
 
 func newTestLimiter(t *testing.T, cfg Config, opts ...Option) *testLimiter {
 	t.Helper()
 	clk := clock.NewManual(epoch0())
-	queued := make(chan struct{}, 64)
-	hook := func(o *options) { o.waitHook = func() { queued <- struct{}{} } }
-	l, err := New(cfg, append([]Option{WithClock(clk), hook}, opts...)...)
+	l, err := New(cfg, append([]Option{WithClock(clk)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close(context.Background()) })
-	return &testLimiter{Limiter: l, clk: clk, queued: queued}
+	return &testLimiter{Limiter: l, clk: clk}
 }
 
-// acquireAsync starts Acquire(n) in a goroutine and returns once it is waiting.
+// acquireAsync starts Acquire(n) in a goroutine and returns once it is waiting:
+// once the limiter counts one more waiting caller. Callers of a test limiter wait
+// only from here, one at a time.
 func (tl *testLimiter) acquireAsync(t *testing.T, ctx context.Context, n int) <-chan waitResult {
 	t.Helper()
+	before := tl.Status().Waiting
 	out := make(chan waitResult, 1)
 	go func() {
-		g, err := tl.AcquireGrant(ctx, n)
+		g, err := tl.Acquire(ctx, n)
 		out <- waitResult{grant: g, err: err}
 	}()
-	select {
-	case <-tl.queued:
-	case r := <-out:
-		t.Fatalf("Acquire(%d) returned %d, %v; want it to wait", n, r.grant.Tokens, r.err)
-	case <-time.After(5 * time.Second):
-		t.Fatalf("Acquire(%d) neither waited nor returned", n)
+	deadline := time.Now().Add(5 * time.Second)
+	for tl.Status().Waiting <= before {
+		select {
+		case r := <-out:
+			t.Fatalf("Acquire(%d) returned %d, %v; want it to wait", n, r.grant.Tokens, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Acquire(%d) neither waited nor returned", n)
+		}
+		runtime.Gosched()
 	}
 	return out
 }
@@ -74,12 +80,13 @@ func recvResult(t *testing.T, ch <-chan waitResult) waitResult {
 	}
 }
 
-func mustAcquire(t *testing.T, l *Limiter, ctx context.Context, n, want int) {
+func mustAcquire(t *testing.T, l *Limiter, ctx context.Context, n, want int) Grant {
 	t.Helper()
-	got, err := l.Acquire(ctx, n)
-	if err != nil || got != want {
-		t.Fatalf("Acquire(%d) = %d, %v; want %d, nil", n, got, err, want)
+	g, err := l.Acquire(ctx, n)
+	if err != nil || g.Tokens != want {
+		t.Fatalf("Acquire(%d) = %d, %v; want %d, nil", n, g.Tokens, err, want)
 	}
+	return g
 }
 
 func TestAcquireGrantsUpToShare(t *testing.T) {
@@ -88,10 +95,10 @@ func TestAcquireGrantsUpToShare(t *testing.T) {
 	mustAcquire(t, l.Limiter, ctx, 4, 4)
 	mustAcquire(t, l.Limiter, ctx, 10, 6)
 
-	n, err := l.Acquire(ctx, 1)
+	g, err := l.Acquire(ctx, 1)
 	var te *ThrottledError
-	if n != 0 || !errors.Is(err, ErrRateLimited) || !errors.As(err, &te) {
-		t.Fatalf("Acquire on an empty share = %d, %v; want 0 and a ThrottledError", n, err)
+	if g.Tokens != 0 || !errors.Is(err, ErrRateLimited) || !errors.As(err, &te) {
+		t.Fatalf("Acquire on an empty share = %d, %v; want 0 and a ThrottledError", g.Tokens, err)
 	}
 	if te.Wait != time.Second || te.Reason != ReasonRateLimited || te.Cause != nil {
 		t.Fatalf("ThrottledError = %+v; want wait 1s, reason rate_limited, no cause", te)
@@ -122,6 +129,52 @@ func TestAcquireZeroAndNegative(t *testing.T) {
 		t.Fatal("Acquire(0) must count as a call")
 	}
 	mustAcquire(t, l.Limiter, ctx, 1<<62, 3)
+}
+
+func TestTryAcquire(t *testing.T) {
+	t.Run("partial grant, then the reason", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 10})
+		if g, r := l.TryAcquire(4); g.Tokens != 4 || r != NotThrottled {
+			t.Fatalf("TryAcquire(4) = %d, %v; want 4, none", g.Tokens, r)
+		}
+		if g, r := l.TryAcquire(25); g.Tokens != 6 || r != NotThrottled {
+			t.Fatalf("TryAcquire(25) = %d, %v; want the 6 left, none", g.Tokens, r)
+		}
+		if g, r := l.TryAcquire(1); g.Tokens != 0 || r != ReasonRateLimited {
+			t.Fatalf("TryAcquire on an empty share = %d, %v; want 0, rate_limited", g.Tokens, r)
+		}
+		if s := l.Status(); s.Granted != 10 || s.Waiting != 0 {
+			t.Fatalf("status = %+v; want 10 granted and nobody waiting", s)
+		}
+		l.clk.Advance(time.Second)
+		if g, r := l.TryAcquire(1 << 62); g.Tokens != 10 || r != NotThrottled {
+			t.Fatalf("TryAcquire in the next epoch = %d, %v; want 10", g.Tokens, r)
+		}
+	})
+	t.Run("zero counts as a call", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 3})
+		if g, r := l.TryAcquire(0); g.Tokens != 0 || r != NotThrottled {
+			t.Fatalf("TryAcquire(0) = %d, %v; want 0, none", g.Tokens, r)
+		}
+		if g, r := l.TryAcquire(-1); g.Tokens != 0 || r != NotThrottled {
+			t.Fatalf("TryAcquire(-1) = %d, %v; want 0, none", g.Tokens, r)
+		}
+		if !l.Status().Called {
+			t.Fatal("TryAcquire(0) must count as a call")
+		}
+	})
+	t.Run("waiting callers come first", func(t *testing.T) {
+		l := newTestLimiter(t, Config{Max: 10})
+		g := mustAcquire(t, l.Limiter, context.Background(), 10, 10)
+		res := l.acquireAsync(t, context.Background(), 4)
+		l.Deposit(g, 3) // the waiter takes the 3
+		if r := recvResult(t, res); r.grant.Tokens != 3 {
+			t.Fatalf("waiter got %d; want the 3 deposited", r.grant.Tokens)
+		}
+		if g, r := l.TryAcquire(1); g.Tokens != 0 || r != ReasonRateLimited {
+			t.Fatalf("TryAcquire after the waiter = %d, %v; want 0, rate_limited", g.Tokens, r)
+		}
+	})
 }
 
 func TestAcquireWaitsForNextEpoch(t *testing.T) {
@@ -170,43 +223,42 @@ func TestDeposit(t *testing.T) {
 	t.Run("same epoch", func(t *testing.T) {
 		l := newTestLimiter(t, Config{Max: 10})
 		ctx := expired(t)
-		mustAcquire(t, l.Limiter, ctx, 10, 10)
-		l.Deposit(3)
+		g := mustAcquire(t, l.Limiter, ctx, 10, 10)
+		l.Deposit(g, 3)
 		mustAcquire(t, l.Limiter, ctx, 10, 3)
 	})
 	t.Run("never more than granted", func(t *testing.T) {
 		l := newTestLimiter(t, Config{Max: 10})
 		ctx := expired(t)
-		mustAcquire(t, l.Limiter, ctx, 2, 2)
-		l.Deposit(50)
-		mustAcquire(t, l.Limiter, ctx, 100, 10)
-		l.Deposit(-1)
-		l.DepositGrant(Grant{Tokens: 3, epoch: l.Status().Epoch}, 0)
-		if n, _ := l.Acquire(ctx, 1); n != 0 {
-			t.Fatalf("Acquire after empty deposits = %d; want 0", n)
+		g := mustAcquire(t, l.Limiter, ctx, 2, 2)
+		l.Deposit(g, 50)
+		g = mustAcquire(t, l.Limiter, ctx, 100, 10)
+		l.Deposit(g, -1)
+		l.Deposit(Grant{Tokens: 3, epoch: l.Status().Epoch}, 0)
+		l.Deposit(Grant{epoch: l.Status().Epoch}, 5)
+		l.Deposit(Grant{}, 5)
+		if g, _ := l.Acquire(ctx, 1); g.Tokens != 0 {
+			t.Fatalf("Acquire after empty deposits = %d; want 0", g.Tokens)
 		}
 	})
 	t.Run("grant of an ended epoch is dropped", func(t *testing.T) {
 		l := newTestLimiter(t, Config{Max: 10})
 		ctx := expired(t)
-		old, err := l.AcquireGrant(ctx, 10)
-		if err != nil || old.Tokens != 10 {
-			t.Fatalf("AcquireGrant = %+v, %v", old, err)
-		}
+		old := mustAcquire(t, l.Limiter, ctx, 10, 10)
 		l.clk.Advance(time.Second)
-		g, _ := l.AcquireGrant(ctx, 4)
-		l.DepositGrant(old, 10)
+		g := mustAcquire(t, l.Limiter, ctx, 4, 4)
+		l.Deposit(old, 10)
 		if s := l.Status(); s.Granted != 4 {
 			t.Fatalf("granted %d after a stale deposit; want 4", s.Granted)
 		}
-		l.DepositGrant(g, 1)
+		l.Deposit(g, 1)
 		mustAcquire(t, l.Limiter, ctx, 100, 7)
 	})
 	t.Run("deposit serves a waiting caller", func(t *testing.T) {
 		l := newTestLimiter(t, Config{Max: 10})
-		g, _ := l.AcquireGrant(context.Background(), 10)
+		g, _ := l.Acquire(context.Background(), 10)
 		res := l.acquireAsync(t, context.Background(), 5)
-		l.DepositGrant(g, 6)
+		l.Deposit(g, 6)
 		if r := recvResult(t, res); r.grant.Tokens != 5 || r.err != nil {
 			t.Fatalf("waiter got %+v", r)
 		}
@@ -216,8 +268,8 @@ func TestDeposit(t *testing.T) {
 		// OnlyIfUsed at 100%: an epoch that gave back tokens does not ramp.
 		l := newTestLimiter(t, Config{Max: 30, Min: 10, RampUpDuration: 2 * time.Second, Mode: OnlyIfUsed, ThresholdPercentage: 100})
 		ctx := expired(t)
-		g, _ := l.AcquireGrant(ctx, 10)
-		l.DepositGrant(g, 1)
+		g, _ := l.Acquire(ctx, 10)
+		l.Deposit(g, 1)
 		l.clk.Advance(time.Second)
 		mustAcquire(t, l.Limiter, ctx, 100, 10)
 		l.clk.Advance(time.Second)
@@ -300,11 +352,11 @@ func TestPacing(t *testing.T) {
 	total := 10
 	for range 9 {
 		l.clk.Advance(100 * time.Millisecond)
-		n, _ := l.Acquire(ctx, 100)
-		if n != 10 {
-			t.Fatalf("slice grant %d; want 10", n)
+		g, _ := l.Acquire(ctx, 100)
+		if g.Tokens != 10 {
+			t.Fatalf("slice grant %d; want 10", g.Tokens)
 		}
-		total += n
+		total += g.Tokens
 	}
 	if total != 100 {
 		t.Fatalf("epoch total %d; want 100", total)
@@ -367,8 +419,8 @@ func TestGoBackNCoolDown(t *testing.T) {
 			l.clk.Advance(time.Second)
 		}
 		l.clk.Advance(time.Duration(tt.idle) * time.Second)
-		if got, _ := l.Acquire(ctx, 1000); got != tt.want {
-			t.Errorf("idle %d, ramp-down %d%%: got %d tokens; want %d", tt.idle, tt.rampDown, got, tt.want)
+		if g, _ := l.TryAcquire(1000); g.Tokens != tt.want {
+			t.Errorf("idle %d, ramp-down %d%%: got %d tokens; want %d", tt.idle, tt.rampDown, g.Tokens, tt.want)
 		}
 	}
 }
@@ -388,8 +440,11 @@ func TestCloseTwiceAndAfterClose(t *testing.T) {
 	if _, err := ln.Acquire(context.Background(), 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Lane.Acquire after Close = %v; want ErrClosed", err)
 	}
-	ln.Deposit(1)
-	l.Deposit(1)
+	if g, r := ln.TryAcquire(1); g.Tokens != 0 || r != ReasonRateLimited {
+		t.Fatalf("Lane.TryAcquire after Close = %d, %v; want 0, rate_limited", g.Tokens, r)
+	}
+	ln.Deposit(Grant{Tokens: 1}, 1)
+	l.Deposit(Grant{Tokens: 1}, 1)
 	if l.clk.Pending() != 0 {
 		t.Fatalf("%d timers left after Close", l.clk.Pending())
 	}
@@ -448,9 +503,9 @@ func TestConcurrentNeverExceedsShare(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 			defer cancel()
-			acquire := l.AcquireGrant
+			acquire := l.Acquire
 			if w%2 == 1 {
-				acquire = l.Lane().AcquireGrant
+				acquire = l.Lane().Acquire
 			}
 			var prev Grant
 			for e, i := 0, 0; e < epochs; i++ {
@@ -460,7 +515,7 @@ func TestConcurrentNeverExceedsShare(t *testing.T) {
 				// so the current epoch is stable here.
 				back := prev.Tokens / 3
 				cur := l.state.Load().epoch
-				l.DepositGrant(prev, back)
+				l.Deposit(prev, back)
 				mu.Lock()
 				if back > 0 && prev.epoch == cur {
 					kept[prev.epoch] -= back
@@ -517,11 +572,11 @@ func TestRealClockEpochBoundary(t *testing.T) {
 	defer l.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	g1, err := l.AcquireGrant(ctx, 1)
+	g1, err := l.Acquire(ctx, 1)
 	if g1.Tokens != 1 || err != nil {
 		t.Fatalf("first Acquire = %+v, %v", g1, err)
 	}
-	g2, err := l.AcquireGrant(ctx, 1)
+	g2, err := l.Acquire(ctx, 1)
 	if g2.Tokens != 1 || err != nil {
 		t.Fatalf("second Acquire = %+v, %v; want 1 after the boundary", g2, err)
 	}
@@ -545,4 +600,43 @@ func TestServedWaiterCountsAsCall(t *testing.T) {
 	}
 	l.clk.Advance(time.Second)
 	mustAcquire(t, l.Limiter, expired(t), 1000, 30)
+}
+
+// blockingStore is a store whose Sync blocks until its context ends, as a store
+// behind a network that drops packets does.
+type blockingStore struct{ entered chan Report }
+
+func (s blockingStore) Sync(ctx context.Context, r Report) (View, error) {
+	s.entered <- r
+	<-ctx.Done()
+	return View{}, ctx.Err()
+}
+
+func (blockingStore) Leave(context.Context, Report) error { return nil }
+
+func TestNewDoesNoIO(t *testing.T) {
+	// New returns while the store does not answer; the first sync starts from the
+	// background at once, and Close cuts it short.
+	store := blockingStore{entered: make(chan Report, 1)}
+	l, err := New(Config{Max: 10}, WithStore(store), WithReplicaID("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-store.entered:
+		if r.ID != "a" || r.PoolSize != 0 {
+			t.Fatalf("first sync reported %+v; want a registration of a", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first sync did not start")
+	}
+	if g, r := l.TryAcquire(1); g.Tokens != 0 || r != ReasonAwaitingAgreement {
+		t.Fatalf("TryAcquire before registering = %d, %v; want 0, awaiting_agreement", g.Tokens, r)
+	}
+	if s := l.Status(); s.StoreUp {
+		t.Fatal("status says the store is up before any sync")
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

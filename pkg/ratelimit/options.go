@@ -27,7 +27,6 @@ type options struct {
 	observe      func(EpochSummary)
 	fixedSize    int
 	fixedRank    int
-	waitHook     func() // called, mutex held, when a caller starts waiting; for tests
 }
 
 // WithClock makes the limiter read time from c instead of the wall clock.

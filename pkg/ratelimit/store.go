@@ -14,15 +14,19 @@ import (
 // in-process one is [memstore], the distributed one is backed by Redis.
 type Store interface {
 	// Sync records a heartbeat for r.ID with the pool size it reports, removes
-	// replicas whose last heartbeat is older than the store's staleness limit, and
-	// returns the pool as the store sees it now. A replica unknown to the store is
-	// registered by its first Sync.
+	// every replica whose last heartbeat is older than the StaleAfter that replica
+	// reported with it, and returns the pool as the store sees it now. A replica
+	// unknown to the store is registered by its first Sync.
 	Sync(ctx context.Context, r Report) (View, error)
 	// Leave removes the replica r.ID at once, on graceful shutdown, and keeps
 	// r.Pool (when positive) for a replica that resumes the ramp within the
 	// store's ttl.
 	Leave(ctx context.Context, r Report) error
 }
+
+// DefaultTTL is how long a store keeps the pool of a replica that left, for a
+// replica that resumes the ramp, and its keys after the last sync.
+const DefaultTTL = 180 * time.Second
 
 // Report is what a replica tells the store at each sync.
 type Report struct {
@@ -31,6 +35,11 @@ type Report struct {
 	// PoolSize is the pool size the replica reports: 0 at its first sync, then the
 	// live count or agreed size it last learned.
 	PoolSize int
+	// StaleAfter is the replica's lease ([Config.StaleAfter]; 0 for
+	// [DefaultStaleAfter]): the store drops the replica once its last heartbeat is
+	// older than this, and the replica stops trusting its last view no later than
+	// that. Each replica's own lease applies to it, so the two cannot disagree.
+	StaleAfter time.Duration
 	// Pool is the replica's pool P in milli-tokens, given on Leave.
 	Pool int64
 }

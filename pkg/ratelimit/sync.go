@@ -19,7 +19,7 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := Report{ID: l.id, PoolSize: l.member.report}
+	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter}
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(l.syncCtx, max(l.sync, time.Second))
@@ -60,11 +60,10 @@ func (l *Limiter) syncOnce() error {
 	}
 	if !l.registered {
 		l.registered = true
+		// The replica has taken no tokens yet: it is not in an agreed pool before
+		// this sync. Its ramp starts from the saved pool at the next epoch.
 		if l.cfg.ResumedRampUp && v.Resume > 0 {
-			l.resume = v.Resume
-			if l.ramp.max > 0 { // the ramp exists: a replica that registered late
-				l.ramp.resume(v.Resume, stamp+1)
-			}
+			l.ramp.resume(v.Resume, stamp+1)
 			l.log.Info("resuming the ramp where the last replica left it", zap.Float64("pool", float64(v.Resume)/milli))
 		}
 	}
@@ -73,7 +72,11 @@ func (l *Limiter) syncOnce() error {
 
 // syncFailed notes a failed sync. l.mu is held.
 func (l *Limiter) syncFailed(err error) {
-	if l.syncFail == nil {
+	switch {
+	case l.syncFail != nil:
+	case !l.registered:
+		l.log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
+	default:
 		l.log.Warn("store unreachable; using the last agreed pool while the lease lasts",
 			zap.Error(err), zap.Duration("lease", l.cfg.StaleAfter), zap.Stringer("onStoreFailure", l.cfg.OnStoreFailure))
 	}
@@ -98,19 +101,30 @@ func (l *Limiter) leaseExpired(now time.Time) bool {
 	return true
 }
 
-func (l *Limiter) scheduleSync() {
-	d := l.sync
-	if l.syncFails > 0 {
-		d = min(l.sync<<min(l.syncFails, 10), max(maxSyncBackoff, l.sync))
-	}
+// scheduleSync arms the timer of the next sync, d from now. The first sync
+// registers the replica and, when that succeeds, reports the live count at once:
+// a replica alone in its pool agrees at the second sync. A store that cannot be
+// reached is retried, backing off to maxSyncBackoff. l.mu is held.
+func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 	l.syncT = l.after(d, func() {
-		l.syncOnce()
+		if err := l.syncOnce(); err == nil && first {
+			l.syncOnce()
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if !l.closed {
-			l.scheduleSync()
+			l.scheduleSync(l.nextSync(), !l.registered)
 		}
 	})
+}
+
+// nextSync is the time until the next sync: the sync interval, or longer while
+// the store fails. l.mu is held.
+func (l *Limiter) nextSync() time.Duration {
+	if l.syncFails == 0 {
+		return l.sync
+	}
+	return min(l.sync<<min(l.syncFails, 10), max(maxSyncBackoff, l.sync))
 }
 
 // leave tells the store the replica is gone, saving its pool for a replica that
@@ -119,5 +133,5 @@ func (l *Limiter) leave(ctx context.Context, pool int64) error {
 	if l.store == nil {
 		return nil
 	}
-	return l.store.Leave(ctx, Report{ID: l.id, Pool: pool})
+	return l.store.Leave(ctx, Report{ID: l.id, Pool: pool, StaleAfter: l.cfg.StaleAfter})
 }

@@ -30,32 +30,14 @@ var t0 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 // wait bounds every wait on a channel in these tests.
 const wait = 5 * time.Second
 
-// armedClock is a manual clock that reports every timer armed on it, so that a test
-// knows a Read is waiting before it moves the clock.
-type armedClock struct {
-	*clock.Manual
-	armed chan time.Duration
-}
-
-func newArmedClock() *armedClock {
-	return &armedClock{Manual: clock.NewManual(t0), armed: make(chan time.Duration, 64)}
-}
-
-func (c *armedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	tm := c.Manual.AfterFunc(d, f)
-	c.armed <- d
-	return tm
-}
-
-// waitArmed waits until a timer is armed on c and returns its delay.
-func (c *armedClock) waitArmed(t *testing.T) time.Duration {
+// waitArmed waits until a timer is armed on clk, so that a test knows a Read is
+// waiting before it moves the clock.
+func waitArmed(t *testing.T, clk *clock.Manual) {
 	t.Helper()
-	select {
-	case d := <-c.armed:
-		return d
-	case <-time.After(wait):
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
 		t.Fatal("no timer armed on the clock")
-		return 0
 	}
 }
 
@@ -432,15 +414,13 @@ func TestGeneratorReadWaitsForTick(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newArmedClock()
+			clk := clock.NewManual(t0)
 			g := newGenerator(t, source.GeneratorConfig{RPU: 4, Duration: tt.duration, ReadTimeout: tt.readTimeout, Clock: clk})
 			if n := len(genRead(t, g, 10)); n != 4 {
 				t.Fatalf("first Read %d messages, want 4", n)
 			}
 			ch := genReadAsync(context.Background(), g, 10)
-			if d := clk.waitArmed(t); d != tt.wantArmed {
-				t.Fatalf("Read waits %v, want %v", d, tt.wantArmed)
-			}
+			waitArmed(t, clk)
 			clk.Advance(tt.wantArmed - time.Nanosecond)
 			select {
 			case r := <-ch:
@@ -461,26 +441,30 @@ func TestGeneratorReadWaitsForTick(t *testing.T) {
 func TestGeneratorReadWaitsAgain(t *testing.T) {
 	// A long read timeout spans several ticks, each taken by another reader: the
 	// Read waits for the tick after.
-	clk := newArmedClock()
+	clk := clock.NewManual(t0)
 	g := newGenerator(t, source.GeneratorConfig{RPU: 2, Duration: time.Second, ReadTimeout: time.Minute, Clock: clk})
 	genRead(t, g, 10)
 	ch := genReadAsync(context.Background(), g, 10)
-	if d := clk.waitArmed(t); d != time.Second {
-		t.Fatalf("Read waits %v, want 1s", d)
+	waitArmed(t, clk)
+	clk.Advance(time.Second - time.Nanosecond)
+	select {
+	case r := <-ch:
+		t.Fatalf("Read returned %d messages before the next tick", len(r.msgs))
+	default:
 	}
-	clk.Advance(time.Second)
+	clk.Advance(time.Nanosecond)
 	if n := len(awaitRead(t, ch)); n != 2 {
 		t.Fatalf("Read %d messages, want 2", n)
 	}
 }
 
 func TestGeneratorReadReturnsOnCancel(t *testing.T) {
-	clk := newArmedClock()
+	clk := clock.NewManual(t0)
 	g := newGenerator(t, source.GeneratorConfig{RPU: 1, Duration: time.Hour, ReadTimeout: 2 * time.Hour, Clock: clk})
 	genRead(t, g, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := genReadAsync(ctx, g, 1)
-	clk.waitArmed(t)
+	waitArmed(t, clk)
 	cancel()
 	if n := len(awaitRead(t, ch)); n != 0 {
 		t.Fatalf("Read %d messages, want 0", n)

@@ -111,9 +111,9 @@ func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 
 var setRedisLogger sync.Once
 
-// redisCheckTimeout bounds the first contact with Redis, which tells a
+// redisOpenTimeout bounds the first contact with Redis, which tells a
 // configuration Redis rejects from Redis being away.
-const redisCheckTimeout = 3 * time.Second
+const redisOpenTimeout = 3 * time.Second
 
 // openRedisStore connects to the Redis of a redisStore and returns the
 // vertex's pool in it. A configuration Redis rejects (credentials, TLS,
@@ -127,42 +127,32 @@ func (v *Vertex) openRedisStore(rl *config.RateLimit) (*redisstore.Store, error)
 	if err != nil {
 		return nil, err
 	}
-	client, err := redisstore.NewClient(conn)
-	if err != nil {
-		return nil, &config.FieldError{Path: path, Err: err}
+	var opts redisstore.Options
+	if rl.TTL != nil {
+		opts.TTL = rl.TTL.Duration
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), redisCheckTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), redisOpenTimeout)
 	defer cancel()
-	if err := redisstore.Check(ctx, client); err != nil {
+	store, err := redisstore.Open(ctx, conn, v.spec.StoreKey, opts)
+	if err != nil {
 		if field := fields.of(err); field != "" {
-			client.Close()
 			return nil, &config.FieldError{Path: field, Err: err}
 		}
-		v.log.Warn("redis is not reachable yet; taking no tokens until it is", zap.Error(err))
-	}
-	ttl, stale := config.DefaultTTL, config.DefaultStaleAfter
-	if rl.TTL != nil {
-		ttl = rl.TTL.Duration
-	}
-	if rl.StaleAfter != nil {
-		stale = rl.StaleAfter.Duration
-	}
-	store, err := redisstore.New(client, v.spec.StoreKey, redisstore.Options{TTL: ttl, StaleAfter: stale})
-	if err != nil {
-		client.Close()
 		return nil, err
 	}
-	v.onClose(client.Close)
+	v.onClose(store.Close)
 	v.log.Info("sharing the rate limit through redis", zap.Stringer("mode", rs.Mode), zap.Strings("keys", store.Keys()))
 	return store, nil
 }
 
 // redisFields are the fields of a redisStore that a refusal from Redis blames.
-type redisFields struct{ creds, tls, host string }
+type redisFields struct{ store, creds, tls, host string }
 
-// of returns the field err blames, or "" when Redis is merely away.
+// of returns the field err blames, or "" when it blames none.
 func (f redisFields) of(err error) string {
 	switch {
+	case errors.Is(err, redisstore.ErrInvalidConn):
+		return f.store
 	case errors.Is(err, redisstore.ErrAuth):
 		return f.creds
 	case errors.Is(err, redisstore.ErrTLS):
@@ -176,7 +166,7 @@ func (f redisFields) of(err error) string {
 // redisConn reads how to reach the Redis of rs, named path in the YAML, with
 // its secrets.
 func redisConn(rs *config.RedisStore, path string) (redisstore.Conn, redisFields, error) {
-	conn := redisstore.Conn{Mode: rs.Mode.String()}
+	var conn redisstore.Conn
 	if rs.DB != nil {
 		db := int(*rs.DB)
 		conn.DB = &db
@@ -198,10 +188,10 @@ func redisConn(rs *config.RedisStore, path string) (redisstore.Conn, redisFields
 		if conn.SentinelTLS, err = secret.TLS(s.SentinelTLS, sp+".sentinelTLS"); err != nil {
 			return conn, redisFields{}, err
 		}
-		return conn, redisFields{creds: sp + ".redisAuth", tls: sp + ".redisTLS", host: sp + ".endpoints"}, nil
+		return conn, redisFields{store: path, creds: sp + ".redisAuth", tls: sp + ".redisTLS", host: sp + ".endpoints"}, nil
 	}
 	conn.URL = *rs.URL
-	f := redisFields{creds: path + ".url", tls: path + ".url", host: path + ".url"}
+	f := redisFields{store: path, creds: path + ".url", tls: path + ".url", host: path + ".url"}
 	if conn.Username, conn.Password, err = secret.Auth(rs.RedisAuth, path+".redisAuth"); err != nil {
 		return conn, f, err
 	}

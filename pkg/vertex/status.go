@@ -48,7 +48,7 @@ func (v *Vertex) Status() Status {
 	throttled, reasons := v.tracker.Throttled()
 	s.Throttled = throttled
 	for _, r := range reasons {
-		s.Reasons = append(s.Reasons, string(r))
+		s.Reasons = append(s.Reasons, r.String())
 	}
 	s.ReadTotal = counterValue(v.metrics.Read)
 	s.WriteTotal = counterValue(v.metrics.Written)

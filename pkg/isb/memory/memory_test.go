@@ -24,32 +24,14 @@ var t0 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 // wait bounds every wait on a channel in these tests.
 const wait = 5 * time.Second
 
-// armedClock is a manual clock that reports every timer armed on it, so that a test
-// knows a Read is waiting before it moves the clock.
-type armedClock struct {
-	*clock.Manual
-	armed chan time.Duration
-}
-
-func newArmedClock() *armedClock {
-	return &armedClock{Manual: clock.NewManual(t0), armed: make(chan time.Duration, 64)}
-}
-
-func (c *armedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	tm := c.Manual.AfterFunc(d, f)
-	c.armed <- d
-	return tm
-}
-
-// waitArmed waits until a timer is armed on c and returns its delay.
-func (c *armedClock) waitArmed(t *testing.T) time.Duration {
+// waitArmed waits until a timer is armed on clk, so that a test knows a Read is
+// waiting before it moves the clock.
+func waitArmed(t *testing.T, clk *clock.Manual) {
 	t.Helper()
-	select {
-	case d := <-c.armed:
-		return d
-	case <-time.After(wait):
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
 		t.Fatal("no timer armed on the clock")
-		return 0
 	}
 }
 
@@ -520,12 +502,10 @@ func TestReadTimeoutManualClock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newArmedClock()
+			clk := clock.NewManual(t0)
 			b := memory.New("buf", 10, tt.timeout, clk)
 			ch := readAsync(context.Background(), b, 5)
-			if d := clk.waitArmed(t); d != tt.timeout {
-				t.Fatalf("Read armed a timer of %v, want %v", d, tt.timeout)
-			}
+			waitArmed(t, clk)
 			clk.Advance(tt.timeout - time.Nanosecond)
 			select {
 			case r := <-ch:
@@ -547,10 +527,10 @@ func TestReadTimeoutManualClock(t *testing.T) {
 }
 
 func TestReadWaitsForWrite(t *testing.T) {
-	clk := newArmedClock()
+	clk := clock.NewManual(t0)
 	b := memory.New("buf", 10, time.Hour, clk)
 	ch := readAsync(context.Background(), b, 5)
-	clk.waitArmed(t)
+	waitArmed(t, clk)
 	write(t, b, "a", "b")
 	r := await(t, ch)
 	if !slices.Equal(values(r.msgs), []string{"a", "b"}) {
@@ -562,11 +542,11 @@ func TestReadWaitsForWrite(t *testing.T) {
 }
 
 func TestReadReturnsOnCancel(t *testing.T) {
-	clk := newArmedClock()
+	clk := clock.NewManual(t0)
 	b := memory.New("buf", 10, time.Hour, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := readAsync(ctx, b, 5)
-	clk.waitArmed(t)
+	waitArmed(t, clk)
 	cancel()
 	if r := await(t, ch); len(r.msgs) != 0 {
 		t.Fatalf("Read returned %d messages, want 0", len(r.msgs))
@@ -576,10 +556,10 @@ func TestReadReturnsOnCancel(t *testing.T) {
 func TestReadAckWakesNothing(t *testing.T) {
 	// An ack or nak of nothing wakes a waiting Read, which goes back to waiting
 	// for the same deadline.
-	clk := newArmedClock()
+	clk := clock.NewManual(t0)
 	b := memory.New("buf", 10, time.Second, clk)
 	ch := readAsync(context.Background(), b, 5)
-	clk.waitArmed(t)
+	waitArmed(t, clk)
 	b.Ack(context.Background(), nil)
 	b.Nak(context.Background(), nil, 0)
 	select {
@@ -604,7 +584,7 @@ func TestClose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newArmedClock()
+			clk := clock.NewManual(t0)
 			b := memory.New("buf", 10, time.Hour, clk)
 			write(t, b, tt.before...)
 			if err := b.Close(); err != nil {
@@ -630,10 +610,10 @@ func TestClose(t *testing.T) {
 }
 
 func TestCloseWakesWaitingRead(t *testing.T) {
-	clk := newArmedClock()
+	clk := clock.NewManual(t0)
 	b := memory.New("buf", 10, time.Hour, clk)
 	ch := readAsync(context.Background(), b, 5)
-	clk.waitArmed(t)
+	waitArmed(t, clk)
 	b.Close()
 	if r := await(t, ch); len(r.msgs) != 0 {
 		t.Fatalf("Read returned %d messages, want 0", len(r.msgs))

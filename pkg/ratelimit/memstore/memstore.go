@@ -18,19 +18,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// DefaultStaleAfter is how long a replica may go without a heartbeat before it is
-// removed from the pool.
-const DefaultStaleAfter = 2 * time.Second
-
 // ErrUnavailable is returned by every call while the store is set down with
 // [Store.SetAvailable].
 var ErrUnavailable = errors.New("memstore: unavailable")
 
 // Store is an in-process pool. It is safe for concurrent use.
 type Store struct {
-	clk        clock.Clock
-	staleAfter time.Duration
-
+	clk clock.Clock
 	ttl time.Duration
 
 	mu          sync.Mutex
@@ -41,26 +35,21 @@ type Store struct {
 }
 
 type replica struct {
-	heartbeat time.Time
-	reported  int
+	lease    time.Time // the last heartbeat plus the replica's staleAfter
+	reported int
 }
 
 var _ ratelimit.Store = (*Store)(nil)
 
-// DefaultTTL is how long the pool of a replica that left is kept for resuming.
-const DefaultTTL = 180 * time.Second
-
-// New returns an empty store that reads time from clk (nil for the wall clock) and
-// removes replicas whose heartbeat is older than staleAfter (0 for the default 2s).
-// Use SetTTL to change how long a left replica's pool is kept (default 180s).
-func New(clk clock.Clock, staleAfter time.Duration) *Store {
+// New returns an empty store that reads time from clk (nil for the wall clock). It
+// removes a replica whose last heartbeat is older than the StaleAfter the replica
+// reported. Use SetTTL to change how long a left replica's pool is kept (default
+// [ratelimit.DefaultTTL]).
+func New(clk clock.Clock) *Store {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	if staleAfter <= 0 {
-		staleAfter = DefaultStaleAfter
-	}
-	return &Store{clk: clk, staleAfter: staleAfter, ttl: DefaultTTL, replicas: map[string]*replica{}}
+	return &Store{clk: clk, ttl: ratelimit.DefaultTTL, replicas: map[string]*replica{}}
 }
 
 // SetTTL sets how long the pool of a replica that left is kept for resuming.
@@ -81,12 +70,16 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 		return ratelimit.View{}, ErrUnavailable
 	}
 	now := s.clk.Now()
-	s.replicas[r.ID] = &replica{heartbeat: now, reported: r.PoolSize}
+	stale := r.StaleAfter
+	if stale <= 0 {
+		stale = ratelimit.DefaultStaleAfter
+	}
+	s.replicas[r.ID] = &replica{lease: now.Add(stale), reported: r.PoolSize}
 
 	ids := make([]string, 0, len(s.replicas))
 	lo, hi := -1, -1
 	for id, rep := range s.replicas {
-		if now.Sub(rep.heartbeat) > s.staleAfter {
+		if now.After(rep.lease) {
 			delete(s.replicas, id)
 			continue
 		}

@@ -60,7 +60,7 @@ type replicaUnderTest struct {
 
 func newPool(t *testing.T, cfg ratelimit.Config) *pool {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	p := &pool{t: t, cfg: cfg, clk: clk, store: memstore.New(clk, 2*time.Second),
+	p := &pool{t: t, cfg: cfg, clk: clk, store: memstore.New(clk),
 		reps: map[string]*replicaUnderTest{}, kept: map[int64]int64{}}
 	t.Cleanup(func() {
 		for _, r := range p.reps {
@@ -104,12 +104,12 @@ func (p *pool) drain() map[string]int64 {
 		if r.dead {
 			continue
 		}
-		n, err := r.l.Acquire(ctx, 1_000_000)
+		g, err := r.l.Acquire(ctx, 1_000_000)
 		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
 			p.t.Fatalf("%s: %v", id, err)
 		}
-		got[id] = int64(n)
-		p.kept[r.l.Status().Epoch] += int64(n)
+		got[id] = int64(g.Tokens)
+		p.kept[r.l.Status().Epoch] += int64(g.Tokens)
 	}
 	return got
 }
@@ -270,28 +270,89 @@ func TestChurnNeverExceedsPool(t *testing.T) {
 
 func TestStoreSync(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	s := memstore.New(clk, time.Second)
+	s := memstore.New(clk)
 	ctx := context.Background()
-	v, _ := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0})
+	v, _ := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1})
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
 	if !v.Agreed || v.PoolSize != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0})
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 2})
+	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
 	if v.Live != 1 || v.Agreed {
 		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
 	}
 	s.SetAvailable(false)
 	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
 		t.Fatalf("down store: %v", err)
+	}
+}
+
+// TestEachReplicasOwnLease checks that the store drops a silent replica after the
+// staleAfter that replica reported, not after one of the store's own.
+func TestEachReplicasOwnLease(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	s := memstore.New(clk)
+	ctx := context.Background()
+	for _, r := range []ratelimit.Report{
+		{ID: "short", StaleAfter: time.Second},
+		{ID: "default"}, // ratelimit.DefaultStaleAfter, 2s
+		{ID: "long", StaleAfter: 3 * time.Second},
+	} {
+		if _, err := s.Sync(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{time.Second, "[default long short watcher]"}, // a lease still holds at its end
+		{time.Second + time.Millisecond, "[default long watcher]"},
+		{2*time.Second + time.Millisecond, "[long watcher]"},
+		{3*time.Second + time.Millisecond, "[watcher]"},
+	} {
+		clk.Set(time.Unix(1_700_000_000, 0).Add(step.at))
+		if _, err := s.Sync(ctx, ratelimit.Report{ID: "watcher", StaleAfter: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(s.Members()); got != step.want {
+			t.Fatalf("after %v: members %s; want %s", step.at, got, step.want)
+		}
+	}
+}
+
+// TestCrashedReplicaKeepsItsShareForItsLease runs limiters with different leases:
+// the survivors get a crashed replica's share back only once its own lease, not
+// theirs, has run out, so no epoch grants more than the pool meanwhile.
+func TestCrashedReplicaKeepsItsShareForItsLease(t *testing.T) {
+	p := newPool(t, flat(10))
+	long := flat(10)
+	long.StaleAfter = 5 * time.Second
+	p.joinWith("a", flat(10))
+	p.joinWith("b", long)
+	p.run(2 * time.Second)
+	if got := p.nextEpoch(); got["a"] != 5 || got["b"] != 5 {
+		t.Fatalf("before the crash: %v", got)
+	}
+	p.crash("b")
+	p.run(4 * time.Second) // past a's lease of 2s, within b's of 5s
+	if m := p.store.Members(); fmt.Sprint(m) != "[a b]" {
+		t.Fatalf("members %v within b's lease; want a and b", m)
+	}
+	if got := p.nextEpoch(); got["a"] != 5 {
+		t.Fatalf("a took %d within b's lease; want its share of 5", got["a"])
+	}
+	p.run(2 * time.Second)
+	if got := p.nextEpoch(); got["a"] != 10 {
+		t.Fatalf("a took %d after b's lease; want all 10", got["a"])
 	}
 }
 
@@ -365,6 +426,7 @@ func TestRegistrationFailureTakesNoTokens(t *testing.T) {
 	p := newPool(t, flat(10))
 	p.store.SetAvailable(false)
 	l := p.joinWith("a", flat(10))
+	p.clk.Advance(0) // the first sync, from the background
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ratelimit.ErrStoreUnavailable) {
@@ -392,8 +454,14 @@ func TestResumedRampUp(t *testing.T) {
 	}
 	p.leave("a")
 	p.clk.Advance(5 * time.Second)
-	b := p.joinWith("b", cfg)
-	if got := b.Status().PoolMilli; got != before {
+	// A replica registers from the background at once and starts its ramp at the
+	// next epoch.
+	startPool := func(id string, cfg ratelimit.Config) int64 {
+		l := p.joinWith(id, cfg)
+		p.clk.Advance(time.Second)
+		return l.Status().PoolMilli
+	}
+	if got := startPool("b", cfg); got != before {
 		t.Fatalf("b starts at %d milli-tokens; want the %d a left", got, before)
 	}
 	p.run(time.Second)
@@ -405,14 +473,14 @@ func TestResumedRampUp(t *testing.T) {
 	p.store.SetTTL(time.Second)
 	p.leave("b")
 	p.clk.Advance(3 * time.Second)
-	if got := p.joinWith("c", cfg).Status().PoolMilli; got != 10_000 {
+	if got := startPool("c", cfg); got != 10_000 {
 		t.Fatalf("after the ttl c starts at %d milli-tokens; want min", got)
 	}
 	// Without resumedRampUp, the saved pool is ignored.
 	p.store.SetTTL(time.Hour)
 	p.leave("c")
 	cfg.ResumedRampUp = false
-	if got := p.joinWith("d", cfg).Status().PoolMilli; got != 10_000 {
+	if got := startPool("d", cfg); got != 10_000 {
 		t.Fatalf("without resumedRampUp d starts at %d milli-tokens; want min", got)
 	}
 }
@@ -426,8 +494,8 @@ func TestFixedPool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := l.Acquire(ctx, 100); n != want {
-			t.Errorf("rank %d took %d; want %d", rank, n, want)
+		if g, _ := l.Acquire(ctx, 100); g.Tokens != want {
+			t.Errorf("rank %d took %d; want %d", rank, g.Tokens, want)
 		}
 		l.Close(context.Background())
 	}
@@ -481,7 +549,7 @@ func TestEpochsFollowTheStoreClock(t *testing.T) {
 	// The store's clock is 400ms ahead: epochs turn when the store's second does,
 	// at .6 of the replica's own second.
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	store := skewed{memstore.New(clk, 0), 400 * time.Millisecond}
+	store := skewed{memstore.New(clk), 400 * time.Millisecond}
 	l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithStore(store))
 	if err != nil {
 		t.Fatal(err)
@@ -490,18 +558,18 @@ func TestEpochsFollowTheStoreClock(t *testing.T) {
 	clk.Advance(2 * time.Second) // joined; local 1_700_000_002.0 = store .002.4
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
-	if n, _ := l.Acquire(ctx, 100); n != 10 {
-		t.Fatalf("took %d; want the whole 10", n)
+	if g, _ := l.Acquire(ctx, 100); g.Tokens != 10 {
+		t.Fatalf("took %d; want the whole 10", g.Tokens)
 	}
 	if e := l.Status().Epoch; e != 1_700_000_002 {
 		t.Fatalf("epoch %d; want the store's second 1700000002", e)
 	}
 	clk.Advance(599 * time.Millisecond)
-	if n, _ := l.Acquire(ctx, 100); n != 0 {
-		t.Fatalf("took %d before the store's second turned", n)
+	if g, _ := l.Acquire(ctx, 100); g.Tokens != 0 {
+		t.Fatalf("took %d before the store's second turned", g.Tokens)
 	}
 	clk.Advance(time.Millisecond) // store .003.0
-	if n, _ := l.Acquire(ctx, 100); n != 10 || l.Status().Epoch != 1_700_000_003 {
-		t.Fatalf("took %d in epoch %d at the store's new second; want 10 in 1700000003", n, l.Status().Epoch)
+	if g, _ := l.Acquire(ctx, 100); g.Tokens != 10 || l.Status().Epoch != 1_700_000_003 {
+		t.Fatalf("took %d in epoch %d at the store's new second; want 10 in 1700000003", g.Tokens, l.Status().Epoch)
 	}
 }

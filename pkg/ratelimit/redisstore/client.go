@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -15,18 +14,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Conn says how to reach Redis: one server (Mode "single", URL) or the master a
-// set of sentinels name (Mode "sentinel").
+// Conn says how to reach Redis. The mode follows from the fields: with
+// MasterName set, Redis is the master that the sentinels at Endpoints name
+// (sentinel mode); otherwise it is the one server at URL (single mode).
 type Conn struct {
-	Mode string
-	// URL is redis://[user:password@]host:port[/db] or rediss://... (TLS) in
+	// URL is redis://[user:password@]host:port[/db] or rediss://... (TLS), in
 	// single mode.
 	URL string
 	// DB overrides the URL's database when set.
 	DB *int
 
+	// MasterName, when set, selects sentinel mode: the master of that name, as
+	// the sentinels at Endpoints (host:port) report it.
 	MasterName string
-	Endpoints  []string // sentinel host:port
+	Endpoints  []string
 
 	// Credentials of the Redis servers and of the sentinels; empty for none.
 	Username, Password                 string
@@ -38,71 +39,15 @@ type Conn struct {
 	DialTimeout time.Duration
 }
 
-// TLSFiles names the PEM files of a TLS configuration.
-type TLSFiles struct {
-	CAFile, CertFile, KeyFile string
-	InsecureSkipVerify        bool
-}
-
-// Config builds a client TLS configuration from the files.
-func (f TLSFiles) Config() (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.InsecureSkipVerify}
-	if f.CAFile != "" {
-		pem, err := os.ReadFile(f.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", f.CAFile)
-		}
-	}
-	if (f.CertFile == "") != (f.KeyFile == "") {
-		return nil, errors.New("a client certificate needs both the certificate and the key")
-	}
-	if f.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
-		if err != nil {
-			return nil, err
-		}
-		c.Certificates = []tls.Certificate{cert}
-	}
-	return c, nil
-}
-
-// NewClient returns a client for c. It does not connect.
-func NewClient(c Conn) (redis.UniversalClient, error) {
+// newClient returns a client for c, and where it connects for messages (never
+// a credential). It does not connect.
+func newClient(c Conn) (redis.UniversalClient, string, error) {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 2 * time.Second
 	}
-	switch c.Mode {
-	case "single":
-		opt, err := redis.ParseURL(c.URL)
-		if err != nil {
-			return nil, fmt.Errorf("url: %w", err)
-		}
-		if c.DB != nil {
-			opt.DB = *c.DB
-		}
-		if c.Username != "" {
-			opt.Username = c.Username
-		}
-		if c.Password != "" {
-			opt.Password = c.Password
-		}
-		if c.TLS != nil {
-			t := c.TLS.Clone()
-			if opt.TLSConfig != nil && t.ServerName == "" {
-				t.ServerName = opt.TLSConfig.ServerName
-			}
-			opt.TLSConfig = t
-		}
-		// A replica syncs again within a sync interval: one try is enough.
-		opt.DialTimeout, opt.MaxRetries, opt.DialerRetries = c.DialTimeout, 1, 1
-		return redis.NewClient(opt), nil
-	case "sentinel":
-		if c.MasterName == "" || len(c.Endpoints) == 0 {
-			return nil, errors.New("sentinel mode needs a master name and endpoints")
+	if c.MasterName != "" {
+		if len(c.Endpoints) == 0 {
+			return nil, "", fmt.Errorf("%w: sentinel master %q without endpoints", ErrInvalidConn, c.MasterName)
 		}
 		opt := &redis.FailoverOptions{
 			MasterName: c.MasterName, SentinelAddrs: c.Endpoints,
@@ -118,9 +63,35 @@ func NewClient(c Conn) (redis.UniversalClient, error) {
 		if c.TLS != nil || c.SentinelTLS != nil {
 			opt.Dialer = tlsDialer(c)
 		}
-		return redis.NewFailoverClient(opt), nil
+		return redis.NewFailoverClient(opt), fmt.Sprintf("master %q of sentinels %v", c.MasterName, c.Endpoints), nil
 	}
-	return nil, fmt.Errorf("mode %q: want single or sentinel", c.Mode)
+	if c.URL == "" {
+		return nil, "", fmt.Errorf("%w: neither a URL nor a sentinel master name", ErrInvalidConn)
+	}
+	opt, err := redis.ParseURL(c.URL)
+	if err != nil {
+		// The URL may hold a password: the error names neither.
+		return nil, "", fmt.Errorf("%w: the URL does not parse: %v", ErrInvalidConn, err)
+	}
+	if c.DB != nil {
+		opt.DB = *c.DB
+	}
+	if c.Username != "" {
+		opt.Username = c.Username
+	}
+	if c.Password != "" {
+		opt.Password = c.Password
+	}
+	if c.TLS != nil {
+		t := c.TLS.Clone()
+		if opt.TLSConfig != nil && t.ServerName == "" {
+			t.ServerName = opt.TLSConfig.ServerName
+		}
+		opt.TLSConfig = t
+	}
+	// A replica syncs again within a sync interval: one try is enough.
+	opt.DialTimeout, opt.MaxRetries, opt.DialerRetries = c.DialTimeout, 1, 1
+	return redis.NewClient(opt), opt.Addr, nil
 }
 
 // tlsDialer dials sentinels with c.SentinelTLS and servers with c.TLS.
@@ -149,7 +120,7 @@ func tlsDialer(c Conn) func(ctx context.Context, network, addr string) (net.Conn
 	}
 }
 
-// Problem classes of a connection check.
+// Errors of the configuration that [Open] finds.
 var (
 	// ErrAuth: Redis refused the credentials.
 	ErrAuth = errors.New("redis refused the credentials")
@@ -157,13 +128,16 @@ var (
 	ErrTLS = errors.New("TLS handshake with redis failed")
 	// ErrHost: the host name does not resolve.
 	ErrHost = errors.New("redis host not found")
+	// ErrInvalidConn: the [Conn] cannot be used: no URL and no master name, a URL
+	// that does not parse, or sentinel mode without endpoints.
+	ErrInvalidConn = errors.New("invalid redis connection settings")
 )
 
-// Check pings Redis once. A wrong password, a TLS failure or a host that does
-// not resolve are errors of the configuration, matching [ErrAuth], [ErrTLS] or
-// [ErrHost]; anything else (refused, timed out) is Redis being away for now.
-func Check(ctx context.Context, client redis.UniversalClient) error {
-	err := client.Ping(ctx).Err()
+// configError returns the error of a ping, wrapped in [ErrAuth], [ErrTLS] or
+// [ErrHost], when it says the configuration is wrong: a wrong password, a TLS
+// failure or a host that does not resolve. It returns nil for no error and for
+// Redis being away for now (refused, timed out).
+func configError(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -182,5 +156,5 @@ func Check(ctx context.Context, client redis.UniversalClient) error {
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return fmt.Errorf("%w: %v", ErrHost, err)
 	}
-	return err
+	return nil
 }

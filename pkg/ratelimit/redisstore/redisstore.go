@@ -7,14 +7,22 @@
 // A store keeps four keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
 // sluice:{prefix}:heartbeats, :reports, :members and :resume. Every key expires
-// after the ttl unless a replica keeps syncing.
+// after the ttl (and at least twice the longest lease) unless a replica keeps
+// syncing.
+//
+// # Connecting
+//
+// [Open] connects to the Redis a [Conn] describes, one server or the master of a
+// set of sentinels, and fails only on a configuration Redis rejects; [New] builds
+// a store on a client of the caller's.
 //
 // # Scripts
 //
 // Each sync is one Lua script (sync.lua), run with EVALSHA and, when Redis does
-// not know it yet, EVAL: it records the heartbeat on Redis TIME, drops stale
-// replicas and returns the agreement, the rank and Redis's clock, which defines
-// the epochs of every replica. A replica syncs once per sync interval from a
+// not know it yet, EVAL: it records the heartbeat on Redis TIME with the lease
+// the replica reports (its staleAfter), drops the replicas whose lease has run
+// out, and returns the agreement, the rank and Redis's clock, which defines the
+// epochs of every replica. A replica syncs once per sync interval from a
 // background goroutine, never per message.
 package redisstore
 
@@ -24,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,44 +50,79 @@ var (
 	leaveScript = redis.NewScript(leaveSource)
 )
 
-// Defaults of a store's options.
-const (
-	DefaultStaleAfter = ratelimit.DefaultStaleAfter
-	DefaultTTL        = 180 * time.Second
-)
-
-// Options tune a store.
+// Options tune a store. A replica's lease is not one of them: each replica
+// reports its own staleAfter at every sync (ratelimit.Report.StaleAfter).
 type Options struct {
-	// StaleAfter drops a replica whose last heartbeat is older (default 2s).
-	StaleAfter time.Duration
-	// TTL is how long keys outlive the last sync, and how long the pool of a
-	// replica that left is kept for resuming (default 180s).
+	// TTL is how long keys outlive the last sync (and at least twice the longest
+	// lease), and how long the pool of a replica that left is kept for resuming
+	// (0 for ratelimit.DefaultTTL).
 	TTL time.Duration
 }
 
-// Store is one vertex's pool in Redis. It is safe for concurrent use.
+// Store is one vertex's pool in Redis. It is safe for concurrent use. Open one
+// with [Open], which makes its own client, or build one on a client of yours with
+// [New].
 type Store struct {
 	client redis.Scripter
 	keys   []string
 	opts   Options
-	keyTTL time.Duration // of the membership keys: at least two staleAfters
+
+	own       redis.UniversalClient // the client Open made; nil after New
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ ratelimit.Store = (*Store)(nil)
 
-// New returns the pool of the vertex prefix in the Redis of client.
+// Open returns the pool of the vertex prefix in the Redis that conn describes,
+// through a client of its own, and pings Redis once within ctx to check the
+// configuration. A configuration Redis rejects is an error that matches
+// [ErrAuth] (credentials), [ErrTLS] (TLS handshake) or [ErrHost] (unknown host),
+// and a Conn that cannot be used matches [ErrInvalidConn]; the client is closed
+// then. Redis merely being away (connection refused, timeout) is no error: Open
+// returns the store, whose syncs fail until Redis is back, and a limiter logs
+// that at its first sync. [Store.Close] closes the client.
+func Open(ctx context.Context, conn Conn, prefix string, opts Options) (*Store, error) {
+	client, where, err := newClient(conn)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	s, err := New(client, prefix, opts)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	if err := configError(client.Ping(ctx).Err()); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redisstore: %s: %w", where, err)
+	}
+	s.own = client
+	return s, nil
+}
+
+// Close closes the client that [Open] made; it does nothing for a store built
+// with [New], whose client belongs to its caller. Close is safe to call more than
+// once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.own != nil {
+			s.closeErr = s.own.Close()
+		}
+	})
+	return s.closeErr
+}
+
+// New returns the pool of the vertex prefix in the Redis of client, which stays
+// the caller's to close.
 func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	if prefix == "" {
 		return nil, errors.New("redisstore: empty key prefix")
 	}
-	if opts.StaleAfter <= 0 {
-		opts.StaleAfter = DefaultStaleAfter
-	}
 	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
+		opts.TTL = ratelimit.DefaultTTL
 	}
 	base := "sluice:{" + prefix + "}:"
-	return &Store{client: client, opts: opts, keyTTL: max(opts.TTL, 2*opts.StaleAfter),
+	return &Store{client: client, opts: opts,
 		keys: []string{base + "heartbeats", base + "reports", base + "members", base + "resume"}}, nil
 }
 
@@ -87,8 +131,12 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [ratelimit.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+	stale := r.StaleAfter
+	if stale <= 0 {
+		stale = ratelimit.DefaultStaleAfter
+	}
 	res, err := syncScript.Run(ctx, s.client, s.keys, r.ID, r.PoolSize,
-		s.opts.StaleAfter.Milliseconds(), s.keyTTL.Milliseconds()).Int64Slice()
+		max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+	"github.com/sluiceflow/sluice/pkg/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,11 +32,11 @@ func newStore(t *testing.T, srv *redistest.Server, prefix string, opts redisstor
 
 func TestSyncAgreement(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	s := newStore(t, srv, "mv", redisstore.Options{StaleAfter: 300 * time.Millisecond})
+	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
 	sync := func(id string, size int) ratelimit.View {
 		t.Helper()
-		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: size})
+		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,6 +73,39 @@ func TestSyncAgreement(t *testing.T) {
 	}
 	if v := sync("a", 1); !v.Agreed || v.PoolSize != 1 {
 		t.Fatalf("after b went stale: %+v; want AGREE(1)", v)
+	}
+}
+
+// TestEachReplicasOwnLease checks that Redis drops a silent replica after the
+// staleAfter that replica reported, and keeps the keys for the longest lease.
+func TestEachReplicasOwnLease(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Second})
+	ctx := context.Background()
+	for _, r := range []ratelimit.Report{{ID: "short", StaleAfter: 200 * time.Millisecond}, {ID: "long", StaleAfter: time.Minute}} {
+		if _, err := s.Sync(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ttl := srv.Do(t, "PTTL", s.Keys()[0]).(int64); ttl < 60_000 {
+		t.Fatalf("heartbeats key ttl %dms; want at least twice the longest lease", ttl)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, err := s.Sync(ctx, ratelimit.Report{ID: "watcher", StaleAfter: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Live == 2 {
+			break // short is gone; long, reported a minute, stays
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live %d; short never went stale", v.Live)
+		}
+		time.Sleep(50 * time.Millisecond) // Redis's clock must move past short's lease
+	}
+	if got := srv.Do(t, "ZRANGE", s.Keys()[2], 0, -1); fmt.Sprint(got) != "[long watcher]" {
+		t.Fatalf("members %v; want long and watcher", got)
 	}
 }
 
@@ -192,40 +229,109 @@ func TestLimitersShareOneLimit(t *testing.T) {
 	}
 }
 
-func TestCheckClassifiesErrors(t *testing.T) {
+// open opens a store for conn and closes it when the test ends.
+func open(t *testing.T, ctx context.Context, conn redisstore.Conn) (*redisstore.Store, error) {
+	t.Helper()
+	s, err := redisstore.Open(ctx, conn, "mv", redisstore.Options{})
+	if err == nil {
+		t.Cleanup(func() { s.Close() })
+	}
+	return s, err
+}
+
+func TestOpenClassifiesErrors(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{Password: "s3cret"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, tt := range []struct {
 		name string
 		conn redisstore.Conn
-		want error // nil: a transient error or none
-		ok   bool
+		want error // nil: a store, whether Redis is there or away
 	}{
-		{"right password", redisstore.Conn{Mode: "single", URL: "redis://" + srv.Addr, Password: "s3cret"}, nil, true},
-		{"wrong password", redisstore.Conn{Mode: "single", URL: "redis://:nope@" + srv.Addr}, redisstore.ErrAuth, false},
-		{"no password", redisstore.Conn{Mode: "single", URL: "redis://" + srv.Addr}, redisstore.ErrAuth, false},
-		{"unknown host", redisstore.Conn{Mode: "single", URL: "redis://no-such-host.invalid:6379"}, redisstore.ErrHost, false},
-		{"nothing listening", redisstore.Conn{Mode: "single", URL: "redis://127.0.0.1:1"}, nil, false},
+		{"right password", redisstore.Conn{URL: "redis://" + srv.Addr, Password: "s3cret"}, nil},
+		{"wrong password", redisstore.Conn{URL: "redis://:nope@" + srv.Addr}, redisstore.ErrAuth},
+		{"no password", redisstore.Conn{URL: "redis://" + srv.Addr}, redisstore.ErrAuth},
+		{"unknown host", redisstore.Conn{URL: "redis://no-such-host.invalid:6379"}, redisstore.ErrHost},
+		{"nothing listening", redisstore.Conn{URL: "redis://127.0.0.1:1"}, nil},
+		{"bad URL", redisstore.Conn{URL: "http://:s3cret@" + srv.Addr}, redisstore.ErrInvalidConn},
+		{"no URL", redisstore.Conn{}, redisstore.ErrInvalidConn},
+		{"sentinel without endpoints", redisstore.Conn{MasterName: "mymaster"}, redisstore.ErrInvalidConn},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := redisstore.NewClient(tt.conn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			err = redisstore.Check(ctx, c)
+			s, err := open(t, ctx, tt.conn)
 			switch {
-			case tt.ok && err != nil:
-				t.Fatalf("Check = %v", err)
-			case !tt.ok && err == nil:
-				t.Fatal("Check passed")
+			case tt.want == nil && (err != nil || s == nil):
+				t.Fatalf("Open = %v, %v; want a store", s, err)
 			case tt.want != nil && !errors.Is(err, tt.want):
-				t.Fatalf("Check = %v; want %v", err, tt.want)
-			case tt.want == nil && (errors.Is(err, redisstore.ErrAuth) || errors.Is(err, redisstore.ErrTLS) || errors.Is(err, redisstore.ErrHost)):
-				t.Fatalf("Check = %v; want a transient error", err)
+				t.Fatalf("Open = %v; want %v", err, tt.want)
+			case err != nil && strings.Contains(err.Error(), "s3cret"):
+				t.Fatalf("Open = %v; the error shows the password", err)
 			}
 		})
+	}
+}
+
+func TestClose(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, redisstore.Conn{URL: "redis://" + srv.Addr}, "mv", redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err == nil {
+		t.Fatal("Sync after Close worked; want the client Open made closed")
+	}
+	// A store on the caller's client leaves the client alone.
+	client := srv.Client(t)
+	mine := newStoreOn(t, client)
+	if err := mine.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mine.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+		t.Fatalf("Sync on the caller's client after Close: %v", err)
+	}
+}
+
+func newStoreOn(t *testing.T, client *redis.Client) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(client, "mv", redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestNewWithRedisDown checks that a limiter starts at once on a store whose Redis
+// has gone: New does no I/O, and the limiter takes no tokens.
+func TestNewWithRedisDown(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	s, err := open(t, ctx, redisstore.Conn{URL: "redis://" + srv.Addr, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	start := time.Now()
+	l, err := ratelimit.New(ratelimit.Config{Max: 10}, ratelimit.WithStore(s))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if took > time.Second { // far under the dial timeout
+		t.Fatalf("New took %v with Redis down", took)
+	}
+	if g, r := l.TryAcquire(1); g.Tokens != 0 || r == ratelimit.NotThrottled {
+		t.Fatalf("TryAcquire without a store = %d, %v; want no tokens", g.Tokens, r)
 	}
 }
 
@@ -233,38 +339,31 @@ func TestTLS(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{TLS: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	good, err := redisstore.TLSFiles{CAFile: srv.CAFile, CertFile: srv.ClientCertFile, KeyFile: srv.ClientKeyFile}.Config()
+	file := func(path string) *config.SecretKeySelector { return &config.SecretKeySelector{File: path} }
+	good, err := secret.TLS(&config.TLS{CACertSecret: file(srv.CAFile), CertSecret: file(srv.ClientCertFile), KeySecret: file(srv.ClientKeyFile)}, "tls")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := redisstore.NewClient(redisstore.Conn{Mode: "single", URL: "rediss://" + srv.Addr, TLS: good})
-	defer c.Close()
-	if err := redisstore.Check(ctx, c); err != nil {
+	s, err := open(t, ctx, redisstore.Conn{URL: "rediss://" + srv.Addr, TLS: good})
+	if err != nil {
 		t.Fatalf("with the CA: %v", err)
 	}
-	// Without the test's CA, the system's roots do not trust the server.
-	bad, _ := redisstore.TLSFiles{}.Config()
-	c2, _ := redisstore.NewClient(redisstore.Conn{Mode: "single", URL: "rediss://" + srv.Addr, TLS: bad})
-	defer c2.Close()
-	if err := redisstore.Check(ctx, c2); !errors.Is(err, redisstore.ErrTLS) {
-		t.Fatalf("with another CA: %v; want ErrTLS", err)
+	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+		t.Fatalf("sync over TLS: %v", err)
 	}
-	if _, err := (redisstore.TLSFiles{CAFile: "/nonexistent"}).Config(); err == nil {
-		t.Fatal("a missing CA file loads")
+	// Without the test's CA, the system's roots do not trust the server.
+	bad, _ := secret.TLS(&config.TLS{}, "tls")
+	if _, err := open(t, ctx, redisstore.Conn{URL: "rediss://" + srv.Addr, TLS: bad}); !errors.Is(err, redisstore.ErrTLS) {
+		t.Fatalf("with another CA: %v; want ErrTLS", err)
 	}
 }
 
 func TestSentinel(t *testing.T) {
 	sn := redistest.StartSentinel(t, redistest.Options{Password: "s3cret"})
-	c, err := redisstore.NewClient(redisstore.Conn{Mode: "sentinel", MasterName: sn.MasterName, Endpoints: sn.Endpoints(),
-		Password: "s3cret", SentinelPassword: ""})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := redisstore.New(c, "mv", redisstore.Options{})
+	// MasterName selects sentinel mode.
+	s, err := open(t, ctx, redisstore.Conn{MasterName: sn.MasterName, Endpoints: sn.Endpoints(), Password: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}

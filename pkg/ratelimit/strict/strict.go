@@ -9,7 +9,8 @@
 // takes another, so late callers do not crowd the ones after them.
 //
 // [Wrap] turns a function into a throttled one, waiting for a permit or failing
-// fast, per option.
+// fast, per option. The waits happen on the limiter's clock ([WithClock]; the
+// wall clock by default).
 package strict
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
@@ -52,7 +54,16 @@ type Limiter struct {
 	key     string
 	spacing time.Duration
 	cfg     Config
+	clk     clock.Clock
 }
+
+// Option configures a [Limiter] beyond its [Config].
+type Option func(*Limiter)
+
+// WithClock makes the limiter wait for reserved permits, and back off, on c
+// instead of the wall clock. Permits themselves are always given out on Redis's
+// clock.
+func WithClock(c clock.Clock) Option { return func(l *Limiter) { l.clk = c } }
 
 // Permit is a permission to make one call.
 type Permit struct {
@@ -65,7 +76,7 @@ type Permit struct {
 var ErrExpired = errors.New("strict: permit expired before use")
 
 // New returns a limiter for cfg on key in the Redis of client.
-func New(client redis.Scripter, key string, cfg Config) (*Limiter, error) {
+func New(client redis.Scripter, key string, cfg Config, opts ...Option) (*Limiter, error) {
 	if cfg.Permits == 0 {
 		cfg.Permits = 1
 	}
@@ -81,7 +92,13 @@ func New(client redis.Scripter, key string, cfg Config) (*Limiter, error) {
 	case cfg.Expiry < 0:
 		return nil, fmt.Errorf("strict: Expiry (%v) must not be negative", cfg.Expiry)
 	}
-	l := &Limiter{client: client, key: key, cfg: cfg, spacing: cfg.Interval / time.Duration(cfg.Permits)}
+	l := &Limiter{client: client, key: key, cfg: cfg, spacing: cfg.Interval / time.Duration(cfg.Permits), clk: clock.Real()}
+	for _, opt := range opts {
+		opt(l)
+	}
+	if l.clk == nil {
+		return nil, errors.New("strict: WithClock(nil)")
+	}
 	if l.spacing < time.Microsecond {
 		return nil, fmt.Errorf("strict: Interval/Permits (%v) must be at least 1µs", l.spacing)
 	}
@@ -111,7 +128,7 @@ func (l *Limiter) reserve(ctx context.Context, maxReserved int) (reservation, er
 	if len(res) != 3 {
 		return reservation{}, fmt.Errorf("strict: %d values from the script, want 3", len(res))
 	}
-	r := reservation{ok: res[0] == 1, taken: time.Now()}
+	r := reservation{ok: res[0] == 1, taken: l.clk.Now()}
 	if r.ok {
 		r.at = time.UnixMicro(res[1])
 		r.wait = time.Duration(res[1]-res[2]) * time.Microsecond
@@ -148,10 +165,11 @@ func (l *Limiter) Reserve(ctx context.Context) (Permit, error) {
 	if !r.ok {
 		return Permit{}, &ratelimit.ThrottledError{Reason: ratelimit.ReasonRateLimited, Wait: r.wait}
 	}
-	if err := sleep(ctx, time.Until(r.taken.Add(r.wait))); err != nil {
+	due := r.taken.Add(r.wait)
+	if err := l.sleep(ctx, due.Sub(l.clk.Now())); err != nil {
 		return Permit{}, err
 	}
-	if late := time.Since(r.taken.Add(r.wait)); late > l.cfg.Expiry {
+	if late := l.clk.Now().Sub(due); late > l.cfg.Expiry {
 		return Permit{}, fmt.Errorf("%w: %v late", ErrExpired, late)
 	}
 	return Permit{At: r.at}, nil
@@ -170,7 +188,7 @@ func (l *Limiter) Wait(ctx context.Context) (Permit, error) {
 			continue
 		case errors.As(err, &te):
 			// Jitter keeps waiting callers from coming back in step.
-			if err := sleep(ctx, te.Wait+time.Duration(rand.Int64N(int64(l.spacing)/2+1))); err != nil {
+			if err := l.sleep(ctx, te.Wait+time.Duration(rand.Int64N(int64(l.spacing)/2+1))); err != nil {
 				return Permit{}, err
 			}
 		default:
@@ -179,14 +197,16 @@ func (l *Limiter) Wait(ctx context.Context) (Permit, error) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d on the limiter's clock, or until ctx is done.
+func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
+	done := make(chan struct{})
+	t := l.clk.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

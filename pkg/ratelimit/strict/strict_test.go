@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/strict"
 )
@@ -108,45 +109,106 @@ func TestAcrossProcesses(t *testing.T) {
 	}
 }
 
-func newLimiter(t *testing.T, srv *redistest.Server, key string, cfg strict.Config) *strict.Limiter {
+func newLimiter(t *testing.T, srv *redistest.Server, key string, cfg strict.Config, opts ...strict.Option) *strict.Limiter {
 	t.Helper()
-	l, err := strict.New(srv.Client(t), key, cfg)
+	l, err := strict.New(srv.Client(t), key, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
+type reserved struct {
+	p   strict.Permit
+	err error
+}
+
+// async runs take in a goroutine and returns once it waits on clk for its permit.
+func async(t *testing.T, clk *clock.Manual, take func() (strict.Permit, error)) <-chan reserved {
+	t.Helper()
+	out := make(chan reserved, 1)
+	go func() {
+		p, err := take()
+		out <- reserved{p, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal("the caller is not waiting on the clock for its permit")
+	}
+	return out
+}
+
+func recv(t *testing.T, ch <-chan reserved) reserved {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting caller did not return")
+		return reserved{}
+	}
+}
+
+// Permits an hour apart on Redis's clock: a reserved permit is an hour ahead,
+// and the tests wait for it on a manual clock instead.
+const hour = time.Hour
+
 func TestAllowAndReserve(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	ctx := context.Background()
-	l := newLimiter(t, srv, "allow", strict.Config{Interval: 500 * time.Millisecond, MaxReserved: 1})
+	clk := clock.NewManual(time.Now())
+	l := newLimiter(t, srv, "allow", strict.Config{Interval: hour, MaxReserved: 1}, strict.WithClock(clk))
 	p1, err := l.Allow(ctx)
 	if err != nil {
 		t.Fatalf("first Allow: %v", err)
 	}
 	_, err = l.Allow(ctx)
 	var te *ratelimit.ThrottledError
-	if !errors.Is(err, ratelimit.ErrRateLimited) || !errors.As(err, &te) || te.Wait <= 0 || te.Wait > 500*time.Millisecond {
+	if !errors.Is(err, ratelimit.ErrRateLimited) || !errors.As(err, &te) || te.Wait <= 0 || te.Wait > hour {
 		t.Fatalf("second Allow: %v; want a rate-limit error with the time to the next permit", err)
 	}
-	// Reserve waits for the next permit, one spacing after the first.
-	start := time.Now()
-	p2, err := l.Reserve(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gap := p2.At.Sub(p1.At); gap < 500*time.Millisecond {
-		t.Fatalf("permits %v apart", gap)
-	}
-	if waited := time.Since(start); waited < 300*time.Millisecond {
-		t.Fatalf("Reserve returned after %v; want it to wait for the permit", waited)
-	}
+	// Reserve reserves the next permit, one spacing after the first, and waits for
+	// it on the clock.
+	res := async(t, clk, func() (strict.Permit, error) { return l.Reserve(ctx) })
 	// With one permit reserved ahead already, a second reservation is refused.
-	go l.Reserve(ctx) // reserves the permit after p2
-	time.Sleep(50 * time.Millisecond)
 	if _, err := l.Reserve(ctx); !errors.Is(err, ratelimit.ErrRateLimited) {
 		t.Fatalf("Reserve past MaxReserved: %v; want rate limited", err)
+	}
+	clk.Advance(hour - time.Minute)
+	select {
+	case r := <-res:
+		t.Fatalf("Reserve returned %+v before its permit was due", r)
+	default:
+	}
+	clk.Advance(time.Minute)
+	r := recv(t, res)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if gap := r.p.At.Sub(p1.At); gap < hour {
+		t.Fatalf("permits %v apart", gap)
+	}
+	if clk.Pending() != 0 {
+		t.Fatalf("%d timers left on the clock", clk.Pending())
+	}
+}
+
+func TestReserveGivesUpWithTheContext(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	clk := clock.NewManual(time.Now())
+	l := newLimiter(t, srv, "cancel", strict.Config{Interval: hour, MaxReserved: 1}, strict.WithClock(clk))
+	if _, err := l.Allow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	res := async(t, clk, func() (strict.Permit, error) { return l.Reserve(ctx) })
+	cancel()
+	if r := recv(t, res); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Reserve cut short = %v; want context.Canceled", r.err)
+	}
+	if clk.Pending() != 0 {
+		t.Fatalf("%d timers left on the clock", clk.Pending())
 	}
 }
 
@@ -194,11 +256,15 @@ func TestInvalidConfig(t *testing.T) {
 	if _, err := strict.New(nil, "", strict.Config{Interval: time.Second}); err == nil {
 		t.Error("an empty key accepted")
 	}
+	if _, err := strict.New(nil, "k", strict.Config{Interval: time.Second}, strict.WithClock(nil)); err == nil {
+		t.Error("WithClock(nil) accepted")
+	}
 }
 
 func TestWrap(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	l := newLimiter(t, srv, "wrap", strict.Config{Interval: 300 * time.Millisecond, MaxReserved: 1})
+	clk := clock.NewManual(time.Now())
+	l := newLimiter(t, srv, "wrap", strict.Config{Interval: hour, MaxReserved: 1}, strict.WithClock(clk))
 	calls := 0
 	f := func(_ context.Context, n int) (int, error) { calls++; return n * 2, nil }
 	waiting, failFast := strict.Wrap(l, f), strict.Wrap(l, f, strict.Reject())
@@ -212,11 +278,21 @@ func TestWrap(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("f called %d times; a rejected call must not reach it", calls)
 	}
-	start := time.Now()
-	if got, err := waiting(ctx, 3); got != 6 || err != nil {
-		t.Fatalf("waiting call: %d, %v", got, err)
+	res := async(t, clk, func() (strict.Permit, error) {
+		got, err := waiting(ctx, 3)
+		if got != 6 {
+			err = errors.Join(err, fmt.Errorf("waiting call returned %d; want 6", got))
+		}
+		return strict.Permit{}, err
+	})
+	if calls != 1 {
+		t.Fatal("the waiting call reached f before its permit")
 	}
-	if time.Since(start) < 150*time.Millisecond {
-		t.Fatal("the waiting call did not wait for its permit")
+	clk.Advance(hour)
+	if r := recv(t, res); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if calls != 2 {
+		t.Fatalf("f called %d times; want 2", calls)
 	}
 }
