@@ -1,6 +1,6 @@
 package config
 
-import "fmt"
+import "github.com/sluiceflow/sluice/internal/enum"
 
 // The config's enumerations that no package below config defines. The others
 // are the types of the packages that act on them: rateLimit.onStoreFailure is
@@ -25,16 +25,11 @@ const (
 var redisModeNames = [...]string{RedisModeUnset: "", RedisModeSingle: "single", RedisModeSentinel: "sentinel"}
 
 // String returns the mode's YAML name: single or sentinel, or "" when unset.
-func (m RedisMode) String() string {
-	if int(m) < len(redisModeNames) {
-		return redisModeNames[m]
-	}
-	return fmt.Sprintf("RedisMode(%d)", uint8(m))
-}
+func (m RedisMode) String() string { return enum.Name(redisModeNames[:], m, "RedisMode") }
 
 // UnmarshalText parses single or sentinel, and rejects any other name.
 func (m *RedisMode) UnmarshalText(b []byte) error {
-	return parseName(m, b, redisModeNames[:], "mode", "single or sentinel")
+	return enum.Parse(m, redisModeNames[:], b, "mode")
 }
 
 // OnFailure is what a sink does with a message it still fails to write once
@@ -55,16 +50,11 @@ const (
 var onFailureNames = [...]string{OnFailureRetry: "retry", OnFailureFallback: "fallback", OnFailureDrop: "drop"}
 
 // String returns the YAML name: retry, fallback or drop.
-func (f OnFailure) String() string {
-	if int(f) < len(onFailureNames) {
-		return onFailureNames[f]
-	}
-	return fmt.Sprintf("OnFailure(%d)", uint8(f))
-}
+func (f OnFailure) String() string { return enum.Name(onFailureNames[:], f, "OnFailure") }
 
 // UnmarshalText parses retry, fallback or drop, and rejects any other name.
 func (f *OnFailure) UnmarshalText(b []byte) error {
-	return parseName(f, b, onFailureNames[:], "onFailure", "retry, fallback or drop")
+	return enum.Parse(f, onFailureNames[:], b, "onFailure")
 }
 
 // Storage is where a JetStream ISB's streams keep their messages. The zero
@@ -83,26 +73,9 @@ const (
 var storageNames = [...]string{FileStorage: "file", MemoryStorage: "memory"}
 
 // String returns the YAML name: file or memory.
-func (s Storage) String() string {
-	if int(s) < len(storageNames) {
-		return storageNames[s]
-	}
-	return fmt.Sprintf("Storage(%d)", uint8(s))
-}
+func (s Storage) String() string { return enum.Name(storageNames[:], s, "Storage") }
 
 // UnmarshalText parses file or memory, and rejects any other name.
 func (s *Storage) UnmarshalText(b []byte) error {
-	return parseName(s, b, storageNames[:], "storage", "file or memory")
-}
-
-// parseName sets *v to the value whose name b is, or says that b is not one of
-// want. An empty name (an unset value's) is never matched.
-func parseName[T ~uint8](v *T, b []byte, names []string, field, want string) error {
-	for i, name := range names {
-		if name != "" && name == string(b) {
-			*v = T(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown %s %q (want %s)", field, b, want)
+	return enum.Parse(s, storageNames[:], b, "storage")
 }

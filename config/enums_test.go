@@ -10,8 +10,8 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// enum is a config enumeration: a value that prints and parses its YAML name.
-type enum interface {
+// named is a config enumeration: a value that prints and parses its YAML name.
+type named interface {
 	fmt.Stringer
 	encoding.TextUnmarshaler
 }
@@ -19,14 +19,14 @@ type enum interface {
 func TestEnumNames(t *testing.T) {
 	tests := []struct {
 		name  string
-		new   func() enum
+		new   func() named
 		names []string // in value order, from the zero value
 		want  string   // the list an unknown name's error gives
 		zero  string   // the zero value's String
 	}{
-		{"RedisMode", func() enum { return new(RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
-		{"OnFailure", func() enum { return new(OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
-		{"Storage", func() enum { return new(Storage) }, []string{"file", "memory"}, "file or memory", "file"},
+		{"RedisMode", func() named { return new(RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
+		{"OnFailure", func() named { return new(OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
+		{"Storage", func() named { return new(Storage) }, []string{"file", "memory"}, "file or memory", "file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
@@ -27,25 +28,14 @@ const (
 var backendNames = [...]string{OnMemory: "memory", OnJetStream: "jetstream"}
 
 // String returns memory or jetstream.
-func (b Backend) String() string {
-	if int(b) < len(backendNames) {
-		return backendNames[b]
-	}
-	return fmt.Sprintf("Backend(%d)", uint8(b))
-}
+func (b Backend) String() string { return enum.Name(backendNames[:], b, "Backend") }
 
 // MarshalText returns the backend's name.
-func (b Backend) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+func (b Backend) MarshalText() ([]byte, error) { return enum.Marshal(backendNames[:], b, "buffers") }
 
 // UnmarshalText parses memory or jetstream and rejects any other name.
 func (b *Backend) UnmarshalText(text []byte) error {
-	for i, name := range backendNames {
-		if name == string(text) {
-			*b = Backend(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown buffers %q (want memory or jetstream)", text)
+	return enum.Parse(b, backendNames[:], text, "buffers")
 }
 
 // Option configures a [Pipeline].

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/enum"
 )
 
 // Mode is how the token pool ramps from Min to Max. The zero value is [Relaxed],
@@ -28,32 +30,14 @@ const (
 var modeNames = [...]string{Relaxed: "relaxed", Scheduled: "scheduled", OnlyIfUsed: "onlyIfUsed", GoBackN: "goBackN"}
 
 // String returns the mode's name as written in a vertex's YAML.
-func (m Mode) String() string {
-	if int(m) < len(modeNames) {
-		return modeNames[m]
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
+func (m Mode) String() string { return enum.Name(modeNames[:], m, "Mode") }
 
 // MarshalText returns the mode's YAML name.
-func (m Mode) MarshalText() ([]byte, error) {
-	if int(m) >= len(modeNames) {
-		return nil, fmt.Errorf("ratelimit: unknown mode %d", uint8(m))
-	}
-	return []byte(m.String()), nil
-}
+func (m Mode) MarshalText() ([]byte, error) { return enum.Marshal(modeNames[:], m, "mode") }
 
 // UnmarshalText parses a mode name as written in YAML (relaxed, scheduled,
 // onlyIfUsed, goBackN) and rejects any other.
-func (m *Mode) UnmarshalText(b []byte) error {
-	for i, name := range modeNames {
-		if name == string(b) {
-			*m = Mode(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown mode %q (want relaxed, scheduled, onlyIfUsed or goBackN)", b)
-}
+func (m *Mode) UnmarshalText(b []byte) error { return enum.Parse(m, modeNames[:], b, "mode") }
 
 // Defaults of Numaflow's rateLimit block, applied by [DefaultConfig].
 const (
@@ -125,21 +109,12 @@ var policyNames = [...]string{LastKnown: "lastKnown", Pause: "pause"}
 
 // String returns the policy's YAML name.
 func (p StoreFailurePolicy) String() string {
-	if int(p) < len(policyNames) {
-		return policyNames[p]
-	}
-	return fmt.Sprintf("StoreFailurePolicy(%d)", uint8(p))
+	return enum.Name(policyNames[:], p, "StoreFailurePolicy")
 }
 
 // UnmarshalText parses lastKnown or pause.
 func (p *StoreFailurePolicy) UnmarshalText(b []byte) error {
-	for i, name := range policyNames {
-		if name == string(b) {
-			*p = StoreFailurePolicy(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown onStoreFailure %q (want lastKnown or pause)", b)
+	return enum.Parse(p, policyNames[:], b, "onStoreFailure")
 }
 
 // DefaultConfig returns max with Numaflow's defaults: min 1, rampUpDuration 1s,

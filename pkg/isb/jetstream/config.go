@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/internal/enum"
 )
 
 // Storage is where a buffer's stream keeps its messages. The zero value is
@@ -28,30 +30,14 @@ var storageNames = [...]string{FileStorage: "file", MemoryStorage: "memory"}
 
 // String returns the storage's name as written in a configuration: file or
 // memory.
-func (s Storage) String() string {
-	if int(s) < len(storageNames) {
-		return storageNames[s]
-	}
-	return fmt.Sprintf("Storage(%d)", uint8(s))
-}
+func (s Storage) String() string { return enum.Name(storageNames[:], s, "Storage") }
 
 // MarshalText returns the storage's name.
-func (s Storage) MarshalText() ([]byte, error) {
-	if int(s) >= len(storageNames) {
-		return nil, fmt.Errorf("jetstream: unknown storage %d", uint8(s))
-	}
-	return []byte(s.String()), nil
-}
+func (s Storage) MarshalText() ([]byte, error) { return enum.Marshal(storageNames[:], s, "storage") }
 
 // UnmarshalText parses file or memory and rejects any other name.
 func (s *Storage) UnmarshalText(b []byte) error {
-	for i, name := range storageNames {
-		if name == string(b) {
-			*s = Storage(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown storage %q (want file or memory)", b)
+	return enum.Parse(s, storageNames[:], b, "storage")
 }
 
 func (s Storage) jetstream() jetstream.StorageType {

@@ -32,6 +32,7 @@ import (
 	"hash/fnv"
 	"slices"
 
+	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -51,22 +52,11 @@ const (
 var operatorNames = [...]string{Or: "or", And: "and", Not: "not"}
 
 // String returns the operator's YAML name: or, and or not.
-func (o Operator) String() string {
-	if int(o) < len(operatorNames) {
-		return operatorNames[o]
-	}
-	return fmt.Sprintf("Operator(%d)", uint8(o))
-}
+func (o Operator) String() string { return enum.Name(operatorNames[:], o, "Operator") }
 
 // UnmarshalText parses or, and or not, and rejects any other name.
 func (o *Operator) UnmarshalText(b []byte) error {
-	for i, name := range operatorNames {
-		if name == string(b) {
-			*o = Operator(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown operator %q (want or, and or not)", b)
+	return enum.Parse(o, operatorNames[:], b, "operator")
 }
 
 // Condition selects messages by their tags. The zero Condition (no values)
@@ -121,23 +111,12 @@ const (
 var onFullNames = [...]string{RetryUntilSuccess: "retryUntilSuccess", DiscardLatest: "discardLatest"}
 
 // String returns the YAML name: retryUntilSuccess or discardLatest.
-func (o OnFull) String() string {
-	if int(o) < len(onFullNames) {
-		return onFullNames[o]
-	}
-	return fmt.Sprintf("OnFull(%d)", uint8(o))
-}
+func (o OnFull) String() string { return enum.Name(onFullNames[:], o, "OnFull") }
 
 // UnmarshalText parses retryUntilSuccess or discardLatest, and rejects any
 // other name.
 func (o *OnFull) UnmarshalText(b []byte) error {
-	for i, name := range onFullNames {
-		if name == string(b) {
-			*o = OnFull(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown onFull %q (want retryUntilSuccess or discardLatest)", b)
+	return enum.Parse(o, onFullNames[:], b, "onFull")
 }
 
 // Edge is one way out of a vertex: the buffer partitions of the vertex it
