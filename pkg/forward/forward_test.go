@@ -26,8 +26,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// sourceOf returns a memory buffer holding n messages with values "0".."n-1".
-func sourceOf(t *testing.T, n int) *memory.Buffer {
+// filledBuffer returns a memory buffer holding n messages, valued 0 to n-1.
+func filledBuffer(t *testing.T, n int) *memory.Buffer {
 	t.Helper()
 	b := memory.New("in", n+1, 20*time.Millisecond, nil)
 	msgs := make([]isb.Message, n)
@@ -123,7 +123,7 @@ func (h *harness) waitThrottled(t *testing.T, want ...ratelimit.Reason) {
 }
 
 func TestForwardsEveryMessageOnceInOrder(t *testing.T) {
-	h := start(t, Deps{Reader: sourceOf(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: filledBuffer(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
 	h.waitAcked(t, 95)
 	h.stop(t) // the ack metric counts after the source has the ack
 	got := h.out.Messages()
@@ -193,7 +193,7 @@ func TestDroppedMessagesAndExcludeDropped(t *testing.T) {
 	for _, exclude := range []bool{false, true} {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: sourceOf(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude})
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude})
 			h.waitAcked(t, 40)
 			h.stop(t)
 			if n := len(h.out.Messages()); n != 20 {
@@ -255,7 +255,7 @@ func newFlaky(failures int, fallback ...string) *flaky {
 
 func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) {
 	sink := newFlaky(3)
-	in := sourceOf(t, 25)
+	in := filledBuffer(t, 25)
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
 	h.waitAcked(t, 25)
@@ -271,7 +271,7 @@ func TestFallbackSink(t *testing.T) {
 	t.Run("FALLBACK from the sink", func(t *testing.T) {
 		sink := newFlaky(0, "3", "7")
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: sourceOf(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{})
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{})
 		h.waitAcked(t, 10)
 		if n, f := len(sink.out.Messages()), fb.Messages(); n != 8 || len(f) != 2 || string(f[0].Value) != "3" {
 			t.Fatalf("sink %d, fallback %v; want 8 and [3 7]", n, f)
@@ -283,7 +283,7 @@ func TestFallbackSink(t *testing.T) {
 	t.Run("after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: sourceOf(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 3, OnFailure: Fallback}})
 		h.waitAcked(t, 10)
 		if n := len(fb.Messages()); n != 10 {
@@ -292,7 +292,7 @@ func TestFallbackSink(t *testing.T) {
 	})
 	t.Run("drop after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
-		h := start(t, Deps{Reader: sourceOf(t, 10), Sink: sink, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 2, OnFailure: Drop}})
 		h.waitAcked(t, 10)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 10 {
@@ -303,7 +303,7 @@ func TestFallbackSink(t *testing.T) {
 
 func TestDownstreamFullIsTracked(t *testing.T) {
 	out := memory.New("out", 5, time.Millisecond, nil)
-	h := start(t, Deps{Reader: sourceOf(t, 20), Sink: out, Limiter: Noop{}},
+	h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: out, Limiter: Noop{}},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
 	h.waitThrottled(t, ratelimit.ReasonDownstreamFull)
 	if s := h.in.Stats(); s.Acked != 0 {
@@ -343,7 +343,7 @@ func (b *blockingSink) Write(ctx context.Context, msgs []isb.Message, errs []err
 
 func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	in := sourceOf(t, 100)
+	in := filledBuffer(t, 100)
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{BatchSize: 10, ShutdownTimeout: 5 * time.Second})
 	<-sink.entered
 	h.cancel() // SIGTERM: stop reading; the batch being written must still be acked
@@ -380,7 +380,7 @@ func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
-			in := sourceOf(t, 10)
+			in := filledBuffer(t, 10)
 			core, logs := observer.New(zap.WarnLevel)
 			h := start(t, Deps{Reader: tt.reader(in), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
 				Options{ShutdownTimeout: 50 * time.Millisecond})
@@ -428,7 +428,7 @@ func TestForwarderWaitsForTheLimitersReason(t *testing.T) {
 	for _, r := range []ratelimit.Reason{ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement, ratelimit.ReasonStoreUnavailable} {
 		t.Run(r.String(), func(t *testing.T) {
 			lim := &stuckLimiter{reason: r, waiting: make(chan struct{}, 1)}
-			h := start(t, Deps{Reader: sourceOf(t, 10), Limiter: lim}, Options{})
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Limiter: lim}, Options{})
 			<-lim.waiting
 			h.waitThrottled(t, r)
 			h.stop(t)
@@ -449,7 +449,7 @@ func TestThrottledForwarderReportsWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lim.Close(context.Background())
-	h := start(t, Deps{Reader: sourceOf(t, 1000), Limiter: lim}, Options{BatchSize: 100})
+	h := start(t, Deps{Reader: filledBuffer(t, 1000), Limiter: lim}, Options{BatchSize: 100})
 	h.waitThrottled(t, ratelimit.ReasonRateLimited)
 	h.stop(t)
 	if s := h.in.Stats(); s.Acked > 10 {
@@ -484,7 +484,7 @@ func TestTracingSpansPerIteration(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	h := start(t, Deps{Reader: sourceOf(t, 25), Limiter: Noop{}, Tracer: tp.Tracer("test")}, Options{BatchSize: 10})
+	h := start(t, Deps{Reader: filledBuffer(t, 25), Limiter: Noop{}, Tracer: tp.Tracer("test")}, Options{BatchSize: 10})
 	h.waitAcked(t, 25)
 	h.stop(t)
 	read := 0
