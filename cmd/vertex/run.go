@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,7 +131,7 @@ func checkRunFlags(fl runFlags, f *config.File) error {
 	case fl.isb != "" && fl.isb != "memory" && fl.isb != "jetstream":
 		return usagef("run: --isb %q: want memory or jetstream", fl.isb)
 	case fl.vertex != "" && f.Pipeline.Vertex(fl.vertex) == nil:
-		return usagef("run: --vertex %q: no such vertex in pipeline %q (vertices: %s)", fl.vertex, f.Name(), vertexNames(f.Pipeline))
+		return usagef("run: --vertex %q: no such vertex in pipeline %q (vertices: %s)", fl.vertex, f.Name(), strings.Join(pipeline.NewGraph(f.Pipeline).Vertices(), ", "))
 	}
 	return nil
 }
@@ -294,16 +295,4 @@ func logIgnored(log *zap.Logger, f *config.File) {
 	if len(f.Ignored) > 0 {
 		log.Info("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
 	}
-}
-
-// vertexNames lists a pipeline's vertices, for messages.
-func vertexNames(p *config.Pipeline) string {
-	s := ""
-	for i, v := range p.Spec.Vertices {
-		if i > 0 {
-			s += ", "
-		}
-		s += v.Name
-	}
-	return s
 }

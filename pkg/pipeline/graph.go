@@ -101,9 +101,14 @@ func (g Graph) vertex(name string) (*config.Vertex, int, error) {
 			return v, i, nil
 		}
 	}
-	var names []string
-	for _, v := range g.p.Spec.Vertices {
-		names = append(names, v.Name)
+	return nil, 0, fmt.Errorf("%w %q in pipeline %q (vertices: %s)", ErrNoVertex, name, g.p.Metadata.Name, strings.Join(g.Vertices(), ", "))
+}
+
+// Vertices returns the names of the pipeline's vertices, in the config's order.
+func (g Graph) Vertices() []string {
+	names := make([]string, len(g.p.Spec.Vertices))
+	for i, v := range g.p.Spec.Vertices {
+		names[i] = v.Name
 	}
-	return nil, 0, fmt.Errorf("%w %q in pipeline %q (vertices: %s)", ErrNoVertex, name, g.p.Metadata.Name, strings.Join(names, ", "))
+	return names
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,11 +76,7 @@ func (pl *Pipeline) names() ([]string, error) {
 		}
 		return []string{pl.o.only}, nil
 	}
-	var names []string
-	for _, v := range pl.g.p.Spec.Vertices {
-		names = append(names, v.Name)
-	}
-	return names, nil
+	return pl.g.Vertices(), nil
 }
 
 // addVertex builds the vertex called name; shared says other vertices run in
@@ -102,13 +99,11 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, shared bool) err
 	if err != nil {
 		return err
 	}
-	opts := pl.o.vertexOpts
+	dir := pl.o.socketDir
 	if shared {
-		opts = append(opts[:len(opts):len(opts)], vertex.WithSocketDir(SocketDir(pl.o.socketDir, name)))
-	} else {
-		opts = append(opts[:len(opts):len(opts)], vertex.WithSocketDir(pl.o.socketDir))
+		dir = SocketDir(dir, name)
 	}
-	v, err := vertex.New(spec, opts...)
+	v, err := vertex.New(spec, append(slices.Clip(pl.o.vertexOpts), vertex.WithSocketDir(dir))...)
 	if err != nil {
 		return err
 	}
