@@ -148,6 +148,7 @@ var wireLayout = map[protoreflect.ProtoMessage]map[string]string{
 		"reason":         "1 optional string",
 		"max_deliveries": "2 optional uint32",
 		"delay":          "3 optional uint64",
+		"nack_map":       "4 map string,string",
 	},
 
 	// map.v1

@@ -31,7 +31,9 @@ type NackOptions struct {
 	// Upper bound on redelivery attempts.
 	MaxDeliveries *uint32 `protobuf:"varint,2,opt,name=max_deliveries,json=maxDeliveries,proto3,oneof" json:"max_deliveries,omitempty"`
 	// Redelivery delay, in milliseconds.
-	Delay         *uint64 `protobuf:"varint,3,opt,name=delay,proto3,oneof" json:"delay,omitempty"`
+	Delay *uint64 `protobuf:"varint,3,opt,name=delay,proto3,oneof" json:"delay,omitempty"`
+	// Free-form options for the source, as key-value pairs.
+	NackMap       map[string]string `protobuf:"bytes,4,rep,name=nack_map,json=nackMap,proto3" json:"nack_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -87,15 +89,26 @@ func (x *NackOptions) GetDelay() uint64 {
 	return 0
 }
 
+func (x *NackOptions) GetNackMap() map[string]string {
+	if x != nil {
+		return x.NackMap
+	}
+	return nil
+}
+
 var File_pkg_apis_proto_common_nack_options_proto protoreflect.FileDescriptor
 
 const file_pkg_apis_proto_common_nack_options_proto_rawDesc = "" +
 	"\n" +
-	"(pkg/apis/proto/common/nack_options.proto\x12\x06common\"\x99\x01\n" +
+	"(pkg/apis/proto/common/nack_options.proto\x12\x06common\"\x92\x02\n" +
 	"\vNackOptions\x12\x1b\n" +
 	"\x06reason\x18\x01 \x01(\tH\x00R\x06reason\x88\x01\x01\x12*\n" +
 	"\x0emax_deliveries\x18\x02 \x01(\rH\x01R\rmaxDeliveries\x88\x01\x01\x12\x19\n" +
-	"\x05delay\x18\x03 \x01(\x04H\x02R\x05delay\x88\x01\x01B\t\n" +
+	"\x05delay\x18\x03 \x01(\x04H\x02R\x05delay\x88\x01\x01\x12;\n" +
+	"\bnack_map\x18\x04 \x03(\v2 .common.NackOptions.NackMapEntryR\anackMap\x1a:\n" +
+	"\fNackMapEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
 	"\a_reasonB\x11\n" +
 	"\x0f_max_deliveriesB\b\n" +
 	"\x06_delayB;Z9github.com/sluiceflow/sluice/pkg/apis/proto/common;commonb\x06proto3"
@@ -112,16 +125,18 @@ func file_pkg_apis_proto_common_nack_options_proto_rawDescGZIP() []byte {
 	return file_pkg_apis_proto_common_nack_options_proto_rawDescData
 }
 
-var file_pkg_apis_proto_common_nack_options_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_pkg_apis_proto_common_nack_options_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_pkg_apis_proto_common_nack_options_proto_goTypes = []any{
 	(*NackOptions)(nil), // 0: common.NackOptions
+	nil,                 // 1: common.NackOptions.NackMapEntry
 }
 var file_pkg_apis_proto_common_nack_options_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1, // 0: common.NackOptions.nack_map:type_name -> common.NackOptions.NackMapEntry
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_pkg_apis_proto_common_nack_options_proto_init() }
@@ -136,7 +151,7 @@ func file_pkg_apis_proto_common_nack_options_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pkg_apis_proto_common_nack_options_proto_rawDesc), len(file_pkg_apis_proto_common_nack_options_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
