@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,6 +113,10 @@ type Forwarder struct {
 	errs     []error
 	failed   []isb.Message
 	fallback []isb.Message
+	// nacks[i] is set when batch[i] of the batch in progress was nacked.
+	nacks   []*isb.NackOptions
+	nacked  int // how many of nacks are set
+	nackLog bool
 }
 
 // New returns a forwarder. Deps.Reader, Deps.Sink, Deps.Metrics and Deps.Tracker are
@@ -197,16 +202,16 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 		hard, span = f.d.Tracer.Start(hard, "forward", trace.WithTimestamp(start))
 		defer span.End()
 	}
-	out, err := f.process(hard, g, batch)
+	out, err := f.deliver(hard, g, batch)
 	if err != nil {
-		f.abandon(hard, "process", batch, err)
 		return nil
 	}
-	if err := f.write(hard, out); err != nil {
-		f.abandon(hard, StageWrite, batch, err)
-		return nil
+	if f.nacked > 0 {
+		err = f.settle(hard, g, batch)
+	} else {
+		err = f.ack(hard, batch)
 	}
-	if err := f.ack(hard, batch); err != nil {
+	if err != nil {
 		f.abandon(hard, StageAck, batch, err)
 		return nil
 	}
@@ -296,13 +301,35 @@ const nakTimeout = time.Second
 // readErrorPause is how long the loop waits after a failed read.
 const readErrorPause = 100 * time.Millisecond
 
+// deliver processes batch and writes what it produces, and returns that. The
+// messages of batch that a function or the sink nacked are marked in f.nacks.
+// When it cannot finish before hard is done, it abandons the batch and returns
+// the error.
+func (f *Forwarder) deliver(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
+	out, err := f.process(hard, g, batch)
+	if err != nil {
+		f.abandon(hard, "process", batch, err)
+		return nil, err
+	}
+	if err := f.write(hard, out); err != nil {
+		f.abandon(hard, StageWrite, batch, err)
+		return nil, err
+	}
+	return out, nil
+}
+
 // process runs the transformer and the UDF, retrying each until it succeeds or hard
-// is done, and gives back the tokens of dropped messages when ExcludeDropped.
+// is done, and gives back the tokens of dropped messages when ExcludeDropped. The
+// messages the functions nacked are marked in f.nacks and left out.
 func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
 	f.in = f.in[:0]
 	for i := range batch {
 		f.in = append(f.in, batch[i].Message)
+		f.in[i].Origin = i
 	}
+	f.nacks = slices.Grow(f.nacks[:0], len(batch))[:len(batch)]
+	clear(f.nacks)
+	f.nacked = 0
 	msgs, dropped := f.in, 0
 	if f.d.Transformer != nil {
 		var n int
@@ -311,6 +338,7 @@ func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb
 		if err != nil {
 			return nil, err
 		}
+		f.mid = f.takeNacks(f.mid)
 		msgs, dropped = f.mid, dropped+n
 	}
 	if f.d.Mapper != nil {
@@ -320,6 +348,7 @@ func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb
 		if err != nil {
 			return nil, err
 		}
+		f.out = f.takeNacks(f.out)
 		msgs, dropped = f.out, dropped+n
 	}
 	if dropped > 0 {
@@ -409,6 +438,12 @@ func (f *Forwarder) writeOnce(w isb.Writer, stage string, hard context.Context, 
 			written++
 		case errors.Is(err, isb.ErrFallback) && stage == StageWrite && f.d.Fallback != nil:
 			f.fallback = append(f.fallback, msgs[i])
+		case errors.Is(err, isb.ErrNack):
+			var opts isb.NackOptions
+			if ne := (*isb.NackError)(nil); errors.As(err, &ne) {
+				opts = ne.Options
+			}
+			f.nack(msgs[i].Origin, &opts)
 		default:
 			full = full || errors.Is(err, isb.ErrBufferFull)
 			if firstErr == nil {

@@ -57,6 +57,8 @@ func start(t *testing.T, d Deps, opts Options) *harness {
 		h.in = r
 	case ackOnly:
 		h.in = r.Reader.(*memory.Buffer)
+	case *optionsReader:
+		h.in = r.Buffer
 	}
 	if d.Sink == nil {
 		h.out = memory.New("out", 1<<20, time.Millisecond, nil)

@@ -11,7 +11,8 @@ type Metrics struct {
 	Fallback  prometheus.Counter
 	Acked     prometheus.Counter
 	Dropped   prometheus.Counter
-	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, ack
+	Nacked    prometheus.Counter
+	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, ack, nack
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
 	Batch     prometheus.Histogram
@@ -25,6 +26,7 @@ const (
 	StageWrite     = "write"
 	StageFallback  = "fallback"
 	StageAck       = "ack"
+	StageNack      = "nack"
 )
 
 // NewMetrics creates a forwarder's metrics and registers them with reg, which
@@ -37,11 +39,13 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		return c
 	}
 	m := &Metrics{
-		Read:      counter("sluice_forward_read_total", "Messages read from the source."),
-		Written:   counter("sluice_forward_write_total", "Messages written to the sink."),
-		Fallback:  counter("sluice_forward_fallback_total", "Messages written to the fallback sink."),
-		Acked:     counter("sluice_forward_ack_total", "Messages acknowledged to the source."),
-		Dropped:   counter("sluice_forward_drop_total", "Messages dropped by the transformer or the UDF (to_drop)."),
+		Read:     counter("sluice_forward_read_total", "Messages read from the source."),
+		Written:  counter("sluice_forward_write_total", "Messages written to the sink."),
+		Fallback: counter("sluice_forward_fallback_total", "Messages written to the fallback sink."),
+		Acked:    counter("sluice_forward_ack_total", "Messages acknowledged to the source."),
+		Dropped:  counter("sluice_forward_drop_total", "Messages dropped: by the transformer or the UDF (to_drop), by onFailure: drop, or nacked more often than their nack allows."),
+		Nacked: counter("sluice_forward_nack_total",
+			"Messages read that a function or the sink nacked, handed back to be delivered again (once per delivery)."),
 		Granted:   counter("sluice_ratelimit_granted_total", "Tokens granted by the rate limiter."),
 		Deposited: counter("sluice_ratelimit_deposited_total", "Tokens given back to the rate limiter unused."),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -54,7 +58,7 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.Errors, m.Batch)
-	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageAck} {
+	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageAck, StageNack} {
 		m.Errors.WithLabelValues(stage)
 	}
 	for _, r := range reasons {

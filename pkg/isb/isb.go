@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// Message is one record: its keys, its payload, when it happened, and its headers.
+// Message is one record: its keys, its payload, when it happened, its headers
+// and its user metadata.
 type Message struct {
 	// ID identifies the message in its source (an offset, a sequence number).
 	ID        string
@@ -19,9 +20,57 @@ type Message struct {
 	Value     []byte
 	EventTime time.Time
 	Headers   map[string]string
+	// Metadata is the user metadata a source or a function attached; like the
+	// headers, it travels with the message to the sink.
+	Metadata Metadata
 	// Tags route a message along conditional edges; a UDF sets them.
 	Tags []string
+	// Origin is the position, in the batch a forwarder read, of the message
+	// this one was made from. The forwarder sets it on what it reads, and
+	// functions copy it from each input to what the input produces, so that a
+	// nack or a failed write can be traced back to the message to hand back.
+	Origin int
+	// Nack, when set, marks the answer of a function that rejected its input:
+	// the message carries no data, is never written, and its origin is handed
+	// back to the source, to be delivered again as Nack says.
+	Nack *NackOptions
 }
+
+// Metadata is user metadata: named groups of key-value pairs (Numaflow's
+// user_metadata).
+type Metadata map[string]map[string][]byte
+
+// NackOptions is how a rejected message is to come back, as the function or
+// sink that nacked it asked. Every field is optional.
+type NackOptions struct {
+	// Reason says why, for logs and for a user-defined source.
+	Reason string
+	// Delay is the least time before the message is delivered again.
+	Delay time.Duration
+	// MaxDeliveries is the most deliveries the message should get (0: no
+	// limit of its own); a user-defined source applies it.
+	MaxDeliveries uint32
+	// Values are free-form options, passed on to a user-defined source.
+	Values map[string]string
+}
+
+// ErrNack marks a message a sink nacked: it is not written, and the message it
+// came from is handed back to the source. Errors that match it may be a
+// [*NackError] with the sink's options.
+var ErrNack = errors.New("isb: nacked")
+
+// NackError is the error of a message a sink nacked, with its options.
+type NackError struct{ Options NackOptions }
+
+func (e *NackError) Error() string {
+	if e.Options.Reason != "" {
+		return "nacked: " + e.Options.Reason
+	}
+	return "nacked"
+}
+
+// Is makes a NackError match [ErrNack].
+func (e *NackError) Is(target error) bool { return target == ErrNack }
 
 // ReadMessage is a message read from a Reader, with what the Reader needs to ack it.
 type ReadMessage struct {
@@ -65,6 +114,13 @@ type Writer interface {
 // messages need not wait for the ack deadline to pass.
 type Naker interface {
 	Nak(ctx context.Context, msgs []ReadMessage, delay time.Duration) error
+}
+
+// OptionsNaker is implemented by readers whose source takes a nack's reason
+// and options too, such as a user-defined source: NakOptions hands msgs back
+// as Nak does, passing opts on.
+type OptionsNaker interface {
+	NakOptions(ctx context.Context, msgs []ReadMessage, opts NackOptions) error
 }
 
 // Closer is implemented by readers and writers that hold resources.

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
@@ -22,7 +22,9 @@ import (
 // UD is a user-defined sink served over gRPC on a unix socket. A batch goes
 // over one stream, ended by an end-of-transmission message; the server answers
 // each message with a status: SUCCESS, FAILURE (retried), FALLBACK (routed to
-// the fallback sink), or NACK (retried). SERVE and ON_SUCCESS count as written.
+// the fallback sink), or NACK (an error matching isb.ErrNack: not retried, the
+// message is handed back to its source). SERVE and ON_SUCCESS count as
+// written.
 type UD struct {
 	conn   *udsconn.Conn
 	stream *udsconn.Stream[sinkv1.SinkRequest, sinkv1.SinkResponse]
@@ -32,9 +34,6 @@ type UD struct {
 }
 
 var _ isb.Writer = (*UD)(nil)
-
-// ErrNack is matched by the error of a message the sink nacked.
-var ErrNack = errors.New("sink nacked the message")
 
 // NewUD returns the user-defined sink of kind (serverinfo.KindSink or
 // KindFallbackSink) served in dir.
@@ -87,7 +86,7 @@ func (s *UD) Write(ctx context.Context, msgs []isb.Message, errs []error) error 
 			m := &msgs[i]
 			req := &sinkv1.SinkRequest{Request: &sinkv1.SinkRequest_Request{
 				Id: prefix + strconv.Itoa(i), Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
-				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers}}
+				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers, Metadata: isbproto.ToMetadata(m.Metadata)}}
 			if err := send(req); err != nil {
 				return err
 			}
@@ -127,7 +126,7 @@ func (s *UD) status(r *sinkv1.SinkResponse_Result) error {
 	case sinkv1.Status_FALLBACK:
 		return isb.ErrFallback
 	case sinkv1.Status_NACK:
-		return ErrNack
+		return &isb.NackError{Options: isbproto.FromNackOptions(r.GetNackOptions())}
 	case sinkv1.Status_SERVE, sinkv1.Status_ON_SUCCESS:
 		s.once.Do(func() {
 			s.log.Warn("the sink answers " + r.GetStatus().String() + ", which sluice counts as written (it has no serving or on-success sink)")

@@ -14,6 +14,7 @@ import (
 
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
@@ -29,7 +30,11 @@ type UD struct {
 	readTimeout time.Duration
 }
 
-var _ isb.Reader = (*UD)(nil)
+var (
+	_ isb.Reader       = (*UD)(nil)
+	_ isb.Naker        = (*UD)(nil)
+	_ isb.OptionsNaker = (*UD)(nil)
+)
 
 // ErrSourceRead is matched by read failures the source reports in its answer.
 var ErrSourceRead = errors.New("user-defined source failed the read")
@@ -97,7 +102,8 @@ func (s *UD) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 			}
 			m := &buf[n]
 			*m = isb.ReadMessage{Message: isb.Message{ID: offsetID(r.GetOffset()), Keys: r.GetKeys(), Value: r.GetPayload(),
-				Headers: r.GetHeaders(), EventTime: r.GetEventTime().AsTime()}, Handle: r.GetOffset()}
+				Headers: r.GetHeaders(), EventTime: r.GetEventTime().AsTime(), Metadata: isbproto.FromMetadata(r.GetMetadata())},
+				Handle: r.GetOffset()}
 			n++
 		}
 		return resp.GetStatus().GetEot(), nil
@@ -120,12 +126,7 @@ func offsetID(o *sourcev1.Offset) string {
 
 // Ack acks the offsets of msgs.
 func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
-	offsets := make([]*sourcev1.Offset, 0, len(msgs))
-	for i := range msgs {
-		if o, ok := msgs[i].Handle.(*sourcev1.Offset); ok {
-			offsets = append(offsets, o)
-		}
-	}
+	offsets := offsetsOf(msgs)
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -137,4 +138,39 @@ func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 		return fmt.Errorf("user-defined source ack: %s", udsconn.Message(err))
 	}
 	return nil
+}
+
+// Nak hands msgs back to the source (NackFn), to be delivered again no sooner
+// than delay.
+func (s *UD) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	return s.NakOptions(ctx, msgs, isb.NackOptions{Delay: delay})
+}
+
+// NakOptions hands msgs back to the source (NackFn) with the options of the
+// nack: its reason, delay, most deliveries and free-form values.
+func (s *UD) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	offsets := offsetsOf(msgs)
+	if len(offsets) == 0 {
+		return nil
+	}
+	cc, _, err := s.conn.Get(ctx)
+	if err == nil {
+		_, err = sourcev1.NewSourceClient(cc).NackFn(ctx, &sourcev1.NackRequest{Request: []*sourcev1.NackRequest_Request{
+			{Offsets: offsets, NackOptions: isbproto.ToNackOptions(opts)}}})
+	}
+	if err != nil {
+		return fmt.Errorf("user-defined source nack: %s", udsconn.Message(err))
+	}
+	return nil
+}
+
+// offsetsOf returns the offsets of msgs.
+func offsetsOf(msgs []isb.ReadMessage) []*sourcev1.Offset {
+	offsets := make([]*sourcev1.Offset, 0, len(msgs))
+	for i := range msgs {
+		if o, ok := msgs[i].Handle.(*sourcev1.Offset); ok {
+			offsets = append(offsets, o)
+		}
+	}
+	return offsets
 }

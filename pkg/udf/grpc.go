@@ -13,15 +13,24 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
-// DropTag marks a result that is to be dropped (to_drop).
-const DropTag = "U+005C__DROP__"
+// Tags with a meaning of their own in the results of a map or a transformer.
+const (
+	// DropTag marks a result that is to be dropped (to_drop).
+	DropTag = "U+005C__DROP__"
+	// NackTag marks the result of an input the function rejects: nothing of
+	// the input is written, and it is handed back to its source to come back
+	// as the result's nack options say.
+	NackTag = "U+005C__NACK__"
+)
 
 // Remote is a user-defined function served over gRPC on a unix socket: a map
 // (unary, batch or stream, as the server's info says) or a source transformer.
@@ -53,6 +62,8 @@ type result struct {
 	keys, tags []string
 	value      []byte
 	eventTime  *timestamppb.Timestamp
+	metadata   *common.Metadata
+	nack       *common.NackOptions
 }
 
 var _ Mapper = (*Remote)(nil)
@@ -180,6 +191,7 @@ func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, 
 		for i := range in {
 			m, req, body := &in[i], &r.mapReqs[i], &r.mapBods[i]
 			body.Keys, body.Value, body.EventTime, body.Watermark, body.Headers = m.Keys, m.Value, &r.times[i], r.noMarkTS, m.Headers
+			body.Metadata = isbproto.ToMetadata(m.Metadata)
 			req.Id, req.Request = prefix+strconv.Itoa(i), body
 			if err := send(req); err != nil {
 				return err
@@ -211,7 +223,8 @@ func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, 
 			return pending == 0, nil
 		}
 		for _, res := range resp.GetResults() {
-			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue()})
+			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue(),
+				metadata: res.GetMetadata(), nack: res.GetNackOptions()})
 		}
 		if mode == serverinfo.KindMap {
 			if r.eots[i] {
@@ -241,6 +254,7 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 			m, req, body := &in[i], &r.stReqs[i], &r.stBods[i]
 			body.Id, body.Keys, body.Value, body.Headers = prefix+strconv.Itoa(i), m.Keys, m.Value, m.Headers
 			body.EventTime, body.Watermark = &r.times[i], r.noMarkTS
+			body.Metadata = isbproto.ToMetadata(m.Metadata)
 			req.Request = body
 			if err := send(req); err != nil {
 				return err
@@ -259,7 +273,8 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 		}
 		r.eots[i] = true
 		for _, res := range resp.GetResults() {
-			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue(), eventTime: res.GetEventTime()})
+			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue(),
+				eventTime: res.GetEventTime(), metadata: res.GetMetadata(), nack: res.GetNackOptions()})
 		}
 		pending--
 		return pending == 0, nil
@@ -268,22 +283,32 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 }
 
 // collect appends the answers, in the order of in, and counts the messages that
-// produced nothing but drops.
+// produced nothing but drops. An input with a result tagged [NackTag] gives
+// one message with Nack set, in place of all its results. A result without
+// metadata keeps its input's.
 func (r *Remote) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 	dropped := 0
 	for i, results := range r.results {
+		if j := slices.IndexFunc(results, func(res result) bool { return slices.Contains(res.tags, NackTag) }); j >= 0 {
+			opts := isbproto.FromNackOptions(results[j].nack)
+			out = append(out, isb.Message{ID: in[i].ID, Origin: in[i].Origin, Nack: &opts})
+			continue
+		}
 		kept := 0
 		for j, res := range results {
 			if slices.Contains(res.tags, DropTag) {
 				continue
 			}
 			m := isb.Message{ID: in[i].ID, Keys: res.keys, Value: res.value, Tags: res.tags,
-				EventTime: in[i].EventTime, Headers: in[i].Headers}
+				EventTime: in[i].EventTime, Headers: in[i].Headers, Metadata: in[i].Metadata, Origin: in[i].Origin}
 			if len(results) > 1 {
 				m.ID += "-" + strconv.Itoa(j)
 			}
 			if res.eventTime != nil {
 				m.EventTime = res.eventTime.AsTime()
+			}
+			if res.metadata != nil {
+				m.Metadata = isbproto.FromMetadata(res.metadata)
 			}
 			out = append(out, m)
 			kept++

@@ -16,6 +16,10 @@ import (
 // marked them to drop. A message may produce zero, one or many messages. Map keeps
 // neither in nor out after it returns; the payloads of out may share memory with
 // those of in. An error is for the whole batch, which may be retried.
+//
+// Every message produced carries the Origin of the message it came from. A
+// function that rejects a message (a nack) produces, in its place, one
+// message with Nack set and nothing else; such a message is not a drop.
 type Mapper interface {
 	Map(ctx context.Context, in []isb.Message, out []isb.Message) ([]isb.Message, int, error)
 }

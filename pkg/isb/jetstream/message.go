@@ -7,8 +7,12 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
 )
 
 // The body of a JetStream message is an isb.Message in the protocol buffers
@@ -20,6 +24,7 @@ import (
 //	  bytes value = 3;               // omitted when empty
 //	  int64 event_time = 4;          // unix nanoseconds; omitted for the zero time
 //	  map<string, string> headers = 5; // entries {string key = 1; string value = 2;}
+//	  common.Metadata metadata = 6;  // the user metadata; omitted when empty
 //	}
 //
 // Tags are not carried: they route a message into a buffer and mean nothing
@@ -32,6 +37,7 @@ const (
 	fieldValue     protowire.Number = 3
 	fieldEventTime protowire.Number = 4
 	fieldHeaders   protowire.Number = 5
+	fieldMetadata  protowire.Number = 6
 
 	fieldHeaderKey   protowire.Number = 1
 	fieldHeaderValue protowire.Number = 2
@@ -54,6 +60,9 @@ func encodedSize(m *isb.Message) int {
 	}
 	for k, v := range m.Headers {
 		n += protowire.SizeTag(fieldHeaders) + protowire.SizeBytes(headerSize(k, v))
+	}
+	if len(m.Metadata) > 0 {
+		n += protowire.SizeTag(fieldMetadata) + protowire.SizeBytes(proto.Size(isbproto.ToMetadata(m.Metadata)))
 	}
 	return n
 }
@@ -88,6 +97,12 @@ func appendMessage(b []byte, m *isb.Message) []byte {
 		b = protowire.AppendString(b, k)
 		b = protowire.AppendTag(b, fieldHeaderValue, protowire.BytesType)
 		b = protowire.AppendString(b, v)
+	}
+	if len(m.Metadata) > 0 {
+		md := isbproto.ToMetadata(m.Metadata)
+		b = protowire.AppendTag(b, fieldMetadata, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(proto.Size(md)))
+		b, _ = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, md) // cannot fail: every field is valid
 	}
 	return b
 }
@@ -139,6 +154,16 @@ func decodeMessage(b []byte, m *isb.Message) error {
 				return fmt.Errorf("headers: %w", err)
 			}
 			b = b[n:]
+		case num == fieldMetadata && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return fmt.Errorf("metadata: %w", protowire.ParseError(n))
+			}
+			var md common.Metadata
+			if err := proto.Unmarshal(v, &md); err != nil {
+				return fmt.Errorf("metadata: %w", err)
+			}
+			m.Metadata, b = isbproto.FromMetadata(&md), b[n:]
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
