@@ -17,7 +17,9 @@ import (
 func sameMessage(a, b isb.Message) bool {
 	return a.ID == b.ID && slices.Equal(a.Keys, b.Keys) && bytes.Equal(a.Value, b.Value) &&
 		a.EventTime.Equal(b.EventTime) && a.EventTime.IsZero() == b.EventTime.IsZero() &&
-		maps.Equal(a.Headers, b.Headers)
+		maps.Equal(a.Headers, b.Headers) && maps.EqualFunc(a.Metadata, b.Metadata, func(x, y map[string][]byte) bool {
+		return maps.EqualFunc(x, y, bytes.Equal)
+	})
 }
 
 func roundTrip(t *testing.T, m isb.Message) isb.Message {
@@ -54,8 +56,10 @@ func TestMessageRoundTrip(t *testing.T) {
 		{"nil headers", isb.Message{ID: "a", Headers: nil}},
 		{"empty headers", isb.Message{ID: "a", Headers: map[string]string{}}},
 		{"headers", isb.Message{Headers: map[string]string{"a": "1", "": "empty key", "empty value": "", "ü": "ß"}}},
+		{"metadata", isb.Message{Metadata: isb.Metadata{"g": {"k": []byte("v"), "empty": nil}, "h": {"x": {0, 1}}}}},
 		{"everything", isb.Message{ID: "id-1", Keys: []string{"k1", "k2"}, Value: []byte("value"),
-			EventTime: time.Unix(1700000000, 5), Headers: map[string]string{"h": "v"}}},
+			EventTime: time.Unix(1700000000, 5), Headers: map[string]string{"h": "v"},
+			Metadata: isb.Metadata{"g": {"k": []byte("v")}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
