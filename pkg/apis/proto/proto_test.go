@@ -148,6 +148,7 @@ var wireLayout = map[protoreflect.ProtoMessage]map[string]string{
 		"reason":         "1 optional string",
 		"max_deliveries": "2 optional uint32",
 		"delay":          "3 optional uint64",
+		"nack_map":       "4 map string,string",
 	},
 
 	// map.v1
@@ -415,6 +416,7 @@ func TestRoundTrip(t *testing.T) {
 		Reason:        proto.String("poison"),
 		MaxDeliveries: proto.Uint32(3),
 		Delay:         proto.Uint64(1500),
+		NackMap:       map[string]string{"retry": "later"},
 	}
 	offset := &sourcev1.Offset{Offset: []byte("42"), PartitionId: 7}
 
