@@ -19,6 +19,28 @@
 //
 // The examples directory has one small program per kind to copy.
 //
+// # Nacks and user metadata
+//
+// Besides passing a message on or dropping it, a function can negatively
+// acknowledge (nack) it, so that it is delivered again later: mapper,
+// batchmapper, mapstreamer and sourcetransformer have MessageToNack, a
+// result tagged NackTag ("U+005C__NACK__"), and sinker has ResponseNack,
+// status NACK. Both take optional NackOptions (Delay in milliseconds,
+// MaxDeliveries, Reason, NackMap) for the runtime's redelivery; when the
+// message came from a user-defined source, a sourcer.Sourcer that
+// implements sourcer.OptionsNacker gets them with the nacked offsets.
+//
+// Messages carry user metadata, groups of keys with values of bytes, that
+// travel with them from vertex to vertex: Datum.UserMetadata reads the
+// input's, in every package but sourcer, and Message.WithUserMetadata sets an
+// output's (sourcer's Message too). The runtime does not copy an input's user
+// metadata to the outputs: a function passes it on explicitly. UserMetadata is
+// one type, re-exported by every package.
+//
+// The names follow numaflow-go's (MessageToNack, ResponseNack, NackOptions,
+// UserMetadata with Groups, Keys, Value, AddKV, RemoveKey, ...) and so does
+// the wire encoding.
+//
 // # What every server does
 //
 // A server listens on its socket in a directory chosen by, in order, the

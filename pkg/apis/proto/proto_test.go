@@ -416,6 +416,7 @@ func TestRoundTrip(t *testing.T) {
 		Reason:        proto.String("poison"),
 		MaxDeliveries: proto.Uint32(3),
 		Delay:         proto.Uint64(1500),
+		NackMap:       map[string]string{"retry": "later"},
 	}
 	offset := &sourcev1.Offset{Offset: []byte("42"), PartitionId: 7}
 

@@ -23,6 +23,16 @@
 // that answers an id twice has its messages merged; one that leaves an id
 // unanswered, or answers an unknown one, fails the stream with Internal.
 //
+// # Nacks and user metadata
+//
+// As in package mapper, the answer to a datum may be a nack,
+// NewBatchResponse(d.ID(), MessageToNack(opts)), which has the runtime
+// deliver the message again later; and messages carry user metadata, read
+// with Datum.UserMetadata and set with Message.WithUserMetadata (the
+// runtime does not pass it from input to output by itself). Every result
+// carries a metadata, empty when the message has none; numaflow-go's batch
+// map sends none at all, which Numaflow treats the same.
+//
 // # Socket directory and stopping
 //
 // As in package mapper: WithSocketDir, else SLUICE_UDS_DIR (set by `vertex

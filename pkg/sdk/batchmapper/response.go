@@ -17,6 +17,26 @@ func NewMessage(value []byte) Message { return mapper.NewMessage(value) }
 // MessageToDrop returns a message that tells the runtime to drop its input.
 func MessageToDrop() Message { return mapper.MessageToDrop() }
 
+// NackTag is the tag that marks a message as a negative acknowledgement of
+// its input; see mapper.NackTag.
+const NackTag = mapper.NackTag
+
+// NackOptions tell the runtime how to redeliver a nacked message; see
+// mapper.NackOptions.
+type NackOptions = mapper.NackOptions
+
+// MessageToNack returns a message that negatively acknowledges its input,
+// to be delivered again as opts say (nil: the runtime's defaults); see
+// mapper.MessageToNack.
+func MessageToNack(opts *NackOptions) Message { return mapper.MessageToNack(opts) }
+
+// UserMetadata is the metadata user code attaches to a message; see
+// mapper.UserMetadata.
+type UserMetadata = mapper.UserMetadata
+
+// NewUserMetadata returns an empty UserMetadata.
+func NewUserMetadata() *UserMetadata { return mapper.NewUserMetadata() }
+
 // BatchResponse is the answer to one datum of a batch: its ID and the
 // messages it produced.
 type BatchResponse struct {

@@ -5,8 +5,15 @@
 //     drops anything else;
 //   - flatmap (mapper): splits comma-separated payloads into one message per
 //     part;
+//   - cat (mapper) and batchcat (batchmapper): pass every message on
+//     unchanged;
+//   - nackmap (mapper): passes every message on, with its user metadata,
+//     after nacking each payload once (NACKMAP_DELAY sets the nack's delay);
 //   - logsink (sinker): prints payloads, and fails or falls back on request;
-//   - simplesource (sourcer): an in-memory, at-least-once counter source;
+//   - nacksink (sinker): prints payloads, after nacking each odd integer
+//     once;
+//   - simplesource (sourcer): an in-memory, at-least-once counter source
+//     that honours the delay of a nack;
 //   - eventtime (sourcetransformer): takes event times from a JSON field and
 //     drops marked messages.
 //

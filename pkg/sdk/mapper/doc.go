@@ -19,6 +19,27 @@
 // number of requests may be in flight; each is mapped in its own goroutine
 // and answered, as soon as it is done, with a response that carries its id.
 //
+// # Nacks and user metadata
+//
+// Instead of answering a message, Map can negatively acknowledge (nack) it:
+// Messages{MessageToNack(opts)} asks the runtime to deliver the message
+// again later, as opts say (after opts.Delay milliseconds, say; nil opts
+// leave it to the runtime's defaults). On the wire, the result carries the
+// tag NackTag ("U+005C__NACK__") and, with opts, nack_options.
+//
+// Messages also carry user metadata: groups of keys with values of bytes
+// that travel with a message from vertex to vertex. Datum.UserMetadata is
+// the input's (a copy to change at will); Message.WithUserMetadata sets an
+// output's. The runtime does not pass the input's user metadata on by
+// itself, so a function that keeps it passes it on explicitly:
+//
+//	md := d.UserMetadata()
+//	md.AddKV("trace", "mapped-by", []byte("double"))
+//	return Messages{NewMessage(out).WithUserMetadata(md)}
+//
+// Every result carries a metadata, empty when the message has no user
+// metadata, as numaflow-go's results do.
+//
 // # Socket directory
 //
 // The socket and the server-info file go to WithSocketDir's directory, else

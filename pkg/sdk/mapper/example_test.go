@@ -49,3 +49,22 @@ func Example() {
 	// map mode: unary-map
 	// stopped: <nil>
 }
+
+func ExampleMessageToNack() {
+	delay := uint64(500) // milliseconds
+	m := mapper.MessageToNack(&mapper.NackOptions{Delay: &delay})
+	fmt.Println(m.IsNack(), m.Tags(), m.NackOptions().DelayDuration())
+	// Output: true [U+005C__NACK__] 500ms
+}
+
+func ExampleUserMetadata() {
+	md := mapper.NewUserMetadata()
+	md.AddKV("kafka", "topic", []byte("orders"))
+	md.AddKV("kafka", "partition", []byte("3"))
+	md.CreateGroup("audit")
+	fmt.Println(md.Groups(), md.Keys("kafka"), string(md.Value("kafka", "topic")))
+	fmt.Println(md)
+	// Output:
+	// [audit kafka] [partition topic] orders
+	// audit{} kafka{partition="3" topic="orders"}
+}

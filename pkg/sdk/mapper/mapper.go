@@ -12,7 +12,8 @@ import (
 // it must be safe for concurrent use. ctx is cancelled when the stream the
 // message came on ends or fails. To drop a message, return
 // Messages{MessageToDrop()}; returning no message at all also produces
-// nothing downstream. A panic in Map fails the stream with a gRPC Internal
+// nothing downstream. To have it delivered again later, return
+// Messages{MessageToNack(opts)}. A panic in Map fails the stream with a gRPC Internal
 // error and shuts the server down (see Server).
 type Mapper interface {
 	Map(ctx context.Context, keys []string, d Datum) Messages
@@ -42,4 +43,8 @@ type Datum interface {
 	Watermark() time.Time
 	// Headers are the message's headers.
 	Headers() map[string]string
+	// UserMetadata is a copy of the message's user metadata, never nil
+	// (empty if it has none): change it freely, but not the bytes of its
+	// values, and pass it on with Message.WithUserMetadata.
+	UserMetadata() *UserMetadata
 }

@@ -1,24 +1,43 @@
 package mapper
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
+)
 
 // DropTag is the tag that marks a message to drop: the literal text
 // "U+005C__DROP__" (the code point of a backslash written out, then
 // "__DROP__"), as Numaflow's protocol has it.
 const DropTag = "U+005C__DROP__"
 
+// NackTag is the tag that marks a message as a negative acknowledgement of
+// its input: the literal text "U+005C__NACK__", as Numaflow's protocol has
+// it.
+const NackTag = nack.Tag
+
+// NackOptions tell the runtime how to redeliver a nacked message: after
+// Delay milliseconds, at most MaxDeliveries times, with a Reason for the
+// logs and free-form values in NackMap. Every field is optional; nil means
+// the runtime's default.
+type NackOptions = nack.Options
+
 // Message is one output message of a map function. Build it with
-// NewMessage or MessageToDrop; the With methods return modified copies.
+// NewMessage, MessageToDrop or MessageToNack; the With methods return
+// modified copies.
 type Message struct {
-	value []byte
-	keys  []string
-	tags  []string
+	value    []byte
+	keys     []string
+	tags     []string
+	metadata *UserMetadata
+	nack     *NackOptions
 }
 
 // Messages are the output of one call of a map function.
 type Messages []Message
 
-// NewMessage returns a message with payload value, no keys and no tags.
+// NewMessage returns a message with payload value, no keys, no tags and no
+// user metadata.
 func NewMessage(value []byte) Message {
 	return Message{value: value}
 }
@@ -27,6 +46,14 @@ func NewMessage(value []byte) Message {
 // it carries DropTag and nothing else.
 func MessageToDrop() Message {
 	return Message{tags: []string{DropTag}}
+}
+
+// MessageToNack returns a message that negatively acknowledges its input:
+// the runtime does not forward the input but has it delivered again, as
+// opts say (nil: with the runtime's defaults). It carries NackTag and the
+// options (which it does not copy). Return it as the only message.
+func MessageToNack(opts *NackOptions) Message {
+	return Message{tags: []string{NackTag}, nack: opts}
 }
 
 // WithKeys returns a copy of m with keys keys (which it does not copy).
@@ -42,6 +69,18 @@ func (m Message) WithTags(tags []string) Message {
 	return m
 }
 
+// WithUserMetadata returns a copy of m with a copy of md as its user
+// metadata (nil: none), so that changing md afterwards does not change m.
+// To pass the input's user metadata on, which the runtime does not do by
+// itself, give the Datum's: m.WithUserMetadata(d.UserMetadata()).
+func (m Message) WithUserMetadata(md *UserMetadata) Message {
+	m.metadata = nil
+	if md != nil {
+		m.metadata = md.Clone()
+	}
+	return m
+}
+
 // Value is the message's payload.
 func (m Message) Value() []byte { return m.value }
 
@@ -51,5 +90,16 @@ func (m Message) Keys() []string { return m.keys }
 // Tags are the message's tags.
 func (m Message) Tags() []string { return m.tags }
 
+// UserMetadata is the message's user metadata; nil if it has none. Do not
+// change it: use WithUserMetadata.
+func (m Message) UserMetadata() *UserMetadata { return m.metadata }
+
+// NackOptions are the options of a message built by MessageToNack; nil
+// otherwise, or if it was given none.
+func (m Message) NackOptions() *NackOptions { return m.nack }
+
 // IsDrop reports whether m marks its input to drop.
 func (m Message) IsDrop() bool { return slices.Contains(m.tags, DropTag) }
+
+// IsNack reports whether m negatively acknowledges its input.
+func (m Message) IsNack() bool { return slices.Contains(m.tags, NackTag) }

@@ -20,6 +20,15 @@
 // message, then by a response with status{eot: true}; all carry the
 // request's id, and the responses of different requests may interleave.
 //
+// # Nacks and user metadata
+//
+// As in package mapper, MapStream may send MessageToNack(opts) to have the
+// runtime deliver its input again later; and messages carry user metadata,
+// read with Datum.UserMetadata and set with Message.WithUserMetadata (the
+// runtime does not pass it from input to output by itself). Every result
+// carries a metadata, empty when the message has none; numaflow-go's map
+// stream sends none at all, which Numaflow treats the same.
+//
 // # Socket directory and stopping
 //
 // As in package mapper: WithSocketDir, else SLUICE_UDS_DIR (set by `vertex

@@ -1,7 +1,7 @@
 // Package sinker serves a user-defined sink over Numaflow's gRPC protocol:
 // the sink gets batches of messages to write and answers, per message,
-// whether it was written, failed (to be retried), or is to go to the
-// fallback sink.
+// whether it was written, failed (to be retried), is to go to the fallback
+// sink, or is nacked (given back to be read again later).
 //
 //	func main() {
 //		err := sinker.NewServer(sinker.SinkerFunc(write)).Start(context.Background())
@@ -22,6 +22,14 @@
 // status{eot: true}. The server answers a batch with one response holding a
 // result per request, in the order of the requests, then a response with
 // status{eot: true}; the stream carries batch after batch.
+//
+// # Nacks and user metadata
+//
+// ResponseNack(id, opts) answers a message with status NACK and, when opts
+// is not nil, nack_options: the runtime gives the message back, to be
+// delivered again as opts say (after opts.Delay milliseconds, say).
+// Datum.UserMetadata is the user metadata that functions upstream attached
+// to the message (the headers meant for the sink's target, say).
 //
 // # Socket directory and stopping
 //

@@ -1,6 +1,15 @@
 package sinker
 
-import sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
+import (
+	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
+)
+
+// NackOptions tell the runtime how to redeliver a nacked message: after
+// Delay milliseconds, at most MaxDeliveries times, with a Reason for the
+// logs and free-form values in NackMap. Every field is optional; nil means
+// the runtime's default.
+type NackOptions = nack.Options
 
 // Response tells how writing one message went. Build it with one of the
 // Response functions.
@@ -9,6 +18,7 @@ type Response struct {
 	status sinkv1.Status
 	errMsg string
 	serve  []byte
+	nack   *NackOptions
 }
 
 // Responses are the answers to a batch, one per datum.
@@ -43,6 +53,16 @@ func ResponseOnSuccess(id string) Response {
 	return Response{id: id, status: sinkv1.Status_ON_SUCCESS}
 }
 
+// ResponseNack reports that the message with ID id was not written and
+// asks the runtime to negatively acknowledge (nack) it, so that it is
+// delivered again later, as opts say (nil: with the runtime's defaults;
+// opts is not copied). Unlike ResponseFailure, which the runtime retries as
+// the vertex's retry strategy says, a nack gives the message back to be
+// read again.
+func ResponseNack(id string, opts *NackOptions) Response {
+	return Response{id: id, status: sinkv1.Status_NACK, nack: opts}
+}
+
 // ID is the ID of the message r is about.
 func (r Response) ID() string { return r.id }
 
@@ -58,10 +78,20 @@ func (r Response) Err() string { return r.errMsg }
 // IsFallback reports whether r asks for the fallback sink.
 func (r Response) IsFallback() bool { return r.status == sinkv1.Status_FALLBACK }
 
+// IsNack reports whether r nacks the message.
+func (r Response) IsNack() bool { return r.status == sinkv1.Status_NACK }
+
+// NackOptions are the options of a nack; nil for other responses, or if the
+// nack was given none.
+func (r Response) NackOptions() *NackOptions { return r.nack }
+
 func (r Response) result() *sinkv1.SinkResponse_Result {
 	res := &sinkv1.SinkResponse_Result{Id: r.id, Status: r.status, ErrMsg: r.errMsg}
-	if r.status == sinkv1.Status_SERVE {
+	switch r.status {
+	case sinkv1.Status_SERVE:
 		res.ServeResponse = r.serve
+	case sinkv1.Status_NACK:
+		res.NackOptions = nack.ToProto(r.nack)
 	}
 	return res
 }

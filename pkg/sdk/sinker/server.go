@@ -103,6 +103,7 @@ func frame(r *sinkv1.SinkRequest) (udfserver.Framed[Datum], error) {
 			EventTime: wire.Time(m.GetEventTime()),
 			Watermark: wire.Time(m.GetWatermark()),
 			Headers:   m.GetHeaders(),
+			Metadata:  m.GetMetadata(),
 		})
 	} else if !f.EOT {
 		return f, udfserver.InvalidRequest("sink request with neither a message nor status eot")

@@ -3,6 +3,8 @@ package sinker
 import (
 	"context"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 )
 
 // Sinker is a user-defined sink: it writes batches of messages somewhere
@@ -44,4 +46,15 @@ type Datum interface {
 	Watermark() time.Time
 	// Headers are the message's headers.
 	Headers() map[string]string
+	// UserMetadata is a copy of the message's user metadata, never nil
+	// (empty if it has none); do not change the bytes of its values.
+	UserMetadata() *UserMetadata
 }
+
+// UserMetadata is the metadata user code attached to a message upstream:
+// named groups of keys with values of bytes (the headers meant for the
+// sink's target, say). A nil *UserMetadata reads as empty.
+type UserMetadata = metadata.UserMetadata
+
+// NewUserMetadata returns an empty UserMetadata.
+func NewUserMetadata() *UserMetadata { return metadata.NewUserMetadata() }

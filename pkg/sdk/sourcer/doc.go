@@ -20,8 +20,22 @@
 //     by the messages of one Read, then a response with status{eot: true}.
 //   - AckFn starts with a handshake; each ack request is answered by a
 //     success once Ack has returned.
-//   - NackFn, PendingFn and PartitionsFn are unary calls to Nack, Pending
-//     and Partitions.
+//   - NackFn, PendingFn and PartitionsFn are unary calls to Nack (or
+//     NackWithOptions), Pending and Partitions.
+//
+// # Nack options and user metadata
+//
+// A nack from the runtime comes in groups of offsets, each with the nack
+// options that the map function, transformer or sink that nacked the
+// messages gave (MessageToNack, ResponseNack): a delay before the messages
+// are delivered again, a cap on deliveries, a reason and free-form values.
+// A Sourcer that implements OptionsNacker gets them, group by group, in
+// NackWithOptions; a plain Sourcer gets the offsets alone in Nack.
+//
+// A message that Read hands out may carry user metadata (Message's
+// UserMetadata, or WithUserMetadata): groups of keys with values of bytes
+// that travel with it through the pipeline. Every result carries a
+// metadata, empty when the message has none, as numaflow-go's do.
 //
 // # Socket directory and stopping
 //

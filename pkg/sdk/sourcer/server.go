@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
@@ -113,6 +115,7 @@ func result(m Message) *sourcev1.ReadResponse_Result {
 		EventTime: timestamppb.New(et),
 		Keys:      m.Keys,
 		Headers:   m.Headers,
+		Metadata:  metadata.ToProto(m.UserMetadata),
 	}
 }
 
@@ -143,14 +146,25 @@ func (s *service) AckFn(stream sourcev1.Source_AckFnServer) error {
 	}
 }
 
-// NackFn passes the offsets of every request of the call to one Nack. The
-// requests' nack options are not passed on.
+// NackFn passes the requests of the call, with their nack options, to one
+// NackWithOptions if the Sourcer is an OptionsNacker; else it passes the
+// offsets of every request to one Nack.
 func (s *service) NackFn(ctx context.Context, req *sourcev1.NackRequest) (*sourcev1.NackResponse, error) {
-	var offsets []Offset
-	for _, r := range req.GetRequest() {
-		offsets = append(offsets, offsetsOf(r.GetOffsets())...)
+	var call func()
+	if on, ok := s.src.(OptionsNacker); ok {
+		reqs := make([]NackRequest, len(req.GetRequest()))
+		for i, r := range req.GetRequest() {
+			reqs[i] = NackRequest{Offsets: offsetsOf(r.GetOffsets()), Options: nack.FromProto(r.GetNackOptions())}
+		}
+		call = func() { on.NackWithOptions(ctx, reqs) }
+	} else {
+		var offsets []Offset
+		for _, r := range req.GetRequest() {
+			offsets = append(offsets, offsetsOf(r.GetOffsets())...)
+		}
+		call = func() { s.src.Nack(ctx, offsets) }
 	}
-	if err := s.srv.Call(func() { s.src.Nack(ctx, offsets) }); err != nil {
+	if err := s.srv.Call(call); err != nil {
 		return nil, err
 	}
 	return &sourcev1.NackResponse{Result: &sourcev1.NackResponse_Result{Success: &emptypb.Empty{}}}, nil

@@ -9,8 +9,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
@@ -185,6 +187,8 @@ func TestAck(t *testing.T) {
 	}
 }
 
+// A Sourcer that is no OptionsNacker gets the offsets of every group of a
+// nack in one Nack, without the options.
 func TestNackPendingPartitions(t *testing.T) {
 	src := newListSource()
 	s := start(t, src)
@@ -192,7 +196,7 @@ func TestNackPendingPartitions(t *testing.T) {
 	ctx := sdktest.Context(t)
 	_, err := client.NackFn(ctx, &sourcev1.NackRequest{Request: []*sourcev1.NackRequest_Request{
 		{Offsets: []*sourcev1.Offset{{Offset: []byte("a")}}},
-		{Offsets: []*sourcev1.Offset{{Offset: []byte("b"), PartitionId: 1}, {Offset: []byte("c")}}},
+		{Offsets: []*sourcev1.Offset{{Offset: []byte("b"), PartitionId: 1}, {Offset: []byte("c")}}, NackOptions: &common.NackOptions{Delay: proto.Uint64(9)}},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,21 @@
 // it is done, with a response that carries its id. A zero event time in a
 // Message is sent as no event time.
 //
+// # Nacks and user metadata
+//
+// A transformer can negatively acknowledge (nack) a message instead of
+// passing it on: Messages{MessageToNack(d.EventTime(), opts)} asks the
+// runtime to have the source deliver it again, as opts say (nil: the
+// runtime's defaults). On the wire, the result carries the tag NackTag
+// ("U+005C__NACK__") and, with opts, nack_options.
+//
+// Messages carry user metadata, groups of keys with values of bytes that
+// travel with them through the pipeline: Datum.UserMetadata is the input's
+// (a copy to change at will), Message.WithUserMetadata sets an output's.
+// The runtime does not pass the input's on by itself. Every result carries
+// a metadata, empty when the message has no user metadata, as numaflow-go's
+// do.
+//
 // # Socket directory and stopping
 //
 // The socket and the server-info file go to WithSocketDir's directory, else

@@ -6,6 +6,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/wire"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
@@ -70,10 +72,12 @@ func (s *service) transformOne(ctx context.Context, req *stv1.SourceTransformReq
 	results := make([]*stv1.SourceTransformResponse_Result, len(msgs))
 	for i, msg := range msgs {
 		results[i] = &stv1.SourceTransformResponse_Result{
-			Keys:      msg.keys,
-			Value:     msg.value,
-			EventTime: wire.Timestamp(msg.eventTime),
-			Tags:      msg.tags,
+			Keys:        msg.keys,
+			Value:       msg.value,
+			EventTime:   wire.Timestamp(msg.eventTime),
+			Tags:        msg.tags,
+			Metadata:    metadata.ToProto(msg.metadata),
+			NackOptions: nack.ToProto(msg.nack),
 		}
 	}
 	return send(&stv1.SourceTransformResponse{Id: m.GetId(), Results: results})
@@ -89,6 +93,7 @@ func (s *service) callTransform(ctx context.Context, m *stv1.SourceTransformRequ
 		EventTime: wire.Time(m.GetEventTime()),
 		Watermark: wire.Time(m.GetWatermark()),
 		Headers:   m.GetHeaders(),
+		Metadata:  m.GetMetadata(),
 	})
 	return s.st.Transform(ctx, d.Keys(), d), nil
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // SourceTransformer transforms the messages of a source as they are read:
-// it may change their payload, keys and event time, tag them, fan them out
-// or drop them.
+// it may change their payload, keys, event time and user metadata, tag
+// them, fan them out, drop them, or nack them to have them read again.
 //
 // Transform is called concurrently, once per message, in a goroutine of its
 // own: it must be safe for concurrent use. ctx is cancelled when the stream
@@ -41,4 +41,8 @@ type Datum interface {
 	Watermark() time.Time
 	// Headers are the message's headers.
 	Headers() map[string]string
+	// UserMetadata is a copy of the message's user metadata, never nil
+	// (empty if it has none): change it freely, but not the bytes of its
+	// values, and pass it on with Message.WithUserMetadata.
+	UserMetadata() *UserMetadata
 }

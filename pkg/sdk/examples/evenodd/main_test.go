@@ -15,12 +15,13 @@ import (
 
 type datum []byte
 
-func (d datum) ID() string                 { return "id" }
-func (d datum) Keys() []string             { return []string{"in"} }
-func (d datum) Value() []byte              { return d }
-func (d datum) EventTime() time.Time       { return time.Time{} }
-func (d datum) Watermark() time.Time       { return time.Time{} }
-func (d datum) Headers() map[string]string { return nil }
+func (d datum) ID() string                         { return "id" }
+func (d datum) Keys() []string                     { return []string{"in"} }
+func (d datum) Value() []byte                      { return d }
+func (d datum) EventTime() time.Time               { return time.Time{} }
+func (d datum) Watermark() time.Time               { return time.Time{} }
+func (d datum) Headers() map[string]string         { return nil }
+func (d datum) UserMetadata() *mapper.UserMetadata { return mapper.NewUserMetadata() }
 
 func TestEvenOdd(t *testing.T) {
 	cases := []struct {

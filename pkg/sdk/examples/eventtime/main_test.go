@@ -12,6 +12,7 @@ import (
 
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
+	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -25,6 +26,9 @@ func (d datum) Value() []byte              { return d }
 func (d datum) EventTime() time.Time       { return sourceTime }
 func (d datum) Watermark() time.Time       { return time.Time{} }
 func (d datum) Headers() map[string]string { return nil }
+func (d datum) UserMetadata() *sourcetransformer.UserMetadata {
+	return sourcetransformer.NewUserMetadata()
+}
 
 func TestEventTime(t *testing.T) {
 	cases := []struct {

@@ -10,17 +10,19 @@ import (
 
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 type datum []byte
 
-func (d datum) ID() string                 { return "id" }
-func (d datum) Keys() []string             { return nil }
-func (d datum) Value() []byte              { return d }
-func (d datum) EventTime() time.Time       { return time.Time{} }
-func (d datum) Watermark() time.Time       { return time.Time{} }
-func (d datum) Headers() map[string]string { return nil }
+func (d datum) ID() string                         { return "id" }
+func (d datum) Keys() []string                     { return nil }
+func (d datum) Value() []byte                      { return d }
+func (d datum) EventTime() time.Time               { return time.Time{} }
+func (d datum) Watermark() time.Time               { return time.Time{} }
+func (d datum) Headers() map[string]string         { return nil }
+func (d datum) UserMetadata() *mapper.UserMetadata { return mapper.NewUserMetadata() }
 
 func TestFlatMap(t *testing.T) {
 	cases := []struct {

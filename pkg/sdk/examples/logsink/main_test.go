@@ -25,6 +25,9 @@ func (d datum) Value() []byte              { return []byte(d.value) }
 func (d datum) EventTime() time.Time       { return time.Time{} }
 func (d datum) Watermark() time.Time       { return time.Time{} }
 func (d datum) Headers() map[string]string { return nil }
+func (d datum) UserMetadata() *sinker.UserMetadata {
+	return sinker.NewUserMetadata()
+}
 
 func sink(s logSink, values ...string) sinker.Responses {
 	ch := make(chan sinker.Datum, len(values))

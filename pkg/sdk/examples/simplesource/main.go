@@ -2,7 +2,9 @@
 // "0", "1", "2", ... in memory, with the sequence number as offset, at
 // least once: a message read but not acknowledged within the redelivery
 // timeout, or negatively acknowledged, is handed out again by a later read;
-// an acknowledged one never is.
+// an acknowledged one never is. A nack with a delay (NackOptions.Delay) hands
+// the message out again no sooner than that delay after the nack; one
+// without, at once.
 //
 // Environment:
 //

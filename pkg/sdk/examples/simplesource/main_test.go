@@ -5,9 +5,12 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
@@ -82,11 +85,16 @@ func TestProcess(t *testing.T) {
 	if _, err := acks.Recv(); err != io.EOF {
 		t.Fatalf("Recv = %v, want EOF", err)
 	}
-	// Two unacknowledged messages go back to pending once nacked.
-	if _, err := client.NackFn(ctx, &sourcev1.NackRequest{Request: []*sourcev1.NackRequest_Request{{Offsets: offsets[3:]}}}); err != nil {
+	// Of two unacknowledged messages nacked, the one nacked with an hour's
+	// delay stays away; the other goes back to pending.
+	_, err = client.NackFn(ctx, &sourcev1.NackRequest{Request: []*sourcev1.NackRequest_Request{
+		{Offsets: offsets[3:4], NackOptions: &common.NackOptions{Delay: proto.Uint64(uint64(time.Hour.Milliseconds()))}},
+		{Offsets: offsets[4:]},
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := client.PendingFn(ctx, &emptypb.Empty{}); err != nil || pending.GetResult().GetCount() != 2 {
+	if pending, err := client.PendingFn(ctx, &emptypb.Empty{}); err != nil || pending.GetResult().GetCount() != 1 {
 		t.Fatalf("pending after nack = %v, %v", pending, err)
 	}
 	parts, err := client.PartitionsFn(ctx, &emptypb.Empty{})

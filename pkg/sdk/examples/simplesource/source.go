@@ -27,10 +27,13 @@ type source struct {
 	mu       sync.Mutex
 	next     uint64               // the next sequence number never handed out
 	inFlight map[uint64]time.Time // handed out, not acknowledged: redelivery deadline (zero: at once)
-	wake     chan struct{}        // closed when a Nack makes messages available
+	wake     chan struct{}        // closed when a nack makes messages available at once
 }
 
-var _ sourcer.Sourcer = (*source)(nil)
+var (
+	_ sourcer.Sourcer       = (*source)(nil)
+	_ sourcer.OptionsNacker = (*source)(nil)
+)
 
 func newSource(cfg config) *source {
 	return &source{cfg: cfg, inFlight: make(map[uint64]time.Time), wake: make(chan struct{})}
@@ -38,7 +41,7 @@ func newSource(cfg config) *source {
 
 // Read hands out up to req.Count messages: first those due for redelivery,
 // oldest first, then new ones. With none available it waits, up to
-// req.Timeout, for a Nack.
+// req.Timeout, for a nack without delay.
 func (s *source) Read(ctx context.Context, req sourcer.ReadRequest, out chan<- sourcer.Message) {
 	timer := time.NewTimer(req.Timeout)
 	defer timer.Stop()
@@ -118,18 +121,34 @@ func (s *source) Ack(_ context.Context, offsets []sourcer.Offset) {
 }
 
 // Nack makes the messages at offsets due for redelivery at once.
-func (s *source) Nack(_ context.Context, offsets []sourcer.Offset) {
+func (s *source) Nack(ctx context.Context, offsets []sourcer.Offset) {
+	s.NackWithOptions(ctx, []sourcer.NackRequest{{Offsets: offsets}})
+}
+
+// NackWithOptions makes the messages of each request due for redelivery
+// once the request's delay has passed: at once without a delay (and a Read
+// waiting for messages is woken), else no sooner than the delay from now.
+// Offsets of messages not in flight (acknowledged, or never read) are
+// ignored.
+func (s *source) NackWithOptions(_ context.Context, reqs []sourcer.NackRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	nacked := false
-	for _, o := range offsets {
-		seq, err := strconv.ParseUint(string(o.Value), 10, 64)
-		if _, ok := s.inFlight[seq]; err == nil && ok {
-			s.inFlight[seq] = time.Time{}
-			nacked = true
+	now := s.cfg.now()
+	wake := false
+	for _, r := range reqs {
+		due := time.Time{} // at once
+		if d := r.Options.DelayDuration(); d > 0 {
+			due = now.Add(d)
+		}
+		for _, o := range r.Offsets {
+			seq, err := strconv.ParseUint(string(o.Value), 10, 64)
+			if _, ok := s.inFlight[seq]; err == nil && ok {
+				s.inFlight[seq] = due
+				wake = wake || due.IsZero()
+			}
 		}
 	}
-	if nacked {
+	if wake {
 		close(s.wake)
 		s.wake = make(chan struct{})
 	}

@@ -95,6 +95,48 @@ func TestAtLeastOnce(t *testing.T) {
 	}
 }
 
+// A nack with a delay hands the message out again no sooner than the delay;
+// one with options but no delay, at once.
+func TestNackDelay(t *testing.T) {
+	count := uint64(3)
+	s, clk := newTestSource(&count)
+	ctx := context.Background()
+	if got := read(t, s, 3, time.Millisecond); got != "[0 1 2]" {
+		t.Fatalf("read %s", got)
+	}
+	delay := uint64(5000)
+	s.NackWithOptions(ctx, []sourcer.NackRequest{
+		{Offsets: offsets("0", "2"), Options: &sourcer.NackOptions{Delay: &delay}},
+		{Offsets: offsets("1"), Options: &sourcer.NackOptions{}},
+	})
+	steps := []struct {
+		name    string
+		advance time.Duration
+		want    string
+		pending int64
+	}{
+		{"at once: the one without delay", 0, "[1]", 0},
+		{"just before the delay", 4999 * time.Millisecond, "[]", 0},
+		{"at the delay", time.Millisecond, "[0 2]", 0},
+	}
+	for _, st := range steps {
+		clk.advance(st.advance)
+		if got := read(t, s, 10, time.Millisecond); got != st.want {
+			t.Fatalf("%s: read %s, want %s", st.name, got, st.want)
+		}
+		if got := s.Pending(ctx); got != st.pending {
+			t.Fatalf("%s: pending %d, want %d", st.name, got, st.pending)
+		}
+	}
+	// A delayed nack of a message not in flight changes nothing.
+	s.Ack(ctx, offsets("0", "1", "2"))
+	s.NackWithOptions(ctx, []sourcer.NackRequest{{Offsets: offsets("0"), Options: &sourcer.NackOptions{Delay: &delay}}})
+	clk.advance(time.Hour)
+	if got := read(t, s, 10, time.Millisecond); got != "[]" {
+		t.Fatalf("acknowledged message read again: %s", got)
+	}
+}
+
 // A Read with nothing to hand out returns as soon as a Nack makes something
 // available.
 func TestNackWakesRead(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/wire"
 )
 
@@ -55,11 +57,18 @@ func (d *RequestDatum) Watermark() time.Time { return wire.Time(d.req().GetWater
 // Headers are the message's headers.
 func (d *RequestDatum) Headers() map[string]string { return d.req().GetHeaders() }
 
+// UserMetadata is a copy of the message's user metadata, never nil.
+func (d *RequestDatum) UserMetadata() *metadata.UserMetadata {
+	return metadata.FromProto(d.req().GetMetadata())
+}
+
 // Message is what a map function returns, as mapper.Message exposes it.
 type Message interface {
 	Keys() []string
 	Value() []byte
 	Tags() []string
+	UserMetadata() *metadata.UserMetadata
+	NackOptions() *nack.Options
 }
 
 // Results converts the messages a map function returned.
@@ -82,8 +91,7 @@ func Response[M Message](id string, msgs []M) *mapv1.MapResponse {
 		ptr  [1]*mapv1.MapResponse_Result
 		res  mapv1.MapResponse_Result
 	}{}
-	m := msgs[0]
-	one.res.Keys, one.res.Value, one.res.Tags = m.Keys(), m.Value(), m.Tags()
+	fill(&one.res, msgs[0])
 	one.ptr[0] = &one.res
 	one.resp.Id, one.resp.Results = id, one.ptr[:]
 	return &one.resp
@@ -91,5 +99,16 @@ func Response[M Message](id string, msgs []M) *mapv1.MapResponse {
 
 // Result converts one message.
 func Result(m Message) *mapv1.MapResponse_Result {
-	return &mapv1.MapResponse_Result{Keys: m.Keys(), Value: m.Value(), Tags: m.Tags()}
+	r := new(mapv1.MapResponse_Result)
+	fill(r, m)
+	return r
+}
+
+// fill sets the fields of r from m. Like numaflow-go, every result carries a
+// metadata, empty when m has no user metadata; nack options go only with the
+// messages that have them.
+func fill(r *mapv1.MapResponse_Result, m Message) {
+	r.Keys, r.Value, r.Tags = m.Keys(), m.Value(), m.Tags()
+	r.Metadata = metadata.ToProto(m.UserMetadata())
+	r.NackOptions = nack.ToProto(m.NackOptions())
 }

@@ -1,6 +1,11 @@
 package wire
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
+)
 
 // Datum is one request message as the SDK packages hand it to user code.
 // It has every accessor their Datum interfaces ask for, so that each package
@@ -12,6 +17,7 @@ type Datum struct {
 	eventTime time.Time
 	watermark time.Time
 	headers   map[string]string
+	metadata  *common.Metadata
 }
 
 // DatumFields are the parts of a Datum, named so that call sites read well.
@@ -22,6 +28,7 @@ type DatumFields struct {
 	EventTime time.Time
 	Watermark time.Time
 	Headers   map[string]string
+	Metadata  *common.Metadata // the request's; may be nil
 }
 
 // NewDatum builds a Datum from its fields.
@@ -33,6 +40,7 @@ func NewDatum(f DatumFields) *Datum {
 		eventTime: f.EventTime,
 		watermark: f.Watermark,
 		headers:   f.Headers,
+		metadata:  f.Metadata,
 	}
 }
 
@@ -54,3 +62,6 @@ func (d *Datum) Watermark() time.Time { return d.watermark }
 
 // Headers are the message's headers.
 func (d *Datum) Headers() map[string]string { return d.headers }
+
+// UserMetadata is a copy of the message's user metadata, never nil.
+func (d *Datum) UserMetadata() *metadata.UserMetadata { return metadata.FromProto(d.metadata) }

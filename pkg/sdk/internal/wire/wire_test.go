@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,5 +27,13 @@ func TestDatum(t *testing.T) {
 	if d.ID() != "i" || d.Keys()[0] != "k" || string(d.Value()) != "v" || !d.EventTime().Equal(at) ||
 		!d.Watermark().Equal(at.Add(-time.Second)) || d.Headers()["h"] != "x" {
 		t.Fatalf("datum %+v", d)
+	}
+	if got := d.UserMetadata(); got == nil || got.Len() != 0 {
+		t.Errorf("user metadata without metadata = %v, want empty", got)
+	}
+	md := &common.Metadata{UserMetadata: map[string]*common.KeyValueGroup{"g": {KeyValue: map[string][]byte{"k": []byte("v")}}}}
+	d = NewDatum(DatumFields{Metadata: md})
+	if got := d.UserMetadata().String(); got != `g{k="v"}` {
+		t.Errorf("user metadata = %s", got)
 	}
 }
