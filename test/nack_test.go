@@ -1,0 +1,128 @@
+package test
+
+import (
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestNackedMessagesComeBackOnce runs a user-defined source, a map that nacks
+// every message the first time it sees it and a sink that nacks every odd
+// message the first time, all as processes: each nacked message goes back to
+// the source and comes round again, so every message reaches the sink exactly
+// once; the nack counter counts each nack, the source's acks each message
+// once, and no epoch grants more than the limit.
+func TestNackedMessagesComeBackOnce(t *testing.T) {
+	t.Parallel()
+	const count, maxRate = 200, 400
+	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: nacks
+spec:
+  limits:
+    readBatchSize: 50
+    readTimeout: 200ms
+    rateLimit:
+      max: `+strconv.Itoa(maxRate)+`
+      min: `+strconv.Itoa(maxRate)+`
+      rampUpDuration: 0s
+  source:
+    udsource:
+`+udContainer("      ", example(t, "simplesource"), map[string]string{"SIMPLESOURCE_COUNT": strconv.Itoa(count)})+`  udf:
+`+udContainer("    ", example(t, "nackmap"), nil)+`  sink:
+    udsink:
+`+udContainer("      ", example(t, "nacksink"), nil))
+	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
+	addr := p.metricsAddr()
+	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
+	// The last batch's ack follows its write: wait for it before reading the
+	// counters.
+	p.waitFor(10*time.Second, "every message acked", func() bool {
+		return metricValues(t, addr, "sluice_forward_ack_total")["nacks"] >= count
+	})
+	nacked := metricValues(t, addr, "sluice_forward_nack_total")["nacks"]
+	acked := metricValues(t, addr, "sluice_forward_ack_total")["nacks"]
+	read := metricValues(t, addr, "sluice_forward_read_total")["nacks"]
+	code, _ := p.stop(syscall.SIGTERM, 20*time.Second)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	seen := sinkNumbers(t, p.stdoutLines())
+	for n := range count {
+		if seen[n] != 1 {
+			t.Errorf("message %d reached the sink %d times; want once", n, seen[n])
+		}
+	}
+	if len(p.stdoutLines()) != count {
+		t.Errorf("the sink got %d messages; want %d", len(p.stdoutLines()), count)
+	}
+	// The map nacks each message once, the sink each odd one once more.
+	if want := float64(count + count/2); nacked != want || read != float64(count)+want {
+		t.Errorf("nacked %v and read %v; want %v and %v", nacked, read, want, float64(count)+want)
+	}
+	if acked != count {
+		t.Errorf("acked %v; want each of the %d messages once", acked, count)
+	}
+	for e, l := range p.epochs(t) {
+		if l.Granted > maxRate {
+			t.Errorf("epoch %d granted %d; max is %d", e, l.Granted, maxRate)
+		}
+	}
+}
+
+// TestNackedMessagesComeBackOnceInAPipeline runs the same functions as
+// vertices of a pipeline in one process: the map's nacks go back to the
+// in-memory buffer it reads, the sink's to the buffer the sink vertex reads,
+// and every message reaches the sink exactly once.
+func TestNackedMessagesComeBackOnceInAPipeline(t *testing.T) {
+	t.Parallel()
+	const count = 300
+	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: nacks
+spec:
+  limits:
+    readBatchSize: 50
+    readTimeout: 200ms
+  vertices:
+    - name: in
+      source:
+        udsource:
+`+udContainer("          ", example(t, "simplesource"), map[string]string{"SIMPLESOURCE_COUNT": strconv.Itoa(count)})+`    - name: map
+      udf:
+`+udContainer("        ", example(t, "nackmap"), nil)+`    - name: out
+      sink:
+        udsink:
+`+udContainer("          ", example(t, "nacksink"), nil)+`  edges:
+    - from: in
+      to: map
+    - from: map
+      to: out
+`)
+	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0")
+	addr := p.metricsAddr()
+	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
+	p.waitFor(10*time.Second, "every message acked", func() bool {
+		return metricValues(t, addr, "sluice_forward_ack_total")["out"] >= count
+	})
+	nacked := metricValues(t, addr, "sluice_forward_nack_total")
+	code, _ := p.stop(syscall.SIGTERM, 30*time.Second)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	seen := sinkNumbers(t, p.stdoutLines())
+	for n := range count {
+		if seen[n] != 1 {
+			t.Errorf("message %d reached the sink %d times; want once", n, seen[n])
+		}
+	}
+	if len(p.stdoutLines()) != count {
+		t.Errorf("the sink got %d messages; want %d", len(p.stdoutLines()), count)
+	}
+	if nacked["map"] != count || nacked["out"] != count/2 {
+		t.Errorf("nacks per vertex %v; want map %d, out %d", nacked, count, count/2)
+	}
+}
