@@ -74,3 +74,35 @@ func TestUDSinkStatuses(t *testing.T) {
 		})
 	}
 }
+
+func TestUDSinkNackAndMetadata(t *testing.T) {
+	nackOdd := sinker.SinkerFunc(func(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
+		var out sinker.Responses
+		for d := range datums {
+			if string(d.UserMetadata().Value("g", "k")) == "odd" {
+				delay := uint64(1500)
+				out = append(out, sinker.ResponseNack(d.ID(), &sinker.NackOptions{Delay: &delay}))
+				continue
+			}
+			out = append(out, sinker.ResponseOK(d.ID()))
+		}
+		return out
+	})
+	dir, _ := startSinker(t, serverinfo.KindSink, nackOdd)
+	s := sink.NewUD(dir, serverinfo.KindSink, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msgs := []isb.Message{{Value: []byte("0")}, {Value: []byte("1"), Metadata: isb.Metadata{"g": {"k": []byte("odd")}}}}
+	errs := make([]error, len(msgs))
+	if err := s.Write(ctx, msgs, errs); err != nil {
+		t.Fatal(err)
+	}
+	var nack *isb.NackError
+	if errs[0] != nil || !errors.Is(errs[1], isb.ErrNack) || !errors.As(errs[1], &nack) || nack.Options.Delay != 1500*time.Millisecond {
+		t.Fatalf("statuses %v; want nil, then a nack with a delay of 1.5s", errs)
+	}
+}

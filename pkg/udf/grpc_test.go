@@ -240,3 +240,59 @@ func TestRemoteIncompatibleServer(t *testing.T) {
 		t.Fatalf("Connect = %v; want an incompatibility naming the versions", err)
 	}
 }
+
+// nackOrTag nacks "nack" with options and adds a metadata entry to the rest,
+// keeping what came in.
+func nackOrTag(_ context.Context, keys []string, d mapper.Datum) mapper.Messages {
+	if string(d.Value()) == "nack" {
+		delay, reason := uint64(250), "not now"
+		return mapper.Messages{mapper.MessageToNack(&mapper.NackOptions{Delay: &delay, Reason: &reason, NackMap: map[string]string{"k": "v"}})}
+	}
+	md := d.UserMetadata()
+	md.AddKV("map", "seen", d.Value())
+	return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys(keys).WithUserMetadata(md)}
+}
+
+func TestRemoteNackAndMetadata(t *testing.T) {
+	dir := socketDir(t)
+	serve(t, mapper.NewServer(mapper.MapperFunc(nackOrTag), mapper.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteMap(dir, nil)
+	connect(t, r)
+	in := messages("a", "nack", "b")
+	for i := range in {
+		in[i].Origin = 10 + i
+		in[i].Metadata = isb.Metadata{"source": {"n": []byte(in[i].Value)}}
+	}
+	out, dropped, err := r.Map(context.Background(), in, nil)
+	if err != nil || dropped != 0 || len(out) != 3 {
+		t.Fatalf("%d results, dropped %d, %v; want 3, 0", len(out), dropped, err)
+	}
+	want := isb.NackOptions{Delay: 250 * time.Millisecond, Reason: "not now", Values: map[string]string{"k": "v"}}
+	if n := out[1]; n.Nack == nil || n.Origin != 11 || n.Value != nil || n.Nack.Delay != want.Delay ||
+		n.Nack.Reason != want.Reason || n.Nack.Values["k"] != "v" {
+		t.Fatalf("nacked result %+v (options %+v); want origin 11, no value, options %+v", n, n.Nack, want)
+	}
+	for _, i := range []int{0, 2} {
+		m := out[i]
+		if m.Nack != nil || m.Origin != 10+i || string(m.Metadata["source"]["n"]) != string(in[i].Value) ||
+			string(m.Metadata["map"]["seen"]) != string(in[i].Value) {
+			t.Fatalf("result %d: %+v; want origin %d and the metadata of the source and of the map", i, m, 10+i)
+		}
+	}
+}
+
+func TestRemoteTransformerNack(t *testing.T) {
+	dir := socketDir(t)
+	nackAll := sourcetransformer.SourceTransformerFunc(func(_ context.Context, _ []string, d sourcetransformer.Datum) sourcetransformer.Messages {
+		return sourcetransformer.Messages{sourcetransformer.MessageToNack(d.EventTime(), nil)}
+	})
+	serve(t, sourcetransformer.NewServer(nackAll, sourcetransformer.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteTransformer(dir, nil)
+	connect(t, r)
+	in := messages("a", "b")
+	in[1].Origin = 1
+	out, dropped, err := r.Map(context.Background(), in, nil)
+	if err != nil || dropped != 0 || len(out) != 2 || out[0].Nack == nil || out[1].Nack == nil || out[1].Origin != 1 {
+		t.Fatalf("%+v, dropped %d, %v; want two nacks", out, dropped, err)
+	}
+}
