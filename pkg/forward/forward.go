@@ -187,7 +187,7 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	}
 	start := time.Now()
 	batch := f.readBatch(ctx, g.Tokens)
-	f.deposit(g, g.Tokens-len(batch)) // unused tokens go back, same epoch
+	f.keep(g, len(batch)) // unused tokens go back, same epoch
 	if len(batch) == 0 {
 		return nil
 	}
@@ -239,11 +239,26 @@ func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
 			return g, err
 		}
 	}
-	f.d.Metrics.Granted.Add(float64(g.Tokens))
 	return g, nil
 }
 
-// deposit gives unused of g's tokens back to the limiter.
+// keep keeps one of g's tokens for each of the read messages and gives the
+// others back at once. The granted metric counts only the tokens kept: a
+// grant's unread tokens never counted against the limit, and a dry source
+// would otherwise add a batch to it at every read.
+func (f *Forwarder) keep(g ratelimit.Grant, read int) {
+	if f.d.Limiter == nil {
+		return
+	}
+	if unused := g.Tokens - read; unused > 0 {
+		f.d.Limiter.Deposit(g, unused)
+	}
+	if read > 0 {
+		f.d.Metrics.Granted.Add(float64(read))
+	}
+}
+
+// deposit gives unused of g's kept tokens back to the limiter.
 func (f *Forwarder) deposit(g ratelimit.Grant, unused int) {
 	if unused > 0 && f.d.Limiter != nil {
 		f.d.Limiter.Deposit(g, unused)
