@@ -63,7 +63,8 @@ func (e *Error) Error() string {
 type decoder struct {
 	problems []Problem
 	ignored  []string
-	lines    map[string]int // the line of every path decoded
+	lines    map[string]int  // the line of every path decoded
+	nulls    map[string]bool // the paths given null, to explain what they did not set
 }
 
 var (
@@ -100,6 +101,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.lines[path] = n.Line
 	}
 	if isNull(n) {
+		if d.nulls != nil {
+			d.nulls[path] = true
+		}
 		return
 	}
 	t := v.Type()

@@ -138,3 +138,26 @@ func TestNullForms(t *testing.T) {
 		}
 	}
 }
+
+// TestNullExplained: a field given null is not set, and when that leaves
+// something required missing the problem says that null sets nothing.
+func TestNullExplained(t *testing.T) {
+	for _, tt := range []struct{ name, spec, want string }{
+		{"a sink kind", "  source:\n    generator: {}\n  sink:\n    log:\n",
+			"spec.sink: set one sink: log, blackhole or udsink; log: null sets nothing (write log: {})"},
+		{"a source", "  source: null\n  sink:\n    log: {}\n", "spec.source: is required; null sets nothing"},
+		{"a source kind", "  source:\n    generator: ~\n  sink:\n    log: {}\n",
+			"spec.source: set one source: generator, http or udsource; generator: null sets nothing (write generator: {})"},
+		{"the max", "  source:\n    generator: {}\n  sink:\n    log: {}\n  limits:\n    rateLimit:\n      max: null\n",
+			"spec.limits.rateLimit.max: is required; null sets nothing"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			yaml := "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: n\nspec:\n" + tt.spec
+			f, err := Parse([]byte(yaml))
+			problems := problemsOf(t, f, err)
+			if len(problems) != 1 || !strings.HasPrefix(problems[0].String(), tt.want) {
+				t.Errorf("problems %q; want one: %s", problems, tt.want)
+			}
+		})
+	}
+}
