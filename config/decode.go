@@ -54,10 +54,17 @@ func (e *Error) Error() string {
 
 // decoder turns a YAML node tree into config structs, checking every field name
 // against the types: unknown fields are problems, Kubernetes-only ones are noted.
+//
+// A null value (null, ~, or nothing after the colon) sets nothing, at any depth
+// and for every type: the field keeps its zero value, as when it is absent. That
+// is what Kubernetes does, and Numaflow writes its unset fields that lack
+// omitempty as null ("groupBy": null, "sideInputs": null), so an object read
+// back from the API server loads as it was written.
 type decoder struct {
 	problems []Problem
 	ignored  []string
-	lines    map[string]int // the line of every path decoded
+	lines    map[string]int  // the line of every path decoded
+	nulls    map[string]bool // the paths given null, to explain what they did not set
 }
 
 var (
@@ -93,6 +100,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if d.lines != nil {
 		d.lines[path] = n.Line
 	}
+	if isNull(n) {
+		if d.nulls != nil {
+			d.nulls[path] = true
+		}
+		return
+	}
 	t := v.Type()
 	switch {
 	case t == k8sType:
@@ -103,24 +116,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	if t.Kind() == reflect.Pointer {
-		if isNull(n) && t.Elem().Kind() != reflect.Struct {
-			return
-		}
 		if v.IsNil() {
 			// A value that fails to decode leaves the field unset rather than zero,
 			// so that validation does not judge a value the file never gave.
 			elem, before := reflect.New(t.Elem()), len(d.problems)
-			if !isNull(n) { // a struct given as null is present with its defaults, like {}
-				d.decode(n, elem.Elem(), path)
-			}
+			d.decode(n, elem.Elem(), path)
 			if len(d.problems) == before || (t.Elem().Kind() == reflect.Struct && !t.Implements(textType)) {
 				v.Set(elem)
 			}
 			return
 		}
-		if !isNull(n) {
-			d.decode(n, v.Elem(), path)
-		}
+		d.decode(n, v.Elem(), path)
 		return
 	}
 	if reflect.PointerTo(t).Implements(textType) {
@@ -160,9 +166,6 @@ func fieldIndex(t reflect.Type) map[string][]int {
 }
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
-	if isNull(n) {
-		return
-	}
 	if n.Kind != yaml.MappingNode {
 		d.fail(path, n, "want an object, got %s", describe(n))
 		return
@@ -204,19 +207,17 @@ func (d *decoder) decodeMerge(n *yaml.Node, v reflect.Value, path string) {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if n.Kind == yaml.SequenceNode {
+	switch {
+	case n.Kind == yaml.SequenceNode:
 		for _, item := range n.Content {
 			d.decodeMerge(item, v, path)
 		}
-		return
+	case !isNull(n):
+		d.decodeStruct(n, v, path)
 	}
-	d.decodeStruct(n, v, path)
 }
 
 func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
-	if isNull(n) {
-		return
-	}
 	if n.Kind != yaml.SequenceNode {
 		d.fail(path, n, "want a list, got %s", describe(n))
 		return
@@ -229,9 +230,6 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
-	if isNull(n) {
-		return
-	}
 	if n.Kind != yaml.MappingNode || v.Type().Key().Kind() != reflect.String {
 		d.fail(path, n, "want an object, got %s", describe(n))
 		return
@@ -253,9 +251,6 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 }
 
 func (d *decoder) decodeText(n *yaml.Node, v reflect.Value, path string) {
-	if isNull(n) {
-		return
-	}
 	if n.Kind != yaml.ScalarNode {
 		d.fail(path, n, "want a value, got %s", describe(n))
 		return
@@ -270,9 +265,6 @@ func (d *decoder) decodeText(n *yaml.Node, v reflect.Value, path string) {
 }
 
 func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
-	if isNull(n) {
-		return
-	}
 	if n.Kind != yaml.ScalarNode {
 		d.fail(path, n, "want a value, got %s", describe(n))
 		return

@@ -23,6 +23,7 @@ type File struct {
 	Ignored []string
 
 	lines map[string]int
+	nulls map[string]bool
 }
 
 // Name returns the object's metadata.name.
@@ -131,9 +132,9 @@ func decodeFile(data []byte) (*File, []Problem, error) {
 	default:
 		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: kindLine, Msg: fmt.Sprintf("(%q) must be MonoVertex or Pipeline", kind)}}}
 	}
-	d := &decoder{lines: map[string]int{}}
+	d := &decoder{lines: map[string]int{}, nulls: map[string]bool{}}
 	d.decode(root, reflect.ValueOf(target).Elem(), "")
-	f.Ignored, f.lines = d.ignored, d.lines
+	f.Ignored, f.lines, f.nulls = d.ignored, d.lines, d.nulls
 	return f, d.problems, nil
 }
 

@@ -63,7 +63,7 @@ func (c *checker) edges(s *PipelineSpec, kinds map[string]string) (in, out map[s
 		path := fmt.Sprintf("spec.edges[%d]", i)
 		for _, end := range []struct{ field, name string }{{"from", e.From}, {"to", e.To}} {
 			if end.name == "" {
-				c.add(path+"."+end.field, "is required")
+				c.required(path + "." + end.field)
 			} else if _, ok := kinds[end.name]; !ok {
 				c.add(path+"."+end.field, "(%q) is not a vertex of the pipeline", end.name)
 			}
@@ -203,7 +203,7 @@ func (c *checker) pipelineLimits(path string, l *PipelineLimits) {
 
 func (c *checker) conditions(path string, e *EdgeConditions) {
 	if e.Tags == nil {
-		c.add(path+".tags", "is required")
+		c.required(path + ".tags")
 		return
 	}
 	if len(e.Tags.Values) == 0 {

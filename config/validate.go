@@ -18,10 +18,11 @@ import (
 type checker struct {
 	problems []Problem
 	lines    map[string]int
+	nulls    map[string]bool // paths the file gave null, which sets nothing
 }
 
 func (f *File) validate() []Problem {
-	c := &checker{lines: f.lines}
+	c := &checker{lines: f.lines, nulls: f.nulls}
 	if f.MonoVertex != nil {
 		c.monoVertex(f.MonoVertex)
 	} else {
@@ -47,6 +48,16 @@ func (c *checker) add(path, format string, args ...any) {
 	c.problems = append(c.problems, Problem{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
+// required reports that path is missing, and that null set nothing when the
+// file gave it null.
+func (c *checker) required(path string) {
+	if c.nulls[path] {
+		c.add(path, "is required; null sets nothing")
+		return
+	}
+	c.add(path, "is required")
+}
+
 var dns1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 func (c *checker) header(apiVersion, name string) {
@@ -59,7 +70,7 @@ func (c *checker) header(apiVersion, name string) {
 func (c *checker) name(path, name string) {
 	switch {
 	case name == "":
-		c.add(path, "is required")
+		c.required(path)
 	case len(name) > 63 || !dns1035.MatchString(name):
 		c.add(path, "(%q) must be lowercase letters, digits and '-', start with a letter and be at most 63 characters", name)
 	}
@@ -69,12 +80,12 @@ func (c *checker) monoVertex(m *MonoVertex) {
 	c.header(m.APIVersion, m.Metadata.Name)
 	s := &m.Spec
 	if s.Source == nil {
-		c.add("spec.source", "is required")
+		c.required("spec.source")
 	} else {
 		c.source("spec.source", s.Source)
 	}
 	if s.Sink == nil {
-		c.add("spec.sink", "is required")
+		c.required("spec.sink")
 	} else {
 		c.sink("spec.sink", s.Sink)
 	}
@@ -109,6 +120,16 @@ func (c *checker) oneOf(path, what string, kinds map[string]bool, unsupported ma
 	}
 	switch {
 	case len(set) == 0:
+		var nulls []string
+		for _, k := range sortedKeys(kinds) {
+			if c.nulls[path+"."+k] {
+				nulls = append(nulls, k)
+			}
+		}
+		if len(nulls) > 0 {
+			c.add(path, "set one %s: %s; %s: null sets nothing (write %s: {})", what, supported, strings.Join(nulls, " and "), nulls[0])
+			return
+		}
 		c.add(path, "set one %s: %s", what, supported)
 	case len(set) > 1:
 		c.add(path, "sets %s; set exactly one %s", strings.Join(set, " and "), what)
@@ -199,7 +220,7 @@ func (c *checker) function(path string, ctr *Container, b *Builtin, build func(*
 
 func (c *checker) udContainer(path string, u *UDContainer) {
 	if u.Container == nil {
-		c.add(path+".container", "is required")
+		c.required(path + ".container")
 		return
 	}
 	c.container(path+".container", u.Container)
@@ -302,7 +323,7 @@ var limiterFields = map[string]string{
 
 func (c *checker) rateLimit(path string, r *RateLimit) {
 	if r.Max == nil {
-		c.add(path+".max", "is required")
+		c.required(path + ".max")
 	}
 	if r.Modes != nil {
 		n := 0
@@ -433,7 +454,7 @@ func (c *checker) redis(path string, r *RedisStore) {
 		}
 		s := r.Sentinel
 		if s.MasterName == "" {
-			c.add(path+".sentinel.masterName", "is required")
+			c.required(path + ".sentinel.masterName")
 		}
 		if len(s.Endpoints) == 0 {
 			c.add(path+".sentinel.endpoints", "needs at least one host:port")

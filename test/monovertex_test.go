@@ -196,6 +196,19 @@ func TestValidate(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "is valid") {
 		t.Fatalf("good file: exit %d, %q", code, out)
 	}
+	// The summary names each user-defined container.
+	code, out, _ = run("validate", "-f", "../config/examples/udf.yaml")
+	if want := `(udsource sluice/simplesource:latest → transformer sluice/eventtime:latest → udf sluice/evenodd:latest → udsink sluice/logsink:latest;`; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("udf example: exit %d, %q; want it to say %s", code, out, want)
+	}
+	// Objects as Numaflow writes them back, with null on unset fields
+	// ("groupBy": null on a map): null sets nothing.
+	for _, file := range []string{"monovertex-numaflow-nulls.yaml", "pipeline-numaflow-nulls.yaml"} {
+		code, out, errOut := run("validate", "-f", "../config/testdata/good/"+file)
+		if code != 0 || !strings.Contains(out, "is valid") {
+			t.Errorf("%s: exit %d, %q, %q; want valid", file, code, out, errOut)
+		}
+	}
 	bad := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/sluiceflow/sluice/config"
 )
@@ -30,28 +33,57 @@ flags:
 	return nil
 }
 
-// summary describes a valid config in a few words.
+// summary describes a valid config in a few words: for a MonoVertex, its
+// source, transformer, UDF and sink in order, each user-defined container named
+// by its image (or its command when it has no image), and its rate limit; for a
+// Pipeline, the same for each vertex.
+//
+//	(udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1, fallback log; rate limit 20/s from 5 over 5s, relaxed)
+//	(3 vertices, 2 edges; in: generator; cat: udf my/map:v1; out: log)
 func summary(f *config.File) string {
 	s := ""
 	if m := f.MonoVertex; m != nil {
 		spec := &m.Spec
-		s = fmt.Sprintf(" (%s", sourceKind(spec.Source))
-		if spec.UDF != nil && spec.UDF.Builtin != nil {
-			s += " → " + spec.UDF.Builtin.Name
-		}
-		s += " → " + sinkKind(&spec.Sink.AbstractSink)
+		s = " (" + flow(spec.Source, spec.UDF, spec.Sink)
 		if rl := spec.Limits.GetRateLimit(); rl != nil {
 			c := rl.LimiterConfig()
 			s += fmt.Sprintf("; rate limit %d/s from %d over %v, %s", c.Max, c.Min, c.RampUpDuration, c.Mode)
 		}
 		s += ")"
 	} else {
-		s = fmt.Sprintf(" (%d vertices, %d edges)", len(f.Pipeline.Spec.Vertices), len(f.Pipeline.Spec.Edges))
+		spec := &f.Pipeline.Spec
+		s = fmt.Sprintf(" (%d vertices, %d edges", len(spec.Vertices), len(spec.Edges))
+		for _, v := range spec.Vertices {
+			s += "; " + v.Name + ": " + flow(v.Source, v.UDF, v.Sink)
+		}
+		s += ")"
 	}
 	if n := len(f.Ignored); n > 0 {
 		s += fmt.Sprintf("; %d Kubernetes-only field(s) ignored", n)
 	}
 	return s
+}
+
+// flow describes what a vertex runs, in order; any of its parts may be nil.
+func flow(src *config.Source, udf *config.UDF, sink *config.Sink) string {
+	var steps []string
+	if src != nil {
+		steps = append(steps, sourceKind(src))
+		if tr := src.Transformer; tr != nil {
+			steps = append(steps, function("transformer", tr.Container, tr.Builtin))
+		}
+	}
+	if udf != nil {
+		steps = append(steps, function("udf", udf.Container, udf.Builtin))
+	}
+	if sink != nil {
+		s := sinkKind(&sink.AbstractSink)
+		if sink.Fallback != nil {
+			s += ", fallback " + sinkKind(sink.Fallback)
+		}
+		steps = append(steps, s)
+	}
+	return strings.Join(steps, " → ")
 }
 
 func sourceKind(s *config.Source) string {
@@ -61,7 +93,7 @@ func sourceKind(s *config.Source) string {
 	case s.HTTP != nil:
 		return "http"
 	default:
-		return "udsource"
+		return userDefined("udsource", s.UDSource)
 	}
 }
 
@@ -72,6 +104,37 @@ func sinkKind(s *config.AbstractSink) string {
 	case s.Blackhole != nil:
 		return "blackhole"
 	default:
-		return "udsink"
+		return userDefined("udsink", s.UDSink)
 	}
+}
+
+// function names a built-in by its name, and a container as what it is.
+func function(what string, c *config.Container, b *config.Builtin) string {
+	if b != nil {
+		return b.Name
+	}
+	return describeContainer(what, c)
+}
+
+func userDefined(what string, u *config.UDContainer) string {
+	if u == nil {
+		return what
+	}
+	return describeContainer(what, u.Container)
+}
+
+// describeContainer is what followed by the container's image, or by its command line
+// when it has no image (quoted when it has spaces).
+func describeContainer(what string, c *config.Container) string {
+	if c == nil {
+		return what
+	}
+	if c.Image != "" {
+		return what + " " + c.Image
+	}
+	cmd := strings.Join(append(slices.Clip(c.Command), c.Args...), " ")
+	if strings.ContainsAny(cmd, " \t") {
+		cmd = strconv.Quote(cmd)
+	}
+	return what + " " + cmd
 }

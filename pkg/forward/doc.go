@@ -4,6 +4,7 @@
 //	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
 //	read at most that many  Reader.Read
 //	deposit the unused      Limiter.Deposit, into the epoch that granted them
+//	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF
 //	write                   the sink, or the fallback sink
 //	ack                     Reader.Ack, only after the write is durable

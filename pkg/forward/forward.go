@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/udf"
@@ -96,6 +97,16 @@ type Options struct {
 	// ShutdownTimeout is how long the iteration in flight may take to finish once
 	// Run's context is done.
 	ShutdownTimeout time.Duration
+	// MaxIdlePause caps the pause between the reads of a dry reader, one whose
+	// reads return no message and no error (default DefaultMaxIdlePause). The
+	// pause is 1ms after the first empty read, doubles with each further one up
+	// to MaxIdlePause, counts from the start of the read, and ends at once when
+	// Run's context is done; a read that returns messages resets it, so the
+	// reads of a source with data are never delayed. A vertex sets it to its
+	// readTimeout when that is shorter.
+	MaxIdlePause time.Duration
+	// Clock times the pauses of a dry reader (default: the wall clock).
+	Clock clock.Clock
 }
 
 // Forwarder runs the forward loop of one vertex replica: acquire tokens, read at
@@ -105,6 +116,7 @@ type Forwarder struct {
 	d    Deps
 	opts Options
 	log  *zap.Logger
+	idle idle
 
 	// Buffers reused by every iteration.
 	read     []isb.ReadMessage
@@ -140,7 +152,14 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
 	}
-	return &Forwarder{d: d, opts: opts, log: d.Logger, read: make([]isb.ReadMessage, opts.BatchSize)}, nil
+	if opts.MaxIdlePause <= 0 {
+		opts.MaxIdlePause = DefaultMaxIdlePause
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	return &Forwarder{d: d, opts: opts, log: d.Logger, read: make([]isb.ReadMessage, opts.BatchSize),
+		idle: newIdle(opts.Clock, opts.MaxIdlePause)}, nil
 }
 
 // Run forwards until ctx is done, then finishes the iteration in flight (write and
@@ -182,9 +201,10 @@ func (f *Forwarder) Run(ctx context.Context) error {
 }
 
 // forwardOnce runs one iteration: acquire tokens, read at most that many
-// messages, give back the unused tokens, process, write, ack. Reads stop when ctx
-// is done; the messages already read are written and acked under hard, and handed
-// back to the reader when hard ends first.
+// messages, give back the unused tokens, process, write, ack. After an empty
+// read it pauses instead (see Options.MaxIdlePause). Reads stop when ctx is done;
+// the messages already read are written and acked under hard, and handed back to
+// the reader when hard ends first.
 func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	g, err := f.acquire(ctx)
 	if err != nil {
@@ -192,8 +212,9 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	}
 	start := time.Now()
 	batch := f.readBatch(ctx, g.Tokens)
-	f.deposit(g, g.Tokens-len(batch)) // unused tokens go back, same epoch
+	f.keep(g, len(batch)) // unused tokens go back, same epoch
 	if len(batch) == 0 {
+		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
 	}
 	if f.d.Tracer != nil {
@@ -244,11 +265,26 @@ func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
 			return g, err
 		}
 	}
-	f.d.Metrics.Granted.Add(float64(g.Tokens))
 	return g, nil
 }
 
-// deposit gives unused of g's tokens back to the limiter.
+// keep keeps one of g's tokens for each of the read messages and gives the
+// others back at once. The granted metric counts only the tokens kept: a
+// grant's unread tokens never counted against the limit, and a dry source
+// would otherwise add a batch to it at every read.
+func (f *Forwarder) keep(g ratelimit.Grant, read int) {
+	if f.d.Limiter == nil {
+		return
+	}
+	if unused := g.Tokens - read; unused > 0 {
+		f.d.Limiter.Deposit(g, unused)
+	}
+	if read > 0 {
+		f.d.Metrics.Granted.Add(float64(read))
+	}
+}
+
+// deposit gives unused of g's kept tokens back to the limiter.
 func (f *Forwarder) deposit(g ratelimit.Grant, unused int) {
 	if unused > 0 && f.d.Limiter != nil {
 		f.d.Limiter.Deposit(g, unused)
@@ -258,14 +294,19 @@ func (f *Forwarder) deposit(g ratelimit.Grant, unused int) {
 
 // readBatch reads at most n messages. On a read error it logs and waits a little
 // so that a failing source is not spun on; messages read before the error are
-// still forwarded.
+// still forwarded. An empty read without an error starts or lengthens the pause
+// before the next read; a read with messages ends it.
 func (f *Forwarder) readBatch(ctx context.Context, n int) []isb.ReadMessage {
 	if n == 0 {
 		return nil
 	}
+	start := f.idle.now()
 	n, err := f.d.Reader.Read(ctx, f.read[:n])
 	if n > 0 {
 		f.d.Metrics.Read.Add(float64(n))
+	}
+	if n > 0 || err == nil {
+		f.idle.read(start, n)
 	}
 	if err != nil && ctx.Err() == nil {
 		f.d.Metrics.Errors.WithLabelValues(StageRead).Inc()

@@ -29,6 +29,15 @@ const (
 	StageNack      = "nack"
 )
 
+// The help of the token counters. Only tokens kept for messages read count: the
+// tokens of a grant that a read leaves unused go back at once and are in neither
+// counter, so that granted minus deposited is what counted against the limit and
+// a dry source moves neither.
+const (
+	grantedHelp   = "Tokens kept from the rate limiter's grants, one per message read; the tokens a read leaves unused go back at once and are not counted."
+	depositedHelp = "Tokens kept and then given back to the rate limiter: with excludeDropped, those of dropped messages. Granted minus deposited is what counted against the limit."
+)
+
 // NewMetrics creates a forwarder's metrics and registers them with reg, which
 // should carry the vertex and replica labels (prometheus.WrapRegistererWith). The
 // throttled-seconds counters read tr at each scrape.
@@ -46,8 +55,8 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		Dropped:  counter("sluice_forward_drop_total", "Messages dropped: by the transformer or the UDF (to_drop), by onFailure: drop, or nacked more often than their nack allows."),
 		Nacked: counter("sluice_forward_nack_total",
 			"Messages read that a function or the sink nacked, handed back to be delivered again (once per delivery)."),
-		Granted:   counter("sluice_ratelimit_granted_total", "Tokens granted by the rate limiter."),
-		Deposited: counter("sluice_ratelimit_deposited_total", "Tokens given back to the rate limiter unused."),
+		Granted:   counter("sluice_ratelimit_granted_total", grantedHelp),
+		Deposited: counter("sluice_ratelimit_deposited_total", depositedHelp),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_forward_error_total", Help: "Errors by stage of the forward loop.",
 		}, []string{"stage"}),

@@ -123,6 +123,12 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 		ExcludeDropped:  v.excludeDropped(),
 		Retry:           retryPolicy(v.spec.Sink),
 		ShutdownTimeout: limits.GetReadTimeout() + shutdownGrace,
+		// A dry source is read at most every 100ms, or every readTimeout when
+		// that is shorter: a longer pause would delay the first message after a
+		// dry spell by as much. The pauses run on the wall clock, not on
+		// WithClock's: a reader that waits on real time (an ISB buffer, the http
+		// source) must not then be held by a clock that only a test moves.
+		MaxIdlePause: min(limits.GetReadTimeout(), forward.DefaultMaxIdlePause),
 	}
 	fwd, err := forward.New(d, opts)
 	if err != nil {

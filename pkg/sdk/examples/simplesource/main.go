@@ -15,6 +15,10 @@
 //   - SIMPLESOURCE_DROP_EVERY: when set to N, every N-th message (0, N, 2N,
 //     ...) has the payload "drop-<n>" instead of "<n>", for functions that
 //     drop it.
+//   - SIMPLESOURCE_READ_WAIT: the longest a read with nothing to hand out
+//     waits for a message, as a Go duration, never more than the read's own
+//     timeout (default: the read's timeout). 0s answers such a read at once
+//     with nothing, as many sources do.
 package main
 
 import (
@@ -62,6 +66,13 @@ func configFromEnv() (config, error) {
 			return cfg, fmt.Errorf("SIMPLESOURCE_REDELIVERY_TIMEOUT=%q: want a positive duration such as 30s", v)
 		}
 		cfg.redelivery = d
+	}
+	if v := os.Getenv("SIMPLESOURCE_READ_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return cfg, fmt.Errorf("SIMPLESOURCE_READ_WAIT=%q: want a duration such as 0s or 200ms", v)
+		}
+		cfg.readWait = &d
 	}
 	return cfg, nil
 }

@@ -16,7 +16,8 @@ type config struct {
 	redelivery time.Duration    // how long a read message may go unacknowledged
 	now        func() time.Time // the clock of redelivery deadlines and event times
 	partition  int32
-	dropEvery  uint64 // when positive, every dropEvery-th payload is "drop-<n>"
+	dropEvery  uint64         // when positive, every dropEvery-th payload is "drop-<n>"
+	readWait   *time.Duration // when set, caps how long a read waits for messages
 }
 
 // source generates "0", "1", ... with at-least-once delivery. Its methods
@@ -41,9 +42,18 @@ func newSource(cfg config) *source {
 
 // Read hands out up to req.Count messages: first those due for redelivery,
 // oldest first, then new ones. With none available it waits, up to
-// req.Timeout, for a nack without delay.
+// req.Timeout (or the configured read wait, when shorter), for a nack without
+// delay.
 func (s *source) Read(ctx context.Context, req sourcer.ReadRequest, out chan<- sourcer.Message) {
-	timer := time.NewTimer(req.Timeout)
+	wait := req.Timeout
+	if s.cfg.readWait != nil {
+		wait = min(wait, *s.cfg.readWait)
+	}
+	if wait <= 0 {
+		s.send(s.takeNoWait(req.Count), out)
+		return
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		seqs, wake := s.take(req.Count)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -203,6 +204,58 @@ func TestConfigFromEnv(t *testing.T) {
 			}
 			if got := fmt.Sprintf("count %s redelivery %v partition %d", count, cfg.redelivery, cfg.partition); got != c.want {
 				t.Errorf("%s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// With a read wait of 0, a read with nothing to hand out answers at once,
+// whatever its timeout; messages are still handed out as before.
+func TestReadWaitZero(t *testing.T) {
+	count, wait := uint64(2), time.Duration(0)
+	s, _ := newTestSource(&count)
+	s.cfg.readWait = &wait
+	if got := read(t, s, 5, time.Minute); got != "[0 1]" {
+		t.Fatalf("read %s", got)
+	}
+	done := make(chan string)
+	go func() { done <- read(t, s, 5, time.Minute) }()
+	select {
+	case got := <-done:
+		if got != "[]" {
+			t.Fatalf("read %s, want []", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a dry read waited for its timeout")
+	}
+}
+
+func TestReadWaitFromEnv(t *testing.T) {
+	for _, c := range []struct{ env, want string }{
+		{"", "<nil>"},
+		{"0s", "0s"},
+		{"250ms", "250ms"},
+		{"-1s", ""},
+		{"never", ""},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv("SIMPLESOURCE_READ_WAIT", c.env)
+			cfg, err := configFromEnv()
+			if c.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "SIMPLESOURCE_READ_WAIT") {
+					t.Fatalf("err = %v; want one naming SIMPLESOURCE_READ_WAIT", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "<nil>"
+			if cfg.readWait != nil {
+				got = cfg.readWait.String()
+			}
+			if got != c.want {
+				t.Fatalf("read wait %s, want %s", got, c.want)
 			}
 		})
 	}
