@@ -50,6 +50,8 @@ func NewUD(dir string, readTimeout time.Duration, log *zap.Logger) *UD {
 		return &sourcev1.ReadRequest{Handshake: &sourcev1.Handshake{Sot: true}}
 	}
 	s.read.Echoed = func(m *sourcev1.ReadResponse) bool { return m.GetHandshake().GetSot() }
+	// At shutdown the read in flight may take its timeout to finish.
+	s.read.Grace = readTimeout + udsconn.DefaultGrace
 	s.ack = udsconn.NewStream[sourcev1.AckRequest, sourcev1.AckResponse](s.conn)
 	s.ack.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.AckRequest, sourcev1.AckResponse], error) {
 		return sourcev1.NewSourceClient(cc).AckFn(ctx)
