@@ -151,12 +151,26 @@ func (v *Vertex) onClose(f func() error) {
 // before the forwarders start, check it for Ready, and close it after the
 // forwarders.
 func remoteOf[C udClient](v *Vertex, kind serverinfo.Kind, c C) C {
+	if len(v.uds) == 0 {
+		v.onClose(v.closeUDs)
+	}
 	v.uds = append(v.uds, c)
 	if name := kind.InfoFile(); !slices.Contains(v.infoFiles, name) {
 		v.infoFiles = append(v.infoFiles, name)
 	}
-	v.onClose(c.Close)
 	return c
+}
+
+// closeUDs closes the clients of the user-defined servers all at once: each
+// gives its server up to a second to end its streams.
+func (v *Vertex) closeUDs() error {
+	errs := make([]error, len(v.uds))
+	var wg sync.WaitGroup
+	for i, c := range v.uds {
+		wg.Go(func() { errs[i] = c.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Run connects to the vertex's user-defined servers, creating their socket
