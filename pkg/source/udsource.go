@@ -79,6 +79,32 @@ func (s *UD) Close() error {
 	return s.conn.Close()
 }
 
+// PendingUnknown is what Pending returns when the source cannot tell how many
+// messages are pending.
+const PendingUnknown int64 = -1
+
+// Pending asks the source how many messages are pending: not yet read, or due
+// to be read again. It is PendingUnknown when the source cannot tell (it
+// answers a negative count), and an error while the server is not connected or
+// fails the call; it does not wait for the server to connect.
+func (s *UD) Pending(ctx context.Context) (int64, error) {
+	if err := s.conn.Ready(); err != nil {
+		return PendingUnknown, err
+	}
+	cc, _, err := s.conn.Get(ctx)
+	if err != nil {
+		return PendingUnknown, err
+	}
+	resp, err := sourcev1.NewSourceClient(cc).PendingFn(ctx, &emptypb.Empty{})
+	if err != nil {
+		return PendingUnknown, fmt.Errorf("user-defined source pending: %s", udsconn.Message(err))
+	}
+	if n := resp.GetResult().GetCount(); n >= 0 {
+		return n, nil
+	}
+	return PendingUnknown, nil
+}
+
 // Read asks the source for len(buf) records, waiting at most the read timeout.
 func (s *UD) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	if len(buf) == 0 {
@@ -139,30 +165,4 @@ func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 		return fmt.Errorf("user-defined source ack: %s", udsconn.Message(err))
 	}
 	return nil
-}
-
-// PendingUnknown is what Pending returns when the source cannot tell how many
-// messages are pending.
-const PendingUnknown int64 = -1
-
-// Pending asks the source how many messages are pending: not yet read, or due
-// to be read again. It is PendingUnknown when the source cannot tell (it
-// answers a negative count), and an error while the server is not connected or
-// fails the call; it does not wait for the server to connect.
-func (s *UD) Pending(ctx context.Context) (int64, error) {
-	if err := s.conn.Ready(); err != nil {
-		return PendingUnknown, err
-	}
-	cc, _, err := s.conn.Get(ctx)
-	if err != nil {
-		return PendingUnknown, err
-	}
-	resp, err := sourcev1.NewSourceClient(cc).PendingFn(ctx, &emptypb.Empty{})
-	if err != nil {
-		return PendingUnknown, fmt.Errorf("user-defined source pending: %s", udsconn.Message(err))
-	}
-	if n := resp.GetResult().GetCount(); n >= 0 {
-		return n, nil
-	}
-	return PendingUnknown, nil
 }
