@@ -135,7 +135,10 @@ spec:
 	readErrs, ackErrs := errorsByStage(t, addr)
 
 	second := udSource(t, dir, killedAt, count)
-	time.Sleep(time.Second) // errors may still come in the first second
+	restarted := time.Now()
+	p.waitFor(10*time.Second, "a message after the restart", func() bool { return len(p.lines) > killedAt })
+	resumed := time.Since(restarted)
+	time.Sleep(time.Until(restarted.Add(time.Second))) // errors may still come in the first second
 	readAt1s, ackAt1s := errorsByStage(t, addr)
 	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
 	for i := 0; metricValues(t, addr, "sluice_source_pending")["restart"] != 0; i++ {
@@ -169,8 +172,8 @@ spec:
 	if s := second.stderrText(); s != "" {
 		t.Errorf("the source logged:\n%s", s)
 	}
-	t.Logf("killed the source after %d of %d messages; errors before the restart: read %v, ack %v; after: read %v, ack %v",
-		killedAt, count, readErrs, ackErrs, readAt1s, ackAt1s)
+	t.Logf("killed the source after %d of %d messages; errors before the restart: read %v, ack %v; 1s after it and at the end: read %v, ack %v; "+
+		"the first message after the restart reached the sink %v after it", killedAt, count, readErrs, ackErrs, readAt1s, ackAt1s, resumed.Round(time.Millisecond))
 }
 
 // TestUDSocketDir: the vertex creates a missing socket directory, logs which
