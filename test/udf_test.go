@@ -269,7 +269,7 @@ spec:
 `+udContainer("    ", example(t, "cat"), nil)+`  sink:
     blackhole: {}
 `)
-	cmd := exec.Command(vertexBin, "bench", "-f", cfg, "--spawn", "--duration", "400ms", "--runs", "2")
+	cmd := exec.Command(vertexBin, "bench", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--duration", "400ms", "--runs", "2")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // benchFlags are the flags of `vertex bench`.
@@ -31,17 +32,20 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !t.RateLimited() {
 		fmt.Fprintf(stderr, "bench: %s has no rateLimit; off and on are the same\n", fl.file)
 	}
-	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn)
+	log, err := newLogger("warn", stderr)
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn, serverinfo.DefaultDir, log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	if err := makeSocketDir(dir, f); err != nil {
+		return err
+	}
 	t.SocketDir = dir
 	if fl.spawn {
-		log, err := newLogger("warn", stderr)
-		if err != nil {
-			return err
-		}
 		stop, err := spawnFile(t.Config(true), "", dir, 0, io.Discard, stderr, log)
 		if err != nil {
 			return err
@@ -91,7 +95,7 @@ flags:
 	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
 	fs.DurationVar(&fl.duration, "duration", 10*time.Second, "time to run each of off and on, split over the runs")
 	fs.IntVar(&fl.runs, "runs", 10, "runs of each of off and on, alternating")
-	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets (default /var/run/numaflow; with --spawn, a new temporary directory)")
+	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
 	if err := fs.parse(args, stdout); err != nil {

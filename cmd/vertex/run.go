@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
@@ -57,16 +58,20 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return usagef("--otlp-endpoint (%q): %v", fl.otlp, err)
 	}
 	defer shutdownTracing()
-	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn)
+	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn, serverinfo.DefaultDir, log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	if err := makeSocketDir(dir, f); err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := runner{flags: fl, log: log, reg: reg, dir: dir, replica: rep,
 		vopts: []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
-			vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout))}}
+			vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
+			vertex.WithSocketDirHint(socketDirHint)}}
 	if fl.spawn {
 		stopContainers, err := spawnFile(f, fl.vertex, dir, rep, stdout, stderr, log)
 		if err != nil {
@@ -106,7 +111,7 @@ flags:
 	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
-	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files (default /var/run/numaflow; with --spawn, a new temporary directory)")
+	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
@@ -228,18 +233,6 @@ func exitOnSecondSignal(ctx context.Context, log *zap.Logger) {
 			os.Exit(1)
 		}()
 	})
-}
-
-// socketDir returns --uds-dir, or with --spawn and no --uds-dir a new
-// temporary directory that cleanup removes.
-func socketDir(flagValue string, spawn bool) (dir string, cleanup func(), err error) {
-	if flagValue != "" || !spawn {
-		return flagValue, func() {}, nil
-	}
-	if dir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
-		return "", nil, err
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
 // runError names the flag a library error is about, where there is one.

@@ -52,8 +52,10 @@ func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []contain
 
 // spawnFile starts the user-defined containers of the vertices of f that run
 // in this process: the MonoVertex's, or those of the pipeline vertex only, in
-// dir; or, without only, those of every pipeline vertex, each in a directory
-// of its own in dir. stop stops them all.
+// dir; or, without only, those of every pipeline vertex, in the directories
+// pipeline.SocketDirs gives (dir itself when one vertex has containers, else a
+// directory of its own in dir for each), created if missing. stop stops them
+// all.
 func spawnFile(f *config.File, only, dir string, replica int, stdout, stderr io.Writer, log *zap.Logger) (stop func(), err error) {
 	var sps []*spawner
 	stop = func() {
@@ -74,17 +76,16 @@ func spawnFile(f *config.File, only, dir string, replica int, stdout, stderr io.
 	if m := f.MonoVertex; m != nil {
 		err = start(m.Metadata.Name, dir, containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
 	}
-	for _, v := range pipelineVertices(f) {
-		cs, vdir := containersOf(v.Source, v.UDF, v.Sink), dir
-		switch {
-		case err != nil || (only != "" && v.Name != only):
-			continue
-		case only == "" && len(cs) > 0:
-			vdir = pipeline.SocketDir(dir, v.Name)
-			err = os.MkdirAll(vdir, 0o755)
-		}
-		if err == nil {
-			err = start(v.Name, vdir, cs)
+	if p := f.Pipeline; p != nil {
+		dirs := pipeline.SocketDirs(p, dir, only)
+		for _, v := range p.Spec.Vertices {
+			vdir, ok := dirs[v.Name]
+			if err != nil || !ok {
+				continue
+			}
+			if err = os.MkdirAll(vdir, 0o755); err == nil {
+				err = start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
+			}
 		}
 	}
 	if err != nil {

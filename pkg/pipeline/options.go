@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
@@ -75,8 +76,9 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.registerer = r } }
 
 // WithSocketDir is where the user-defined containers have their sockets
-// (default /var/run/numaflow). With more than one vertex in the process, those
-// of each vertex are in a directory of its own, [SocketDir].
+// (default /var/run/numaflow). When more than one vertex in the process has
+// user-defined containers, those of each vertex are in a directory of its own
+// in it, [SocketDir]; see [SocketDirs].
 func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = dir } }
 
 // WithVertexOptions adds options of every vertex: the replica, a tracer, a
@@ -87,9 +89,46 @@ func WithVertexOptions(opts ...vertex.Option) Option {
 }
 
 // SocketDir is the directory of the sockets of vertex's user-defined
-// containers when a process runs more than one vertex: the containers of each
-// vertex have sockets of the same names.
+// containers when a process runs more than one vertex with such containers:
+// the containers of each vertex have sockets of the same names.
 func SocketDir(base, vertex string) string { return filepath.Join(base, vertex) }
+
+// SocketDirs returns the socket directory of each vertex of p that has
+// user-defined containers and runs in this process (the vertex only, unless
+// only is ""), base being the process's. When one vertex at most has such
+// containers, it gets base itself, so that servers that know only
+// /var/run/numaflow (numaflow-go's) are found there; with more, each gets
+// [SocketDir](base, vertex), which such servers cannot use: they serve one
+// vertex per process.
+func SocketDirs(p *config.Pipeline, base, only string) map[string]string {
+	dirs := map[string]string{}
+	for _, v := range p.Spec.Vertices {
+		if (only == "" || v.Name == only) && hasContainers(v) {
+			dirs[v.Name] = base
+		}
+	}
+	if len(dirs) > 1 {
+		for name := range dirs {
+			dirs[name] = SocketDir(base, name)
+		}
+	}
+	return dirs
+}
+
+// hasContainers reports whether v has a user-defined container.
+func hasContainers(v config.Vertex) bool {
+	src, snk := v.Source, v.Sink
+	return (src != nil && (src.UDSource != nil || (src.Transformer != nil && src.Transformer.Container != nil))) ||
+		(v.UDF != nil && v.UDF.Container != nil) ||
+		(snk != nil && (snk.UDSink != nil || (snk.Fallback != nil && snk.Fallback.UDSink != nil)))
+}
+
+// sharedSocketDirHint is what to do when a server that knows only
+// /var/run/numaflow serves a vertex of a process that runs several with
+// user-defined containers.
+const sharedSocketDirHint = "such servers serve one vertex per process, and this process runs more than one vertex " +
+	"with user-defined containers, each in a directory of its own: run each of those vertices as a process of its own " +
+	"(vertex run -f FILE --vertex NAME, with the buffers on JetStream)"
 
 func buildOptions(opts []Option) (options, error) {
 	o := options{drainTimeout: DefaultDrainTimeout}

@@ -60,8 +60,9 @@ func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, 
 		}
 		pl.closers = append(pl.closers, pl.mem.Close)
 	}
+	dirs := SocketDirs(p, o.socketDir, o.only)
 	for _, name := range names {
-		if err := pl.addVertex(ctx, name, len(names) > 1); err != nil {
+		if err := pl.addVertex(ctx, name, dirs); err != nil {
 			return nil, err
 		}
 	}
@@ -79,9 +80,9 @@ func (pl *Pipeline) names() ([]string, error) {
 	return pl.g.Vertices(), nil
 }
 
-// addVertex builds the vertex called name; shared says other vertices run in
-// the process too.
-func (pl *Pipeline) addVertex(ctx context.Context, name string, shared bool) error {
+// addVertex builds the vertex called name, its user-defined containers'
+// sockets in dirs[name].
+func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]string) error {
 	var b Buffers
 	if pl.mem != nil {
 		b = pl.mem
@@ -99,11 +100,14 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, shared bool) err
 	if err != nil {
 		return err
 	}
-	dir := pl.o.socketDir
-	if shared {
-		dir = SocketDir(dir, name)
+	opts := append(slices.Clip(pl.o.vertexOpts), vertex.WithSocketDir(pl.o.socketDir))
+	if dir, ok := dirs[name]; ok {
+		opts = append(opts, vertex.WithSocketDir(dir))
 	}
-	v, err := vertex.New(spec, append(slices.Clip(pl.o.vertexOpts), vertex.WithSocketDir(dir))...)
+	if len(dirs) > 1 {
+		opts = append(opts, vertex.WithSocketDirHint(sharedSocketDirHint))
+	}
+	v, err := vertex.New(spec, opts...)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,8 @@ func NewUD(dir string, readTimeout time.Duration, log *zap.Logger) *UD {
 		return &sourcev1.ReadRequest{Handshake: &sourcev1.Handshake{Sot: true}}
 	}
 	s.read.Echoed = func(m *sourcev1.ReadResponse) bool { return m.GetHandshake().GetSot() }
+	// At shutdown the read in flight may take its timeout to finish.
+	s.read.Grace = readTimeout + udsconn.DefaultGrace
 	s.ack = udsconn.NewStream[sourcev1.AckRequest, sourcev1.AckResponse](s.conn)
 	s.ack.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.AckRequest, sourcev1.AckResponse], error) {
 		return sourcev1.NewSourceClient(cc).AckFn(ctx)
@@ -80,6 +82,32 @@ func (s *UD) Close() error {
 	s.read.Close()
 	s.ack.Close()
 	return s.conn.Close()
+}
+
+// PendingUnknown is what Pending returns when the source cannot tell how many
+// messages are pending.
+const PendingUnknown int64 = -1
+
+// Pending asks the source how many messages are pending: not yet read, or due
+// to be read again. It is PendingUnknown when the source cannot tell (it
+// answers a negative count), and an error while the server is not connected or
+// fails the call; it does not wait for the server to connect.
+func (s *UD) Pending(ctx context.Context) (int64, error) {
+	if err := s.conn.Ready(); err != nil {
+		return PendingUnknown, err
+	}
+	cc, _, err := s.conn.Get(ctx)
+	if err != nil {
+		return PendingUnknown, err
+	}
+	resp, err := sourcev1.NewSourceClient(cc).PendingFn(ctx, &emptypb.Empty{})
+	if err != nil {
+		return PendingUnknown, fmt.Errorf("user-defined source pending: %s", udsconn.Message(err))
+	}
+	if n := resp.GetResult().GetCount(); n >= 0 {
+		return n, nil
+	}
+	return PendingUnknown, nil
 }
 
 // Read asks the source for len(buf) records, waiting at most the read timeout.

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 )
 
 // Stream is a bidirectional stream to a UDF server: opened on demand with the
-// start-of-transmission handshake, reused call after call, and dropped together
-// with its connection after an error, so that the next call starts afresh. A
-// Stream carries one exchange at a time.
+// start-of-transmission handshake, reused exchange after exchange on the
+// connection it was opened on, and opened again on the current connection once
+// that one was dropped. After an error it is dropped, together with its
+// connection if that is still the current one, so that the next exchange starts
+// afresh. A Stream carries one exchange at a time.
 type Stream[Req, Resp any] struct {
 	conn *Conn
 	// Open opens the stream on a connection.
@@ -21,10 +24,23 @@ type Stream[Req, Resp any] struct {
 	// answer to it.
 	Handshake func() *Req
 	Echoed    func(*Resp) bool
+	// Grace is how long the server has, once the stream is half-closed (its
+	// exchange's context ended, or Close), to finish the exchange in flight
+	// and end the stream before it is cancelled (default DefaultGrace).
+	Grace time.Duration
 
 	mu     sync.Mutex
+	cur    *opened[Req, Resp]
+	closed bool
+}
+
+// opened is a stream opened on the connection cc.
+type opened[Req, Resp any] struct {
+	cc     *grpc.ClientConn
 	st     grpc.BidiStreamingClient[Req, Resp]
+	ctx    context.Context // the stream's, done once it is cancelled
 	cancel context.CancelFunc
+	busy   bool // an exchange uses it; guarded by Stream.mu
 }
 
 // NewStream returns a stream on conn.
@@ -33,18 +49,63 @@ func NewStream[Req, Resp any](conn *Conn) *Stream[Req, Resp] { return &Stream[Re
 // ErrProtocol is matched by errors for answers that break the protocol.
 var ErrProtocol = errors.New("UDF server broke the protocol")
 
-// get returns the open stream, opening it (and connecting) first if needed.
-func (s *Stream[Req, Resp]) get(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st != nil {
-		return s.st, nil
+func (s *Stream[Req, Resp]) grace() time.Duration {
+	if s.Grace > 0 {
+		return s.Grace
 	}
-	cc, _, err := s.conn.Get(ctx)
-	if err != nil {
-		return nil, err
+	return DefaultGrace
+}
+
+// get returns the stream to use, marked busy: the open one if it is on the
+// current connection, else a new one (connecting first if needed).
+func (s *Stream[Req, Resp]) get(ctx context.Context) (*opened[Req, Resp], error) {
+	for retried := false; ; retried = true {
+		cc, _, err := s.conn.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if o := s.cur; o != nil {
+			if o.cc == cc {
+				o.busy = true
+				s.mu.Unlock()
+				return o, nil
+			}
+			// The connection it was opened on was dropped, and the stream with it.
+			o.cancel()
+			s.cur = nil
+		}
+		s.mu.Unlock()
+		o, err := s.open(ctx, cc)
+		if err == nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.closed {
+				o.cancel()
+				return nil, ErrClosed
+			}
+			o.busy, s.cur = true, o
+			return o, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// When cc was no longer current (another stream had seen the server
+		// fail), open once more on the connection made since.
+		if s.conn.Broken(cc, err) || retried {
+			return nil, err
+		}
 	}
+}
+
+// open opens a stream on cc and makes the handshake, for no longer than ctx.
+func (s *Stream[Req, Resp]) open(ctx context.Context, cc *grpc.ClientConn) (*opened[Req, Resp], error) {
 	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
 	st, err := s.Open(sctx, cc)
 	if err == nil {
 		err = st.Send(s.Handshake())
@@ -56,69 +117,145 @@ func (s *Stream[Req, Resp]) get(ctx context.Context) (grpc.BidiStreamingClient[R
 	if err == nil && !s.Echoed(ack) {
 		err = fmt.Errorf("%w: no handshake in the first answer", ErrProtocol)
 	}
+	if !stop() && err == nil {
+		err = ctx.Err() // the stream was cancelled with ctx
+	}
 	if err != nil {
 		cancel()
-		s.conn.Broken(err)
 		return nil, err
 	}
-	s.st, s.cancel = st, cancel
-	return st, nil
-}
-
-// fail drops the stream and its connection after err.
-func (s *Stream[Req, Resp]) fail(err error) {
-	s.mu.Lock()
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.st, s.cancel = nil, nil
-	s.mu.Unlock()
-	s.conn.Broken(err)
+	return &opened[Req, Resp]{cc: cc, st: st, ctx: sctx, cancel: cancel}, nil
 }
 
 // Exchange sends requests with send (from its own goroutine, so that answers
 // never wait on requests) while it hands each answer to recv until recv says the
-// exchange is done. When ctx ends first, or on any error, the stream is dropped
-// and the error returned.
+// exchange is done. On an error the stream is dropped, with its connection if
+// that is still current, and the error returned.
+//
+// When ctx ends first, that is no failure of the server: the stream is
+// half-closed once the requests are sent, and the server has the stream's
+// grace to finish the exchange. Exchange returns nil if it does, every answer
+// handed to recv, and ctx's error if not; either way the stream is not used
+// again, and it is cancelled once the server ends it or the grace is over.
 func (s *Stream[Req, Resp]) Exchange(ctx context.Context, send func(func(*Req) error) error, recv func(*Resp) (done bool, err error)) error {
-	st, err := s.get(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o, err := s.get(ctx)
 	if err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { s.fail(ctx.Err()) })
-	defer stop()
-	sent := make(chan error, 1)
-	go func() { sent <- send(st.Send) }()
-	for {
-		resp, err := st.Recv()
-		if err == nil {
-			var done bool
-			if done, err = recv(resp); err == nil && !done {
-				continue
-			} else if err == nil {
-				break
-			}
+	var sendErr error
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		sendErr = send(o.st.Send)
+	}()
+	halfClosed := make(chan struct{})
+	var deadline *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		defer close(halfClosed)
+		deadline = time.AfterFunc(s.grace(), o.cancel)
+		select {
+		case <-sent:
+			o.st.CloseSend()
+		case <-o.ctx.Done(): // the requests still not sent when the grace ended
 		}
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		s.fail(err)
+	})
+	err = receive(o, recv)
+	if !stop() {
+		<-halfClosed
 		<-sent
+		s.drop(o)
+		if !s.conn.retire(func() { drain(o); deadline.Stop(); o.cancel() }) {
+			deadline.Stop()
+			o.cancel()
+		}
+		if err != nil {
+			return fmt.Errorf("%w (the server did not finish the exchange within %v)", ctx.Err(), s.grace())
+		}
+		return nil
+	}
+	if err != nil {
+		o.cancel() // so that a send still waiting returns
+	}
+	<-sent
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		s.drop(o)
+		o.cancel()
+		if !s.isClosed() {
+			s.conn.Broken(o.cc, err)
+		}
 		return err
 	}
-	if err := <-sent; err != nil {
-		s.fail(err)
-		return err
-	}
+	s.mu.Lock()
+	o.busy = false
+	s.mu.Unlock()
 	return nil
 }
 
-// Close closes the stream's send side.
-func (s *Stream[Req, Resp]) Close() {
+// receive hands the answers to recv until it says the exchange is done.
+func receive[Req, Resp any](o *opened[Req, Resp], recv func(*Resp) (bool, error)) error {
+	for {
+		resp, err := o.st.Recv()
+		if err != nil {
+			return err
+		}
+		if done, err := recv(resp); err != nil || done {
+			return err
+		}
+	}
+}
+
+// drain reads a half-closed stream until the server ends it, or it is cancelled.
+func drain[Req, Resp any](o *opened[Req, Resp]) {
+	for {
+		if _, err := o.st.Recv(); err != nil {
+			return
+		}
+	}
+}
+
+// drop forgets o, if it is the open stream.
+func (s *Stream[Req, Resp]) drop(o *opened[Req, Resp]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cancel != nil {
-		s.cancel()
+	if s.cur == o {
+		s.cur = nil
 	}
-	s.st, s.cancel = nil, nil
+}
+
+func (s *Stream[Req, Resp]) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close closes the stream for good: it half-closes the open stream and gives
+// the server the grace to end it, in the background, before the connection's
+// Close (which waits for that) closes the connection. A stream in the middle
+// of an exchange is cancelled at once.
+func (s *Stream[Req, Resp]) Close() {
+	s.mu.Lock()
+	s.closed = true
+	o, busy := s.cur, s.cur != nil && s.cur.busy
+	s.cur = nil
+	s.mu.Unlock()
+	if o == nil {
+		return
+	}
+	end := func() {
+		deadline := time.AfterFunc(s.grace(), o.cancel)
+		defer deadline.Stop()
+		defer o.cancel()
+		if o.st.CloseSend() == nil {
+			drain(o)
+		}
+	}
+	if busy || !s.conn.retire(end) {
+		o.cancel()
+	}
 }

@@ -3,18 +3,40 @@
 // speaks a protocol sluice understands, dials the socket, and polls IsReady until
 // the server takes work. After a failure it connects again the same way, so that
 // a server that crashed and restarted is picked up.
+//
+// # Connections and streams
+//
+// A [Conn] holds at most one gRPC connection at a time. Each [Stream] on it
+// remembers the connection it was opened on: when the Conn has moved on to a
+// newer connection (another stream saw the server fail and reconnected), the
+// stream opens again on the current one, and a stream that fails drops the
+// connection only if it is still the one it failed on. So several streams on
+// one server (a source's read and ack streams) reconnect once per failure of
+// the server, never closing each other's new connection.
+//
+// # Shutdown
+//
+// A context that ends is not a failure of the server: the stream in use is
+// half-closed (CloseSend) and the server is given a short grace to finish the
+// exchange in flight and end the stream, and the connection is kept. Close
+// half-closes every stream the same way and waits, at most the grace, for the
+// servers to end them before it closes the connection, so that servers see
+// their streams end cleanly rather than cancelled.
 package udsconn
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -27,23 +49,38 @@ type IsReady func(ctx context.Context, cc *grpc.ClientConn) (bool, error)
 // ErrIncompatible is matched by errors for servers sluice cannot talk to.
 var ErrIncompatible = errors.New("incompatible UDF server")
 
+// ErrClosed is matched by the errors of a Conn or Stream used after Close.
+var ErrClosed = errors.New("udsconn: closed")
+
+// DefaultGrace is how long a server has, once its stream is half-closed, to
+// finish the exchange in flight and end the stream before the stream is
+// cancelled.
+const DefaultGrace = time.Second
+
+// reconnectBackoff paces gRPC's own attempts to reach a socket while the
+// server is down, so that a restarted server is found within a second.
+var reconnectBackoff = grpc.ConnectParams{Backoff: backoff.Config{
+	BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}
+
 // Conn is a connection to one UDF server that reconnects after failures. It is
 // safe for concurrent use.
 type Conn struct {
 	dir      string
-	infoFile string
+	infoPath string
 	socket   func(serverinfo.ServerInfo) string // the socket to dial, from the info
 	isReady  IsReady
 	log      *zap.Logger
 	poll     time.Duration
 
-	connecting sync.Mutex // held while a Get connects, so that one connects at a time
+	connecting sync.Mutex     // held while a Get connects, so that one connects at a time
+	retiring   sync.WaitGroup // streams being half-closed; Close waits for them
 
-	mu     sync.Mutex // guards the fields below; never held while waiting
-	cc     *grpc.ClientConn
-	info   serverinfo.ServerInfo
-	broken error // why the last connection was dropped, nil while connected
-	closed bool
+	mu      sync.Mutex // guards the fields below; never held while waiting
+	cc      *grpc.ClientConn
+	info    serverinfo.ServerInfo
+	waiting string // what a Get waits for now, "" when none does
+	broken  error  // why the last connection was dropped, nil while connected
+	closed  bool
 }
 
 // New returns a connection, not yet made, to the server of kind in dir. For the
@@ -52,8 +89,8 @@ func New(dir string, kind serverinfo.Kind, isReady IsReady, log *zap.Logger) *Co
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &Conn{dir: dir, infoFile: kind.InfoFile(), isReady: isReady, log: log.With(zap.String("udf", string(kind))),
-		poll: 100 * time.Millisecond, broken: errors.New("not connected yet")}
+	c := &Conn{dir: dir, infoPath: filepath.Join(dir, kind.InfoFile()), isReady: isReady,
+		log: log.With(zap.String("udf", string(kind))), poll: 100 * time.Millisecond}
 	c.socket = func(serverinfo.ServerInfo) string { return kind.Socket() }
 	if kind.IsMap() {
 		c.socket = func(info serverinfo.ServerInfo) string { return info.MapKind().Socket() }
@@ -61,10 +98,13 @@ func New(dir string, kind serverinfo.Kind, isReady IsReady, log *zap.Logger) *Co
 	return c
 }
 
+// InfoFile is the path of the server-info file the connection waits for.
+func (c *Conn) InfoFile() string { return c.infoPath }
+
 // Get returns the connection and the server's info, connecting first if needed:
-// it waits for the info file, checks it (an [ErrIncompatible] error when sluice
-// cannot talk to the server), dials, and waits until IsReady says yes, or until
-// ctx ends.
+// it waits for the info file (logging once which file when it is not there
+// yet), checks it (an [ErrIncompatible] error when sluice cannot talk to the
+// server), dials, and waits until IsReady says yes, or until ctx ends.
 func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo, error) {
 	if cc, info, ok, err := c.current(); ok {
 		return cc, info, err
@@ -74,17 +114,18 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	if cc, info, ok, err := c.current(); ok { // another Get connected meanwhile
 		return cc, info, err
 	}
-	infoPath := filepath.Join(c.dir, c.infoFile)
-	info, err := serverinfo.Wait(ctx, infoPath, c.poll)
+	defer c.setWaiting("")
+	info, err := c.waitInfo(ctx)
 	if err != nil {
 		return nil, serverinfo.ServerInfo{}, err
 	}
 	if err := serverinfo.Check(info); err != nil {
-		return nil, serverinfo.ServerInfo{}, fmt.Errorf("%w (%s): %v", ErrIncompatible, infoPath, err)
+		return nil, serverinfo.ServerInfo{}, fmt.Errorf("%w (%s): %v", ErrIncompatible, c.infoPath, err)
 	}
 	sock := filepath.Join(c.dir, c.socket(info))
+	c.setWaiting("waiting for " + sock + " to be ready (server-info file " + c.infoPath + ")")
 	cc, err := grpc.NewClient("unix://"+sock,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithConnectParams(reconnectBackoff),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(serverinfo.MaxMessageSize), grpc.MaxCallSendMsgSize(serverinfo.MaxMessageSize)))
 	if err != nil {
 		return nil, serverinfo.ServerInfo{}, fmt.Errorf("dialing %s: %w", sock, err)
@@ -97,7 +138,7 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	if c.closed {
 		c.mu.Unlock()
 		cc.Close()
-		return nil, serverinfo.ServerInfo{}, errors.New("udsconn: closed")
+		return nil, serverinfo.ServerInfo{}, ErrClosed
 	}
 	c.cc, c.info, c.broken = cc, info, nil
 	c.mu.Unlock()
@@ -106,13 +147,28 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	return cc, info, nil
 }
 
+// waitInfo waits for the server-info file, logging once when it is not there.
+func (c *Conn) waitInfo(ctx context.Context) (serverinfo.ServerInfo, error) {
+	c.setWaiting("waiting for the server-info file " + c.infoPath)
+	if _, err := os.Stat(c.infoPath); errors.Is(err, fs.ErrNotExist) {
+		c.log.Info("waiting for the UDF server's server-info file", zap.String("file", c.infoPath))
+	}
+	return serverinfo.Wait(ctx, c.infoPath, c.poll)
+}
+
+func (c *Conn) setWaiting(what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waiting = what
+}
+
 // current returns the live connection, or ok false when one must be made.
 func (c *Conn) current() (*grpc.ClientConn, serverinfo.ServerInfo, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return nil, serverinfo.ServerInfo{}, true, errors.New("udsconn: closed")
+		return nil, serverinfo.ServerInfo{}, true, ErrClosed
 	case c.cc != nil:
 		return c.cc, c.info, true, nil
 	}
@@ -140,35 +196,68 @@ func (c *Conn) waitReady(ctx context.Context, cc *grpc.ClientConn) error {
 	}
 }
 
-// Broken drops the connection after err on it, logging the server's own message
-// once; the next Get connects again. Broken with a connection that is already
-// dropped only updates the reason.
-func (c *Conn) Broken(err error) {
+// Broken drops the connection cc after err on it, logging the server's own
+// message, and reports whether it did; the next Get connects again. A cc that
+// is no longer the current connection (dropped already, or replaced by a
+// newer one) is left alone: each failure of the server drops its connection
+// once, however many streams see it.
+func (c *Conn) Broken(cc *grpc.ClientConn, err error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cc != nil {
-		c.log.Warn("UDF server failed; reconnecting", zap.String("error", Message(err)))
-		c.cc.Close()
-		c.cc = nil
+	if c.closed || cc == nil || c.cc != cc {
+		return false
 	}
-	c.broken = err
+	c.log.Warn("UDF server failed; reconnecting", zap.String("error", Message(err)))
+	c.cc.Close()
+	c.cc, c.broken = nil, err
+	return true
 }
 
-// Ready returns nil while connected, or why it is not.
+// Ready returns nil while connected, or what the connection waits for and
+// why it is not connected; the message names the server-info file.
 func (c *Conn) Ready() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.broken != nil {
-		return fmt.Errorf("%s: %s", c.infoFile, Message(c.broken))
+	switch {
+	case c.cc != nil:
+		return nil
+	case c.closed:
+		return fmt.Errorf("%s: %w", c.infoPath, ErrClosed)
+	case c.waiting != "" && c.broken != nil:
+		return fmt.Errorf("%s (the server failed: %s)", c.waiting, Message(c.broken))
+	case c.waiting != "":
+		return errors.New(c.waiting)
+	case c.broken != nil:
+		return fmt.Errorf("%s: %s", c.infoPath, Message(c.broken))
 	}
-	return nil
+	return fmt.Errorf("%s: not connected yet", c.infoPath)
 }
 
-// Close closes the connection for good.
-func (c *Conn) Close() error {
+// retire runs end in a goroutine of its own that Close waits for, and reports
+// whether it did: not once the connection is closed.
+func (c *Conn) retire(end func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.retiring.Add(1)
+	go func() {
+		defer c.retiring.Done()
+		end()
+	}()
+	return true
+}
+
+// Close closes the connection for good, once the streams being half-closed
+// have ended (at most their grace).
+func (c *Conn) Close() error {
+	c.mu.Lock()
 	c.closed = true
+	c.mu.Unlock()
+	c.retiring.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.cc == nil {
 		return nil
 	}

@@ -28,7 +28,7 @@ func (v *Vertex) buildSource() (isb.Reader, error) {
 	case src.HTTP != nil:
 		return v.buildHTTP(src.HTTP)
 	case src.UDSource != nil:
-		return remoteOf(v, source.NewUD(v.o.socketDir, v.spec.Limits.GetReadTimeout(), v.log)), nil
+		return remoteOf(v, serverinfo.KindSource, source.NewUD(v.o.socketDir, v.spec.Limits.GetReadTimeout(), v.log)), nil
 	}
 	return nil, fmt.Errorf("%s.source: no source sluice runs", v.spec.Path)
 }
@@ -107,14 +107,14 @@ func (v *Vertex) retryAfter() time.Duration {
 func (v *Vertex) buildFunctions(d *forward.Deps) (err error) {
 	if src := v.spec.Source; src != nil && src.Transformer != nil {
 		if t := src.Transformer; t.Container != nil {
-			d.Transformer = remoteOf(v, udf.NewRemoteTransformer(v.o.socketDir, v.log))
+			d.Transformer = remoteOf(v, serverinfo.KindSourceTransformer, udf.NewRemoteTransformer(v.o.socketDir, v.log))
 		} else if d.Transformer, err = udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, v.log); err != nil {
 			return &config.FieldError{Path: v.spec.Path + ".source.transformer.builtin", Err: err}
 		}
 	}
 	if u := v.spec.UDF; u != nil {
 		if u.Container != nil {
-			d.Mapper = remoteOf(v, udf.NewRemoteMap(v.o.socketDir, v.log))
+			d.Mapper = remoteOf(v, serverinfo.KindMap, udf.NewRemoteMap(v.o.socketDir, v.log))
 		} else if d.Mapper, err = udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, v.log); err != nil {
 			return &config.FieldError{Path: v.spec.Path + ".udf.builtin", Err: err}
 		}
@@ -148,7 +148,7 @@ func (v *Vertex) buildSink(s *config.AbstractSink, kind serverinfo.Kind) isb.Wri
 	case s.Log != nil:
 		return v.o.logSink
 	case s.UDSink != nil:
-		return remoteOf(v, sink.NewUD(v.o.socketDir, kind, v.log))
+		return remoteOf(v, kind, sink.NewUD(v.o.socketDir, kind, v.log))
 	}
 	return sink.Blackhole{}
 }

@@ -16,13 +16,15 @@
 // # Running
 //
 // [Vertex.Run] connects to the user-defined servers, waiting until they are
-// up, and forwards: one forwarder per input, each a loop of acquire tokens,
+// up (creating their socket directory when it is missing, and naming the
+// server-info file it waits for in the log and in Ready), and forwards: one forwarder per input, each a loop of acquire tokens,
 // read at most that many messages, give back the unused tokens, transform, map,
 // write and ack. When its context ends the vertex stops reading, writes and
 // acks what it has read (for at most readTimeout + 5s), leaves its rate
 // limiter's pool and closes what it opened. [Vertex.Status] and
 // [Vertex.Ready] report on it at any time; serve them as /status and /readyz
-// with package observe.
+// with package observe. A user-defined source is asked every 5s for its
+// pending count, the gauge sluice_source_pending.
 //
 // # Errors
 //

@@ -22,6 +22,8 @@ type options struct {
 	tracer     trace.Tracer
 	clock      clock.Clock
 	socketDir  string
+	socketHint string
+	fixedDir   string
 	httpAddr   string
 	logSink    *sink.Log
 }
@@ -46,8 +48,15 @@ func WithTracer(t trace.Tracer) Option { return func(o *options) { o.tracer = t 
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithSocketDir is where the vertex's user-defined containers have their
-// sockets and server-info files (default /var/run/numaflow).
+// sockets and server-info files (default /var/run/numaflow). Run creates it
+// when it is missing.
 func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = dir } }
+
+// WithSocketDirHint says what to do, in the warning logged when a user-defined
+// server writes its server-info file to /var/run/numaflow while the vertex
+// waits for it in another socket directory: such a server (numaflow-go's)
+// knows only that directory.
+func WithSocketDirHint(hint string) Option { return func(o *options) { o.socketHint = hint } }
 
 // WithHTTPAddr sets the listen address of an http source, instead of its
 // ports.http (default :8090).
@@ -73,6 +82,12 @@ func buildOptions(opts []Option) options {
 	}
 	if o.socketDir == "" {
 		o.socketDir = serverinfo.DefaultDir
+	}
+	if o.fixedDir == "" {
+		o.fixedDir = serverinfo.DefaultDir
+	}
+	if o.socketHint == "" {
+		o.socketHint = defaultSocketDirHint
 	}
 	if o.logSink == nil {
 		o.logSink = sink.NewLog(os.Stdout)

@@ -32,6 +32,10 @@ type Status struct {
 	Throttled bool     `json:"throttled"`
 	Reasons   []string `json:"throttledReasons"`
 	Running   bool     `json:"running"`
+	// NotReady says, while the replica is not ready, what it waits for, as
+	// /readyz does: the server-info file of each user-defined server that is
+	// not ready.
+	NotReady string `json:"notReady,omitempty"`
 	// ReadTotal and WriteTotal count the messages read and written so far.
 	ReadTotal  float64 `json:"readTotal"`
 	WriteTotal float64 `json:"writeTotal"`
@@ -49,6 +53,9 @@ func (v *Vertex) Status() Status {
 	s.Throttled = throttled
 	for _, r := range reasons {
 		s.Reasons = append(s.Reasons, r.String())
+	}
+	if err := v.Ready(); err != nil {
+		s.NotReady = err.Error()
 	}
 	s.ReadTotal = counterValue(v.metrics.Read)
 	s.WriteTotal = counterValue(v.metrics.Written)

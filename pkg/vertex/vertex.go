@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Vertex is one replica of a vertex: its reader (a source, or a forwarder per
@@ -35,6 +37,11 @@ type Vertex struct {
 	metrics *forward.Metrics
 	limiter *ratelimit.Limiter // nil without a rate limit
 	uds     []udClient         // user-defined servers, connected before the forwarders start
+	// infoFiles are the names of their server-info files.
+	infoFiles []string
+	// pending, when the source can tell its pending count, and its gauge.
+	pending      pendingSource
+	pendingGauge prometheus.Gauge
 
 	ran     atomic.Bool
 	running atomic.Bool
@@ -90,6 +97,7 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 			return nil, err
 		}
 		readers = []isb.Reader{r}
+		v.buildPending(reg, r)
 	}
 	v.tracker = forward.NewTracker(o.clock)
 	v.metrics = forward.NewMetrics(reg, v.tracker)
@@ -145,20 +153,42 @@ func (v *Vertex) onClose(f func() error) {
 	v.closers = append(v.closers, f)
 }
 
-// remoteOf notes a client of a user-defined server, to connect it before the
-// forwarders start, check it for Ready, and close it after the forwarders.
-func remoteOf[C udClient](v *Vertex, c C) C {
+// remoteOf notes a client of a user-defined server of kind, to connect it
+// before the forwarders start, check it for Ready, and close it after the
+// forwarders.
+func remoteOf[C udClient](v *Vertex, kind serverinfo.Kind, c C) C {
+	if len(v.uds) == 0 {
+		v.onClose(v.closeUDs)
+	}
 	v.uds = append(v.uds, c)
-	v.onClose(c.Close)
+	if name := kind.InfoFile(); !slices.Contains(v.infoFiles, name) {
+		v.infoFiles = append(v.infoFiles, name)
+	}
 	return c
 }
 
-// Run connects to the vertex's user-defined servers, waiting until they are
-// up, and forwards until ctx is done. Then it stops reading, writes and acks
-// the batches in flight (for at most readTimeout + 5s), leaves the rate
-// limiter's pool, closes what New opened and returns. It returns an error when
-// the vertex cannot go on: a user-defined server sluice cannot talk to
-// (matching udsconn.ErrIncompatible), a closed limiter. A Vertex runs once.
+// closeUDs closes the clients of the user-defined servers all at once: each
+// gives its server up to a second to end its streams.
+func (v *Vertex) closeUDs() error {
+	errs := make([]error, len(v.uds))
+	var wg sync.WaitGroup
+	for i, c := range v.uds {
+		wg.Go(func() { errs[i] = c.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Run connects to the vertex's user-defined servers, creating their socket
+// directory when it is missing and waiting until they are up, and forwards
+// until ctx is done, asking a user-defined source every 5s how many messages
+// it has pending. Then it stops reading, writes and acks the batches in flight
+// (for at most readTimeout + 5s), leaves the rate limiter's pool, closes what
+// New opened (half-closing the streams to the user-defined servers, which get
+// a second to end them) and returns. It returns an error when the vertex
+// cannot go on: a socket directory it cannot create, a user-defined server
+// sluice cannot talk to (matching udsconn.ErrIncompatible), a closed limiter.
+// A Vertex runs once.
 func (v *Vertex) Run(ctx context.Context) error {
 	if v.ran.Swap(true) {
 		return fmt.Errorf("vertex %s: already ran", v.spec.Name)
@@ -169,6 +199,18 @@ func (v *Vertex) Run(ctx context.Context) error {
 	}
 	v.running.Store(true)
 	defer v.running.Store(false)
+	if v.pending != nil {
+		pctx, stopPolling := context.WithCancel(ctx)
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			v.pollPending(pctx)
+		}()
+		defer func() {
+			stopPolling()
+			<-polled
+		}()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, f := range v.fwds {
 		g.Go(func() error { return f.Run(gctx) })
@@ -176,8 +218,18 @@ func (v *Vertex) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// connect waits until every user-defined server is up and ready, or ctx is done.
+// connect waits until every user-defined server is up and ready, or ctx is
+// done, warning meanwhile about servers that seem to know only the fixed
+// socket directory.
 func (v *Vertex) connect(ctx context.Context) error {
+	if len(v.uds) == 0 {
+		return nil
+	}
+	if err := v.makeSocketDir(); err != nil {
+		return err
+	}
+	stop := v.watchFixedDir(ctx)
+	defer stop()
 	for _, c := range v.uds {
 		if err := c.Connect(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -190,17 +242,17 @@ func (v *Vertex) connect(ctx context.Context) error {
 }
 
 // Ready reports whether the vertex is running with every user-defined server
-// ready; the error says what it waits for.
+// ready; the error says what it waits for, naming the server-info file of
+// each server not ready.
 func (v *Vertex) Ready() error {
+	var errs []error
 	if !v.running.Load() {
-		return errors.New(v.spec.Name + ": not running")
+		errs = append(errs, errors.New(v.spec.Name+": not running"))
 	}
 	for _, c := range v.uds {
-		if err := c.Ready(); err != nil {
-			return err
-		}
+		errs = append(errs, c.Ready())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Close releases what New opened, in reverse order: the clients of the

@@ -8,7 +8,10 @@
 //
 // Environment:
 //
-//   - SIMPLESOURCE_COUNT: how many messages to generate (default: no end).
+//   - SIMPLESOURCE_COUNT: the sequence numbers generated are those below
+//     this count (default: no end); from 0, it is how many messages.
+//   - SIMPLESOURCE_START: the first sequence number (default 0). The source
+//     keeps its state in memory: one that restarts starts again here.
 //   - SIMPLESOURCE_REDELIVERY_TIMEOUT: how long a message read may go
 //     unacknowledged before it is handed out again, as a Go duration
 //     (default 30s).
@@ -52,6 +55,13 @@ func configFromEnv() (config, error) {
 			return cfg, fmt.Errorf("SIMPLESOURCE_COUNT=%q: not a count: %w", v, err)
 		}
 		cfg.count = &n
+	}
+	if v := os.Getenv("SIMPLESOURCE_START"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("SIMPLESOURCE_START=%q: want a whole number, 0 or more", v)
+		}
+		cfg.start = n
 	}
 	if v := os.Getenv("SIMPLESOURCE_DROP_EVERY"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)

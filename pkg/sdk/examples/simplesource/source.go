@@ -12,7 +12,8 @@ import (
 
 // config configures a source.
 type config struct {
-	count      *uint64          // messages to generate; nil: no end
+	count      *uint64          // the sequence number to end before; nil: no end
+	start      uint64           // the first sequence number
 	redelivery time.Duration    // how long a read message may go unacknowledged
 	now        func() time.Time // the clock of redelivery deadlines and event times
 	partition  int32
@@ -37,7 +38,7 @@ var (
 )
 
 func newSource(cfg config) *source {
-	return &source{cfg: cfg, inFlight: make(map[uint64]time.Time), wake: make(chan struct{})}
+	return &source{cfg: cfg, next: cfg.start, inFlight: make(map[uint64]time.Time), wake: make(chan struct{})}
 }
 
 // Read hands out up to req.Count messages: first those due for redelivery,
@@ -174,7 +175,7 @@ func (s *source) Pending(context.Context) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.now()
-	n := *s.cfg.count - s.next
+	n := *s.cfg.count - min(s.next, *s.cfg.count)
 	for _, deadline := range s.inFlight {
 		if !deadline.After(now) {
 			n++

@@ -159,6 +159,23 @@ func TestNackWakesRead(t *testing.T) {
 	}
 }
 
+// A source started at 3 of 5 hands out 3 and 4, and has 2 pending at first.
+func TestStart(t *testing.T) {
+	count := uint64(5)
+	c := &clock{t: time.Unix(1000, 0)}
+	s := newSource(config{count: &count, start: 3, redelivery: time.Second, now: c.now, partition: 3})
+	if got := s.Pending(context.Background()); got != 2 {
+		t.Fatalf("pending %d, want 2", got)
+	}
+	if got := read(t, s, 10, time.Millisecond); got != "[3 4]" {
+		t.Fatalf("read %s, want [3 4]", got)
+	}
+	beyond := newSource(config{count: &count, start: 9, redelivery: time.Second, now: c.now})
+	if got := beyond.Pending(context.Background()); got != 0 {
+		t.Fatalf("pending of a source started beyond its count: %d, want 0", got)
+	}
+}
+
 func TestUnlimited(t *testing.T) {
 	s, _ := newTestSource(nil)
 	if got := read(t, s, 4, time.Millisecond); got != "[0 1 2 3]" {
@@ -174,18 +191,20 @@ func TestUnlimited(t *testing.T) {
 
 func TestConfigFromEnv(t *testing.T) {
 	cases := []struct {
-		count, redelivery, replica string
-		want                       string // "" for an error
+		count, redelivery, replica, start string
+		want                              string // "" for an error
 	}{
-		{"", "", "", "count <nil> redelivery 30s partition 0"},
-		{"7", "2s", "4", "count 7 redelivery 2s partition 4"},
-		{"-1", "", "", ""},
-		{"", "soon", "", ""},
-		{"", "-1s", "", ""},
+		{"", "", "", "", "count <nil> start 0 redelivery 30s partition 0"},
+		{"7", "2s", "4", "3", "count 7 start 3 redelivery 2s partition 4"},
+		{"-1", "", "", "", ""},
+		{"", "soon", "", "", ""},
+		{"", "-1s", "", "", ""},
+		{"", "", "", "first", ""},
 	}
 	for _, c := range cases {
-		t.Run(c.count+"/"+c.redelivery, func(t *testing.T) {
+		t.Run(c.count+"/"+c.redelivery+"/"+c.start, func(t *testing.T) {
 			t.Setenv("SIMPLESOURCE_COUNT", c.count)
+			t.Setenv("SIMPLESOURCE_START", c.start)
 			t.Setenv("SIMPLESOURCE_REDELIVERY_TIMEOUT", c.redelivery)
 			t.Setenv("NUMAFLOW_REPLICA", c.replica)
 			cfg, err := configFromEnv()
@@ -202,7 +221,7 @@ func TestConfigFromEnv(t *testing.T) {
 			if cfg.count != nil {
 				count = fmt.Sprint(*cfg.count)
 			}
-			if got := fmt.Sprintf("count %s redelivery %v partition %d", count, cfg.redelivery, cfg.partition); got != c.want {
+			if got := fmt.Sprintf("count %s start %d redelivery %v partition %d", count, cfg.start, cfg.redelivery, cfg.partition); got != c.want {
 				t.Errorf("%s, want %s", got, c.want)
 			}
 		})

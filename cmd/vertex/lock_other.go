@@ -1,0 +1,10 @@
+//go:build !unix
+
+package main
+
+import "errors"
+
+// lockDir cannot lock a directory on this system.
+func lockDir(string) (func(), error) {
+	return nil, errors.New("no flock on this system to tell whether another sluice process uses it")
+}

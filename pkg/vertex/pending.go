@@ -1,0 +1,62 @@
+package vertex
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+)
+
+// pendingPoll is how often the vertex asks its source how many messages are
+// pending, and pendingTimeout how long it waits for the answer.
+const (
+	pendingPoll    = 5 * time.Second
+	pendingTimeout = 2 * time.Second
+)
+
+// pendingSource is a source that can tell how many messages it has pending:
+// a user-defined source. Pending returns a negative count, with or without an
+// error, when it cannot tell.
+type pendingSource interface {
+	Pending(ctx context.Context) (int64, error)
+}
+
+// buildPending registers the gauge sluice_source_pending for a source r that
+// can tell its pending count, at -1 (unknown) until the first answer.
+func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
+	p, ok := r.(pendingSource)
+	if !ok {
+		return
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_source_pending",
+		Help: "Messages the user-defined source has pending (not read yet, or due again), asked every 5s; -1 while unknown."})
+	g.Set(-1)
+	reg.MustRegister(g)
+	v.pending, v.pendingGauge = p, g
+}
+
+// pollPending sets the pending gauge from the source at once and then every
+// pendingPoll, until ctx ends: -1 when the source cannot tell or the call fails.
+func (v *Vertex) pollPending(ctx context.Context) {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, pendingTimeout)
+		n, err := v.pending.Pending(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			v.log.Debug("the source did not tell its pending count", zap.Error(err))
+		}
+		if err != nil || n < 0 {
+			n = -1
+		}
+		v.pendingGauge.Set(float64(n))
+		if !sleep(ctx, v.o.clock, pendingPoll) {
+			return
+		}
+	}
+}
