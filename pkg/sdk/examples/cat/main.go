@@ -1,5 +1,6 @@
 // Command cat is a map UDF that passes every message on unchanged, with its
-// keys: the smallest map there is, for measuring what a user-defined map costs.
+// keys and user metadata: the smallest map there is, for measuring what a
+// user-defined map costs.
 package main
 
 import (
@@ -16,5 +17,5 @@ func main() {
 }
 
 func cat(_ context.Context, keys []string, d mapper.Datum) mapper.Messages {
-	return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys(keys)}
+	return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys(keys).WithUserMetadata(d.UserMetadata())}
 }

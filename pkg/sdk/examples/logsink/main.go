@@ -5,6 +5,9 @@
 // fallback sink, else one containing "fail" is reported failed; neither is
 // printed.
 //
+// With LOGSINK_METADATA=1 each line also has the message's user metadata,
+// after a tab: group/key=value, sorted, separated by spaces.
+//
 // Run it as a fallback sink by setting NUMAFLOW_UD_CONTAINER_TYPE=fb-udsink.
 package main
 
@@ -15,19 +18,29 @@ import (
 	"io"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
 )
 
 func main() {
-	if err := sinker.NewServer(logSink{w: os.Stdout}).Start(context.Background()); err != nil {
+	withMetadata := false
+	switch v := os.Getenv("LOGSINK_METADATA"); v {
+	case "", "0", "false":
+	case "1", "true":
+		withMetadata = true
+	default:
+		log.Fatalf("LOGSINK_METADATA=%q: want 1 or true, 0 or false", v)
+	}
+	if err := sinker.NewServer(logSink{w: os.Stdout, metadata: withMetadata}).Start(context.Background()); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // logSink writes payloads to w.
 type logSink struct {
-	w io.Writer
+	w        io.Writer
+	metadata bool // print the user metadata too
 }
 
 func (s logSink) Sink(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
@@ -42,6 +55,10 @@ func (s logSink) Sink(_ context.Context, datums <-chan sinker.Datum) sinker.Resp
 			out = append(out, sinker.ResponseFailure(d.ID(), "payload asks to fail"))
 		default:
 			_, _ = w.Write(bytes.ReplaceAll(v, []byte("\n"), []byte(`\n`)))
+			if s.metadata {
+				_ = w.WriteByte('\t')
+				_, _ = w.WriteString(metadataText(d.UserMetadata()))
+			}
 			_ = w.WriteByte('\n')
 			out = append(out, sinker.ResponseOK(d.ID()))
 		}
@@ -55,4 +72,15 @@ func (s logSink) Sink(_ context.Context, datums <-chan sinker.Datum) sinker.Resp
 		}
 	}
 	return out
+}
+
+// metadataText is md as group/key=value pairs, sorted, separated by spaces.
+func metadataText(md *sinker.UserMetadata) string {
+	var pairs []string
+	for _, g := range md.Groups() {
+		for _, k := range md.Keys(g) {
+			pairs = append(pairs, g+"/"+k+"="+string(md.Value(g, k)))
+		}
+	}
+	return strings.Join(pairs, " ")
 }

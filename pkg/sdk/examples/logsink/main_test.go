@@ -131,3 +131,18 @@ func TestProcess(t *testing.T) {
 	}
 	sdktest.AssertRemoved(t, filepath.Join(p.Dir, serverinfo.FallbackSinkSocket), filepath.Join(p.Dir, serverinfo.FallbackSinkInfoFile))
 }
+
+func TestLogSinkMetadata(t *testing.T) {
+	md := sinker.NewUserMetadata()
+	md.AddKV("b", "k", []byte("2"))
+	md.AddKV("a", "y", []byte("1"))
+	md.AddKV("a", "x", []byte("0"))
+	if got := metadataText(md); got != "a/x=0 a/y=1 b/k=2" {
+		t.Fatalf("metadataText = %q", got)
+	}
+	var buf bytes.Buffer
+	sink(logSink{w: &buf, metadata: true}, "v")
+	if buf.String() != "v\t\n" {
+		t.Fatalf("line %q; want the value, a tab and no metadata", buf.String())
+	}
+}

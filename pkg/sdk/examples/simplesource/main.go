@@ -77,6 +77,13 @@ func configFromEnv() (config, error) {
 		}
 		cfg.redelivery = d
 	}
+	switch v := os.Getenv("SIMPLESOURCE_METADATA"); v {
+	case "", "0", "false":
+	case "1", "true":
+		cfg.metadata = true
+	default:
+		return cfg, fmt.Errorf("SIMPLESOURCE_METADATA=%q: want 1 or true, 0 or false", v)
+	}
 	if v := os.Getenv("SIMPLESOURCE_READ_WAIT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

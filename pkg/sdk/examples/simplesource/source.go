@@ -19,6 +19,7 @@ type config struct {
 	partition  int32
 	dropEvery  uint64         // when positive, every dropEvery-th payload is "drop-<n>"
 	readWait   *time.Duration // when set, caps how long a read waits for messages
+	metadata   bool           // attach user metadata simplesource/seq = <n>
 }
 
 // source generates "0", "1", ... with at-least-once delivery. Its methods
@@ -112,11 +113,17 @@ func (s *source) send(seqs []uint64, out chan<- sourcer.Message) {
 		if s.cfg.dropEvery > 0 && seq%s.cfg.dropEvery == 0 {
 			v = append([]byte("drop-"), off...)
 		}
-		out <- sourcer.Message{
+		m := sourcer.Message{
 			Value:     v,
 			Offset:    sourcer.Offset{Value: off, PartitionID: s.cfg.partition},
 			EventTime: now,
 		}
+		if s.cfg.metadata {
+			md := sourcer.NewUserMetadata()
+			md.AddKV("simplesource", "seq", off)
+			m = m.WithUserMetadata(md)
+		}
+		out <- m
 	}
 }
 

@@ -279,3 +279,30 @@ func TestReadWaitFromEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestMetadata(t *testing.T) {
+	count := uint64(2)
+	s, _ := newTestSource(&count)
+	s.cfg.metadata = true
+	out := make(chan sourcer.Message, 2)
+	s.Read(context.Background(), sourcer.ReadRequest{Count: 2, Timeout: time.Minute}, out)
+	close(out)
+	var got []string
+	for m := range out {
+		got = append(got, string(m.UserMetadata.Value("simplesource", "seq")))
+	}
+	if fmt.Sprint(got) != "[0 1]" {
+		t.Fatalf("metadata simplesource/seq of the messages: %v; want [0 1]", got)
+	}
+}
+
+func TestMetadataFromEnv(t *testing.T) {
+	t.Setenv("SIMPLESOURCE_METADATA", "1")
+	if cfg, err := configFromEnv(); err != nil || !cfg.metadata {
+		t.Fatalf("metadata %v, %v; want on", cfg.metadata, err)
+	}
+	t.Setenv("SIMPLESOURCE_METADATA", "yes")
+	if _, err := configFromEnv(); err == nil || !strings.Contains(err.Error(), `SIMPLESOURCE_METADATA="yes"`) {
+		t.Fatalf("error %v; want one naming SIMPLESOURCE_METADATA and its value", err)
+	}
+}
