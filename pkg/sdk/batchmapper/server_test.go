@@ -39,15 +39,20 @@ func open(t *testing.T, s *sdktest.Server) mapv1.Map_MapFnClient {
 }
 
 // sendBatch sends one request per value, with ids <prefix>-<i>, then eot.
+// A server that ends the stream early (a handler that panics at the first
+// message) makes Send report io.EOF: sending stops, and the stream's status
+// comes from Recv.
 func sendBatch(t *testing.T, stream mapv1.Map_MapFnClient, prefix string, values ...string) {
 	t.Helper()
 	for i, v := range values {
 		req := &mapv1.MapRequest{Id: fmt.Sprint(prefix, "-", i), Request: &mapv1.MapRequest_Request{Value: []byte(v), Keys: []string{"k"}}}
-		if err := stream.Send(req); err != nil {
+		if err := stream.Send(req); err == io.EOF {
+			return
+		} else if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := stream.Send(&mapv1.MapRequest{Status: &mapv1.TransmissionStatus{Eot: true}}); err != nil {
+	if err := stream.Send(&mapv1.MapRequest{Status: &mapv1.TransmissionStatus{Eot: true}}); err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
 }

@@ -49,11 +49,13 @@ func sendBatch(t *testing.T, stream sinkv1.Sink_SinkFnClient, prefix string, val
 			Request: &sinkv1.SinkRequest_Request{Id: fmt.Sprint(prefix, "-", i), Value: []byte(v), Keys: []string{"k"}},
 			Status:  &sinkv1.TransmissionStatus{},
 		}
-		if err := stream.Send(req); err != nil {
+		if err := stream.Send(req); err == io.EOF {
+			return // the server ended the stream: its status comes from Recv
+		} else if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := stream.Send(&sinkv1.SinkRequest{Status: &sinkv1.TransmissionStatus{Eot: true}}); err != nil {
+	if err := stream.Send(&sinkv1.SinkRequest{Status: &sinkv1.TransmissionStatus{Eot: true}}); err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
 }
