@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"maps"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -19,8 +20,12 @@ import (
 // takeNacks marks the origins of the nacked messages in msgs and returns msgs
 // without them.
 func (f *Forwarder) takeNacks(msgs []isb.Message) []isb.Message {
-	kept := msgs[:0]
-	for i := range msgs {
+	first := slices.IndexFunc(msgs, func(m isb.Message) bool { return m.Nack != nil })
+	if first < 0 {
+		return msgs
+	}
+	kept := msgs[:first]
+	for i := first; i < len(msgs); i++ {
 		if msgs[i].Nack != nil {
 			f.nack(msgs[i].Origin, msgs[i].Nack)
 			continue
