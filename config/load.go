@@ -55,6 +55,12 @@ func Parse(data []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.check(decodeProblems)
+}
+
+// check validates a decoded file and returns it, or every problem, the
+// decoder's first, in line order.
+func (f *File) check(decodeProblems []Problem) (*File, error) {
 	problems := decodeProblems
 	for _, p := range f.validate() {
 		// A field that could not be decoded is reported once, not again as missing.
@@ -82,35 +88,10 @@ func underAny(path string, problems []Problem) bool {
 // fields it could not decode beside the file decoded from the rest, or an error
 // when the file cannot be decoded at all.
 func decodeFile(data []byte) (*File, []Problem, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil, &Error{Problems: []Problem{{Msg: "the file is empty"}}}
-		}
-		return nil, nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
+	root, err := decodeRoot(data)
+	if err != nil {
+		return nil, nil, err
 	}
-	for {
-		var extra yaml.Node
-		err := dec.Decode(&extra)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
-		}
-		if len(extra.Content) > 0 && !isNull(extra.Content[0]) {
-			return nil, nil, &Error{Problems: []Problem{{Line: extra.Line, Msg: "the file holds more than one YAML document; give one object per file"}}}
-		}
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if root.Kind != yaml.MappingNode {
-		return nil, nil, &Error{Problems: []Problem{{Line: root.Line, Msg: "want a MonoVertex or Pipeline object"}}}
-	}
-
 	var kind string
 	kindLine := root.Line
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -132,10 +113,50 @@ func decodeFile(data []byte) (*File, []Problem, error) {
 	default:
 		return nil, nil, &Error{Problems: []Problem{{Path: "kind", Line: kindLine, Msg: fmt.Sprintf("(%q) must be MonoVertex or Pipeline", kind)}}}
 	}
+	return f, f.decodeInto(root, target), nil
+}
+
+// decodeInto decodes root into target, the file's MonoVertex or Pipeline, and
+// returns the problems of the fields it could not decode.
+func (f *File) decodeInto(root *yaml.Node, target any) []Problem {
 	d := &decoder{lines: map[string]int{}, nulls: map[string]bool{}}
 	d.decode(root, reflect.ValueOf(target).Elem(), "")
 	f.Ignored, f.lines, f.nulls = d.ignored, d.lines, d.nulls
-	return f, d.problems, nil
+	return d.problems
+}
+
+// decodeRoot parses data as one YAML document holding an object, and returns
+// that object's node.
+func decodeRoot(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{Problems: []Problem{{Msg: "the file is empty"}}}
+		}
+		return nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
+	}
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &Error{Problems: []Problem{{Msg: "not valid YAML: " + trimYAMLPrefix(err.Error())}}}
+		}
+		if len(extra.Content) > 0 && !isNull(extra.Content[0]) {
+			return nil, &Error{Problems: []Problem{{Line: extra.Line, Msg: "the file holds more than one YAML document; give one object per file"}}}
+		}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{Problems: []Problem{{Line: root.Line, Msg: "want a MonoVertex or Pipeline object"}}}
+	}
+	return root, nil
 }
 
 func trimYAMLPrefix(s string) string {
