@@ -1,10 +1,12 @@
 // Package observe serves what operators look at: Prometheus metrics, health and
 // readiness probes, and a JSON status of the vertex and its rate limiter, all on
-// one HTTP port.
+// one HTTP port, or one HTTPS port with a self-signed certificate as in
+// Numaflow's pods ([ListenTLS], [SelfSignedTLS]).
 package observe
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -20,7 +22,7 @@ import (
 // Numaflow's vertices serve metrics on.
 const DefaultAddr = ":2469"
 
-// Server serves /metrics, /healthz, /readyz and /status.
+// Server serves /metrics, /healthz, /livez, /sidecar-livez, /readyz and /status.
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
@@ -38,17 +40,39 @@ type Handlers struct {
 	Status func() any
 }
 
-// Listen binds addr (":0" picks a free port) and returns a server ready to Serve.
+// Listen binds addr (":0" picks a free port) and returns a server ready to
+// Serve over HTTP.
+//
+// /healthz, /livez and /sidecar-livez answer 200 while the process runs: /livez
+// is the name Numaflow's pods probe the vertex with, and /sidecar-livez the one
+// they probe its user-defined containers with (the vertex answers for them, as
+// Numaflow's own does; a container that exits is restarted by the kubelet,
+// and one that stops answering shows on /readyz).
 func Listen(addr string, h Handlers, log *zap.Logger) (*Server, error) {
+	return listen(addr, h, nil, log)
+}
+
+// ListenTLS is [Listen] over HTTPS with cfg, for instance [SelfSignedTLS]'s.
+func ListenTLS(addr string, h Handlers, cfg *tls.Config, log *zap.Logger) (*Server, error) {
+	return listen(addr, h, cfg, log)
+}
+
+func listen(addr string, h Handlers, cfg *tls.Config, log *zap.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.Gatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	alive := func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
-	})
+	}
+	mux.HandleFunc("GET /healthz", alive)
+	mux.HandleFunc("GET /livez", alive)
+	mux.HandleFunc("GET /sidecar-livez", alive)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if h.Ready != nil {
 			if err := h.Ready(); err != nil {
