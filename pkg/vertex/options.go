@@ -26,6 +26,8 @@ type options struct {
 	fixedDir   string
 	httpAddr   string
 	logSink    *sink.Log
+
+	numaflowMetrics bool
 }
 
 // WithReplica sets the replica's index (default 0): it ranks the replica in

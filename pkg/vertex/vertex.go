@@ -101,6 +101,11 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	}
 	v.tracker = forward.NewTracker(o.clock)
 	v.metrics = forward.NewMetrics(reg, v.tracker)
+	if o.numaflowMetrics {
+		if err := o.registerer.Register(newNumaflowCollector(v)); err != nil {
+			return nil, fmt.Errorf("vertex %s: registering Numaflow's metrics: %w", spec.Name, err)
+		}
+	}
 	for _, r := range readers {
 		if err := v.addForwarder(r, len(readers) > 1); err != nil {
 			return nil, err
