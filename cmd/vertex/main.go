@@ -3,6 +3,11 @@
 //
 //	vertex simulate --max 110 --min 10 --ramp-up 10s --mode goBackN --demand "10,20,,60"
 //
+// It also stands in for the numa container of the pods Numaflow's controller
+// builds for a MonoVertex, which run /bin/numaflow-rs processor: installed under
+// that name too, `processor` runs the MonoVertex in $NUMAFLOW_MONO_VERTEX_OBJECT.
+// The name the binary is run by does not matter: `vertex processor` is the same.
+//
 // Exit codes: 0 success, 1 failure at run time, 2 bad arguments or config.
 package main
 
@@ -29,6 +34,7 @@ const usage = `usage: vertex <command> [flags]
 
 commands:
   run        run one replica of a MonoVertex or of a pipeline vertex, or a whole pipeline
+  processor  run the MonoVertex in $NUMAFLOW_MONO_VERTEX_OBJECT, as the numa container of a Numaflow pod
   validate   check a MonoVertex or Pipeline YAML and print every problem
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
   bench      measure a MonoVertex's or a pipeline's throughput with its rate limit off and on
@@ -51,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd := args[0]; cmd {
 	case "run":
 		err = runRun(args[1:], stdout, stderr)
+	case "processor":
+		err = runProcessor(args[1:], stdout, stderr)
 	case "validate":
 		err = runValidate(args[1:], stdout, stderr)
 	case "simulate":
@@ -63,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, validate, simulate, bench, isb; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, validate, simulate, bench, isb; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

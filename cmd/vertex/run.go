@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := checkRunFlags(fl, f); err != nil {
 		return err
 	}
+	return execute(f, runner{flags: fl, log: log, replica: rep}, stdout, stderr)
+}
+
+// execute runs what f holds as r says (its flags, log, replica, and TLS and
+// Numaflow's metrics for the processor) until SIGTERM or SIGINT.
+func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
+	fl, log, rep := r.flags, r.log, r.replica
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	tracer, shutdownTracing, err := observe.NewTracer(ctx, fl.otlp, f.Name(), rep)
@@ -68,10 +76,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r := runner{flags: fl, log: log, reg: reg, dir: dir, replica: rep,
-		vopts: []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
-			vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
-			vertex.WithSocketDirHint(socketDirHint)}}
+	r.reg, r.dir = reg, dir
+	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
+		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
+		vertex.WithSocketDirHint(socketDirHint)}
 	if fl.spawn {
 		stopContainers, err := spawnFile(f, fl.vertex, dir, rep, stdout, stderr, log)
 		if err != nil {
@@ -141,19 +149,29 @@ func checkRunFlags(fl runFlags, f *config.File) error {
 	return nil
 }
 
-// runner runs what `vertex run` loaded.
+// runner runs what `vertex run` or `vertex processor` loaded.
 type runner struct {
 	flags   runFlags
 	log     *zap.Logger
-	reg     *prometheus.Registry
-	dir     string // of the user-defined containers' sockets
 	replica int
-	vopts   []vertex.Option
+	// tls, when set, serves --metrics-addr over HTTPS with it.
+	tls *tls.Config
+	// numaflow exports Numaflow's MonoVertex metrics beside sluice's.
+	numaflow bool
+
+	// Set by execute.
+	reg   *prometheus.Registry
+	dir   string // of the user-defined containers' sockets
+	vopts []vertex.Option
 }
 
 // monoVertex runs one replica of m.
 func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
-	v, err := vertex.New(vertex.FromMonoVertex(m), append(r.vopts, vertex.WithSocketDir(r.dir))...)
+	opts := append(r.vopts, vertex.WithSocketDir(r.dir))
+	if r.numaflow {
+		opts = append(opts, vertex.WithNumaflowMetrics())
+	}
+	v, err := vertex.New(vertex.FromMonoVertex(m), opts...)
 	if err != nil {
 		return err
 	}
@@ -197,17 +215,25 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	return pl.Run(ctx)
 }
 
-// serve serves /metrics, /healthz, /readyz and /status on --metrics-addr, if
-// set, until stop is called.
+// serve serves /metrics, /healthz, /livez, /sidecar-livez, /readyz and /status
+// on --metrics-addr, if set, over HTTPS when r.tls is set, until stop is
+// called.
 func (r runner) serve(ready func() error, status func() any) (stop func(), err error) {
 	if r.flags.metricsAddr == "" {
 		return func() {}, nil
 	}
-	server, err := observe.Listen(r.flags.metricsAddr, observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status}, r.log)
+	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status}, "http"
+	var server *observe.Server
+	if r.tls != nil {
+		server, err = observe.ListenTLS(r.flags.metricsAddr, h, r.tls, r.log)
+		scheme = "https"
+	} else {
+		server, err = observe.Listen(r.flags.metricsAddr, h, r.log)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", r.flags.metricsAddr, err)
 	}
-	r.log.Info("serving metrics, health and status", zap.String("addr", server.Addr().String()))
+	r.log.Info("serving metrics, health and status", zap.String("addr", server.Addr().String()), zap.String("scheme", scheme))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+)
+
+// The environment Numaflow's controller gives the numa container of a
+// MonoVertex's pod, which it runs as /bin/numaflow-rs processor.
+const (
+	// envMonoVertexObject is the MonoVertex, standard base64 of its JSON.
+	envMonoVertexObject = "NUMAFLOW_MONO_VERTEX_OBJECT"
+	// envVertexObject is set instead in the pods of a pipeline's vertices.
+	envVertexObject = "NUMAFLOW_VERTEX_OBJECT"
+	// envDebug asks Numaflow's data plane for debug logs.
+	envDebug = "NUMAFLOW_DEBUG"
+)
+
+func runProcessor(args []string, stdout, stderr io.Writer) error {
+	if os.Getenv(envMonoVertexObject) == "" && os.Getenv(envVertexObject) != "" {
+		return usagef("processor: %s is not set and %s is: this is the pod of a pipeline's vertex, "+
+			"and sluice stands in only for the numa container of a MonoVertex's pod", envMonoVertexObject, envVertexObject)
+	}
+	fl, err := parseProcessorFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	rep, err := replicaIndex("")
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(fl.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	f, err := monoVertexFromEnv(os.Getenv(envMonoVertexObject))
+	if err != nil {
+		return err
+	}
+	// Numaflow fills in fields of its own (scale, updateStrategy, status, ...):
+	// not worth an info line in every pod.
+	if len(f.Ignored) > 0 {
+		log.Debug("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
+	}
+	tlsConfig, err := observe.SelfSignedTLS(time.Now())
+	if err != nil {
+		return err
+	}
+	return execute(f, runner{flags: fl, log: log, replica: rep, tls: tlsConfig, numaflow: true}, stdout, stderr)
+}
+
+func parseProcessorFlags(args []string, stdout io.Writer) (runFlags, error) {
+	fs := newFlagSet("processor", `usage: numaflow-rs processor [flags]
+       vertex processor [flags]
+
+Runs one replica of the MonoVertex in $`+envMonoVertexObject+` (standard base64
+of its JSON, as Numaflow's controller sets it in the pods of a MonoVertex), as
+the numa container of such a pod: the replica is $NUMAFLOW_REPLICA, the
+user-defined containers' sockets are in /var/run/numaflow, and port 2469 serves
+/metrics (with Numaflow's monovtx_* metrics), /readyz, /livez, /sidecar-livez,
+/healthz and /status over HTTPS with a self-signed certificate made at start.
+On SIGTERM it stops reading, finishes and acks the batch in flight, leaves the
+rate limiter's pool and exits 0.
+
+Numaflow passes no flags; these are for running it elsewhere.
+
+flags:
+`)
+	var fl runFlags
+	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "HTTPS address of /metrics, /readyz, /livez, /sidecar-livez, /healthz and /status")
+	fs.StringVar(&fl.udsDir, "uds-dir", serverinfo.DefaultDir, "directory of the user-defined containers' sockets and server-info files, created if missing")
+	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+envDebug+" is true)")
+	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
+	if err := fs.parse(args, stdout); err != nil {
+		return fl, err
+	}
+	if !fs.isSet("log-level") && strings.EqualFold(os.Getenv(envDebug), "true") {
+		fl.logLevel = "debug"
+	}
+	if fl.udsDir == "" {
+		return fl, usagef("processor: --uds-dir must not be empty")
+	}
+	return fl, nil
+}
+
+// monoVertexFromEnv decodes and validates the MonoVertex in value, the value
+// of NUMAFLOW_MONO_VERTEX_OBJECT. Every error names the variable and is a
+// usage error.
+func monoVertexFromEnv(value string) (*config.File, error) {
+	if value == "" {
+		return nil, usagef("processor: %s is not set: Numaflow's controller sets it to the MonoVertex a pod runs "+
+			"(standard base64 of its JSON); to run a YAML file, use vertex run -f FILE", envMonoVertexObject)
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(value))
+	if err != nil {
+		return nil, usagef("processor: %s (%s) is not standard base64: %v", envMonoVertexObject, abbreviate(value), err)
+	}
+	f, err := config.ParseMonoVertexObject(data)
+	var ce *config.Error
+	switch {
+	case err == nil:
+		return f, nil
+	case !errors.As(err, &ce):
+		return nil, usagef("processor: %s: %v", envMonoVertexObject, err)
+	case len(ce.Problems) == 1 && ce.Problems[0].Path == "":
+		return nil, usagef("processor: %s (%s) is not a MonoVertex once base64-decoded: %s",
+			envMonoVertexObject, abbreviate(string(data)), ce.Problems[0].Msg)
+	}
+	return nil, usagef("processor: %s: %d problem(s) in the MonoVertex:\n%s", envMonoVertexObject, len(ce.Problems), ce.Error())
+}
+
+// abbreviate quotes s, cut to its first 40 bytes.
+func abbreviate(s string) string {
+	const most = 40
+	if len(s) <= most {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:most])
+}
