@@ -95,7 +95,11 @@ func listen(addr string, h Handlers, cfg *tls.Config, log *zap.Logger) (*Server,
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, log: log}, nil
+	// The server's own complaints (a client that speaks HTTP to the HTTPS port)
+	// go to the debug log, not to stderr unstructured.
+	errLog, _ := zap.NewStdLogAt(log.Named("http"), zap.DebugLevel)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
+	return &Server{srv: srv, ln: ln, log: log}, nil
 }
 
 // Addr returns the address the server listens on.
