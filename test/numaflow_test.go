@@ -1,0 +1,208 @@
+package test
+
+import (
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// insecureClient is how Numaflow's probes and MonoVertex daemon reach port
+// 2469: HTTPS without verifying the self-signed certificate.
+var insecureClient = &http.Client{Timeout: 5 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// numaflowRS links the vertex binary under the name Numaflow's pods run:
+// numaflow-rs.
+func numaflowRS(t *testing.T) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "numaflow-rs")
+	if err := os.Symlink(vertexBin, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+// getTLS GETs url with insecureClient.
+func getTLS(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := insecureClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// monovtx scrapes /metrics the way Numaflow's MonoVertex daemon does (its
+// text parser) and returns the one sample of family name: an untyped value for
+// a counter, a gauge's for monovtx_pending_raw. The sample must carry the
+// labels mvtx_name and mvtx_replica.
+func monovtx(t *testing.T, base, name, mvtx string, replica int) float64 {
+	t.Helper()
+	resp, err := insecureClient.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, ok := mfs[name]
+	if !ok || len(mf.GetMetric()) != 1 {
+		t.Fatalf("/metrics has %v for %s; want one sample", mf, name)
+	}
+	m := mf.GetMetric()[0]
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if labels["mvtx_name"] != mvtx || labels["mvtx_replica"] != strconv.Itoa(replica) {
+		t.Fatalf("%s labels %v; want mvtx_name=%q, mvtx_replica=%q", name, labels, mvtx, strconv.Itoa(replica))
+	}
+	if mf.GetType() == dto.MetricType_GAUGE {
+		return m.GetGauge().GetValue()
+	}
+	if mf.GetType() != dto.MetricType_UNTYPED {
+		t.Fatalf("%s is %v; Numaflow's daemon reads it as untyped", name, mf.GetType())
+	}
+	return m.GetUntyped().GetValue()
+}
+
+// TestNumaflowProcessor runs the binary as Numaflow's pods run their numa
+// container, `numaflow-rs processor`, with the env they get: a MonoVertex
+// serialised as Numaflow does (a user-defined source started by the test, a
+// rate limit of 50 a second, a log sink), replica 1. Port 2469's routes answer
+// over HTTPS; monovtx_read_total rises by exactly the limit each second, never
+// more, as Numaflow's daemon reads it; monovtx_pending_raw is the source's
+// pending count; SIGTERM exits 0.
+func TestNumaflowProcessor(t *testing.T) {
+	t.Parallel()
+	const (
+		name     = "nf-e2e"
+		replica  = 1
+		maxRate  = 50
+		count    = 100000
+		measured = 5 // seconds
+	)
+	dir := udsDir(t)
+	src := exec.Command(example(t, "simplesource"))
+	src.Env = append(os.Environ(), "SLUICE_UDS_DIR="+dir, "SIMPLESOURCE_COUNT="+strconv.Itoa(count),
+		"NUMAFLOW_UD_CONTAINER_TYPE=udsource", "NUMAFLOW_REPLICA="+strconv.Itoa(replica))
+	startCmd(t, src)
+
+	object := fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"default","creationTimestamp":null},`+
+		`"spec":{"replicas":0,"source":{"udsource":{"container":{"image":"sluice-example-simplesource:dev","resources":{}}}},`+
+		`"sink":{"log":{},"retryStrategy":{}},`+
+		`"limits":{"readBatchSize":500,"readTimeout":"1s","rateLimit":{"max":%d,"min":%d,"rampUpDuration":"0s","store":{"inMemoryStore":{}}},"concurrency":500},`+
+		`"scale":{"lookbackSeconds":120},"updateStrategy":{},"lifecycle":{}},`+
+		`"status":{"replicas":0,"desiredReplicas":0,"lastUpdated":null,"lastScaledAt":null}}`, name, maxRate, maxRate)
+	cmd := exec.Command(numaflowRS(t), "processor", "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
+	cmd.Env = append(os.Environ(),
+		"NUMAFLOW_MONO_VERTEX_OBJECT="+base64.StdEncoding.EncodeToString([]byte(object)),
+		"NUMAFLOW_READ_AHEAD=false", "NUMAFLOW_NAMESPACE=default", "NUMAFLOW_POD="+name+"-mv-1-abcde",
+		"NUMAFLOW_REPLICA="+strconv.Itoa(replica), "NUMAFLOW_MONO_VERTEX_NAME="+name,
+		"NUMAFLOW_CPU_LIMIT=2", "NUMAFLOW_CPU_REQUEST=0", "NUMAFLOW_MEMORY_LIMIT=0", "NUMAFLOW_MEMORY_REQUEST=0")
+	p := startCmd(t, cmd)
+	base := "https://" + p.metricsAddr()
+
+	// Probes.
+	var code int
+	var body []byte
+	for range 200 {
+		if code, body = getTLS(t, base+"/readyz"); code == 200 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // a real process: poll, at most 20s
+	}
+	if code != 200 {
+		t.Fatalf("/readyz = %d %q after 20s; want 200", code, body)
+	}
+	for _, path := range []string{"/livez", "/sidecar-livez", "/healthz", "/status"} {
+		if code, body := getTLS(t, base+path); code != 200 {
+			t.Errorf("%s = %d %q; want 200", path, code, body)
+		}
+	}
+	if code, body := httpGet(t, "http://"+base[len("https://"):]+"/livez"); code != http.StatusBadRequest {
+		t.Errorf("plain HTTP /livez = %d %q; want 400: the port speaks HTTPS only", code, body)
+	}
+
+	// The rate. Epochs are whole seconds of the clock, and each second's share
+	// is read at its start: reading the counter in the middle of each second
+	// gives exactly one second's reads between two readings.
+	read := func() float64 { return monovtx(t, base, "monovtx_read_total", name, replica) }
+	for i := 0; read() == 0; i++ {
+		if i == 100 {
+			t.Fatal("monovtx_read_total still 0 after 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	next := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
+	time.Sleep(time.Until(next))
+	samples := []float64{read()}
+	for range measured {
+		next = next.Add(time.Second)
+		time.Sleep(time.Until(next))
+		samples = append(samples, read())
+	}
+	var perSecond []float64
+	for i := 1; i < len(samples); i++ {
+		perSecond = append(perSecond, samples[i]-samples[i-1])
+	}
+	rate := (samples[len(samples)-1] - samples[0]) / measured
+	t.Logf("monovtx_read_total rose by %v in successive seconds: %.1f a second over %ds (max %d)", perSecond, rate, measured, maxRate)
+	for i, n := range perSecond {
+		if n > maxRate {
+			t.Errorf("second %d: monovtx_read_total rose by %v; max is %d", i+1, n, maxRate)
+		}
+	}
+	if rate < 0.9*maxRate {
+		t.Errorf("monovtx_read_total rose %.1f a second; want about %d", rate, maxRate)
+	}
+	for e, l := range p.epochs(t) {
+		if l.Granted > maxRate {
+			t.Errorf("epoch %d granted %d; max is %d", e, l.Granted, maxRate)
+		}
+	}
+
+	// The other counters and the pending gauge.
+	readNow := read()
+	if w := monovtx(t, base, "monovtx_sink_write_total", name, replica); w > readNow || w < samples[len(samples)-1] {
+		t.Errorf("monovtx_sink_write_total %v; read %v", w, readNow)
+	}
+	if a := monovtx(t, base, "monovtx_ack_total", name, replica); a > readNow || a < samples[len(samples)-2] {
+		t.Errorf("monovtx_ack_total %v; read %v", a, readNow)
+	}
+	if d := monovtx(t, base, "monovtx_dropped_total", name, replica); d != 0 {
+		t.Errorf("monovtx_dropped_total %v; want 0", d)
+	}
+	// The source was last asked up to 5s ago: it had at most count and at
+	// least count - readNow messages pending.
+	if pending := monovtx(t, base, "monovtx_pending_raw", name, replica); pending > count || pending < count-readNow {
+		t.Errorf("monovtx_pending_raw %v; want between %v and %d", pending, count-readNow, count)
+	}
+
+	code, took := p.stop(syscall.SIGTERM, 15*time.Second)
+	if code != 0 {
+		t.Fatalf("exit code %d after SIGTERM; stderr:\n%s", code, p.stderrText())
+	}
+	t.Logf("exited 0 %v after SIGTERM", took.Round(time.Millisecond))
+	if n := len(p.stdoutLines()); float64(n) < samples[len(samples)-1] {
+		t.Errorf("the log sink printed %d messages; %v were read before the last sample", n, samples[len(samples)-1])
+	}
+}
