@@ -4,6 +4,7 @@
 set -u
 
 missing=()
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool, for monitoring/'s tests
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
