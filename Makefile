@@ -1,11 +1,14 @@
 GO      ?= go
 BIN     := bin/vertex
 PKGS    := ./...
+# What `vertex version` prints and the images' version label say.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: build run examples test bench lint deps clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/vertex
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vertex
 
 # Runs the example MonoVertex (generator -> cat -> log, at most 20 messages a
 # second, ramping from 5 over 5s) until Ctrl-C. No Redis needed.
