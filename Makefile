@@ -1,11 +1,14 @@
 GO      ?= go
 BIN     := bin/vertex
 PKGS    := ./...
+# What `vertex version` prints and the images' version label say.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run examples test bench lint deps clean
+.PHONY: build run examples image images test bench lint deps clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/vertex
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vertex
 
 # Runs the example MonoVertex (generator -> cat -> log, at most 20 messages a
 # second, ramping from 5 over 5s) until Ctrl-C. No Redis needed.
@@ -18,6 +21,18 @@ EXAMPLES := $(notdir $(patsubst %/,%,$(dir $(wildcard pkg/sdk/examples/*/main.go
 examples:
 	@mkdir -p bin/examples
 	$(foreach e,$(EXAMPLES),$(GO) build -o bin/examples/$(e) ./pkg/sdk/examples/$(e) &&) true
+
+# Container images, FROM scratch, built with podman, buildah or docker
+# (whichever is installed, in that order) by scripts/image.sh: sluice:$(TAG)
+# (image), and sluice-example-<name>:$(TAG) for every SDK example (images).
+# PLATFORMS=linux/amd64,linux/arm64 builds one image per platform and a
+# manifest list (podman, buildah). TAG (default dev), IMAGE_PREFIX, PODMAN_FLAGS
+# and CONTAINER_TOOL are passed on; see the script.
+image:
+	VERSION=$(VERSION) ./scripts/image.sh sluice
+
+images:
+	VERSION=$(VERSION) ./scripts/image.sh all
 
 deps:
 	@./scripts/deps.sh

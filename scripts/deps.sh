@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs when it is missing: redis-server and
-# nats-server, from Debian's packages. Without apt-get or root it prints a hint.
+# nats-server, and podman, buildah and runc for the container tests, from
+# Debian's packages. Without apt-get or root it prints a one-line hint.
 set -u
 
 missing=()
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool, for monitoring/'s tests
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+for c in podman buildah runc; do # test/podman, skipped without them
+  command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ] || missing+=("$c")
+done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -16,5 +20,5 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     exit 0
   fi
 fi
-echo "hint: install ${missing[*]} (Debian: apt-get install ${missing[*]}); tests that need them will fail without them" >&2
+echo "hint: install ${missing[*]} (Debian: apt-get install ${missing[*]}); tests that need them will fail (podman's are skipped) without them" >&2
 exit 0

@@ -39,6 +39,7 @@ commands:
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
   bench      measure a MonoVertex's or a pipeline's throughput with its rate limit off and on
   isb        create, delete or describe a pipeline's JetStream buffers
+  version    print the version of this build
 
 Run 'vertex <command> -h' for a command's flags.
 `
@@ -67,11 +68,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runBench(args[1:], stdout, stderr)
 	case "isb":
 		err = runISB(args[1:], stdout, stderr)
+	case "version", "--version":
+		err = runVersion(args[1:], stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, validate, simulate, bench, isb; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, validate, simulate, bench, isb, version; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)
