@@ -39,7 +39,7 @@ spec:
 	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
 	// The last batch's ack follows its write: wait for it before reading the
 	// counters.
-	p.waitFor(10*time.Second, "every message acked", func() bool {
+	pollFor(t, 10*time.Second, "every message acked", func() bool {
 		return metricValues(t, addr, "sluice_forward_ack_total")["nacks"] >= count
 	})
 	nacked := metricValues(t, addr, "sluice_forward_nack_total")["nacks"]
@@ -105,7 +105,7 @@ spec:
 	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0")
 	addr := p.metricsAddr()
 	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
-	p.waitFor(10*time.Second, "every message acked", func() bool {
+	pollFor(t, 10*time.Second, "every message acked", func() bool {
 		return metricValues(t, addr, "sluice_forward_ack_total")["out"] >= count
 	})
 	nacked := metricValues(t, addr, "sluice_forward_nack_total")
@@ -124,5 +124,19 @@ spec:
 	}
 	if nacked["map"] != count || nacked["out"] != count/2 {
 		t.Errorf("nacks per vertex %v; want map %d, out %d", nacked, count, count/2)
+	}
+}
+
+// pollFor calls cond every 50ms until it is true, or fails the test after
+// timeout: for conditions on metrics, which change without the process
+// writing anything.
+func pollFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond) // real processes, real time
 	}
 }
