@@ -41,9 +41,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	if err := makeSocketDir(dir, f); err != nil {
-		return err
-	}
 	t.SocketDir = dir
 	if fl.spawn {
 		stop, err := spawnFile(t.Config(true), "", dir, 0, io.Discard, stderr, log)

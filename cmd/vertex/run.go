@@ -71,9 +71,6 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	if err := makeSocketDir(dir, f); err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.reg, r.dir = reg, dir

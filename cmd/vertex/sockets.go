@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -46,29 +45,4 @@ func socketDir(flagValue string, spawn bool, fixed string, log *zap.Logger) (dir
 		"which sluice's SDK servers find through SLUICE_UDS_DIR but servers that know only "+fixed+
 		" (numaflow-go's) do not; --uds-dir chooses the directory", zap.String("dir", dir))
 	return dir, func() { os.RemoveAll(dir) }, nil
-}
-
-// makeSocketDir creates dir (0755) when the vertices of f have user-defined
-// containers, before they are spawned or waited for.
-func makeSocketDir(dir string, f *config.File) error {
-	if !hasContainers(f) {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usagef("cannot create %s, the user-defined containers' socket directory (%v); --uds-dir chooses another", dir, err)
-	}
-	return nil
-}
-
-// hasContainers reports whether a vertex of f has a user-defined container.
-func hasContainers(f *config.File) bool {
-	if m := f.MonoVertex; m != nil {
-		return len(containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink)) > 0
-	}
-	for _, v := range pipelineVertices(f) {
-		if len(containersOf(v.Source, v.UDF, v.Sink)) > 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -67,6 +67,9 @@ func spawnFile(f *config.File, only, dir string, replica int, stdout, stderr io.
 		if len(cs) == 0 {
 			return nil
 		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return usagef("cannot create %s, the user-defined containers' socket directory (%v); --uds-dir chooses another", dir, err)
+		}
 		sp, err := startContainers(cs, dir, vertex, replica, stdout, stderr, log)
 		if err == nil {
 			sps = append(sps, sp)
@@ -83,9 +86,7 @@ func spawnFile(f *config.File, only, dir string, replica int, stdout, stderr io.
 			if err != nil || !ok {
 				continue
 			}
-			if err = os.MkdirAll(vdir, 0o755); err == nil {
-				err = start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
-			}
+			err = start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
 		}
 	}
 	if err != nil {
