@@ -401,7 +401,7 @@ func TestContextEndHalfCloses(t *testing.T) {
 
 // A server that does not finish the exchange within the grace has the stream
 // cancelled; the error is the context's, and the connection stays.
-func TestContextEndGraceOver(t *testing.T) {
+func TestContextEndCancelsASlowServer(t *testing.T) {
 	dir := socketDir(t)
 	s := startServer(t, dir, make(chan struct{})) // never released
 	c := newClient(t, dir)
