@@ -44,6 +44,8 @@ type PodOptions struct {
 //     renamed <Name>-<volume>, and Down removes them.
 //   - It turns containerPorts into port mappings, which host networking
 //     refuses: they are dropped, and probes that name a port get its number.
+//   - It refuses env fieldRefs to metadata.namespace: they become the
+//     namespace's value (the Deployment's or its template's, else default).
 //
 // The pod gets hostNetwork: true, so that its servers sit on the host's
 // loopback, and images are replaced as o.Images says.
@@ -81,8 +83,20 @@ func ForPodman(t testing.TB, objs kubetest.Objects, deployment string, o PodOpti
 	}
 	containers, _ := spec["containers"].([]any)
 	spec["containers"] = append(sidecars, containers...)
+	namespace := "default"
+	for _, m := range []map[string]any{kubetest.Map(d, "metadata"), kubetest.Map(tmpl, "metadata")} {
+		if ns, ok := m["namespace"].(string); ok && ns != "" {
+			namespace = ns
+		}
+	}
 	for _, list := range []string{"initContainers", "containers"} {
 		for _, c := range kubetest.List(spec, list) {
+			for _, env := range kubetest.List(c, "env") {
+				if kubetest.Map(env, "valueFrom", "fieldRef")["fieldPath"] == "metadata.namespace" {
+					delete(env, "valueFrom")
+					env["value"] = namespace
+				}
+			}
 			image, _ := c["image"].(string)
 			repo, _, _ := strings.Cut(image, ":")
 			if to, ok := o.Images[repo]; ok {

@@ -42,18 +42,6 @@ func TestPodmanNumaflowPod(t *testing.T) {
 		Images: map[string]string{"sluice": imgs["sluice"], "sluice-example-simplesource": imgs["simplesource"],
 			"sluice-example-eventtime": imgs["eventtime"], "sluice-example-cat": imgs["cat"], "sluice-example-logsink": imgs["logsink"]},
 	})
-	// Podman 4.3 resolves no fieldRef to metadata.namespace: the value goes in
-	// as it would come out.
-	namespace := kubetest.Map(pod, "metadata")["namespace"]
-	for _, c := range kubetest.List(played[len(played)-1], "spec", "containers") {
-		for _, e := range c["env"].([]any) {
-			env := e.(map[string]any)
-			if kubetest.Map(env, "valueFrom", "fieldRef")["fieldPath"] == "metadata.namespace" {
-				delete(env, "valueFrom")
-				env["value"] = namespace
-			}
-		}
-	}
 	numa := podmantest.Container(t, played[len(played)-1], "numa")
 	if cmd := fmt.Sprint(numa["command"], numa["args"]); cmd != "[/bin/numaflow-rs] [processor]" {
 		t.Fatalf("the fixture's numa container runs %s; want Numaflow's /bin/numaflow-rs processor", cmd)
