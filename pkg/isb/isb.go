@@ -72,6 +72,32 @@ func (e *NackError) Error() string {
 // Is makes a NackError match [ErrNack].
 func (e *NackError) Is(target error) bool { return target == ErrNack }
 
+// ThrottledError is the error of a message the downstream refused because it
+// is rate limited, such as an HTTP endpoint that answered 429 Too Many
+// Requests: the downstream is healthy, only busy, and the message is to be
+// tried again no sooner than RetryAfter from now. It matches [ErrThrottled].
+type ThrottledError struct {
+	// RetryAfter is how long the downstream asked to wait; 0 when it did not
+	// say, and the writer's own backoff applies.
+	RetryAfter time.Duration
+	// Cause says what the downstream answered, for logs.
+	Cause string
+}
+
+func (e *ThrottledError) Error() string {
+	msg := "throttled by the downstream"
+	if e.Cause != "" {
+		msg += ": " + e.Cause
+	}
+	if e.RetryAfter > 0 {
+		msg += "; retry after " + e.RetryAfter.String()
+	}
+	return msg
+}
+
+// Is makes a ThrottledError match [ErrThrottled].
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
 // ReadMessage is a message read from a Reader, with what the Reader needs to ack it.
 type ReadMessage struct {
 	Message
@@ -98,7 +124,11 @@ type Reader interface {
 //
 // Write tries every message in msgs and records in errs (len(errs) == len(msgs))
 // what became of each: nil when written, an error matching [ErrFallback] when the
-// message should go to the fallback sink, another error when it failed and may be
+// message should go to the fallback sink, [ErrNack] when it is to be handed back
+// to its source, [ErrBufferFull] when the buffer is full, [ErrThrottled] (often a
+// [*ThrottledError]) when the downstream is rate limited and asks to be tried
+// again later, [ErrRejected] when the downstream refused the message itself and
+// trying it again will not help, another error when it failed and may be
 // retried. A non-nil return is an error for the whole batch, with errs unspecified.
 // Write never keeps msgs or their payloads after it returns.
 type Writer interface {
@@ -137,4 +167,12 @@ var (
 	// try again later (onFull: retryUntilSuccess) or give the message up
 	// (discardLatest).
 	ErrBufferFull = errors.New("isb: buffer full")
+	// ErrThrottled marks a message the downstream refused because it is rate
+	// limited: the writer is to try it again later, as a [*ThrottledError]
+	// says when it is one, and the downstream is not failing.
+	ErrThrottled = errors.New("isb: throttled by the downstream")
+	// ErrRejected marks a message the downstream refused for what it is, such
+	// as an HTTP endpoint answering 400 Bad Request: trying it again will not
+	// help.
+	ErrRejected = errors.New("isb: rejected by the downstream")
 )

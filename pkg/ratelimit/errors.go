@@ -37,18 +37,23 @@ const (
 	// ReasonDownstreamFull means the sink or the next buffer is full. A Limiter
 	// never reports it; a forwarder pauses for it beside the limiter's reasons.
 	ReasonDownstreamFull
+	// ReasonDownstreamThrottled means the sink refused messages because it is
+	// rate limited, and the forwarder waits as long as it asked (an HTTP
+	// Retry-After). A Limiter never reports it.
+	ReasonDownstreamThrottled
 )
 
 var reasonNames = [...]string{
-	NotThrottled:            "none",
-	ReasonRateLimited:       "rate_limited",
-	ReasonAwaitingAgreement: "awaiting_agreement",
-	ReasonStoreUnavailable:  "store_unavailable",
-	ReasonDownstreamFull:    "downstream_full",
+	NotThrottled:              "none",
+	ReasonRateLimited:         "rate_limited",
+	ReasonAwaitingAgreement:   "awaiting_agreement",
+	ReasonStoreUnavailable:    "store_unavailable",
+	ReasonDownstreamFull:      "downstream_full",
+	ReasonDownstreamThrottled: "downstream_throttled",
 }
 
 // String returns the reason as used in metric labels: none, rate_limited,
-// awaiting_agreement, store_unavailable, downstream_full.
+// awaiting_agreement, store_unavailable, downstream_full, downstream_throttled.
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
 		return reasonNames[r]

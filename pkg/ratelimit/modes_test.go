@@ -132,6 +132,18 @@ func TestModeText(t *testing.T) {
 	}
 }
 
+func TestReasonString(t *testing.T) {
+	for r, want := range map[Reason]string{
+		NotThrottled: "none", ReasonRateLimited: "rate_limited", ReasonAwaitingAgreement: "awaiting_agreement",
+		ReasonStoreUnavailable: "store_unavailable", ReasonDownstreamFull: "downstream_full",
+		ReasonDownstreamThrottled: "downstream_throttled", Reason(42): "Reason(42)",
+	} {
+		if got := r.String(); got != want {
+			t.Errorf("Reason(%d).String() = %q; want %q", uint8(r), got, want)
+		}
+	}
+}
+
 // FuzzRamp checks the mode arithmetic on random configs and demand: the pool is
 // always within [min, max], no epoch grants more than floor(P), and a call is
 // granted min(demand, floor(P)).
