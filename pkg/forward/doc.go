@@ -10,7 +10,9 @@
 //	ack                     Reader.Ack, only after the write is durable
 //
 // While the limiter has no tokens the forwarder waits and a [Tracker] counts why
-// (a ratelimit.Reason, also downstream_full while the sink is full). On shutdown
+// (a ratelimit.Reason, also downstream_full while the sink is full, and
+// downstream_throttled while it waits as long as a sink that refused messages
+// with isb.ErrThrottled asked). On shutdown
 // reads stop, the batch in flight is written and acked within the shutdown
 // timeout, and a batch still unacked at that deadline is logged and naked (when
 // the reader is an isb.Naker) so that it is delivered again at once.

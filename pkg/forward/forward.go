@@ -78,10 +78,18 @@ const (
 
 // RetryPolicy is how a forwarder retries sink writes: exponential backoff from
 // Interval, doubling to at most MaxInterval, each wait jittered by up to half.
+//
+// A message the sink refused because it is throttled (isb.ErrThrottled) is
+// retried after the backoff or the wait the sink asked for, whichever is
+// longer, and that attempt is not one of its Steps. A message the sink
+// rejected (isb.ErrRejected) goes to the fallback sink at once when there is
+// one, is dropped at once when OnFailure is Drop, and is otherwise retried as
+// any failure.
 type RetryPolicy struct {
 	Interval    time.Duration
 	MaxInterval time.Duration
-	// Steps is the number of attempts before OnFailure applies; 0 is no limit.
+	// Steps is the number of failed attempts of a message before OnFailure
+	// applies to it; 0 is no limit.
 	Steps     int
 	OnFailure OnFailure
 }
@@ -105,7 +113,8 @@ type Options struct {
 	// reads of a source with data are never delayed. A vertex sets it to its
 	// readTimeout when that is shorter.
 	MaxIdlePause time.Duration
-	// Clock times the pauses of a dry reader (default: the wall clock).
+	// Clock times the pauses of a dry reader and the waits before retries
+	// (default: the wall clock).
 	Clock clock.Clock
 }
 
@@ -124,7 +133,12 @@ type Forwarder struct {
 	out      []isb.Message
 	errs     []error
 	failed   []isb.Message
+	tries    []int // tries[i]: the failed attempts of failed[i] that count as retry steps
 	fallback []isb.Message
+	// rejectDrops counts the messages of the batch in progress that the sink
+	// rejected and OnFailure dropped, and rejectErr is the first one's error.
+	rejectDrops int
+	rejectErr   error
 	// nacks[i] is set when batch[i] of the batch in progress was nacked.
 	nacks   []*isb.NackOptions
 	nacked  int // how many of nacks are set
@@ -416,41 +430,40 @@ func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, 
 }
 
 // write writes msgs to the sink, retrying what fails, and sends to the fallback
-// sink what the sink asks to, or what keeps failing when OnFailure is Fallback. It
-// returns an error only when hard is done before every message was written.
+// sink what the sink asks to, what it rejects (isb.ErrRejected) when there is a
+// fallback sink, and what keeps failing when OnFailure is Fallback. Messages the
+// sink refused because it is throttled (isb.ErrThrottled) are retried without
+// using a retry step, after the wait it asked for. It returns an error only
+// when hard is done before every message was written.
 func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
 	f.fallback = f.fallback[:0]
+	f.tries = zeroed(f.tries, len(msgs))
 	pending := msgs
 	full := false
 	defer func() {
 		if full {
 			f.d.Tracker.End(ratelimit.ReasonDownstreamFull)
 		}
+		f.logRejectedDrops()
 	}()
 	for attempt := 0; len(pending) > 0; attempt++ {
-		var isFull bool
-		pending, isFull = f.writeOnce(f.d.Sink, StageWrite, hard, pending)
+		var o outcome
+		pending, o = f.writeOnce(f.d.Sink, StageWrite, hard, pending)
 		if len(pending) == 0 {
 			break
 		}
-		if isFull != full {
-			if isFull {
+		if o.full != full {
+			if o.full {
 				f.d.Tracker.Begin(ratelimit.ReasonDownstreamFull)
 			} else {
 				f.d.Tracker.End(ratelimit.ReasonDownstreamFull)
 			}
-			full = isFull
+			full = o.full
 		}
-		if p := f.opts.Retry; p.Steps > 0 && attempt+1 >= p.Steps && p.OnFailure != Retry {
-			if p.OnFailure == Drop || f.d.Fallback == nil {
-				f.log.Warn("dropping messages the sink keeps failing", zap.Int("messages", len(pending)))
-				f.d.Metrics.Dropped.Add(float64(len(pending)))
-			} else {
-				f.fallback = append(f.fallback, pending...)
-			}
+		if pending = f.giveUp(pending); len(pending) == 0 {
 			break
 		}
-		if !f.sleep(hard, f.backoff(attempt)) {
+		if !f.pause(hard, o, attempt, len(pending)) {
 			return hard.Err()
 		}
 	}
@@ -461,53 +474,37 @@ func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
 }
 
 // writeOnce writes msgs to w once, counts the outcome, and returns the messages to
-// retry (in f.failed) and whether any failed because w is full. Messages w routes to
-// the fallback sink are added to f.fallback.
-func (f *Forwarder) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, bool) {
+// retry (in f.failed, with their failed attempts in f.tries, aligned with msgs on
+// the way in and with the result on the way out) and what became of the batch.
+// Messages w routes to the fallback sink are added to f.fallback.
+func (f *Forwarder) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, outcome) {
 	errs := f.errSlice(len(msgs))
 	if err := w.Write(hard, msgs, errs); err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
 	}
-	failed := f.failed[:0]
-	written, full := 0, false
-	var firstErr error
+	var o outcome
+	failed, tries := f.failed[:0], f.tries[:0]
 	for i, err := range errs {
-		switch {
-		case err == nil:
-			written++
-		case errors.Is(err, isb.ErrFallback) && stage == StageWrite && f.d.Fallback != nil:
-			f.fallback = append(f.fallback, msgs[i])
-		case errors.Is(err, isb.ErrNack):
-			var opts isb.NackOptions
-			if ne := (*isb.NackError)(nil); errors.As(err, &ne) {
-				opts = ne.Options
-			}
-			f.nack(msgs[i].Origin, &opts)
-		default:
-			full = full || errors.Is(err, isb.ErrBufferFull)
-			if firstErr == nil {
-				firstErr = err
-			}
-			failed = append(failed, msgs[i])
+		if err == nil {
+			o.written++
+			continue
 		}
-	}
-	if stage == StageWrite {
-		f.d.Metrics.Written.Add(float64(written))
-	} else {
-		f.d.Metrics.Fallback.Add(float64(written))
-	}
-	if len(failed) > 0 {
-		f.d.Metrics.Errors.WithLabelValues(stage).Add(float64(len(failed)))
-		if !full {
-			f.log.Warn("write failed; retrying", zap.String("stage", stage), zap.Int("messages", len(failed)), zap.Error(firstErr))
+		if !f.failedOne(stage, &msgs[i], err, &o) {
+			continue
 		}
+		t := f.tries[i]
+		if !errors.Is(err, isb.ErrThrottled) {
+			t++ // a throttled message uses no retry step
+		}
+		failed, tries = append(failed, msgs[i]), append(tries, t)
 	}
+	f.count(stage, &o)
 	// On a retry msgs is f.failed itself: failed compacts it in place, never
-	// writing past the message being read.
-	f.failed = failed
-	return failed, full
+	// writing past the message being read, and tries does f.tries likewise.
+	f.failed, f.tries = failed, tries
+	return failed, o
 }
 
 // writeFallback writes f.fallback to the fallback sink until it takes all of them.
@@ -516,9 +513,11 @@ func (f *Forwarder) writeFallback(hard context.Context) error {
 	if f.d.Fallback == nil {
 		return nil
 	}
+	f.tries = zeroed(f.tries, len(pending))
 	for attempt := 0; len(pending) > 0; attempt++ {
-		pending, _ = f.writeOnce(f.d.Fallback, StageFallback, hard, pending)
-		if len(pending) > 0 && !f.sleep(hard, f.backoff(attempt)) {
+		var o outcome
+		pending, o = f.writeOnce(f.d.Fallback, StageFallback, hard, pending)
+		if len(pending) > 0 && !f.pause(hard, o, attempt, len(pending)) {
 			return hard.Err()
 		}
 	}
@@ -560,12 +559,14 @@ func (f *Forwarder) backoff(attempt int) time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
-// sleep waits d or until ctx is done, and reports whether it waited the whole d.
+// sleep waits d on the forwarder's clock or until ctx is done, and reports
+// whether it waited the whole d.
 func (f *Forwarder) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+	done := make(chan struct{})
+	t := f.opts.Clock.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-done:
 		return true
 	case <-ctx.Done():
 		return false

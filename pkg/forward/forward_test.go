@@ -51,7 +51,7 @@ type harness struct {
 
 func start(t *testing.T, d Deps, opts Options) *harness {
 	t.Helper()
-	h := &harness{tr: NewTracker(nil)}
+	h := &harness{tr: NewTracker(opts.Clock)} // the wall clock without one
 	switch r := d.Reader.(type) {
 	case *memory.Buffer:
 		h.in = r

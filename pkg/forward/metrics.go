@@ -16,6 +16,10 @@ type Metrics struct {
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
 	Batch     prometheus.Histogram
+
+	// ThrottleSignals counts the messages a sink refused with a throttle
+	// signal (isb.ErrThrottled), once per refusal.
+	ThrottleSignals prometheus.Counter
 }
 
 // Stages of a forward iteration, the values of the error counter's stage label.
@@ -38,6 +42,10 @@ const (
 	depositedHelp = "Tokens kept and then given back to the rate limiter: with excludeDropped, those of dropped messages. Granted minus deposited is what counted against the limit."
 )
 
+// throttleSignalsHelp is the help of the counter of throttle signals.
+const throttleSignalsHelp = "Messages a sink refused because it is rate limited (an HTTP sink's 429 or 503), once per refusal; " +
+	"they are retried after the wait it asked for, use no retry step, and are not write errors."
+
 // NewMetrics creates a forwarder's metrics and registers them with reg, which
 // should carry the vertex and replica labels (prometheus.WrapRegistererWith). The
 // throttled-seconds counters read tr at each scrape.
@@ -55,8 +63,9 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		Dropped:  counter("sluice_forward_drop_total", "Messages dropped: by the transformer or the UDF (to_drop), by onFailure: drop, or nacked more often than their nack allows."),
 		Nacked: counter("sluice_forward_nack_total",
 			"Messages read that a function or the sink nacked, handed back to be delivered again (once per delivery)."),
-		Granted:   counter("sluice_ratelimit_granted_total", grantedHelp),
-		Deposited: counter("sluice_ratelimit_deposited_total", depositedHelp),
+		Granted:         counter("sluice_ratelimit_granted_total", grantedHelp),
+		Deposited:       counter("sluice_ratelimit_deposited_total", depositedHelp),
+		ThrottleSignals: counter("sluice_forward_throttle_signals_total", throttleSignalsHelp),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_forward_error_total", Help: "Errors by stage of the forward loop.",
 		}, []string{"stage"}),

@@ -9,10 +9,12 @@ import (
 )
 
 // reasons lists every reason a forwarder pauses for, in the order Throttled
-// reports them: the limiter's and a full downstream.
+// reports them: the limiter's, a full downstream, and a downstream that asked
+// to be tried again later.
 var reasons = [...]ratelimit.Reason{
 	ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement,
 	ratelimit.ReasonStoreUnavailable, ratelimit.ReasonDownstreamFull,
+	ratelimit.ReasonDownstreamThrottled,
 }
 
 // Tracker counts the conditions that pause a forwarder. Conditions may overlap: the
@@ -81,8 +83,8 @@ func (t *Tracker) End(r ratelimit.Reason) {
 }
 
 // Throttled reports whether any condition is active, and the reasons active now:
-// rate_limited, awaiting_agreement, store_unavailable, downstream_full, in that
-// order.
+// rate_limited, awaiting_agreement, store_unavailable, downstream_full,
+// downstream_throttled, in that order.
 func (t *Tracker) Throttled() (bool, []ratelimit.Reason) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -1,0 +1,220 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// What a sink answers for each message decides what the forwarder does with
+// it: written (nil), to the fallback sink (isb.ErrFallback), handed back to
+// the source (isb.ErrNack), retried after the wait the sink asked for without
+// using a retry step (isb.ErrThrottled), to the fallback sink or dropped at
+// once, else retried (isb.ErrRejected), or retried as a failure (any other
+// error, isb.ErrBufferFull among them).
+
+// outcome is what one write of a batch came to, beside the messages to retry.
+type outcome struct {
+	written int
+	// errors counts the messages that failed, rejected ones included; failed
+	// those of them retried that were not rejected, and rejected those that
+	// were.
+	errors, failed, rejected int
+	// full is set when a message failed because the downstream is full.
+	full bool
+	// throttled counts the messages refused with a throttle signal, and
+	// retryAfter is the longest wait one of them asked for.
+	throttled  int
+	retryAfter time.Duration
+	// firstErr is the error of the first failed message that is neither
+	// throttled nor rejected, and firstRejected of the first rejected one.
+	firstErr, firstRejected error
+}
+
+// failedOne sorts out a message the writer of stage did not write, counting it
+// in o, and reports whether it is to be tried again.
+func (f *Forwarder) failedOne(stage string, m *isb.Message, err error, o *outcome) bool {
+	switch {
+	case errors.Is(err, isb.ErrFallback) && stage == StageWrite && f.d.Fallback != nil:
+		f.fallback = append(f.fallback, *m)
+		return false
+	case errors.Is(err, isb.ErrNack):
+		var opts isb.NackOptions
+		if ne := (*isb.NackError)(nil); errors.As(err, &ne) {
+			opts = ne.Options
+		}
+		f.nack(m.Origin, &opts)
+		return false
+	case errors.Is(err, isb.ErrThrottled):
+		o.throttled++
+		if te := (*isb.ThrottledError)(nil); errors.As(err, &te) {
+			o.retryAfter = max(o.retryAfter, te.RetryAfter)
+		}
+		return true
+	}
+	o.errors++
+	if errors.Is(err, isb.ErrRejected) {
+		return f.rejected(stage, m, err, o)
+	}
+	o.full = o.full || errors.Is(err, isb.ErrBufferFull)
+	o.failed++
+	if o.firstErr == nil {
+		o.firstErr = err
+	}
+	return true
+}
+
+// rejected sorts out a message the writer of stage rejected: to the fallback
+// sink when there is one, dropped when OnFailure is Drop, retried otherwise. It
+// reports whether the message is to be tried again.
+func (f *Forwarder) rejected(stage string, m *isb.Message, err error, o *outcome) bool {
+	switch {
+	case stage == StageWrite && f.d.Fallback != nil:
+		f.fallback = append(f.fallback, *m)
+		return false
+	case f.opts.Retry.OnFailure == Drop:
+		f.d.Metrics.Dropped.Inc()
+		if f.rejectDrops == 0 {
+			f.rejectErr = err
+		}
+		f.rejectDrops++
+		return false
+	}
+	o.rejected++
+	if o.firstRejected == nil {
+		o.firstRejected = err
+	}
+	return true
+}
+
+// count adds o to the metrics of stage and logs the failures to retry.
+func (f *Forwarder) count(stage string, o *outcome) {
+	if stage == StageWrite {
+		f.d.Metrics.Written.Add(float64(o.written))
+	} else {
+		f.d.Metrics.Fallback.Add(float64(o.written))
+	}
+	if o.errors > 0 {
+		f.d.Metrics.Errors.WithLabelValues(stage).Add(float64(o.errors))
+	}
+	if o.throttled > 0 {
+		f.d.Metrics.ThrottleSignals.Add(float64(o.throttled))
+	}
+	if o.firstErr != nil && !o.full {
+		f.log.Warn("write failed; retrying", zap.String("stage", stage), zap.Int("messages", o.failed), zap.Error(o.firstErr))
+	}
+	if o.rejected > 0 {
+		f.log.Warn("the sink rejected messages; retrying them, which will not help unless it changes its mind "+
+			"(with a fallback sink, or onFailure: drop, they would not be retried)",
+			zap.String("stage", stage), zap.Int("messages", o.rejected), zap.Error(o.firstRejected))
+	}
+}
+
+// giveUp takes out of pending, and of f.tries along with it, the messages that
+// failed as many times as the retry policy's Steps when OnFailure says what to
+// do with them then: add them to f.fallback, or drop them. It returns the
+// messages left to retry.
+func (f *Forwarder) giveUp(pending []isb.Message) []isb.Message {
+	p := f.opts.Retry
+	if p.Steps <= 0 || p.OnFailure == Retry {
+		return pending
+	}
+	kept, tries, dropped := pending[:0], f.tries[:0], 0
+	for i, m := range pending {
+		switch {
+		case f.tries[i] < p.Steps:
+			kept, tries = append(kept, m), append(tries, f.tries[i])
+		case p.OnFailure == Drop || f.d.Fallback == nil:
+			dropped++
+		default:
+			f.fallback = append(f.fallback, m)
+		}
+	}
+	if dropped > 0 {
+		f.log.Warn("dropping messages the sink keeps failing", zap.Int("messages", dropped))
+		f.d.Metrics.Dropped.Add(float64(dropped))
+	}
+	clear(pending[len(kept):]) // let go of the payloads
+	f.tries = tries
+	return kept
+}
+
+// pause waits before the retry of the retry messages that follows attempt:
+// the backoff, or as long as the longest wait the sink asked for when it
+// throttled messages. While it waits for a throttled sink, the tracker holds
+// downstream_throttled, and after the wait it takes tokens anew for the
+// messages to send again (see retake). It reports whether it waited the whole
+// time, which it does not when hard ends.
+func (f *Forwarder) pause(hard context.Context, o outcome, attempt, retry int) bool {
+	d := f.backoff(attempt)
+	if o.throttled == 0 {
+		return f.sleep(hard, d)
+	}
+	d = max(d, o.retryAfter)
+	f.log.Debug("the sink is throttled; waiting before the retry",
+		zap.Int("messages", o.throttled), zap.Duration("wait", d))
+	f.d.Tracker.Begin(ratelimit.ReasonDownstreamThrottled)
+	waited := f.sleep(hard, d)
+	f.d.Tracker.End(ratelimit.ReasonDownstreamThrottled)
+	return waited && f.retake(hard, retry)
+}
+
+// retake takes n tokens from the limiter, waiting for them as a read does,
+// for messages to send again after a throttle signal. Their first tokens
+// were spent on the attempt the sink refused, in an epoch that has passed
+// when its Retry-After has: sent on those, they would come on top of the
+// current epoch's grant, and the sink would see more than the limit in a
+// second. It reports false when hard ends first; a limiter that fails
+// otherwise (closed) lets the messages go without tokens.
+func (f *Forwarder) retake(hard context.Context, n int) bool {
+	if f.d.Limiter == nil {
+		return true
+	}
+	for n > 0 {
+		g, reason := f.d.Limiter.TryAcquire(n)
+		if g.Tokens == 0 {
+			var err error
+			f.d.Tracker.Begin(reason)
+			g, err = f.d.Limiter.Acquire(hard, n)
+			f.d.Tracker.End(reason)
+			switch {
+			case hard.Err() != nil:
+				return false
+			case errors.Is(err, ratelimit.ErrRateLimited):
+				continue
+			case err != nil:
+				f.log.Warn("no tokens for the messages a throttled sink refused; sending them again without", zap.Error(err))
+				return true
+			}
+		}
+		n -= g.Tokens
+		f.d.Metrics.Granted.Add(float64(g.Tokens))
+	}
+	return true
+}
+
+// logRejectedDrops logs, once per batch, the messages the sink rejected that
+// OnFailure dropped, and forgets them.
+func (f *Forwarder) logRejectedDrops() {
+	if f.rejectDrops == 0 {
+		return
+	}
+	f.log.Warn("dropping messages the sink rejected (onFailure: drop)",
+		zap.Int("messages", f.rejectDrops), zap.Error(f.rejectErr))
+	f.rejectDrops, f.rejectErr = 0, nil
+}
+
+// zeroed returns s resized to n elements, all 0.
+func zeroed(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
