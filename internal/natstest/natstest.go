@@ -29,6 +29,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/sluiceflow/sluice/internal/proctest"
 )
@@ -44,13 +45,17 @@ const (
 
 const notFoundHint = "nats-server not found on PATH or in /usr/sbin: run make test, which installs it, or apt-get install nats-server"
 
-// Options configure a server started by Start. User/Password and Token are
-// exclusive; without either the server accepts any client.
+// Options configure a server started by Start. User/Password, Token and
+// NKeySeed are exclusive; without any of them the server accepts any client.
 type Options struct {
 	// User and Password make the server require them (--user, --pass).
 	User, Password string
 	// Token makes the server require an authorization token (--auth).
 	Token string
+	// NKeySeed, a user nkey seed (SU...), makes the server require the user
+	// of its public key, who signs the server's nonce with the seed. The
+	// server reads the user from a configuration file (-c) in Dir.
+	NKeySeed string
 	// Args are extra nats-server arguments, e.g. {"-D"}. They come last.
 	Args []string
 }
@@ -93,8 +98,8 @@ func natsServerPath(t testing.TB) string {
 // The server is killed when the test finishes.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
-	if o.Token != "" && (o.User != "" || o.Password != "") {
-		t.Fatal("natstest: Options.Token and Options.User/Password are exclusive")
+	if n := btoi(o.Token != "") + btoi(o.User != "" || o.Password != "") + btoi(o.NKeySeed != ""); n > 1 {
+		t.Fatal("natstest: Options.Token, Options.User/Password and Options.NKeySeed are exclusive")
 	}
 	o.Args = append([]string(nil), o.Args...)
 	s := &Server{
@@ -105,6 +110,11 @@ func Start(t testing.TB, o Options) *Server {
 		tb:   t,
 	}
 	s.StoreDir = filepath.Join(s.Dir, "store")
+	if o.NKeySeed != "" {
+		if err := s.writeNKeyConfig(); err != nil {
+			t.Fatalf("natstest: %v", err)
+		}
+	}
 	// Registered after t.TempDir, so the process is gone before the
 	// directory is removed.
 	t.Cleanup(s.Kill)
@@ -150,7 +160,36 @@ func (s *Server) args() []string {
 	if o.Token != "" {
 		a = append(a, "--auth", o.Token)
 	}
+	if o.NKeySeed != "" {
+		a = append(a, "-c", filepath.Join(s.Dir, nkeyConfig))
+	}
 	return append(a, o.Args...)
+}
+
+// nkeyConfig is the configuration file, in Dir, of a server started with
+// Options.NKeySeed.
+const nkeyConfig = "nkey.conf"
+
+// writeNKeyConfig writes the configuration file that makes the server
+// require the user of Options.NKeySeed.
+func (s *Server) writeNKeyConfig() error {
+	kp, err := nkeys.FromSeed([]byte(s.opts.NKeySeed))
+	if err != nil {
+		return fmt.Errorf("Options.NKeySeed: %w", err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return fmt.Errorf("Options.NKeySeed: %w", err)
+	}
+	conf := "authorization {\n  users = [\n    { nkey: " + strconv.Quote(pub) + " }\n  ]\n}\n"
+	return os.WriteFile(filepath.Join(s.Dir, nkeyConfig), []byte(conf), 0o600)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // run starts the process on s.Port and waits until it is ready. On failure
@@ -200,6 +239,12 @@ func (s *Server) ClientOptions() []nats.Option {
 	}
 	if s.opts.Token != "" {
 		opts = append(opts, nats.Token(s.opts.Token))
+	}
+	if s.opts.NKeySeed != "" {
+		// Start checked the seed.
+		kp, _ := nkeys.FromSeed([]byte(s.opts.NKeySeed))
+		pub, _ := kp.PublicKey()
+		opts = append(opts, nats.Nkey(pub, kp.Sign))
 	}
 	return opts
 }

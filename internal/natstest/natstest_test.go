@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -154,6 +155,8 @@ func TestAuth(t *testing.T) {
 			[]nats.Option{nats.UserInfo("alice", "wrong")}},
 		{"token", Options{Token: "t0ken"},
 			[]nats.Option{nats.Token("wrong")}},
+		{"nkey", Options{NKeySeed: userSeed(t)},
+			[]nats.Option{nkeyOption(t, userSeed(t))}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -176,6 +179,34 @@ func TestAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// userSeed returns the seed of a new user nkey.
+func userSeed(t *testing.T) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(seed)
+}
+
+// nkeyOption signs in as the user of seed.
+func nkeyOption(t *testing.T, seed string) nats.Option {
+	t.Helper()
+	kp, err := nkeys.FromSeed([]byte(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nats.Nkey(pub, kp.Sign)
 }
 
 // The process is gone once the test that started it has finished.
