@@ -1,0 +1,96 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// Pending returns the consumer lag over the partitions this source owns now:
+// for each, its high watermark less its committed offset, or less where
+// reading starts (auto.offset.reset) when the group committed none. It costs
+// two requests (three when a partition has no commit and reading starts at
+// the earliest offset). On error it returns -1.
+func (s *Source) Pending(ctx context.Context) (int64, error) {
+	owned := s.owned()
+	if len(owned) == 0 {
+		return 0, nil
+	}
+	topics := make([]string, 0, len(owned))
+	for t := range owned {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	ends, err := s.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return -1, fmt.Errorf("kafka source: pending: listing end offsets: %w", err)
+	}
+	committed, err := s.adm.FetchOffsets(ctx, s.cfg.Group)
+	if err != nil {
+		return -1, fmt.Errorf("kafka source: pending: fetching the committed offsets of group %q: %w", s.cfg.Group, err)
+	}
+	var starts kadm.ListedOffsets
+	var total int64
+	for _, t := range topics {
+		for _, n := range owned[t] {
+			end, ok := ends.Lookup(t, n)
+			if err := offsetErr(ok, end.Err); err != nil {
+				return -1, fmt.Errorf("kafka source: pending: end offset of %s[%d]: %w", t, n, err)
+			}
+			at := int64(-1)
+			if c, ok := committed.Lookup(t, n); ok && c.Err == nil {
+				at = c.At
+			}
+			if at < 0 {
+				if at, err = s.startOffset(ctx, &starts, topics, t, n, end.Offset); err != nil {
+					return -1, err
+				}
+			}
+			total += max(0, end.Offset-at)
+		}
+	}
+	return total, nil
+}
+
+// startOffset is where reading a partition without a commit starts: its log
+// start offset for earliest (listed once, into starts), its end for latest.
+func (s *Source) startOffset(ctx context.Context, starts *kadm.ListedOffsets, topics []string, t string, n int32, end int64) (int64, error) {
+	if s.reset == "latest" {
+		return end, nil
+	}
+	if *starts == nil {
+		var err error
+		if *starts, err = s.adm.ListStartOffsets(ctx, topics...); err != nil {
+			return -1, fmt.Errorf("kafka source: pending: listing start offsets: %w", err)
+		}
+	}
+	start, ok := starts.Lookup(t, n)
+	if err := offsetErr(ok, start.Err); err != nil {
+		return -1, fmt.Errorf("kafka source: pending: start offset of %s[%d]: %w", t, n, err)
+	}
+	return start.Offset, nil
+}
+
+// offsetErr is the error of a listed offset: err, or that it is missing.
+func offsetErr(listed bool, err error) error {
+	if !listed {
+		return errors.New("not listed")
+	}
+	return err
+}
+
+// owned returns the partitions this source owns, by topic.
+func (s *Source) owned() map[string][]int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]int32{}
+	for k, p := range s.parts {
+		if !p.revoking {
+			out[k.topic] = append(out[k.topic], k.partition)
+		}
+	}
+	return out
+}
