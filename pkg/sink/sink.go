@@ -1,5 +1,5 @@
-// Package sink holds the built-in sinks, log and blackhole, and the user-defined
-// sink reached over gRPC. Every sink is an [isb.Writer].
+// Package sink holds the built-in sinks, log, blackhole and [HTTP], and the
+// user-defined sink reached over gRPC. Every sink is an [isb.Writer].
 package sink
 
 import (
