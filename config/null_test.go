@@ -23,7 +23,7 @@ func TestNullSetsNothing(t *testing.T) {
 			t.Errorf("replicas %v, bypass %v; want neither set", s.Replicas, s.Bypass.IsSet())
 		}
 		src := s.Source
-		if src.UDSource == nil || src.Generator != nil || src.HTTP != nil || src.Kafka.IsSet() || src.SQS.IsSet() {
+		if src.UDSource == nil || src.Generator != nil || src.HTTP != nil || src.Kafka != nil || src.SQS.IsSet() {
 			t.Errorf("source = %+v; want udsource alone", src)
 		}
 		if c := src.UDSource.Container; c.Command != nil || c.Args != nil || c.Env != nil {
@@ -130,7 +130,7 @@ func TestNullForms(t *testing.T) {
 				if u := s.UDF; u != nil && (u.Container.Command != nil || len(u.Container.Env) != 1 || u.Container.Env[0] != EnvVar{Name: "A"}) {
 					t.Errorf("null set something: udf container %+v", u.Container)
 				}
-				if s.Replicas != nil || (s.UDF != nil && s.UDF.Container.Image != "x") || s.Bypass.IsSet() || s.Sink.Kafka.IsSet() || len(f.Ignored) != 0 ||
+				if s.Replicas != nil || (s.UDF != nil && s.UDF.Container.Image != "x") || s.Bypass.IsSet() || s.Sink.Kafka != nil || len(f.Ignored) != 0 ||
 					s.Limits.GetRateLimit() != nil || s.Limits.GetReadTimeout() != time.Second {
 					t.Errorf("null set something: %+v, ignored %q", s, f.Ignored)
 				}
@@ -144,10 +144,10 @@ func TestNullForms(t *testing.T) {
 func TestNullExplained(t *testing.T) {
 	for _, tt := range []struct{ name, spec, want string }{
 		{"a sink kind", "  source:\n    generator: {}\n  sink:\n    log:\n",
-			"spec.sink: set one sink: log, blackhole or udsink; log: null sets nothing (write log: {})"},
+			"spec.sink: set one sink: log, blackhole, kafka, http or udsink; log: null sets nothing (write log: {})"},
 		{"a source", "  source: null\n  sink:\n    log: {}\n", "spec.source: is required; null sets nothing"},
 		{"a source kind", "  source:\n    generator: ~\n  sink:\n    log: {}\n",
-			"spec.source: set one source: generator, http or udsource; generator: null sets nothing (write generator: {})"},
+			"spec.source: set one source: generator, http, kafka, nats, jetstream or udsource; generator: null sets nothing (write generator: {})"},
 		{"the max", "  source:\n    generator: {}\n  sink:\n    log: {}\n  limits:\n    rateLimit:\n      max: null\n",
 			"spec.limits.rateLimit.max: is required; null sets nothing"},
 	} {

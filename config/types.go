@@ -311,16 +311,16 @@ type GoBackN struct {
 
 // Source is where a vertex reads from: one kind, and optionally a transformer.
 type Source struct {
-	Generator   *Generator   `yaml:"generator"`
-	HTTP        *HTTPSource  `yaml:"http"`
-	UDSource    *UDContainer `yaml:"udsource"`
-	Transformer *Transformer `yaml:"transformer"`
-	Kafka       Unsupported  `yaml:"kafka"`
-	Nats        Unsupported  `yaml:"nats"`
-	JetStream   Unsupported  `yaml:"jetstream"`
-	Serving     Unsupported  `yaml:"serving"`
-	Pulsar      Unsupported  `yaml:"pulsar"`
-	SQS         Unsupported  `yaml:"sqs"`
+	Generator   *Generator       `yaml:"generator"`
+	HTTP        *HTTPSource      `yaml:"http"`
+	UDSource    *UDContainer     `yaml:"udsource"`
+	Kafka       *KafkaSource     `yaml:"kafka"`
+	Nats        *NatsSource      `yaml:"nats"`
+	JetStream   *JetStreamSource `yaml:"jetstream"`
+	Transformer *Transformer     `yaml:"transformer"`
+	Serving     Unsupported      `yaml:"serving"`
+	Pulsar      Unsupported      `yaml:"pulsar"`
+	SQS         Unsupported      `yaml:"sqs"`
 }
 
 // Generator is the generator source.
@@ -425,10 +425,12 @@ type AbstractSink struct {
 	Log       *struct{}    `yaml:"log"`
 	Blackhole *struct{}    `yaml:"blackhole"`
 	UDSink    *UDContainer `yaml:"udsink"`
-	Kafka     Unsupported  `yaml:"kafka"`
-	Serve     Unsupported  `yaml:"serve"`
-	SQS       Unsupported  `yaml:"sqs"`
-	Pulsar    Unsupported  `yaml:"pulsar"`
+	Kafka     *KafkaSink   `yaml:"kafka"`
+	// HTTP is sluice's addition.
+	HTTP   *HTTPSink   `yaml:"http"`
+	Serve  Unsupported `yaml:"serve"`
+	SQS    Unsupported `yaml:"sqs"`
+	Pulsar Unsupported `yaml:"pulsar"`
 }
 
 // RetryStrategy is how failed sink writes are retried.

@@ -137,10 +137,10 @@ func (c *checker) oneOf(path, what string, kinds map[string]bool, unsupported ma
 }
 
 func (c *checker) source(path string, s *Source) {
-	c.oneOf(path, "source", map[string]bool{"generator": s.Generator != nil, "http": s.HTTP != nil, "udsource": s.UDSource != nil},
-		map[string]bool{"kafka": s.Kafka.IsSet(), "nats": s.Nats.IsSet(), "jetstream": s.JetStream.IsSet(),
-			"serving": s.Serving.IsSet(), "pulsar": s.Pulsar.IsSet(), "sqs": s.SQS.IsSet()},
-		"generator, http or udsource")
+	c.oneOf(path, "source", map[string]bool{"generator": s.Generator != nil, "http": s.HTTP != nil, "udsource": s.UDSource != nil,
+		"kafka": s.Kafka != nil, "nats": s.Nats != nil, "jetstream": s.JetStream != nil},
+		map[string]bool{"serving": s.Serving.IsSet(), "pulsar": s.Pulsar.IsSet(), "sqs": s.SQS.IsSet()},
+		"generator, http, kafka, nats, jetstream or udsource")
 	if g := s.Generator; g != nil {
 		c.generator(path+".generator", g)
 	}
@@ -155,6 +155,15 @@ func (c *checker) source(path string, s *Source) {
 	}
 	if s.UDSource != nil {
 		c.udContainer(path+".udsource", s.UDSource)
+	}
+	if s.Kafka != nil {
+		c.kafkaSource(path+".kafka", s.Kafka)
+	}
+	if s.Nats != nil {
+		c.natsSource(path+".nats", s.Nats)
+	}
+	if s.JetStream != nil {
+		c.jetStreamSource(path+".jetstream", s.JetStream)
 	}
 	if t := s.Transformer; t != nil {
 		c.function(path+".transformer", t.Container, t.Builtin, func(b *Builtin) error {
@@ -254,11 +263,18 @@ func (c *checker) udf(path string, u *UDF) {
 }
 
 func (c *checker) abstractSink(path string, s *AbstractSink) {
-	c.oneOf(path, "sink", map[string]bool{"log": s.Log != nil, "blackhole": s.Blackhole != nil, "udsink": s.UDSink != nil},
-		map[string]bool{"kafka": s.Kafka.IsSet(), "serve": s.Serve.IsSet(), "sqs": s.SQS.IsSet(), "pulsar": s.Pulsar.IsSet()},
-		"log, blackhole or udsink")
+	c.oneOf(path, "sink", map[string]bool{"log": s.Log != nil, "blackhole": s.Blackhole != nil, "udsink": s.UDSink != nil,
+		"kafka": s.Kafka != nil, "http": s.HTTP != nil},
+		map[string]bool{"serve": s.Serve.IsSet(), "sqs": s.SQS.IsSet(), "pulsar": s.Pulsar.IsSet()},
+		"log, blackhole, kafka, http or udsink")
 	if s.UDSink != nil {
 		c.udContainer(path+".udsink", s.UDSink)
+	}
+	if s.Kafka != nil {
+		c.kafkaSink(path+".kafka", s.Kafka)
+	}
+	if s.HTTP != nil {
+		c.httpSink(path+".http", s.HTTP)
 	}
 }
 
@@ -552,7 +568,7 @@ func (r *RateLimit) LimiterConfig() ratelimit.Config {
 func clampInt64(v uint64) int64 { return int64(min(v, 1<<62)) }
 func clampInt(v uint32) int     { return int(min(v, 1<<30)) }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -92,6 +92,12 @@ func sourceKind(s *config.Source) string {
 		return "generator"
 	case s.HTTP != nil:
 		return "http"
+	case s.Kafka != nil:
+		return "kafka " + s.Kafka.Topic
+	case s.Nats != nil:
+		return "nats " + s.Nats.Subject
+	case s.JetStream != nil:
+		return "jetstream " + s.JetStream.Stream
 	default:
 		return userDefined("udsource", s.UDSource)
 	}
@@ -103,6 +109,10 @@ func sinkKind(s *config.AbstractSink) string {
 		return "log"
 	case s.Blackhole != nil:
 		return "blackhole"
+	case s.Kafka != nil:
+		return "kafka " + s.Kafka.Topic
+	case s.HTTP != nil:
+		return "http " + s.HTTP.URL
 	default:
 		return userDefined("udsink", s.UDSink)
 	}
