@@ -29,6 +29,12 @@ func (v *Vertex) buildSource() (isb.Reader, error) {
 		return v.buildHTTP(src.HTTP)
 	case src.UDSource != nil:
 		return remoteOf(v, serverinfo.KindSource, source.NewUD(v.o.socketDir, v.spec.Limits.GetReadTimeout(), v.log)), nil
+	case src.Nats != nil:
+		return v.buildNATS(v.spec.Path+".source.nats", src.Nats)
+	case src.JetStream != nil:
+		return v.buildJetStream(v.spec.Path+".source.jetstream", src.JetStream)
+	case src.Kafka != nil:
+		return v.buildKafkaSource(v.spec.Path+".source.kafka", src.Kafka)
 	}
 	return nil, fmt.Errorf("%s.source: no source sluice runs", v.spec.Path)
 }
@@ -124,13 +130,15 @@ func (v *Vertex) buildFunctions(d *forward.Deps) (err error) {
 
 // buildWriters sets the sink and fallback sink of one forwarder: the
 // configured sinks, or the writer along the vertex's edges.
-func (v *Vertex) buildWriters(d *forward.Deps) error {
+func (v *Vertex) buildWriters(d *forward.Deps) (err error) {
 	if s := v.spec.Sink; s != nil {
-		d.Sink = v.buildSink(&s.AbstractSink, serverinfo.KindSink)
-		if fb := s.Fallback; fb != nil {
-			d.Fallback = v.buildSink(fb, serverinfo.KindFallbackSink)
+		if d.Sink, err = v.buildSink(v.spec.Path+".sink", &s.AbstractSink, serverinfo.KindSink); err != nil {
+			return err
 		}
-		return nil
+		if fb := s.Fallback; fb != nil {
+			d.Fallback, err = v.buildSink(v.spec.Path+".sink.fallback", fb, serverinfo.KindFallbackSink)
+		}
+		return err
 	}
 	w, err := v.spec.Output()
 	if err != nil {
@@ -143,14 +151,35 @@ func (v *Vertex) buildWriters(d *forward.Deps) error {
 	return nil
 }
 
-func (v *Vertex) buildSink(s *config.AbstractSink, kind serverinfo.Kind) isb.Writer {
+// buildSink returns the writer of the sink s at path. A Kafka or http sink is
+// opened once and shared by the vertex's forwarders.
+func (v *Vertex) buildSink(path string, s *config.AbstractSink, kind serverinfo.Kind) (isb.Writer, error) {
 	switch {
 	case s.Log != nil:
-		return v.o.logSink
+		return v.o.logSink, nil
 	case s.UDSink != nil:
-		return remoteOf(v, kind, sink.NewUD(v.o.socketDir, kind, v.log))
+		return remoteOf(v, kind, sink.NewUD(v.o.socketDir, kind, v.log)), nil
+	case s.HTTP == nil && s.Kafka == nil:
+		return sink.Blackhole{}, nil
 	}
-	return sink.Blackhole{}
+	if w, ok := v.clients[s]; ok {
+		return w, nil
+	}
+	var w isb.Writer
+	var err error
+	if s.HTTP != nil {
+		w, err = v.buildHTTPSink(path+".http", s.HTTP)
+	} else {
+		w, err = v.buildKafkaSink(path+".kafka", s.Kafka)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v.clients == nil {
+		v.clients = map[*config.AbstractSink]isb.Writer{}
+	}
+	v.clients[s] = w
+	return w, nil
 }
 
 // excludeDropped reports whether the tokens of dropped messages go back.

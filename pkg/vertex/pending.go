@@ -18,7 +18,8 @@ const (
 )
 
 // pendingSource is a source that can tell how many messages it has pending:
-// a user-defined source. Pending returns a negative count, with or without an
+// a user-defined source, Kafka (the group's lag), NATS (messages held),
+// JetStream (the consumer's). Pending returns a negative count, with or without an
 // error, when it cannot tell.
 type pendingSource interface {
 	Pending(ctx context.Context) (int64, error)
@@ -32,7 +33,7 @@ func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
 		return
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_source_pending",
-		Help: "Messages the user-defined source has pending (not read yet, or due again), asked every 5s; -1 while unknown."})
+		Help: "Messages the source has pending (not read yet, or due again), asked every 5s; -1 while unknown."})
 	g.Set(-1)
 	reg.MustRegister(g)
 	v.pending, v.pendingGauge = p, g

@@ -28,7 +28,8 @@ type Status struct {
 	PoolSize int `json:"poolSize,omitempty"`
 	Rank     int `json:"rank"`
 	// Throttled reports whether the replica is paused now, and Reasons why:
-	// rate_limited, awaiting_agreement, store_unavailable, downstream_full.
+	// rate_limited, awaiting_agreement, store_unavailable, downstream_full,
+	// downstream_throttled.
 	Throttled bool     `json:"throttled"`
 	Reasons   []string `json:"throttledReasons"`
 	Running   bool     `json:"running"`

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -42,6 +43,9 @@ type Vertex struct {
 	// pending, when the source can tell its pending count, and its gauge.
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
+	// clients are the Kafka and http sinks, one per sink of the config,
+	// shared by the vertex's forwarders.
+	clients map[*config.AbstractSink]isb.Writer
 
 	ran     atomic.Bool
 	running atomic.Bool
@@ -98,6 +102,7 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 		}
 		readers = []isb.Reader{r}
 		v.buildPending(reg, r)
+		buildDropped(reg, r)
 	}
 	v.tracker = forward.NewTracker(o.clock)
 	v.metrics = forward.NewMetrics(reg, v.tracker)
