@@ -47,6 +47,8 @@ bench: build
 	$(GO) test -run '^$$' -bench BenchmarkMapUDF -benchtime 5x ./cmd/vertex/
 	$(GO) test -run '^$$' -bench 'BenchmarkPipeline$$' -benchtime 5x ./cmd/vertex/
 	$(GO) test -run '^$$' -bench BenchmarkPipelineProcesses -benchtime 3x ./test/
+	$(GO) test -run '^$$' -bench 'BenchmarkKafkaSource|BenchmarkHTTPSink' -benchtime 1x -count 5 ./pkg/vertex/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/kafka/ ./pkg/sink/ ./pkg/source/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
