@@ -46,6 +46,7 @@ const (
 	DefaultThresholdPercentage = 50
 	DefaultCoolDownPeriod      = 5 * time.Second
 	DefaultRampDownPercentage  = 50
+	DefaultCutPercentage       = 50
 	// MaxTokens is the largest Max accepted: a trillion tokens per second.
 	MaxTokens = 1_000_000_000_000
 )
@@ -88,6 +89,16 @@ type Config struct {
 	// ResumedRampUp starts a replica registering with a store from the pool the
 	// last replica to leave gracefully saved, within the store's ttl.
 	ResumedRampUp bool
+
+	// Adaptive turns on closed-loop throttling: a throttle signal from what the
+	// vertex protects ([Limiter.Signal]) cuts the pool by CutPercentage, at most
+	// once per epoch, and with a Retry-After pauses every replica until then;
+	// the pool then ramps back as Mode says. Off, Signal does nothing.
+	Adaptive bool
+	// CutPercentage (0-100) is the share of the pool a signal takes off:
+	// P := max(Min, floor(P*(100-CutPercentage)/100)). 0 cuts nothing, and a
+	// signal only pauses.
+	CutPercentage int
 }
 
 // DefaultStaleAfter is the default lease of a replica with its store.
@@ -118,7 +129,8 @@ func (p *StoreFailurePolicy) UnmarshalText(b []byte) error {
 }
 
 // DefaultConfig returns max with Numaflow's defaults: min 1, rampUpDuration 1s,
-// relaxed mode, threshold 50%, cool-down 5s, ramp-down 50%, no pacing.
+// relaxed mode, threshold 50%, cool-down 5s, ramp-down 50%, no pacing; and
+// sluice's: not adaptive, with a cut of 50% when it is turned on.
 func DefaultConfig(max int64) Config {
 	return Config{
 		Max:                 max,
@@ -127,6 +139,7 @@ func DefaultConfig(max int64) Config {
 		ThresholdPercentage: DefaultThresholdPercentage,
 		CoolDownPeriod:      DefaultCoolDownPeriod,
 		RampDownPercentage:  DefaultRampDownPercentage,
+		CutPercentage:       DefaultCutPercentage,
 	}
 }
 
@@ -194,6 +207,9 @@ func (c Config) Validate() error {
 	}
 	if c.RampDownPercentage < 0 || c.RampDownPercentage > 100 {
 		bad("RampDownPercentage", c.RampDownPercentage, "must be between 0 and 100")
+	}
+	if c.CutPercentage < 0 || c.CutPercentage > 100 {
+		bad("CutPercentage", c.CutPercentage, "must be between 0 and 100")
 	}
 	if c.StaleAfter < 0 {
 		bad("StaleAfter", c.StaleAfter, "must not be negative")

@@ -36,6 +36,20 @@
 // The first epoch with a call always sees the starting pool. `vertex simulate` runs
 // a Limiter on a simulated clock to show a ramp; [Simulate] is the same from Go.
 //
+// # Closed loop
+//
+// With Config.Adaptive, what the vertex protects can lower the limit: a
+// throttle signal ([Limiter.Signal], from an HTTP 429 or 503 or a function
+// that says it is rate limited) cuts the pool to
+// max(Min, floor(P*(100-CutPercentage)/100)) tokens, at most once per epoch
+// however many signals come, and a Retry-After pauses the limiter until then:
+// the tokens left in the epoch are taken back and none are granted before
+// that time. The pool then ramps back up as the mode says, so the vertex finds
+// the resource's capacity by additive increase and multiplicative decrease.
+// With a store, the store decides the cut for every replica and keeps the
+// pause (see [Adaptation]); each replica pauses at its next sync and applies
+// the cut from the same epoch, so shares still sum to floor(P).
+//
 // # Hot path
 //
 // Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are

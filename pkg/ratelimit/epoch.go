@@ -62,6 +62,8 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 	next := (st.epoch + 1) * epochNanos
 	if st.closed {
 		next = (l.epochAt(now) + 1) * epochNanos
+	} else if st.held {
+		next = min(next, l.pauseUntil)
 	} else if l.cfg.Pacing > 0 && int64(st.slice) < l.slices()-1 {
 		next = st.epoch*epochNanos + int64(st.slice+1)*int64(l.cfg.Pacing)
 	}
@@ -72,17 +74,30 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 // applies in e, and serves waiting callers first. l.mu is held.
 func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if cur := l.state.Load(); cur != nil {
-		if cur.called.Load() && cur.eligible {
+		// An epoch paused from start to end leaves the pool where it was.
+		whole := cur.heldStart && cur.held
+		if cur.called.Load() && cur.eligible && !whole {
 			l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
+		}
+		if whole {
+			l.ramp.hold(cur.epoch, cur.pool)
 		}
 		if l.observe != nil {
 			l.ended = append(l.ended, cur.summary())
 		}
 	}
-	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), counters: newCounters(l.lanes)}
+	cut := l.planned.ok && e >= l.planned.from
+	if cut {
+		l.applyCut(e)
+	}
+	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), cut: cut, counters: newCounters(l.lanes)}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible && l.leaseExpired(now) && l.cfg.OnStoreFailure == Pause {
-		st.eligible, st.paused = false, true
+		st.eligible, st.leaseOut = false, true
+	}
+	if l.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
+		st.held, st.heldStart, st.heldAny = true, true, true
+		st.paused.Store(true)
 	}
 	if st.eligible {
 		st.share = shareOf(st.pool, st.size, st.rank)
@@ -91,14 +106,17 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if len(l.waiters) > 0 && st.eligible {
 		st.called.Store(true) // the waiting callers call in this epoch
 	}
-	l.release(st, l.allowance(st.share, st.slice))
+	if !st.held {
+		l.release(st, l.allowance(st.share, st.slice))
+	}
 	return st
 }
 
 // summary is what the replica did in st so far.
 func (st *epochState) summary() EpochSummary {
 	return EpochSummary{Epoch: st.epoch, PoolMilli: st.pool, Share: st.share,
-		Granted: st.granted(), PoolSize: st.size, Rank: st.rank, Eligible: st.eligible}
+		Granted: st.granted(), PoolSize: st.size, Rank: st.rank, Eligible: st.eligible,
+		Cut: st.cut, Paused: st.heldAny}
 }
 
 func (l *Limiter) publish(st *epochState) { l.state.Store(st) }
@@ -111,6 +129,12 @@ func (l *Limiter) release(st *epochState, allow int64) {
 		return
 	}
 	st.allow.Store(allow)
+	l.hand(st, budget)
+}
+
+// hand gives budget tokens of st to waiting callers first, in arrival order,
+// and the rest to the common counter. l.mu is held.
+func (l *Limiter) hand(st *epochState, budget int64) {
 	served := 0
 	for _, w := range l.waiters {
 		g := min(w.n, budget)
@@ -137,6 +161,10 @@ func (l *Limiter) onTick() {
 	st := l.state.Load()
 	if e := l.epochAt(now); e > st.epoch {
 		l.publish(l.newEpoch(e, now))
+	} else if st.held {
+		if l.storeNanos(now) >= l.pauseUntil {
+			l.unhold(st, now)
+		}
 	} else if k := l.sliceAt(st, now); k > st.slice {
 		st.slice = k
 		l.release(st, l.allowance(st.share, k))

@@ -39,7 +39,8 @@ const (
 	ReasonDownstreamFull
 	// ReasonDownstreamThrottled means the sink refused messages because it is
 	// rate limited, and the forwarder waits as long as it asked (an HTTP
-	// Retry-After). A Limiter never reports it.
+	// Retry-After). An adaptive Limiter reports it while a throttle signal's
+	// Retry-After pauses it.
 	ReasonDownstreamThrottled
 )
 

@@ -66,6 +66,13 @@ type Limiter struct {
 	leaseLogged bool
 	agreedSize  int // the last pool size agreed, for logging changes
 	ended       []EpochSummary
+
+	// Closed-loop throttling (Config.Adaptive).
+	cutFrom    int64   // epoch from which the last cut known applies
+	planned    cutPlan // a cut decided, to apply at its epoch
+	pauseUntil int64   // store-clock ns before which no tokens are granted
+	signal     *Signal // to report at the next sync
+	cuts       atomic.Int64
 }
 
 // EpochSummary is what one replica did in one epoch, handed to the observer of
@@ -81,6 +88,10 @@ type EpochSummary struct {
 	Rank     int
 	// Eligible is false when the replica took no part: joining, or paused.
 	Eligible bool
+	// Cut is true in the first epoch after a cut of the pool by a throttle
+	// signal, and Paused when a signal's pause held the epoch's tokens back
+	// for some or all of it.
+	Cut, Paused bool
 }
 
 // Grant is tokens granted in one epoch, returned by [Limiter.Acquire] and
@@ -178,6 +189,10 @@ func (l *Limiter) Deposit(g Grant, unused int) {
 // deposit gives back unused (> 0) of g's tokens to g's epoch, if it is current.
 func (l *Limiter) deposit(g Grant, unused int) {
 	if st := l.state.Load(); st.epoch == g.epoch && int(g.lane) < len(st.counters) {
+		if st.paused.Load() { // tokens given back during a pause wait for its end
+			st.withheld.Add(int64(min(unused, g.Tokens)))
+			return
+		}
 		st.counter(g.lane).Add(int64(min(unused, g.Tokens)))
 		if l.nwait.Load() > 0 {
 			l.serveNow()
@@ -353,9 +368,11 @@ func (l *Limiter) removeWaiter(w *waiter) bool {
 
 func (l *Limiter) reasonOf(st *epochState) Reason {
 	switch {
+	case st.held:
+		return ReasonDownstreamThrottled
 	case st.eligible:
 		return ReasonRateLimited
-	case st.paused || l.syncFail != nil:
+	case st.leaseOut || l.syncFail != nil:
 		return ReasonStoreUnavailable
 	default:
 		return ReasonAwaitingAgreement
@@ -419,6 +436,11 @@ type Status struct {
 	// StoreUp reports whether the last sync with the store succeeded (true
 	// without a store).
 	StoreUp bool
+	// Cuts is the number of cuts of the pool by throttle signals this replica
+	// applied, and PausedUntil the end of the pause they asked for, on the
+	// store clock, while it lasts (zero otherwise).
+	Cuts        int64
+	PausedUntil time.Time
 }
 
 // Pool returns PoolMilli in tokens.
@@ -433,6 +455,10 @@ func (l *Limiter) Status() Status {
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.store == nil || (l.registered && l.syncFail == nil),
+		Cuts: l.cuts.Load(),
+	}
+	if l.pauseUntil > l.storeNanos(l.clk.Now()) {
+		s.PausedUntil = time.Unix(0, l.pauseUntil)
 	}
 	if st.unspent() == 0 {
 		s.Throttled = l.reasonOf(st)

@@ -21,6 +21,13 @@ type ramp struct {
 	coolDown    int64 // whole idle epochs tolerated before GoBackN ramps down
 	rampDownPct int64 // percent of a slope per idle epoch
 	start       int64 // the limiter's first epoch (Scheduled counts from it)
+	cutPct      int64 // percent of the pool a throttle signal takes off
+
+	// Scheduled after a cut: from epoch cutEpoch on, P is at most cutPool plus
+	// one slope per epoch since.
+	hasCut   bool
+	cutEpoch int64
+	cutPool  int64
 
 	// The last epoch with a call (L) and what it saw.
 	hasLast   bool
@@ -39,6 +46,7 @@ func newRamp(c Config, start int64) ramp {
 		coolDown:    int64(c.CoolDownPeriod / time.Second),
 		rampDownPct: int64(c.RampDownPercentage),
 		start:       start,
+		cutPct:      int64(c.CutPercentage),
 	}
 	r.slope = slopeOf(c.Max-c.Min, c.RampUpDuration)
 	r.initial = r.min
@@ -97,10 +105,14 @@ func (r *ramp) up(p int64) int64 {
 // For every mode but Scheduled it is the pool a call in e sees.
 func (r *ramp) poolAt(e int64) int64 {
 	if r.mode == Scheduled {
-		if r.initial == r.max || e <= r.start {
-			return r.initial
+		p := r.initial
+		if r.initial != r.max && e > r.start {
+			p = r.clamp(r.min + min(r.max, mulDiv(r.slope, e-r.start, 1)))
 		}
-		return r.clamp(r.min + min(r.max, mulDiv(r.slope, e-r.start, 1)))
+		if r.hasCut {
+			p = min(p, r.cutPool+min(r.max, mulDiv(r.slope, max(e-r.cutEpoch, 0), 1)))
+		}
+		return r.clamp(p)
 	}
 	if !r.hasLast {
 		return r.initial
@@ -143,6 +155,34 @@ func (r *ramp) resume(p, e int64) {
 		return
 	}
 	r.initial = p
+}
+
+// cutOf returns the pool a throttle signal leaves of p (milli-tokens):
+// max(min, floor(p*(100-cutPct)/100)), in whole tokens.
+func (r *ramp) cutOf(p int64) int64 {
+	return max(r.min, mulDiv(p, 100-r.cutPct, 100)/milli*milli)
+}
+
+// cut makes p (milli-tokens) the pool of epoch e, the first epoch after a cut,
+// and of every epoch until the next one with a call; the ramp goes on from it
+// as the mode says. Scheduled climbs back from p one slope per epoch, never
+// above its schedule.
+func (r *ramp) cut(p, e int64) {
+	p = r.clamp(p)
+	if r.mode == Scheduled {
+		r.hasCut, r.cutEpoch, r.cutPool = true, e, p
+		return
+	}
+	r.hasLast, r.initial = false, p
+}
+
+// hold notes that epoch e, with pool p, was paused from start to end: the
+// pool stands still over it. Only Scheduled needs telling; the other modes
+// move with the epochs they record, and a paused epoch is not recorded.
+func (r *ramp) hold(e, p int64) {
+	if r.mode == Scheduled {
+		r.hasCut, r.cutEpoch, r.cutPool = true, e+1, p
+	}
 }
 
 // record notes that epoch e saw a call, with pool P, and that at its end used of

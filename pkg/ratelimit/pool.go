@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"math"
 	"runtime"
 	"sync/atomic"
 )
@@ -13,8 +14,10 @@ import (
 //
 // Only the counters, called and slice change after the state is published.
 type epochState struct {
-	allow  atomic.Int64 // tokens released so far: the share, or its paced part
-	called atomic.Bool  // a call arrived in this epoch
+	allow    atomic.Int64 // tokens released so far: the share, or its paced part
+	withheld atomic.Int64 // released tokens taken back by a pause, until it ends
+	called   atomic.Bool  // a call arrived in this epoch
+	paused   atomic.Bool  // held, for Deposit, which takes no lock
 
 	epoch    int64
 	pool     int64 // P, milli-tokens
@@ -22,9 +25,14 @@ type epochState struct {
 	size     int
 	rank     int
 	eligible bool
-	paused   bool // not eligible because the store's lease ran out (pause policy)
+	leaseOut bool // not eligible because the store's lease ran out (pause policy)
 	slice    int  // pacing slice whose allowance is released; l.mu guards it
 	closed   bool
+	// held is set while a throttle signal's pause holds the epoch's tokens
+	// back, heldStart when it did so from the epoch's start, heldAny when it
+	// did at some time, and cut when the epoch's pool is the first after a
+	// cut. l.mu guards them.
+	held, heldStart, heldAny, cut bool
 	// counters[0] is the common counter, the tokens not in any lane's stripe, which
 	// the Limiter's own calls take from; counters[i] is lane slot i's stripe.
 	counters []stripe
@@ -72,7 +80,17 @@ func (st *epochState) unspent() int64 {
 
 // granted returns the tokens granted in the epoch, less deposits.
 func (st *epochState) granted() int64 {
-	return min(max(st.allow.Load()-st.unspent(), 0), st.share)
+	return min(max(st.allow.Load()-st.unspent()-st.withheld.Load(), 0), st.share)
+}
+
+// drain takes every token left in every counter, for a pause, and returns
+// how many it took.
+func (st *epochState) drain() int64 {
+	n := int64(0)
+	for i := range st.counters {
+		n += takeExact(&st.counters[i].avail, math.MaxInt64)
+	}
+	return n
 }
 
 // take takes up to k tokens from c with one add, settling an overdraw.

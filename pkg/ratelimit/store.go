@@ -42,6 +42,56 @@ type Report struct {
 	StaleAfter time.Duration
 	// Pool is the replica's pool P in milli-tokens, given on Leave.
 	Pool int64
+	// Signal is the throttle signal the replica got since its last sync, if
+	// any, for the store to apply with [Adaptation.Signaled].
+	Signal *Signal
+}
+
+// Signal is a throttle signal as a replica reports it to its store: what the
+// vertex protects said it is rate limited (see [Limiter.Signal]).
+type Signal struct {
+	// Epoch is the epoch the signal came in, by the replica's store clock.
+	Epoch int64
+	// Cut asks for the pool to be cut to Pool (milli-tokens) when no cut has
+	// taken effect since Epoch began.
+	Cut  bool
+	Pool int64
+	// PauseUntil is when the replicas may take tokens again, on the store
+	// clock (the Retry-After); zero for no pause.
+	PauseUntil time.Time
+	// Lead is how long the replicas need to learn of a cut: it takes effect
+	// from the first epoch that begins at least Lead after the store applies
+	// it, so that every replica uses the same pool in it.
+	Lead time.Duration
+}
+
+// Adaptation is what throttle signals did to a vertex's pool, as its store
+// keeps it: the last cut and the pause. The zero value is no cut and no
+// pause.
+type Adaptation struct {
+	// From is the epoch from which the last cut applies, and Pool the pool P
+	// (milli-tokens) it set then; From is 0 before the first cut.
+	From int64
+	Pool int64
+	// PauseUntil is the latest end of a pause asked for, on the store clock.
+	PauseUntil time.Time
+}
+
+// Signaled returns a after signal s, applied by a store at its time now: the
+// pause is extended to s.PauseUntil, and a cut is made when s asks for one and
+// came in an epoch in which the last cut had already taken effect: at most
+// one cut per epoch, and none for signals that traffic sent before the last
+// cut caused. A cut takes effect from the first epoch that begins at least
+// s.Lead after now, and after s's epoch.
+func (a Adaptation) Signaled(s Signal, now time.Time) Adaptation {
+	if s.PauseUntil.After(a.PauseUntil) {
+		a.PauseUntil = s.PauseUntil
+	}
+	if s.Cut && s.Epoch >= a.From {
+		a.From = max(floorDiv(now.Add(s.Lead).UnixNano(), epochNanos)+1, s.Epoch+1)
+		a.Pool = s.Pool
+	}
+	return a
 }
 
 // View is the pool as the store saw it at one sync.
@@ -60,4 +110,6 @@ type View struct {
 	// Resume is the pool P (milli-tokens) a replica saved when it left within the
 	// store's ttl, or 0.
 	Resume int64
+	// Adaptation is the vertex's last cut and pause, by throttle signals.
+	Adaptation Adaptation
 }

@@ -19,7 +19,8 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter}
+	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signal}
+	l.signal = nil
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(l.syncCtx, max(l.sync, time.Second))
@@ -34,6 +35,7 @@ func (l *Limiter) syncOnce() error {
 		return ErrClosed
 	}
 	if err != nil {
+		l.unsent(rep.Signal)
 		l.syncFailed(err)
 		return err
 	}
@@ -58,6 +60,7 @@ func (l *Limiter) syncOnce() error {
 		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
 		l.agreedSize = v.PoolSize
 	}
+	l.adapt(v.Adaptation, stamp, t1, !l.registered)
 	if !l.registered {
 		l.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before

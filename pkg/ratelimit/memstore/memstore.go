@@ -1,6 +1,7 @@
 // Package memstore is an in-process [ratelimit.Store]: several Limiters in one
 // process share one limit through it, with the same pool agreement as the Redis
-// store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID).
+// store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID, the
+// cut and the pause of throttle signals).
 //
 // It serves replicas that run in one process, such as the replicas of a vertex in
 // a one-process pipeline, and shows the share split and the agreement without
@@ -32,6 +33,7 @@ type Store struct {
 	down        bool
 	resume      int64 // pool saved by the last replica to leave
 	resumeUntil time.Time
+	adapt       ratelimit.Adaptation // what throttle signals did
 }
 
 type replica struct {
@@ -75,6 +77,9 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 		stale = ratelimit.DefaultStaleAfter
 	}
 	s.replicas[r.ID] = &replica{lease: now.Add(stale), reported: r.PoolSize}
+	if r.Signal != nil {
+		s.adapt = s.adapt.Signaled(*r.Signal, now)
+	}
 
 	ids := make([]string, 0, len(s.replicas))
 	lo, hi := -1, -1
@@ -93,7 +98,7 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live
-	v := ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now}
+	v := ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt}
 	if now.Before(s.resumeUntil) {
 		v.Resume = s.resume
 	}

@@ -4,9 +4,10 @@
 //
 // # Keys
 //
-// A store keeps four keys per vertex, all with the hash tag of its prefix
+// A store keeps five keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
-// sluice:{prefix}:heartbeats, :reports, :members and :resume. Every key expires
+// sluice:{prefix}:heartbeats, :reports, :members, :resume and :adaptive (the
+// last cut and pause of throttle signals). Every key expires
 // after the ttl (and at least twice the longest lease) unless a replica keeps
 // syncing.
 //
@@ -123,7 +124,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	}
 	base := "sluice:{" + prefix + "}:"
 	return &Store{client: client, opts: opts,
-		keys: []string{base + "heartbeats", base + "reports", base + "members", base + "resume"}}, nil
+		keys: []string{base + "heartbeats", base + "reports", base + "members", base + "resume", base + "adaptive"}}, nil
 }
 
 // Keys returns the store's keys.
@@ -135,21 +136,37 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	if stale <= 0 {
 		stale = ratelimit.DefaultStaleAfter
 	}
-	res, err := syncScript.Run(ctx, s.client, s.keys, r.ID, r.PoolSize,
-		max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds()).Int64Slice()
+	args := []any{r.ID, r.PoolSize, max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0}
+	if sig := r.Signal; sig != nil {
+		cut := 0
+		if sig.Cut {
+			cut = 1
+		}
+		pause := int64(0)
+		if !sig.PauseUntil.IsZero() {
+			pause = sig.PauseUntil.UnixMicro()
+		}
+		args = append(args[:4], sig.Epoch, cut, sig.Pool, pause, sig.Lead.Microseconds())
+	}
+	res, err := syncScript.Run(ctx, s.client, s.keys, args...).Int64Slice()
 	if err != nil {
 		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
-	if len(res) != 7 {
-		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %d values from the script, want 7", len(res))
+	if len(res) != 10 {
+		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %d values from the script, want 10", len(res))
+	}
+	var pause time.Time
+	if res[9] > 0 {
+		pause = time.UnixMicro(res[9])
 	}
 	return ratelimit.View{
-		Agreed:   res[0] == 1,
-		PoolSize: int(res[1]),
-		Live:     int(res[2]),
-		Rank:     int(res[3]),
-		Time:     time.Unix(res[4], res[5]*int64(time.Microsecond)),
-		Resume:   res[6],
+		Adaptation: ratelimit.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause},
+		Agreed:     res[0] == 1,
+		PoolSize:   int(res[1]),
+		Live:       int(res[2]),
+		Rank:       int(res[3]),
+		Time:       time.Unix(res[4], res[5]*int64(time.Microsecond)),
+		Resume:     res[6],
 	}, nil
 }
 

@@ -383,3 +383,50 @@ func TestSentinel(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the client finds the new master on its own
 	}
 }
+
+// TestSignalsAsTheGoStoreDoes runs a sequence of throttle signals through the
+// script and checks each view's adaptation against ratelimit.Adaptation's
+// rule applied at the store's time of that sync. The key expires with the
+// others.
+func TestSignalsAsTheGoStoreDoes(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Minute})
+	ctx := context.Background()
+	v, err := s.Sync(ctx, ratelimit.Report{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Adaptation != (ratelimit.Adaptation{}) {
+		t.Fatalf("adaptation before any signal: %+v; want none", v.Adaptation)
+	}
+	e := v.Time.Unix()
+	lead := 200 * time.Millisecond
+	var want ratelimit.Adaptation
+	for i, sig := range []*ratelimit.Signal{
+		{Epoch: e, Cut: true, Pool: 50_000, Lead: lead},
+		{Epoch: e, Cut: true, Pool: 25_000, Lead: lead}, // before the cut took effect
+		nil,
+		{Epoch: e, PauseUntil: v.Time.Add(1500 * time.Millisecond)},
+		{Epoch: e, PauseUntil: v.Time.Add(700 * time.Millisecond)}, // the pause only grows
+		{Epoch: e + 5, Cut: true, Pool: 12_000, Lead: lead},
+		{Epoch: e + 5, Cut: true, Pool: 6_000, Lead: lead}, // before the cut took effect
+		{Epoch: e + 6, Cut: true, Pool: 1_000_000_000_000_000, Lead: 2 * time.Second}, // the largest pool, a long lead
+	} {
+		v, err := s.Sync(ctx, ratelimit.Report{ID: "a", Signal: sig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sig != nil {
+			want = want.Signaled(*sig, v.Time)
+		}
+		if v.Adaptation != want {
+			t.Fatalf("sync %d with %+v: %+v; want %+v", i, sig, v.Adaptation, want)
+		}
+	}
+	if want.From < e+7 || want.Pool != 1_000_000_000_000_000 {
+		t.Fatalf("the rule itself: %+v; want the cut of the signal in epoch %d", want, e+6)
+	}
+	if ttl := srv.Do(t, "PTTL", s.Keys()[4]).(int64); ttl <= 0 || ttl > 60_000 {
+		t.Errorf("PTTL of %s = %d; want it to expire within the ttl", s.Keys()[4], ttl)
+	}
+}

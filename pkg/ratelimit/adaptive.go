@@ -1,0 +1,170 @@
+package ratelimit
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Closed-loop throttling. With Config.Adaptive, a throttle signal (an HTTP 429
+// or 503, a sink or a map that says it is rate limited) cuts the pool P to
+// max(Min, floor(P*(100-CutPercentage)/100)), at most once per epoch however
+// many signals come, and a signal with a Retry-After pauses the limiter: no
+// tokens until then, those left in the epoch taken back at once. The pool
+// then ramps back up as the mode says: additive increase, multiplicative
+// decrease.
+//
+// With a store, the signal goes to the store at once (a sync is brought
+// forward), which decides the cut for the whole vertex and keeps the pause;
+// every replica learns both at its next sync, pauses at once, and applies the
+// cut from the same epoch: the first that begins at least two sync intervals
+// after the store decided it, so that shares still sum to floor(P). Without a
+// store the cut applies from the next epoch.
+
+// cutPlan is a cut decided: from epoch from on, the pool is pool.
+type cutPlan struct {
+	ok         bool
+	from, pool int64
+}
+
+// Signal tells the limiter that what the vertex protects refused work because
+// it is rate limited, and asked to be left alone for retryAfter (0 when it did
+// not say). With Config.Adaptive off it does nothing. Signal is cheap enough
+// to call for every refused request, and safe for concurrent use; a signal
+// that comes in an epoch in which a cut has not yet taken effect cuts nothing
+// more, but its Retry-After still extends the pause.
+func (l *Limiter) Signal(retryAfter time.Duration) {
+	if !l.cfg.Adaptive {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	now := l.clk.Now()
+	ns := l.storeNanos(now)
+	e := floorDiv(ns, epochNanos)
+	until := int64(0)
+	if retryAfter > 0 {
+		until = ns + int64(retryAfter)
+		l.pauseTo(until, now)
+	}
+	cut := l.cfg.CutPercentage > 0 && e >= l.cutFrom && !l.planned.ok
+	if l.store == nil {
+		if cut {
+			l.cutFrom = e + 1
+			l.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(l.state.Load().pool)}
+		}
+		return
+	}
+	if !cut && until == 0 {
+		return
+	}
+	if l.signal == nil {
+		l.signal = &Signal{Epoch: e, Lead: 2 * l.sync}
+	}
+	if cut && !l.signal.Cut {
+		l.signal.Cut, l.signal.Epoch, l.signal.Pool = true, e, l.ramp.cutOf(l.state.Load().pool)
+	}
+	if until > 0 {
+		l.signal.PauseUntil = later(l.signal.PauseUntil, time.Unix(0, until))
+	}
+	l.syncSoon()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// pauseTo pauses the limiter until the store clock reads until (ns): the
+// tokens left in the current epoch are taken back, and no epoch releases any
+// before then. A pause only ever grows. l.mu is held.
+func (l *Limiter) pauseTo(until int64, now time.Time) {
+	if until <= l.pauseUntil {
+		return
+	}
+	l.pauseUntil = until
+	if until <= l.storeNanos(now) {
+		return
+	}
+	st := l.state.Load()
+	if st.closed || st.held {
+		return // a held epoch's tick looks at pauseUntil when it fires
+	}
+	st.held, st.heldAny = true, true
+	st.paused.Store(true)
+	st.withheld.Add(st.drain())
+	l.log.Debug("paused by a throttle signal", zap.Time("until", time.Unix(0, until)))
+	// The next tick may be a pacing slice or the epoch's end: bring it to the
+	// pause's end. A tick already firing waits for l.mu and then sees it.
+	if l.tick != nil && l.tick.Stop() {
+		l.timers.Done()
+		l.scheduleTick(now)
+	}
+}
+
+// unhold ends st's pause: the tokens taken back and those due by now go to
+// the waiting callers first. l.mu is held.
+func (l *Limiter) unhold(st *epochState, now time.Time) {
+	st.held = false
+	st.paused.Store(false)
+	st.slice = l.sliceAt(st, now)
+	l.hand(st, st.withheld.Swap(0))
+	l.release(st, l.allowance(st.share, st.slice))
+}
+
+// applyCut makes the planned cut's pool that of epoch e. l.mu is held.
+func (l *Limiter) applyCut(e int64) {
+	l.ramp.cut(l.planned.pool, e)
+	l.planned.ok = false
+	l.cuts.Add(1)
+	l.log.Info("pool cut by a throttle signal", zap.Float64("pool", float64(l.planned.pool)/milli), zap.Int64("fromEpoch", e))
+}
+
+// syncSoon brings the next sync forward to now, unless one is under way.
+// l.mu is held.
+func (l *Limiter) syncSoon() {
+	if l.syncT != nil && l.syncT.Stop() {
+		l.timers.Done()
+		l.scheduleSync(0, !l.registered)
+	}
+}
+
+// adapt applies what the store says throttle signals did: a cut not known
+// yet is planned for its epoch, and the pause is joined. At the first sync,
+// a cut that has already taken effect belongs to the pool's past and is not
+// applied: the replica starts its own ramp. l.mu is held.
+func (l *Limiter) adapt(a Adaptation, stamp int64, now time.Time, first bool) {
+	if !l.cfg.Adaptive {
+		return
+	}
+	if a.From > l.cutFrom {
+		l.cutFrom = a.From
+		if !first || a.From > stamp {
+			l.planned = cutPlan{ok: true, from: a.From, pool: a.Pool}
+		}
+	}
+	if !a.PauseUntil.IsZero() {
+		l.pauseTo(a.PauseUntil.UnixNano(), now)
+	}
+}
+
+// unsent puts back a signal whose sync failed, merged with any that came
+// since. l.mu is held.
+func (l *Limiter) unsent(s *Signal) {
+	if s == nil {
+		return
+	}
+	if l.signal == nil {
+		l.signal = s
+		return
+	}
+	if s.Cut && (!l.signal.Cut || s.Epoch < l.signal.Epoch) {
+		l.signal.Cut, l.signal.Epoch, l.signal.Pool = true, s.Epoch, s.Pool
+	}
+	l.signal.PauseUntil = later(l.signal.PauseUntil, s.PauseUntil)
+}
