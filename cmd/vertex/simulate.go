@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -65,6 +66,9 @@ func overrideConfig(base, flags ratelimit.Config, mode ratelimit.Mode, set func(
 	if set("ramp-down") {
 		base.RampDownPercentage = flags.RampDownPercentage
 	}
+	if set("cut") {
+		base.CutPercentage = flags.CutPercentage
+	}
 	return base
 }
 
@@ -78,6 +82,7 @@ var simFlags = map[string]string{
 	"ThresholdPercentage": "--threshold",
 	"CoolDownPeriod":      "--cool-down",
 	"RampDownPercentage":  "--ramp-down",
+	"CutPercentage":       "--cut",
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
@@ -86,7 +91,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 Runs the real rate limiter on a simulated clock, one epoch (second) per entry of
 --demand, and prints per epoch the pool and the tokens granted. -f takes the rate
 limit from a MonoVertex or Pipeline YAML (the pipeline's, or --vertex's); flags
-given with it override its fields.
+given with it override its fields. --signals adds throttle signals, as a
+downstream answering 429 would send them, and turns adaptive throttling on.
 
 flags:
 `)
@@ -99,6 +105,8 @@ flags:
 	fs.IntVar(&cfg.ThresholdPercentage, "threshold", ratelimit.DefaultThresholdPercentage, "onlyIfUsed/goBackN: utilization percentage to ramp up")
 	fs.DurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
 	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
+	fs.IntVar(&cfg.CutPercentage, "cut", ratelimit.DefaultCutPercentage, "adaptive: percentage of the pool a throttle signal cuts")
+	signalsArg := fs.String("signals", "", `throttle signals per epoch, after its call, comma-separated: 0 or empty none, 1 a signal, a duration a signal with that Retry-After, e.g. "0,0,1,0,2s"`)
 	file := fs.String("f", "", "take the rate limit from this MonoVertex or Pipeline YAML")
 	vertex := fs.String("vertex", "", "with -f and a Pipeline: the vertex whose rate limit to use")
 	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call (required), e.g. "10,20,,60"`)
@@ -130,15 +138,22 @@ flags:
 	if err != nil {
 		return usagef("simulate: --demand %v", err)
 	}
+	var signals []time.Duration
+	if fs.isSet("signals") {
+		if signals, err = simulate.ParseSignals(*signalsArg); err != nil {
+			return usagef("simulate: --signals %v", err)
+		}
+		cfg.Adaptive = true
+	}
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: "simulate: " + renderConfigError(err, simFlags)}
 	}
-	return writeSimulation(stdout, cfg, demand, *format, *plotPath)
+	return writeSimulation(stdout, cfg, demand, signals, *format, *plotPath)
 }
 
-// writeSimulation simulates cfg under demand and writes the epochs in format
+// writeSimulation simulates cfg under demand and signals and writes the epochs in format
 // (table or csv), and as a PNG chart to plotPath when it is set.
-func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, format, plotPath string) error {
+func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration, format, plotPath string) error {
 	var plotFile *os.File
 	if plotPath != "" {
 		// Open the chart's file first, so that a bad path fails before any output.
@@ -148,7 +163,7 @@ func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, forma
 		}
 		defer plotFile.Close()
 	}
-	epochs, err := ratelimit.Simulate(cfg, demand)
+	epochs, err := ratelimit.SimulateSignals(cfg, demand, signals)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,23 @@ func TestSimulateCSV(t *testing.T) {
 			want: csvLines("epoch,pool,granted", "1,10,10", "2,20,", "3,30,", "4,40,5"),
 		},
 		{
+			// A signal after epoch 3's call cuts epoch 4 to half; one with a
+			// Retry-After of 1.5s after epoch 6 pauses epoch 7 until 0.5s into
+			// it, and its call comes then.
+			name: "throttle signals",
+			args: []string{"--max", "100", "--min", "10", "--ramp-up", "9s", "--format", "csv",
+				"--demand", "100,100,100,100,100,100,100,100", "--signals", "0,,1,0,0,1500ms"},
+			want: csvLines("epoch,pool,granted,signal,cut,paused",
+				"1,10,10,0,0,0", "2,20,20,0,0,0", "3,30,30,1,0,0", "4,15,15,0,1,0",
+				"5,25,25,0,0,0", "6,35,35,1,0,0", "7,17,17,0,1,1", "8,27,27,0,0,0"),
+		},
+		{
+			name: "a cut of 20% with --cut",
+			args: []string{"--max", "100", "--min", "10", "--ramp-up", "9s", "--format", "csv", "--cut", "20",
+				"--demand", "100,100,100", "--signals", "0,1"},
+			want: csvLines("epoch,pool,granted,signal,cut,paused", "1,10,10,0,0,0", "2,20,20,1,0,0", "3,16,16,0,1,0"),
+		},
+		{
 			name: "relaxed leaves epochs without a call blank and stalls",
 			args: []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--demand", "5,,5", "--format", "csv"},
 			want: csvLines("epoch,pool,granted", "1,10,5", "2,,", "3,20,5"),
@@ -238,6 +255,9 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"--max", "10", "--demand", "1", "--bogus"}, []string{"-bogus"}},
 		{"flag without a value", []string{"--demand", "1", "--max"}, []string{"-max"}},
 		{"stray argument", []string{"--max", "10", "--demand", "1", "extra"}, []string{`"extra"`}},
+		{"signal not 0, 1 or a duration", []string{"--max", "10", "--demand", "1", "--signals", "0,2"}, []string{"--signals", "entry 2", `"2"`}},
+		{"signal with a negative Retry-After", []string{"--max", "10", "--demand", "1", "--signals", "-1s"}, []string{"--signals", "entry 1", `"-1s"`}},
+		{"cut above 100", []string{"--max", "10", "--demand", "1", "--signals", "1", "--cut", "101"}, []string{"--cut (101)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

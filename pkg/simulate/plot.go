@@ -15,9 +15,13 @@ import (
 
 // WritePNG writes a PNG chart of the pool and the tokens granted per epoch.
 // Epochs without a call leave gaps in the lines, as they do in the tables.
+// Throttle signals are red crosses at the granted count of their epoch.
 func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
+	if cfg.Adaptive {
+		p.Title.Text += fmt.Sprintf(", adaptive (cut %d%%)", cfg.CutPercentage)
+	}
 	p.X.Label.Text = "epoch (s)"
 	p.Y.Label.Text = "tokens"
 	p.Y.Min = 0
@@ -37,6 +41,9 @@ func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) er
 		return err
 	}
 	if err := addSeries(p, "granted", granted, draw.TriangleGlyph{}, grantSeg); err != nil {
+		return err
+	}
+	if err := addSignals(p, epochs); err != nil {
 		return err
 	}
 	p.Y.Max = max(p.Y.Max, float64(cfg.Max)*1.05)
@@ -67,6 +74,29 @@ func segments(epochs []ratelimit.SimEpoch, value func(ratelimit.SimEpoch) (float
 		out = append(out, cur)
 	}
 	return out
+}
+
+// addSignals marks the epochs with a throttle signal.
+func addSignals(p *plot.Plot, epochs []ratelimit.SimEpoch) error {
+	var xys plotter.XYs
+	for _, e := range epochs {
+		if e.Signal {
+			xys = append(xys, plotter.XY{X: float64(e.Epoch), Y: float64(e.Granted)})
+		}
+	}
+	if len(xys) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.Color = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	s.Shape = draw.CrossGlyph{}
+	s.Radius = vg.Points(5)
+	p.Add(s)
+	p.Legend.Add("throttle signal", s)
+	return nil
 }
 
 func addSeries(p *plot.Plot, name string, c color.Color, glyph draw.GlyphDrawer, segs []plotter.XYs) error {

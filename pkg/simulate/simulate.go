@@ -6,9 +6,11 @@ package simulate
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -34,6 +36,58 @@ func ParseDemand(s string) ([]int, error) {
 		out[i] = n
 	}
 	return out, nil
+}
+
+// ParseSignals parses a throttle signal list, "0,0,1,0,2s": per epoch, 0 or
+// empty for none, 1 for a signal without a Retry-After, or a duration for a
+// signal with that Retry-After.
+func ParseSignals(s string) ([]time.Duration, error) {
+	parts := strings.Split(s, ",")
+	out := make([]time.Duration, len(parts))
+	for i, p := range parts {
+		switch p = strings.TrimSpace(p); p {
+		case "", "0":
+			out[i] = ratelimit.NoSignal
+		case "1":
+			out[i] = 0
+		default:
+			d, err := time.ParseDuration(p)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("entry %d (%q) must be 0 or empty (no signal), 1 (a signal) or a Retry-After such as 2s", i+1, p)
+			}
+			out[i] = d
+		}
+	}
+	return out, nil
+}
+
+// notes returns what happened to the limit in an epoch: a throttle signal, a
+// cut, a pause; "" when nothing.
+func notes(e ratelimit.SimEpoch) string {
+	var n []string
+	if e.Cut {
+		n = append(n, "cut")
+	}
+	if e.Paused {
+		n = append(n, "paused")
+	}
+	if e.Signal {
+		n = append(n, "signal")
+	}
+	return strings.Join(n, " ")
+}
+
+// adapted reports whether any epoch had a signal, a cut or a pause: the
+// outputs then have a column for them.
+func adapted(epochs []ratelimit.SimEpoch) bool {
+	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Signal || e.Cut || e.Paused })
+}
+
+func flag01(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // formatMilli prints milli-tokens as tokens with up to three decimals.
@@ -62,13 +116,23 @@ func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) 
 }
 
 // WriteCSV writes the epochs as CSV: epoch,pool,granted, with empty cells
-// where an epoch had no call.
+// where an epoch had no call, and signal,cut,paused (0 or 1) when an epoch
+// had any.
 func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
 	var b strings.Builder
-	b.WriteString("epoch,pool,granted\n")
+	more := adapted(epochs)
+	b.WriteString("epoch,pool,granted")
+	if more {
+		b.WriteString(",signal,cut,paused")
+	}
+	b.WriteString("\n")
 	for _, e := range epochs {
 		pool, granted := simCells(mode, e)
-		fmt.Fprintf(&b, "%d,%s,%s\n", e.Epoch, pool, granted)
+		fmt.Fprintf(&b, "%d,%s,%s", e.Epoch, pool, granted)
+		if more {
+			fmt.Fprintf(&b, ",%d,%d,%d", flag01(e.Signal), flag01(e.Cut), flag01(e.Paused))
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -84,9 +148,17 @@ func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) 
 	case ratelimit.GoBackN:
 		fmt.Fprintf(w, ", threshold %d%%, cool-down %v, ramp-down %d%%", cfg.ThresholdPercentage, cfg.CoolDownPeriod, cfg.RampDownPercentage)
 	}
+	if cfg.Adaptive {
+		fmt.Fprintf(w, ", adaptive, cut %d%%", cfg.CutPercentage)
+	}
 	fmt.Fprintln(w)
+	more := adapted(epochs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "epoch\tpool\tgranted\t")
+	fmt.Fprint(tw, "epoch\tpool\tgranted\t")
+	if more {
+		fmt.Fprint(tw, "\t")
+	}
+	fmt.Fprintln(tw)
 	for _, e := range epochs {
 		pool, granted := simCells(cfg.Mode, e)
 		if !e.Called {
@@ -95,7 +167,11 @@ func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) 
 				pool = "-"
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t\n", e.Epoch, pool, granted)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t", e.Epoch, pool, granted)
+		if more {
+			fmt.Fprintf(tw, "%s\t", notes(e))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
