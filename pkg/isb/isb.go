@@ -52,6 +52,10 @@ type NackOptions struct {
 	MaxDeliveries uint32
 	// Values are free-form options, passed on to a user-defined source.
 	Values map[string]string
+	// RateLimited is set when a function handed its input back because what
+	// it calls is rate limited: a throttle signal ([SignalMapRateLimited])
+	// whose Retry-After is Delay.
+	RateLimited bool
 }
 
 // ErrNack marks a message a sink nacked: it is not written, and the message it
@@ -82,7 +86,27 @@ type ThrottledError struct {
 	RetryAfter time.Duration
 	// Cause says what the downstream answered, for logs.
 	Cause string
+	// Signal is the kind of throttle signal: one of [Signals], or "" when
+	// none is known.
+	Signal string
 }
+
+// The kinds of throttle signal, as rateLimit.adaptive.signals names them.
+const (
+	// SignalHTTP429 is an HTTP 429 Too Many Requests.
+	SignalHTTP429 = "http429"
+	// SignalHTTP503 is an HTTP 503 Service Unavailable.
+	SignalHTTP503 = "http503"
+	// SignalSinkRateLimited is a user-defined sink's failure whose error
+	// message begins with the rate-limited marker.
+	SignalSinkRateLimited = "sinkRateLimited"
+	// SignalMapRateLimited is a map's result tagged with the rate-limited
+	// marker.
+	SignalMapRateLimited = "mapRateLimited"
+)
+
+// Signals lists every kind of throttle signal.
+var Signals = []string{SignalHTTP429, SignalHTTP503, SignalSinkRateLimited, SignalMapRateLimited}
 
 func (e *ThrottledError) Error() string {
 	msg := "throttled by the downstream"

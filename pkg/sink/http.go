@@ -293,7 +293,11 @@ func (h *HTTP) outcome(resp *http.Response) error {
 	case code >= 200 && code < 300:
 		return nil
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		return &isb.ThrottledError{RetryAfter: h.retryAfter(resp.Header.Get("Retry-After")), Cause: h.answer(resp)}
+		signal := isb.SignalHTTP429
+		if code == http.StatusServiceUnavailable {
+			signal = isb.SignalHTTP503
+		}
+		return &isb.ThrottledError{RetryAfter: h.retryAfter(resp.Header.Get("Retry-After")), Cause: h.answer(resp), Signal: signal}
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout:
 		return fmt.Errorf("%w: %s", isb.ErrRejected, h.answer(resp))
 	case code >= 300 && code < 400:

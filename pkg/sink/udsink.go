@@ -133,6 +133,9 @@ func (s *UD) status(r *sinkv1.SinkResponse_Result) error {
 		})
 		return nil
 	default:
+		if te := rateLimited(r.GetErrMsg()); te != nil {
+			return te
+		}
 		return fmt.Errorf("user-defined sink failed the message: %s", r.GetErrMsg())
 	}
 }
