@@ -30,6 +30,12 @@ const (
 	// the input is written, and it is handed back to its source to come back
 	// as the result's nack options say.
 	NackTag = "U+005C__NACK__"
+	// RateLimitedTag marks the result of an input the function could not
+	// handle because what it calls is rate limited: like NackTag, the input
+	// is handed back (after the result's nack delay, its Retry-After), and it
+	// is a throttle signal (isb.SignalMapRateLimited) that, with
+	// rateLimit.adaptive, cuts the vertex's limit. sluice's own tag.
+	RateLimitedTag = "U+005C__RATE_LIMITED__"
 )
 
 // Remote is a user-defined function served over gRPC on a unix socket: a map
@@ -284,13 +290,17 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 
 // collect appends the answers, in the order of in, and counts the messages that
 // produced nothing but drops. An input with a result tagged [NackTag] gives
-// one message with Nack set, in place of all its results. A result without
+// one message with Nack set, in place of all its results; one tagged
+// [RateLimitedTag] the same, with Nack.RateLimited. A result without
 // metadata keeps its input's.
 func (r *Remote) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 	dropped := 0
 	for i, results := range r.results {
-		if j := slices.IndexFunc(results, func(res result) bool { return slices.Contains(res.tags, NackTag) }); j >= 0 {
+		if j := slices.IndexFunc(results, func(res result) bool {
+			return slices.Contains(res.tags, NackTag) || slices.Contains(res.tags, RateLimitedTag)
+		}); j >= 0 {
 			opts := isbproto.FromNackOptions(results[j].nack)
+			opts.RateLimited = slices.Contains(results[j].tags, RateLimitedTag)
 			out = append(out, isb.Message{ID: in[i].ID, Origin: in[i].Origin, Nack: &opts})
 			continue
 		}

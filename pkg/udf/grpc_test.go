@@ -296,3 +296,37 @@ func TestRemoteTransformerNack(t *testing.T) {
 		t.Fatalf("%+v, dropped %d, %v; want two nacks", out, dropped, err)
 	}
 }
+
+// TestRemoteRateLimited: a map result tagged RateLimitedTag, built by the
+// SDK's MessageRateLimited, hands its input back like a nack, with the
+// Retry-After as its delay, marked RateLimited.
+func TestRemoteRateLimited(t *testing.T) {
+	dir := socketDir(t)
+	serve(t, mapper.NewServer(mapper.MapperFunc(func(_ context.Context, keys []string, d mapper.Datum) mapper.Messages {
+		switch string(d.Value()) {
+		case "limited":
+			return mapper.Messages{mapper.MessageRateLimited(1500 * time.Millisecond)}
+		case "limited, no wait":
+			return mapper.Messages{mapper.MessageRateLimited(0)}
+		}
+		return mapper.Messages{mapper.NewMessage(d.Value())}
+	}), mapper.WithSocketDir(dir)).Start)
+	r := udf.NewRemoteMap(dir, nil)
+	connect(t, r)
+	in := messages("a", "limited", "limited, no wait")
+	for i := range in {
+		in[i].Origin = i
+	}
+	out, _, err := r.Map(context.Background(), in, nil)
+	if err != nil || len(out) != 3 {
+		t.Fatalf("%d results, %v; want 3", len(out), err)
+	}
+	if out[0].Nack != nil {
+		t.Errorf("result 0 %+v; want it passed on", out[0])
+	}
+	for i, wait := range map[int]time.Duration{1: 1500 * time.Millisecond, 2: 0} {
+		if n := out[i].Nack; n == nil || !n.RateLimited || n.Delay != wait || out[i].Origin != i {
+			t.Errorf("result %d: %+v (options %+v); want handed back, rate limited, after %v", i, out[i], n, wait)
+		}
+	}
+}
