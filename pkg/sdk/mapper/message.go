@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"slices"
+	"time"
 
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 )
@@ -15,6 +16,11 @@ const DropTag = "U+005C__DROP__"
 // its input: the literal text "U+005C__NACK__", as Numaflow's protocol has
 // it.
 const NackTag = nack.Tag
+
+// RateLimitedTag is the tag that marks a message as a throttle signal: the
+// literal text "U+005C__RATE_LIMITED__", sluice's own. See
+// MessageRateLimited.
+const RateLimitedTag = nack.RateLimitedTag
 
 // NackOptions tell the runtime how to redeliver a nacked message: after
 // Delay milliseconds, at most MaxDeliveries times, with a Reason for the
@@ -54,6 +60,17 @@ func MessageToDrop() Message {
 // options (which it does not copy). Return it as the only message.
 func MessageToNack(opts *NackOptions) Message {
 	return Message{tags: []string{NackTag}, nack: opts}
+}
+
+// MessageRateLimited returns a message that says the function could not
+// handle its input because what it calls is rate limited, and asked to be
+// left alone for retryAfter (0 when it did not say). The runtime does not
+// forward the input but hands it back to be delivered again after
+// retryAfter, as a nack with that delay, and counts a throttle signal
+// (mapRateLimited): with rateLimit.adaptive, the vertex's limit is cut for
+// every replica. It carries RateLimitedTag. Return it as the only message.
+func MessageRateLimited(retryAfter time.Duration) Message {
+	return Message{tags: []string{RateLimitedTag}, nack: nack.RetryAfter(retryAfter)}
 }
 
 // WithKeys returns a copy of m with keys keys (which it does not copy).
@@ -103,3 +120,6 @@ func (m Message) IsDrop() bool { return slices.Contains(m.tags, DropTag) }
 
 // IsNack reports whether m negatively acknowledges its input.
 func (m Message) IsNack() bool { return slices.Contains(m.tags, NackTag) }
+
+// IsRateLimited reports whether m says its input met a rate limit.
+func (m Message) IsRateLimited() bool { return slices.Contains(m.tags, RateLimitedTag) }

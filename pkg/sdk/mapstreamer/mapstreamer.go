@@ -2,6 +2,7 @@ package mapstreamer
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 )
@@ -56,6 +57,17 @@ type NackOptions = mapper.NackOptions
 // to be delivered again as opts say (nil: the runtime's defaults); see
 // mapper.MessageToNack.
 func MessageToNack(opts *NackOptions) Message { return mapper.MessageToNack(opts) }
+
+// RateLimitedTag marks a message as a throttle signal; see
+// mapper.RateLimitedTag.
+const RateLimitedTag = mapper.RateLimitedTag
+
+// MessageRateLimited returns a message that says what the function calls is
+// rate limited, to hand its input back after retryAfter; see
+// mapper.MessageRateLimited.
+func MessageRateLimited(retryAfter time.Duration) Message {
+	return mapper.MessageRateLimited(retryAfter)
+}
 
 // UserMetadata is the metadata user code attaches to a message; see
 // mapper.UserMetadata.

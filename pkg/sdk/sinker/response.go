@@ -1,6 +1,8 @@
 package sinker
 
 import (
+	"time"
+
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 )
@@ -61,6 +63,20 @@ func ResponseOnSuccess(id string) Response {
 // read again.
 func ResponseNack(id string, opts *NackOptions) Response {
 	return Response{id: id, status: sinkv1.Status_NACK, nack: opts}
+}
+
+// ResponseRateLimited reports that the message with ID id was not written
+// because what the sink writes to is rate limited, and asked to be left
+// alone for retryAfter (0 when it did not say); reason says more, for logs.
+// It is a failure whose error message begins with the marker
+// "U+005C__RATE_LIMITED__", then " retry-after=" and the wait, then ": " and
+// the reason. The runtime takes it as a throttle signal (sinkRateLimited):
+// it tries the message again after retryAfter without using a retry step,
+// and with rateLimit.adaptive the vertex's limit is cut for every replica.
+// A sink written with another SDK signals the same way with a failure whose
+// error message begins with the marker.
+func ResponseRateLimited(id string, retryAfter time.Duration, reason string) Response {
+	return Response{id: id, status: sinkv1.Status_FAILURE, errMsg: nack.FormatRateLimited(retryAfter, reason)}
 }
 
 // ID is the ID of the message r is about.

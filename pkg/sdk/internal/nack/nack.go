@@ -15,6 +15,41 @@ import (
 // has it, next to the drop tag "U+005C__DROP__".
 const Tag = "U+005C__NACK__"
 
+// RateLimitedTag is the tag that marks a map result as a throttle signal:
+// the function could not handle its input because what it calls is rate
+// limited. The runtime hands the input back like a nack, after the
+// options' delay (the Retry-After), and counts the signal. It is sluice's
+// own, in the style of Tag.
+const RateLimitedTag = "U+005C__RATE_LIMITED__"
+
+// RateLimitedMarker begins the error message of a sink's failure that is a
+// throttle signal; see FormatRateLimited.
+const RateLimitedMarker = RateLimitedTag
+
+// FormatRateLimited returns the error message of a sink's failure because
+// what it writes to is rate limited: the marker, " retry-after=" and the
+// wait when it is positive, and ": " and the reason when there is one.
+func FormatRateLimited(retryAfter time.Duration, reason string) string {
+	s := RateLimitedMarker
+	if retryAfter > 0 {
+		s += " retry-after=" + retryAfter.String()
+	}
+	if reason != "" {
+		s += ": " + reason
+	}
+	return s
+}
+
+// RetryAfter returns options whose delay is retryAfter, in whole
+// milliseconds rounded up; nil when retryAfter is not positive.
+func RetryAfter(retryAfter time.Duration) *Options {
+	if retryAfter <= 0 {
+		return nil
+	}
+	ms := uint64((retryAfter + time.Millisecond - 1) / time.Millisecond)
+	return &Options{Delay: &ms}
+}
+
 // Options tell the runtime how to redeliver a message that a function or
 // sink negatively acknowledged (nacked). Every field is optional: nil (or an
 // empty NackMap) means unset, and the runtime's defaults apply. A nil
