@@ -62,6 +62,15 @@ type Deps struct {
 	Tracker *Tracker
 	Logger  *zap.Logger
 	Tracer  trace.Tracer // optional
+	// Signal receives the throttle signals of the sink and the functions,
+	// for a vertex to feed to its rate limiter (rateLimit.adaptive): once per
+	// write attempt and kind for the messages a writer refused with an
+	// isb.ThrottledError (kind its Signal, retryAfter the longest of their
+	// RetryAfter), and once per batch for the messages a function handed back
+	// with NackOptions.RateLimited (isb.SignalMapRateLimited, the longest
+	// Delay). nil ignores them. It is called from the forwarder's goroutine
+	// and must not block.
+	Signal func(kind string, retryAfter time.Duration)
 }
 
 // OnFailure is what a forwarder does with messages its sink keeps failing.

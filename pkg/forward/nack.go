@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -25,14 +26,21 @@ func (f *Forwarder) takeNacks(msgs []isb.Message) []isb.Message {
 		return msgs
 	}
 	kept := msgs[:first]
+	limited, wait := false, time.Duration(0)
 	for i := first; i < len(msgs); i++ {
-		if msgs[i].Nack != nil {
-			f.nack(msgs[i].Origin, msgs[i].Nack)
+		if n := msgs[i].Nack; n != nil {
+			if n.RateLimited {
+				limited, wait = true, max(wait, n.Delay)
+			}
+			f.nack(msgs[i].Origin, n)
 			continue
 		}
 		kept = append(kept, msgs[i])
 	}
 	clear(msgs[len(kept):]) // let go of the payloads
+	if limited {
+		f.signal([]signal{{isb.SignalMapRateLimited, wait}})
+	}
 	return kept
 }
 

@@ -31,6 +31,9 @@ type outcome struct {
 	// retryAfter is the longest wait one of them asked for.
 	throttled  int
 	retryAfter time.Duration
+	// signals are the kinds of throttle signal among them, each with its
+	// longest wait.
+	signals []signal
 	// firstErr is the error of the first failed message that is neither
 	// throttled nor rejected, and firstRejected of the first rejected one.
 	firstErr, firstRejected error
@@ -54,6 +57,7 @@ func (f *Forwarder) failedOne(stage string, m *isb.Message, err error, o *outcom
 		o.throttled++
 		if te := (*isb.ThrottledError)(nil); errors.As(err, &te) {
 			o.retryAfter = max(o.retryAfter, te.RetryAfter)
+			o.signals = noteSignal(o.signals, te.Signal, te.RetryAfter)
 		}
 		return true
 	}
@@ -105,6 +109,7 @@ func (f *Forwarder) count(stage string, o *outcome) {
 	if o.throttled > 0 {
 		f.d.Metrics.ThrottleSignals.Add(float64(o.throttled))
 	}
+	f.signal(o.signals)
 	if o.firstErr != nil && !o.full {
 		f.log.Warn("write failed; retrying", zap.String("stage", stage), zap.Int("messages", o.failed), zap.Error(o.firstErr))
 	}
@@ -207,6 +212,35 @@ func (f *Forwarder) logRejectedDrops() {
 	f.log.Warn("dropping messages the sink rejected (onFailure: drop)",
 		zap.Int("messages", f.rejectDrops), zap.Error(f.rejectErr))
 	f.rejectDrops, f.rejectErr = 0, nil
+}
+
+// signal is a kind of throttle signal and the longest wait asked with it.
+type signal struct {
+	kind       string
+	retryAfter time.Duration
+}
+
+// noteSignal adds a signal of kind with wait d to signals, one per kind.
+func noteSignal(signals []signal, kind string, d time.Duration) []signal {
+	for i := range signals {
+		if signals[i].kind == kind {
+			signals[i].retryAfter = max(signals[i].retryAfter, d)
+			return signals
+		}
+	}
+	return append(signals, signal{kind, d})
+}
+
+// signal hands the throttle signals to Deps.Signal.
+func (f *Forwarder) signal(signals []signal) {
+	if f.d.Signal == nil {
+		return
+	}
+	for _, s := range signals {
+		if s.kind != "" {
+			f.d.Signal(s.kind, s.retryAfter)
+		}
+	}
 }
 
 // zeroed returns s resized to n elements, all 0.
