@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -225,6 +226,27 @@ type RateLimit struct {
 	// Pacing spreads each epoch's share over the second in slices of this length
 	// (1ms to 500ms) instead of granting it all at the epoch's start.
 	Pacing *Duration `yaml:"pacing"`
+	// Adaptive turns on closed-loop throttling: a downstream that says it is
+	// rate limited cuts the limit of every replica, which then ramps back.
+	Adaptive *Adaptive `yaml:"adaptive"`
+}
+
+// Adaptive is sluice's closed-loop throttling of a rateLimit block.
+type Adaptive struct {
+	// CutPercentage is the share of the pool a throttle signal takes off,
+	// 0 to 100 (default 50; 0 only pauses for the Retry-After).
+	CutPercentage *uint32 `yaml:"cutPercentage"`
+	// Signals are the kinds of throttle signal that cut the limit: http429,
+	// http503, sinkRateLimited, mapRateLimited (default all of them).
+	Signals []string `yaml:"signals"`
+}
+
+// SignalKinds returns the kinds of throttle signal that cut the limit.
+func (a *Adaptive) SignalKinds() []string {
+	if a.Signals == nil {
+		return isb.Signals
+	}
+	return a.Signals
 }
 
 // RateStore is where the replicas of a vertex share their limit.

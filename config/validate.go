@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
@@ -335,6 +336,7 @@ const MaxReadBatchSize = 1_000_000
 // limiterFields maps the rate limiter's field names to their YAML names.
 var limiterFields = map[string]string{
 	"Max": "max", "Min": "min", "RampUpDuration": "rampUpDuration", "Pacing": "pacing",
+	"CutPercentage": "adaptive.cutPercentage",
 }
 
 func (c *checker) rateLimit(path string, r *RateLimit) {
@@ -366,6 +368,19 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 	}
 	if r.Store != nil {
 		c.store(path+".store", r.Store)
+	}
+	if a := r.Adaptive; a != nil && a.Signals != nil {
+		if len(a.Signals) == 0 {
+			c.add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", strings.Join(isb.Signals, ", "))
+		}
+		for i, s := range a.Signals {
+			switch {
+			case !slices.Contains(isb.Signals, s):
+				c.add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, strings.Join(isb.Signals, ", "))
+			case slices.Index(a.Signals, s) < i:
+				c.add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
+			}
+		}
 	}
 }
 
@@ -538,6 +553,12 @@ func (r *RateLimit) LimiterConfig() ratelimit.Config {
 	}
 	if r.ResumedRampUp != nil {
 		cfg.ResumedRampUp = *r.ResumedRampUp
+	}
+	if a := r.Adaptive; a != nil {
+		cfg.Adaptive = true
+		if a.CutPercentage != nil {
+			cfg.CutPercentage = clampInt(*a.CutPercentage)
+		}
 	}
 	if m := r.Modes; m != nil {
 		switch {

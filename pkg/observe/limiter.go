@@ -21,6 +21,16 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 		func(s ratelimit.Status) float64 { return float64(s.Granted) })
 	gauge("sluice_ratelimit_pool_size", "Number of replicas the pool is split among.",
 		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_cuts_total",
+		Help: "Cuts of the pool by throttle signals (rateLimit.adaptive) this replica applied."},
+		func() float64 { return float64(status().Cuts) }))
+	gauge("sluice_ratelimit_paused_until_seconds", "End of the pause a throttle signal's Retry-After asked for, in Unix seconds of the store clock, while it lasts; 0 otherwise.",
+		func(s ratelimit.Status) float64 {
+			if s.PausedUntil.IsZero() {
+				return 0
+			}
+			return float64(s.PausedUntil.UnixNano()) / 1e9
+		})
 	gauge("sluice_ratelimit_store_up", "1 while the last sync with the rate limiter's store succeeded (always 1 without a store).",
 		func(s ratelimit.Status) float64 {
 			if s.StoreUp {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -186,6 +187,22 @@ func (v *Vertex) buildSink(path string, s *config.AbstractSink, kind serverinfo.
 func (v *Vertex) excludeDropped() bool {
 	rl := v.spec.Limits.GetRateLimit()
 	return v.limiter != nil && rl.ExcludeDropped != nil && *rl.ExcludeDropped
+}
+
+// signal returns what the forwarders do with a throttle signal: with
+// rateLimit.adaptive, give the kinds it lists to the limiter, which cuts the
+// pool and pauses for the Retry-After; without, nil.
+func (v *Vertex) signal() func(kind string, retryAfter time.Duration) {
+	rl := v.spec.Limits.GetRateLimit()
+	if v.limiter == nil || rl == nil || rl.Adaptive == nil {
+		return nil
+	}
+	kinds := rl.Adaptive.SignalKinds()
+	return func(kind string, retryAfter time.Duration) {
+		if slices.Contains(kinds, kind) {
+			v.limiter.Signal(retryAfter)
+		}
+	}
 }
 
 // defaultFallbackSteps is how many writes a message gets before it goes to the

@@ -122,7 +122,8 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 // addForwarder adds the forwarder of reader r; shared says other forwarders
 // share the limiter.
 func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
-	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker}
+	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
+		Signal: v.signal()}
 	if l := v.limiter; l != nil {
 		d.Limiter = l
 		if shared {
