@@ -409,7 +409,7 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 		{Epoch: e, PauseUntil: v.Time.Add(1500 * time.Millisecond)},
 		{Epoch: e, PauseUntil: v.Time.Add(700 * time.Millisecond)}, // the pause only grows
 		{Epoch: e + 5, Cut: true, Pool: 12_000, Lead: lead},
-		{Epoch: e + 5, Cut: true, Pool: 6_000, Lead: lead}, // before the cut took effect
+		{Epoch: e + 5, Cut: true, Pool: 6_000, Lead: lead},                            // before the cut took effect
 		{Epoch: e + 6, Cut: true, Pool: 1_000_000_000_000_000, Lead: 2 * time.Second}, // the largest pool, a long lead
 	} {
 		v, err := s.Sync(ctx, ratelimit.Report{ID: "a", Signal: sig})
