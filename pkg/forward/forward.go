@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -125,18 +126,50 @@ type Options struct {
 	// Clock times the pauses of a dry reader and the waits before retries
 	// (default: the wall clock).
 	Clock clock.Clock
+
+	// Concurrency is the most messages in flight, read and not yet acked
+	// (limits.concurrency; default BatchSize). Without Streaming a read takes
+	// at most the smaller of BatchSize and Concurrency.
+	Concurrency int
+	// Streaming (a MonoVertex's spec.streaming) reads on while earlier
+	// messages are mapped, written and acked: up to Concurrency messages are
+	// in flight, in batches of at most BatchSize that are mapped at once by
+	// forks of the functions (udf.Forker), written to the sink one batch at a
+	// time in the order they are ready, and acked as they are written, so
+	// out of the order they were read. A new batch is read as soon as a slot
+	// frees up.
+	Streaming bool
+	// ReadAhead (NUMAFLOW_READ_AHEAD) reads the next batch while the current
+	// one is mapped and written: two batches in flight, written and acked in
+	// the order they were read. Streaming overrides it.
+	ReadAhead bool
 }
 
 // Forwarder runs the forward loop of one vertex replica: acquire tokens, read at
 // most that many messages, give back the unused tokens, transform and map them,
-// write them to the sink (or the fallback sink) and ack them once written.
+// write them to the sink (or the fallback sink) and ack them once written. By
+// default it does one batch at a time; with Options.Streaming or
+// Options.ReadAhead the stages overlap (see Options).
 type Forwarder struct {
 	d    Deps
 	opts Options
 	log  *zap.Logger
 	idle idle
 
-	// Buffers reused by every iteration.
+	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak
+	// of the reader, when batches are in flight at once.
+	writeMu, ackMu sync.Mutex
+	nackLog        atomic.Bool
+}
+
+// worker moves batches through the functions and to the sinks. The
+// sequential loop has one; a pipelined forwarder has one per batch that may
+// be in flight at once, each with functions of its own.
+type worker struct {
+	*Forwarder
+	transformer, mapper udf.Mapper
+
+	// Buffers reused by every batch.
 	read     []isb.ReadMessage
 	in, mid  []isb.Message
 	out      []isb.Message
@@ -149,9 +182,8 @@ type Forwarder struct {
 	rejectDrops int
 	rejectErr   error
 	// nacks[i] is set when batch[i] of the batch in progress was nacked.
-	nacks   []*isb.NackOptions
-	nacked  int // how many of nacks are set
-	nackLog bool
+	nacks  []*isb.NackOptions
+	nacked int // how many of nacks are set
 }
 
 // New returns a forwarder. Deps.Reader, Deps.Sink, Deps.Metrics and Deps.Tracker are
@@ -181,14 +213,19 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real()
 	}
-	return &Forwarder{d: d, opts: opts, log: d.Logger, read: make([]isb.ReadMessage, opts.BatchSize),
-		idle: newIdle(opts.Clock, opts.MaxIdlePause)}, nil
+	if opts.Concurrency < 1 {
+		opts.Concurrency = opts.BatchSize
+	}
+	return &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}, nil
 }
 
 // Run forwards until ctx is done, then finishes the iteration in flight (write and
 // ack) within the shutdown timeout, and returns. It returns an error only when the
 // forwarder cannot go on, such as a closed limiter.
 func (f *Forwarder) Run(ctx context.Context) error {
+	// The tokens of a read are always taken before it and its unused ones given
+	// back at once, by the one goroutine that reads, so the limit holds the same
+	// however many batches are in flight.
 	// hard is done ShutdownTimeout after ctx: the in-flight iteration uses it to
 	// finish its writes and acks after reads have stopped.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
@@ -209,13 +246,14 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		}
 	}()
 
-	for ctx.Err() == nil {
-		if err := f.forwardOnce(ctx, hard); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return err
-		}
+	var err error
+	if f.pipelined() {
+		err = f.runPipelined(ctx, hard)
+	} else {
+		err = f.runSequential(ctx, hard)
+	}
+	if err != nil {
+		return err
 	}
 	if hard.Err() != nil {
 		f.log.Warn("shutdown timeout passed before the last batch was acked", zap.Duration("timeout", f.opts.ShutdownTimeout))
@@ -223,32 +261,71 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	return nil
 }
 
+// runSequential forwards one batch at a time until ctx is done.
+func (f *Forwarder) runSequential(ctx, hard context.Context) error {
+	w := f.newWorker(f.d.Transformer, f.d.Mapper)
+	w.read = make([]isb.ReadMessage, f.readSize())
+	for ctx.Err() == nil {
+		if err := w.forwardOnce(ctx, hard); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// readSize is the most messages one read takes.
+func (f *Forwarder) readSize() int { return min(f.opts.BatchSize, f.opts.Concurrency) }
+
+func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
+	return &worker{Forwarder: f, transformer: transformer, mapper: mapper}
+}
+
 // forwardOnce runs one iteration: acquire tokens, read at most that many
 // messages, give back the unused tokens, process, write, ack. After an empty
 // read it pauses instead (see Options.MaxIdlePause). Reads stop when ctx is done;
 // the messages already read are written and acked under hard, and handed back to
 // the reader when hard ends first.
-func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
-	g, err := f.acquire(ctx)
+func (f *worker) forwardOnce(ctx, hard context.Context) error {
+	g, err := f.acquire(ctx, len(f.read))
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	batch := f.readBatch(ctx, g.Tokens)
+	batch := f.readBatch(ctx, f.read[:g.Tokens])
 	f.keep(g, len(batch)) // unused tokens go back, same epoch
 	if len(batch) == 0 {
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
 	}
+	f.forward(hard, g, batch, start, nil, 0)
+	return nil
+}
+
+// forward processes, writes and acks batch, read at start with the tokens of
+// g. With turns, it writes and acks when turn seq comes, after the batches
+// read before it. It abandons the batch when hard ends first.
+func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, start time.Time, t *turns, seq uint64) {
 	if f.d.Tracer != nil {
 		// A span per batch, from the start of its read; empty reads make none.
 		var span trace.Span
 		hard, span = f.d.Tracer.Start(hard, "forward", trace.WithTimestamp(start))
 		defer span.End()
 	}
-	out, err := f.deliver(hard, g, batch)
+	out, err := f.process(hard, g, batch)
+	if t != nil {
+		t.wait(seq)
+		defer t.done()
+	}
 	if err != nil {
-		return nil
+		f.abandon(hard, "process", batch, err)
+		return
+	}
+	if err := f.write(hard, out); err != nil {
+		f.abandon(hard, StageWrite, batch, err)
+		return
 	}
 	if f.nacked > 0 {
 		err = f.settle(hard, g, batch)
@@ -257,26 +334,25 @@ func (f *Forwarder) forwardOnce(ctx, hard context.Context) error {
 	}
 	if err != nil {
 		f.abandon(hard, StageAck, batch, err)
-		return nil
+		return
 	}
 	f.d.Metrics.Batch.Observe(time.Since(start).Seconds())
 	if f.d.Tracer != nil {
 		trace.SpanFromContext(hard).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
 	}
-	return nil
 }
 
-// acquire takes up to a batch's worth of tokens. When none are available now it
-// tracks why while it waits for them.
-func (f *Forwarder) acquire(ctx context.Context) (ratelimit.Grant, error) {
+// acquire takes up to n tokens. When none are available now it tracks why
+// while it waits for them.
+func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
 	if f.d.Limiter == nil {
-		return ratelimit.Grant{Tokens: f.opts.BatchSize}, nil
+		return ratelimit.Grant{Tokens: n}, nil
 	}
-	g, reason := f.d.Limiter.TryAcquire(f.opts.BatchSize)
+	g, reason := f.d.Limiter.TryAcquire(n)
 	if g.Tokens == 0 {
 		var err error
 		f.d.Tracker.Begin(reason)
-		g, err = f.d.Limiter.Acquire(ctx, f.opts.BatchSize)
+		g, err = f.d.Limiter.Acquire(ctx, n)
 		f.d.Tracker.End(reason)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -315,16 +391,16 @@ func (f *Forwarder) deposit(g ratelimit.Grant, unused int) {
 	}
 }
 
-// readBatch reads at most n messages. On a read error it logs and waits a little
+// readBatch reads at most len(buf) messages into buf. On a read error it logs and waits a little
 // so that a failing source is not spun on; messages read before the error are
 // still forwarded. An empty read without an error starts or lengthens the pause
 // before the next read; a read with messages ends it.
-func (f *Forwarder) readBatch(ctx context.Context, n int) []isb.ReadMessage {
-	if n == 0 {
+func (f *Forwarder) readBatch(ctx context.Context, buf []isb.ReadMessage) []isb.ReadMessage {
+	if len(buf) == 0 {
 		return nil
 	}
 	start := f.idle.now()
-	n, err := f.d.Reader.Read(ctx, f.read[:n])
+	n, err := f.d.Reader.Read(ctx, buf)
 	if n > 0 {
 		f.d.Metrics.Read.Add(float64(n))
 	}
@@ -336,7 +412,7 @@ func (f *Forwarder) readBatch(ctx context.Context, n int) []isb.ReadMessage {
 		f.log.Warn("read failed", zap.Error(err))
 		f.sleep(ctx, readErrorPause)
 	}
-	return f.read[:n]
+	return buf[:n]
 }
 
 // abandon gives up a batch that was read but could not be acked because step
@@ -352,9 +428,12 @@ func (f *Forwarder) abandon(hard context.Context, step string, batch []isb.ReadM
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
 	defer cancel()
-	if err := nk.Nak(ctx, batch, 0); err != nil {
+	f.ackMu.Lock()
+	nerr := nk.Nak(ctx, batch, 0)
+	f.ackMu.Unlock()
+	if nerr != nil {
 		f.log.Warn("nak failed; the batch is delivered again after the reader's ack deadline",
-			zap.Int("messages", len(batch)), zap.Error(err))
+			zap.Int("messages", len(batch)), zap.Error(nerr))
 	}
 }
 
@@ -369,7 +448,7 @@ const readErrorPause = 100 * time.Millisecond
 // messages of batch that a function or the sink nacked are marked in f.nacks.
 // When it cannot finish before hard is done, it abandons the batch and returns
 // the error.
-func (f *Forwarder) deliver(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
+func (f *worker) deliver(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
 	out, err := f.process(hard, g, batch)
 	if err != nil {
 		f.abandon(hard, "process", batch, err)
@@ -385,7 +464,7 @@ func (f *Forwarder) deliver(hard context.Context, g ratelimit.Grant, batch []isb
 // process runs the transformer and the UDF, retrying each until it succeeds or hard
 // is done, and gives back the tokens of dropped messages when ExcludeDropped. The
 // messages the functions nacked are marked in f.nacks and left out.
-func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
+func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
 	f.in = f.in[:0]
 	for i := range batch {
 		f.in = append(f.in, batch[i].Message)
@@ -395,20 +474,20 @@ func (f *Forwarder) process(hard context.Context, g ratelimit.Grant, batch []isb
 	clear(f.nacks)
 	f.nacked = 0
 	msgs, dropped := f.in, 0
-	if f.d.Transformer != nil {
+	if f.transformer != nil {
 		var n int
 		var err error
-		f.mid, n, err = f.apply(hard, StageTransform, f.d.Transformer, msgs, f.mid[:0])
+		f.mid, n, err = f.apply(hard, StageTransform, f.transformer, msgs, f.mid[:0])
 		if err != nil {
 			return nil, err
 		}
 		f.mid = f.takeNacks(f.mid)
 		msgs, dropped = f.mid, dropped+n
 	}
-	if f.d.Mapper != nil {
+	if f.mapper != nil {
 		var n int
 		var err error
-		f.out, n, err = f.apply(hard, StageMap, f.d.Mapper, msgs, f.out[:0])
+		f.out, n, err = f.apply(hard, StageMap, f.mapper, msgs, f.out[:0])
 		if err != nil {
 			return nil, err
 		}
@@ -444,7 +523,7 @@ func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, 
 // sink refused because it is throttled (isb.ErrThrottled) are retried without
 // using a retry step, after the wait it asked for. It returns an error only
 // when hard is done before every message was written.
-func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
+func (f *worker) write(hard context.Context, msgs []isb.Message) error {
 	f.fallback = f.fallback[:0]
 	f.tries = zeroed(f.tries, len(msgs))
 	pending := msgs
@@ -486,9 +565,12 @@ func (f *Forwarder) write(hard context.Context, msgs []isb.Message) error {
 // retry (in f.failed, with their failed attempts in f.tries, aligned with msgs on
 // the way in and with the result on the way out) and what became of the batch.
 // Messages w routes to the fallback sink are added to f.fallback.
-func (f *Forwarder) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, outcome) {
+func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, outcome) {
 	errs := f.errSlice(len(msgs))
-	if err := w.Write(hard, msgs, errs); err != nil {
+	f.writeMu.Lock()
+	err := w.Write(hard, msgs, errs)
+	f.writeMu.Unlock()
+	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
@@ -517,7 +599,7 @@ func (f *Forwarder) writeOnce(w isb.Writer, stage string, hard context.Context, 
 }
 
 // writeFallback writes f.fallback to the fallback sink until it takes all of them.
-func (f *Forwarder) writeFallback(hard context.Context) error {
+func (f *worker) writeFallback(hard context.Context) error {
 	pending := f.fallback
 	if f.d.Fallback == nil {
 		return nil
@@ -537,7 +619,9 @@ func (f *Forwarder) writeFallback(hard context.Context) error {
 // could not; a batch never acked is delivered again by sources that can.
 func (f *Forwarder) ack(hard context.Context, batch []isb.ReadMessage) error {
 	for attempt := 0; ; attempt++ {
+		f.ackMu.Lock()
 		err := f.d.Reader.Ack(hard, batch)
+		f.ackMu.Unlock()
 		if err == nil {
 			f.d.Metrics.Acked.Add(float64(len(batch)))
 			return nil
@@ -549,7 +633,7 @@ func (f *Forwarder) ack(hard context.Context, batch []isb.ReadMessage) error {
 	}
 }
 
-func (f *Forwarder) errSlice(n int) []error {
+func (f *worker) errSlice(n int) []error {
 	if cap(f.errs) < n {
 		f.errs = make([]error, n)
 	}

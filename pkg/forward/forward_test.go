@@ -69,6 +69,9 @@ func start(t *testing.T, d Deps, opts Options) *harness {
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 10
 	}
+	if testMode != nil {
+		testMode(&opts)
+	}
 	f, err := New(d, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 
 // takeNacks marks the origins of the nacked messages in msgs and returns msgs
 // without them.
-func (f *Forwarder) takeNacks(msgs []isb.Message) []isb.Message {
+func (f *worker) takeNacks(msgs []isb.Message) []isb.Message {
 	first := slices.IndexFunc(msgs, func(m isb.Message) bool { return m.Nack != nil })
 	if first < 0 {
 		return msgs
@@ -45,7 +45,7 @@ func (f *Forwarder) takeNacks(msgs []isb.Message) []isb.Message {
 }
 
 // nack marks batch[origin] nacked with opts; the first nack of a message wins.
-func (f *Forwarder) nack(origin int, opts *isb.NackOptions) {
+func (f *worker) nack(origin int, opts *isb.NackOptions) {
 	if origin < 0 || origin >= len(f.nacks) || f.nacks[origin] != nil {
 		return
 	}
@@ -56,7 +56,7 @@ func (f *Forwarder) nack(origin int, opts *isb.NackOptions) {
 // settle acks the messages of batch that were delivered and hands back those
 // that were nacked: to the reader when it takes messages back, else it
 // delivers them again itself until none is nacked.
-func (f *Forwarder) settle(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) error {
+func (f *worker) settle(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) error {
 	done := make([]isb.ReadMessage, 0, len(batch)-f.nacked)
 	nacked := make([]isb.ReadMessage, 0, f.nacked)
 	opts := make([]*isb.NackOptions, 0, f.nacked)
@@ -94,11 +94,13 @@ func (f *Forwarder) handBack(hard context.Context, msgs []isb.ReadMessage, opts 
 			end++
 		}
 		var err error
+		f.ackMu.Lock()
 		if on, ok := f.d.Reader.(isb.OptionsNaker); ok {
 			err = on.NakOptions(ctx, msgs[start:end], *opts[start])
 		} else {
 			err = f.d.Reader.(isb.Naker).Nak(ctx, msgs[start:end], opts[start].Delay)
 		}
+		f.ackMu.Unlock()
 		if err != nil {
 			f.d.Metrics.Errors.WithLabelValues(StageNack).Inc()
 			f.log.Warn("nack failed; the messages are delivered again after the reader's ack deadline",
@@ -115,7 +117,7 @@ func sameNack(a, b *isb.NackOptions) bool {
 // redeliver delivers the nacked messages of batch again, after their delay,
 // until none is nacked, then acks the whole batch. A message nacked
 // MaxDeliveries times is dropped.
-func (f *Forwarder) redeliver(hard context.Context, g ratelimit.Grant, batch, nacked []isb.ReadMessage, opts []*isb.NackOptions) error {
+func (f *worker) redeliver(hard context.Context, g ratelimit.Grant, batch, nacked []isb.ReadMessage, opts []*isb.NackOptions) error {
 	for delivery := 1; len(nacked) > 0; delivery++ {
 		wait := f.backoff(delivery - 1)
 		keep := nacked[:0]
@@ -154,10 +156,9 @@ func (f *Forwarder) redeliver(hard context.Context, g ratelimit.Grant, batch, na
 // logNack logs the first nack of the forwarder's life, so that a function or
 // sink that nacks is seen without a line per message.
 func (f *Forwarder) logNack(opts *isb.NackOptions) {
-	if f.nackLog {
+	if f.nackLog.Swap(true) {
 		return
 	}
-	f.nackLog = true
 	f.log.Info("a function or the sink nacked a message; it is handed back to be delivered again (sluice_forward_nack_total counts them)",
 		zap.String("reason", opts.Reason), zap.Duration("delay", opts.Delay))
 }

@@ -41,7 +41,7 @@ type outcome struct {
 
 // failedOne sorts out a message the writer of stage did not write, counting it
 // in o, and reports whether it is to be tried again.
-func (f *Forwarder) failedOne(stage string, m *isb.Message, err error, o *outcome) bool {
+func (f *worker) failedOne(stage string, m *isb.Message, err error, o *outcome) bool {
 	switch {
 	case errors.Is(err, isb.ErrFallback) && stage == StageWrite && f.d.Fallback != nil:
 		f.fallback = append(f.fallback, *m)
@@ -76,7 +76,7 @@ func (f *Forwarder) failedOne(stage string, m *isb.Message, err error, o *outcom
 // rejected sorts out a message the writer of stage rejected: to the fallback
 // sink when there is one, dropped when OnFailure is Drop, retried otherwise. It
 // reports whether the message is to be tried again.
-func (f *Forwarder) rejected(stage string, m *isb.Message, err error, o *outcome) bool {
+func (f *worker) rejected(stage string, m *isb.Message, err error, o *outcome) bool {
 	switch {
 	case stage == StageWrite && f.d.Fallback != nil:
 		f.fallback = append(f.fallback, *m)
@@ -124,7 +124,7 @@ func (f *Forwarder) count(stage string, o *outcome) {
 // failed as many times as the retry policy's Steps when OnFailure says what to
 // do with them then: add them to f.fallback, or drop them. It returns the
 // messages left to retry.
-func (f *Forwarder) giveUp(pending []isb.Message) []isb.Message {
+func (f *worker) giveUp(pending []isb.Message) []isb.Message {
 	p := f.opts.Retry
 	if p.Steps <= 0 || p.OnFailure == Retry {
 		return pending
@@ -205,7 +205,7 @@ func (f *Forwarder) retake(hard context.Context, n int) bool {
 
 // logRejectedDrops logs, once per batch, the messages the sink rejected that
 // OnFailure dropped, and forgets them.
-func (f *Forwarder) logRejectedDrops() {
+func (f *worker) logRejectedDrops() {
 	if f.rejectDrops == 0 {
 		return
 	}

@@ -1,0 +1,232 @@
+package forward
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+// maxWorkers caps the batches a streaming forwarder maps at once.
+const maxWorkers = 64
+
+// job is a batch in flight in a pipelined forwarder.
+type job struct {
+	read  []isb.ReadMessage // its buffer, readSize long
+	batch []isb.ReadMessage
+	g     ratelimit.Grant
+	start time.Time
+	seq   uint64
+}
+
+// pipelined reports whether the stages overlap.
+func (f *Forwarder) pipelined() bool { return f.opts.Streaming || f.opts.ReadAhead }
+
+// shape returns how many batches may be in flight at once, the most messages
+// in flight and the most one read takes.
+func (f *Forwarder) shape() (workers, inFlight, readSize int) {
+	if !f.opts.Streaming {
+		return 2, 2 * f.readSize(), f.readSize()
+	}
+	c := f.opts.Concurrency
+	readSize = min(f.opts.BatchSize, c)
+	// Enough batches for the concurrency to be reached with reads of half
+	// the largest size, which is what a limiter's grants and a busy
+	// pipeline's freed slots often give.
+	workers = min(maxWorkers, 2*((c+readSize-1)/readSize)+2)
+	return workers, c, readSize
+}
+
+// runPipelined reads in one goroutine, the caller's, and hands each batch to
+// one of the workers, which map it, write it, ack it and free its slots. Once
+// ctx is done it stops reading and waits for the workers to finish the
+// batches in flight, under hard.
+func (f *Forwarder) runPipelined(ctx, hard context.Context) error {
+	n, inFlight, readSize := f.shape()
+	slots := newSlots(inFlight)
+	var order *turns
+	if !f.opts.Streaming {
+		order = &turns{}
+		order.cond.L = &order.mu
+	}
+	jobs := make(chan *job)
+	free := make(chan *job, n+1)
+	for range n + 1 {
+		free <- &job{read: make([]isb.ReadMessage, readSize)}
+	}
+	workers, closeForks := f.forkWorkers(n)
+	defer closeForks()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				w.forward(hard, j.g, j.batch, j.start, order, j.seq)
+				slots.give(len(j.batch))
+				clear(j.batch) // let go of the payloads
+				free <- j
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(jobs)
+
+	for seq := uint64(0); ctx.Err() == nil; {
+		j := <-free // one more than the workers: never waits long
+		k := slots.take(ctx, readSize)
+		if k == 0 {
+			free <- j
+			break
+		}
+		g, err := f.acquire(ctx, k)
+		if err != nil {
+			slots.give(k)
+			free <- j
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+		start := time.Now()
+		batch := f.readBatch(ctx, j.read[:g.Tokens])
+		f.keep(g, len(batch)) // unused tokens go back, same epoch
+		slots.give(k - len(batch))
+		if len(batch) == 0 {
+			free <- j
+			f.idle.wait(ctx) // a dry reader is not spun on
+			continue
+		}
+		j.batch, j.g, j.start, j.seq = batch, g, start, seq
+		seq++
+		jobs <- j
+	}
+	return nil
+}
+
+// forkWorkers returns n workers, the first with the forwarder's functions
+// and the others with forks of them (udf.Forker). A function that cannot
+// fork is shared by all, one batch at a time. closeForks closes the forks.
+func (f *Forwarder) forkWorkers(n int) (workers []*worker, closeForks func()) {
+	var forks []udf.Mapper
+	fork := func(m udf.Mapper, shared *udf.Mapper) udf.Mapper {
+		if m == nil {
+			return nil
+		}
+		if fk, ok := m.(udf.Forker); ok {
+			if c := fk.Fork(); c != nil {
+				forks = append(forks, c)
+				return c
+			}
+		}
+		if *shared == nil {
+			*shared = &serial{m: m}
+		}
+		return *shared
+	}
+	var sharedT, sharedM udf.Mapper
+	for i := range n {
+		if i == 0 {
+			workers = append(workers, f.newWorker(f.d.Transformer, f.d.Mapper))
+			continue
+		}
+		workers = append(workers, f.newWorker(fork(f.d.Transformer, &sharedT), fork(f.d.Mapper, &sharedM)))
+	}
+	if sharedT != nil {
+		workers[0].transformer = sharedT
+	}
+	if sharedM != nil {
+		workers[0].mapper = sharedM
+	}
+	return workers, func() {
+		for _, m := range forks {
+			if c, ok := m.(io.Closer); ok {
+				c.Close()
+			}
+		}
+	}
+}
+
+// serial is a Mapper that maps one batch at a time.
+type serial struct {
+	mu sync.Mutex
+	m  udf.Mapper
+}
+
+func (s *serial) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.Map(ctx, in, out)
+}
+
+// slots counts the messages a pipelined forwarder may still have in flight.
+// One goroutine takes them; any gives them back.
+type slots struct {
+	mu   sync.Mutex
+	free int
+	wake chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{free: n, wake: make(chan struct{}, 1)} }
+
+// take waits for a free slot, then takes as many as are free, up to most. It
+// returns 0 when ctx is done first.
+func (s *slots) take(ctx context.Context, most int) int {
+	for {
+		s.mu.Lock()
+		if s.free > 0 {
+			k := min(most, s.free)
+			s.free -= k
+			s.mu.Unlock()
+			return k
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return 0
+		}
+	}
+}
+
+// give frees n slots.
+func (s *slots) give(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.free += n
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// turns lets batches write and ack in the order they were read.
+type turns struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	next uint64
+}
+
+// wait waits until it is seq's turn.
+func (t *turns) wait(seq uint64) {
+	t.mu.Lock()
+	for t.next != seq {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}
+
+// done ends the current turn.
+func (t *turns) done() {
+	t.mu.Lock()
+	t.next++
+	t.mu.Unlock()
+	t.cond.Broadcast()
+}
