@@ -269,7 +269,7 @@ func TestPipelinedForwardersUseOneTokenPerMessage(t *testing.T) {
 
 func TestPipelinedShapes(t *testing.T) {
 	for _, tt := range []struct {
-		opts                         Options
+		opts                        Options
 		workers, inFlight, readSize int
 	}{
 		{Options{BatchSize: 500, Concurrency: 500, ReadAhead: true}, 2, 1000, 500},
