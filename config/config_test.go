@@ -274,7 +274,6 @@ func TestIgnoredFields(t *testing.T) {
 			"spec.dnsPolicy", "spec.dnsConfig", "spec.resourceClaims",
 			"spec.scale", "spec.containerTemplate", "spec.daemonTemplate", "spec.volumes",
 			"spec.initContainers", "spec.sidecars", "spec.updateStrategy", "spec.lifecycle",
-			"spec.streaming",
 		}
 		checkIgnored(t, f.Ignored, want)
 		// Every pod template field is among them.

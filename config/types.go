@@ -111,7 +111,10 @@ type MonoVertexSpec struct {
 	UpdateStrategy    K8s         `yaml:"updateStrategy"`
 	Lifecycle         K8s         `yaml:"lifecycle"`
 	Bypass            Unsupported `yaml:"bypass"`
-	Streaming         K8s         `yaml:"streaming"`
+	// Streaming reads on while earlier messages are mapped, written and
+	// acked, with up to limits.concurrency messages in flight, acked out of
+	// order (default false: one batch at a time).
+	Streaming *bool `yaml:"streaming"`
 }
 
 // Limits are a MonoVertex's limits; a pipeline's add the buffer fields.
@@ -121,8 +124,10 @@ type Limits struct {
 	// ReadTimeout is the longest a read waits for messages (default 1s).
 	ReadTimeout *Duration  `yaml:"readTimeout"`
 	RateLimit   *RateLimit `yaml:"rateLimit"`
-	// Concurrency is accepted; sluice keeps at most one batch in flight per
-	// forwarder, which is within any concurrency of at least readBatchSize.
+	// Concurrency is the most messages in flight, read and not yet acked
+	// (default readBatchSize). With streaming it is how many are kept in
+	// flight; without, a read takes at most the smaller of it and
+	// readBatchSize.
 	Concurrency *uint64 `yaml:"concurrency"`
 }
 
@@ -182,6 +187,14 @@ func (l *Limits) GetReadBatchSize() int {
 		return DefaultReadBatchSize
 	}
 	return int(*l.ReadBatchSize)
+}
+
+// GetConcurrency returns concurrency or its default, readBatchSize.
+func (l *Limits) GetConcurrency() int {
+	if l == nil || l.Concurrency == nil {
+		return l.GetReadBatchSize()
+	}
+	return int(min(*l.Concurrency, 1<<31-1))
 }
 
 // GetReadTimeout returns readTimeout or its default.

@@ -25,6 +25,9 @@ const (
 	envVertexObject = "NUMAFLOW_VERTEX_OBJECT"
 	// envDebug asks Numaflow's data plane for debug logs.
 	envDebug = "NUMAFLOW_DEBUG"
+	// envReadAhead, "true", makes a vertex read its next batch while the
+	// current one is mapped and written.
+	envReadAhead = "NUMAFLOW_READ_AHEAD"
 )
 
 func runProcessor(args []string, stdout, stderr io.Writer) error {

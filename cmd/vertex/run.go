@@ -77,6 +77,13 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
 		vertex.WithSocketDirHint(socketDirHint)}
+	if v := os.Getenv(envReadAhead); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return usagef("%s (%q): want true or false", envReadAhead, v)
+		}
+		r.vopts = append(r.vopts, vertex.WithReadAhead(on))
+	}
 	if fl.spawn {
 		stopContainers, err := spawnFile(f, fl.vertex, dir, rep, stdout, stderr, log)
 		if err != nil {
@@ -97,8 +104,10 @@ func parseRunFlags(args []string, stdout io.Writer) (runFlags, error) {
 	fs := newFlagSet("run", `usage: vertex run -f FILE [flags]
 
 Runs one replica of the MonoVertex in FILE until SIGTERM or SIGINT: it stops
-reading, finishes and acks the batch in flight, leaves the rate limiter's pool and
-exits 0.
+reading, finishes and acks the batches in flight, leaves the rate limiter's pool
+and exits 0. NUMAFLOW_READ_AHEAD=true reads the next batch while the current one
+is mapped and written; spec.streaming: true keeps limits.concurrency messages in
+flight.
 
 With a Pipeline in FILE, --vertex NAME runs one replica of that vertex, reading
 and writing its buffers on JetStream (spec.isb.jetstream); without --vertex,

@@ -28,7 +28,12 @@ type options struct {
 	logSink    *sink.Log
 
 	numaflowMetrics bool
+	readAhead       bool
 }
+
+// WithReadAhead makes the vertex read its next batch while the current one is
+// mapped and written (NUMAFLOW_READ_AHEAD); a streaming MonoVertex always does.
+func WithReadAhead(on bool) Option { return func(o *options) { o.readAhead = on } }
 
 // WithReplica sets the replica's index (default 0): it ranks the replica in
 // its rate limiter's pool and numbers the messages of a generator.

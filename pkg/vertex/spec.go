@@ -27,6 +27,9 @@ type Spec struct {
 	// Limits are readBatchSize, readTimeout and rateLimit, with config's
 	// defaults where unset; nil takes every default and no rate limit.
 	Limits *config.Limits
+	// Streaming overlaps reads with the mapping, writing and acking of the
+	// messages before (a MonoVertex's spec.streaming).
+	Streaming bool
 
 	// Source is the vertex's source; nil for a vertex that reads Inputs.
 	Source *config.Source
@@ -47,6 +50,7 @@ func FromMonoVertex(m *config.MonoVertex) Spec {
 	return Spec{
 		Name: m.Metadata.Name, Path: "spec", Limits: m.Spec.Limits,
 		Source: m.Spec.Source, UDF: m.Spec.UDF, Sink: m.Spec.Sink,
+		Streaming: m.Spec.Streaming != nil && *m.Spec.Streaming,
 	}
 }
 

@@ -148,6 +148,9 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 		// WithClock's: a reader that waits on real time (an ISB buffer, the http
 		// source) must not then be held by a clock that only a test moves.
 		MaxIdlePause: min(limits.GetReadTimeout(), forward.DefaultMaxIdlePause),
+		Concurrency:  limits.GetConcurrency(),
+		Streaming:    v.spec.Streaming,
+		ReadAhead:    v.o.readAhead,
 	}
 	fwd, err := forward.New(d, opts)
 	if err != nil {
