@@ -7,6 +7,8 @@
 //     part;
 //   - cat (mapper) and batchcat (batchmapper): pass every message on
 //     unchanged;
+//   - slowcat (mapper): passes every message on after SLOWCAT_DELAY
+//     (default 10ms), as a function calling a slow service would;
 //   - nackmap (mapper): passes every message on, with its user metadata,
 //     after nacking each payload once (NACKMAP_DELAY sets the nack's delay);
 //   - logsink (sinker): prints payloads, and fails or falls back on request;
