@@ -39,6 +39,8 @@ type Target struct {
 	// (default /var/run/numaflow); a pipeline's vertices each have a
 	// directory of their own in it, [pipeline.SocketDir].
 	SocketDir string
+	// VertexOptions are added to a MonoVertex's options.
+	VertexOptions []vertex.Option
 }
 
 // NewTarget returns the target of a validated config.
@@ -72,7 +74,7 @@ func (t *Target) RateLimited() bool {
 func (t *Target) Build(ctx context.Context, on bool) (Runner, error) {
 	f := t.Config(on)
 	if m := f.MonoVertex; m != nil {
-		return vertex.New(vertex.FromMonoVertex(m), vertex.WithSocketDir(t.SocketDir))
+		return vertex.New(vertex.FromMonoVertex(m), append([]vertex.Option{vertex.WithSocketDir(t.SocketDir)}, t.VertexOptions...)...)
 	}
 	opts := []pipeline.Option{pipeline.WithSocketDir(t.SocketDir), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(io.Discard)))}
 	if t.OnJetStream {
