@@ -139,6 +139,10 @@ type ReadMessage struct {
 // Ack acknowledges messages returned by Read, after every write for them has
 // succeeded. Delivery is at least once: a message read and never acked may be read
 // again, by this reader or another, when the source supports it.
+//
+// A forwarder reads from one goroutine. A pipelined one (streaming, read-ahead)
+// acks and naks from others while a Read is in progress, and acks batches out
+// of the order they were read, but makes one Ack or Nak call at a time.
 type Reader interface {
 	Read(ctx context.Context, buf []ReadMessage) (int, error)
 	Ack(ctx context.Context, msgs []ReadMessage) error
