@@ -5,7 +5,7 @@
 -- ARGV[3] ttl (ms)
 local id = ARGV[1]
 redis.call('ZREM', KEYS[1], id)
-redis.call('HDEL', KEYS[2], id)
+redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 if tonumber(ARGV[2]) > 0 then
   redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])

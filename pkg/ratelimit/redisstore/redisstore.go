@@ -6,10 +6,11 @@
 //
 // A store keeps five keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
-// sluice:{prefix}:heartbeats, :reports, :members, :resume and :adaptive (the
-// last cut and pause of throttle signals). Every key expires
-// after the ttl (and at least twice the longest lease) unless a replica keeps
-// syncing.
+// sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the pool
+// size each reported), :members (for ranks by id), :resume and :adaptive (the
+// last cut and pause of throttle signals). Every key expires after the ttl (and
+// at least twice the longest lease) unless a replica keeps syncing. The first
+// three are sorted sets, so that a sync costs O(log n) in the number of replicas.
 //
 // # Connecting
 //
@@ -22,8 +23,10 @@
 // Each sync is one Lua script (sync.lua), run with EVALSHA and, when Redis does
 // not know it yet, EVAL: it records the heartbeat on Redis TIME with the lease
 // the replica reports (its staleAfter), drops the replicas whose lease has run
-// out, and returns the agreement, the rank and Redis's clock, which defines the
-// epochs of every replica. A replica syncs once per sync interval from a
+// out (at most 16 per sync; more that went stale at once go over the next
+// syncs, and the pool does not agree until they are gone), and returns the
+// agreement, the rank and Redis's clock, which defines the epochs of every
+// replica. A replica syncs once per sync interval from a
 // background goroutine, never per message.
 package redisstore
 
@@ -124,7 +127,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	}
 	base := "sluice:{" + prefix + "}:"
 	return &Store{client: client, opts: opts,
-		keys: []string{base + "heartbeats", base + "reports", base + "members", base + "resume", base + "adaptive"}}, nil
+		keys: []string{base + "heartbeats", base + "sizes", base + "members", base + "resume", base + "adaptive"}}, nil
 }
 
 // Keys returns the store's keys.

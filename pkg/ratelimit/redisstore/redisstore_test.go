@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 	"github.com/sluiceflow/sluice/pkg/secret"
 )
@@ -429,4 +432,128 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 	if ttl := srv.Do(t, "PTTL", s.Keys()[4]).(int64); ttl <= 0 || ttl > 60_000 {
 		t.Errorf("PTTL of %s = %d; want it to expire within the ttl", s.Keys()[4], ttl)
 	}
+}
+
+// TestViewsAsTheGoStoreDoes runs one random sequence of syncs and leaves
+// through the script and through memstore, the reference, and checks that
+// every view agrees on the agreement, the pool size, the live count and the
+// rank. No lease runs out here: the next test covers that.
+func TestViewsAsTheGoStoreDoes(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{})
+	ref := memstore.New(nil)
+	ctx := context.Background()
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	live := map[string]int{} // the live count each replica saw last
+	rng := rand.New(rand.NewPCG(1, 2))
+	agreed := 0
+	for i := range 400 {
+		id := ids[rng.IntN(len(ids))]
+		if rng.IntN(30) == 0 {
+			if err := s.Leave(ctx, ratelimit.Report{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			ref.Leave(ctx, ratelimit.Report{ID: id})
+			delete(live, id)
+			continue
+		}
+		size := live[id] // as a limiter reports, mostly
+		if rng.IntN(15) == 0 {
+			size = rng.IntN(len(ids) + 1)
+		}
+		r := ratelimit.Report{ID: id, PoolSize: size, StaleAfter: time.Minute}
+		got, err := s.Sync(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ref.Sync(ctx, r)
+		if got.Agreed != want.Agreed || got.PoolSize != want.PoolSize || got.Live != want.Live || got.Rank != want.Rank {
+			t.Fatalf("op %d, %+v: agreed %v, size %d, live %d, rank %d; the Go store says %v, %d, %d, %d", i, r,
+				got.Agreed, got.PoolSize, got.Live, got.Rank, want.Agreed, want.PoolSize, want.Live, want.Rank)
+		}
+		if got.Agreed {
+			agreed++
+		}
+		live[id] = got.Live
+	}
+	if agreed < 20 {
+		t.Fatalf("only %d views agreed; the sequence hardly tests agreement", agreed)
+	}
+}
+
+// TestSweepsStaleReplicasOverSeveralSyncs has more replicas go stale at once
+// than a sync drops (16): they go over the next syncs, the live count leaves
+// them out from the first, and the pool agrees only once they are all gone,
+// since until then the ranks still count them.
+func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
+	const sweep, stale = 16, 40
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{})
+	ctx := context.Background()
+	sync := func(id string, lease time.Duration) ratelimit.View {
+		t.Helper()
+		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: 2, StaleAfter: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	card := func() []int64 {
+		var n []int64
+		for _, k := range s.Keys()[:3] {
+			n = append(n, srv.Do(t, "ZCARD", k).(int64))
+		}
+		return n
+	}
+	// Replicas that sort before a and b and report the same size, with a short
+	// lease; a and b stay.
+	const short = 300 * time.Millisecond
+	for i := range stale {
+		sync(fmt.Sprintf("0-%02d", i), short)
+	}
+	last := sync("a", time.Minute).Time
+	if v := sync("b", time.Minute); v.Live != stale+2 {
+		t.Fatalf("live %d before any lease ran out; want %d", v.Live, stale+2)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !redisTime(t, srv).After(last.Add(short + 5*time.Millisecond)) {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis TIME does not move")
+		}
+		time.Sleep(10 * time.Millisecond) // Redis's clock must move past the short leases
+	}
+	left := stale
+	for i := 0; ; i++ {
+		id := []string{"a", "b"}[i%2]
+		v := sync(id, time.Minute)
+		left = max(left-sweep, 0)
+		if n := card(); n[0] != int64(2+left) || n[1] != n[0] || n[2] != n[0] {
+			t.Fatalf("sync %d: heartbeats, sizes and members hold %v replicas; want %d each", i, n, 2+left)
+		}
+		if v.Live != 2 {
+			t.Fatalf("sync %d: live %d; want 2", i, v.Live)
+		}
+		if left > 0 {
+			if v.Agreed || v.Rank < i%2 {
+				t.Fatalf("sync %d, %d stale left: %+v; want no agreement, a rank of at least %d", i, left, v, i%2)
+			}
+			continue
+		}
+		if !v.Agreed || v.PoolSize != 2 || v.Rank != i%2 {
+			t.Fatalf("sync %d, all swept: %+v; want AGREE(2), rank %d", i, v, i%2)
+		}
+		if i+1 != (stale+sweep-1)/sweep {
+			t.Fatalf("swept in %d syncs", i+1)
+		}
+		break
+	}
+}
+
+// redisTime returns the server's clock, the store's.
+func redisTime(t *testing.T, srv *redistest.Server) time.Time {
+	t.Helper()
+	r := srv.Do(t, "TIME").([]any)
+	sec, _ := strconv.ParseInt(r[0].(string), 10, 64)
+	usec, _ := strconv.ParseInt(r[1].(string), 10, 64)
+	return time.Unix(sec, usec*1000)
 }

@@ -4,15 +4,19 @@
 -- the store's time, the pool saved for resuming, and the last cut and pause of
 -- throttle signals, after applying the caller's signal (ratelimit.Adaptation).
 --
+-- Every step is O(log n) in the number of replicas n, or O(sweep * log n) for
+-- the stale ones, so a sync costs about the same in a pool of 10 or 5,000.
+--
 -- KEYS[1] heartbeats: sorted set, member id, score the replica's lease deadline:
 --                     its last heartbeat (ms, Redis TIME) plus the staleAfter it
 --                     reported with it
--- KEYS[2] reports:    hash, id -> reported pool size
+-- KEYS[2] sizes:      sorted set, member id, score its reported pool size
 -- KEYS[3] members:    sorted set, member id, score 0 (ranks are lexical by id)
 -- KEYS[4] resume:     string, pool in milli-tokens saved by a replica that left
 -- KEYS[5] adaptive:   hash: from (the epoch from which the last cut applies),
 --                     pool (the pool it set, milli-tokens), pause (the end of
 --                     the pause, us of Redis TIME)
+-- The first three keys hold the same ids.
 -- ARGV[1] id, ARGV[2] reported size, ARGV[3] the replica's staleAfter (ms),
 -- ARGV[4] ttl (ms); a throttle signal, or ARGV[5] empty: ARGV[5] its epoch,
 -- ARGV[6] 1 to ask for a cut to ARGV[7] (milli-tokens), ARGV[8] the pause's end
@@ -23,25 +27,28 @@ local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local id = ARGV[1]
 
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), id)
-redis.call('HSET', KEYS[2], id, ARGV[2])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[2]), id)
 redis.call('ZADD', KEYS[3], 0, id)
 
-local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+-- At most sweep replicas whose lease ran out are dropped per sync; more that
+-- went stale at once go over the next syncs of any replica. Until they are
+-- gone, the live count leaves them out but the sizes and ranks still count them:
+-- the pool does not agree then, and the largest size and the rank can only be
+-- too large, which only shrinks shares.
+local sweep = 16
+local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, sweep)
 for _, s in ipairs(stale) do
   redis.call('ZREM', KEYS[1], s)
-  redis.call('HDEL', KEYS[2], s)
+  redis.call('ZREM', KEYS[2], s)
   redis.call('ZREM', KEYS[3], s)
 end
 
-local live = redis.call('ZCARD', KEYS[1])
-local lo, hi = nil, 0
-for _, v in ipairs(redis.call('HVALS', KEYS[2])) do
-  local n = tonumber(v)
-  if lo == nil or n < lo then lo = n end
-  if n > hi then hi = n end
-end
+local live = redis.call('ZCOUNT', KEYS[1], now, '+inf')
+local swept = #stale < sweep or redis.call('ZCARD', KEYS[1]) == live
+local lo = tonumber(redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2])
+local hi = tonumber(redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2])
 local agreed = 0
-if lo == hi and hi == live then agreed = 1 end
+if swept and lo == hi and hi == live then agreed = 1 end
 local rank = redis.call('ZRANK', KEYS[3], id)
 
 -- The keys outlive the ttl, and the longest lease by as much again.

@@ -1,0 +1,69 @@
+-- Records a replica's heartbeat and reported pool size, drops replicas whose lease
+-- has run out, and returns the pool as it stands: whether the live replicas agree
+-- on a size, the largest size reported, the live count, the caller's rank by id,
+-- the store's time, the pool saved for resuming, and the last cut and pause of
+-- throttle signals, after applying the caller's signal (ratelimit.Adaptation).
+--
+-- KEYS[1] heartbeats: sorted set, member id, score the replica's lease deadline:
+--                     its last heartbeat (ms, Redis TIME) plus the staleAfter it
+--                     reported with it
+-- KEYS[2] reports:    hash, id -> reported pool size
+-- KEYS[3] members:    sorted set, member id, score 0 (ranks are lexical by id)
+-- KEYS[4] resume:     string, pool in milli-tokens saved by a replica that left
+-- KEYS[5] adaptive:   hash: from (the epoch from which the last cut applies),
+--                     pool (the pool it set, milli-tokens), pause (the end of
+--                     the pause, us of Redis TIME)
+-- ARGV[1] id, ARGV[2] reported size, ARGV[3] the replica's staleAfter (ms),
+-- ARGV[4] ttl (ms); a throttle signal, or ARGV[5] empty: ARGV[5] its epoch,
+-- ARGV[6] 1 to ask for a cut to ARGV[7] (milli-tokens), ARGV[8] the pause's end
+-- (us, 0 for none), ARGV[9] the lead (us) of the replicas before a cut applies
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local id = ARGV[1]
+
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), id)
+redis.call('HSET', KEYS[2], id, ARGV[2])
+redis.call('ZADD', KEYS[3], 0, id)
+
+local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+for _, s in ipairs(stale) do
+  redis.call('ZREM', KEYS[1], s)
+  redis.call('HDEL', KEYS[2], s)
+  redis.call('ZREM', KEYS[3], s)
+end
+
+local live = redis.call('ZCARD', KEYS[1])
+local lo, hi = nil, 0
+for _, v in ipairs(redis.call('HVALS', KEYS[2])) do
+  local n = tonumber(v)
+  if lo == nil or n < lo then lo = n end
+  if n > hi then hi = n end
+end
+local agreed = 0
+if lo == hi and hi == live then agreed = 1 end
+local rank = redis.call('ZRANK', KEYS[3], id)
+
+-- The keys outlive the ttl, and the longest lease by as much again.
+local keyttl = tonumber(ARGV[4])
+local longest = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if longest[2] then keyttl = math.max(keyttl, 2 * (tonumber(longest[2]) - now)) end
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keyttl) end
+local resume = tonumber(redis.call('GET', KEYS[4]) or '0') or 0
+
+-- Throttle signals: the pause only grows; a cut is made when the signal came in
+-- an epoch in which the last cut had taken effect, and applies from the first
+-- epoch that begins at least the lead from now, after the signal's.
+local a = redis.call('HMGET', KEYS[5], 'from', 'pool', 'pause')
+local from, pool, pause = tonumber(a[1] or '0') or 0, tonumber(a[2] or '0') or 0, tonumber(a[3] or '0') or 0
+if ARGV[5] ~= '' then
+  local epoch = tonumber(ARGV[5])
+  pause = math.max(pause, tonumber(ARGV[8]))
+  if ARGV[6] == '1' and epoch >= from then
+    from = math.max(math.floor((nowus + tonumber(ARGV[9])) / 1000000) + 1, epoch + 1)
+    pool = tonumber(ARGV[7])
+  end
+  redis.call('HSET', KEYS[5], 'from', from, 'pool', pool, 'pause', pause)
+end
+if from > 0 or pause > 0 then redis.call('PEXPIRE', KEYS[5], keyttl) end
+return {agreed, hi, live, rank, tonumber(t[1]), tonumber(t[2]), resume, from, pool, pause}
