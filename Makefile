@@ -45,6 +45,8 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/ ./pkg/udf/ ./pkg/isb/...
 	./$(BIN) bench -f config/examples/bench.yaml --duration 10s
 	$(GO) test -run '^$$' -bench BenchmarkMapUDF -benchtime 5x ./cmd/vertex/
+	$(GO) test -run '^$$' -bench BenchmarkStreamingSlowMap -benchtime 3x ./cmd/vertex/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/ratelimit/redisstore/
 	$(GO) test -run '^$$' -bench 'BenchmarkPipeline$$' -benchtime 5x ./cmd/vertex/
 	$(GO) test -run '^$$' -bench BenchmarkPipelineProcesses -benchtime 3x ./test/
 	$(GO) test -run '^$$' -bench 'BenchmarkKafkaSource|BenchmarkHTTPSink' -benchtime 1x -count 5 ./pkg/vertex/
