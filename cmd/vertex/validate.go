@@ -39,6 +39,7 @@ flags:
 // Pipeline, the same for each vertex.
 //
 //	(udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1, fallback log; rate limit 20/s from 5 over 5s, relaxed)
+//	(generator → udf my/map:v1 → blackhole; streaming, 500 in flight)
 //	(3 vertices, 2 edges; in: generator; cat: udf my/map:v1; out: log)
 func summary(f *config.File) string {
 	s := ""
@@ -48,6 +49,9 @@ func summary(f *config.File) string {
 		if rl := spec.Limits.GetRateLimit(); rl != nil {
 			c := rl.LimiterConfig()
 			s += fmt.Sprintf("; rate limit %d/s from %d over %v, %s", c.Max, c.Min, c.RampUpDuration, c.Mode)
+		}
+		if spec.Streaming != nil && *spec.Streaming {
+			s += fmt.Sprintf("; streaming, %d in flight", spec.Limits.GetConcurrency())
 		}
 		s += ")"
 	} else {

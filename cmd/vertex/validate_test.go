@@ -65,6 +65,17 @@ func TestValidateSummary(t *testing.T) {
 			`MonoVertex "mv" is valid (udsource bin/source → udf "bin/map --keys even odd" → udsink /usr/bin/sink)`,
 		},
 		{
+			"streaming",
+			head + `  streaming: true
+  limits: {readBatchSize: 100, concurrency: 400}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			`MonoVertex "mv" is valid (generator → blackhole; streaming, 400 in flight)`,
+		},
+		{
 			"pipeline",
 			`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
