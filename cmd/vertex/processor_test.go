@@ -89,6 +89,8 @@ func TestProcessorCommandLine(t *testing.T) {
 			"NUMAFLOW_MONO_VERTEX_OBJECT is not set and NUMAFLOW_VERTEX_OBJECT is: this is the pod of a pipeline's vertex"},
 		{"bad replica", map[string]string{envMonoVertexObject: b64(numaflowObject), "NUMAFLOW_REPLICA": "one"}, nil, 2,
 			`NUMAFLOW_REPLICA ("one") must be a whole number`},
+		{"bad read-ahead", map[string]string{envMonoVertexObject: b64(numaflowObject), envReadAhead: "maybe"}, nil, 2,
+			`NUMAFLOW_READ_AHEAD ("maybe"): want true or false`},
 		{"unknown flag", map[string]string{envMonoVertexObject: b64(numaflowObject)}, []string{"--type=source"}, 2,
 			"processor: flag provided but not defined: -type"},
 		{"bad log level", map[string]string{envMonoVertexObject: b64(numaflowObject)}, []string{"--log-level", "loud"}, 2,
@@ -100,6 +102,7 @@ func TestProcessorCommandLine(t *testing.T) {
 			t.Setenv(envMonoVertexObject, "")
 			t.Setenv(envVertexObject, "")
 			t.Setenv("NUMAFLOW_REPLICA", "")
+			t.Setenv(envReadAhead, "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
