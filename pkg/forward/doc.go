@@ -13,7 +13,14 @@
 // (a ratelimit.Reason, also downstream_full while the sink is full, and
 // downstream_throttled while it waits as long as a sink that refused messages
 // with isb.ErrThrottled asked). On shutdown
-// reads stop, the batch in flight is written and acked within the shutdown
+// reads stop, the batches in flight are written and acked within the shutdown
 // timeout, and a batch still unacked at that deadline is logged and naked (when
 // the reader is an isb.Naker) so that it is delivered again at once.
+//
+// By default the steps run one batch at a time. With Options.ReadAhead the
+// next batch is read while the current one is processed and written, and with
+// Options.Streaming up to Options.Concurrency messages are in flight, each
+// batch processed by forks of the functions and acked as soon as it is
+// written. Either way one goroutine acquires and reads, so a grant's tokens
+// are still taken before its read and its unused ones deposited at once.
 package forward
