@@ -16,20 +16,20 @@ func TestFrameEncoding(t *testing.T) {
 	msgs := messages("m", 3)
 	msgs[1].Headers = map[string]string{"a": "1"}
 	msgs[2].Value = nil
-	got, err := decodeFrame(appendFrame(nil, msgs), 3, nil)
+	got, err := decodeFrame(appendFrame(nil, msgs, nil), 3, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(msgs) {
 		t.Fatalf("decoded %v, want %v", got, msgs)
 	}
-	body := appendFrame(nil, msgs)
+	body := appendFrame(nil, msgs, nil)
 	for _, tt := range []struct {
 		name  string
 		body  []byte
 		count int
 	}{{"short", body[:len(body)-1], 3}, {"count too big", body, 4}, {"bytes left", body, 2}} {
-		if _, err := decodeFrame(tt.body, tt.count, nil); err == nil {
+		if _, err := decodeFrame(tt.body, tt.count, nil, nil); err == nil {
 			t.Errorf("%s: decoded", tt.name)
 		}
 	}

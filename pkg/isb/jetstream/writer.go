@@ -326,7 +326,7 @@ func (w *Writer) fill(m *nats.Msg, unitMsgs []isb.Message) {
 			dedupID = w.from + ":" + unitMsgs[0].ID
 		}
 	} else {
-		w.enc = appendFrame(w.enc[:0], unitMsgs)
+		w.enc = appendFrame(w.enc[:0], unitMsgs, nil)
 		if fid, ok := frameID(unitMsgs); ok {
 			dedupID = w.from + ":" + fid
 		}
