@@ -80,6 +80,31 @@ func TestFramesRoundTrip(t *testing.T) {
 	waitEmpty(t, c, sp.Name)
 }
 
+// A Reader of frames fetches ahead too: a Read of 8 takes 2 frames of 4,
+// and once the server has given both, it asks for the next 2.
+func TestFramesFetchedAhead(t *testing.T) {
+	t.Parallel()
+	sp := spec("framesahead-0", 100)
+	_, c := setup(t, sp, frames(4))
+	write(t, newWriter(t, c, sp, "up"), messages("m", 40))
+	r := newReader(t, c, sp.Name, time.Second)
+	buf := make([]isb.ReadMessage, 8)
+	n, err := r.Read(testCtx(t), buf)
+	if err != nil || n != 8 {
+		t.Fatalf("Read(8) = %d, %v", n, err)
+	}
+	waitFor(t, "2 frames fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 4 })
+	got := append([]isb.ReadMessage(nil), buf[:n]...)
+	got = append(got, readN(t, r, 32, 8)...)
+	for i := range got {
+		if want := fmt.Sprintf("m%d", i); got[i].ID != want {
+			t.Fatalf("message %d: %s, want %s", i, got[i].ID, want)
+		}
+	}
+	ack(t, r, got)
+	waitEmpty(t, c, sp.Name)
+}
+
 // A frame with a message naked is delivered again whole, once its other
 // messages are acked.
 func TestFrameNak(t *testing.T) {

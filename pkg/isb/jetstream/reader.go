@@ -25,10 +25,10 @@ import (
 // without waiting; when that is nothing it waits up to the read timeout (or
 // until ctx is done) for one message, then takes what else is there without
 // waiting. At low load a message is returned as soon as it arrives; at high
-// load a Read is one round trip, or none: a Read that fills buf from the
-// server, with a buf as large as any the Reader was given, asks at once for
-// the next batch of that size (it fetches ahead), which is on its way while
-// the caller processes this one. So a caller whose reads are trimmed, as by
+// load a Read is one round trip, or none: a Read whose pull the server
+// answered in full (a backlog), with a buf as large as any the Reader was
+// given, asks at once for the next batch of that size (it fetches ahead),
+// which is on its way while the caller processes this one. So a caller whose reads are trimmed, as by
 // a rate limiter's grant, takes from the buffer at most one batch more than
 // it was granted, and a caller reading full batches holds at most one batch
 // ahead. The wait is made of pull requests of at most a second: when ctx is
@@ -63,6 +63,7 @@ type Reader struct {
 	leftover  []isb.ReadMessage // messages read, not yet returned (held): the rest of frames, or of a batch fetched ahead
 	frame     []isb.Message     // reused to decode a frame
 	largest   int               // the largest buf a Read was given: only Reads that large fetch ahead
+	answered  bool              // the last pull settled brought all it asked for: the buffer has a backlog
 
 	mu     sync.Mutex
 	live   []*heldBatch // the batches with a message held (read, not yet acked or naked)
@@ -217,7 +218,7 @@ func (r *Reader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		m, err = r.pull(ctx, buf[n:], 0)
 		n += m
 	}
-	if n == len(buf) && err == nil && fullSize && r.open == nil {
+	if r.answered && err == nil && fullSize && r.open == nil {
 		r.fetchAhead(len(buf))
 	}
 	return n, err
@@ -380,6 +381,7 @@ func (r *Reader) settle(ctx context.Context, buf []isb.ReadMessage, n int, errs 
 		}
 	}
 	r.open = nil
+	r.answered = p.left == 0
 	return n, errs
 }
 
