@@ -157,8 +157,9 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 		stop()
 		return nil, bufferErr("read", name, err)
 	}
-	// The pulls of one Read never ask for more than its buffer holds; the
-	// subscription must hold that many without dropping any.
+	// A pull never asks for more than a Read's buffer holds, and one more
+	// is fetched ahead at most; the subscription must hold what they bring
+	// without dropping any.
 	if err := r.sub.SetPendingLimits(-1, -1); err != nil {
 		stop()
 		r.sub.Unsubscribe()
