@@ -49,6 +49,20 @@
 // and single messages alike; a Reader with the same FrameSize asks for as
 // many frames as fill its buffer.
 //
+// # Reading
+//
+// A Reader pulls from the consumer in batches of at most the buffer a Read
+// is given (in frames: as many frames as that buffer holds). Once the
+// server answers a Read's pull in full (a backlog), the Reader asks for the
+// next batch at once, which arrives while the caller writes and acks this
+// one; the next Read then takes it without a round trip. Only Reads of the
+// largest buffer the Reader was given fetch ahead, so a caller whose reads
+// a rate limiter trims takes from the buffer at most one batch more than it
+// was granted. Messages fetched ahead are held like those read: kept in
+// progress, and handed back when the Reader is closed. Messages read are
+// decoded without copying: their values and strings alias the bodies
+// received.
+//
 // # Full detection
 //
 // As in Numaflow, a writer treats a buffer as full once it holds

@@ -16,20 +16,20 @@ func TestFrameEncoding(t *testing.T) {
 	msgs := messages("m", 3)
 	msgs[1].Headers = map[string]string{"a": "1"}
 	msgs[2].Value = nil
-	got, err := decodeFrame(appendFrame(nil, msgs), 3, nil)
+	got, err := decodeFrame(appendFrame(nil, msgs, nil), 3, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(msgs) {
 		t.Fatalf("decoded %v, want %v", got, msgs)
 	}
-	body := appendFrame(nil, msgs)
+	body := appendFrame(nil, msgs, nil)
 	for _, tt := range []struct {
 		name  string
 		body  []byte
 		count int
 	}{{"short", body[:len(body)-1], 3}, {"count too big", body, 4}, {"bytes left", body, 2}} {
-		if _, err := decodeFrame(tt.body, tt.count, nil); err == nil {
+		if _, err := decodeFrame(tt.body, tt.count, nil, nil); err == nil {
 			t.Errorf("%s: decoded", tt.name)
 		}
 	}
@@ -77,6 +77,31 @@ func TestFramesRoundTrip(t *testing.T) {
 		t.Fatalf("after acking 3 of 4: %+v; want the first frame still held", bi)
 	}
 	ack(t, r, got[3:])
+	waitEmpty(t, c, sp.Name)
+}
+
+// A Reader of frames fetches ahead too: a Read of 8 takes 2 frames of 4,
+// and once the server has given both, it asks for the next 2.
+func TestFramesFetchedAhead(t *testing.T) {
+	t.Parallel()
+	sp := spec("framesahead-0", 100)
+	_, c := setup(t, sp, frames(4))
+	write(t, newWriter(t, c, sp, "up"), messages("m", 40))
+	r := newReader(t, c, sp.Name, time.Second)
+	buf := make([]isb.ReadMessage, 8)
+	n, err := r.Read(testCtx(t), buf)
+	if err != nil || n != 8 {
+		t.Fatalf("Read(8) = %d, %v", n, err)
+	}
+	waitFor(t, "2 frames fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 4 })
+	got := append([]isb.ReadMessage(nil), buf[:n]...)
+	got = append(got, readN(t, r, 32, 8)...)
+	for i := range got {
+		if want := fmt.Sprintf("m%d", i); got[i].ID != want {
+			t.Fatalf("message %d: %s, want %s", i, got[i].ID, want)
+		}
+	}
+	ack(t, r, got)
 	waitEmpty(t, c, sp.Name)
 }
 

@@ -2,9 +2,9 @@ package jetstream
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -107,10 +107,17 @@ func appendMessage(b []byte, m *isb.Message) []byte {
 	return b
 }
 
-// decodeMessage decodes b into m (which it overwrites). m.Value aliases b;
-// strings are copied. An empty key list, value or header map decodes as nil.
-func decodeMessage(b []byte, m *isb.Message) error {
+// decodeMessage decodes b into m (which it overwrites). Nothing is copied:
+// m.Value, and the strings of m (its ID, keys and headers), alias b, which
+// must not change while m is in use. The keys go into keys, and m.Keys is a
+// slice of it; with keys nil they get an array of their own. An empty key
+// list, value or header map decodes as nil.
+func decodeMessage(b []byte, m *isb.Message, keys *keyArena) error {
 	*m = isb.Message{}
+	if keys == nil {
+		keys = &keyArena{hint: 1}
+	}
+	firstKey := len(keys.keys)
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -119,17 +126,18 @@ func decodeMessage(b []byte, m *isb.Message) error {
 		b = b[n:]
 		switch {
 		case num == fieldID && typ == protowire.BytesType:
-			v, n := protowire.ConsumeString(b)
+			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return fmt.Errorf("id: %w", protowire.ParseError(n))
 			}
-			m.ID, b = v, b[n:]
+			m.ID, b = alias(v), b[n:]
 		case num == fieldKeys && typ == protowire.BytesType:
-			v, n := protowire.ConsumeString(b)
+			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return fmt.Errorf("keys: %w", protowire.ParseError(n))
 			}
-			m.Keys, b = append(m.Keys, v), b[n:]
+			keys.add(alias(v))
+			b = b[n:]
 		case num == fieldValue && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
@@ -172,7 +180,42 @@ func decodeMessage(b []byte, m *isb.Message) error {
 			b = b[n:]
 		}
 	}
+	m.Keys = keys.since(firstKey)
 	return nil
+}
+
+// alias returns b as a string without copying it: b must never change
+// afterwards. The bodies of messages read are never written to.
+func alias(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// keyArena holds the keys of many decoded messages in one array, so that a
+// batch of messages costs one allocation for all of their keys. Keys handed
+// out stay valid when the arena grows: it then moves on to a new array.
+type keyArena struct {
+	keys []string
+	hint int // keys to make room for at the first one
+}
+
+func (a *keyArena) add(k string) {
+	if a.keys == nil {
+		a.keys = make([]string, 0, a.hint)
+	}
+	a.keys = append(a.keys, k)
+}
+
+// since returns the keys added from index first on, or nil when there are
+// none. Its capacity ends with it: appending to it never touches the keys of
+// another message.
+func (a *keyArena) since(first int) []string {
+	if len(a.keys) == first {
+		return nil
+	}
+	return a.keys[first:len(a.keys):len(a.keys)]
 }
 
 // decodeHeader decodes one map entry into m.Headers.
@@ -185,14 +228,14 @@ func decodeHeader(b []byte, m *isb.Message) error {
 		}
 		b = b[n:]
 		if (num == fieldHeaderKey || num == fieldHeaderValue) && typ == protowire.BytesType {
-			v, n := protowire.ConsumeString(b)
+			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return protowire.ParseError(n)
 			}
 			if num == fieldHeaderKey {
-				key = v
+				key = alias(v)
 			} else {
-				value = v
+				value = alias(v)
 			}
 			b = b[n:]
 			continue
@@ -214,29 +257,35 @@ func decodeHeader(b []byte, m *isb.Message) error {
 // header Sluice-Frame (the number of messages). Its body is each message's
 // encoding, as above, after its length as a varint.
 
-// appendFrame appends the frame of msgs to b.
-func appendFrame(b []byte, msgs []isb.Message) []byte {
+// appendFrame appends the frame of msgs to b. sizes, when not nil, holds
+// each message's encodedSize.
+func appendFrame(b []byte, msgs []isb.Message, sizes []int) []byte {
 	for i := range msgs {
-		b = protowire.AppendVarint(b, uint64(encodedSize(&msgs[i])))
+		size := 0
+		if sizes != nil {
+			size = sizes[i]
+		} else {
+			size = encodedSize(&msgs[i])
+		}
+		b = protowire.AppendVarint(b, uint64(size))
 		b = appendMessage(b, &msgs[i])
 	}
 	return b
 }
 
 // decodeFrame decodes the count messages of a frame into out, which it
-// extends. Values alias b.
-func decodeFrame(b []byte, count int, out []isb.Message) ([]isb.Message, error) {
+// extends; as with decodeMessage, they alias b and their keys go into keys.
+func decodeFrame(b []byte, count int, out []isb.Message, keys *keyArena) ([]isb.Message, error) {
 	for i := 0; i < count; i++ {
 		size, n := protowire.ConsumeVarint(b)
 		if n < 0 || size > uint64(len(b)-n) {
 			return out, fmt.Errorf("frame message %d of %d: bad length", i, count)
 		}
 		b = b[n:]
-		var m isb.Message
-		if err := decodeMessage(b[:size], &m); err != nil {
-			return out, fmt.Errorf("frame message %d of %d: %w", i, count, err)
+		out = append(out, isb.Message{})
+		if err := decodeMessage(b[:size], &out[len(out)-1], keys); err != nil {
+			return out[:len(out)-1], fmt.Errorf("frame message %d of %d: %w", i, count, err)
 		}
-		out = append(out, m)
 		b = b[size:]
 	}
 	if len(b) != 0 {
@@ -249,13 +298,29 @@ func decodeFrame(b []byte, count int, out []isb.Message) ([]isb.Message, error) 
 // messages in the same order give the same ID. It is false when a message has
 // no ID.
 func frameID(msgs []isb.Message) (string, bool) {
-	h := fnv.New64a()
+	b := appendFrameID(nil, msgs)
+	return string(b), b != nil
+}
+
+// appendFrameID appends the frameID of msgs to b; nothing when a message has
+// no ID. The ID is "frame-", the 64-bit FNV-1a hash (hex) of the messages'
+// IDs each followed by a zero byte, "-" and the number of messages.
+func appendFrameID(b []byte, msgs []isb.Message) []byte {
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
 	for i := range msgs {
-		if msgs[i].ID == "" {
-			return "", false
+		id := msgs[i].ID
+		if id == "" {
+			return b
 		}
-		h.Write([]byte(msgs[i].ID))
-		h.Write([]byte{0})
+		for j := 0; j < len(id); j++ {
+			h ^= uint64(id[j])
+			h *= prime64
+		}
+		h *= prime64 // the zero byte after it
 	}
-	return "frame-" + strconv.FormatUint(h.Sum64(), 16) + "-" + strconv.Itoa(len(msgs)), true
+	b = append(b, "frame-"...)
+	b = strconv.AppendUint(b, h, 16)
+	b = append(b, '-')
+	return strconv.AppendInt(b, int64(len(msgs)), 10)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func roundTrip(t *testing.T, m isb.Message) isb.Message {
 		t.Fatalf("encoded %d bytes, encodedSize says %d", len(b), encodedSize(&m))
 	}
 	var got isb.Message
-	if err := decodeMessage(b, &got); err != nil {
+	if err := decodeMessage(b, &got, nil); err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -87,11 +88,34 @@ func TestMessageDecodeSkipsUnknownFields(t *testing.T) {
 	m := isb.Message{ID: "x", Keys: []string{"k"}}
 	b = appendMessage(b, &m)
 	var got isb.Message
-	if err := decodeMessage(b, &got); err != nil {
+	if err := decodeMessage(b, &got, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !sameMessage(got, m) {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+// Messages decoded into one key arena keep their own keys, also once the
+// arena has grown, and appending to one's keys leaves the next one's alone.
+func TestMessageKeyArena(t *testing.T) {
+	keys := &keyArena{hint: 2}
+	var got []isb.Message
+	var want []isb.Message
+	for i, ks := range [][]string{{"a", "b"}, nil, {"c"}, {"d", "e", "f"}} {
+		m := isb.Message{ID: strconv.Itoa(i), Keys: ks}
+		var d isb.Message
+		if err := decodeMessage(appendMessage(nil, &m), &d, keys); err != nil {
+			t.Fatal(err)
+		}
+		want, got = append(want, m), append(got, d)
+	}
+	got[0].Keys = append(got[0].Keys, "x")
+	want[0].Keys = append(want[0].Keys, "x")
+	for i := range want {
+		if !sameMessage(got[i], want[i]) {
+			t.Errorf("message %d: got %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
 
@@ -102,7 +126,7 @@ func TestMessageDecodeErrors(t *testing.T) {
 	boundaries := map[int]bool{5: true, 12: true}
 	for cut := 1; cut < len(good); cut++ {
 		var m isb.Message
-		err := decodeMessage(good[:cut], &m)
+		err := decodeMessage(good[:cut], &m, nil)
 		if boundaries[cut] != (err == nil) {
 			t.Errorf("truncated at %d of %d: error %v", cut, len(good), err)
 		}
@@ -118,7 +142,7 @@ func TestMessageDecodeErrors(t *testing.T) {
 	}
 	for name, b := range cases {
 		var m isb.Message
-		if err := decodeMessage(b, &m); err == nil {
+		if err := decodeMessage(b, &m, nil); err == nil {
 			t.Errorf("%s: no error, decoded %+v", name, m)
 		}
 	}
@@ -144,6 +168,6 @@ func FuzzMessage(f *testing.F) {
 		}
 		// Arbitrary bytes never panic.
 		var junk isb.Message
-		_ = decodeMessage(value, &junk)
+		_ = decodeMessage(value, &junk, nil)
 	})
 }

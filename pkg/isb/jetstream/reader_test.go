@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,28 +12,40 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
-// Read returns at most len(buf) messages and asks the server for no more:
-// the consumer has at most len(buf) messages out after it, both when
-// messages are waiting and when Read had to wait for the first one.
+// Read returns at most len(buf) messages and asks the server for no more,
+// except that a Read of its largest buf that fills it fetches one more batch
+// of that size ahead: a trimmed Read (as by a rate limiter's grant) takes
+// no more than it was given, and nothing is read twice.
 func TestReadTakesNoMoreThanBuf(t *testing.T) {
 	t.Parallel()
 	sp := spec("limit-0", 100)
 	_, c := setup(t, sp, nil)
 	w := newWriter(t, c, sp, "up")
 	r := newReader(t, c, sp.Name, 5*time.Second)
-	write(t, w, messages("m", 20))
+	write(t, w, messages("m", 30))
 	buf := make([]isb.ReadMessage, 10)
-	n, err := r.Read(testCtx(t), buf[:3])
+	n, err := r.Read(testCtx(t), buf)
+	if err != nil || n != 10 {
+		t.Fatalf("Read(10) = %d, %v", n, err)
+	}
+	first := slices.Clone(buf[:n])
+	// The next 10 are fetched ahead.
+	waitFor(t, "the batch fetched ahead", func() bool { bi := info(t, c, sp.Name); return bi.AckPending == 20 && bi.Pending == 10 })
+	n, err = r.Read(testCtx(t), buf[:3])
 	if err != nil || n != 3 {
 		t.Fatalf("Read(3) = %d, %v", n, err)
 	}
-	if bi := info(t, c, sp.Name); bi.AckPending != 3 || bi.Pending != 17 {
-		t.Fatalf("after Read(3): %+v", bi)
+	got := append(first, buf[:n]...)
+	if bi := info(t, c, sp.Name); bi.AckPending != 20 || bi.Pending != 10 {
+		t.Fatalf("after a trimmed Read(3): %+v", bi)
 	}
-	ack(t, r, buf[:n])
-	waitFor(t, "acks applied", func() bool { return info(t, c, sp.Name).Messages == 17 })
-	got := readN(t, r, 17, 10)
 	ack(t, r, got)
+	waitFor(t, "acks applied", func() bool { return info(t, c, sp.Name).Messages == 17 })
+	rest := readN(t, r, 17, 10)
+	ack(t, r, rest)
+	if all := ids(append(got, rest...)); len(all) != 30 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 30 {
+		t.Fatalf("read %v", all)
+	}
 	waitEmpty(t, c, sp.Name)
 
 	// Empty buffer: Read waits for the first message, then takes what else
@@ -273,6 +286,45 @@ func TestInProgressKeepsMessage(t *testing.T) {
 	if bi := info(t, c, sp.Name); bi.Redelivered != 0 {
 		t.Fatalf("%+v", bi)
 	}
+}
+
+// A batch fetched ahead and not taken by a Read is kept in progress past
+// AckWait, like the messages read, and Close hands it back with them.
+func TestFetchedAheadKeptAndHandedBack(t *testing.T) {
+	t.Parallel()
+	sp := spec("ahead-0", 100)
+	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = time.Second })
+	write(t, newWriter(t, c, sp, "up"), messages("m", 25))
+	r, err := c.Reader(sp.Name, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Read(testCtx(t), make([]isb.ReadMessage, 10)); n != 10 || err != nil {
+		t.Fatalf("Read(10) = %d, %v", n, err)
+	}
+	waitFor(t, "the batch fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 20 })
+	other := newReader(t, c, sp.Name, 2500*time.Millisecond)
+	got := readN(t, other, 5, 10)
+	if n, err := other.Read(testCtx(t), make([]isb.ReadMessage, 10)); n != 0 || err != nil {
+		t.Fatalf("another reader got %d messages (%v) while the first held them past AckWait", n, err)
+	}
+	ack(t, other, got)
+	if bi := info(t, c, sp.Name); bi.Redelivered != 0 || bi.AckPending != 20 {
+		t.Fatalf("%+v", bi)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := readN(t, other, 20, 20)
+	ack(t, other, again)
+	seen := map[string]bool{}
+	for _, id := range ids(append(got, again...)) {
+		seen[id] = true
+	}
+	if len(seen) != 25 {
+		t.Fatalf("read %d distinct messages, want 25", len(seen))
+	}
+	waitEmpty(t, c, sp.Name)
 }
 
 // A message that cannot be decoded is dropped and reported, and the others

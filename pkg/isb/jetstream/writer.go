@@ -56,8 +56,8 @@ const errCodeStoreFailed jetstream.ErrorCode = 10077
 // kept. Messages with an empty ID carry no such header and are never dropped.
 type Writer struct {
 	name, subject, from string
-	soft                int64 // full when stored+published >= soft
-	js                  jetstream.JetStream
+	infoSubject         string // the JetStream API's stream info request
+	soft                int64  // full when stored+published >= soft
 	log                 *zap.Logger
 	err                 error // a bad spec: every Write returns it
 	errFull             error // matches isb.ErrBufferFull, names the buffer
@@ -66,21 +66,27 @@ type Writer struct {
 	stored    atomic.Int64 // messages in the stream at the last refresh; -1 before the first
 	published atomic.Int64 // messages this writer stored since the last refresh began
 
-	// Publishing: each message is published with the reply subject
-	// <inbox>.<batch>.<index>, and one subscription on <inbox>.> collects
-	// the server's acknowledgements into the batch waiting for them.
+	// Publishing: each unit of a batch is published with the reply subject
+	// <inbox>.<slot>.<index>, and one subscription on <inbox>.> collects
+	// the server's acknowledgements into the batch waiting for them. A
+	// batch takes a slot, whose reply subjects are made once and reused by
+	// the batches after it; a slot is taken again only once every answer to
+	// its last batch came, so a late answer is never taken for another
+	// message's.
 	nc       *nats.Conn
 	inbox    string
 	sub      *nats.Subscription
-	mu       sync.Mutex // guards batches, nextBatch, enc and hdr
+	mu       sync.Mutex // guards batches, free, next and the buffers below
 	batches  map[uint64]*pending
-	next     uint64
+	free     []*slot     // slots no answer is awaited on
+	next     uint64      // the last slot made
 	enc      []byte      // reused: a publish copies its body before it returns
 	hdr      nats.Header // reused likewise, with its values
 	idVal    []string
 	frameVal []string
-	units    []unit  // reused by each Write
-	perr     []error // likewise: per unit, a failure to publish
+	ids      []byte // reused: the dedup IDs of a batch, back to back
+	idEnds   []int  // per unit, where its dedup ID ends in ids
+	sizes    []int  // per message, its encoded size (frames)
 
 	// Frames: with frameSize > 1, up to that many messages go in one
 	// JetStream message. The stream counts frames; the full check turns
@@ -96,12 +102,26 @@ type Writer struct {
 }
 
 // pending is a batch of publishes waiting for the server's answers, one per
-// unit: a message, or a frame of messages.
+// unit: a message, or a frame of messages. Its slices are its slot's.
 type pending struct {
+	slot     *slot
+	units    []unit
+	perr     []error // per unit, a failure to publish (not awaited)
 	errs     []error // per unit; set once answered
 	answered []bool
 	left     int
 	done     chan struct{} // closed when every unit is answered
+}
+
+// slot is what one batch at a time uses: its reply subjects,
+// <inbox>.<id>.<index>, and room for its units and their outcomes.
+type slot struct {
+	id       uint64
+	replies  []string
+	units    []unit
+	perr     []error
+	errs     []error
+	answered []bool
 }
 
 // unit is one JetStream message of a batch: msgs[first : first+count], one
@@ -120,21 +140,19 @@ var (
 // goroutine.
 func (c *Conn) Writer(spec BufferSpec, from string) *Writer {
 	w := &Writer{
-		name:    spec.Name,
-		subject: subject(spec.Name),
-		from:    from,
-		log:     c.log.With(zap.String("buffer", spec.Name)),
-		errFull: fmt.Errorf("jetstream: buffer %s: %w", spec.Name, isb.ErrBufferFull),
-		done:    make(chan struct{}),
+		name:        spec.Name,
+		subject:     subject(spec.Name),
+		infoSubject: "$JS.API.STREAM.INFO." + spec.Name,
+		from:        from,
+		log:         c.log.With(zap.String("buffer", spec.Name)),
+		errFull:     fmt.Errorf("jetstream: buffer %s: %w", spec.Name, isb.ErrBufferFull),
+		done:        make(chan struct{}),
 	}
 	w.stored.Store(-1)
 	w.frameSize = max(1, c.cfg.FrameSize)
 	w.err = spec.validate()
 	if w.err == nil && strings.ContainsAny(from, "\r\n") {
 		w.err = fmt.Errorf("%w: buffer %s: writer name %q has a line break", ErrInvalidConfig, spec.Name, from)
-	}
-	if w.err == nil {
-		w.js, w.err = jetstream.New(c.nc)
 	}
 	if w.err == nil {
 		w.nc, w.inbox, w.batches = c.nc, c.nc.NewInbox(), map[uint64]*pending{}
@@ -182,12 +200,12 @@ func (w *Writer) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	}
 
 	w.mu.Lock()
-	b, units, perr := w.publish(msgs, errs)
+	b := w.publish(msgs, errs)
 	w.mu.Unlock()
 	awaitAnswers(ctx, b)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.settle(ctx, b, units, perr, errs)
+	w.settle(ctx, b, errs)
 	return nil
 }
 
@@ -204,14 +222,15 @@ func awaitAnswers(ctx context.Context, b *pending) {
 }
 
 // settle records in errs what became of each message of batch b's units,
-// forgets the batch, and counts what was stored. w.mu is held.
-func (w *Writer) settle(ctx context.Context, b *pending, units []unit, perr []error, errs []error) {
+// forgets the batch, and counts what was stored. Its slot is free again once
+// every unit is answered. w.mu is held.
+func (w *Writer) settle(ctx context.Context, b *pending, errs []error) {
 	var stored, storedUnits int64
-	for u, un := range units {
+	for u, un := range b.units {
 		var err error
 		switch {
-		case perr[u] != nil:
-			err = perr[u]
+		case b.perr[u] != nil:
+			err = b.perr[u]
 		case b.answered[u]:
 			err = b.errs[u]
 		default:
@@ -229,10 +248,11 @@ func (w *Writer) settle(ctx context.Context, b *pending, units []unit, perr []er
 			storedUnits++
 		}
 	}
-	for id, p := range w.batches {
-		if p == b {
-			delete(w.batches, id)
-		}
+	delete(w.batches, b.slot.id)
+	if b.left == 0 {
+		sl := b.slot
+		sl.units, sl.perr, sl.errs, sl.answered = b.units, b.perr, b.errs, b.answered
+		w.free = append(w.free, sl)
 	}
 	w.published.Add(stored)
 	w.sentMsgs.Add(stored)
@@ -249,43 +269,101 @@ const frameHeader = "Sluice-Frame"
 
 // publish publishes msgs, one per JetStream message or in frames, each with
 // its reply subject, and returns the batch that collects the server's
-// answers, its units, and per unit an error when it could not be published
+// answers: its units, and per unit an error when it could not be published
 // (not awaited). Messages whose ID cannot be sent get their error in errs and
 // are in no unit. w.mu is held.
-func (w *Writer) publish(msgs []isb.Message, errs []error) (*pending, []unit, []error) {
-	units := w.cut(msgs, errs)
-	perr := w.perr[:0]
-	for range units {
-		perr = append(perr, nil)
-	}
-	w.perr = perr
-
-	w.next++
-	id := w.next
-	b := &pending{errs: make([]error, len(units)), answered: make([]bool, len(units)), left: len(units), done: make(chan struct{})}
-	w.batches[id] = b
+func (w *Writer) publish(msgs []isb.Message, errs []error) *pending {
+	sl := w.slot()
+	units := w.cut(msgs, errs, sl.units[:0])
+	w.reply(sl, len(units))
+	b := &pending{slot: sl, units: units, perr: resize(sl.perr, len(units)), errs: resize(sl.errs, len(units)),
+		answered: resize(sl.answered, len(units)), left: len(units), done: make(chan struct{})}
+	w.batches[sl.id] = b
 	if len(units) == 0 {
 		close(b.done)
 	}
-	prefix := w.inbox + "." + strconv.FormatUint(id, 10) + "."
+	ids := w.dedupIDs(msgs, units)
 	m := &nats.Msg{Subject: w.subject}
+	start := 0
 	for u, un := range units {
-		m.Reply = prefix + strconv.Itoa(u)
-		w.fill(m, msgs[un.first:un.first+un.count])
+		m.Reply = sl.replies[u]
+		w.fill(m, msgs, un, ids[start:w.idEnds[u]])
+		start = w.idEnds[u]
 		if err := w.nc.PublishMsg(m); err != nil {
-			perr[u] = w.publishErr(err)
+			b.perr[u] = w.publishErr(err)
 			b.answer(u, nil)
 		}
 	}
-	return b, units, perr
+	return b
+}
+
+// resize returns s with length n and every element zero, reusing its array
+// when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// slot returns a free slot, or a new one. w.mu is held.
+func (w *Writer) slot() *slot {
+	if k := len(w.free); k > 0 {
+		sl := w.free[k-1]
+		w.free[k-1] = nil
+		w.free = w.free[:k-1]
+		return sl
+	}
+	w.next++
+	return &slot{id: w.next}
+}
+
+// reply makes sure sl has at least n reply subjects. w.mu is held.
+func (w *Writer) reply(sl *slot, n int) {
+	if len(sl.replies) < n {
+		prefix := w.inbox + "." + strconv.FormatUint(sl.id, 10) + "."
+		for i := len(sl.replies); i < n; i++ {
+			sl.replies = append(sl.replies, prefix+strconv.Itoa(i))
+		}
+	}
+}
+
+// dedupIDs returns the Nats-Msg-Id of every unit, back to back in one
+// string, and sets w.idEnds to where each ends; a unit without one has an
+// empty ID. w.mu is held.
+func (w *Writer) dedupIDs(msgs []isb.Message, units []unit) string {
+	ids, ends := w.ids[:0], w.idEnds[:0]
+	for _, un := range units {
+		if un.count == 1 {
+			if id := msgs[un.first].ID; id != "" {
+				ids = append(append(append(ids, w.from...), ':'), id...)
+			}
+		} else {
+			prefixed := append(append(ids, w.from...), ':')
+			if withID := appendFrameID(prefixed, msgs[un.first:un.first+un.count]); len(withID) > len(prefixed) {
+				ids = withID
+			}
+		}
+		ends = append(ends, len(ids))
+	}
+	w.ids, w.idEnds = ids, ends
+	return string(ids)
 }
 
 // cut divides msgs into units: each message alone, or with frameSize > 1
 // frames of up to frameSize messages and maxFrameBytes. A message whose ID
 // has a line break gets its error in errs and is in no unit; errs of the
-// others are cleared. The units are w.units, reused.
-func (w *Writer) cut(msgs []isb.Message, errs []error) []unit {
-	units := w.units[:0]
+// others are cleared. The units are appended to units; with frames, w.sizes
+// holds each message's encoded size. w.mu is held.
+func (w *Writer) cut(msgs []isb.Message, errs []error, units []unit) []unit {
+	sizes := w.sizes[:0]
+	if w.frameSize > 1 {
+		for i := range msgs {
+			sizes = append(sizes, encodedSize(&msgs[i]))
+		}
+	}
 	for i := 0; i < len(msgs); {
 		errs[i] = nil
 		if id := msgs[i].ID; strings.ContainsAny(id, "\r\n") {
@@ -295,41 +373,32 @@ func (w *Writer) cut(msgs []isb.Message, errs []error) []unit {
 		}
 		count, size := 1, 0
 		if w.frameSize > 1 {
-			size = encodedSize(&msgs[i])
+			size = sizes[i]
 		}
 		for count < w.frameSize && i+count < len(msgs) {
-			next := &msgs[i+count]
-			if strings.ContainsAny(next.ID, "\r\n") {
+			next := i + count
+			if strings.ContainsAny(msgs[next].ID, "\r\n") || size+sizes[next] > maxFrameBytes {
 				break
 			}
-			s := encodedSize(next)
-			if size+s > maxFrameBytes {
-				break
-			}
-			size, count = size+s, count+1
+			size, count = size+sizes[next], count+1
 		}
 		units = append(units, unit{i, count})
 		i += count
 	}
-	w.units = units
+	w.sizes = sizes
 	return units
 }
 
-// fill sets the body and headers of m for one unit: a message alone, or a
-// frame of several. The body is w.enc and the headers w.hdr, reused: m is
-// good until the next fill. w.mu is held.
-func (w *Writer) fill(m *nats.Msg, unitMsgs []isb.Message) {
-	dedupID := ""
+// fill sets the body and headers of m for unit un of msgs: a message alone,
+// or a frame of several, with its dedup ID (none when empty). The body is
+// w.enc and the headers w.hdr, reused: m is good until the next fill. w.mu
+// is held.
+func (w *Writer) fill(m *nats.Msg, msgs []isb.Message, un unit, dedupID string) {
+	unitMsgs := msgs[un.first : un.first+un.count]
 	if len(unitMsgs) == 1 {
 		w.enc = appendMessage(w.enc[:0], &unitMsgs[0])
-		if unitMsgs[0].ID != "" {
-			dedupID = w.from + ":" + unitMsgs[0].ID
-		}
 	} else {
-		w.enc = appendFrame(w.enc[:0], unitMsgs)
-		if fid, ok := frameID(unitMsgs); ok {
-			dedupID = w.from + ":" + fid
-		}
+		w.enc = appendFrame(w.enc[:0], unitMsgs, w.sizes[un.first:un.first+un.count])
 	}
 	m.Data, m.Header = w.enc, nil
 	clear(w.hdr)
@@ -443,13 +512,39 @@ func (w *Writer) refresh(ctx context.Context) error {
 	// Messages stored from now on may or may not be in the answer; counting
 	// them twice until the next refresh errs on the side of full.
 	before := w.published.Load()
-	s, err := w.js.Stream(ctx, w.name)
+	msgs, err := w.streamMsgs(ctx)
 	if err != nil {
 		return bufferErr("read the usage of", w.name, err)
 	}
-	w.stored.Store(int64(s.CachedInfo().State.Msgs))
+	w.stored.Store(int64(msgs))
 	w.published.Add(-before)
 	return nil
+}
+
+// streamMsgs asks the server how many messages the stream holds. It reads
+// only that from the stream's info, which a Writer full of a busy buffer
+// asks for at every Write.
+func (w *Writer) streamMsgs(ctx context.Context) (uint64, error) {
+	ans, err := w.nc.RequestWithContext(ctx, w.infoSubject, nil)
+	if err != nil {
+		return 0, err
+	}
+	var info struct {
+		State struct {
+			Msgs uint64 `json:"messages"`
+		} `json:"state"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(ans.Data, &info); err != nil {
+		return 0, fmt.Errorf("unreadable stream info: %w", err)
+	}
+	switch {
+	case info.Error == nil:
+		return info.State.Msgs, nil
+	case info.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
+		return 0, jetstream.ErrStreamNotFound
+	}
+	return 0, info.Error
 }
 
 // refreshLoop refreshes the count every RefreshInterval until ctx is done.

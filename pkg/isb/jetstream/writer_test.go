@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,4 +248,87 @@ func TestWriteLineBreaks(t *testing.T) {
 	if bi := info(t, c, sp.Name); bi.Messages != 2 {
 		t.Fatalf("%+v", bi)
 	}
+}
+
+// Writes from several goroutines at once, of batches of several sizes, each
+// get the outcomes of their own messages; alone and in frames.
+func TestWriteConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, frame := range []int{1, 4} {
+		t.Run(fmt.Sprintf("frame=%d", frame), func(t *testing.T) {
+			t.Parallel()
+			sp := spec("concurrent-0", 10000)
+			_, c := setup(t, sp, frames(frame))
+			w := newWriter(t, c, sp, "up")
+			var wg sync.WaitGroup
+			var total atomic.Int64
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 20 {
+						batch := messages(fmt.Sprintf("g%d-%d-", g, i), 1+g*7+i%5)
+						errs := make([]error, len(batch))
+						if err := w.Write(testCtx(t), batch, errs); err != nil {
+							t.Error(err)
+							return
+						}
+						for j, err := range errs {
+							if err != nil {
+								t.Errorf("%s: %v", batch[j].ID, err)
+								return
+							}
+						}
+						total.Add(int64(len(batch)))
+					}
+				})
+			}
+			wg.Wait()
+			got := readN(t, newReader(t, c, sp.Name, time.Second), int(total.Load()), 100)
+			seen := map[string]bool{}
+			for _, m := range got {
+				seen[m.ID] = true
+			}
+			if int64(len(seen)) != total.Load() {
+				t.Fatalf("read %d distinct messages, %d written", len(seen), total.Load())
+			}
+		})
+	}
+}
+
+// Batches reuse their reply subjects; a batch given up on before its answers
+// came retires them, so that the answers coming late are never taken for a
+// later batch's.
+func TestWriteLateAnswers(t *testing.T) {
+	t.Parallel()
+	sp := spec("late-answers-0", 100)
+	_, c := setup(t, sp, nil)
+	w := newWriter(t, c, sp, "up")
+	write(t, w, messages("a", 3))
+	write(t, w, messages("b", 5))
+	if w.next != 1 {
+		t.Fatalf("%d reply slots made for two batches one after the other, want 1", w.next)
+	}
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	batch := messages("c", 4)
+	errs := make([]error, len(batch))
+	w.mu.Lock() // no answer can be taken: onAnswer waits for w.mu
+	b := w.publish(batch, errs)
+	w.settle(ctx, b, errs)
+	free := len(w.free)
+	w.mu.Unlock()
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("message %d given up on: %v", i, err)
+		}
+	}
+	if free != 0 {
+		t.Fatal("the slot of a batch given up on is free again")
+	}
+	write(t, w, messages("d", 4))
+	if w.next != 2 {
+		t.Fatalf("%d reply slots made, want 2", w.next)
+	}
+	// The batch given up on was stored all the same.
+	waitFor(t, "every message stored", func() bool { return info(t, c, sp.Name).Messages == 16 })
 }
