@@ -136,7 +136,7 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 		c = newChunk()
 	}
 	start := len(c.bytes)
-	out, err := m.MarshalAppend(c.bytes[start:start:start+size])
+	out, err := m.MarshalAppend(c.bytes[start : start : start+size])
 	if err != nil {
 		chunks.Put(c)
 		return nil, err
