@@ -240,7 +240,7 @@ func (r *mapResponse) UnmarshalWire(b []byte) error {
 	a := protocodec.GetArena()
 	defer a.Release()
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := protocodec.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
@@ -291,7 +291,7 @@ func (r *mapResponse) nextResult() []result {
 // value of its flag so far.
 func decodeFlag(b []byte, flag bool) (bool, error) {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := protocodec.ConsumeTag(b)
 		if n < 0 {
 			return false, protowire.ParseError(n)
 		}
@@ -317,7 +317,7 @@ func decodeFlag(b []byte, flag bool) (bool, error) {
 func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
 	var nk, nt int
 	for p := b; len(p) > 0; {
-		num, typ, n := protowire.ConsumeTag(p)
+		num, typ, n := protocodec.ConsumeTag(p)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
@@ -335,7 +335,7 @@ func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
 	res.keys, res.tags = a.Strings(nk), a.Strings(nt)
 	nk, nt = 0, 0
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := protocodec.ConsumeTag(b)
 		b = b[n:]
 		if typ != protowire.BytesType || num < fieldResKeys || num > fieldResNack {
 			b = b[protowire.ConsumeFieldValue(num, typ, b):]
