@@ -127,6 +127,7 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	c.setWaiting("waiting for " + sock + " to be ready (server-info file " + c.infoPath + ")")
 	cc, err := grpc.NewClient("unix://"+sock,
 		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithConnectParams(reconnectBackoff),
+		grpc.WithInitialWindowSize(serverinfo.StreamWindow), grpc.WithInitialConnWindowSize(serverinfo.ConnWindow),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(serverinfo.MaxMessageSize), grpc.MaxCallSendMsgSize(serverinfo.MaxMessageSize),
 			grpc.ForceCodecV2(protocodec.Codec{})))
 	if err != nil {

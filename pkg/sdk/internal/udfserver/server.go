@@ -49,6 +49,8 @@ func New(k serverinfo.Kind, cfg Config) *Server {
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(serverinfo.MaxMessageSize),
 		grpc.ForceServerCodecV2(protocodec.Codec{}),
+		grpc.InitialWindowSize(serverinfo.StreamWindow),
+		grpc.InitialConnWindowSize(serverinfo.ConnWindow),
 		grpc.MaxSendMsgSize(serverinfo.MaxMessageSize),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
