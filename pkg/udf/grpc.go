@@ -88,7 +88,7 @@ func NewRemoteMap(dir string, log *zap.Logger) *Remote {
 		if err != nil {
 			return nil, err
 		}
-		return &grpc.GenericClientStream[mapRequest, mapResponse]{ClientStream: st}, nil
+		return &mapStream{ClientStream: st}, nil
 	}
 	r.mapS.Handshake = func() *mapRequest { return &mapRequest{handshake: true} }
 	r.mapS.Echoed = func(m *mapResponse) bool { return m.handshake }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -217,6 +218,27 @@ func appendFlag(b []byte, num protowire.Number) []byte {
 	b = protowire.AppendVarint(b, 2)
 	b = protowire.AppendTag(b, fieldFlag, protowire.VarintType)
 	return protowire.AppendVarint(b, 1)
+}
+
+// mapStream is the map stream: requests sent as they are, answers decoded
+// into one mapResponse, reused answer after answer (whoever receives is done
+// with an answer when it asks for the next: the results are copied out).
+type mapStream struct {
+	grpc.ClientStream
+	resp mapResponse
+}
+
+var _ grpc.BidiStreamingClient[mapRequest, mapResponse] = (*mapStream)(nil)
+
+// Send sends r.
+func (s *mapStream) Send(r *mapRequest) error { return s.SendMsg(r) }
+
+// Recv receives the next answer, valid until the next Recv.
+func (s *mapStream) Recv() (*mapResponse, error) {
+	if err := s.RecvMsg(&s.resp); err != nil {
+		return nil, err
+	}
+	return &s.resp, nil
 }
 
 // mapResponse is a map.v1.MapResponse as the runtime keeps it.

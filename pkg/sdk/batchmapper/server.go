@@ -120,8 +120,10 @@ func answer(stream mapwire.Stream, batch []Datum, resps BatchResponses) error {
 			return status.Error(codes.Internal, fmt.Sprintf("batch map did not answer id %q (%d responses for %d messages)", d.ID(), len(resps), len(batch)))
 		}
 	}
+	var resp mapwire.Response // encoded by Send: reused
 	for i, d := range batch {
-		if err := stream.Send(mapwire.NewResponse(d.ID(), msgs[i])); err != nil {
+		mapwire.SetResponse(&resp, d.ID(), msgs[i])
+		if err := stream.Send(&resp); err != nil {
 			return err
 		}
 	}

@@ -21,9 +21,35 @@ import (
 type Stream = grpc.BidiStreamingServer[Request, Response]
 
 // NewStream returns stream, whose server uses protocodec, as a Stream.
-func NewStream(stream mapv1.Map_MapFnServer) Stream {
-	return &grpc.GenericServerStream[Request, Response]{ServerStream: stream}
+// Its Recv must not be called concurrently (nor may gRPC's).
+func NewStream(stream mapv1.Map_MapFnServer) Stream { return &serverStream{ServerStream: stream} }
+
+// requestSlab is how many Requests are allocated at once. A Request kept
+// by user code keeps the others of its slab.
+const requestSlab = 32
+
+// serverStream is a Stream that decodes the requests into slabs of
+// Requests.
+type serverStream struct {
+	grpc.ServerStream
+	slab []Request
 }
+
+// Recv receives the next request.
+func (s *serverStream) Recv() (*Request, error) {
+	if len(s.slab) == 0 {
+		s.slab = make([]Request, requestSlab)
+	}
+	r := &s.slab[0]
+	if err := s.RecvMsg(r); err != nil {
+		return nil, err
+	}
+	s.slab = s.slab[1:]
+	return r, nil
+}
+
+// Send sends r.
+func (s *serverStream) Send(r *Response) error { return s.SendMsg(r) }
 
 var (
 	_ protocodec.Unmarshaler = (*Request)(nil)
@@ -55,16 +81,25 @@ type Message interface {
 // NewResponse returns the answer to request id with msgs, in one allocation
 // for the usual single message.
 func NewResponse[M Message](id string, msgs []M) *Response {
-	r := &Response{id: id}
-	switch len(msgs) {
-	case 0:
-	case 1:
-		r.results = r.one[:]
+	r := new(Response)
+	SetResponse(r, id, msgs)
+	return r
+}
+
+// SetResponse makes r the answer to request id with msgs, reusing what r
+// holds: a Response can be sent again and again, set anew each time.
+func SetResponse[M Message](r *Response, id string, msgs []M) {
+	results := r.results
+	switch {
+	case len(msgs) <= 1:
+		results = r.one[:len(msgs)]
+	case cap(results) >= len(msgs) && &results[:1][0] != &r.one[0]:
+		results = results[:len(msgs)]
 	default:
-		r.results = make([]result, len(msgs))
+		results = make([]result, len(msgs))
 	}
+	r.id, r.results, r.handshake, r.eot = id, results, false, false
 	for i, m := range msgs {
 		r.results[i].set(m)
 	}
-	return r
 }

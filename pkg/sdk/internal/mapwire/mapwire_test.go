@@ -215,3 +215,19 @@ func assertEncodes(t *testing.T, r *Response, want *mapv1.MapResponse) {
 		t.Errorf("decoded as %v, want %v", got, want)
 	}
 }
+
+// A Response set again and again sends each time what it was last set to.
+func TestSetResponseReuses(t *testing.T) {
+	var r Response
+	for i, msgs := range [][]message{
+		{{value: []byte("a")}, {value: []byte("b")}, {value: []byte("c")}},
+		{{value: []byte("d")}},
+		nil,
+		{{value: []byte("e")}, {value: []byte("f")}},
+		{{value: []byte("g")}, {value: []byte("h")}, {value: []byte("i")}},
+	} {
+		id := fmt.Sprint("2-", i)
+		SetResponse(&r, id, msgs)
+		assertEncodes(t, &r, generated(id, msgs))
+	}
+}

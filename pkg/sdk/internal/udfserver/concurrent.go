@@ -103,6 +103,11 @@ func (c *concurrent[Req, Resp]) hand(resp *Resp) error {
 	if c.ctx.Err() != nil {
 		return errClosed
 	}
+	select { // the usual case, with room in the queue: no select on ctx
+	case c.out <- resp:
+		return nil
+	default:
+	}
 	select {
 	case c.out <- resp:
 		return nil
