@@ -64,7 +64,7 @@ func (s *service) mapOne(ctx context.Context, req *mapwire.Request, send func(*m
 	if err != nil {
 		return err
 	}
-	return send(mapwire.NewResponse(req.ID(), msgs))
+	return send(mapwire.GetResponse(req.ID(), msgs))
 }
 
 // callMap calls the user's Map on req's message.

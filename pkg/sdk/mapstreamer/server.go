@@ -64,7 +64,7 @@ func (s *service) streamOne(ctx context.Context, d *mapwire.Request, send func(*
 	}
 	produce := func(out chan<- Message) { s.ms.MapStream(ctx, d.Keys(), d, out) }
 	forward := func(m Message) error {
-		return send(mapwire.NewResponse(d.ID(), []Message{m}))
+		return send(mapwire.GetResponse(d.ID(), []Message{m}))
 	}
 	if err := udfserver.Forward(s.srv, produce, forward); err != nil {
 		return err

@@ -8,6 +8,8 @@
 package mapwire
 
 import (
+	"sync"
+
 	"google.golang.org/grpc"
 
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
@@ -86,6 +88,30 @@ func NewResponse[M Message](id string, msgs []M) *Response {
 	return r
 }
 
+// responses are Responses for reuse, by GetResponse and Response.Sent.
+var responses = sync.Pool{New: func() any { return new(Response) }}
+
+// GetResponse returns the answer to request id with msgs, like NewResponse,
+// but from a pool: its Sent method, called once the answer has been sent
+// (as ServeConcurrent does), hands it back for reuse.
+func GetResponse[M Message](id string, msgs []M) *Response {
+	r := responses.Get().(*Response)
+	SetResponse(r, id, msgs)
+	r.pooled = true
+	return r
+}
+
+// Sent tells r that it has been sent: an answer from GetResponse goes back
+// to the pool, and must not be used again. Other answers are left alone.
+func (r *Response) Sent() {
+	if !r.pooled {
+		return
+	}
+	clear(r.results) // what it shared with the messages
+	*r = Response{results: r.results[:0]}
+	responses.Put(r)
+}
+
 // SetResponse makes r the answer to request id with msgs, reusing what r
 // holds: a Response can be sent again and again, set anew each time.
 func SetResponse[M Message](r *Response, id string, msgs []M) {
@@ -98,8 +124,8 @@ func SetResponse[M Message](r *Response, id string, msgs []M) {
 	default:
 		results = make([]result, len(msgs))
 	}
-	r.id, r.results, r.handshake, r.eot = id, results, false, false
-	for i, m := range msgs {
-		r.results[i].set(m)
+	r.id, r.results, r.handshake, r.eot, r.pooled = id, results, false, false, false
+	for i := range msgs {
+		setResult(&r.results[i], msgs[i])
 	}
 }

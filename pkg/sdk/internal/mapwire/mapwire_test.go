@@ -231,3 +231,22 @@ func TestSetResponseReuses(t *testing.T) {
 		assertEncodes(t, &r, generated(id, msgs))
 	}
 }
+
+// Answers from the pool, handed back once sent, are set anew when taken
+// again, and an answer not from the pool ignores Sent.
+func TestGetResponseReuses(t *testing.T) {
+	for i, msgs := range [][]message{
+		{{value: []byte("a")}, {value: []byte("b")}},
+		{{value: []byte("c")}},
+		nil,
+		{{value: []byte("d")}, {value: []byte("e")}, {value: []byte("f")}},
+	} {
+		id := fmt.Sprint("3-", i)
+		r := GetResponse(id, msgs)
+		assertEncodes(t, r, generated(id, msgs))
+		r.Sent()
+	}
+	r := NewResponse("4-0", []message{{value: []byte("g")}})
+	r.Sent()
+	assertEncodes(t, r, generated("4-0", []message{{value: []byte("g")}}))
+}

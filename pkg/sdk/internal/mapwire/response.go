@@ -18,6 +18,7 @@ type Response struct {
 	results   []result
 	handshake bool
 	eot       bool
+	pooled    bool // made by GetResponse
 	one       [1]result
 }
 
@@ -33,10 +34,11 @@ type result struct {
 	size     int
 }
 
-// set makes r the result for m. Like numaflow-go, every result carries a
-// metadata, empty when m has no user metadata; nack options go only with
-// the messages that have them.
-func (r *result) set(m Message) {
+// setResult makes r the result for m (generic, so that m is not boxed into
+// an interface). Like numaflow-go, every result carries a metadata, empty
+// when m has no user metadata; nack options go only with the messages that
+// have them.
+func setResult[M Message](r *result, m M) {
 	*r = result{keys: m.Keys(), value: m.Value(), tags: m.Tags(),
 		metadata: metadata.ToProto(m.UserMetadata()), nack: nack.ToProto(m.NackOptions())}
 	if r.metadata.GetPreviousVertex() != "" || len(r.metadata.GetSysMetadata()) > 0 || len(r.metadata.GetUserMetadata()) > 0 {

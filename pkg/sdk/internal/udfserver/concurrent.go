@@ -83,20 +83,27 @@ func newConcurrent[Req, Resp any](stream grpc.BidiStreamingServer[Req, Resp], ha
 
 // sendAll sends the answers handed over until out is closed, then closes
 // sent. What a handler handed over before a failure is still sent; after a
-// failed send, nothing is.
+// failed send, nothing is. An answer with a Sent method is told when the
+// sender is done with it.
 func (c *concurrent[Req, Resp]) sendAll(sent chan<- struct{}) {
 	defer close(sent)
 	broken := false
 	for resp := range c.out {
-		if broken {
-			continue
+		if !broken {
+			if err := c.stream.Send(resp); err != nil {
+				broken = true
+				c.cancel(err)
+			}
 		}
-		if err := c.stream.Send(resp); err != nil {
-			broken = true
-			c.cancel(err)
+		if s, ok := any(resp).(sentNotifier); ok {
+			s.Sent()
 		}
 	}
 }
+
+// sentNotifier is an answer that is told when the sender is done with it
+// (it was sent, or dropped after a failed send), so that it can be reused.
+type sentNotifier interface{ Sent() }
 
 // hand gives an answer to the sender; it is the send of every handler.
 func (c *concurrent[Req, Resp]) hand(resp *Resp) error {
