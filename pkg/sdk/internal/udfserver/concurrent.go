@@ -141,7 +141,7 @@ func (c *concurrent[Req, Resp]) hand(resp *Resp) error {
 // which it reports on recvErr, until c is stopped, or until, in a handler
 // it runs itself, the watchdog hands the receiving on to another goroutine.
 func (c *concurrent[Req, Resp]) receive() {
-	for {
+	for n := 1; ; n++ {
 		req, err := c.stream.Recv()
 		if err != nil {
 			c.recvErr <- err
@@ -153,7 +153,7 @@ func (c *concurrent[Req, Resp]) receive() {
 			close(c.received)
 			return
 		}
-		if inline && !c.runInline(req) {
+		if inline && !c.runInline(req, n%timeEvery == 0) {
 			return
 		}
 	}
@@ -185,9 +185,9 @@ func (c *concurrent[Req, Resp]) dispatch(req *Req) (taken, inline bool) {
 // whether the goroutine is still the one receiving: false once the watchdog
 // has handed the receiving on (and counted this goroutine as a worker, which
 // returns now).
-func (c *concurrent[Req, Resp]) runInline(req *Req) bool {
+func (c *concurrent[Req, Resp]) runInline(req *Req, timed bool) bool {
 	c.inline.begin()
-	c.run(req)
+	c.run(req, timed)
 	if c.inline.end() {
 		return true
 	}
@@ -198,19 +198,30 @@ func (c *concurrent[Req, Resp]) runInline(req *Req) bool {
 // work handles req, then the requests idle brings, until idle is closed.
 func (c *concurrent[Req, Resp]) work(req *Req) {
 	defer c.workers.Done()
-	for ok := true; ok; req, ok = <-c.idle {
-		c.run(req)
+	for n, ok := 0, true; ok; req, ok = <-c.idle {
+		c.run(req, n%timeEvery == 0)
+		n++
 	}
 }
 
-// run handles req, timing the handler. A handler's error cancels the
-// stream.
-func (c *concurrent[Req, Resp]) run(req *Req) {
-	start := time.Now()
+// timeEvery is how often a goroutine times the handler it runs: one
+// handler in timeEvery (reading the clock costs more than a quick handler
+// takes).
+const timeEvery = 16
+
+// run handles req, timing the handler when timed. A handler's error cancels
+// the stream.
+func (c *concurrent[Req, Resp]) run(req *Req, timed bool) {
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
 	if err := c.handle(c.ctx, req, c.send); err != nil {
 		c.cancel(err)
 	}
-	c.inline.observe(time.Since(start))
+	if timed {
+		c.inline.observe(time.Since(start))
+	}
 	c.requests.Done()
 }
 
@@ -223,6 +234,7 @@ func (c *concurrent[Req, Resp]) watchdog() {
 			c.workers.Done() // the handler returned meanwhile
 			return false
 		}
+		c.inline.observe(takeoverTick) // whether or not it was timed
 		go c.receive()
 		return true
 	})
