@@ -89,6 +89,7 @@ type mapRequest struct {
 	watermark timestamp
 	metadata  *common.Metadata // msg.Metadata's wire form; nil for none
 	mdSize    int
+	body      int // the size of the encoded msg, once MarshalSize has run
 	handshake bool
 	eot       bool
 }
@@ -148,7 +149,8 @@ func mapEntrySize(k, v string) int {
 func (r *mapRequest) MarshalSize() int {
 	n := 0
 	if r.msg != nil {
-		n += 1 + protowire.SizeBytes(r.bodySize())
+		r.body = r.bodySize()
+		n += 1 + protowire.SizeBytes(r.body)
 	}
 	if id := r.idSize(); id > 0 {
 		n += 1 + protowire.SizeBytes(id)
@@ -165,8 +167,11 @@ func (r *mapRequest) MarshalSize() int {
 // MarshalAppend appends r's encoding to b.
 func (r *mapRequest) MarshalAppend(b []byte) ([]byte, error) {
 	if m := r.msg; m != nil {
+		if r.body == 0 {
+			r.body = r.bodySize()
+		}
 		b = protowire.AppendTag(b, fieldMapRequest, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(r.bodySize()))
+		b = protowire.AppendVarint(b, uint64(r.body))
 		for _, k := range m.Keys {
 			b = protowire.AppendTag(b, fieldReqKeys, protowire.BytesType)
 			b = protowire.AppendString(b, k)
