@@ -164,7 +164,8 @@ func (r *mapRequest) MarshalSize() int {
 	return n
 }
 
-// MarshalAppend appends r's encoding to b.
+// MarshalAppend appends r's encoding to b. Like the generated code, it
+// fails on a string that is not UTF-8.
 func (r *mapRequest) MarshalAppend(b []byte) ([]byte, error) {
 	if m := r.msg; m != nil {
 		if r.body == 0 {
@@ -173,6 +174,9 @@ func (r *mapRequest) MarshalAppend(b []byte) ([]byte, error) {
 		b = protowire.AppendTag(b, fieldMapRequest, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.body))
 		for _, k := range m.Keys {
+			if !utf8.ValidString(k) {
+				return b, errInvalidUTF8
+			}
 			b = protowire.AppendTag(b, fieldReqKeys, protowire.BytesType)
 			b = protowire.AppendString(b, k)
 		}
@@ -187,6 +191,9 @@ func (r *mapRequest) MarshalAppend(b []byte) ([]byte, error) {
 		b = protowire.AppendVarint(b, uint64(r.watermark.size()))
 		b = r.watermark.append(b)
 		for k, v := range m.Headers {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return b, errInvalidUTF8
+			}
 			b = protowire.AppendTag(b, fieldReqHeaders, protowire.BytesType)
 			b = protowire.AppendVarint(b, uint64(mapEntrySize(k, v)))
 			b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)

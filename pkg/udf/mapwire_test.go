@@ -192,3 +192,23 @@ func TestMapResponseDecodingMatchesGenerated(t *testing.T) {
 		}
 	}
 }
+
+// Like the generated code, the encoding fails on keys or headers that are
+// not UTF-8.
+func TestMapRequestInvalidUTF8(t *testing.T) {
+	for _, m := range []isb.Message{
+		{Keys: []string{"ok", "\xff"}},
+		{Headers: map[string]string{"\xff": "v"}},
+		{Headers: map[string]string{"k": "\xfe"}},
+	} {
+		var r mapRequest
+		r.setMessage(&m, "1-", 0, timestamp{}, watermarkNone, nil)
+		if _, err := r.MarshalAppend(nil); err == nil {
+			t.Errorf("%+v encoded", m)
+		}
+		std := &mapv1.MapRequest{Request: &mapv1.MapRequest_Request{Keys: m.Keys, Headers: m.Headers}}
+		if _, err := proto.Marshal(std); err == nil {
+			t.Errorf("the generated code encoded %v", std)
+		}
+	}
+}

@@ -250,3 +250,16 @@ func TestGetResponseReuses(t *testing.T) {
 	r.Sent()
 	assertEncodes(t, r, generated("4-0", []message{{value: []byte("g")}}))
 }
+
+// Like the generated code, the encoding fails on keys or tags that are not
+// UTF-8.
+func TestResponseInvalidUTF8(t *testing.T) {
+	for _, m := range []message{{keys: []string{"\xff"}}, {tags: []string{"ok", "\xfe"}}} {
+		if _, err := NewResponse("1-0", []message{m}).MarshalAppend(nil); err == nil {
+			t.Errorf("%+v encoded", m)
+		}
+		if _, err := proto.Marshal(generated("1-0", []message{m})); err == nil {
+			t.Errorf("the generated code encoded %+v", m)
+		}
+	}
+}

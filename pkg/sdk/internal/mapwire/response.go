@@ -1,6 +1,8 @@
 package mapwire
 
 import (
+	"unicode/utf8"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -62,8 +64,13 @@ func setResult[M Message](r *result, m M) {
 	}
 }
 
+// append appends r's encoding to b. Like the generated code, it fails on a
+// string that is not UTF-8.
 func (r *result) append(b []byte) ([]byte, error) {
 	for _, k := range r.keys {
+		if !utf8.ValidString(k) {
+			return b, errInvalidUTF8
+		}
 		b = protowire.AppendTag(b, fieldResKeys, protowire.BytesType)
 		b = protowire.AppendString(b, k)
 	}
@@ -72,6 +79,9 @@ func (r *result) append(b []byte) ([]byte, error) {
 		b = protowire.AppendBytes(b, r.value)
 	}
 	for _, t := range r.tags {
+		if !utf8.ValidString(t) {
+			return b, errInvalidUTF8
+		}
 		b = protowire.AppendTag(b, fieldResTags, protowire.BytesType)
 		b = protowire.AppendString(b, t)
 	}
@@ -126,6 +136,9 @@ func (r *Response) MarshalAppend(b []byte) ([]byte, error) {
 		}
 	}
 	if r.id != "" {
+		if !utf8.ValidString(r.id) {
+			return b, errInvalidUTF8
+		}
 		b = protowire.AppendTag(b, fieldID, protowire.BytesType)
 		b = protowire.AppendString(b, r.id)
 	}
