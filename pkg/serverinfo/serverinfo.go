@@ -94,6 +94,16 @@ const (
 // that both the UDF servers and the runtime use (64 MiB).
 const MaxMessageSize = 64 << 20
 
+// StreamWindow and ConnWindow are the HTTP/2 flow-control windows, of a
+// stream and of a connection, that sluice's UDF clients and SDK servers
+// give their peers: fixed windows, large enough for a batch of small
+// messages in flight, instead of gRPC's 64 KiB windows that it widens as it
+// measures the bandwidth (which costs locks and pings on every message).
+const (
+	StreamWindow = 4 << 20
+	ConnWindow   = 8 << 20
+)
+
 // Environment variables the SDK servers read. A sink container learns which
 // of the three sink roles it plays from EnvContainerType (see SinkKind).
 const (

@@ -47,7 +47,7 @@ const (
 type Remote struct {
 	conn *udsconn.Conn
 	kind serverinfo.Kind
-	mapS *udsconn.Stream[mapv1.MapRequest, mapv1.MapResponse]
+	mapS *udsconn.Stream[mapRequest, mapResponse]
 	stS  *udsconn.Stream[stv1.SourceTransformRequest, stv1.SourceTransformResponse]
 	seq  uint64
 	// results[i] are the answers to in[i] of the batch in progress.
@@ -55,8 +55,7 @@ type Remote struct {
 	eots    []bool
 	// Requests, reused from batch to batch: a request is encoded before Send
 	// returns, and a batch's sends end before Map returns.
-	mapReqs  []mapv1.MapRequest
-	mapBods  []mapv1.MapRequest_Request
+	mapReqs  []mapRequest
 	stReqs   []stv1.SourceTransformRequest
 	stBods   []stv1.SourceTransformRequest_Request
 	times    []timestamppb.Timestamp
@@ -81,12 +80,18 @@ func NewRemoteMap(dir string, log *zap.Logger) *Remote {
 		resp, err := mapv1.NewMapClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
 	}, log)
-	r.mapS = udsconn.NewStream[mapv1.MapRequest, mapv1.MapResponse](r.conn)
-	r.mapS.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[mapv1.MapRequest, mapv1.MapResponse], error) {
-		return mapv1.NewMapClient(cc).MapFn(ctx)
+	r.mapS = udsconn.NewStream[mapRequest, mapResponse](r.conn)
+	r.mapS.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[mapRequest, mapResponse], error) {
+		// map.v1.Map/MapFn, with the requests and answers encoded by hand
+		// (mapwire.go) by the connection's codec.
+		st, err := cc.NewStream(ctx, &mapv1.Map_ServiceDesc.Streams[0], mapv1.Map_MapFn_FullMethodName)
+		if err != nil {
+			return nil, err
+		}
+		return &mapStream{ClientStream: st}, nil
 	}
-	r.mapS.Handshake = func() *mapv1.MapRequest { return &mapv1.MapRequest{Handshake: &mapv1.Handshake{Sot: true}} }
-	r.mapS.Echoed = func(m *mapv1.MapResponse) bool { return m.GetHandshake().GetSot() }
+	r.mapS.Handshake = func() *mapRequest { return &mapRequest{handshake: true} }
+	r.mapS.Echoed = func(m *mapResponse) bool { return m.handshake }
 	return r
 }
 
@@ -189,52 +194,49 @@ func (r *Remote) eventTimes(in []isb.Message) {
 	}
 }
 
+// watermarkNone is the watermark sent with every message: -1 ms, none.
+var watermarkNone = timestamp{seconds: -1, nanos: 999_000_000}
+
 func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, mode serverinfo.Kind) error {
-	r.eventTimes(in)
 	r.mapReqs = reuse(r.mapReqs, len(in))
-	r.mapBods = reuse(r.mapBods, len(in))
-	send := func(send func(*mapv1.MapRequest) error) error {
+	send := func(send func(*mapRequest) error) error {
 		for i := range in {
-			m, req, body := &in[i], &r.mapReqs[i], &r.mapBods[i]
-			body.Keys, body.Value, body.EventTime, body.Watermark, body.Headers = m.Keys, m.Value, &r.times[i], r.noMarkTS, m.Headers
-			body.Metadata = isbproto.ToMetadata(m.Metadata)
-			req.Id, req.Request = prefix+strconv.Itoa(i), body
+			m, req := &in[i], &r.mapReqs[i]
+			req.setMessage(m, prefix, i, timestamp{m.EventTime.Unix(), int32(m.EventTime.Nanosecond())}, watermarkNone,
+				isbproto.ToMetadata(m.Metadata))
 			if err := send(req); err != nil {
 				return err
 			}
 		}
 		if mode == serverinfo.KindBatchMap {
-			return send(&mapv1.MapRequest{Status: &mapv1.TransmissionStatus{Eot: true}})
+			return send(&mapRequest{eot: true})
 		}
 		return nil
 	}
 	pending := len(in)
-	recv := func(resp *mapv1.MapResponse) (bool, error) {
-		if mode == serverinfo.KindBatchMap && resp.GetStatus().GetEot() {
+	recv := func(resp *mapResponse) (bool, error) {
+		if mode == serverinfo.KindBatchMap && resp.eot {
 			if pending > 0 {
 				return true, fmt.Errorf("%w: end of batch with %d messages unanswered", udsconn.ErrProtocol, pending)
 			}
 			return true, nil
 		}
-		i, err := r.index(resp.GetId(), prefix, len(in))
+		i, err := r.index(resp.id, prefix, len(in))
 		if err != nil {
 			return true, err
 		}
-		if mode == serverinfo.KindMapStream && resp.GetStatus().GetEot() {
+		if mode == serverinfo.KindMapStream && resp.eot {
 			if r.eots[i] {
-				return true, fmt.Errorf("%w: two ends for id %q", udsconn.ErrProtocol, resp.GetId())
+				return true, fmt.Errorf("%w: two ends for id %q", udsconn.ErrProtocol, resp.id)
 			}
 			r.eots[i] = true
 			pending--
 			return pending == 0, nil
 		}
-		for _, res := range resp.GetResults() {
-			r.results[i] = append(r.results[i], result{keys: res.GetKeys(), tags: res.GetTags(), value: res.GetValue(),
-				metadata: res.GetMetadata(), nack: res.GetNackOptions()})
-		}
+		r.results[i] = append(r.results[i], resp.results...)
 		if mode == serverinfo.KindMap {
 			if r.eots[i] {
-				return true, fmt.Errorf("%w: two answers for id %q", udsconn.ErrProtocol, resp.GetId())
+				return true, fmt.Errorf("%w: two answers for id %q", udsconn.ErrProtocol, resp.id)
 			}
 			r.eots[i] = true
 			pending--

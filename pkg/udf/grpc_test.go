@@ -20,7 +20,7 @@ import (
 )
 
 // socketDir returns a short temporary directory: unix socket paths are limited.
-func socketDir(t *testing.T) string {
+func socketDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "u")
 	if err != nil {
@@ -31,7 +31,7 @@ func socketDir(t *testing.T) string {
 }
 
 // serve runs start until the test ends and waits for it to return.
-func serve(t *testing.T, start func(ctx context.Context) error) (stop func()) {
+func serve(t testing.TB, start func(ctx context.Context) error) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -53,7 +53,7 @@ func serve(t *testing.T, start func(ctx context.Context) error) (stop func()) {
 	return stop
 }
 
-func connect(t *testing.T, r *udf.Remote) {
+func connect(t testing.TB, r *udf.Remote) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -40,6 +40,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluiceflow/sluice/pkg/protocodec"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -126,7 +127,9 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	c.setWaiting("waiting for " + sock + " to be ready (server-info file " + c.infoPath + ")")
 	cc, err := grpc.NewClient("unix://"+sock,
 		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithConnectParams(reconnectBackoff),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(serverinfo.MaxMessageSize), grpc.MaxCallSendMsgSize(serverinfo.MaxMessageSize)))
+		grpc.WithInitialWindowSize(serverinfo.StreamWindow), grpc.WithInitialConnWindowSize(serverinfo.ConnWindow),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(serverinfo.MaxMessageSize), grpc.MaxCallSendMsgSize(serverinfo.MaxMessageSize),
+			grpc.ForceCodecV2(protocodec.Codec{})))
 	if err != nil {
 		return nil, serverinfo.ServerInfo{}, fmt.Errorf("dialing %s: %w", sock, err)
 	}

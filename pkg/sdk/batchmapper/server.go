@@ -54,7 +54,8 @@ func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse
 	return &mapv1.ReadyResponse{Ready: s.srv.Ready()}, nil
 }
 
-func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {
+func (s *service) MapFn(grpcStream mapv1.Map_MapFnServer) error {
+	stream := mapwire.NewStream(grpcStream)
 	if err := udfserver.Handshake(stream, mapwire.IsHandshake, mapwire.HandshakeEcho()); err != nil {
 		return err
 	}
@@ -84,10 +85,10 @@ func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {
 	}
 }
 
-func frame(r *mapv1.MapRequest) (udfserver.Framed[Datum], error) {
+func frame(r *mapwire.Request) (udfserver.Framed[Datum], error) {
 	f := udfserver.Framed[Datum]{EOT: mapwire.IsEOT(r)}
-	if r.GetRequest() != nil {
-		f.Datum, f.HasDatum = mapwire.Datum(r), true
+	if r.HasMessage() {
+		f.Datum, f.HasDatum = r, true
 	} else if !f.EOT {
 		return f, udfserver.InvalidRequest("batch map request with neither a message nor status eot")
 	}
@@ -96,7 +97,7 @@ func frame(r *mapv1.MapRequest) (udfserver.Framed[Datum], error) {
 
 // answer sends one response per datum of batch, in the batch's order. The
 // batch map function must have answered every datum and nothing else.
-func answer(stream mapv1.Map_MapFnServer, batch []Datum, resps BatchResponses) error {
+func answer(stream mapwire.Stream, batch []Datum, resps BatchResponses) error {
 	at := make(map[string]int, len(batch))
 	for i, d := range batch {
 		at[d.ID()] = i
@@ -119,8 +120,10 @@ func answer(stream mapv1.Map_MapFnServer, batch []Datum, resps BatchResponses) e
 			return status.Error(codes.Internal, fmt.Sprintf("batch map did not answer id %q (%d responses for %d messages)", d.ID(), len(resps), len(batch)))
 		}
 	}
+	var resp mapwire.Response // encoded by Send: reused
 	for i, d := range batch {
-		if err := stream.Send(mapwire.Response(d.ID(), msgs[i])); err != nil {
+		mapwire.SetResponse(&resp, d.ID(), msgs[i])
+		if err := stream.Send(&resp); err != nil {
 			return err
 		}
 	}

@@ -16,8 +16,9 @@
 // The server listens on the unix socket map.sock and, once it listens,
 // writes the server-info file mapper-server-info with MAP_MODE unary-map. It
 // serves map.v1.Map: each MapFn stream starts with a handshake, then any
-// number of requests may be in flight; each is mapped in its own goroutine
-// and answered, as soon as it is done, with a response that carries its id.
+// number of requests may be in flight; each is mapped concurrently with the
+// others (see Mapper) and answered, as soon as it is done, with a response
+// that carries its id.
 //
 // # Nacks and user metadata
 //

@@ -8,8 +8,12 @@ import (
 // Mapper is a unary map function: it turns one message into zero, one or
 // many messages.
 //
-// Map is called concurrently, once per message, in a goroutine of its own:
-// it must be safe for concurrent use. ctx is cancelled when the stream the
+// Map is called concurrently, once per message: it must be safe for
+// concurrent use. A call that takes long does not hold up the others: while
+// calls are quick (tens of microseconds), the goroutine that receives the
+// messages makes them itself, one after the other, and one that runs for a
+// millisecond or two there has the receiving handed on to another
+// goroutine; slower calls each get a goroutine of their own. ctx is cancelled when the stream the
 // message came on ends or fails. To drop a message, return
 // Messages{MessageToDrop()}; returning no message at all also produces
 // nothing downstream. To have it delivered again later, return

@@ -49,26 +49,26 @@ func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse
 }
 
 func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {
-	if err := udfserver.Handshake(stream, mapwire.IsHandshake, mapwire.HandshakeEcho()); err != nil {
+	ws := mapwire.NewStream(stream)
+	if err := udfserver.Handshake(ws, mapwire.IsHandshake, mapwire.HandshakeEcho()); err != nil {
 		return err
 	}
-	return udfserver.ServeConcurrent(stream, s.mapOne)
+	return udfserver.ServeConcurrent(ws, s.mapOne)
 }
 
-func (s *service) mapOne(ctx context.Context, req *mapv1.MapRequest, send func(*mapv1.MapResponse) error) error {
-	if req.GetRequest() == nil {
+func (s *service) mapOne(ctx context.Context, req *mapwire.Request, send func(*mapwire.Response) error) error {
+	if !req.HasMessage() {
 		return udfserver.InvalidRequest("map request without a message")
 	}
 	msgs, err := s.callMap(ctx, req)
 	if err != nil {
 		return err
 	}
-	return send(mapwire.Response(req.GetId(), msgs))
+	return send(mapwire.GetResponse(req.ID(), msgs))
 }
 
 // callMap calls the user's Map on req's message.
-func (s *service) callMap(ctx context.Context, req *mapv1.MapRequest) (_ Messages, err error) {
+func (s *service) callMap(ctx context.Context, d *mapwire.Request) (_ Messages, err error) {
 	defer s.srv.Recover(&err)
-	d := mapwire.Datum(req)
 	return s.m.Map(ctx, d.Keys(), d), nil
 }

@@ -51,20 +51,20 @@ func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse
 }
 
 func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {
-	if err := udfserver.Handshake(stream, mapwire.IsHandshake, mapwire.HandshakeEcho()); err != nil {
+	ws := mapwire.NewStream(stream)
+	if err := udfserver.Handshake(ws, mapwire.IsHandshake, mapwire.HandshakeEcho()); err != nil {
 		return err
 	}
-	return udfserver.ServeConcurrent(stream, s.streamOne)
+	return udfserver.ServeConcurrent(ws, s.streamOne)
 }
 
-func (s *service) streamOne(ctx context.Context, req *mapv1.MapRequest, send func(*mapv1.MapResponse) error) error {
-	if req.GetRequest() == nil {
+func (s *service) streamOne(ctx context.Context, d *mapwire.Request, send func(*mapwire.Response) error) error {
+	if !d.HasMessage() {
 		return udfserver.InvalidRequest("map stream request without a message")
 	}
-	d := mapwire.Datum(req)
 	produce := func(out chan<- Message) { s.ms.MapStream(ctx, d.Keys(), d, out) }
 	forward := func(m Message) error {
-		return send(mapwire.Response(d.ID(), []Message{m}))
+		return send(mapwire.GetResponse(d.ID(), []Message{m}))
 	}
 	if err := udfserver.Forward(s.srv, produce, forward); err != nil {
 		return err

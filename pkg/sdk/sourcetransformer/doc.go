@@ -16,8 +16,10 @@
 // listens, writes the server-info file sourcetransformer-server-info. It
 // serves sourcetransformer.v1.SourceTransform: each SourceTransformFn
 // stream starts with a handshake; then any number of requests may be in
-// flight; each is transformed in its own goroutine and answered, as soon as
-// it is done, with a response that carries its id. A zero event time in a
+// flight; each is transformed concurrently with the others (quick ones by
+// the goroutine that receives them, one after the other, slow ones each in
+// a goroutine of its own) and answered, as soon as it is done, with a
+// response that carries its id. A zero event time in a
 // Message is sent as no event time.
 //
 // # Nacks and user metadata

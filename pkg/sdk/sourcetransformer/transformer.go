@@ -9,8 +9,10 @@ import (
 // it may change their payload, keys, event time and user metadata, tag
 // them, fan them out, drop them, or nack them to have them read again.
 //
-// Transform is called concurrently, once per message, in a goroutine of its
-// own: it must be safe for concurrent use. ctx is cancelled when the stream
+// Transform is called concurrently, once per message: it must be safe for
+// concurrent use. As with mapper.Mapper, quick calls are made one after the
+// other by the goroutine that receives the messages, and a call that takes
+// long does not hold up the others. ctx is cancelled when the stream
 // the message came on ends or fails. A panic fails the stream with a gRPC
 // Internal error and shuts the server down (see Server).
 type SourceTransformer interface {

@@ -1,66 +1,75 @@
-// Package mapwire converts between map.v1 protocol messages and the values
-// the three map packages (mapper, batchmapper, mapstreamer) share.
+// Package mapwire is the map.v1 stream as the three map packages (mapper,
+// batchmapper, mapstreamer) serve it: its requests decoded by hand into
+// [Request], which is the Datum of its message, and its answers encoded by
+// hand from the messages a map function returns ([NewResponse]). The wire is
+// map.v1's MapRequest and MapResponse, field for field (mapwire_test.go
+// compares them with the generated messages); the server's codec
+// (protocodec) calls the encoding and decoding.
 package mapwire
 
 import (
-	"time"
+	"sync"
+
+	"google.golang.org/grpc"
 
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
+	"github.com/sluiceflow/sluice/pkg/protocodec"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
-	"github.com/sluiceflow/sluice/pkg/sdk/internal/wire"
+)
+
+// Stream is the stream of map.v1.Map/MapFn with its messages read as
+// Requests and written as Responses.
+type Stream = grpc.BidiStreamingServer[Request, Response]
+
+// NewStream returns stream, whose server uses protocodec, as a Stream.
+// Its Recv must not be called concurrently (nor may gRPC's).
+func NewStream(stream mapv1.Map_MapFnServer) Stream { return &serverStream{ServerStream: stream} }
+
+// requestSlab is how many Requests are allocated at once. A Request kept
+// by user code keeps the others of its slab.
+const requestSlab = 32
+
+// serverStream is a Stream that decodes the requests into slabs of
+// Requests.
+type serverStream struct {
+	grpc.ServerStream
+	slab []Request
+}
+
+// Recv receives the next request.
+func (s *serverStream) Recv() (*Request, error) {
+	if len(s.slab) == 0 {
+		s.slab = make([]Request, requestSlab)
+	}
+	r := &s.slab[0]
+	if err := s.RecvMsg(r); err != nil {
+		return nil, err
+	}
+	s.slab = s.slab[1:]
+	return r, nil
+}
+
+// Send sends r.
+func (s *serverStream) Send(r *Response) error { return s.SendMsg(r) }
+
+var (
+	_ protocodec.Unmarshaler = (*Request)(nil)
+	_ protocodec.Marshaler   = (*Response)(nil)
 )
 
 // IsHandshake reports whether r is the start-of-transmission handshake.
-func IsHandshake(r *mapv1.MapRequest) bool { return r.GetHandshake().GetSot() }
+func IsHandshake(r *Request) bool { return r.handshake }
 
 // HandshakeEcho is the answer to the handshake.
-func HandshakeEcho() *mapv1.MapResponse {
-	return &mapv1.MapResponse{Handshake: &mapv1.Handshake{Sot: true}}
-}
+func HandshakeEcho() *Response { return &Response{handshake: true} }
 
 // EOT is the end-of-transmission response; id is the request's for a map
 // stream, empty for the end of a batch.
-func EOT(id string) *mapv1.MapResponse {
-	return &mapv1.MapResponse{Id: id, Status: &mapv1.TransmissionStatus{Eot: true}}
-}
+func EOT(id string) *Response { return &Response{id: id, eot: true} }
 
 // IsEOT reports whether r carries status{eot: true}.
-func IsEOT(r *mapv1.MapRequest) bool { return r.GetStatus().GetEot() }
-
-// Datum is the message of r, seen through the accessors of the map packages'
-// Datum interfaces without a copy; r.Request must be set, and r must not
-// change afterwards.
-func Datum(r *mapv1.MapRequest) *RequestDatum { return (*RequestDatum)(r) }
-
-// RequestDatum is a map request as a Datum.
-type RequestDatum mapv1.MapRequest
-
-func (d *RequestDatum) req() *mapv1.MapRequest_Request { return (*mapv1.MapRequest)(d).GetRequest() }
-
-// ID identifies the message within the runtime.
-func (d *RequestDatum) ID() string { return (*mapv1.MapRequest)(d).GetId() }
-
-// Keys are the message's keys.
-func (d *RequestDatum) Keys() []string { return d.req().GetKeys() }
-
-// Value is the message's payload.
-func (d *RequestDatum) Value() []byte { return d.req().GetValue() }
-
-// EventTime is the message's event time (zero if the runtime sent none).
-func (d *RequestDatum) EventTime() time.Time { return wire.Time(d.req().GetEventTime()) }
-
-// Watermark is the watermark when the message was read (zero if the runtime
-// sent none).
-func (d *RequestDatum) Watermark() time.Time { return wire.Time(d.req().GetWatermark()) }
-
-// Headers are the message's headers.
-func (d *RequestDatum) Headers() map[string]string { return d.req().GetHeaders() }
-
-// UserMetadata is a copy of the message's user metadata, never nil.
-func (d *RequestDatum) UserMetadata() *metadata.UserMetadata {
-	return metadata.FromProto(d.req().GetMetadata())
-}
+func IsEOT(r *Request) bool { return r.eot }
 
 // Message is what a map function returns, as mapper.Message exposes it.
 type Message interface {
@@ -71,44 +80,52 @@ type Message interface {
 	NackOptions() *nack.Options
 }
 
-// Results converts the messages a map function returned.
-func Results[M Message](msgs []M) []*mapv1.MapResponse_Result {
-	out := make([]*mapv1.MapResponse_Result, len(msgs))
-	for i, m := range msgs {
-		out[i] = Result(m)
-	}
-	return out
-}
-
-// Response is the answer to request id with msgs, in as few allocations as
-// possible: one for the usual single message.
-func Response[M Message](id string, msgs []M) *mapv1.MapResponse {
-	if len(msgs) != 1 {
-		return &mapv1.MapResponse{Id: id, Results: Results(msgs)}
-	}
-	one := &struct {
-		resp mapv1.MapResponse
-		ptr  [1]*mapv1.MapResponse_Result
-		res  mapv1.MapResponse_Result
-	}{}
-	fill(&one.res, msgs[0])
-	one.ptr[0] = &one.res
-	one.resp.Id, one.resp.Results = id, one.ptr[:]
-	return &one.resp
-}
-
-// Result converts one message.
-func Result(m Message) *mapv1.MapResponse_Result {
-	r := new(mapv1.MapResponse_Result)
-	fill(r, m)
+// NewResponse returns the answer to request id with msgs, in one allocation
+// for the usual single message.
+func NewResponse[M Message](id string, msgs []M) *Response {
+	r := new(Response)
+	SetResponse(r, id, msgs)
 	return r
 }
 
-// fill sets the fields of r from m. Like numaflow-go, every result carries a
-// metadata, empty when m has no user metadata; nack options go only with the
-// messages that have them.
-func fill(r *mapv1.MapResponse_Result, m Message) {
-	r.Keys, r.Value, r.Tags = m.Keys(), m.Value(), m.Tags()
-	r.Metadata = metadata.ToProto(m.UserMetadata())
-	r.NackOptions = nack.ToProto(m.NackOptions())
+// responses are Responses for reuse, by GetResponse and Response.Sent.
+var responses = sync.Pool{New: func() any { return new(Response) }}
+
+// GetResponse returns the answer to request id with msgs, like NewResponse,
+// but from a pool: its Sent method, called once the answer has been sent
+// (as ServeConcurrent does), hands it back for reuse.
+func GetResponse[M Message](id string, msgs []M) *Response {
+	r := responses.Get().(*Response)
+	SetResponse(r, id, msgs)
+	r.pooled = true
+	return r
+}
+
+// Sent tells r that it has been sent: an answer from GetResponse goes back
+// to the pool, and must not be used again. Other answers are left alone.
+func (r *Response) Sent() {
+	if !r.pooled {
+		return
+	}
+	clear(r.results) // what it shared with the messages
+	*r = Response{results: r.results[:0]}
+	responses.Put(r)
+}
+
+// SetResponse makes r the answer to request id with msgs, reusing what r
+// holds: a Response can be sent again and again, set anew each time.
+func SetResponse[M Message](r *Response, id string, msgs []M) {
+	results := r.results
+	switch {
+	case len(msgs) <= 1:
+		results = r.one[:len(msgs)]
+	case cap(results) >= len(msgs) && &results[:1][0] != &r.one[0]:
+		results = results[:len(msgs)]
+	default:
+		results = make([]result, len(msgs))
+	}
+	r.id, r.results, r.handshake, r.eot, r.pooled = id, results, false, false, false
+	for i := range msgs {
+		setResult(&r.results[i], msgs[i])
+	}
 }

@@ -89,6 +89,11 @@ func feed[D any](ch chan D, d D, done *chan error) error {
 	if *done == nil {
 		return nil // the consumer stopped reading; the datum goes unconsumed
 	}
+	select { // the usual case, with room in the channel: no select on done
+	case ch <- d:
+		return nil
+	default:
+	}
 	select {
 	case ch <- d:
 		return nil

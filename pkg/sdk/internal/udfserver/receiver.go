@@ -30,6 +30,11 @@ func Receive[Req, Resp any](stream grpc.BidiStreamingServer[Req, Resp]) *Receive
 				}
 				return
 			}
+			select { // the usual case, with room in the channel
+			case r.c <- req:
+				continue
+			default:
+			}
 			select {
 			case r.c <- req:
 			case <-done:

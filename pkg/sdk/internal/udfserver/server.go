@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/sluiceflow/sluice/pkg/protocodec"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -47,6 +48,9 @@ func New(k serverinfo.Kind, cfg Config) *Server {
 	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(serverinfo.MaxMessageSize),
+		grpc.ForceServerCodecV2(protocodec.Codec{}),
+		grpc.InitialWindowSize(serverinfo.StreamWindow),
+		grpc.InitialConnWindowSize(serverinfo.ConnWindow),
 		grpc.MaxSendMsgSize(serverinfo.MaxMessageSize),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),

@@ -1,0 +1,415 @@
+package udf
+
+import (
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/protocodec"
+)
+
+// The map stream's messages are encoded and decoded by hand, straight from
+// and into the runtime's own values: the wire is map.v1's MapRequest and
+// MapResponse, field for field (mapwire_test.go compares them with the
+// generated messages).
+
+// Field numbers of map.v1 and of google.protobuf.Timestamp.
+const (
+	fieldMapRequest   = 1 // MapRequest.request, MapResponse.results
+	fieldMapID        = 2 // MapRequest.id, MapResponse.id
+	fieldMapHandshake = 3 // MapRequest.handshake, MapResponse.handshake
+	fieldMapStatus    = 4 // MapRequest.status, MapResponse.status
+
+	fieldReqKeys      = 1
+	fieldReqValue     = 2
+	fieldReqEventTime = 3
+	fieldReqWatermark = 4
+	fieldReqHeaders   = 5
+	fieldReqMetadata  = 6
+
+	fieldResKeys     = 1
+	fieldResValue    = 2
+	fieldResTags     = 3
+	fieldResMetadata = 4
+	fieldResNack     = 5
+
+	fieldFlag    = 1 // Handshake.sot, TransmissionStatus.eot
+	fieldSeconds = 1 // Timestamp.seconds
+	fieldNanos   = 2 // Timestamp.nanos
+	fieldMapKey  = 1 // the key of a map entry
+	fieldMapVal  = 2 // the value of a map entry
+)
+
+// errInvalidUTF8 is the decoding error for a string field that is not
+// UTF-8, which proto3 forbids.
+var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
+
+// timestamp is a google.protobuf.Timestamp.
+type timestamp struct {
+	seconds int64
+	nanos   int32
+}
+
+func (t timestamp) size() int {
+	n := 0
+	if t.seconds != 0 {
+		n += 1 + protowire.SizeVarint(uint64(t.seconds))
+	}
+	if t.nanos != 0 {
+		n += 1 + protowire.SizeVarint(uint64(int64(t.nanos)))
+	}
+	return n
+}
+
+func (t timestamp) append(b []byte) []byte {
+	if t.seconds != 0 {
+		b = protowire.AppendTag(b, fieldSeconds, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(t.seconds))
+	}
+	if t.nanos != 0 {
+		b = protowire.AppendTag(b, fieldNanos, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(int64(t.nanos)))
+	}
+	return b
+}
+
+// mapRequest is a map.v1.MapRequest: the start-of-transmission handshake,
+// the end of a batch, or a message with the id prefix+index.
+type mapRequest struct {
+	msg       *isb.Message // the message of the request; nil for none
+	prefix    string
+	index     int
+	eventTime timestamp
+	watermark timestamp
+	metadata  *common.Metadata // msg.Metadata's wire form; nil for none
+	mdSize    int
+	body      int // the size of the encoded msg, once MarshalSize has run
+	handshake bool
+	eot       bool
+}
+
+var _ protocodec.Marshaler = (*mapRequest)(nil)
+
+// setMessage makes r the request for m with id prefix+index.
+func (r *mapRequest) setMessage(m *isb.Message, prefix string, index int, eventTime, watermark timestamp, md *common.Metadata) {
+	*r = mapRequest{msg: m, prefix: prefix, index: index, eventTime: eventTime, watermark: watermark, metadata: md}
+	if md != nil {
+		r.mdSize = proto.Size(md)
+	}
+}
+
+func (r *mapRequest) idSize() int {
+	if r.msg == nil {
+		return 0
+	}
+	return len(r.prefix) + decimalDigits(r.index)
+}
+
+func decimalDigits(i int) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
+}
+
+func (r *mapRequest) bodySize() int {
+	m := r.msg
+	n := 0
+	for _, k := range m.Keys {
+		n += 1 + protowire.SizeBytes(len(k))
+	}
+	if len(m.Value) > 0 {
+		n += 1 + protowire.SizeBytes(len(m.Value))
+	}
+	n += 1 + protowire.SizeBytes(r.eventTime.size())
+	n += 1 + protowire.SizeBytes(r.watermark.size())
+	for k, v := range m.Headers {
+		n += 1 + protowire.SizeBytes(mapEntrySize(k, v))
+	}
+	if r.metadata != nil {
+		n += 1 + protowire.SizeBytes(r.mdSize)
+	}
+	return n
+}
+
+// mapEntrySize is the size of a map<string, string> entry; like the
+// generated code, an entry always carries its key and its value.
+func mapEntrySize(k, v string) int {
+	return 1 + protowire.SizeBytes(len(k)) + 1 + protowire.SizeBytes(len(v))
+}
+
+// MarshalSize returns the length of r's encoding.
+func (r *mapRequest) MarshalSize() int {
+	n := 0
+	if r.msg != nil {
+		r.body = r.bodySize()
+		n += 1 + protowire.SizeBytes(r.body)
+	}
+	if id := r.idSize(); id > 0 {
+		n += 1 + protowire.SizeBytes(id)
+	}
+	if r.handshake {
+		n += 1 + protowire.SizeBytes(2)
+	}
+	if r.eot {
+		n += 1 + protowire.SizeBytes(2)
+	}
+	return n
+}
+
+// MarshalAppend appends r's encoding to b. Like the generated code, it
+// fails on a string that is not UTF-8.
+func (r *mapRequest) MarshalAppend(b []byte) ([]byte, error) {
+	if m := r.msg; m != nil {
+		if r.body == 0 {
+			r.body = r.bodySize()
+		}
+		b = protowire.AppendTag(b, fieldMapRequest, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(r.body))
+		for _, k := range m.Keys {
+			if !utf8.ValidString(k) {
+				return b, errInvalidUTF8
+			}
+			b = protowire.AppendTag(b, fieldReqKeys, protowire.BytesType)
+			b = protowire.AppendString(b, k)
+		}
+		if len(m.Value) > 0 {
+			b = protowire.AppendTag(b, fieldReqValue, protowire.BytesType)
+			b = protowire.AppendBytes(b, m.Value)
+		}
+		b = protowire.AppendTag(b, fieldReqEventTime, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(r.eventTime.size()))
+		b = r.eventTime.append(b)
+		b = protowire.AppendTag(b, fieldReqWatermark, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(r.watermark.size()))
+		b = r.watermark.append(b)
+		for k, v := range m.Headers {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return b, errInvalidUTF8
+			}
+			b = protowire.AppendTag(b, fieldReqHeaders, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(mapEntrySize(k, v)))
+			b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)
+			b = protowire.AppendString(b, k)
+			b = protowire.AppendTag(b, fieldMapVal, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+		if r.metadata != nil {
+			b = protowire.AppendTag(b, fieldReqMetadata, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(r.mdSize))
+			var err error
+			if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.metadata); err != nil {
+				return b, err
+			}
+		}
+		b = protowire.AppendTag(b, fieldMapID, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(r.idSize()))
+		b = append(b, r.prefix...)
+		b = strconv.AppendInt(b, int64(r.index), 10)
+	}
+	if r.handshake {
+		b = appendFlag(b, fieldMapHandshake)
+	}
+	if r.eot {
+		b = appendFlag(b, fieldMapStatus)
+	}
+	return b, nil
+}
+
+// appendFlag appends a Handshake{sot: true} or TransmissionStatus{eot: true}
+// as field num.
+func appendFlag(b []byte, num protowire.Number) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, 2)
+	b = protowire.AppendTag(b, fieldFlag, protowire.VarintType)
+	return protowire.AppendVarint(b, 1)
+}
+
+// mapStream is the map stream: requests sent as they are, answers decoded
+// into one mapResponse, reused answer after answer (whoever receives is done
+// with an answer when it asks for the next: the results are copied out).
+type mapStream struct {
+	grpc.ClientStream
+	resp mapResponse
+}
+
+var _ grpc.BidiStreamingClient[mapRequest, mapResponse] = (*mapStream)(nil)
+
+// Send sends r.
+func (s *mapStream) Send(r *mapRequest) error { return s.SendMsg(r) }
+
+// Recv receives the next answer, valid until the next Recv.
+func (s *mapStream) Recv() (*mapResponse, error) {
+	if err := s.RecvMsg(&s.resp); err != nil {
+		return nil, err
+	}
+	return &s.resp, nil
+}
+
+// mapResponse is a map.v1.MapResponse as the runtime keeps it.
+type mapResponse struct {
+	id        string
+	results   []result
+	handshake bool // handshake.sot
+	eot       bool // status.eot
+	one       [1]result
+}
+
+var _ protocodec.Unmarshaler = (*mapResponse)(nil)
+
+// emptyMetadata is the metadata of a result that carried an empty one. It
+// is shared and must not be changed.
+var emptyMetadata = &common.Metadata{}
+
+// UnmarshalWire decodes b, as proto.Unmarshal decodes a MapResponse, into r.
+func (r *mapResponse) UnmarshalWire(b []byte) error {
+	*r = mapResponse{}
+	a := protocodec.GetArena()
+	defer a.Release()
+	for len(b) > 0 {
+		num, typ, n := protocodec.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || num < fieldMapRequest || num > fieldMapStatus {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var err error
+		switch num {
+		case fieldMapRequest:
+			r.results = r.nextResult()
+			err = decodeResult(v, a, &r.results[len(r.results)-1])
+		case fieldMapID:
+			if !utf8.Valid(v) {
+				return errInvalidUTF8
+			}
+			r.id = a.String(v)
+		case fieldMapHandshake:
+			r.handshake, err = decodeFlag(v, r.handshake)
+		case fieldMapStatus:
+			r.eot, err = decodeFlag(v, r.eot)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextResult returns r.results with one more, zero, result.
+func (r *mapResponse) nextResult() []result {
+	if r.results == nil {
+		return r.one[:1]
+	}
+	return append(r.results, result{})
+}
+
+// decodeFlag decodes a Handshake or a TransmissionStatus, merged into the
+// value of its flag so far.
+func decodeFlag(b []byte, flag bool) (bool, error) {
+	for len(b) > 0 {
+		num, typ, n := protocodec.ConsumeTag(b)
+		if n < 0 {
+			return false, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == fieldFlag && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return false, protowire.ParseError(n)
+			}
+			b, flag = b[n:], v != 0
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return false, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return flag, nil
+}
+
+// decodeResult decodes a MapResponse.Result into res, its strings and
+// bytes copied into a.
+func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
+	var nk, nt int
+	for p := b; len(p) > 0; {
+		num, typ, n := protocodec.ConsumeTag(p)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		p = p[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, p); n < 0 {
+			return protowire.ParseError(n)
+		}
+		p = p[n:]
+		if typ == protowire.BytesType && num == fieldResKeys {
+			nk++
+		} else if typ == protowire.BytesType && num == fieldResTags {
+			nt++
+		}
+	}
+	res.keys, res.tags = a.Strings(nk), a.Strings(nt)
+	nk, nt = 0, 0
+	for len(b) > 0 {
+		num, typ, n := protocodec.ConsumeTag(b)
+		b = b[n:]
+		if typ != protowire.BytesType || num < fieldResKeys || num > fieldResNack {
+			b = b[protowire.ConsumeFieldValue(num, typ, b):]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		b = b[n:]
+		switch num {
+		case fieldResKeys, fieldResTags:
+			if !utf8.Valid(v) {
+				return errInvalidUTF8
+			}
+			if num == fieldResKeys {
+				res.keys[nk] = a.String(v)
+				nk++
+			} else {
+				res.tags[nt] = a.String(v)
+				nt++
+			}
+		case fieldResValue:
+			res.value = a.Bytes(v)
+		case fieldResMetadata:
+			if len(v) == 0 && res.metadata == nil {
+				res.metadata = emptyMetadata
+				continue
+			}
+			if res.metadata == nil || res.metadata == emptyMetadata {
+				res.metadata = new(common.Metadata)
+			}
+			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(v, res.metadata); err != nil {
+				return err
+			}
+		case fieldResNack:
+			if res.nack == nil {
+				res.nack = new(common.NackOptions)
+			}
+			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(v, res.nack); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
