@@ -1,7 +1,6 @@
 package udf
 
 import (
-	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
@@ -44,7 +43,7 @@ func (c chain) Fork() Mapper {
 func (r *Remote) Fork() Mapper {
 	f := &Remote{conn: r.conn, kind: r.kind}
 	if r.mapS != nil {
-		f.mapS = udsconn.NewStream[mapv1.MapRequest, mapv1.MapResponse](r.conn)
+		f.mapS = udsconn.NewStream[mapRequest, mapResponse](r.conn)
 		f.mapS.Open, f.mapS.Handshake, f.mapS.Echoed = r.mapS.Open, r.mapS.Handshake, r.mapS.Echoed
 	}
 	if r.stS != nil {
