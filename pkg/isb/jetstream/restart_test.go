@@ -78,6 +78,12 @@ func testServerRestart(t *testing.T, kill bool) {
 
 	s.Restart(t)
 	waitFor(t, "the client to reconnect", c.Connected)
+	// The server loads its streams and consumers after it takes connections;
+	// an ack that comes before the consumer is back is lost.
+	waitFor(t, "the buffer's consumer to be back", func() bool {
+		_, err := c.BufferInfo(testCtx(t), sp.Name)
+		return err == nil
+	})
 	ack(t, r, held)
 	ack(t, r, ahead)
 	write(t, w, messages("b", 10))
