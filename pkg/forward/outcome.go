@@ -151,7 +151,7 @@ func (f *worker) giveUp(pending []isb.Message) []isb.Message {
 
 // pause waits before the retry of the retry messages that follows attempt:
 // the backoff, or as long as the longest wait the sink asked for when it
-// throttled messages. While it waits for a throttled sink, the tracker holds
+// throttled messages, then until the limiter's next epoch begins. While it waits for a throttled sink, the tracker holds
 // downstream_throttled, and after the wait it takes tokens anew for the
 // messages to send again (see retake). It reports whether it waited the whole
 // time, which it does not when hard ends.
@@ -161,22 +161,46 @@ func (f *Forwarder) pause(hard context.Context, o outcome, attempt, retry int) b
 		return f.sleep(hard, d)
 	}
 	d = max(d, o.retryAfter)
+	from := int64(0)
+	if a, ok := f.d.Limiter.(freshener); ok {
+		d, from = a.FreshAfter(d, freshMargin)
+	}
 	f.log.Debug("the sink is throttled; waiting before the retry",
 		zap.Int("messages", o.throttled), zap.Duration("wait", d))
 	f.d.Tracker.Begin(ratelimit.ReasonDownstreamThrottled)
 	waited := f.sleep(hard, d)
 	f.d.Tracker.End(ratelimit.ReasonDownstreamThrottled)
-	return waited && f.retake(hard, retry)
+	return waited && f.retake(hard, retry, from)
 }
 
+// freshener is a limiter that can say when its epochs begin
+// (*ratelimit.Limiter, *ratelimit.Lane). A forwarder that waited for a
+// throttled sink wakes with at least freshMargin of an epoch left, and takes
+// tokens for the messages it sends again from that epoch or a later one (see
+// ratelimit.Limiter.FreshAfter): a forwarder that waited may find a whole
+// epoch's tokens unused, and sent on those at the end of the epoch, the
+// messages would reach the sink in the next second, on top of its grant.
+type freshener interface {
+	FreshAfter(d, margin time.Duration) (time.Duration, int64)
+}
+
+// freshMargin is the least of an epoch left when a forwarder sends again
+// what a throttled sink refused: longer than a batch takes to send.
+const freshMargin = 200 * time.Millisecond
+
+// staleTokenPause is how long retake waits before it asks again for tokens
+// of an epoch that has begun but that the limiter has not yet renewed.
+const staleTokenPause = time.Millisecond
+
 // retake takes n tokens from the limiter, waiting for them as a read does,
-// for messages to send again after a throttle signal. Their first tokens
+// for messages to send again after a throttle signal, from epoch from or a
+// later one. Their first tokens
 // were spent on the attempt the sink refused, in an epoch that has passed
 // when its Retry-After has: sent on those, they would come on top of the
 // current epoch's grant, and the sink would see more than the limit in a
 // second. It reports false when hard ends first; a limiter that fails
 // otherwise (closed) lets the messages go without tokens.
-func (f *Forwarder) retake(hard context.Context, n int) bool {
+func (f *Forwarder) retake(hard context.Context, n int, from int64) bool {
 	if f.d.Limiter == nil {
 		return true
 	}
@@ -196,6 +220,15 @@ func (f *Forwarder) retake(hard context.Context, n int) bool {
 				f.log.Warn("no tokens for the messages a throttled sink refused; sending them again without", zap.Error(err))
 				return true
 			}
+		}
+		if g.Tokens > 0 && g.Epoch() < from {
+			// The epoch before from, not yet renewed: its tokens would come
+			// on top of from's grant.
+			f.d.Limiter.Deposit(g, g.Tokens)
+			if !f.sleep(hard, staleTokenPause) {
+				return false
+			}
+			continue
 		}
 		n -= g.Tokens
 		f.d.Metrics.Granted.Add(float64(g.Tokens))

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,4 +341,56 @@ func TestThrottledRetryTakesTokensAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freshLimiter is a countingLimiter whose epochs are the whole seconds of
+// clk, and whose grants come from epoch stale until the test moves it on.
+type freshLimiter struct {
+	countingLimiter
+	clk   *clock.Manual
+	epoch atomic.Int64
+}
+
+func (l *freshLimiter) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
+	now := l.clk.Now()
+	at := now.Add(d)
+	if left := at.Truncate(time.Second).Add(time.Second).Sub(at); left < margin {
+		at = at.Truncate(time.Second).Add(time.Second)
+	}
+	return at.Sub(now), at.Unix()
+}
+
+func (l *freshLimiter) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
+	g, r := l.countingLimiter.TryAcquire(n)
+	return ratelimit.GrantOf(g.Tokens, l.epoch.Load()), r
+}
+
+// TestThrottleWaitLeavesAFreshEpoch: a wait for a throttled sink that would
+// end less than freshMargin before an epoch ends runs on to the next epoch,
+// and the messages sent again take no tokens of an epoch before it, even
+// while the limiter has not yet renewed it.
+func TestThrottleWaitLeavesAFreshEpoch(t *testing.T) {
+	clk := clock.NewManual(t0.Add(900 * time.Millisecond))
+	lim := &freshLimiter{clk: clk}
+	lim.epoch.Store(t0.Unix())
+	sink := newAnswering(throttledUntil(1, time.Second))
+	sink.wrote = make(chan int, 10)
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: lim}, Options{Clock: clk,
+		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
+	receive(t, sink.wrote)
+	blockUntil(t, clk, 1)
+	clk.Advance(time.Second) // the Retry-After ends 100ms before an epoch does
+	if clk.Pending() != 1 {
+		t.Fatal("the forwarder sent again with 100ms of the epoch left")
+	}
+	clk.Advance(100 * time.Millisecond) // epoch t0+2 begins; the limiter still grants t0's
+	blockUntil(t, clk, 1)
+	clk.Advance(staleTokenPause)
+	blockUntil(t, clk, 1) // it asks again, and waits again
+	lim.epoch.Store(t0.Unix() + 2)
+	clk.Advance(staleTokenPause)
+	if n := receive(t, sink.wrote); n != 2 {
+		t.Fatalf("write %d after the wait; want the second", n)
+	}
+	h.waitAcked(t, 10)
 }

@@ -1,10 +1,13 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
 // adaptive is a config that ramps from 10 to 100 in slopes of 10 and cuts by
@@ -269,5 +272,37 @@ func TestCutPercentageValidated(t *testing.T) {
 		if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != "CutPercentage" {
 			t.Errorf("CutPercentage %d: %v; want a FieldError for CutPercentage", pct, err)
 		}
+	}
+}
+
+func TestFreshAfter(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 250*int64(time.Millisecond)))
+	l, err := New(Config{Max: 10}, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	const e = 1_700_000_000
+	for _, tt := range []struct {
+		d, margin, want time.Duration
+		epoch           int64
+	}{
+		{0, 0, 0, e},
+		{time.Second, 200 * time.Millisecond, time.Second, e + 1},
+		{550 * time.Millisecond, 200 * time.Millisecond, 550 * time.Millisecond, e},
+		{551 * time.Millisecond, 200 * time.Millisecond, 750 * time.Millisecond, e + 1},
+		{1700 * time.Millisecond, 200 * time.Millisecond, 1750 * time.Millisecond, e + 2},
+		{-time.Second, 0, 0, e},
+	} {
+		got, epoch := l.FreshAfter(tt.d, tt.margin)
+		if got != tt.want || epoch != tt.epoch {
+			t.Errorf("FreshAfter(%v, %v) = %v, %d; want %v, %d", tt.d, tt.margin, got, epoch, tt.want, tt.epoch)
+		}
+		if got, epoch := l.Lane().FreshAfter(tt.d, tt.margin); got != tt.want || epoch != tt.epoch {
+			t.Errorf("Lane().FreshAfter(%v, %v) = %v, %d", tt.d, tt.margin, got, epoch)
+		}
+	}
+	if g, _ := l.TryAcquire(1); g.Epoch() != e {
+		t.Errorf("grant of epoch %d; want %d", g.Epoch(), e)
 	}
 }

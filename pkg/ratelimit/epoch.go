@@ -206,3 +206,25 @@ func (l *Limiter) stopTimer(t clock.Timer) {
 		l.timers.Done()
 	}
 }
+
+// FreshAfter returns the wait, at least d, after which at least margin of an
+// epoch is left on the store clock, and that epoch: d itself when the epoch
+// at the end of d has margin left, else the wait until the next epoch
+// begins. A forwarder that waited for a throttled downstream waits this
+// instead, and takes tokens for the messages it sends again only from that
+// epoch or a later one (see [Grant.Epoch]): sent on the tokens of an epoch
+// about to end, or of one that has just ended but not yet been renewed, they
+// would reach the downstream in the next second, on top of that second's
+// grant.
+func (l *Limiter) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.storeNanos(l.clk.Now())
+	at := now + int64(max(d, 0))
+	e := floorDiv(at, epochNanos)
+	if (e+1)*epochNanos-at < int64(margin) {
+		e++
+		at = e * epochNanos
+	}
+	return time.Duration(at - now), e
+}

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Lane is a way into a [Limiter] for one busy caller, such as the reader of one
 // partition. A lane keeps tokens it takes from the limiter in advance on a cache line
@@ -31,3 +34,8 @@ func (ln *Lane) TryAcquire(n int) (Grant, Reason) { return ln.l.tryAcquire(n, ln
 
 // Deposit is [Limiter.Deposit]: the tokens go back to the lane that granted them.
 func (ln *Lane) Deposit(g Grant, unused int) { ln.l.Deposit(g, unused) }
+
+// FreshAfter is [Limiter.FreshAfter].
+func (ln *Lane) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
+	return ln.l.FreshAfter(d, margin)
+}

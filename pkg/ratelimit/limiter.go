@@ -104,6 +104,14 @@ type Grant struct {
 	lane   uint32
 }
 
+// Epoch returns the epoch (whole seconds of the store clock) whose tokens g
+// holds.
+func (g Grant) Epoch() int64 { return g.epoch }
+
+// GrantOf returns a grant of tokens from epoch, for limiters that stand in
+// for a Limiter (tests, wrappers).
+func GrantOf(tokens int, epoch int64) Grant { return Grant{Tokens: tokens, epoch: epoch} }
+
 type waiter struct {
 	n  int64
 	ch chan waitResult // buffered; receives exactly once
