@@ -116,7 +116,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 func (st *epochState) summary() EpochSummary {
 	return EpochSummary{Epoch: st.epoch, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank, Eligible: st.eligible,
-		Cut: st.cut, Paused: st.heldAny}
+		Cut: st.cut, Paused: st.heldAny, ShadowThrottled: st.shadow.Load()}
 }
 
 func (l *Limiter) publish(st *epochState) { l.state.Store(st) }

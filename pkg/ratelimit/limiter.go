@@ -73,6 +73,7 @@ type Limiter struct {
 	pauseUntil int64   // store-clock ns before which no tokens are granted
 	signal     *Signal // to report at the next sync
 	cuts       atomic.Int64
+	shadow     atomic.Int64 // tokens granted in shadow and kept
 }
 
 // EpochSummary is what one replica did in one epoch, handed to the observer of
@@ -92,6 +93,10 @@ type EpochSummary struct {
 	// signal, and Paused when a signal's pause held the epoch's tokens back
 	// for some or all of it.
 	Cut, Paused bool
+	// ShadowThrottled is the tokens granted in the epoch through a [Shadow]
+	// beyond what the limiter granted, less those given back: what it would
+	// have throttled.
+	ShadowThrottled int64
 }
 
 // Grant is tokens granted in one epoch, returned by [Limiter.Acquire] and
@@ -102,6 +107,7 @@ type Grant struct {
 	Tokens int
 	epoch  int64
 	lane   uint32
+	shadow int // of Tokens, topped up by a Shadow
 }
 
 // Epoch returns the epoch (whole seconds of the store clock) whose tokens g
@@ -449,6 +455,10 @@ type Status struct {
 	// store clock, while it lasts (zero otherwise).
 	Cuts        int64
 	PausedUntil time.Time
+	// ShadowThrottled is the tokens granted through a [Shadow] beyond what
+	// the limiter granted, and kept, since it started: what it would have
+	// throttled.
+	ShadowThrottled int64
 }
 
 // Pool returns PoolMilli in tokens.
@@ -463,7 +473,7 @@ func (l *Limiter) Status() Status {
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.store == nil || (l.registered && l.syncFail == nil),
-		Cuts: l.cuts.Load(),
+		Cuts: l.cuts.Load(), ShadowThrottled: l.shadow.Load(),
 	}
 	if l.pauseUntil > l.storeNanos(l.clk.Now()) {
 		s.PausedUntil = time.Unix(0, l.pauseUntil)

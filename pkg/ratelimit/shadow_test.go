@@ -1,0 +1,85 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+)
+
+// TestShadowGrantsAllAndCountsTheExcess: in shadow a reader asking for more
+// than the limit gets everything at once; what it keeps beyond the limiter's
+// grants is counted exactly, per epoch and in all, and what it gives back of
+// a top-up is not.
+func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	var mu sync.Mutex
+	var epochs []EpochSummary
+	l, err := New(Config{Max: 10}, WithClock(clk), WithEpochObserver(func(s EpochSummary) {
+		mu.Lock()
+		defer mu.Unlock()
+		epochs = append(epochs, s)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	for _, s := range []*Shadow{l.Shadow(), l.Lane().Shadow()} {
+		t.Run("", func(t *testing.T) {
+			clk.Advance(time.Second)
+			before := l.Status().ShadowThrottled
+			g, r := s.TryAcquire(8) // 8 of the limiter's 10
+			if g.Tokens != 8 || r != NotThrottled {
+				t.Fatalf("TryAcquire(8) = %d, %v", g.Tokens, r)
+			}
+			g, _ = s.TryAcquire(8) // 2 of the limiter's, 6 in shadow
+			if g.Tokens != 8 {
+				t.Fatalf("second TryAcquire(8) = %d; want 8", g.Tokens)
+			}
+			s.Deposit(g, 3) // 3 of the shadow tokens back: 3 kept in shadow
+			g, err := s.Acquire(context.Background(), 5) // none left: 5 in shadow, no wait
+			if err != nil || g.Tokens != 5 {
+				t.Fatalf("Acquire(5) = %d, %v; want 5 at once", g.Tokens, err)
+			}
+			s.Deposit(g, 5) // all back
+			g, _ = s.TryAcquire(4)
+			s.Deposit(g, 0) // kept: 7 in shadow in all
+			if got := l.Status().ShadowThrottled - before; got != 7 {
+				t.Fatalf("shadow throttled %d; want 7", got)
+			}
+			if st := l.Status(); st.Granted != 10 {
+				t.Fatalf("the limiter granted %d; want its 10", st.Granted)
+			}
+		})
+	}
+	clk.Advance(time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	var shadow []int64
+	for _, e := range epochs[len(epochs)-2:] {
+		shadow = append(shadow, e.ShadowThrottled)
+	}
+	if shadow[0] != 7 || shadow[1] != 7 {
+		t.Fatalf("epochs shadow-throttled %v; want [7 7]", shadow)
+	}
+}
+
+func TestShadowDepositGivesRealTokensBack(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	l, err := New(Config{Max: 10}, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	s := l.Shadow()
+	g, _ := s.TryAcquire(15) // 10 real, 5 shadow
+	s.Deposit(g, 12)         // 5 shadow and 7 real back
+	if st := l.Status(); st.ShadowThrottled != 0 || st.Granted != 3 {
+		t.Fatalf("shadow %d, granted %d; want 0 and 3", st.ShadowThrottled, st.Granted)
+	}
+	if g, _ := l.TryAcquire(10); g.Tokens != 7 {
+		t.Fatalf("the limiter has %d left; want the 7 given back", g.Tokens)
+	}
+}
