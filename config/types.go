@@ -242,7 +242,15 @@ type RateLimit struct {
 	// Adaptive turns on closed-loop throttling: a downstream that says it is
 	// rate limited cuts the limit of every replica, which then ramps back.
 	Adaptive *Adaptive `yaml:"adaptive"`
+	// Shadow (sluice's addition) computes the pool, shares and grants as
+	// configured but never makes a reader wait: what the limit would have
+	// throttled is counted (sluice_ratelimit_shadow_throttled_total, /status,
+	// the epoch log) and let through. Default false.
+	Shadow *bool `yaml:"shadow"`
 }
+
+// IsShadow reports whether shadow is on.
+func (r *RateLimit) IsShadow() bool { return r != nil && r.Shadow != nil && *r.Shadow }
 
 // Adaptive is sluice's closed-loop throttling of a rateLimit block.
 type Adaptive struct {

@@ -46,6 +46,10 @@ type epochLog struct {
 	Share    int64
 	PoolSize int
 	Eligible bool
+	// With rateLimit.shadow: what the readers took beyond the grants, and
+	// all they took.
+	ShadowThrottled int64
+	Read            int64
 }
 
 // epochs returns a replica's per-epoch accounting from its debug log.

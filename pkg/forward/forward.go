@@ -155,6 +155,9 @@ type Forwarder struct {
 	opts Options
 	log  *zap.Logger
 	idle idle
+	// settle is Deps.Limiter when it accounts for a grant once its read is
+	// done (a ratelimit.Shadow).
+	settle settler
 
 	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak
 	// of the reader, when batches are in flight at once.
@@ -216,7 +219,9 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = opts.BatchSize
 	}
-	return &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}, nil
+	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
+	f.settle, _ = d.Limiter.(settler)
+	return f, nil
 }
 
 // Run forwards until ctx is done, then finishes the iteration in flight (write and
@@ -367,6 +372,13 @@ func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error)
 	return g, nil
 }
 
+// settler is a limiter that accounts for a grant once the read it was for
+// is done, with the tokens the read used (*ratelimit.Shadow): it gives back
+// the others.
+type settler interface {
+	Settle(g ratelimit.Grant, used int)
+}
+
 // keep keeps one of g's tokens for each of the read messages and gives the
 // others back at once. The granted metric counts only the tokens kept: a
 // grant's unread tokens never counted against the limit, and a dry source
@@ -375,7 +387,9 @@ func (f *Forwarder) keep(g ratelimit.Grant, read int) {
 	if f.d.Limiter == nil {
 		return
 	}
-	if unused := g.Tokens - read; unused > 0 {
+	if f.settle != nil {
+		f.settle.Settle(g, read)
+	} else if unused := g.Tokens - read; unused > 0 {
 		f.d.Limiter.Deposit(g, unused)
 	}
 	if read > 0 {

@@ -230,6 +230,9 @@ func (f *Forwarder) retake(hard context.Context, n int, from int64) bool {
 			}
 			continue
 		}
+		if f.settle != nil {
+			f.settle.Settle(g, g.Tokens)
+		}
 		n -= g.Tokens
 		f.d.Metrics.Granted.Add(float64(g.Tokens))
 	}

@@ -24,6 +24,9 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_cuts_total",
 		Help: "Cuts of the pool by throttle signals (rateLimit.adaptive) this replica applied."},
 		func() float64 { return float64(status().Cuts) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_shadow_throttled_total",
+		Help: "Tokens the rate limit would have throttled and let through (rateLimit.shadow)."},
+		func() float64 { return float64(status().ShadowThrottled) }))
 	gauge("sluice_ratelimit_paused_until_seconds", "End of the pause a throttle signal's Retry-After asked for, in Unix seconds of the store clock, while it lasts; 0 otherwise.",
 		func(s ratelimit.Status) float64 {
 			if s.PausedUntil.IsZero() {

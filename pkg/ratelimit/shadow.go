@@ -38,33 +38,54 @@ func (s *Shadow) Acquire(ctx context.Context, n int) (Grant, error) {
 // top tops g up to n tokens in shadow.
 func (s *Shadow) top(g Grant, n int) Grant {
 	if v := n - g.Tokens; v > 0 {
-		st := s.l.state.Load()
 		if g.Tokens == 0 {
-			g.epoch, g.lane = st.epoch, s.lane
+			g.epoch, g.lane = s.l.state.Load().epoch, s.lane
 		}
 		g.shadow, g.Tokens = v, n
-		if st.epoch == g.epoch {
-			st.shadow.Add(int64(v))
-		}
-		s.l.shadow.Add(int64(v))
 	}
 	return g
 }
 
-// Deposit gives back unused of g's tokens: those topped up in shadow first,
-// then the limiter's.
+// Settle accounts for a grant once its caller has used read of its tokens,
+// which it does not deposit: it gives back the unused ones, the shadow ones
+// first, and counts the shadow ones used as throttled in shadow. When the
+// grant's epoch has ended meanwhile (a read that waited for messages), the
+// limiter would have made the caller wait for the current epoch instead:
+// those tokens come from the current epoch's share first, and only the rest
+// counts, in the current epoch.
+func (s *Shadow) Settle(g Grant, read int) {
+	if g.Tokens <= 0 {
+		return
+	}
+	read = min(max(read, 0), g.Tokens)
+	real := g.Tokens - g.shadow
+	used := max(read-real, 0) // shadow tokens used
+	if unusedReal := real - min(read, real); unusedReal > 0 {
+		s.l.deposit(Grant{Tokens: real, epoch: g.epoch, lane: g.lane}, unusedReal)
+	}
+	if used == 0 {
+		return
+	}
+	st := s.l.state.Load()
+	if st.epoch != g.epoch {
+		if r, _ := s.l.tryAcquire(used, s.lane); r.Tokens > 0 {
+			used -= r.Tokens
+			st = s.l.state.Load()
+		}
+	}
+	if used > 0 {
+		st.shadow.Add(int64(used))
+		s.l.shadow.Add(int64(used))
+	}
+}
+
+// Deposit gives back unused of the limiter's own tokens of g, after
+// [Shadow.Settle]: those of messages a function dropped, say.
 func (s *Shadow) Deposit(g Grant, unused int) {
 	if unused <= 0 || g.Tokens <= 0 {
 		return
 	}
-	if v := min(unused, g.shadow); v > 0 {
-		if st := s.l.state.Load(); st.epoch == g.epoch {
-			st.shadow.Add(-int64(v))
-		}
-		s.l.shadow.Add(-int64(v))
-		unused -= v
-	}
-	if real := g.Tokens - g.shadow; unused > 0 && real > 0 {
-		s.l.deposit(Grant{Tokens: real, epoch: g.epoch, lane: g.lane}, unused)
+	if real := g.Tokens - g.shadow; real > 0 {
+		s.l.deposit(Grant{Tokens: real, epoch: g.epoch, lane: g.lane}, min(unused, real))
 	}
 }

@@ -10,9 +10,9 @@ import (
 )
 
 // TestShadowGrantsAllAndCountsTheExcess: in shadow a reader asking for more
-// than the limit gets everything at once; what it keeps beyond the limiter's
-// grants is counted exactly, per epoch and in all, and what it gives back of
-// a top-up is not.
+// than the limit gets everything at once; what it uses beyond the limiter's
+// grants is counted exactly, per epoch and in all, and what it does not use
+// is not.
 func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	var mu sync.Mutex
@@ -34,18 +34,19 @@ func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 			if g.Tokens != 8 || r != NotThrottled {
 				t.Fatalf("TryAcquire(8) = %d, %v", g.Tokens, r)
 			}
+			s.Settle(g, 8)
 			g, _ = s.TryAcquire(8) // 2 of the limiter's, 6 in shadow
 			if g.Tokens != 8 {
 				t.Fatalf("second TryAcquire(8) = %d; want 8", g.Tokens)
 			}
-			s.Deposit(g, 3) // 3 of the shadow tokens back: 3 kept in shadow
-			g, err := s.Acquire(context.Background(), 5) // none left: 5 in shadow, no wait
+			s.Settle(g, 5) // 2 real and 3 in shadow used
+			g, err := s.Acquire(context.Background(), 5)
 			if err != nil || g.Tokens != 5 {
 				t.Fatalf("Acquire(5) = %d, %v; want 5 at once", g.Tokens, err)
 			}
-			s.Deposit(g, 5) // all back
+			s.Settle(g, 0) // none used
 			g, _ = s.TryAcquire(4)
-			s.Deposit(g, 0) // kept: 7 in shadow in all
+			s.Settle(g, 4) // 7 in shadow in all
 			if got := l.Status().ShadowThrottled - before; got != 7 {
 				t.Fatalf("shadow throttled %d; want 7", got)
 			}
@@ -66,7 +67,29 @@ func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 	}
 }
 
-func TestShadowDepositGivesRealTokensBack(t *testing.T) {
+// TestShadowSettlesAStaleGrantOnTheCurrentEpoch: a read that took shadow
+// tokens in one epoch and got its messages in the next would, without
+// shadow, have waited for the next epoch's tokens: those are taken, and only
+// the rest counts.
+func TestShadowSettlesAStaleGrantOnTheCurrentEpoch(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	l, err := New(Config{Max: 10}, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	s := l.Shadow()
+	first, _ := s.TryAcquire(10) // the epoch's 10
+	s.Settle(first, 10)
+	g, _ := s.TryAcquire(15) // all in shadow
+	clk.Advance(time.Second) // the read returns in the next epoch
+	s.Settle(g, 15)
+	if st := l.Status(); st.ShadowThrottled != 5 || st.Granted != 10 {
+		t.Fatalf("shadow %d, granted %d; want 5 and the new epoch's 10", st.ShadowThrottled, st.Granted)
+	}
+}
+
+func TestShadowGivesUnusedRealTokensBack(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	l, err := New(Config{Max: 10}, WithClock(clk))
 	if err != nil {
@@ -75,11 +98,12 @@ func TestShadowDepositGivesRealTokensBack(t *testing.T) {
 	defer l.Close(context.Background())
 	s := l.Shadow()
 	g, _ := s.TryAcquire(15) // 10 real, 5 shadow
-	s.Deposit(g, 12)         // 5 shadow and 7 real back
+	s.Settle(g, 3)           // 3 real used, 7 back
 	if st := l.Status(); st.ShadowThrottled != 0 || st.Granted != 3 {
 		t.Fatalf("shadow %d, granted %d; want 0 and 3", st.ShadowThrottled, st.Granted)
 	}
-	if g, _ := l.TryAcquire(10); g.Tokens != 7 {
-		t.Fatalf("the limiter has %d left; want the 7 given back", g.Tokens)
+	s.Deposit(g, 2) // 2 of the 3 used given back (dropped messages)
+	if g, _ := l.TryAcquire(10); g.Tokens != 9 {
+		t.Fatalf("the limiter has %d left; want the 9 given back", g.Tokens)
 	}
 }

@@ -52,9 +52,15 @@ func (v *Vertex) limiterOptions(rl *config.RateLimit) ([]ratelimit.Option, error
 		ratelimit.WithLogger(log.Named("ratelimit")),
 		ratelimit.WithClock(v.o.clock),
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
-			log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
+			fields := []zap.Field{zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
 				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
-				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible))
+				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible)}
+			if rl.IsShadow() {
+				// What the readers took: granted, and beyond it in shadow.
+				fields = append(fields, zap.Int64("shadowThrottled", s.ShadowThrottled),
+					zap.Int64("read", s.Granted+s.ShadowThrottled))
+			}
+			log.Debug("epoch", fields...)
 		}),
 	}
 	if rl.SyncInterval != nil {

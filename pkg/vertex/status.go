@@ -23,6 +23,9 @@ type Status struct {
 	// Granted what it has taken of it (less deposits).
 	Share   int64 `json:"share,omitempty"`
 	Granted int64 `json:"grantedThisEpoch,omitempty"`
+	// ShadowThrottled, with rateLimit.shadow, is what the limit would have
+	// throttled so far and let through.
+	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
 	// PoolSize is the number of replicas the pool is split among, and Rank
 	// this one's rank among them.
 	PoolSize int `json:"poolSize,omitempty"`
@@ -49,6 +52,9 @@ func (v *Vertex) Status() Status {
 		ls := l.Status()
 		s.RateLimit, s.Mode, s.Epoch, s.Pool, s.Share, s.Granted, s.PoolSize, s.Rank =
 			true, ls.Mode.String(), ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.PoolSize, ls.Rank
+		if v.spec.Limits.GetRateLimit().IsShadow() {
+			s.ShadowThrottled = &ls.ShadowThrottled
+		}
 	}
 	throttled, reasons := v.tracker.Throttled()
 	s.Throttled = throttled

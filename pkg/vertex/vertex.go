@@ -129,6 +129,12 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 		if shared {
 			d.Limiter = l.Lane() // forwarders that share a limiter each take a lane
 		}
+		if v.spec.Limits.GetRateLimit().IsShadow() {
+			d.Limiter = l.Shadow()
+			if shared {
+				d.Limiter = l.Lane().Shadow()
+			}
+		}
 	}
 	if err := v.buildFunctions(&d); err != nil {
 		return err
