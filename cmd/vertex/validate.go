@@ -49,6 +49,9 @@ func summary(f *config.File) string {
 		if rl := spec.Limits.GetRateLimit(); rl != nil {
 			c := rl.LimiterConfig()
 			s += fmt.Sprintf("; rate limit %d/s from %d over %v, %s", c.Max, c.Min, c.RampUpDuration, c.Mode)
+			if rl.IsShadow() {
+				s += ", shadow"
+			}
 		}
 		if spec.Streaming != nil && *spec.Streaming {
 			s += fmt.Sprintf("; streaming, %d in flight", spec.Limits.GetConcurrency())

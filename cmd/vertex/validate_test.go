@@ -65,6 +65,17 @@ func TestValidateSummary(t *testing.T) {
 			`MonoVertex "mv" is valid (udsource bin/source → udf "bin/map --keys even odd" → udsink /usr/bin/sink)`,
 		},
 		{
+			"shadow",
+			head + `  limits:
+    rateLimit: {max: 300, min: 300, rampUpDuration: 0s, shadow: true}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			`MonoVertex "mv" is valid (generator → blackhole; rate limit 300/s from 300 over 0s, relaxed, shadow)`,
+		},
+		{
 			"streaming",
 			head + `  streaming: true
   limits: {readBatchSize: 100, concurrency: 400}
