@@ -21,7 +21,8 @@ import (
 )
 
 // Limiter is the part of a rate limiter a forwarder uses: a *ratelimit.Limiter, one
-// of its Lanes, or [Noop]. TryAcquire takes what is available without waiting, or
+// of its Lanes, a *ratelimit.Shadow (which the forwarder settles after each read
+// instead of depositing), or [Noop]. TryAcquire takes what is available without waiting, or
 // says why there is nothing; Acquire waits for tokens until ctx is done; Deposit
 // gives back the unused tokens of a grant (see package ratelimit).
 type Limiter interface {
