@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -138,9 +139,18 @@ func jetStreamISB(url, extra string) string {
 // vertexProc starts one replica of one vertex of the pipeline in cfg, with its
 // own socket directory for its spawned containers.
 func vertexProc(t *testing.T, cfg, vertex string, replica int, extra ...string) *proc {
+	return vertexProcEnv(t, nil, cfg, vertex, replica, extra...)
+}
+
+// vertexProcEnv is vertexProc with env added to the process's environment.
+func vertexProcEnv(t *testing.T, env []string, cfg, vertex string, replica int, extra ...string) *proc {
 	args := append([]string{"run", "-f", cfg, "--vertex", vertex, "--replica", strconv.Itoa(replica),
 		"--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0"}, extra...)
-	p := start(t, args...)
+	cmd := exec.Command(vertexBin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	p := startCmd(t, cmd)
 	p.metricsAddr()
 	return p
 }
@@ -168,17 +178,21 @@ func checkParity(t *testing.T, sink *proc, count, parity int) {
 // process on JetStream, the evenodd vertex in three replicas sharing 300
 // messages a second through Redis, with messages alone and in frames of 16:
 // each sink gets exactly the messages of its parity, once; no epoch grants
-// more than 300 over the three replicas.
+// more than 300 over the three replicas. With NUMAFLOW_READ_AHEAD=true, the
+// same.
 func TestPipelineOnJetStream(t *testing.T) {
-	for _, frame := range []int{1, 16} {
-		t.Run(fmt.Sprintf("frameSize=%d", frame), func(t *testing.T) {
+	for _, tt := range []struct {
+		frame     int
+		readAhead bool
+	}{{1, false}, {16, false}, {1, true}} {
+		t.Run(fmt.Sprintf("frameSize=%d,readAhead=%t", tt.frame, tt.readAhead), func(t *testing.T) {
 			t.Parallel()
-			testPipelineOnJetStream(t, frame)
+			testPipelineOnJetStream(t, tt.frame, tt.readAhead)
 		})
 	}
 }
 
-func testPipelineOnJetStream(t *testing.T, frame int) {
+func testPipelineOnJetStream(t *testing.T, frame int, readAhead bool) {
 	const count, maxRate = 1500, 300
 	nats := natstest.Start(t, natstest.Options{})
 	redis := redistest.Start(t, redistest.Options{})
@@ -193,12 +207,13 @@ func testPipelineOnJetStream(t *testing.T, frame int) {
               url: redis://%s
 `, maxRate, maxRate, redis.Addr)
 	cfg := writeConfig(t, evenOddPipeline(t, "js", count, limits, jetStreamISB(nats.URL, fmt.Sprintf("      frameSize: %d\n", frame)), nil))
-	even, odd := vertexProc(t, cfg, "even", 0), vertexProc(t, cfg, "odd", 0)
+	env := []string{"NUMAFLOW_READ_AHEAD=" + strconv.FormatBool(readAhead)}
+	even, odd := vertexProcEnv(t, env, cfg, "even", 0), vertexProcEnv(t, env, cfg, "odd", 0)
 	var udfs []*proc
 	for i := range 3 {
-		udfs = append(udfs, vertexProc(t, cfg, "evenodd", i, "--log-level", "debug"))
+		udfs = append(udfs, vertexProcEnv(t, env, cfg, "evenodd", i, "--log-level", "debug"))
 	}
-	in := vertexProc(t, cfg, "in", 0)
+	in := vertexProcEnv(t, env, cfg, "in", 0)
 	even.waitFor(60*time.Second, "the even messages", func() bool { return len(even.lines) >= count/2 })
 	odd.waitFor(30*time.Second, "the odd messages", func() bool { return len(odd.lines) >= count/2 })
 	for _, p := range append([]*proc{in, even, odd}, udfs...) {
