@@ -18,7 +18,7 @@ import (
 // cannot be sent or is not confirmed; acking the same messages again is then
 // safe, and until then they are kept in progress.
 func (j *JetStream) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
-	hs, err := j.release(msgs)
+	hs, err := j.release(msgs, false)
 	if err != nil {
 		return j.err("ack", err)
 	}
@@ -70,7 +70,7 @@ func (j *JetStream) ackConfirmed(ctx context.Context, hs []*jsHeld) error {
 // Nak hands msgs back to be delivered again no sooner than delay from now
 // (0: at once). A message already acked or naked is left as it is.
 func (j *JetStream) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	hs, err := j.release(msgs)
+	hs, err := j.release(msgs, true)
 	if err != nil {
 		return j.err("nak", err)
 	}
@@ -95,8 +95,11 @@ func (j *JetStream) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.
 }
 
 // release takes msgs out of the held set and returns their handles. A
-// message acked before, by an Ack that failed, is returned again.
-func (j *JetStream) release(msgs []isb.ReadMessage) ([]*jsHeld, error) {
+// message acked before, by an Ack that failed, is returned again, unless
+// onlyHeld: a nak leaves alone what is no longer held (acked, or naked and
+// perhaps delivered again already, when a second nak would have the server
+// deliver it once more).
+func (j *JetStream) release(msgs []isb.ReadMessage, onlyHeld bool) ([]*jsHeld, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	hs := make([]*jsHeld, 0, len(msgs))
@@ -105,6 +108,9 @@ func (j *JetStream) release(msgs []isb.ReadMessage) ([]*jsHeld, error) {
 		h, ok := msgs[i].Handle.(*jsHeld)
 		if !ok {
 			bad = fmt.Errorf("message %q was not read from this source", msgs[i].ID)
+			continue
+		}
+		if _, held := j.held[h]; !held && onlyHeld {
 			continue
 		}
 		delete(j.held, h)
