@@ -1,7 +1,6 @@
 package udf
 
 import (
-	"errors"
 	"strconv"
 	"unicode/utf8"
 
@@ -12,43 +11,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/protocodec"
+	"github.com/sluiceflow/sluice/pkg/protocodec/mapv1wire"
 )
 
 // The map stream's messages are encoded and decoded by hand, straight from
 // and into the runtime's own values: the wire is map.v1's MapRequest and
 // MapResponse, field for field (mapwire_test.go compares them with the
 // generated messages).
-
-// Field numbers of map.v1 and of google.protobuf.Timestamp.
-const (
-	fieldMapRequest   = 1 // MapRequest.request, MapResponse.results
-	fieldMapID        = 2 // MapRequest.id, MapResponse.id
-	fieldMapHandshake = 3 // MapRequest.handshake, MapResponse.handshake
-	fieldMapStatus    = 4 // MapRequest.status, MapResponse.status
-
-	fieldReqKeys      = 1
-	fieldReqValue     = 2
-	fieldReqEventTime = 3
-	fieldReqWatermark = 4
-	fieldReqHeaders   = 5
-	fieldReqMetadata  = 6
-
-	fieldResKeys     = 1
-	fieldResValue    = 2
-	fieldResTags     = 3
-	fieldResMetadata = 4
-	fieldResNack     = 5
-
-	fieldFlag    = 1 // Handshake.sot, TransmissionStatus.eot
-	fieldSeconds = 1 // Timestamp.seconds
-	fieldNanos   = 2 // Timestamp.nanos
-	fieldMapKey  = 1 // the key of a map entry
-	fieldMapVal  = 2 // the value of a map entry
-)
-
-// errInvalidUTF8 is the decoding error for a string field that is not
-// UTF-8, which proto3 forbids.
-var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 
 // timestamp is a google.protobuf.Timestamp.
 type timestamp struct {
@@ -69,11 +38,11 @@ func (t timestamp) size() int {
 
 func (t timestamp) append(b []byte) []byte {
 	if t.seconds != 0 {
-		b = protowire.AppendTag(b, fieldSeconds, protowire.VarintType)
+		b = protowire.AppendTag(b, mapv1wire.FieldSeconds, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(t.seconds))
 	}
 	if t.nanos != 0 {
-		b = protowire.AppendTag(b, fieldNanos, protowire.VarintType)
+		b = protowire.AppendTag(b, mapv1wire.FieldNanos, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(int64(t.nanos)))
 	}
 	return b
@@ -171,65 +140,56 @@ func (r *mapRequest) MarshalAppend(b []byte) ([]byte, error) {
 		if r.body == 0 {
 			r.body = r.bodySize()
 		}
-		b = protowire.AppendTag(b, fieldMapRequest, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldRequest, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.body))
 		for _, k := range m.Keys {
 			if !utf8.ValidString(k) {
-				return b, errInvalidUTF8
+				return b, mapv1wire.ErrInvalidUTF8
 			}
-			b = protowire.AppendTag(b, fieldReqKeys, protowire.BytesType)
+			b = protowire.AppendTag(b, mapv1wire.FieldReqKeys, protowire.BytesType)
 			b = protowire.AppendString(b, k)
 		}
 		if len(m.Value) > 0 {
-			b = protowire.AppendTag(b, fieldReqValue, protowire.BytesType)
+			b = protowire.AppendTag(b, mapv1wire.FieldReqValue, protowire.BytesType)
 			b = protowire.AppendBytes(b, m.Value)
 		}
-		b = protowire.AppendTag(b, fieldReqEventTime, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldReqEventTime, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.eventTime.size()))
 		b = r.eventTime.append(b)
-		b = protowire.AppendTag(b, fieldReqWatermark, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldReqWatermark, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.watermark.size()))
 		b = r.watermark.append(b)
 		for k, v := range m.Headers {
 			if !utf8.ValidString(k) || !utf8.ValidString(v) {
-				return b, errInvalidUTF8
+				return b, mapv1wire.ErrInvalidUTF8
 			}
-			b = protowire.AppendTag(b, fieldReqHeaders, protowire.BytesType)
+			b = protowire.AppendTag(b, mapv1wire.FieldReqHeaders, protowire.BytesType)
 			b = protowire.AppendVarint(b, uint64(mapEntrySize(k, v)))
-			b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)
+			b = protowire.AppendTag(b, mapv1wire.FieldMapKey, protowire.BytesType)
 			b = protowire.AppendString(b, k)
-			b = protowire.AppendTag(b, fieldMapVal, protowire.BytesType)
+			b = protowire.AppendTag(b, mapv1wire.FieldMapVal, protowire.BytesType)
 			b = protowire.AppendString(b, v)
 		}
 		if r.metadata != nil {
-			b = protowire.AppendTag(b, fieldReqMetadata, protowire.BytesType)
+			b = protowire.AppendTag(b, mapv1wire.FieldReqMetadata, protowire.BytesType)
 			b = protowire.AppendVarint(b, uint64(r.mdSize))
 			var err error
 			if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.metadata); err != nil {
 				return b, err
 			}
 		}
-		b = protowire.AppendTag(b, fieldMapID, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldID, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.idSize()))
 		b = append(b, r.prefix...)
 		b = strconv.AppendInt(b, int64(r.index), 10)
 	}
 	if r.handshake {
-		b = appendFlag(b, fieldMapHandshake)
+		b = mapv1wire.AppendFlag(b, mapv1wire.FieldHandshake)
 	}
 	if r.eot {
-		b = appendFlag(b, fieldMapStatus)
+		b = mapv1wire.AppendFlag(b, mapv1wire.FieldStatus)
 	}
 	return b, nil
-}
-
-// appendFlag appends a Handshake{sot: true} or TransmissionStatus{eot: true}
-// as field num.
-func appendFlag(b []byte, num protowire.Number) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, 2)
-	b = protowire.AppendTag(b, fieldFlag, protowire.VarintType)
-	return protowire.AppendVarint(b, 1)
 }
 
 // mapStream is the map stream: requests sent as they are, answers decoded
@@ -279,7 +239,7 @@ func (r *mapResponse) UnmarshalWire(b []byte) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if typ != protowire.BytesType || num < fieldMapRequest || num > fieldMapStatus {
+		if typ != protowire.BytesType || num < mapv1wire.FieldRequest || num > mapv1wire.FieldStatus {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return protowire.ParseError(n)
 			}
@@ -293,18 +253,18 @@ func (r *mapResponse) UnmarshalWire(b []byte) error {
 		b = b[n:]
 		var err error
 		switch num {
-		case fieldMapRequest:
+		case mapv1wire.FieldRequest:
 			r.results = r.nextResult()
 			err = decodeResult(v, a, &r.results[len(r.results)-1])
-		case fieldMapID:
+		case mapv1wire.FieldID:
 			if !utf8.Valid(v) {
-				return errInvalidUTF8
+				return mapv1wire.ErrInvalidUTF8
 			}
 			r.id = a.String(v)
-		case fieldMapHandshake:
-			r.handshake, err = decodeFlag(v, r.handshake)
-		case fieldMapStatus:
-			r.eot, err = decodeFlag(v, r.eot)
+		case mapv1wire.FieldHandshake:
+			r.handshake, err = mapv1wire.DecodeFlag(v, r.handshake)
+		case mapv1wire.FieldStatus:
+			r.eot, err = mapv1wire.DecodeFlag(v, r.eot)
 		}
 		if err != nil {
 			return err
@@ -321,31 +281,6 @@ func (r *mapResponse) nextResult() []result {
 	return append(r.results, result{})
 }
 
-// decodeFlag decodes a Handshake or a TransmissionStatus, merged into the
-// value of its flag so far.
-func decodeFlag(b []byte, flag bool) (bool, error) {
-	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return false, protowire.ParseError(n)
-		}
-		b = b[n:]
-		if num == fieldFlag && typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return false, protowire.ParseError(n)
-			}
-			b, flag = b[n:], v != 0
-			continue
-		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return false, protowire.ParseError(n)
-		}
-		b = b[n:]
-	}
-	return flag, nil
-}
-
 // decodeResult decodes a MapResponse.Result into res, its strings and
 // bytes copied into a.
 func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
@@ -360,9 +295,9 @@ func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
 			return protowire.ParseError(n)
 		}
 		p = p[n:]
-		if typ == protowire.BytesType && num == fieldResKeys {
+		if typ == protowire.BytesType && num == mapv1wire.FieldResKeys {
 			nk++
-		} else if typ == protowire.BytesType && num == fieldResTags {
+		} else if typ == protowire.BytesType && num == mapv1wire.FieldResTags {
 			nt++
 		}
 	}
@@ -371,27 +306,27 @@ func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
 	for len(b) > 0 {
 		num, typ, n := protocodec.ConsumeTag(b)
 		b = b[n:]
-		if typ != protowire.BytesType || num < fieldResKeys || num > fieldResNack {
+		if typ != protowire.BytesType || num < mapv1wire.FieldResKeys || num > mapv1wire.FieldResNack {
 			b = b[protowire.ConsumeFieldValue(num, typ, b):]
 			continue
 		}
 		v, n := protowire.ConsumeBytes(b)
 		b = b[n:]
 		switch num {
-		case fieldResKeys, fieldResTags:
+		case mapv1wire.FieldResKeys, mapv1wire.FieldResTags:
 			if !utf8.Valid(v) {
-				return errInvalidUTF8
+				return mapv1wire.ErrInvalidUTF8
 			}
-			if num == fieldResKeys {
+			if num == mapv1wire.FieldResKeys {
 				res.keys[nk] = a.String(v)
 				nk++
 			} else {
 				res.tags[nt] = a.String(v)
 				nt++
 			}
-		case fieldResValue:
+		case mapv1wire.FieldResValue:
 			res.value = a.Bytes(v)
-		case fieldResMetadata:
+		case mapv1wire.FieldResMetadata:
 			if len(v) == 0 && res.metadata == nil {
 				res.metadata = emptyMetadata
 				continue
@@ -402,7 +337,7 @@ func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
 			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(v, res.metadata); err != nil {
 				return err
 			}
-		case fieldResNack:
+		case mapv1wire.FieldResNack:
 			if res.nack == nil {
 				res.nack = new(common.NackOptions)
 			}

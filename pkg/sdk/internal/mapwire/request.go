@@ -1,7 +1,6 @@
 package mapwire
 
 import (
-	"errors"
 	"time"
 	"unicode/utf8"
 
@@ -10,39 +9,9 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	"github.com/sluiceflow/sluice/pkg/protocodec"
+	"github.com/sluiceflow/sluice/pkg/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 )
-
-// Field numbers of map.v1 and of google.protobuf.Timestamp.
-const (
-	fieldRequest   = 1 // MapRequest.request, MapResponse.results
-	fieldID        = 2 // MapRequest.id, MapResponse.id
-	fieldHandshake = 3 // MapRequest.handshake, MapResponse.handshake
-	fieldStatus    = 4 // MapRequest.status, MapResponse.status
-
-	fieldReqKeys      = 1
-	fieldReqValue     = 2
-	fieldReqEventTime = 3
-	fieldReqWatermark = 4
-	fieldReqHeaders   = 5
-	fieldReqMetadata  = 6
-
-	fieldResKeys     = 1
-	fieldResValue    = 2
-	fieldResTags     = 3
-	fieldResMetadata = 4
-	fieldResNack     = 5
-
-	fieldFlag    = 1 // Handshake.sot, TransmissionStatus.eot
-	fieldSeconds = 1 // Timestamp.seconds
-	fieldNanos   = 2 // Timestamp.nanos
-	fieldMapKey  = 1 // the key of a map entry
-	fieldMapVal  = 2 // the value of a map entry
-)
-
-// errInvalidUTF8 is the decoding error for a string field that is not
-// UTF-8, which proto3 forbids.
-var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 
 // timestamp is a google.protobuf.Timestamp, set when present on the wire.
 type timestamp struct {
@@ -113,7 +82,7 @@ func (r *Request) UnmarshalWire(b []byte) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if typ != protowire.BytesType || num < fieldRequest || num > fieldStatus {
+		if typ != protowire.BytesType || num < mapv1wire.FieldRequest || num > mapv1wire.FieldStatus {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return protowire.ParseError(n)
 			}
@@ -127,18 +96,18 @@ func (r *Request) UnmarshalWire(b []byte) error {
 		b = b[n:]
 		var err error
 		switch num {
-		case fieldRequest:
+		case mapv1wire.FieldRequest:
 			r.hasMessage = true
 			err = r.decodeMessage(v, a)
-		case fieldID:
+		case mapv1wire.FieldID:
 			if !utf8.Valid(v) {
-				return errInvalidUTF8
+				return mapv1wire.ErrInvalidUTF8
 			}
 			r.id = a.String(v)
-		case fieldHandshake:
-			r.handshake, err = decodeFlag(v, r.handshake)
-		case fieldStatus:
-			r.eot, err = decodeFlag(v, r.eot)
+		case mapv1wire.FieldHandshake:
+			r.handshake, err = mapv1wire.DecodeFlag(v, r.handshake)
+		case mapv1wire.FieldStatus:
+			r.eot, err = mapv1wire.DecodeFlag(v, r.eot)
 		}
 		if err != nil {
 			return err
@@ -160,7 +129,7 @@ func (r *Request) decodeMessage(b []byte, a *protocodec.Arena) error {
 			return protowire.ParseError(n)
 		}
 		p = p[n:]
-		if num == fieldReqKeys && typ == protowire.BytesType {
+		if num == mapv1wire.FieldReqKeys && typ == protowire.BytesType {
 			nk++
 		}
 	}
@@ -168,7 +137,7 @@ func (r *Request) decodeMessage(b []byte, a *protocodec.Arena) error {
 	for len(b) > 0 {
 		num, typ, n := protocodec.ConsumeTag(b)
 		b = b[n:]
-		if typ != protowire.BytesType || num < fieldReqKeys || num > fieldReqMetadata {
+		if typ != protowire.BytesType || num < mapv1wire.FieldReqKeys || num > mapv1wire.FieldReqMetadata {
 			b = b[protowire.ConsumeFieldValue(num, typ, b):]
 			continue
 		}
@@ -176,20 +145,20 @@ func (r *Request) decodeMessage(b []byte, a *protocodec.Arena) error {
 		b = b[n:]
 		var err error
 		switch num {
-		case fieldReqKeys:
+		case mapv1wire.FieldReqKeys:
 			if !utf8.Valid(v) {
-				return errInvalidUTF8
+				return mapv1wire.ErrInvalidUTF8
 			}
 			keys = append(keys, a.String(v))
-		case fieldReqValue:
+		case mapv1wire.FieldReqValue:
 			r.value = a.Bytes(v)
-		case fieldReqEventTime:
+		case mapv1wire.FieldReqEventTime:
 			r.eventTime, err = decodeTimestamp(v, r.eventTime)
-		case fieldReqWatermark:
+		case mapv1wire.FieldReqWatermark:
 			r.watermark, err = decodeTimestamp(v, r.watermark)
-		case fieldReqHeaders:
+		case mapv1wire.FieldReqHeaders:
 			err = r.decodeHeader(v, a)
-		case fieldReqMetadata:
+		case mapv1wire.FieldReqMetadata:
 			if r.metadata == nil {
 				r.metadata = new(common.Metadata)
 			}
@@ -216,7 +185,7 @@ func (r *Request) decodeHeader(b []byte, a *protocodec.Arena) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if typ != protowire.BytesType || (num != fieldMapKey && num != fieldMapVal) {
+		if typ != protowire.BytesType || (num != mapv1wire.FieldMapKey && num != mapv1wire.FieldMapVal) {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return protowire.ParseError(n)
 			}
@@ -229,9 +198,9 @@ func (r *Request) decodeHeader(b []byte, a *protocodec.Arena) error {
 		}
 		b = b[n:]
 		if !utf8.Valid(s) {
-			return errInvalidUTF8
+			return mapv1wire.ErrInvalidUTF8
 		}
-		if num == fieldMapKey {
+		if num == mapv1wire.FieldMapKey {
 			k = a.String(s)
 		} else {
 			v = a.String(s)
@@ -253,13 +222,13 @@ func decodeTimestamp(b []byte, t timestamp) (timestamp, error) {
 			return t, protowire.ParseError(n)
 		}
 		b = b[n:]
-		if typ == protowire.VarintType && (num == fieldSeconds || num == fieldNanos) {
+		if typ == protowire.VarintType && (num == mapv1wire.FieldSeconds || num == mapv1wire.FieldNanos) {
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
 				return t, protowire.ParseError(n)
 			}
 			b = b[n:]
-			if num == fieldSeconds {
+			if num == mapv1wire.FieldSeconds {
 				t.seconds = int64(v)
 			} else {
 				t.nanos = int32(v)
@@ -272,29 +241,4 @@ func decodeTimestamp(b []byte, t timestamp) (timestamp, error) {
 		b = b[n:]
 	}
 	return t, nil
-}
-
-// decodeFlag decodes a Handshake or a TransmissionStatus, merged into the
-// value of its flag so far.
-func decodeFlag(b []byte, flag bool) (bool, error) {
-	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return false, protowire.ParseError(n)
-		}
-		b = b[n:]
-		if num == fieldFlag && typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return false, protowire.ParseError(n)
-			}
-			b, flag = b[n:], v != 0
-			continue
-		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return false, protowire.ParseError(n)
-		}
-		b = b[n:]
-	}
-	return flag, nil
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
+	"github.com/sluiceflow/sluice/pkg/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 )
@@ -69,25 +70,25 @@ func setResult[M Message](r *result, m M) {
 func (r *result) append(b []byte) ([]byte, error) {
 	for _, k := range r.keys {
 		if !utf8.ValidString(k) {
-			return b, errInvalidUTF8
+			return b, mapv1wire.ErrInvalidUTF8
 		}
-		b = protowire.AppendTag(b, fieldResKeys, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldResKeys, protowire.BytesType)
 		b = protowire.AppendString(b, k)
 	}
 	if len(r.value) > 0 {
-		b = protowire.AppendTag(b, fieldResValue, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldResValue, protowire.BytesType)
 		b = protowire.AppendBytes(b, r.value)
 	}
 	for _, t := range r.tags {
 		if !utf8.ValidString(t) {
-			return b, errInvalidUTF8
+			return b, mapv1wire.ErrInvalidUTF8
 		}
-		b = protowire.AppendTag(b, fieldResTags, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldResTags, protowire.BytesType)
 		b = protowire.AppendString(b, t)
 	}
 	var err error
 	if r.metadata != nil {
-		b = protowire.AppendTag(b, fieldResMetadata, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldResMetadata, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.mdSize))
 		if r.mdSize > 0 {
 			if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.metadata); err != nil {
@@ -96,7 +97,7 @@ func (r *result) append(b []byte) ([]byte, error) {
 		}
 	}
 	if r.nack != nil {
-		b = protowire.AppendTag(b, fieldResNack, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldResNack, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.nackSize))
 		b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.nack)
 	}
@@ -128,7 +129,7 @@ func (r *Response) MarshalSize() int {
 // MarshalAppend appends r's encoding to b.
 func (r *Response) MarshalAppend(b []byte) ([]byte, error) {
 	for i := range r.results {
-		b = protowire.AppendTag(b, fieldRequest, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldRequest, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.results[i].size))
 		var err error
 		if b, err = r.results[i].append(b); err != nil {
@@ -137,25 +138,16 @@ func (r *Response) MarshalAppend(b []byte) ([]byte, error) {
 	}
 	if r.id != "" {
 		if !utf8.ValidString(r.id) {
-			return b, errInvalidUTF8
+			return b, mapv1wire.ErrInvalidUTF8
 		}
-		b = protowire.AppendTag(b, fieldID, protowire.BytesType)
+		b = protowire.AppendTag(b, mapv1wire.FieldID, protowire.BytesType)
 		b = protowire.AppendString(b, r.id)
 	}
 	if r.handshake {
-		b = appendFlag(b, fieldHandshake)
+		b = mapv1wire.AppendFlag(b, mapv1wire.FieldHandshake)
 	}
 	if r.eot {
-		b = appendFlag(b, fieldStatus)
+		b = mapv1wire.AppendFlag(b, mapv1wire.FieldStatus)
 	}
 	return b, nil
-}
-
-// appendFlag appends a Handshake{sot: true} or TransmissionStatus{eot: true}
-// as field num.
-func appendFlag(b []byte, num protowire.Number) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, 2)
-	b = protowire.AppendTag(b, fieldFlag, protowire.VarintType)
-	return protowire.AppendVarint(b, 1)
 }
