@@ -99,6 +99,21 @@ func (h *harness) stop(t *testing.T) {
 	}
 }
 
+// waitReturned waits, at most 5 s, for Run to return after h.cancel, and
+// fails the test when it returns an error.
+func (h *harness) waitReturned(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-h.done:
+		h.done <- err
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after shutdown")
+	}
+}
+
 // waitAcked waits until the source has n messages acked.
 func (h *harness) waitAcked(t *testing.T, n uint64) {
 	t.Helper()
@@ -353,15 +368,7 @@ func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 	<-sink.entered
 	h.cancel() // SIGTERM: stop reading; the batch being written must still be acked
 	close(sink.release)
-	select {
-	case err := <-h.done:
-		h.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after shutdown")
-	}
+	h.waitReturned(t)
 	s := in.Stats()
 	if s.Acked != uint64(sink.wrote.Load()) || s.Acked != 10 || s.InFlight != 0 || s.Pending != 90 {
 		t.Fatalf("after shutdown: %+v, sink wrote %d; want the one batch written and acked, the rest unread", s, sink.wrote.Load())

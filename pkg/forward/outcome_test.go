@@ -190,15 +190,7 @@ func TestShutdownDuringAThrottleWait(t *testing.T) {
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{ShutdownTimeout: 50 * time.Millisecond})
 	h.waitThrottled(t, ratelimit.ReasonDownstreamThrottled)
 	h.cancel()
-	select {
-	case err := <-h.done:
-		h.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after the shutdown timeout")
-	}
+	h.waitReturned(t)
 	if ok, rs := h.tr.Throttled(); ok {
 		t.Fatalf("still throttled for %v after Run returned", rs)
 	}

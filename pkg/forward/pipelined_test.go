@@ -207,15 +207,7 @@ func TestStreamingShutdownFinishesEveryBatchInFlight(t *testing.T) {
 	waitHeld(t, g, 40)
 	h.cancel() // SIGTERM: reads stop; the four batches in flight are finished
 	close(g.release)
-	select {
-	case err := <-h.done:
-		h.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after shutdown")
-	}
+	h.waitReturned(t)
 	s := in.Stats()
 	if s.Acked != 40 || s.InFlight != 0 || s.Pending != 60 {
 		t.Fatalf("after shutdown: %+v; want the 40 in flight written and acked, the rest unread", s)
