@@ -126,13 +126,15 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 		Signal: v.signal()}
 	if l := v.limiter; l != nil {
 		d.Limiter = l
+		var lane *ratelimit.Lane
 		if shared {
-			d.Limiter = l.Lane() // forwarders that share a limiter each take a lane
+			lane = l.Lane() // forwarders that share a limiter each take a lane
+			d.Limiter = lane
 		}
 		if v.spec.Limits.GetRateLimit().IsShadow() {
 			d.Limiter = l.Shadow()
-			if shared {
-				d.Limiter = l.Lane().Shadow()
+			if lane != nil {
+				d.Limiter = lane.Shadow()
 			}
 		}
 	}
