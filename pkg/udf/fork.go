@@ -59,11 +59,6 @@ type forked struct{ *Remote }
 
 // Close closes the fork's stream.
 func (f forked) Close() error {
-	if f.mapS != nil {
-		f.mapS.Close()
-	}
-	if f.stS != nil {
-		f.stS.Close()
-	}
+	f.closeStream()
 	return nil
 }

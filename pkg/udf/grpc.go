@@ -125,13 +125,18 @@ func (r *Remote) Ready() error { return r.conn.Ready() }
 
 // Close closes the connection.
 func (r *Remote) Close() error {
+	r.closeStream()
+	return r.conn.Close()
+}
+
+// closeStream closes r's stream, leaving the connection open.
+func (r *Remote) closeStream() {
 	if r.mapS != nil {
 		r.mapS.Close()
 	}
 	if r.stS != nil {
 		r.stS.Close()
 	}
-	return r.conn.Close()
 }
 
 // Map sends in to the server and appends its answers to out, in the order of in.
