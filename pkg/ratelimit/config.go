@@ -99,6 +99,12 @@ type Config struct {
 	// P := max(Min, floor(P*(100-CutPercentage)/100)). 0 cuts nothing, and a
 	// signal only pauses.
 	CutPercentage int
+
+	// Shadow makes a [Shadow] way into the limiter never make its caller
+	// wait: the pool, shares and grants are computed as usual, and what the
+	// limit would have throttled is counted instead. It does not change the
+	// limiter's own Acquire.
+	Shadow bool
 }
 
 // DefaultStaleAfter is the default lease of a replica with its store.

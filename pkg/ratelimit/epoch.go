@@ -90,7 +90,9 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if cut {
 		l.applyCut(e)
 	}
-	st := &epochState{epoch: e, pool: l.ramp.poolAt(e), cut: cut, counters: newCounters(l.lanes)}
+	limit, switched := l.switchLimit(e)
+	st := &epochState{epoch: e, pool: min(l.ramp.poolAt(e), limit), cut: cut, counters: newCounters(l.lanes),
+		max: l.cfg.Max, shadowOn: l.cfg.Shadow, switched: switched}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible && l.leaseExpired(now) && l.cfg.OnStoreFailure == Pause {
 		st.eligible, st.leaseOut = false, true
@@ -116,7 +118,8 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 func (st *epochState) summary() EpochSummary {
 	return EpochSummary{Epoch: st.epoch, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank, Eligible: st.eligible,
-		Cut: st.cut, Paused: st.heldAny, ShadowThrottled: st.shadow.Load()}
+		Cut: st.cut, Paused: st.heldAny, ShadowThrottled: st.shadow.Load(),
+		Max: st.max, Shadow: st.shadowOn, Switched: st.switched}
 }
 
 func (l *Limiter) publish(st *epochState) { l.state.Store(st) }

@@ -74,6 +74,11 @@ type Limiter struct {
 	signal     *Signal // to report at the next sync
 	cuts       atomic.Int64
 	shadow     atomic.Int64 // tokens granted in shadow and kept
+
+	// Live changes of the limit (Limiter.Update).
+	proposal *LimitChange  // to report at the next sync
+	switches []limitSwitch // planned, in order of epoch
+	limitGen int64         // the last change learned from the store
 }
 
 // EpochSummary is what one replica did in one epoch, handed to the observer of
@@ -97,6 +102,10 @@ type EpochSummary struct {
 	// beyond what the limiter granted, less those given back: what it would
 	// have throttled.
 	ShadowThrottled int64
+	// Max and Shadow are the config's in the epoch, and Switched is true in
+	// the first epoch of a change by [Limiter.Update].
+	Max              int64
+	Shadow, Switched bool
 }
 
 // Grant is tokens granted in one epoch, returned by [Limiter.Acquire] and
@@ -162,6 +171,9 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.publish(l.newEpoch(start, now))
 	l.scheduleTick(now)
 	if l.store != nil {
+		// The replica's config is the vertex's limit unless another replica's
+		// is the same: the last to start or change sets it (see LimitChange).
+		l.proposal = &LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
 		l.scheduleSync(0, true)
 	}
 	return l, nil
@@ -459,6 +471,9 @@ type Status struct {
 	// the limiter granted, and kept, since it started: what it would have
 	// throttled.
 	ShadowThrottled int64
+	// Max is the limit in force, and Shadow whether it is in shadow.
+	Max    int64
+	Shadow bool
 }
 
 // Pool returns PoolMilli in tokens.
@@ -473,7 +488,7 @@ func (l *Limiter) Status() Status {
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.store == nil || (l.registered && l.syncFail == nil),
-		Cuts: l.cuts.Load(), ShadowThrottled: l.shadow.Load(),
+		Cuts: l.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 	}
 	if l.pauseUntil > l.storeNanos(l.clk.Now()) {
 		s.PausedUntil = time.Unix(0, l.pauseUntil)

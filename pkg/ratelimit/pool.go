@@ -26,8 +26,11 @@ type epochState struct {
 	size     int
 	rank     int
 	eligible bool
-	leaseOut bool // not eligible because the store's lease ran out (pause policy)
-	slice    int  // pacing slice whose allowance is released; l.mu guards it
+	leaseOut bool  // not eligible because the store's lease ran out (pause policy)
+	max      int64 // Config.Max in the epoch
+	shadowOn bool  // Config.Shadow in the epoch: a Shadow never makes its caller wait
+	switched bool  // the first epoch of a change of the limit
+	slice    int   // pacing slice whose allowance is released; l.mu guards it
 	closed   bool
 	// held is set while a throttle signal's pause holds the epoch's tokens
 	// back, heldStart when it did so from the epoch's start, heldAny when it

@@ -2,12 +2,15 @@ package ratelimit
 
 import "context"
 
-// Shadow is a way into a [Limiter] that never makes its caller wait
-// (rateLimit.shadow): the limiter computes its pool, shares and grants as it
-// would, and Shadow tops every grant up to what was asked. The tokens of the
-// top-ups that callers keep (do not deposit) are what the limiter would have
-// throttled: [Status].ShadowThrottled counts them, and
-// [EpochSummary].ShadowThrottled per epoch. A Shadow is safe for concurrent use.
+// Shadow is a way into a [Limiter] that, in the epochs whose config says
+// [Config.Shadow] (rateLimit.shadow), never makes its caller wait: the
+// limiter computes its pool, shares and grants as it would, and Shadow tops
+// every grant up to what was asked. The tokens of the top-ups that callers
+// keep (do not deposit) are what the limiter would have throttled:
+// [Status].ShadowThrottled counts them, and [EpochSummary].ShadowThrottled
+// per epoch. In the other epochs it is the limiter itself, so that shadow can
+// be turned on and off with [Limiter.Update]. A Shadow is safe for concurrent
+// use.
 type Shadow struct {
 	l    *Limiter
 	lane uint32
@@ -19,15 +22,22 @@ func (l *Limiter) Shadow() *Shadow { return &Shadow{l: l} }
 // Shadow returns a shadow way into ln's limiter, through ln.
 func (ln *Lane) Shadow() *Shadow { return &Shadow{l: ln.l, lane: ln.slot} }
 
-// TryAcquire grants n tokens: what the limiter grants, and the rest in shadow.
-// It always reports [NotThrottled].
+// TryAcquire grants n tokens in shadow: what the limiter grants, and the
+// rest in shadow, with [NotThrottled]. Otherwise it is the limiter's.
 func (s *Shadow) TryAcquire(n int) (Grant, Reason) {
-	g, _ := s.l.tryAcquire(n, s.lane)
+	g, r := s.l.tryAcquire(n, s.lane)
+	if !s.l.state.Load().shadowOn {
+		return g, r
+	}
 	return s.top(g, n), NotThrottled
 }
 
-// Acquire is TryAcquire: it never waits, and fails only when ctx is done.
+// Acquire is TryAcquire in shadow: it never waits, and fails only when ctx
+// is done. Otherwise it is the limiter's.
 func (s *Shadow) Acquire(ctx context.Context, n int) (Grant, error) {
+	if !s.l.state.Load().shadowOn {
+		return s.l.acquire(ctx, n, s.lane)
+	}
 	if err := ctx.Err(); err != nil {
 		return Grant{}, err
 	}

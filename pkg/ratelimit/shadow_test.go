@@ -17,7 +17,7 @@ func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	var mu sync.Mutex
 	var epochs []EpochSummary
-	l, err := New(Config{Max: 10}, WithClock(clk), WithEpochObserver(func(s EpochSummary) {
+	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk), WithEpochObserver(func(s EpochSummary) {
 		mu.Lock()
 		defer mu.Unlock()
 		epochs = append(epochs, s)
@@ -73,7 +73,7 @@ func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 // the rest counts.
 func TestShadowSettlesAStaleGrantOnTheCurrentEpoch(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	l, err := New(Config{Max: 10}, WithClock(clk))
+	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestShadowSettlesAStaleGrantOnTheCurrentEpoch(t *testing.T) {
 
 func TestShadowGivesUnusedRealTokensBack(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	l, err := New(Config{Max: 10}, WithClock(clk))
+	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,10 @@ type Report struct {
 	// Signal is the throttle signal the replica got since its last sync, if
 	// any, for the store to apply with [Adaptation.Signaled].
 	Signal *Signal
+	// Limit is a change of the live limit the replica proposes, if any, for
+	// the store to apply with [ProposeLimit]: its config at registration,
+	// then each [Limiter.Update].
+	Limit *LimitChange
 }
 
 // Signal is a throttle signal as a replica reports it to its store: what the
@@ -112,4 +116,7 @@ type View struct {
 	Resume int64
 	// Adaptation is the vertex's last cut and pause, by throttle signals.
 	Adaptation Adaptation
+	// Limits is the last changes of the live limit, oldest first, at most
+	// [MaxLiveLimits].
+	Limits []LiveLimit
 }

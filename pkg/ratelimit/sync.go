@@ -19,7 +19,7 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signal}
+	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signal, Limit: l.proposal}
 	l.signal = nil
 	l.mu.Unlock()
 
@@ -61,6 +61,10 @@ func (l *Limiter) syncOnce() error {
 		l.agreedSize = v.PoolSize
 	}
 	l.adapt(v.Adaptation, stamp, t1, !l.registered)
+	if rep.Limit != nil && l.proposal == rep.Limit {
+		l.proposal = nil // taken; a change since is sent at the next sync
+	}
+	l.learnLimits(v.Limits, !l.registered)
 	if !l.registered {
 		l.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before

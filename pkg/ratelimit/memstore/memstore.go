@@ -34,6 +34,7 @@ type Store struct {
 	resume      int64 // pool saved by the last replica to leave
 	resumeUntil time.Time
 	adapt       ratelimit.Adaptation // what throttle signals did
+	limits      []ratelimit.LiveLimit
 }
 
 type replica struct {
@@ -80,6 +81,9 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	if r.Signal != nil {
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
 	}
+	if r.Limit != nil {
+		s.limits = ratelimit.ProposeLimit(s.limits, *r.Limit, now)
+	}
 
 	ids := make([]string, 0, len(s.replicas))
 	lo, hi := -1, -1
@@ -98,7 +102,8 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live
-	v := ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt}
+	v := ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
+		Limits: slices.Clone(s.limits)}
 	if now.Before(s.resumeUntil) {
 		v.Resume = s.resume
 	}

@@ -51,7 +51,7 @@ func newBenchPool(b *testing.B, c *redis.Client, src, prefix, sizesKey string, n
 		b.Fatal(err)
 	}
 	base := "sluice:{" + prefix + "}:"
-	p := &benchPool{sha: sha, keys: []string{base + "heartbeats", base + sizesKey, base + "members", base + "resume", base + "adaptive"}}
+	p := &benchPool{sha: sha, keys: []string{base + "heartbeats", base + sizesKey, base + "members", base + "resume", base + "adaptive", base + "limit"}}
 	for i := range n {
 		p.ids = append(p.ids, fmt.Sprintf("%s-pod-%05d", prefix, i))
 	}
@@ -83,7 +83,7 @@ func (p *benchPool) syncs(ctx context.Context, c *redis.Client, n int) error {
 		k := min(n, 100)
 		pipe := c.Pipeline()
 		for range k {
-			pipe.EvalSha(ctx, p.sha, p.keys, p.ids[p.next], size, lease, ttl, "", 0, 0, 0, 0)
+			pipe.EvalSha(ctx, p.sha, p.keys, p.ids[p.next], size, lease, ttl, "", 0, 0, 0, 0, "", 0)
 			p.next = (p.next + 1) % len(p.ids)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

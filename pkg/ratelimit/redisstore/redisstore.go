@@ -127,7 +127,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	}
 	base := "sluice:{" + prefix + "}:"
 	return &Store{client: client, opts: opts,
-		keys: []string{base + "heartbeats", base + "sizes", base + "members", base + "resume", base + "adaptive"}}, nil
+		keys: []string{base + "heartbeats", base + "sizes", base + "members", base + "resume", base + "adaptive", base + "limit"}}, nil
 }
 
 // Keys returns the store's keys.
@@ -139,7 +139,7 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	if stale <= 0 {
 		stale = ratelimit.DefaultStaleAfter
 	}
-	args := []any{r.ID, r.PoolSize, max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0}
+	args := []any{r.ID, r.PoolSize, max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0}
 	if sig := r.Signal; sig != nil {
 		cut := 0
 		if sig.Cut {
@@ -149,14 +149,18 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 		if !sig.PauseUntil.IsZero() {
 			pause = sig.PauseUntil.UnixMicro()
 		}
-		args = append(args[:4], sig.Epoch, cut, sig.Pool, pause, sig.Lead.Microseconds())
+		args[4], args[5], args[6], args[7], args[8] = sig.Epoch, cut, sig.Pool, pause, sig.Lead.Microseconds()
 	}
-	res, err := syncScript.Run(ctx, s.client, s.keys, args...).Int64Slice()
+	if c := r.Limit; c != nil {
+		args[9], args[10] = c.Spec, c.Lead.Microseconds()
+	}
+	vals, err := syncScript.Run(ctx, s.client, s.keys, args...).Slice()
 	if err != nil {
 		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
-	if len(res) != 10 {
-		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %d values from the script, want 10", len(res))
+	res, limits, err := syncResult(vals)
+	if err != nil {
+		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
 	var pause time.Time
 	if res[9] > 0 {
@@ -170,7 +174,38 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 		Rank:       int(res[3]),
 		Time:       time.Unix(res[4], res[5]*int64(time.Microsecond)),
 		Resume:     res[6],
+		Limits:     limits,
 	}, nil
+}
+
+// syncResult reads the values of the sync script: ten numbers, then the two
+// last changes of the live limit as gen, spec, from.
+func syncResult(vals []any) ([]int64, []ratelimit.LiveLimit, error) {
+	const nums, limits = 10, ratelimit.MaxLiveLimits
+	if len(vals) != nums+3*limits {
+		return nil, nil, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits)
+	}
+	res := make([]int64, nums)
+	for i := range res {
+		n, ok := vals[i].(int64)
+		if !ok {
+			return nil, nil, fmt.Errorf("value %d from the script is %T, want an integer", i+1, vals[i])
+		}
+		res[i] = n
+	}
+	var ls []ratelimit.LiveLimit
+	for i := nums; i < len(vals); i += 3 {
+		gen, ok1 := vals[i].(int64)
+		spec, ok2 := vals[i+1].(string)
+		from, ok3 := vals[i+2].(int64)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, nil, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
+		}
+		if gen > 0 {
+			ls = append(ls, ratelimit.LiveLimit{Gen: gen, Spec: spec, From: from})
+		}
+	}
+	return res, ls, nil
 }
 
 // Leave implements [ratelimit.Store].

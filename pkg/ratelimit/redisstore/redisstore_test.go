@@ -557,3 +557,35 @@ func redisTime(t *testing.T, srv *redistest.Server) time.Time {
 	usec, _ := strconv.ParseInt(r[1].(string), 10, 64)
 	return time.Unix(sec, usec*1000)
 }
+
+// TestLiveLimitsAsTheGoStoreDoes proposes changes of the live limit through
+// the script and checks each view against ratelimit.ProposeLimit, the rule.
+func TestLiveLimitsAsTheGoStoreDoes(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Minute})
+	ctx := context.Background()
+	lead := 500 * time.Millisecond
+	var want []ratelimit.LiveLimit
+	for i, spec := range []string{"", `{"max":300}`, `{"max":300}`, "", `{"max":600}`, `{"max":150}`, `{"max":150}`, `{"max":"é"}`} {
+		r := ratelimit.Report{ID: "a"}
+		if spec != "" {
+			r.Limit = &ratelimit.LimitChange{Spec: spec, Lead: lead}
+		}
+		v, err := s.Sync(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Limit != nil {
+			want = ratelimit.ProposeLimit(want, *r.Limit, v.Time)
+		}
+		if fmt.Sprint(v.Limits) != fmt.Sprint(want) {
+			t.Fatalf("sync %d proposing %q: %v; want %v", i, spec, v.Limits, want)
+		}
+	}
+	if len(want) != 2 || want[1].Gen != 4 {
+		t.Fatalf("the rule itself: %v; want the last two of four changes", want)
+	}
+	if ttl := srv.Do(t, "PTTL", s.Keys()[5]).(int64); ttl <= 0 || ttl > 60_000 {
+		t.Errorf("PTTL of %s = %d; want it to expire within the ttl", s.Keys()[5], ttl)
+	}
+}

@@ -16,11 +16,16 @@
 -- KEYS[5] adaptive:   hash: from (the epoch from which the last cut applies),
 --                     pool (the pool it set, milli-tokens), pause (the end of
 --                     the pause, us of Redis TIME)
+-- KEYS[6] limit:      hash: the last two changes of the live limit
+--                     (ratelimit.LiveLimit), gen, spec and from for the last,
+--                     pgen, pspec and pfrom for the one before
 -- The first three keys hold the same ids.
 -- ARGV[1] id, ARGV[2] reported size, ARGV[3] the replica's staleAfter (ms),
 -- ARGV[4] ttl (ms); a throttle signal, or ARGV[5] empty: ARGV[5] its epoch,
 -- ARGV[6] 1 to ask for a cut to ARGV[7] (milli-tokens), ARGV[8] the pause's end
--- (us, 0 for none), ARGV[9] the lead (us) of the replicas before a cut applies
+-- (us, 0 for none), ARGV[9] the lead (us) of the replicas before a cut applies;
+-- ARGV[10] a change of the live limit the replica proposes (its spec), or
+-- empty, and ARGV[11] its lead (us)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -73,4 +78,19 @@ if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[5], 'from', from, 'pool', pool, 'pause', pause)
 end
 if from > 0 or pause > 0 then redis.call('PEXPIRE', KEYS[5], keyttl) end
-return {agreed, hi, live, rank, tonumber(t[1]), tonumber(t[2]), resume, from, pool, pause}
+
+-- The live limit (ratelimit.ProposeLimit): a proposal whose spec is not the
+-- last change's is a new change, from the first epoch that begins at least
+-- its lead from now, after the last change's.
+local l = redis.call('HMGET', KEYS[6], 'gen', 'spec', 'from', 'pgen', 'pspec', 'pfrom')
+local gen, spec, lfrom = tonumber(l[1] or '0') or 0, l[2] or '', tonumber(l[3] or '0') or 0
+local pgen, pspec, pfrom = tonumber(l[4] or '0') or 0, l[5] or '', tonumber(l[6] or '0') or 0
+if ARGV[10] ~= '' and (gen == 0 or ARGV[10] ~= spec) then
+  pgen, pspec, pfrom = gen, spec, lfrom
+  gen, spec = gen + 1, ARGV[10]
+  lfrom = math.max(math.floor((nowus + tonumber(ARGV[11])) / 1000000) + 1, lfrom + 1)
+  redis.call('HSET', KEYS[6], 'gen', gen, 'spec', spec, 'from', lfrom, 'pgen', pgen, 'pspec', pspec, 'pfrom', pfrom)
+end
+if gen > 0 then redis.call('PEXPIRE', KEYS[6], keyttl) end
+return {agreed, hi, live, rank, tonumber(t[1]), tonumber(t[2]), resume, from, pool, pause,
+  pgen, pspec, pfrom, gen, spec, lfrom}

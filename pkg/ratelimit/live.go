@@ -1,0 +1,287 @@
+package ratelimit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Live changes of the limit. [Limiter.Update] changes Max, Min,
+// RampUpDuration, Mode and its parameters, and Shadow while the limiter runs.
+//
+// With a store, the change goes to the store at once (a sync is brought
+// forward), which numbers it and picks the epoch it applies from: the first
+// that begins at least a lead after the store took it (the longer of four
+// sync intervals and 500ms), so that every replica learns it at a sync
+// before then. Every replica switches at that one epoch boundary. The last
+// change taken wins; a replica also proposes its own config when it
+// registers, so the replica that started or changed last sets the vertex's
+// limit. Without a store (or with a fixed pool) the change applies from the
+// next epoch.
+//
+// In the epoch of the switch the pool is the one it would have had, capped by
+// the new Max: never more than the smaller of the two limits. The new ramp
+// goes on from there in the next epoch, as at start-up from a resumed pool: a
+// raised Max is reached by ramping over the new RampUpDuration (at once with
+// 0), a lowered one applies in the switching epoch.
+
+// LimitChange is a change of the live limit a replica reports to its store.
+type LimitChange struct {
+	// Spec is the live settings, encoded: equal settings encode equally.
+	Spec string
+	// Lead is how long the replicas need to learn of the change: it applies
+	// from the first epoch that begins at least Lead after the store takes it.
+	Lead time.Duration
+}
+
+// LiveLimit is one change of the live limit as a store keeps it.
+type LiveLimit struct {
+	// Gen numbers the changes of the store, from 1.
+	Gen int64
+	// Spec is the live settings ([LimitChange.Spec]).
+	Spec string
+	// From is the epoch from which the change applies.
+	From int64
+}
+
+// MaxLiveLimits is how many of the last changes a store keeps and returns:
+// a replica that learns two at one sync applies each at its epoch.
+const MaxLiveLimits = 2
+
+// ProposeLimit returns a store's changes, oldest first, after a replica
+// proposed c at the store's time now: unchanged when c's settings are those
+// of the last change, else with a new change that applies from the first
+// epoch beginning at least c.Lead after now, and after the last change's
+// epoch. At most [MaxLiveLimits] are kept.
+func ProposeLimit(limits []LiveLimit, c LimitChange, now time.Time) []LiveLimit {
+	var last LiveLimit
+	if n := len(limits); n > 0 {
+		last = limits[n-1]
+		if last.Spec == c.Spec {
+			return limits
+		}
+	}
+	from := max(floorDiv(now.Add(c.Lead).UnixNano(), epochNanos)+1, last.From+1)
+	limits = append(limits, LiveLimit{Gen: last.Gen + 1, Spec: c.Spec, From: from})
+	if n := len(limits); n > MaxLiveLimits {
+		limits = append([]LiveLimit(nil), limits[n-MaxLiveLimits:]...)
+	}
+	return limits
+}
+
+// liveConfig is the part of a Config that can change live, as it is encoded
+// for the store.
+type liveConfig struct {
+	Max                 int64         `json:"max"`
+	Min                 int64         `json:"min"`
+	RampUpDuration      time.Duration `json:"rampUpDuration"`
+	Mode                Mode          `json:"mode"`
+	ThresholdPercentage int           `json:"thresholdPercentage"`
+	CoolDownPeriod      time.Duration `json:"coolDownPeriod"`
+	RampDownPercentage  int           `json:"rampDownPercentage"`
+	Shadow              bool          `json:"shadow,omitempty"`
+}
+
+func (c Config) live() liveConfig {
+	return liveConfig{Max: c.Max, Min: c.Min, RampUpDuration: c.RampUpDuration, Mode: c.Mode,
+		ThresholdPercentage: c.ThresholdPercentage, CoolDownPeriod: c.CoolDownPeriod,
+		RampDownPercentage: c.RampDownPercentage, Shadow: c.Shadow}
+}
+
+func (c Config) withLive(v liveConfig) Config {
+	c.Max, c.Min, c.RampUpDuration, c.Mode = v.Max, v.Min, v.RampUpDuration, v.Mode
+	c.ThresholdPercentage, c.CoolDownPeriod, c.RampDownPercentage = v.ThresholdPercentage, v.CoolDownPeriod, v.RampDownPercentage
+	c.Shadow = v.Shadow
+	return c
+}
+
+// liveSpec returns c's live settings, encoded for the store.
+func (c Config) liveSpec() string {
+	b, _ := json.Marshal(c.live()) // a struct of numbers and a bool
+	return string(b)
+}
+
+// withSpec returns c with the live settings of spec, which must be valid.
+func (c Config) withSpec(spec string) (Config, error) {
+	var v liveConfig
+	if err := json.Unmarshal([]byte(spec), &v); err != nil {
+		return c, fmt.Errorf("ratelimit: live limit %q from the store: %w", spec, err)
+	}
+	n := c.withLive(v)
+	if err := n.Validate(); err != nil {
+		return c, fmt.Errorf("ratelimit: live limit %q from the store: %w", spec, err)
+	}
+	return n, nil
+}
+
+// ErrNotLive is matched by the error of [Limiter.Update] for a change of a
+// setting that cannot change while the limiter runs.
+var ErrNotLive = errors.New("cannot change while the limiter runs")
+
+// NotLiveError names the first setting of a [Config] given to
+// [Limiter.Update] that differs from the running one and cannot change live.
+type NotLiveError struct {
+	Field    string // a Config field name
+	Old, New any
+}
+
+func (e *NotLiveError) Error() string {
+	return fmt.Sprintf("ratelimit: %s (%v, was %v) %v", e.Field, e.New, e.Old, ErrNotLive)
+}
+
+// Unwrap makes every NotLiveError match [ErrNotLive].
+func (e *NotLiveError) Unwrap() error { return ErrNotLive }
+
+// notLive returns the first setting that differs between a and b and cannot
+// change live, or nil.
+func notLive(a, b Config) error {
+	fields := []struct {
+		name     string
+		old, new any
+	}{
+		{"Pacing", a.Pacing, b.Pacing},
+		{"StaleAfter", a.StaleAfter, b.StaleAfter},
+		{"OnStoreFailure", a.OnStoreFailure, b.OnStoreFailure},
+		{"ResumedRampUp", a.ResumedRampUp, b.ResumedRampUp},
+		{"Adaptive", a.Adaptive, b.Adaptive},
+		{"CutPercentage", a.CutPercentage, b.CutPercentage},
+	}
+	for _, f := range fields {
+		if f.old != f.new {
+			return &NotLiveError{Field: f.name, Old: f.old, New: f.new}
+		}
+	}
+	return nil
+}
+
+// limitSwitch is a change of the live limit to apply from epoch from.
+type limitSwitch struct {
+	from int64
+	gen  int64 // the store's number of the change, 0 without a store
+	cfg  Config
+}
+
+// liveLead is how long before its epoch the store takes a change of the
+// limit: time for every replica to sync.
+func (l *Limiter) liveLead() time.Duration { return max(4*l.sync, 500*time.Millisecond) }
+
+// Update changes the limit to cfg while the limiter runs: Max, Min,
+// RampUpDuration, Mode and its parameters, and Shadow may differ from the
+// running config; any other difference is an error that matches
+// [ErrNotLive], a [*NotLiveError] naming the first, and cfg must be valid
+// (see [Config.Validate]). Without a store the change applies from the next
+// epoch; with one, every replica applies it from the same epoch, which the
+// store picks (see [LimitChange]). Update does no I/O.
+func (l *Limiter) Update(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err := notLive(l.cfg, cfg); err != nil {
+		return err
+	}
+	if l.store != nil {
+		spec := cfg.liveSpec()
+		if l.proposal == nil && spec == l.latest().liveSpec() {
+			return nil
+		}
+		l.proposal = &LimitChange{Spec: spec, Lead: l.liveLead()}
+		l.syncSoon()
+		return nil
+	}
+	if cfg.live() == l.latest().live() {
+		return nil
+	}
+	l.plan(limitSwitch{from: l.state.Load().epoch + 1, cfg: cfg})
+	return nil
+}
+
+// latest returns the config in force once every planned switch has applied.
+// l.mu is held.
+func (l *Limiter) latest() Config {
+	if n := len(l.switches); n > 0 {
+		return l.switches[n-1].cfg
+	}
+	return l.cfg
+}
+
+// plan adds s to the switches, which stay in order of epoch: a later change
+// replaces those planned from its epoch on. l.mu is held.
+func (l *Limiter) plan(s limitSwitch) {
+	i := len(l.switches)
+	for i > 0 && l.switches[i-1].from >= s.from {
+		i--
+	}
+	l.switches = append(l.switches[:i], s)
+}
+
+// learnLimits plans the changes of the live limit the store returned that
+// the replica has not seen. At the first sync the replica's own proposal has
+// just been taken, so every change but the last belongs to the pool's past.
+// A change learned after its epoch began (the replica missed syncs) applies
+// from the next epoch, and is logged. l.mu is held.
+func (l *Limiter) learnLimits(limits []LiveLimit, first bool) {
+	for i, c := range limits {
+		if c.Gen <= l.limitGen {
+			continue
+		}
+		l.limitGen = c.Gen
+		if first && i < len(limits)-1 {
+			continue
+		}
+		cfg, err := l.latest().withSpec(c.Spec)
+		if err != nil {
+			l.log.Warn("ignoring a live limit from the store", zap.Error(err))
+			continue
+		}
+		if first && cfg.live() == l.cfg.live() {
+			continue
+		}
+		from := c.From
+		if cur := l.state.Load().epoch; from <= cur {
+			l.log.Warn("learned a change of the limit after its epoch began; applying it from the next",
+				zap.Int64("fromEpoch", c.From), zap.Int64("epoch", cur))
+			from = cur + 1
+		}
+		l.plan(limitSwitch{from: from, gen: c.Gen, cfg: cfg})
+	}
+}
+
+// switchLimit applies the last switch planned from epoch e or before, if
+// any, as epoch e begins, and returns the most tokens e may have in all
+// (milli-tokens): the old Max, in the epoch of a switch. l.mu is held.
+func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
+	limit = l.cfg.Max * milli
+	n := 0
+	for n < len(l.switches) && l.switches[n].from <= e {
+		n++
+	}
+	if n == 0 {
+		return limit, false
+	}
+	s := l.switches[n-1]
+	l.switches = append(l.switches[:0], l.switches[n:]...)
+	if s.cfg.live() == l.cfg.live() {
+		return limit, false
+	}
+	p := l.ramp.poolAt(e)
+	r := newRamp(s.cfg, e)
+	r.resume(p, e)
+	l.ramp = r
+	old := l.cfg
+	l.cfg = s.cfg
+	l.log.Info("rate limit changed", zap.Int64("fromEpoch", e), zap.Int64("gen", s.gen),
+		zap.Int64("max", s.cfg.Max), zap.Int64("min", s.cfg.Min), zap.Duration("rampUpDuration", s.cfg.RampUpDuration),
+		zap.Stringer("mode", s.cfg.Mode), zap.Bool("shadow", s.cfg.Shadow), zap.Int64("previousMax", old.Max))
+	return min(limit, s.cfg.Max*milli), true
+}
