@@ -554,6 +554,7 @@ func (r *RateLimit) LimiterConfig() ratelimit.Config {
 	if r.ResumedRampUp != nil {
 		cfg.ResumedRampUp = *r.ResumedRampUp
 	}
+	cfg.Shadow = r.IsShadow()
 	if a := r.Adaptive; a != nil {
 		cfg.Adaptive = true
 		if a.CutPercentage != nil {

@@ -50,6 +50,10 @@ type epochLog struct {
 	// all they took.
 	ShadowThrottled int64
 	Read            int64
+	// Max is the limit in force, and Switched is true in the first epoch of
+	// a live change of it.
+	Max      int64
+	Switched bool
 }
 
 // epochs returns a replica's per-epoch accounting from its debug log.

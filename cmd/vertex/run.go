@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,6 +29,7 @@ import (
 type runFlags struct {
 	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb string
 	spawn                                                                     bool
+	reloadInterval                                                            time.Duration
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
@@ -52,7 +54,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := checkRunFlags(fl, f); err != nil {
 		return err
 	}
-	return execute(f, runner{flags: fl, log: log, replica: rep}, stdout, stderr)
+	r := runner{flags: fl, log: log, replica: rep, reload: newReloader(fl.file, f, fl.reloadInterval, log)}
+	return execute(f, r, stdout, stderr)
 }
 
 // execute runs what f holds as r says (its flags, log, replica, and TLS and
@@ -116,6 +119,12 @@ default) or on JetStream (--isb jetstream). On SIGTERM the sources stop first an
 the rest drain the in-memory buffers (for at most 30s) before they stop; a
 second signal exits at once.
 
+While it runs, a change of FILE (looked at every --reload-interval, and at
+once on SIGHUP) to the max, min, rampUpDuration, modes or shadow of a rate
+limit is applied without a restart: with a Redis store every replica switches
+at the same epoch boundary. Any other change is refused with one log line and
+the running config stays.
+
 flags:
 `)
 	var fl runFlags
@@ -129,11 +138,15 @@ flags:
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
+	fs.DurationVar(&fl.reloadInterval, "reload-interval", defaultReloadInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
 	}
 	if fl.file == "" {
 		return fl, usagef("run: -f FILE is required")
+	}
+	if fl.reloadInterval < 0 {
+		return fl, usagef("run: --reload-interval (%v) must not be negative", fl.reloadInterval)
 	}
 	return fl, nil
 }
@@ -164,6 +177,8 @@ type runner struct {
 	tls *tls.Config
 	// numaflow exports Numaflow's MonoVertex metrics beside sluice's.
 	numaflow bool
+	// reload, when set, applies live changes of the config file.
+	reload *reloader
 
 	// Set by execute.
 	reg   *prometheus.Registry
@@ -187,6 +202,12 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 		return err
 	}
 	defer stopServing()
+	defer r.reload.watch(ctx, func(f *config.File) error {
+		if rl := f.MonoVertex.Spec.Limits.GetRateLimit(); rl != nil {
+			return v.UpdateRateLimit(rl)
+		}
+		return nil
+	})()
 	r.log.Info("running", zap.String("vertex", m.Metadata.Name), zap.Int("replica", r.replica))
 	return v.Run(ctx)
 }
@@ -215,6 +236,7 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		return err
 	}
 	defer stopServing()
+	defer r.reload.watch(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
 	r.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.String("vertex", r.flags.vertex),
 		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
 	exitOnSecondSignal(ctx, r.log)

@@ -29,6 +29,7 @@ type Pipeline struct {
 	o                    options
 	mem                  *Memory // nil on JetStream
 	sources, others, all []*vertex.Vertex
+	allNames             []string // of all's vertices
 
 	mu      sync.Mutex
 	closers closers
@@ -117,7 +118,24 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]
 		pl.others = append(pl.others, v)
 	}
 	pl.all = append(pl.all, v)
+	pl.allNames = append(pl.allNames, name)
 	return nil
+}
+
+// UpdateRateLimits changes the rate limits of the vertices that run in this
+// process to those of p while they run (see [vertex.Vertex.UpdateRateLimit]).
+// p must be a validated config of the same pipeline that differs from the
+// running one only in what can change live ([config.File.LiveChange]).
+func (pl *Pipeline) UpdateRateLimits(p *config.Pipeline) error {
+	var errs []error
+	for i, v := range pl.all {
+		rl, err := p.VertexRateLimit(pl.allNames[i])
+		if err == nil && rl != nil {
+			err = v.UpdateRateLimit(rl)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Run runs every vertex until ctx ends. Then the sources stop first; on

@@ -280,8 +280,8 @@ func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
 	l.ramp = r
 	old := l.cfg
 	l.cfg = s.cfg
-	l.log.Info("rate limit changed", zap.Int64("fromEpoch", e), zap.Int64("gen", s.gen),
+	l.log.Info("rate limit changed", zap.Int64("fromEpoch", e),
 		zap.Int64("max", s.cfg.Max), zap.Int64("min", s.cfg.Min), zap.Duration("rampUpDuration", s.cfg.RampUpDuration),
-		zap.Stringer("mode", s.cfg.Mode), zap.Bool("shadow", s.cfg.Shadow), zap.Int64("previousMax", old.Max))
+		zap.Stringer("mode", s.cfg.Mode), zap.Bool("shadow", s.cfg.Shadow), zap.Int64("previousMax", old.Max), zap.Int64("change", s.gen))
 	return min(limit, s.cfg.Max*milli), true
 }

@@ -41,6 +41,22 @@ func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
 	return nil
 }
 
+// UpdateRateLimit changes the vertex's rate limit to rl while it runs: its
+// max, min, rampUpDuration, modes and shadow (see [ratelimit.Limiter.Update]).
+// With a shared store every replica switches at the same epoch. rl must come
+// from a validated config that differs from the running one in those fields
+// only ([config.File.LiveChange]); a vertex without a rate limit cannot get
+// one live.
+func (v *Vertex) UpdateRateLimit(rl *config.RateLimit) error {
+	if v.limiter == nil || rl == nil {
+		return fmt.Errorf("vertex %s: a rate limit cannot be added or removed while the vertex runs", v.spec.Name)
+	}
+	if err := v.limiter.Update(rl.LimiterConfig()); err != nil {
+		return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
+	}
+	return nil
+}
+
 // limiterOptions returns the rate limiter's options for the vertex's store:
 // none for the in-memory store, a fixed pool for replicaCountStore, and a
 // Redis pool for redisStore.
@@ -54,8 +70,11 @@ func (v *Vertex) limiterOptions(rl *config.RateLimit) ([]ratelimit.Option, error
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
 			fields := []zap.Field{zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
 				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
-				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible)}
-			if rl.IsShadow() {
+				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max)}
+			if s.Switched {
+				fields = append(fields, zap.Bool("switched", true))
+			}
+			if s.Shadow {
 				// What the readers took: granted, and beyond it in shadow.
 				fields = append(fields, zap.Int64("shadowThrottled", s.ShadowThrottled),
 					zap.Int64("read", s.Granted+s.ShadowThrottled))

@@ -12,8 +12,10 @@ type Status struct {
 	Vertex    string `json:"vertex"`
 	Replica   int    `json:"replica"`
 	RateLimit bool   `json:"rateLimit"`
-	// Mode is the ramp mode of the rate limit.
+	// Mode is the ramp mode of the rate limit, and Max the limit in force
+	// (which a live change of the config sets).
 	Mode string `json:"mode,omitempty"`
+	Max  int64  `json:"max,omitempty"`
 	// Epoch is the current epoch, whole seconds of the store clock.
 	Epoch int64 `json:"epoch,omitempty"`
 	// Pool is the vertex's token pool P in the current epoch, all replicas
@@ -23,8 +25,8 @@ type Status struct {
 	// Granted what it has taken of it (less deposits).
 	Share   int64 `json:"share,omitempty"`
 	Granted int64 `json:"grantedThisEpoch,omitempty"`
-	// ShadowThrottled, with rateLimit.shadow, is what the limit would have
-	// throttled so far and let through.
+	// ShadowThrottled, while rateLimit.shadow is on, is what the limit would
+	// have throttled so far and let through.
 	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
 	// PoolSize is the number of replicas the pool is split among, and Rank
 	// this one's rank among them.
@@ -50,9 +52,9 @@ func (v *Vertex) Status() Status {
 	s := Status{Vertex: v.spec.Name, Replica: v.o.replica, Running: v.running.Load(), Reasons: []string{}}
 	if l := v.limiter; l != nil {
 		ls := l.Status()
-		s.RateLimit, s.Mode, s.Epoch, s.Pool, s.Share, s.Granted, s.PoolSize, s.Rank =
-			true, ls.Mode.String(), ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.PoolSize, ls.Rank
-		if v.spec.Limits.GetRateLimit().IsShadow() {
+		s.RateLimit, s.Mode, s.Max, s.Epoch, s.Pool, s.Share, s.Granted, s.PoolSize, s.Rank =
+			true, ls.Mode.String(), ls.Max, ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.PoolSize, ls.Rank
+		if ls.Shadow {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
 	}

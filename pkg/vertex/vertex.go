@@ -125,17 +125,11 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
 		Signal: v.signal()}
 	if l := v.limiter; l != nil {
-		d.Limiter = l
-		var lane *ratelimit.Lane
+		// The shadow way in enforces the limit but in the epochs in which
+		// rateLimit.shadow is on, which a live change can turn on and off.
+		d.Limiter = l.Shadow()
 		if shared {
-			lane = l.Lane() // forwarders that share a limiter each take a lane
-			d.Limiter = lane
-		}
-		if v.spec.Limits.GetRateLimit().IsShadow() {
-			d.Limiter = l.Shadow()
-			if lane != nil {
-				d.Limiter = lane.Shadow()
-			}
+			d.Limiter = l.Lane().Shadow() // forwarders that share a limiter each take a lane
 		}
 	}
 	if err := v.buildFunctions(&d); err != nil {

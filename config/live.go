@@ -1,0 +1,112 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// ErrNotLive is matched by the error of [File.LiveChange] for a change that
+// needs a restart.
+var ErrNotLive = errors.New("needs a restart")
+
+// liveRateLimit are the fields of a rateLimit block that can change while a
+// replica runs.
+var liveRateLimit = map[string]bool{"max": true, "min": true, "rampUpDuration": true, "modes": true, "shadow": true}
+
+// LiveChange reports whether next differs from f only in what a running
+// replica can take on: the max, min, rampUpDuration, modes and shadow of
+// its rateLimit blocks (and Kubernetes-only fields, which sluice ignores).
+// Otherwise it returns an error that matches [ErrNotLive] and names the
+// first field that differs by its path, such as
+// "spec.limits.rateLimit.store changed".
+func (f *File) LiveChange(next *File) error {
+	if f.Kind != next.Kind {
+		return fmt.Errorf("kind changed from %s to %s: %w", f.Kind, next.Kind, ErrNotLive)
+	}
+	var a, b reflect.Value
+	if f.MonoVertex != nil {
+		a, b = reflect.ValueOf(f.MonoVertex).Elem(), reflect.ValueOf(next.MonoVertex).Elem()
+	} else {
+		a, b = reflect.ValueOf(f.Pipeline).Elem(), reflect.ValueOf(next.Pipeline).Elem()
+	}
+	if path, how := firstDiff("", a, b); path != "" {
+		return fmt.Errorf("%s %s: %w", path, how, ErrNotLive)
+	}
+	return nil
+}
+
+var rateLimitType = reflect.TypeFor[RateLimit]()
+
+// firstDiff returns the path of the first field in which a and b differ,
+// in field order, and how, or "". The live fields of a rateLimit block are
+// skipped.
+func firstDiff(path string, a, b reflect.Value) (string, string) {
+	switch a.Kind() {
+	case reflect.Pointer:
+		switch {
+		case a.IsNil() && b.IsNil():
+			return "", ""
+		case a.IsNil():
+			return path, "was added"
+		case b.IsNil():
+			return path, "was removed"
+		}
+		return firstDiff(path, a.Elem(), b.Elem())
+	case reflect.Struct:
+		if a.Type() == k8sType {
+			return "", ""
+		}
+		if !exported(a.Type()) {
+			if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+				return path, "changed"
+			}
+			return "", ""
+		}
+		isRL := a.Type() == rateLimitType
+		for i := range a.NumField() {
+			sf := a.Type().Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+			if !sf.IsExported() || name == "-" {
+				continue
+			}
+			if isRL && liveRateLimit[name] {
+				continue
+			}
+			p := path
+			if name != "" { // an inlined struct adds no name
+				p = join(path, name)
+			}
+			if d, how := firstDiff(p, a.Field(i), b.Field(i)); d != "" {
+				return d, how
+			}
+		}
+		return "", ""
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return path, "changed"
+		}
+		for i := range a.Len() {
+			if d, how := firstDiff(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i)); d != "" {
+				return d, how
+			}
+		}
+		return "", ""
+	}
+	if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+		return path, "changed"
+	}
+	return "", ""
+}
+
+// exported reports whether every field of struct type t is exported: a type
+// such as Duration or Unsupported is compared whole.
+func exported(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if !t.Field(i).IsExported() {
+			return false
+		}
+	}
+	return t.NumField() > 0
+}
