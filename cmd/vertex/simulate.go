@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +95,9 @@ Runs the real rate limiter on a simulated clock, one epoch (second) per entry of
 limit from a MonoVertex or Pipeline YAML (the pipeline's, or --vertex's); flags
 given with it override its fields. --signals adds throttle signals, as a
 downstream answering 429 would send them, and turns adaptive throttling on.
+--change K:FILE replays a live change of the config to FILE's rate limit
+(its max, min, rampUpDuration, modes and shadow), as vertex run applies it:
+epoch K is the first under it; give it once per change.
 
 flags:
 `)
@@ -112,6 +117,8 @@ flags:
 	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call (required), e.g. "10,20,,60"`)
 	format := fs.String("format", "table", "output format: table or csv")
 	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
+	var changeArgs changeFlags
+	fs.Var(&changeArgs, "change", "K:FILE: from epoch K, the rate limit of FILE (a live change; repeatable)")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -148,12 +155,85 @@ flags:
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: "simulate: " + renderConfigError(err, simFlags)}
 	}
-	return writeSimulation(stdout, cfg, demand, signals, *format, *plotPath)
+	// What the flags set beside -f, and --signals, hold for the changes too.
+	same := func(c *ratelimit.Config) {
+		if fs.isSet("signals") {
+			c.Adaptive = true
+		}
+		if fs.isSet("cut") {
+			c.CutPercentage = cfg.CutPercentage
+		}
+	}
+	changes, err := changeArgs.load(cfg, *vertex, len(demand), same)
+	if err != nil {
+		return err
+	}
+	return writeSimulation(stdout, cfg, demand, signals, changes, *format, *plotPath)
+}
+
+// changeFlags are the --change K:FILE flags of simulate.
+type changeFlags []string
+
+func (c *changeFlags) String() string { return strings.Join(*c, " ") }
+
+func (c *changeFlags) Set(v string) error {
+	*c = append(*c, v)
+	return nil
+}
+
+// load reads the rate limit of each change's file (vertex's, for a
+// Pipeline), with same applied, and checks that it can replace base live,
+// in a simulation of epochs epochs.
+func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]ratelimit.SimChange, error) {
+	var out []ratelimit.SimChange
+	for _, arg := range c {
+		k, path, ok := strings.Cut(arg, ":")
+		n, err := strconv.Atoi(k)
+		if !ok || err != nil || path == "" {
+			return nil, usagef("simulate: --change (%q): want K:FILE, K the epoch from which FILE's rate limit applies", arg)
+		}
+		if n < 2 || n > epochs {
+			return nil, usagef("simulate: --change (%q): epoch %d is not from 2 to %d, the epochs of --demand", arg, n, epochs)
+		}
+		cfg, err := simulateConfigFromFile(path, vertex)
+		if err != nil {
+			return nil, usagef("simulate: --change (%q): %v", arg, err)
+		}
+		same(&cfg)
+		if err := notLive(base, cfg); err != nil {
+			return nil, usagef("simulate: --change (%q): %v", arg, err)
+		}
+		out = append(out, ratelimit.SimChange{Epoch: n, Config: cfg})
+	}
+	return out, nil
+}
+
+// notLive returns an error naming the first setting of next that differs
+// from base and cannot change live, by its YAML name, or nil.
+func notLive(base, next ratelimit.Config) error {
+	l, err := ratelimit.New(base)
+	if err != nil {
+		return err
+	}
+	defer l.Close(context.Background())
+	err = l.Update(next)
+	var nl *ratelimit.NotLiveError
+	if errors.As(err, &nl) {
+		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", yamlNames[nl.Field], nl.New, nl.Old)
+	}
+	return err
+}
+
+// yamlNames are the YAML names of the limiter's settings that cannot change
+// live.
+var yamlNames = map[string]string{
+	"Pacing": "pacing", "StaleAfter": "staleAfter", "OnStoreFailure": "onStoreFailure",
+	"ResumedRampUp": "resumedRampUp", "Adaptive": "adaptive", "CutPercentage": "adaptive.cutPercentage",
 }
 
 // writeSimulation simulates cfg under demand and signals and writes the epochs in format
 // (table or csv), and as a PNG chart to plotPath when it is set.
-func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration, format, plotPath string) error {
+func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration, changes []ratelimit.SimChange, format, plotPath string) error {
 	var plotFile *os.File
 	if plotPath != "" {
 		// Open the chart's file first, so that a bad path fails before any output.
@@ -163,7 +243,7 @@ func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, signa
 		}
 		defer plotFile.Close()
 	}
-	epochs, err := ratelimit.SimulateSignals(cfg, demand, signals)
+	epochs, err := ratelimit.SimulateChanges(cfg, demand, signals, changes)
 	if err != nil {
 		return err
 	}

@@ -378,3 +378,46 @@ func TestSimulateFromFile(t *testing.T) {
 		t.Fatalf("pipeline vertex: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestSimulateChange replays live changes of a config file: the switching
+// epoch keeps the pool it had under the smaller max, and the new ramp goes
+// on from it; changes that cannot be made live, or at no epoch of the
+// demand, are usage errors that name the flag.
+func TestSimulateChange(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, rateLimit string) string {
+		path := filepath.Join(dir, name)
+		yaml := "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: sim\nspec:\n  limits:\n    rateLimit:\n" +
+			rateLimit + "  source:\n    generator:\n      rpu: 10\n  sink:\n    log: {}\n"
+		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := write("base.yaml", "      max: 300\n      min: 100\n      rampUpDuration: 2s\n")
+	up := write("up.yaml", "      max: 600\n      min: 100\n      rampUpDuration: 2s\n")
+	down := write("down.yaml", "      max: 150\n      min: 150\n      rampUpDuration: 0s\n")
+	paced := write("paced.yaml", "      max: 300\n      pacing: 100ms\n")
+	code, stdout, stderr := runVertex(t, "simulate", "-f", base, "--format", "csv",
+		"--demand", "1000,1000,1000,1000,1000,1000,1000,1000", "--change", "4:"+up, "--change", "7:"+down)
+	want := csvLines("epoch,pool,granted,max,switched",
+		"1,100,100,300,0", "2,200,200,300,0", "3,300,300,300,0", "4,300,300,600,1",
+		"5,550,550,600,0", "6,600,600,600,0", "7,150,150,150,1", "8,150,150,150,0")
+	if code != 0 || stdout != want {
+		t.Fatalf("exit %d %s\n got\n%s\nwant\n%s", code, stderr, stdout, want)
+	}
+	for _, tt := range []struct {
+		change, want string
+	}{
+		{"2:" + paced, "pacing (100ms, was 0s) cannot change while a replica runs"},
+		{"1:" + up, "epoch 1 is not from 2 to 3"},
+		{"4:" + up, "epoch 4 is not from 2 to 3"},
+		{up, "want K:FILE"},
+		{"2:/nonexistent.yaml", "/nonexistent.yaml"},
+	} {
+		code, _, stderr := runVertex(t, "simulate", "-f", base, "--demand", "1,1,1", "--change", tt.change)
+		if code != 2 || !strings.Contains(stderr, "--change") || !strings.Contains(stderr, tt.want) {
+			t.Errorf("--change %s: exit %d, %q; want 2 and %q", tt.change, code, stderr, tt.want)
+		}
+	}
+}

@@ -27,6 +27,18 @@ type SimEpoch struct {
 	// held its tokens back at its start (the call then comes when the pause
 	// ends, if it ends within the epoch).
 	Signal, Cut, Paused bool
+	// Max is the limit in force, and Switched is true in the first epoch of
+	// a [SimChange].
+	Max      int64
+	Switched bool
+}
+
+// SimChange is a live change of the limit in a simulation: the config is
+// given to [Limiter.Update] in the epoch before Epoch, after its call, so
+// that Epoch is the first under it, the switching epoch.
+type SimChange struct {
+	Epoch  int
+	Config Config
 }
 
 // NoSignal in a signal list means no throttle signal in that epoch; 0 is a
@@ -50,15 +62,31 @@ func Simulate(cfg Config, demand []int) ([]SimEpoch, error) {
 // there is one, and not [NoSignal]) is given to [Limiter.Signal] after epoch
 // i's call. Signals need cfg.Adaptive to do anything.
 func SimulateSignals(cfg Config, demand []int, signals []time.Duration) ([]SimEpoch, error) {
+	return SimulateChanges(cfg, demand, signals, nil)
+}
+
+// SimulateChanges is [SimulateSignals] with live changes of the limit, as a
+// replica applies a change of its config file (see [Limiter.Update]). A
+// change's epoch must be 2 or more and within demand, and its config may
+// differ from cfg only where [Limiter.Update] allows.
+func SimulateChanges(cfg Config, demand []int, signals []time.Duration, changes []SimChange) ([]SimEpoch, error) {
 	cfg.Pacing = 0
 	for i, d := range demand {
 		if d < NoCall {
 			return nil, fmt.Errorf("ratelimit: demand[%d] (%d) must not be negative", i, d)
 		}
 	}
+	at := map[int]Config{}
+	for _, c := range changes {
+		if c.Epoch < 2 || c.Epoch > len(demand) {
+			return nil, fmt.Errorf("ratelimit: a change at epoch %d: want an epoch from 2 to %d", c.Epoch, len(demand))
+		}
+		c.Config.Pacing = 0
+		at[c.Epoch] = c.Config
+	}
 	clk := clock.NewManual(simStart)
-	cuts := map[int64]bool{}
-	l, err := New(cfg, WithClock(clk), WithEpochObserver(func(s EpochSummary) { cuts[s.Epoch] = s.Cut }))
+	cuts, switched := map[int64]bool{}, map[int64]bool{}
+	l, err := New(cfg, WithClock(clk), WithEpochObserver(func(s EpochSummary) { cuts[s.Epoch], switched[s.Epoch] = s.Cut, s.Switched }))
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +108,16 @@ func SimulateSignals(cfg Config, demand []int, signals []time.Duration) ([]SimEp
 			e.Granted = g.Tokens
 		}
 		s := l.Status()
-		e.PoolMilli = s.PoolMilli
+		e.PoolMilli, e.Max = s.PoolMilli, s.Max
 		if i < len(signals) && signals[i] != NoSignal {
 			e.Signal = true
 			l.Signal(signals[i])
+		}
+		if c, ok := at[i+2]; ok {
+			if err := l.Update(c); err != nil {
+				l.Close(context.Background())
+				return nil, fmt.Errorf("ratelimit: the change at epoch %d: %w", i+2, err)
+			}
 		}
 		out[i] = e
 		clk.Set(start.Add(time.Second))
@@ -91,6 +125,7 @@ func SimulateSignals(cfg Config, demand []int, signals []time.Duration) ([]SimEp
 	l.Close(context.Background()) // the observer has seen every epoch
 	for i := range out {
 		out[i].Cut = cuts[simStart.Unix()+int64(i)]
+		out[i].Switched = switched[simStart.Unix()+int64(i)]
 	}
 	return out, nil
 }

@@ -61,10 +61,13 @@ func ParseSignals(s string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// notes returns what happened to the limit in an epoch: a throttle signal, a
-// cut, a pause; "" when nothing.
+// notes returns what happened to the limit in an epoch: a live change, a
+// throttle signal, a cut, a pause; "" when nothing.
 func notes(e ratelimit.SimEpoch) string {
 	var n []string
+	if e.Switched {
+		n = append(n, fmt.Sprintf("changed: max %d", e.Max))
+	}
 	if e.Cut {
 		n = append(n, "cut")
 	}
@@ -81,6 +84,12 @@ func notes(e ratelimit.SimEpoch) string {
 // outputs then have a column for them.
 func adapted(epochs []ratelimit.SimEpoch) bool {
 	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Signal || e.Cut || e.Paused })
+}
+
+// changed reports whether any epoch began a live change: the CSV then has
+// columns for the max and the switch.
+func changed(epochs []ratelimit.SimEpoch) bool {
+	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Switched })
 }
 
 func flag01(b bool) int {
@@ -116,14 +125,17 @@ func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) 
 }
 
 // WriteCSV writes the epochs as CSV: epoch,pool,granted, with empty cells
-// where an epoch had no call, and signal,cut,paused (0 or 1) when an epoch
-// had any.
+// where an epoch had no call, signal,cut,paused (0 or 1) when an epoch had
+// any, and max,switched when an epoch began a live change.
 func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
 	var b strings.Builder
-	more := adapted(epochs)
+	more, live := adapted(epochs), changed(epochs)
 	b.WriteString("epoch,pool,granted")
 	if more {
 		b.WriteString(",signal,cut,paused")
+	}
+	if live {
+		b.WriteString(",max,switched")
 	}
 	b.WriteString("\n")
 	for _, e := range epochs {
@@ -131,6 +143,9 @@ func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) err
 		fmt.Fprintf(&b, "%d,%s,%s", e.Epoch, pool, granted)
 		if more {
 			fmt.Fprintf(&b, ",%d,%d,%d", flag01(e.Signal), flag01(e.Cut), flag01(e.Paused))
+		}
+		if live {
+			fmt.Fprintf(&b, ",%d,%d", e.Max, flag01(e.Switched))
 		}
 		b.WriteString("\n")
 	}
@@ -152,7 +167,7 @@ func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) 
 		fmt.Fprintf(w, ", adaptive, cut %d%%", cfg.CutPercentage)
 	}
 	fmt.Fprintln(w)
-	more := adapted(epochs)
+	more := adapted(epochs) || changed(epochs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "epoch\tpool\tgranted\t")
 	if more {
