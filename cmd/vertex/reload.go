@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
@@ -32,6 +33,26 @@ type reloader struct {
 	running  *config.File
 	seen     []byte // the contents last looked at
 	apply    func(*config.File) error
+	reloads  *prometheus.CounterVec // by result: applied, refused
+}
+
+// register registers the reloads counter with reg.
+func (r *reloader) register(reg prometheus.Registerer) {
+	if r == nil {
+		return
+	}
+	r.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_config_reloads_total",
+		Help: "Changes of the config file looked at while running, by result: applied or refused."}, []string{"result"})
+	r.reloads.WithLabelValues("applied")
+	r.reloads.WithLabelValues("refused")
+	reg.MustRegister(r.reloads)
+}
+
+// count counts a reload with result.
+func (r *reloader) count(result string) {
+	if r.reloads != nil {
+		r.reloads.WithLabelValues(result).Inc()
+	}
 }
 
 // newReloader returns a reloader of the config in path, running as f.
@@ -110,10 +131,12 @@ func (r *reloader) check(force bool) {
 		return
 	}
 	r.running = next
+	r.count("applied")
 	r.log.Info("config reloaded; a changed rate limit applies from an epoch boundary", zap.String("file", r.path))
 }
 
 // refuse logs, in one line, why a change of the config is not applied.
 func (r *reloader) refuse(err error) {
+	r.count("refused")
 	r.log.Error("config reload refused; the running config stays", zap.String("file", r.path), zap.Error(err))
 }

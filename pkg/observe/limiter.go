@@ -19,6 +19,8 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 		func(s ratelimit.Status) float64 { return float64(s.Share) })
 	gauge("sluice_ratelimit_epoch_granted_tokens", "Tokens granted in the current epoch, less deposits.",
 		func(s ratelimit.Status) float64 { return float64(s.Granted) })
+	gauge("sluice_ratelimit_max_tokens", "The rate limit in force (rateLimit.max), which a live change of the config sets.",
+		func(s ratelimit.Status) float64 { return float64(s.Max) })
 	gauge("sluice_ratelimit_pool_size", "Number of replicas the pool is split among.",
 		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_cuts_total",
