@@ -3,8 +3,10 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/sink"
@@ -270,5 +273,73 @@ func TestGraph(t *testing.T) {
 	}
 	if err := b.UnmarshalText([]byte("kafka")); err == nil || !strings.Contains(err.Error(), "want memory or jetstream") {
 		t.Fatalf("kafka: %v", err)
+	}
+}
+
+// TestUpdateRateLimits changes the rate limits of a pipeline's vertices
+// while it runs: the pipeline's own, which every vertex takes, and one
+// vertex's, which overrides it.
+func TestUpdateRateLimits(t *testing.T) {
+	spec := func(pipeMax, catMax int) string {
+		return strings.NewReplacer("PIPE", strconv.Itoa(pipeMax), "CAT", strconv.Itoa(catMax)).Replace(`  limits:
+    rateLimit:
+      max: PIPE
+      rampUpDuration: 0s
+  vertices:
+    - name: in
+      source:
+        generator:
+          rpu: 10
+          duration: 1s
+    - name: cat
+      limits:
+        rateLimit:
+          max: CAT
+          rampUpDuration: 0s
+      udf:
+        builtin:
+          name: cat
+    - name: out
+      sink:
+        blackhole: {}
+  edges:
+    - from: in
+      to: cat
+    - from: cat
+      to: out
+`)
+	}
+	p := parse(t, "live", spec(100, 50))
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	pl, err := pipeline.New(context.Background(), p, pipeline.WithLogger(zap.NewNop()),
+		pipeline.WithVertexOptions(vertex.WithClock(clk)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pl.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := pl.UpdateRateLimits(parse(t, "live", spec(200, 70))); err != nil {
+		t.Fatal(err)
+	}
+	maxes := func() string {
+		got := map[string]int64{}
+		for _, s := range pl.Status() {
+			got[s.Vertex] = s.Max
+		}
+		return fmt.Sprint(got)
+	}
+	if got := maxes(); got != "map[cat:50 in:100 out:100]" {
+		t.Fatalf("max by vertex before the next second %s; want the old limits", got)
+	}
+	clk.Advance(time.Second)
+	if got := maxes(); got != "map[cat:70 in:200 out:200]" {
+		t.Fatalf("max by vertex in the next second %s; want the new limits", got)
 	}
 }
