@@ -26,8 +26,9 @@ func TestInlineTakeOver(t *testing.T) {
 		t.Fatal("end after a takeover reported the goroutine still receiving")
 	}
 
-	// Quick handlers, which end before a tick (unless this goroutine is
-	// descheduled for as long).
+	// Quick handlers, which end before a tick unless this goroutine is
+	// descheduled for as long: on a loaded machine a few are, so the bound
+	// is loose.
 	taken := 0
 	for range 1000 {
 		in.begin()
@@ -36,7 +37,7 @@ func TestInlineTakeOver(t *testing.T) {
 			<-takenOver
 		}
 	}
-	if taken > 10 {
+	if taken > 100 {
 		t.Errorf("%d quick handlers of 1000 taken over", taken)
 	}
 
