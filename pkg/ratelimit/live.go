@@ -231,6 +231,16 @@ func (l *Limiter) plan(s limitSwitch) {
 // A change learned after its epoch began (the replica missed syncs) applies
 // from the next epoch, and is logged. l.mu is held.
 func (l *Limiter) learnLimits(limits []LiveLimit, first bool) {
+	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < l.limitGen) {
+		// The store lost its keys (a Redis that restarted empty, or all
+		// replicas gone past its ttl): offer the limit in force again.
+		l.log.Info("the store has lost the vertex's limit; offering this replica's again")
+		l.limitGen = 0
+		if l.proposal == nil {
+			l.proposal = &LimitChange{Spec: l.latest().liveSpec(), Lead: l.liveLead()}
+			l.syncSoon()
+		}
+	}
 	for i, c := range limits {
 		if c.Gen <= l.limitGen {
 			continue

@@ -104,3 +104,34 @@ func TestJoiningReplicaSetsTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreThatLostTheLimit flushes the store under a running pool: the
+// replicas offer the limit in force again, and a later change still
+// reaches every replica.
+func TestStoreThatLostTheLimit(t *testing.T) {
+	cfg := ratelimit.Config{Max: 300, Min: 1}
+	p := newPool(t, cfg)
+	p.join("a")
+	p.join("b")
+	epochs := map[int64]*liveRecord{}
+	watchLive(p, 30, epochs)
+	up := cfg
+	up.Max = 600
+	if err := p.reps["a"].l.Update(up); err != nil {
+		t.Fatal(err)
+	}
+	watchLive(p, 30, epochs)
+	p.store.Flush()
+	watchLive(p, 30, epochs)
+	down := cfg
+	down.Max = 150
+	if err := p.reps["b"].l.Update(down); err != nil {
+		t.Fatal(err)
+	}
+	watchLive(p, 30, epochs)
+	for id, r := range p.reps {
+		if s := r.l.Status(); s.Max != 150 || s.Pool() != 150 || s.PoolSize != 2 {
+			t.Errorf("%s: max %d, pool %v among %d; want 150 among 2", id, s.Max, s.Pool(), s.PoolSize)
+		}
+	}
+}

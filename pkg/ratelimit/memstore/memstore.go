@@ -135,6 +135,15 @@ func (s *Store) SetAvailable(up bool) {
 	s.down = !up
 }
 
+// Flush drops all the store keeps, as a Redis that restarted empty would.
+func (s *Store) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.replicas)
+	s.resume, s.resumeUntil = 0, time.Time{}
+	s.adapt, s.limits = ratelimit.Adaptation{}, nil
+}
+
 // Members returns the IDs of the replicas in the pool, sorted.
 func (s *Store) Members() []string {
 	s.mu.Lock()
