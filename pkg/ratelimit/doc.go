@@ -50,6 +50,15 @@
 // pause (see [Adaptation]); each replica pauses at its next sync and applies
 // the cut from the same epoch, so shares still sum to floor(P).
 //
+// # Live changes
+//
+// [Limiter.Update] changes Max, Min, RampUpDuration, Mode and its parameters,
+// and Shadow while the limiter runs. With a store, every replica applies the
+// change from the same epoch, which the store picks (see [LimitChange]);
+// without one, from the next epoch. The switching epoch keeps the pool it
+// would have had, capped by the new Max, so it never grants more than the
+// smaller of the two limits; the new ramp goes on from there.
+//
 // # Hot path
 //
 // Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
