@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,13 +37,16 @@ type reloader struct {
 	reloads  *prometheus.CounterVec // by result: applied, refused
 }
 
-// register registers the reloads counter with reg.
-func (r *reloader) register(reg prometheus.Registerer) {
+// register registers the reloads counter with reg, labelled with the
+// vertex (the MonoVertex, the pipeline vertex of --vertex, or the pipeline
+// when all its vertices run in the process) and the replica.
+func (r *reloader) register(reg prometheus.Registerer, vertex string, replica int) {
 	if r == nil {
 		return
 	}
 	r.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_config_reloads_total",
-		Help: "Changes of the config file looked at while running, by result: applied or refused."}, []string{"result"})
+		Help:        "Changes of the config file looked at while running, by result: applied or refused.",
+		ConstLabels: prometheus.Labels{"vertex": vertex, "replica": strconv.Itoa(replica)}}, []string{"result"})
 	r.reloads.WithLabelValues("applied")
 	r.reloads.WithLabelValues("refused")
 	reg.MustRegister(r.reloads)

@@ -77,7 +77,11 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.reg, r.dir = reg, dir
-	r.reload.register(reg)
+	name := f.Name()
+	if fl.vertex != "" {
+		name = fl.vertex
+	}
+	r.reload.register(reg, name, rep)
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
 		vertex.WithSocketDirHint(socketDirHint)}
