@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,18 @@ func replaceFile(t *testing.T, path, data string) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reloads returns sluice_config_reloads_total of a replica by result.
+func reloads(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	_, body := httpGet(t, "http://"+addr+"/metrics")
+	out := map[string]float64{}
+	re := regexp.MustCompile(`(?m)^sluice_config_reloads_total\{[^}]*result="(\w+)"[^}]*\} (\S+)$`)
+	for _, m := range re.FindAllStringSubmatch(string(body), -1) {
+		out[m[1]], _ = strconv.ParseFloat(m[2], 64)
+	}
+	return out
 }
 
 // waitMax polls /status of every replica until each has max in force and
@@ -111,6 +124,11 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	replaceFile(t, cfg, fmt.Sprintf(reloadConfig, 999, "redis://127.0.0.1:1"))
 	time.Sleep(2 * time.Second)
 	waitMax(t, addrs, 150)
+	for i, a := range addrs {
+		if got := reloads(t, a); got["applied"] != 2 || got["refused"] != 1 {
+			t.Errorf("replica %d: sluice_config_reloads_total %v; want 2 applied, 1 refused", i, got)
+		}
+	}
 	for _, p := range procs {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d", code)
