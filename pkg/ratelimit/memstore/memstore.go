@@ -34,6 +34,10 @@ type Store struct {
 	resume      int64 // pool saved by the last replica to leave
 	resumeUntil time.Time
 	adapt       ratelimit.Adaptation // what throttle signals did
+	// Per-key counts of the current epoch (perkey.go).
+	keyEpoch  int64
+	keyCounts map[string]int64
+	keyCalls  int
 }
 
 type replica struct {
