@@ -67,9 +67,10 @@ type Options struct {
 // with [Open], which makes its own client, or build one on a client of yours with
 // [New].
 type Store struct {
-	client redis.Scripter
-	keys   []string
-	opts   Options
+	client  redis.Scripter
+	keys    []string
+	keyBase string // of the per-key counts
+	opts    Options
 
 	own       redis.UniversalClient // the client Open made; nil after New
 	closeOnce sync.Once
@@ -126,7 +127,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 		opts.TTL = ratelimit.DefaultTTL
 	}
 	base := "sluice:{" + prefix + "}:"
-	return &Store{client: client, opts: opts,
+	return &Store{client: client, opts: opts, keyBase: base + "perkey",
 		keys: []string{base + "heartbeats", base + "sizes", base + "members", base + "resume", base + "adaptive"}}, nil
 }
 
