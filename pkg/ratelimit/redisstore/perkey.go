@@ -23,9 +23,9 @@ const KeyLinger = 2 * time.Second
 
 var _ ratelimit.KeyStore = (*Store)(nil)
 
-// KeyPrefix returns the base name of the store's per-key counts: the counts
-// of epoch e are the hash KeyPrefix():e, one field per message key, which
-// expires KeyLinger after the epoch ends.
+// KeyPrefix returns the base name of the store's per-key counts: the count of
+// message key k in epoch e is the string KeyPrefix():e:k, which expires
+// KeyLinger after the epoch ends.
 func (s *Store) KeyPrefix() string { return s.keyBase }
 
 // TakeKeys implements [ratelimit.KeyStore] with one run of a script

@@ -111,7 +111,7 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 			if n > max {
 				t.Errorf("epoch %d: key %s granted %d; max %d", e, key, n, max)
 			}
-			if stored := srv.Do(t, "HGET", fmt.Sprintf("%s:%d", s.KeyPrefix(), e), key); stored != nil && stored != strconv.Itoa(n) {
+			if stored := srv.Do(t, "GET", fmt.Sprintf("%s:%d:%s", s.KeyPrefix(), e, key)); stored != nil && stored != strconv.Itoa(n) {
 				t.Errorf("epoch %d: key %s granted %d, Redis counted %v", e, key, n, stored)
 			}
 		}
@@ -130,10 +130,15 @@ func TestKeyCountsExpire(t *testing.T) {
 	if fmt.Sprint(granted) != "[3 2]" {
 		t.Fatalf("granted %v; want [3 2]", granted)
 	}
-	hash := fmt.Sprintf("%s:%d", s.KeyPrefix(), at.Unix())
+	count := fmt.Sprintf("%s:%d:a", s.KeyPrefix(), at.Unix())
 	want := (at.Unix()+1)*1000 + redisstore.KeyLinger.Milliseconds()
-	if got := srv.Do(t, "PEXPIRETIME", hash); got != want {
-		t.Fatalf("the counts of epoch %d expire at %v ms; want %d, KeyLinger after the epoch", at.Unix(), got, want)
+	for _, key := range []string{count, fmt.Sprintf("%s:%d:b", s.KeyPrefix(), at.Unix())} {
+		if got := srv.Do(t, "PEXPIRETIME", key); got != want {
+			t.Fatalf("%s expires at %v ms; want %d, KeyLinger after the epoch", key, got, want)
+		}
+	}
+	if got := srv.Do(t, "GET", count); got != "3" {
+		t.Fatalf("%s = %v; want 3", count, got)
 	}
 	if s.KeyPrefix() != "sluice:{mv}:perkey" {
 		t.Fatalf("key prefix %q", s.KeyPrefix())
@@ -143,9 +148,9 @@ func TestKeyCountsExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for srv.Do(t, "EXISTS", hash) != int64(0) {
+	for srv.Do(t, "EXISTS", count) != int64(0) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s still there", hash)
+			t.Fatalf("%s still there", count)
 		}
 		time.Sleep(100 * time.Millisecond) // Redis's clock must pass the expiry
 	}
