@@ -26,6 +26,8 @@ type Status struct {
 	// ShadowThrottled, with rateLimit.shadow, is what the limit would have
 	// throttled so far and let through.
 	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
+	// PerKey is the per-key limit (rateLimit.perKey), if any.
+	PerKey *KeyStatus `json:"perKey,omitempty"`
 	// PoolSize is the number of replicas the pool is split among, and Rank
 	// this one's rank among them.
 	PoolSize int `json:"poolSize,omitempty"`
@@ -55,6 +57,7 @@ func (v *Vertex) Status() Status {
 		if v.spec.Limits.GetRateLimit().IsShadow() {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
+		s.PerKey = v.keyStatus()
 	}
 	throttled, reasons := v.tracker.Throttled()
 	s.Throttled = throttled
