@@ -11,6 +11,9 @@
 // last cut and pause of throttle signals). Every key expires after the ttl (and
 // at least twice the longest lease) unless a replica keeps syncing. The first
 // three are sorted sets, so that a sync costs O(log n) in the number of replicas.
+// With per-key limits ([Store.TakeKeys]) it also keeps a count per epoch and
+// message key, sluice:{prefix}:perkey:<epoch>:<key>, for two seconds after the
+// epoch.
 //
 // # Connecting
 //
