@@ -247,6 +247,8 @@ type RateLimit struct {
 	// throttled is counted (sluice_ratelimit_shadow_throttled_total, /status,
 	// the epoch log) and let through. Default false.
 	Shadow *bool `yaml:"shadow"`
+	// PerKey (sluice's addition) limits each message key too: see PerKeyLimit.
+	PerKey *PerKeyLimit `yaml:"perKey"`
 }
 
 // IsShadow reports whether shadow is on.
@@ -372,10 +374,13 @@ type Generator struct {
 	RPU      *int64    `yaml:"rpu"`
 	Duration *Duration `yaml:"duration"`
 	// MsgSize is the approximate payload size in bytes (default 8).
-	MsgSize  *int32    `yaml:"msgSize"`
-	KeyCount *int32    `yaml:"keyCount"`
-	Value    *uint64   `yaml:"value"`
-	Jitter   *Duration `yaml:"jitter"`
+	MsgSize  *int32 `yaml:"msgSize"`
+	KeyCount *int32 `yaml:"keyCount"`
+	// Keys (sluice's addition, instead of keyCount) are the messages' keys in
+	// turn, the same on every replica; a key listed n times gets n turns.
+	Keys   []string  `yaml:"keys"`
+	Value  *uint64   `yaml:"value"`
+	Jitter *Duration `yaml:"jitter"`
 	// ValueBlob is a base64 payload sent as it is.
 	ValueBlob *string `yaml:"valueBlob"`
 }

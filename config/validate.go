@@ -190,6 +190,14 @@ func (c *checker) generator(path string, g *Generator) {
 	if g.KeyCount != nil && *g.KeyCount < 0 {
 		c.add(path+".keyCount", "(%d) must not be negative", *g.KeyCount)
 	}
+	if g.Keys != nil {
+		switch {
+		case len(g.Keys) == 0:
+			c.add(path+".keys", "is empty; list the keys, or leave it out for keyCount's")
+		case g.KeyCount != nil:
+			c.add(path+".keys", "is set beside keyCount; set one")
+		}
+	}
 	if g.Jitter != nil && g.Jitter.Duration < 0 {
 		c.add(path+".jitter", "(%v) must not be negative", g.Jitter.Duration)
 	}
@@ -368,6 +376,9 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 	}
 	if r.Store != nil {
 		c.store(path+".store", r.Store)
+	}
+	if r.PerKey != nil {
+		c.perKey(path+".perKey", r)
 	}
 	if a := r.Adaptive; a != nil && a.Signals != nil {
 		if len(a.Signals) == 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 func runValidate(args []string, stdout, _ io.Writer) error {
@@ -40,6 +41,7 @@ flags:
 //
 //	(udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1, fallback log; rate limit 20/s from 5 over 5s, relaxed)
 //	(generator → udf my/map:v1 → blackhole; streaming, 500 in flight)
+//	(generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed, per key 50/s)
 //	(3 vertices, 2 edges; in: generator; cat: udf my/map:v1; out: log)
 func summary(f *config.File) string {
 	s := ""
@@ -52,6 +54,7 @@ func summary(f *config.File) string {
 			if rl.IsShadow() {
 				s += ", shadow"
 			}
+			s += perKeySummary(rl)
 		}
 		if spec.Streaming != nil && *spec.Streaming {
 			s += fmt.Sprintf("; streaming, %d in flight", spec.Limits.GetConcurrency())
@@ -154,4 +157,17 @@ func describeContainer(what string, c *config.Container) string {
 		cmd = strconv.Quote(cmd)
 	}
 	return what + " " + cmd
+}
+
+// perKeySummary describes a rate limit's per-key limit, if any: ", per key
+// 50/s", and "of all keys" when the whole key list counts.
+func perKeySummary(rl *config.RateLimit) string {
+	if rl.PerKey == nil {
+		return ""
+	}
+	s := fmt.Sprintf(", per key %d/s", rl.KeyConfig().Max)
+	if rl.PerKey.GetKeys() == ratelimit.AllKeys {
+		s += " of all keys"
+	}
+	return s
 }

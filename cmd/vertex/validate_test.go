@@ -76,6 +76,28 @@ func TestValidateSummary(t *testing.T) {
 			`MonoVertex "mv" is valid (generator → blackhole; rate limit 300/s from 300 over 0s, relaxed, shadow)`,
 		},
 		{
+			"per key",
+			head + `  limits:
+    rateLimit: {max: 1000, min: 1000, rampUpDuration: 0s, perKey: {max: 50}}
+  source:
+    generator: {keys: [a, b]}
+  sink:
+    blackhole: {}
+`,
+			`MonoVertex "mv" is valid (generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed, per key 50/s)`,
+		},
+		{
+			"per key of all keys",
+			head + `  limits:
+    rateLimit: {max: 1000, perKey: {max: 50, keys: all}}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			`MonoVertex "mv" is valid (generator → blackhole; rate limit 1000/s from 1 over 1s, relaxed, per key 50/s of all keys)`,
+		},
+		{
 			"streaming",
 			head + `  streaming: true
   limits: {readBatchSize: 100, concurrency: 400}

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,32 +16,53 @@ import (
 
 // BenchmarkForwardCycle is one forward iteration of a batch of 500 (generator →
 // cat → blackhole): with no limiter call at all, with the no-op limiter a vertex
-// without a rate limit uses, and with a rate limiter far above capacity. Divide
-// ns/op by 500 for the cost per message.
+// without a rate limit uses, with a rate limiter far above capacity, and with
+// that and a per-key limit far above capacity too, counted in this process,
+// over 10 or 1,000 keys. Divide ns/op by 500 for the cost per message.
 func BenchmarkForwardCycle(b *testing.B) {
+	rateLimiter := func(b *testing.B) Limiter {
+		l, err := ratelimit.New(ratelimit.Config{Max: ratelimit.MaxTokens})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { l.Close(context.Background()) })
+		return l
+	}
 	for _, tt := range []struct {
 		name    string
 		limiter func(b *testing.B) Limiter
+		keys    int  // of the messages, round robin
+		perKey  bool // a per-key limit
 	}{
-		{"no-limiter-call", func(*testing.B) Limiter { return nil }},
-		{"noop-limiter", func(*testing.B) Limiter { return Noop{} }},
-		{"rate-limiter", func(b *testing.B) Limiter {
-			l, err := ratelimit.New(ratelimit.Config{Max: ratelimit.MaxTokens})
+		{"no-limiter-call", func(*testing.B) Limiter { return nil }, 0, false},
+		{"noop-limiter", func(*testing.B) Limiter { return Noop{} }, 0, false},
+		{"rate-limiter", rateLimiter, 0, false},
+		{"rate-limiter-10-keys", rateLimiter, 10, false},
+		{"perkey-10-keys", rateLimiter, 10, true},
+		{"rate-limiter-1000-keys", rateLimiter, 1000, false},
+		{"perkey-1000-keys", rateLimiter, 1000, true},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			var keys []string
+			for i := range tt.keys {
+				keys = append(keys, "key-"+strconv.Itoa(i))
+			}
+			gen, err := source.NewGenerator(source.GeneratorConfig{RPU: 1 << 40, Duration: 1 << 30, MsgSize: 8, Vertex: "bench", Keys: keys})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { l.Close(context.Background()) })
-			return l
-		}},
-	} {
-		b.Run(tt.name, func(b *testing.B) {
-			gen, err := source.NewGenerator(source.GeneratorConfig{RPU: 1 << 40, Duration: 1 << 30, MsgSize: 8, Vertex: "bench"})
-			if err != nil {
-				b.Fatal(err)
+			var pk *PerKey
+			if tt.perKey {
+				kl, err := ratelimit.NewKeyLimiter(ratelimit.KeyConfig{Max: ratelimit.MaxTokens})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { kl.Close() })
+				pk = &PerKey{Limiter: kl}
 			}
 			tr := NewTracker(nil)
 			f, err := New(Deps{Reader: gen, Mapper: udf.Cat{}, Sink: sink.Blackhole{}, Limiter: tt.limiter(b),
-				Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr}, Options{BatchSize: 500})
+				Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr, PerKey: pk}, Options{BatchSize: 500})
 			if err != nil {
 				b.Fatal(err)
 			}

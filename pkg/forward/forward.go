@@ -73,6 +73,9 @@ type Deps struct {
 	// Delay). nil ignores them. It is called from the forwarder's goroutine
 	// and must not block.
 	Signal func(kind string, retryAfter time.Duration)
+	// PerKey, when set, limits each message key too (rateLimit.perKey): see
+	// PerKey.
+	PerKey *PerKey
 }
 
 // OnFailure is what a forwarder does with messages its sink keeps failing.
@@ -159,6 +162,8 @@ type Forwarder struct {
 	// settle is Deps.Limiter when it accounts for a grant once its read is
 	// done (a ratelimit.Shadow).
 	settle settler
+	// keys holds the messages over their key's limit (Deps.PerKey).
+	keys *keyHold
 
 	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak
 	// of the reader, when batches are in flight at once.
@@ -222,6 +227,9 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	}
 	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
 	f.settle, _ = d.Limiter.(settler)
+	if d.PerKey != nil && d.PerKey.Limiter != nil {
+		f.keys = newKeyHold(f, *d.PerKey)
+	}
 	return f, nil
 }
 
@@ -257,6 +265,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		err = f.runPipelined(ctx, hard)
 	} else {
 		err = f.runSequential(ctx, hard)
+	}
+	if f.keys != nil {
+		f.keys.handBack(hard)
 	}
 	if err != nil {
 		return err
@@ -295,6 +306,9 @@ func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 // the messages already read are written and acked under hard, and handed back to
 // the reader when hard ends first.
 func (f *worker) forwardOnce(ctx, hard context.Context) error {
+	if f.keys != nil {
+		f.keys.wait(ctx) // a full hold reads nothing new
+	}
 	g, err := f.acquire(ctx, len(f.read))
 	if err != nil {
 		return err
@@ -415,8 +429,11 @@ func (f *Forwarder) readBatch(ctx context.Context, buf []isb.ReadMessage) []isb.
 		return nil
 	}
 	start := f.idle.now()
-	n, err := f.d.Reader.Read(ctx, buf)
-	if n > 0 {
+	var n int
+	var err error
+	if f.keys != nil {
+		n, err = f.keys.read(ctx, f.d.Reader, buf) // counts what it reads
+	} else if n, err = f.d.Reader.Read(ctx, buf); n > 0 {
 		f.d.Metrics.Read.Add(float64(n))
 	}
 	if n > 0 || err == nil {

@@ -108,6 +108,9 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if len(l.waiters) > 0 && st.eligible {
 		st.called.Store(true) // the waiting callers call in this epoch
 	}
+	// Published before waiting callers are served: tokens one of them gives
+	// back at once must find their epoch current, or they would be dropped.
+	l.publish(st)
 	if !st.held {
 		l.release(st, l.allowance(st.share, st.slice))
 	}

@@ -24,8 +24,12 @@ type GeneratorConfig struct {
 	// MsgSize is the approximate payload size: the padding has MsgSize-8 random
 	// bytes, as Numaflow's generator's does.
 	MsgSize int
-	// KeyCount spreads messages round-robin over this many keys; 0 gives no keys.
+	// KeyCount spreads messages round-robin over this many keys,
+	// key-<replica>-<i>; 0 gives no keys.
 	KeyCount int
+	// Keys, when set instead, are the messages' keys in turn, the same on
+	// every replica; a key listed n times gets n turns.
+	Keys []string
 	// Value, when set, is the payload's value instead of the sequence number.
 	Value *uint64
 	// Jitter sets each message's event time up to this much before its creation.
@@ -86,6 +90,9 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	g.padding = base64.StdEncoding.EncodeToString(pad)
 	for i := range cfg.KeyCount {
 		g.keys = append(g.keys, []string{"key-" + strconv.Itoa(cfg.Replica) + "-" + strconv.Itoa(i)})
+	}
+	for _, k := range cfg.Keys {
+		g.keys = append(g.keys, []string{k})
 	}
 	g.idPrefix = cfg.Vertex + "-" + strconv.Itoa(cfg.Replica) + "-"
 	g.start = g.clk.Now()

@@ -275,18 +275,20 @@ func TestGeneratorKeys(t *testing.T) {
 	tests := []struct {
 		name     string
 		keyCount int
+		keys     []string
 		replica  int
 		want     [][]string
 	}{
-		{"no keys", 0, 0, [][]string{nil, nil, nil, nil, nil}},
-		{"one key", 1, 0, [][]string{{"key-0-0"}, {"key-0-0"}, {"key-0-0"}, {"key-0-0"}, {"key-0-0"}}},
-		{"round robin", 3, 0, [][]string{{"key-0-0"}, {"key-0-1"}, {"key-0-2"}, {"key-0-0"}, {"key-0-1"}}},
-		{"replica in the key", 2, 4, [][]string{{"key-4-0"}, {"key-4-1"}, {"key-4-0"}, {"key-4-1"}, {"key-4-0"}}},
-		{"more keys than messages", 10, 1, [][]string{{"key-1-0"}, {"key-1-1"}, {"key-1-2"}, {"key-1-3"}, {"key-1-4"}}},
+		{"no keys", 0, nil, 0, [][]string{nil, nil, nil, nil, nil}},
+		{"one key", 1, nil, 0, [][]string{{"key-0-0"}, {"key-0-0"}, {"key-0-0"}, {"key-0-0"}, {"key-0-0"}}},
+		{"round robin", 3, nil, 0, [][]string{{"key-0-0"}, {"key-0-1"}, {"key-0-2"}, {"key-0-0"}, {"key-0-1"}}},
+		{"replica in the key", 2, nil, 4, [][]string{{"key-4-0"}, {"key-4-1"}, {"key-4-0"}, {"key-4-1"}, {"key-4-0"}}},
+		{"more keys than messages", 10, nil, 1, [][]string{{"key-1-0"}, {"key-1-1"}, {"key-1-2"}, {"key-1-3"}, {"key-1-4"}}},
+		{"listed keys, the same on every replica", 0, []string{"hot", "hot", "cold"}, 3, [][]string{{"hot"}, {"hot"}, {"cold"}, {"hot"}, {"hot"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGenerator(t, source.GeneratorConfig{RPU: 5, Duration: time.Second, KeyCount: tt.keyCount, Replica: tt.replica})
+			g := newGenerator(t, source.GeneratorConfig{RPU: 5, Duration: time.Second, KeyCount: tt.keyCount, Keys: tt.keys, Replica: tt.replica})
 			// Read in uneven batches: the round robin goes on across reads.
 			var keys [][]string
 			for _, n := range []int{2, 1, 2} {

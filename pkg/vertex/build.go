@@ -56,6 +56,7 @@ func (v *Vertex) buildGenerator(g *config.Generator) (isb.Reader, error) {
 	if g.KeyCount != nil {
 		cfg.KeyCount = int(*g.KeyCount)
 	}
+	cfg.Keys = g.Keys
 	if g.Jitter != nil {
 		cfg.Jitter = g.Jitter.Duration
 	}

@@ -38,7 +38,7 @@ func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
 	v.limiter = l
 	v.onClose(func() error { return l.Close(context.Background()) })
 	observe.RegisterLimiter(reg, l.Status)
-	return nil
+	return v.buildKeyLimiter(reg, rl)
 }
 
 // UpdateRateLimit changes the vertex's rate limit to rl while it runs: its
@@ -99,6 +99,7 @@ func (v *Vertex) limiterOptions(rl *config.RateLimit) ([]ratelimit.Option, error
 			return nil, err
 		}
 		opts = append(opts, ratelimit.WithStore(store))
+		v.keyStore = store // per-key counts too, with rateLimit.perKey
 	}
 	return opts, nil
 }

@@ -28,6 +28,8 @@ type Status struct {
 	// ShadowThrottled, while rateLimit.shadow is on, is what the limit would
 	// have throttled so far and let through.
 	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
+	// PerKey is the per-key limit (rateLimit.perKey), if any.
+	PerKey *KeyStatus `json:"perKey,omitempty"`
 	// PoolSize is the number of replicas the pool is split among, and Rank
 	// this one's rank among them.
 	PoolSize int `json:"poolSize,omitempty"`
@@ -57,6 +59,7 @@ func (v *Vertex) Status() Status {
 		if ls.Shadow {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
+		s.PerKey = v.keyStatus()
 	}
 	throttled, reasons := v.tracker.Throttled()
 	s.Throttled = throttled

@@ -37,7 +37,12 @@ type Vertex struct {
 	tracker *forward.Tracker
 	metrics *forward.Metrics
 	limiter *ratelimit.Limiter // nil without a rate limit
-	uds     []udClient         // user-defined servers, connected before the forwarders start
+	// The per-key limit (rateLimit.perKey), its metrics, and the Redis store
+	// it counts in; nil without.
+	keys       *ratelimit.KeyLimiter
+	keyMetrics *forward.KeyMetrics
+	keyStore   ratelimit.KeyStore
+	uds        []udClient // user-defined servers, connected before the forwarders start
 	// infoFiles are the names of their server-info files.
 	infoFiles []string
 	// pending, when the source can tell its pending count, and its gauge.
@@ -123,7 +128,7 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 // share the limiter.
 func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
-		Signal: v.signal()}
+		Signal: v.signal(), PerKey: v.perKey()}
 	if l := v.limiter; l != nil {
 		// The shadow way in enforces the limit but in the epochs in which
 		// rateLimit.shadow is on, which a live change can turn on and off.

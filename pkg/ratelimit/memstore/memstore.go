@@ -35,6 +35,10 @@ type Store struct {
 	resumeUntil time.Time
 	adapt       ratelimit.Adaptation // what throttle signals did
 	limits      []ratelimit.LiveLimit
+	// Per-key counts of the current epoch (perkey.go).
+	keyEpoch  int64
+	keyCounts map[string]int64
+	keyCalls  int
 }
 
 type replica struct {
@@ -142,6 +146,7 @@ func (s *Store) Flush() {
 	clear(s.replicas)
 	s.resume, s.resumeUntil = 0, time.Time{}
 	s.adapt, s.limits = ratelimit.Adaptation{}, nil
+	s.keyEpoch, s.keyCounts = 0, nil
 }
 
 // Members returns the IDs of the replicas in the pool, sorted.

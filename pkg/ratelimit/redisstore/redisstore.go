@@ -11,6 +11,9 @@
 // last cut and pause of throttle signals). Every key expires after the ttl (and
 // at least twice the longest lease) unless a replica keeps syncing. The first
 // three are sorted sets, so that a sync costs O(log n) in the number of replicas.
+// With per-key limits ([Store.TakeKeys]) it also keeps a count per epoch and
+// message key, sluice:{prefix}:perkey:<epoch>:<key>, for two seconds after the
+// epoch.
 //
 // # Connecting
 //
@@ -67,9 +70,10 @@ type Options struct {
 // with [Open], which makes its own client, or build one on a client of yours with
 // [New].
 type Store struct {
-	client redis.Scripter
-	keys   []string
-	opts   Options
+	client  redis.Scripter
+	keys    []string
+	keyBase string // of the per-key counts
+	opts    Options
 
 	own       redis.UniversalClient // the client Open made; nil after New
 	closeOnce sync.Once
@@ -126,7 +130,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 		opts.TTL = ratelimit.DefaultTTL
 	}
 	base := "sluice:{" + prefix + "}:"
-	return &Store{client: client, opts: opts,
+	return &Store{client: client, opts: opts, keyBase: base + "perkey",
 		keys: []string{base + "heartbeats", base + "sizes", base + "members", base + "resume", base + "adaptive", base + "limit"}}, nil
 }
 

@@ -1,0 +1,367 @@
+package forward
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// A per-key limit (rateLimit.perKey) lets each message key take at most so
+// many messages a second. The forwarder reads as before, under the vertex's
+// limiter; of what it read, the messages whose key has no tokens left in the
+// epoch are held, and the vertex tokens they were read with go back at once
+// (the read returns fewer messages than granted, and the forwarder deposits
+// the rest). The others go on. A held message goes on in a later epoch, when
+// its key has tokens again, in its order within the key, taking a vertex
+// token again then: it is put at the front of a later read, before new
+// messages. Messages without keys are under the vertex's limit only.
+//
+// The hold is bounded (PerKey.MaxHeld): a read takes no more new messages
+// than there is room for, and once the hold is full the forwarder reads
+// nothing new until held messages go on, waiting for the next epoch when no
+// held key can go on before it. Held messages are acked once written, like
+// any other; when the forwarder stops, those still held are handed back to
+// a reader that can take them (isb.Naker), and otherwise left unacked, for
+// the source to deliver again if it can.
+
+// KeyLimiter is the part of a per-key limiter a forwarder uses
+// (*ratelimit.KeyLimiter): Take grants tokens for the keys of a batch in one
+// call, Epoch is the current epoch and WaitEpoch waits for a later one.
+type KeyLimiter interface {
+	Take(ctx context.Context, reqs []ratelimit.KeyRequest, granted []int) (int64, error)
+	Epoch() int64
+	WaitEpoch(ctx context.Context, e int64) error
+}
+
+var _ KeyLimiter = (*ratelimit.KeyLimiter)(nil)
+
+// PerKey is a forwarder's per-key limit.
+type PerKey struct {
+	Limiter KeyLimiter
+	// Mode says which of a message's keys count.
+	Mode ratelimit.KeyMode
+	// MaxHeld is the most messages held at once (default DefaultMaxHeldBatches
+	// read batches).
+	MaxHeld int
+	// Metrics are shared by the forwarders of a vertex; nil makes its own.
+	Metrics *KeyMetrics
+}
+
+// DefaultMaxHeldBatches is the default hold, in read batches.
+const DefaultMaxHeldBatches = 4
+
+// KeyMetrics count the messages the forwarders of a vertex hold for their
+// key's limit.
+type KeyMetrics struct {
+	// HeldTotal counts each message held, once.
+	HeldTotal prometheus.Counter
+	held      atomic.Int64
+}
+
+// NewKeyMetrics creates the per-key metrics and registers them with reg (nil
+// registers nothing): sluice_ratelimit_key_held_total and the gauge
+// sluice_ratelimit_key_held_messages.
+func NewKeyMetrics(reg prometheus.Registerer) *KeyMetrics {
+	m := &KeyMetrics{HeldTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_ratelimit_key_held_total",
+		Help: "Messages held because their key had no tokens left in the second (rateLimit.perKey), once per message."})}
+	if reg != nil {
+		reg.MustRegister(m.HeldTotal, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_ratelimit_key_held_messages",
+			Help: "Messages held now for their key's limit (rateLimit.perKey)."}, func() float64 { return float64(m.Held()) }))
+	}
+	return m
+}
+
+// Held returns the messages held now.
+func (m *KeyMetrics) Held() int64 { return m.held.Load() }
+
+// keyHold holds the messages over their key's limit. Only the forwarder's
+// reading goroutine uses it.
+type keyHold struct {
+	PerKey
+	f      *Forwarder
+	queues map[string]*heldKey
+	order  []*heldKey // keys with held messages, in the order they were first held
+	held   int
+
+	// Scratch of a read: one request per key, and per new message its key
+	// and the index of its request (keyless: -1; behind held ones: -2).
+	reqs    []ratelimit.KeyRequest
+	granted []int
+	cand    []int // of reqs: held messages asked for
+	fresh   []int // of reqs: new messages asked for
+	index   map[string]int
+	keys    []string
+	slot    []int
+}
+
+// heldKey is the queue of one key's held messages.
+type heldKey struct {
+	key     string
+	msgs    []isb.ReadMessage
+	head    int
+	blocked int64 // the last epoch in which the key had no tokens left
+}
+
+func (q *heldKey) len() int { return len(q.msgs) - q.head }
+
+// maxKeyRounds bounds the reads of one call whose messages were all held.
+const maxKeyRounds = 8
+
+func newKeyHold(f *Forwarder, p PerKey) *keyHold {
+	if p.MaxHeld <= 0 {
+		p.MaxHeld = DefaultMaxHeldBatches * f.opts.BatchSize
+	}
+	if p.Metrics == nil {
+		p.Metrics = NewKeyMetrics(nil)
+	}
+	return &keyHold{PerKey: p, f: f, queues: map[string]*heldKey{}, index: map[string]int{}}
+}
+
+// read fills buf, at most len(buf) messages, with held messages whose key
+// has tokens again and new messages read from r whose key has tokens (or
+// that have no key), and holds the new ones whose key has none. When every
+// new message of a read was held, it reads again, a few times at most.
+func (h *keyHold) read(ctx context.Context, r isb.Reader, buf []isb.ReadMessage) (int, error) {
+	for round := 1; ; round++ {
+		out, n, err := h.step(ctx, r, buf)
+		if out > 0 || n == 0 || err != nil || round == maxKeyRounds || h.held >= h.MaxHeld || ctx.Err() != nil {
+			return out, err
+		}
+	}
+}
+
+// request returns the index of key's request in this step, adding it.
+func (h *keyHold) request(key string) int {
+	if i, ok := h.index[key]; ok {
+		return i
+	}
+	i := len(h.reqs)
+	h.index[key] = i
+	h.reqs = append(h.reqs, ratelimit.KeyRequest{Key: key})
+	h.cand, h.fresh = append(h.cand, 0), append(h.fresh, 0)
+	return i
+}
+
+// step is one read: held messages that may go on are asked for first, in
+// the order their keys were held, with as many slots of buf kept for them;
+// new messages are read into the rest, as many as the hold has room for;
+// then one Take asks for the tokens of every key of both. It returns the
+// messages put in buf and how many were read from r.
+func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage) (int, int, error) {
+	h.reqs, h.cand, h.fresh = h.reqs[:0], h.cand[:0], h.fresh[:0]
+	clear(h.index)
+	e := h.Limiter.Epoch()
+	reserved := 0
+	for _, q := range h.order {
+		if reserved == len(buf) {
+			break
+		}
+		if q.blocked < e {
+			c := min(q.len(), len(buf)-reserved)
+			h.cand[h.request(q.key)] = c
+			reserved += c
+		}
+	}
+	n, err := 0, error(nil)
+	if want := min(len(buf)-reserved, h.MaxHeld-h.held); want > 0 {
+		n, err = r.Read(ctx, buf[reserved:reserved+want])
+		if n > 0 {
+			h.f.d.Metrics.Read.Add(float64(n))
+		}
+	}
+	fresh := buf[reserved : reserved+n]
+	h.keys, h.slot = h.keys[:0], h.slot[:0]
+	for j := range fresh {
+		key, ok := h.Mode.KeyOf(fresh[j].Keys)
+		h.keys = append(h.keys, key)
+		switch q := h.queues[key]; {
+		case !ok:
+			h.slot = append(h.slot, -1)
+		case q != nil && (q.blocked >= e || h.candidates(key) < q.len()):
+			h.slot = append(h.slot, -2) // behind held messages of its key
+		default:
+			i := h.request(key)
+			h.fresh[i]++
+			h.slot = append(h.slot, i)
+		}
+	}
+	asked := false
+	for i := range h.reqs {
+		h.reqs[i].Want = h.cand[i] + h.fresh[i]
+		asked = asked || h.reqs[i].Want > 0
+	}
+	h.granted = slices.Grow(h.granted[:0], len(h.reqs))[:len(h.reqs)]
+	epoch := e
+	if asked {
+		var terr error
+		if epoch, terr = h.Limiter.Take(ctx, h.reqs, h.granted); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	out := h.release(buf, epoch)
+	held := 0
+	for j := range fresh {
+		m := fresh[j]
+		switch i := h.slot[j]; {
+		case i == -1:
+		case i == -2:
+			h.push(h.keys[j], m, noBlock)
+			held++
+			continue
+		case h.granted[i] > 0:
+			h.granted[i]--
+		default:
+			h.push(h.keys[j], m, epoch)
+			held++
+			continue
+		}
+		buf[out] = m
+		out++
+	}
+	clear(buf[out : reserved+n]) // let go of what moved to the hold
+	if held > 0 {
+		h.Metrics.HeldTotal.Add(float64(held))
+		h.Metrics.held.Add(int64(held))
+	}
+	return out, n, err
+}
+
+// noBlock pushes a message without changing its key's blocked epoch.
+const noBlock = -1 << 62
+
+// candidates returns the held messages of key asked for in this step.
+func (h *keyHold) candidates(key string) int {
+	if i, ok := h.index[key]; ok {
+		return h.cand[i]
+	}
+	return 0
+}
+
+// release moves the held messages granted tokens to the front of buf, and
+// takes their tokens out of h.granted, leaving there what is left for new
+// messages. A key that got fewer than asked is blocked in epoch. It returns
+// the messages released.
+func (h *keyHold) release(buf []isb.ReadMessage, epoch int64) int {
+	out, emptied := 0, false
+	for i, req := range h.reqs {
+		c := h.cand[i]
+		if c == 0 {
+			continue
+		}
+		q := h.queues[req.Key]
+		k := min(h.granted[i], c)
+		out += copy(buf[out:], q.msgs[q.head:q.head+k])
+		clear(q.msgs[q.head : q.head+k])
+		q.head += k
+		h.granted[i] -= k
+		if k < c {
+			q.blocked = epoch
+		}
+		if q.len() == 0 {
+			delete(h.queues, req.Key)
+			q.msgs, q.head = nil, 0
+			emptied = true
+		}
+	}
+	if out > 0 {
+		h.held -= out
+		h.Metrics.held.Add(-int64(out))
+	}
+	if emptied {
+		kept := h.order[:0]
+		for _, q := range h.order {
+			if q.len() > 0 {
+				kept = append(kept, q)
+			}
+		}
+		clear(h.order[len(kept):])
+		h.order = kept
+	}
+	return out
+}
+
+// push holds m behind the held messages of key, and blocks the key in
+// epoch blocked unless that is noBlock.
+func (h *keyHold) push(key string, m isb.ReadMessage, blocked int64) {
+	q := h.queues[key]
+	if q == nil {
+		q = &heldKey{key: key, blocked: noBlock}
+		h.queues[key] = q
+		h.order = append(h.order, q)
+	}
+	if q.head > 0 && q.head*2 >= len(q.msgs) {
+		n := copy(q.msgs, q.msgs[q.head:])
+		clear(q.msgs[n:])
+		q.msgs, q.head = q.msgs[:n], 0
+	}
+	q.msgs = append(q.msgs, m)
+	if blocked != noBlock {
+		q.blocked = blocked
+	}
+	h.held++
+}
+
+// full reports whether the hold is full and none of its keys may go on
+// before the epoch after e, the current one.
+func (h *keyHold) full() (bool, int64) {
+	if h.held < h.MaxHeld {
+		return false, 0
+	}
+	e := h.Limiter.Epoch()
+	for _, q := range h.order {
+		if q.blocked < e {
+			return false, e
+		}
+	}
+	return true, e
+}
+
+// wait waits, while the hold is full and none of its keys may go on, for
+// the next epoch, paused for rate_limited meanwhile.
+func (h *keyHold) wait(ctx context.Context) {
+	full, e := h.full()
+	if !full {
+		return
+	}
+	h.f.d.Tracker.Begin(ratelimit.ReasonRateLimited)
+	defer h.f.d.Tracker.End(ratelimit.ReasonRateLimited)
+	h.Limiter.WaitEpoch(ctx, e+1)
+}
+
+// handBack gives up the messages still held when the forwarder stops: they
+// are handed back to a reader that takes them (isb.Naker), to be delivered
+// again at once, and otherwise left unacked.
+func (h *keyHold) handBack(hard context.Context) {
+	if h.held == 0 {
+		return
+	}
+	msgs := make([]isb.ReadMessage, 0, h.held)
+	for _, q := range h.order {
+		msgs = append(msgs, q.msgs[q.head:]...)
+	}
+	h.Metrics.held.Add(-int64(h.held))
+	h.queues, h.order, h.held = map[string]*heldKey{}, nil, 0
+	nk, ok := h.f.d.Reader.(isb.Naker)
+	if !ok {
+		h.f.log.Warn("messages held for their key's limit were not acked; the source delivers them again if it can",
+			zap.Int("messages", len(msgs)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
+	defer cancel()
+	h.f.ackMu.Lock()
+	err := nk.Nak(ctx, msgs, 0)
+	h.f.ackMu.Unlock()
+	if err != nil {
+		h.f.log.Warn("nak of the messages held for their key's limit failed; they are delivered again after the reader's ack deadline",
+			zap.Int("messages", len(msgs)), zap.Error(err))
+		return
+	}
+	h.f.log.Info("messages held for their key's limit handed back to be delivered again", zap.Int("messages", len(msgs)))
+}

@@ -1,0 +1,166 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/redistest"
+)
+
+// keyEpochLog is a replica's per-key account of one epoch (the debug log
+// "perKey epoch"): the tokens granted to each key, the most first.
+type keyEpochLog struct {
+	Epoch   int64
+	Granted int64
+	Keys    int
+	Top     map[string]int64
+}
+
+// keyEpochs adds up the per-key grants of every replica by epoch and key.
+func keyEpochs(t *testing.T, procs []*proc) map[int64]map[string]int64 {
+	t.Helper()
+	out := map[int64]map[string]int64{}
+	for _, p := range procs {
+		for _, line := range strings.Split(p.stderrText(), "\n") {
+			if !strings.Contains(line, `"msg":"perKey epoch"`) {
+				continue
+			}
+			var l keyEpochLog
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("perKey epoch log %q: %v", line, err)
+			}
+			if len(l.Top) != l.Keys {
+				t.Fatalf("log %q names %d of %d keys", line, len(l.Top), l.Keys)
+			}
+			if out[l.Epoch] == nil {
+				out[l.Epoch] = map[string]int64{}
+			}
+			for k, n := range l.Top {
+				out[l.Epoch][k] += n
+			}
+		}
+	}
+	return out
+}
+
+// TestPerKeyLimitThroughRedis runs three replicas of a MonoVertex sharing a
+// limit of 1000 a second and 50 a second per key through Redis. Each
+// generator makes 380 messages a second over ten keys, the same on every
+// replica, one of them ten times as often as each other: 600 a second of the
+// hot key and 60 of each cold one, all replicas together. Every key gets at
+// most 50 in every second over the three replicas, exactly; the hot key's
+// backlog waits in the replicas' holds and does not slow the others, which
+// get their 50 a second, so the vertex moves 500 a second.
+func TestPerKeyLimitThroughRedis(t *testing.T) {
+	t.Parallel()
+	const max, perKey, replicas = 1000, 50, 3
+	srv := redistest.Start(t, redistest.Options{})
+	keys := []string{"hot", "hot", "hot", "hot", "hot", "hot", "hot", "hot", "hot", "hot"}
+	for i := 1; i <= 9; i++ {
+		keys = append(keys, "cold-"+strconv.Itoa(i))
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: perkey
+spec:
+  limits:
+    readTimeout: 200ms
+    rateLimit:
+      max: %d
+      min: %d
+      rampUpDuration: 0s
+      perKey:
+        max: %d
+        maxHeld: 20000
+      store:
+        redisStore:
+          mode: single
+          url: redis://%s
+  source:
+    generator:
+      rpu: %d
+      duration: 1s
+      keys: [%s]
+  sink:
+    blackhole: {}
+`, max, max, perKey, srv.Addr, 20*len(keys), strings.Join(keys, ", ")))
+	var procs []*proc
+	for i := range replicas {
+		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
+	}
+	var addrs []string
+	for _, p := range procs {
+		addrs = append(addrs, p.metricsAddr())
+	}
+	time.Sleep(11 * time.Second) // real replicas, real time
+	var held float64
+	for _, a := range addrs {
+		held += metricValues(t, a, "sluice_ratelimit_key_held_messages")["perkey"]
+	}
+	for _, p := range procs {
+		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	granted, eligible := sumEpochs(t, procs)
+	for e, g := range granted {
+		if g > max {
+			t.Errorf("epoch %d: the vertex granted %d; max %d", e, g, max)
+		}
+	}
+	byKey := keyEpochs(t, procs)
+	epochs := slices.Sorted(maps.Keys(byKey))
+	var full []int64 // every replica in the pool, not the first or last second
+	for _, e := range epochs {
+		var line []string
+		for _, k := range slices.Sorted(maps.Keys(byKey[e])) {
+			n := byKey[e][k]
+			if n > perKey {
+				t.Errorf("epoch %d: key %s granted %d over the replicas; max %d", e, k, n, perKey)
+			}
+			line = append(line, fmt.Sprintf("%s=%d", k, n))
+		}
+		t.Logf("epoch %d (%d eligible, vertex granted %d): %s", e, eligible[e], granted[e], strings.Join(line, " "))
+		if eligible[e] == replicas && e != epochs[0] && e != epochs[len(epochs)-1] && eligible[e-1] == replicas {
+			full = append(full, e)
+		}
+	}
+	if len(full) < 5 {
+		t.Fatalf("%d seconds with every replica in the pool; want at least 5", len(full))
+	}
+	var total int64
+	perCold := map[string]int64{}
+	for _, e := range full {
+		for k, n := range byKey[e] {
+			total += n
+			if k != "hot" {
+				perCold[k] += n
+			}
+		}
+		if byKey[e]["hot"] != perKey {
+			t.Errorf("epoch %d: the hot key got %d; want its %d", e, byKey[e]["hot"], perKey)
+		}
+	}
+	rate := float64(total) / float64(len(full))
+	t.Logf("%d full seconds: %.1f messages a second; %v held at the end", len(full), rate, held)
+	if rate < 0.95*10*perKey || rate > 10*perKey {
+		t.Errorf("%.1f messages a second; want about %d, each of 10 keys at its limit", rate, 10*perKey)
+	}
+	for i := 1; i <= 9; i++ {
+		k := "cold-" + strconv.Itoa(i)
+		if r := float64(perCold[k]) / float64(len(full)); r < 0.95*perKey {
+			t.Errorf("cold key %s got %.1f a second beside the hot key; want its %d", k, r, perKey)
+		}
+	}
+	if held < 1000 {
+		t.Errorf("%v messages held at the end; the hot key's backlog should wait in the holds", held)
+	}
+}
