@@ -19,7 +19,9 @@ type PerKeyLimit struct {
 	// forgetting the least recently used first.
 	MaxKeys *uint64 `yaml:"maxKeys"`
 	// MaxHeld is how many messages a replica holds at once, per input
-	// (default four read batches); a full hold stops reads.
+	// (default four read batches). A full hold hands its newest messages
+	// back to a source that takes them, to deliver again later, and
+	// otherwise stops reads until held messages go on.
 	MaxHeld *uint64 `yaml:"maxHeld"`
 }
 

@@ -307,7 +307,7 @@ func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 // the reader when hard ends first.
 func (f *worker) forwardOnce(ctx, hard context.Context) error {
 	if f.keys != nil {
-		f.keys.wait(ctx) // a full hold reads nothing new
+		f.keys.wait(ctx) // a full hold makes room, or reads nothing new
 	}
 	g, err := f.acquire(ctx, len(f.read))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -23,12 +24,16 @@ import (
 // messages. Messages without keys are under the vertex's limit only.
 //
 // The hold is bounded (PerKey.MaxHeld): a read takes no more new messages
-// than there is room for, and once the hold is full the forwarder reads
-// nothing new until held messages go on, waiting for the next epoch when no
-// held key can go on before it. Held messages are acked once written, like
-// any other; when the forwarder stops, those still held are handed back to
-// a reader that can take them (isb.Naker), and otherwise left unacked, for
-// the source to deliver again if it can.
+// than there is room for. Once the hold is full and none of its keys can go
+// on before the next epoch, a reader that takes messages back (isb.Naker)
+// gets the newest held messages of the keys that hold the most, to deliver
+// again once those keys' backlog can have gone (at least a second later), so
+// that reads go on and the other keys are not held up behind a hot one; a
+// reader that cannot take them back is read no further until held messages
+// go on. Held messages are acked once written, like any other; when the
+// forwarder stops, those still held are handed back to a reader that can
+// take them, and otherwise left unacked, for the source to deliver again if
+// it can.
 
 // KeyLimiter is the part of a per-key limiter a forwarder uses
 // (*ratelimit.KeyLimiter): Take grants tokens for the keys of a batch in one
@@ -37,6 +42,8 @@ type KeyLimiter interface {
 	Take(ctx context.Context, reqs []ratelimit.KeyRequest, granted []int) (int64, error)
 	Epoch() int64
 	WaitEpoch(ctx context.Context, e int64) error
+	// Max is the tokens of a key per epoch.
+	Max() int64
 }
 
 var _ KeyLimiter = (*ratelimit.KeyLimiter)(nil)
@@ -61,17 +68,23 @@ const DefaultMaxHeldBatches = 4
 type KeyMetrics struct {
 	// HeldTotal counts each message held, once.
 	HeldTotal prometheus.Counter
-	held      atomic.Int64
+	// HandedBackTotal counts the held messages handed back to the source
+	// because the hold was full.
+	HandedBackTotal prometheus.Counter
+	held            atomic.Int64
 }
 
 // NewKeyMetrics creates the per-key metrics and registers them with reg (nil
-// registers nothing): sluice_ratelimit_key_held_total and the gauge
+// registers nothing): sluice_ratelimit_key_held_total,
+// sluice_ratelimit_key_handed_back_total and the gauge
 // sluice_ratelimit_key_held_messages.
 func NewKeyMetrics(reg prometheus.Registerer) *KeyMetrics {
 	m := &KeyMetrics{HeldTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_ratelimit_key_held_total",
-		Help: "Messages held because their key had no tokens left in the second (rateLimit.perKey), once per message."})}
+		Help: "Messages held because their key had no tokens left in the second (rateLimit.perKey), once per message."}),
+		HandedBackTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_ratelimit_key_handed_back_total",
+			Help: "Held messages handed back to the source to deliver again later, because the hold was full (rateLimit.perKey)."})}
 	if reg != nil {
-		reg.MustRegister(m.HeldTotal, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_ratelimit_key_held_messages",
+		reg.MustRegister(m.HeldTotal, m.HandedBackTotal, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_ratelimit_key_held_messages",
 			Help: "Messages held now for their key's limit (rateLimit.perKey)."}, func() float64 { return float64(m.Held()) }))
 	}
 	return m
@@ -88,6 +101,9 @@ type keyHold struct {
 	queues map[string]*heldKey
 	order  []*heldKey // keys with held messages, in the order they were first held
 	held   int
+	// spillFailed is set when the reader refused held messages back: the
+	// hold then waits instead.
+	spillFailed bool
 
 	// Scratch of a read: one request per key, and per new message its key
 	// and the index of its request (keyless: -1; behind held ones: -2).
@@ -148,10 +164,10 @@ func (h *keyHold) request(key string) int {
 	return i
 }
 
-// step is one read: held messages that may go on are asked for first, in
-// the order their keys were held, with as many slots of buf kept for them;
-// new messages are read into the rest, as many as the hold has room for;
-// then one Take asks for the tokens of every key of both. It returns the
+// step is one read: held messages that may go on are asked for, in the
+// order their keys were held; when there are none, new messages are read,
+// as many as the hold has room for; then one Take asks for the tokens of
+// every key. It returns the
 // messages put in buf and how many were read from r.
 func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage) (int, int, error) {
 	h.reqs, h.cand, h.fresh = h.reqs[:0], h.cand[:0], h.fresh[:0]
@@ -169,7 +185,10 @@ func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage)
 		}
 	}
 	n, err := 0, error(nil)
-	if want := min(len(buf)-reserved, h.MaxHeld-h.held); want > 0 {
+	// Held messages that may go on are not kept waiting for a read of new
+	// ones, which waits up to readTimeout when the source is dry: a step
+	// with some reads nothing new.
+	if want := min(len(buf)-reserved, h.MaxHeld-h.held); want > 0 && reserved == 0 {
 		n, err = r.Read(ctx, buf[reserved:reserved+want])
 		if n > 0 {
 			h.f.d.Metrics.Read.Add(float64(n))
@@ -264,7 +283,6 @@ func (h *keyHold) release(buf []isb.ReadMessage, epoch int64) int {
 			q.blocked = epoch
 		}
 		if q.len() == 0 {
-			delete(h.queues, req.Key)
 			q.msgs, q.head = nil, 0
 			emptied = true
 		}
@@ -274,14 +292,7 @@ func (h *keyHold) release(buf []isb.ReadMessage, epoch int64) int {
 		h.Metrics.held.Add(-int64(out))
 	}
 	if emptied {
-		kept := h.order[:0]
-		for _, q := range h.order {
-			if q.len() > 0 {
-				kept = append(kept, q)
-			}
-		}
-		clear(h.order[len(kept):])
-		h.order = kept
+		h.dropEmpty()
 	}
 	return out
 }
@@ -322,11 +333,15 @@ func (h *keyHold) full() (bool, int64) {
 	return true, e
 }
 
-// wait waits, while the hold is full and none of its keys may go on, for
-// the next epoch, paused for rate_limited meanwhile.
+// wait makes room when the hold is full and none of its keys may go on:
+// it hands the newest held messages back to a reader that takes them, or
+// else waits for the next epoch, paused for rate_limited meanwhile.
 func (h *keyHold) wait(ctx context.Context) {
 	full, e := h.full()
 	if !full {
+		return
+	}
+	if nk, ok := h.f.d.Reader.(isb.Naker); ok && !h.spillFailed && h.spill(ctx, nk) {
 		return
 	}
 	h.f.d.Tracker.Begin(ratelimit.ReasonRateLimited)
@@ -364,4 +379,77 @@ func (h *keyHold) handBack(hard context.Context) {
 		return
 	}
 	h.f.log.Info("messages held for their key's limit handed back to be delivered again", zap.Int("messages", len(msgs)))
+}
+
+// maxSpillDelay bounds how long a message handed back waits at the source.
+const maxSpillDelay = time.Minute
+
+// spill hands back to the reader the newest held messages of the keys that
+// hold the most, until a read's worth of room is free (at most half the
+// hold), to be delivered again no sooner than the key's backlog that stays
+// held can have gone: a second for each perKey.max of it, at least one. It
+// reports whether it made room.
+func (h *keyHold) spill(ctx context.Context, nk isb.Naker) bool {
+	room := max(min(h.f.readSize(), h.MaxHeld/2), 1)
+	perKey := max(h.Limiter.Max(), 1)
+	var msgs []isb.ReadMessage
+	backlog := 0
+	for len(msgs) < room {
+		var top *heldKey
+		for _, q := range h.order {
+			if q.len() > 0 && (top == nil || q.len() > top.len()) {
+				top = q
+			}
+		}
+		if top == nil {
+			break
+		}
+		// Down to the next largest queue, or what room still needs.
+		next := 0
+		for _, q := range h.order {
+			if q != top && q.len() > next {
+				next = q.len()
+			}
+		}
+		k := min(max(top.len()-next, 1), room-len(msgs), top.len())
+		tail := top.msgs[len(top.msgs)-k:]
+		msgs = append(msgs, tail...)
+		clear(tail)
+		top.msgs = top.msgs[:len(top.msgs)-k]
+		backlog = max(backlog, top.len())
+	}
+	if len(msgs) == 0 {
+		return false
+	}
+	delay := min(max(time.Duration(int64(backlog)/perKey)*time.Second, time.Second), maxSpillDelay)
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nakTimeout)
+	defer cancel()
+	h.f.ackMu.Lock()
+	err := nk.Nak(nctx, msgs, delay)
+	h.f.ackMu.Unlock()
+	h.held -= len(msgs)
+	h.Metrics.held.Add(-int64(len(msgs)))
+	h.dropEmpty()
+	if err != nil {
+		h.spillFailed = true
+		h.f.log.Warn("handing held messages back to the source failed; a full hold waits from now on, and these are delivered again after the source's ack deadline",
+			zap.Int("messages", len(msgs)), zap.Error(err))
+		return true
+	}
+	h.Metrics.HandedBackTotal.Add(float64(len(msgs)))
+	return true
+}
+
+// dropEmpty forgets the keys with no held messages left.
+func (h *keyHold) dropEmpty() {
+	kept := h.order[:0]
+	for _, q := range h.order {
+		if q.len() > 0 {
+			kept = append(kept, q)
+		} else {
+			delete(h.queues, q.key)
+		}
+	}
+	clear(h.order[len(kept):])
+	h.order = kept
 }

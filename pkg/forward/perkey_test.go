@@ -107,7 +107,13 @@ func (s *epochSink) checkOrder(t *testing.T) {
 // ("" for none), valued by position.
 func keyedBuffer(t *testing.T, keys []string) *memory.Buffer {
 	t.Helper()
-	b := memory.New("in", len(keys)+1, 20*time.Millisecond, nil)
+	return keyedBufferOn(t, keys, nil)
+}
+
+// keyedBufferOn is keyedBuffer whose delayed nacks wait on clk.
+func keyedBufferOn(t *testing.T, keys []string, clk clock.Clock) *memory.Buffer {
+	t.Helper()
+	b := memory.New("in", len(keys)+1, 20*time.Millisecond, clk)
 	msgs := make([]isb.Message, len(keys))
 	for i, k := range keys {
 		msgs[i] = isb.Message{Value: []byte(strconv.Itoa(i))}
@@ -253,8 +259,18 @@ func TestPerKeyLimitLeavesKeylessMessagesToTheVertexLimit(t *testing.T) {
 	}
 }
 
-// TestFullHoldStopsReading holds at most 5 messages: once the hold is full
-// the forwarder reads nothing new, and reads on as held messages go.
+// noNak is a reader that cannot take messages back.
+type noNak struct{ b *memory.Buffer }
+
+func (r noNak) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+	return r.b.Read(ctx, buf)
+}
+
+func (r noNak) Ack(ctx context.Context, msgs []isb.ReadMessage) error { return r.b.Ack(ctx, msgs) }
+
+// TestFullHoldStopsReading holds at most 5 messages from a reader that
+// cannot take messages back: once the hold is full the forwarder reads
+// nothing new, and reads on as held messages go.
 func TestFullHoldStopsReading(t *testing.T) {
 	for _, mode := range keyedModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -265,7 +281,7 @@ func TestFullHoldStopsReading(t *testing.T) {
 			in := keyedBuffer(t, keys)
 			opts := Options{BatchSize: 10}
 			mode.set(&opts)
-			r := startKeyed(t, in, 100, 3, 5, opts)
+			r := startKeyed(t, noNak{in}, 100, 3, 5, opts)
 			for epoch := range 10 {
 				r.sink.waitFor(t, 3*(epoch+1))
 				if epoch < 8 { // while the source has more than the hold takes
@@ -307,5 +323,61 @@ func TestHeldMessagesAreHandedBackOnShutdown(t *testing.T) {
 	}
 	if held := r.metrics.Held(); held != 0 {
 		t.Fatalf("%d held after shutdown", held)
+	}
+}
+
+// TestFullHoldHandsBackToTheSource reads 30 messages of a hot key a, then 3
+// each of b and c, with a key limit of 3 a second and a hold of 5, from a
+// buffer that takes messages back: once the hold is full of a, the newest of
+// them go back to the buffer, to come again a second later, so the reads go
+// on and b and c get their 3 in the first second. a then gets 3 a second,
+// and every message is written exactly once.
+func TestFullHoldHandsBackToTheSource(t *testing.T) {
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = "a"
+	}
+	keys = append(keys, "b", "c", "b", "c", "b", "c")
+	for _, mode := range keyedModes {
+		t.Run(mode.name, func(t *testing.T) {
+			bclk := clock.NewManual(epochStart)
+			in := keyedBufferOn(t, keys, bclk)
+			opts := Options{BatchSize: 10}
+			mode.set(&opts)
+			r := startKeyed(t, in, 100, 3, 5, opts)
+			want := []int{9, 3, 3, 3, 3, 3, 3, 3, 3, 3}
+			total := 0
+			for i, n := range want {
+				if i > 0 {
+					// The buffer's clock after the forwarder's: a read it
+					// ends (its timeout, messages back) is in the new epoch.
+					r.clk.Advance(time.Second)
+					bclk.Advance(time.Second)
+				}
+				total += n
+				r.sink.waitFor(t, total)
+			}
+			r.stop(t)
+			got, byKey := r.sink.perEpoch(epochStart.Unix())
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("written per epoch %v; want %v", got, want)
+			}
+			if first := byKey[epochStart.Unix()]; first["b"] != 3 || first["c"] != 3 {
+				t.Fatalf("first epoch %v; want b and c in full behind the hot key", first)
+			}
+			seen := map[string]bool{}
+			for _, w := range r.sink.writes {
+				if seen[w.value] {
+					t.Fatalf("message %s written twice", w.value)
+				}
+				seen[w.value] = true
+			}
+			if n := testutil.ToFloat64(r.metrics.HandedBackTotal); n == 0 {
+				t.Fatal("no message handed back; want the full hold to make room")
+			}
+			if s := in.Stats(); s.Acked != uint64(len(keys)) {
+				t.Fatalf("source %+v; want all %d acked", s, len(keys))
+			}
+		})
 	}
 }

@@ -79,7 +79,7 @@ func (f *Forwarder) runPipelined(ctx, hard context.Context) error {
 	for seq := uint64(0); ctx.Err() == nil; {
 		j := <-free // one more than the workers: never waits long
 		if f.keys != nil {
-			f.keys.wait(ctx) // a full hold reads nothing new
+			f.keys.wait(ctx) // a full hold makes room, or reads nothing new
 		}
 		k := slots.take(ctx, readSize)
 		if k == 0 {
