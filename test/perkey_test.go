@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/redistest"
 )
 
@@ -163,4 +164,90 @@ spec:
 	if held < 1000 {
 		t.Errorf("%v messages held at the end; the hot key's backlog should wait in the holds", held)
 	}
+}
+
+// TestPerKeyHotKeyOnJetStream runs a pipeline on JetStream whose middle
+// vertex limits each key to 20 a second, with the default hold of four read
+// batches (200 messages): the generator makes 200 a second of a hot key and
+// 20 of each of four cold ones. The hold fills with the hot key's excess
+// within two seconds; from then on its newest messages go back to the
+// buffer, to come again later, so the cold keys still get all of theirs in
+// every second while the hot key gets its 20, and no key more.
+func TestPerKeyHotKeyOnJetStream(t *testing.T) {
+	t.Parallel()
+	const perKey = 20
+	nats := natstest.Start(t, natstest.Options{})
+	keys := []string{"hot", "hot", "hot", "hot", "hot", "hot", "hot", "hot", "hot", "hot", "cold-1", "cold-2", "cold-3", "cold-4"}
+	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: hotkey
+spec:
+  isb:
+    jetstream:
+      url: %s
+  limits:
+    readBatchSize: 50
+    readTimeout: 100ms
+  vertices:
+    - name: in
+      source:
+        generator:
+          rpu: %d
+          duration: 1s
+          keys: [%s]
+    - name: limited
+      limits:
+        rateLimit:
+          max: 1000
+          min: 1000
+          rampUpDuration: 0s
+          perKey:
+            max: %d
+      udf:
+        builtin:
+          name: cat
+    - name: out
+      sink:
+        blackhole: {}
+  edges:
+    - from: in
+      to: limited
+    - from: limited
+      to: out
+`, nats.URL, 20*len(keys), strings.Join(keys, ", "), perKey))
+	p := start(t, "run", "-f", cfg, "--isb", "jetstream", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
+	addr := p.metricsAddr()
+	time.Sleep(12 * time.Second) // real time
+	handedBack := metricValues(t, addr, "sluice_ratelimit_key_handed_back_total")["limited"]
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+	}
+	byKey := keyEpochs(t, []*proc{p})
+	epochs := slices.Sorted(maps.Keys(byKey))
+	if len(epochs) < 10 {
+		t.Fatalf("%d seconds logged; want at least 10", len(epochs))
+	}
+	for _, e := range epochs {
+		for k, n := range byKey[e] {
+			if n > perKey {
+				t.Errorf("epoch %d: key %s granted %d; max %d", e, k, n, perKey)
+			}
+		}
+	}
+	// From the fourth second, well after the hold filled, to the one
+	// before the last.
+	late := epochs[3 : len(epochs)-1]
+	for _, e := range late {
+		t.Logf("epoch %d: %v", e, byKey[e])
+		for _, k := range []string{"hot", "cold-1", "cold-2", "cold-3", "cold-4"} {
+			if byKey[e][k] != perKey {
+				t.Errorf("epoch %d: key %s got %d; want its %d beside the hot key's backlog", e, k, byKey[e][k], perKey)
+			}
+		}
+	}
+	if handedBack == 0 {
+		t.Error("nothing handed back to the buffer; the hot key's backlog should have filled the hold")
+	}
+	t.Logf("%v messages handed back over %d seconds", handedBack, len(epochs))
 }
