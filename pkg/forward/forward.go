@@ -687,13 +687,5 @@ func (f *Forwarder) backoff(attempt int) time.Duration {
 // sleep waits d on the forwarder's clock or until ctx is done, and reports
 // whether it waited the whole d.
 func (f *Forwarder) sleep(ctx context.Context, d time.Duration) bool {
-	done := make(chan struct{})
-	t := f.opts.Clock.AfterFunc(d, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return clock.Sleep(ctx, f.opts.Clock, d)
 }

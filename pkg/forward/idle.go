@@ -58,15 +58,5 @@ func (i *idle) wait(ctx context.Context) {
 	if until.IsZero() || ctx.Err() != nil {
 		return
 	}
-	d := until.Sub(i.clk.Now())
-	if d <= 0 {
-		return
-	}
-	done := make(chan struct{})
-	t := i.clk.AfterFunc(d, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	clock.Sleep(ctx, i.clk, until.Sub(i.clk.Now()))
 }

@@ -407,15 +407,10 @@ func (k *KeyLimiter) WaitEpoch(ctx context.Context, e int64) error {
 	if d <= 0 {
 		return nil
 	}
-	done := make(chan struct{})
-	t := k.clk.AfterFunc(d, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	if !clock.Sleep(ctx, k.clk, d) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 // Status returns a snapshot of the limiter.

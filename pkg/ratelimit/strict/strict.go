@@ -199,16 +199,8 @@ func (l *Limiter) Wait(ctx context.Context) (Permit, error) {
 
 // sleep waits d on the limiter's clock, or until ctx is done.
 func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+	if !clock.Sleep(ctx, l.clk, d) {
 		return ctx.Err()
 	}
-	done := make(chan struct{})
-	t := l.clk.AfterFunc(d, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
