@@ -93,14 +93,7 @@ spec:
   sink:
     blackhole: {}
 `, max, max, perKey, srv.Addr, 20*len(keys), strings.Join(keys, ", ")))
-	var procs []*proc
-	for i := range replicas {
-		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
-	}
-	var addrs []string
-	for _, p := range procs {
-		addrs = append(addrs, p.metricsAddr())
-	}
+	procs, addrs := startReplicas(t, cfg, replicas)
 	time.Sleep(11 * time.Second) // real replicas, real time
 	var held float64
 	for _, a := range addrs {

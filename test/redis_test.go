@@ -56,6 +56,23 @@ type epochLog struct {
 	Switched bool
 }
 
+// startReplicas starts n replicas of `vertex run -f cfg` at debug level,
+// each with its metrics on a free port, args added, and returns them with
+// their metrics addresses.
+func startReplicas(t *testing.T, cfg string, n int, args ...string) ([]*proc, []string) {
+	t.Helper()
+	var procs []*proc
+	for i := range n {
+		procs = append(procs, start(t, append([]string{"run", "-f", cfg, "--metrics-addr", "127.0.0.1:0",
+			"--replica", strconv.Itoa(i), "--log-level", "debug"}, args...)...))
+	}
+	var addrs []string
+	for _, p := range procs {
+		addrs = append(addrs, p.metricsAddr())
+	}
+	return procs, addrs
+}
+
 // epochs returns a replica's per-epoch accounting from its debug log.
 func (p *proc) epochs(t *testing.T) map[int64]epochLog {
 	t.Helper()
@@ -397,13 +414,7 @@ spec:
     log: {}
 `)
 	t.Setenv("NUMAFLOW_REPLICAS", "3")
-	var procs []*proc
-	for i := range 3 {
-		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
-	}
-	for _, p := range procs {
-		p.metricsAddr()
-	}
+	procs, _ := startReplicas(t, cfg, 3)
 	time.Sleep(3 * time.Second)
 	for _, p := range procs {
 		p.stop(syscall.SIGTERM, 10*time.Second)

@@ -104,15 +104,7 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	url := "redis://" + srv.Addr
 	cfg := writeConfig(t, fmt.Sprintf(reloadConfig, 300, url))
-	var procs []*proc
-	var addrs []string
-	for i := range replicas {
-		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i),
-			"--log-level", "debug", "--reload-interval", "100ms"))
-	}
-	for _, p := range procs {
-		addrs = append(addrs, p.metricsAddr())
-	}
+	procs, addrs := startReplicas(t, cfg, replicas, "--reload-interval", "100ms")
 	waitMax(t, addrs, 300)
 	time.Sleep(3 * time.Second) // real replicas, real time
 	replaceFile(t, cfg, fmt.Sprintf(reloadConfig, 600, url))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -45,14 +44,7 @@ spec:
   sink:
     blackhole: {}
 `, max, max, srv.Addr, perReplica))
-	var procs []*proc
-	for i := range replicas {
-		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
-	}
-	var addrs []string
-	for _, p := range procs {
-		addrs = append(addrs, p.metricsAddr())
-	}
+	procs, addrs := startReplicas(t, cfg, replicas)
 	time.Sleep(7 * time.Second) // real replicas, real time
 	var rateLimited float64
 	for _, a := range addrs {
