@@ -12,14 +12,19 @@ import (
 )
 
 func runValidate(args []string, stdout, _ io.Writer) error {
-	fs := newFlagSet("validate", `usage: vertex validate -f FILE
+	fs := newFlagSet("validate", `usage: vertex validate -f FILE [--live-from RUNNING]
 
 Checks a MonoVertex or Pipeline YAML: prints a one-line summary and exits 0, or
-prints every problem with its path and line and exits 2.
+prints every problem with its path and line and exits 2. With --live-from, it
+also checks that replicas running RUNNING would take FILE on without a restart
+(vertex run applies such a change of its file live): only the max, min,
+rampUpDuration, modes and shadow of rate limits differ. Otherwise it names the
+first field that differs and exits 2.
 
 flags:
 `)
 	file := fs.String("f", "", "the YAML to check (required)")
+	from := fs.String("live-from", "", "the YAML the replicas run now, to check FILE against as a live change")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -29,6 +34,17 @@ flags:
 	f, err := loadConfig(*file)
 	if err != nil {
 		return err
+	}
+	if *from != "" {
+		running, err := loadConfig(*from)
+		if err != nil {
+			return usagef("validate: --live-from (%q): %v", *from, err)
+		}
+		if err := running.LiveChange(f); err != nil {
+			return usagef("validate: %s is not a live change from %s: %v", *file, *from, err)
+		}
+		fmt.Fprintf(stdout, "%s: %s %q is valid, a live change from %s%s\n", *file, f.Kind, f.Name(), *from, summary(f))
+		return nil
 	}
 	fmt.Fprintf(stdout, "%s: %s %q is valid%s\n", *file, f.Kind, f.Name(), summary(f))
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -154,5 +155,35 @@ spec:
 				t.Errorf("exit %d, %q (stderr %q)\nwant %q", code, out, errOut, want)
 			}
 		})
+	}
+}
+
+// TestValidateLiveFrom checks a change of a config as vertex run would take
+// it on: live, or the first field that needs a restart, exit 2.
+func TestValidateLiveFrom(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, rateLimit string) string {
+		path := filepath.Join(dir, name)
+		yaml := "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: mv\nspec:\n  limits:\n    rateLimit:\n" +
+			rateLimit + "  source:\n    generator:\n      rpu: 10\n  sink:\n    log: {}\n"
+		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	running := write("running.yaml", "      max: 300\n")
+	raised := write("raised.yaml", "      max: 600\n      shadow: true\n")
+	paced := write("paced.yaml", "      max: 300\n      pacing: 100ms\n")
+	code, stdout, stderr := runVertex(t, "validate", "-f", raised, "--live-from", running)
+	if code != 0 || !strings.Contains(stdout, "is valid, a live change from "+running) {
+		t.Fatalf("a live change: exit %d, %q %q", code, stdout, stderr)
+	}
+	code, _, stderr = runVertex(t, "validate", "-f", paced, "--live-from", running)
+	if code != 2 || !strings.Contains(stderr, "spec.limits.rateLimit.pacing was added: needs a restart") {
+		t.Fatalf("a change of pacing: exit %d, %q; want 2 naming the field", code, stderr)
+	}
+	code, _, stderr = runVertex(t, "validate", "-f", paced, "--live-from", filepath.Join(dir, "none.yaml"))
+	if code != 2 || !strings.Contains(stderr, "--live-from") {
+		t.Fatalf("a missing --live-from: exit %d, %q; want 2 naming the flag", code, stderr)
 	}
 }
