@@ -161,7 +161,7 @@ type Forwarder struct {
 	idle idle
 	// settle is Deps.Limiter when it accounts for a grant once its read is
 	// done (a ratelimit.Shadow).
-	settle settler
+	settler settler
 	// keys holds the messages over their key's limit (Deps.PerKey).
 	keys *keyHold
 
@@ -226,7 +226,7 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 		opts.Concurrency = opts.BatchSize
 	}
 	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
-	f.settle, _ = d.Limiter.(settler)
+	f.settler, _ = d.Limiter.(settler)
 	if d.PerKey != nil && d.PerKey.Limiter != nil {
 		f.keys = newKeyHold(f, *d.PerKey)
 	}
@@ -315,7 +315,7 @@ func (f *worker) forwardOnce(ctx, hard context.Context) error {
 	}
 	start := time.Now()
 	batch := f.readBatch(ctx, f.read[:g.Tokens])
-	f.keep(g, len(batch)) // unused tokens go back, same epoch
+	g = f.keep(g, len(batch)) // unused tokens go back, same epoch
 	if len(batch) == 0 {
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
@@ -392,24 +392,35 @@ func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error)
 // the others.
 type settler interface {
 	Settle(g ratelimit.Grant, used int)
+	// Trim gives back the tokens beyond read and returns the grant of the
+	// others, for a Settle once the tokens kept are known.
+	Trim(g ratelimit.Grant, read int) ratelimit.Grant
 }
 
 // keep keeps one of g's tokens for each of the read messages and gives the
-// others back at once. The granted metric counts only the tokens kept: a
-// grant's unread tokens never counted against the limit, and a dry source
-// would otherwise add a batch to it at every read.
-func (f *Forwarder) keep(g ratelimit.Grant, read int) {
+// others back at once, and returns the grant of the kept ones. The granted
+// metric counts only the tokens kept: a grant's unread tokens never counted
+// against the limit, and a dry source would otherwise add a batch to it at
+// every read. A settler with ExcludeDropped is settled once the batch's
+// dropped messages are known (see process).
+func (f *Forwarder) keep(g ratelimit.Grant, read int) ratelimit.Grant {
 	if f.d.Limiter == nil {
-		return
+		return g
 	}
-	if f.settle != nil {
-		f.settle.Settle(g, read)
-	} else if unused := g.Tokens - read; unused > 0 {
-		f.d.Limiter.Deposit(g, unused)
+	switch {
+	case f.settler != nil && f.opts.ExcludeDropped:
+		g = f.settler.Trim(g, read)
+	case f.settler != nil:
+		f.settler.Settle(g, read)
+	default:
+		if unused := g.Tokens - read; unused > 0 {
+			f.d.Limiter.Deposit(g, unused)
+		}
 	}
 	if read > 0 {
 		f.d.Metrics.Granted.Add(float64(read))
 	}
+	return g
 }
 
 // deposit gives unused of g's kept tokens back to the limiter.
@@ -528,9 +539,16 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	}
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
-		if f.opts.ExcludeDropped {
-			f.deposit(g, dropped)
+	}
+	switch {
+	case f.opts.ExcludeDropped && f.settler != nil:
+		// Settled now, so that a shadow limit counts only what goes on.
+		f.settler.Settle(g, len(batch)-dropped)
+		if dropped > 0 {
+			f.d.Metrics.Deposited.Add(float64(dropped))
 		}
+	case f.opts.ExcludeDropped:
+		f.deposit(g, dropped)
 	}
 	return msgs, nil
 }

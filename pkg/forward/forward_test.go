@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -512,5 +513,36 @@ func TestTracingSpansPerIteration(t *testing.T) {
 	}
 	if read != 25 {
 		t.Fatalf("spans account for %d messages read; want 25", read)
+	}
+}
+
+// TestShadowCountsOnlyWhatGoesOn reads 40 messages in one batch under a
+// shadow limit of 10 a second, and drops the odd ones: with excludeDropped
+// only the 20 that go on count, 10 of them beyond the limit; without, all 40
+// read count, 30 beyond it.
+func TestShadowCountsOnlyWhatGoesOn(t *testing.T) {
+	for _, exclude := range []bool{false, true} {
+		for _, mode := range keyedModes {
+			t.Run(fmt.Sprint("excludeDropped=", exclude, "/", mode.name), func(t *testing.T) {
+				clk := clock.NewManual(epochStart)
+				lim, err := ratelimit.New(ratelimit.Config{Max: 10, Min: 10, Shadow: true}, ratelimit.WithClock(clk))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { lim.Close(context.Background()) })
+				opts := Options{BatchSize: 40, ExcludeDropped: exclude}
+				mode.set(&opts)
+				h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim.Shadow()}, opts)
+				h.waitAcked(t, 40)
+				h.stop(t)
+				want := int64(30)
+				if exclude {
+					want = 10
+				}
+				if got := lim.Status().ShadowThrottled; got != want {
+					t.Fatalf("shadow throttled %d; want %d", got, want)
+				}
+			})
+		}
 	}
 }

@@ -230,8 +230,8 @@ func (f *Forwarder) retake(hard context.Context, n int, from int64) bool {
 			}
 			continue
 		}
-		if f.settle != nil {
-			f.settle.Settle(g, g.Tokens)
+		if f.settler != nil {
+			f.settler.Settle(g, g.Tokens)
 		}
 		n -= g.Tokens
 		f.d.Metrics.Granted.Add(float64(g.Tokens))

@@ -97,7 +97,7 @@ func (f *Forwarder) runPipelined(ctx, hard context.Context) error {
 		}
 		start := time.Now()
 		batch := f.readBatch(ctx, j.read[:g.Tokens])
-		f.keep(g, len(batch)) // unused tokens go back, same epoch
+		g = f.keep(g, len(batch)) // unused tokens go back, same epoch
 		slots.give(k - len(batch))
 		if len(batch) == 0 {
 			free <- j

@@ -63,16 +63,13 @@ func (s *Shadow) top(g Grant, n int) Grant {
 // limiter would have made the caller wait for the current epoch instead:
 // those tokens come from the current epoch's share first, and only the rest
 // counts, in the current epoch.
+//
+// A caller that learns only later how many of the read tokens it keeps
+// (messages a function drops give theirs back, with excludeDropped) calls
+// [Shadow.Trim] after the read and Settle with the trimmed grant then.
 func (s *Shadow) Settle(g Grant, read int) {
-	if g.Tokens <= 0 {
-		return
-	}
-	read = min(max(read, 0), g.Tokens)
-	real := g.Tokens - g.shadow
-	used := max(read-real, 0) // shadow tokens used
-	if unusedReal := real - min(read, real); unusedReal > 0 {
-		s.l.deposit(Grant{Tokens: real, epoch: g.epoch, lane: g.lane}, unusedReal)
-	}
+	g = s.Trim(g, read)
+	used := g.shadow // shadow tokens used
 	if used == 0 {
 		return
 	}
@@ -87,6 +84,22 @@ func (s *Shadow) Settle(g Grant, read int) {
 		st.shadow.Add(int64(used))
 		s.l.shadow.Add(int64(used))
 	}
+}
+
+// Trim gives back the tokens of g beyond read, the shadow ones first, as
+// Settle does, but counts nothing: it returns the grant of the read tokens,
+// for a Settle once the caller knows how many of them it keeps.
+func (s *Shadow) Trim(g Grant, read int) Grant {
+	if g.Tokens <= 0 {
+		return g
+	}
+	read = min(max(read, 0), g.Tokens)
+	real := g.Tokens - g.shadow
+	if unusedReal := real - min(read, real); unusedReal > 0 {
+		s.l.deposit(Grant{Tokens: real, epoch: g.epoch, lane: g.lane}, unusedReal)
+	}
+	g.Tokens, g.shadow = read, max(read-real, 0)
+	return g
 }
 
 // Deposit gives back unused of the limiter's own tokens of g, after
