@@ -212,3 +212,24 @@ func TestMapRequestInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMapResponseDecoding decodes each of the test responses once per
+// iteration.
+func BenchmarkMapResponseDecoding(b *testing.B) {
+	var wire [][]byte
+	for _, r := range responses() {
+		w, err := proto.Marshal(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire = append(wire, w)
+	}
+	var r mapResponse
+	for b.Loop() {
+		for _, w := range wire {
+			if err := r.UnmarshalWire(w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -263,3 +263,24 @@ func TestResponseInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRequestDecoding decodes each of the test requests once per
+// iteration.
+func BenchmarkRequestDecoding(b *testing.B) {
+	var wire [][]byte
+	for _, r := range requests() {
+		w, err := proto.Marshal(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire = append(wire, w)
+	}
+	var r Request
+	for b.Loop() {
+		for _, w := range wire {
+			if err := r.UnmarshalWire(w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
