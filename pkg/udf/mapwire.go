@@ -233,44 +233,10 @@ func (r *mapResponse) UnmarshalWire(b []byte) error {
 	*r = mapResponse{}
 	a := protocodec.GetArena()
 	defer a.Release()
-	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || num < mapv1wire.FieldRequest || num > mapv1wire.FieldStatus {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var err error
-		switch num {
-		case mapv1wire.FieldRequest:
-			r.results = r.nextResult()
-			err = decodeResult(v, a, &r.results[len(r.results)-1])
-		case mapv1wire.FieldID:
-			if !utf8.Valid(v) {
-				return mapv1wire.ErrInvalidUTF8
-			}
-			r.id = a.String(v)
-		case mapv1wire.FieldHandshake:
-			r.handshake, err = mapv1wire.DecodeFlag(v, r.handshake)
-		case mapv1wire.FieldStatus:
-			r.eot, err = mapv1wire.DecodeFlag(v, r.eot)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return mapv1wire.DecodeEnvelope(b, a, &r.id, &r.handshake, &r.eot, func(v []byte) error {
+		r.results = r.nextResult()
+		return decodeResult(v, a, &r.results[len(r.results)-1])
+	})
 }
 
 // nextResult returns r.results with one more, zero, result.
@@ -284,27 +250,15 @@ func (r *mapResponse) nextResult() []result {
 // decodeResult decodes a MapResponse.Result into res, its strings and
 // bytes copied into a.
 func decodeResult(b []byte, a *protocodec.Arena, res *result) error {
-	var nk, nt int
-	for p := b; len(p) > 0; {
-		num, typ, n := protocodec.ConsumeTag(p)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		p = p[n:]
-		if n = protowire.ConsumeFieldValue(num, typ, p); n < 0 {
-			return protowire.ParseError(n)
-		}
-		p = p[n:]
-		if typ == protowire.BytesType && num == mapv1wire.FieldResKeys {
-			nk++
-		} else if typ == protowire.BytesType && num == mapv1wire.FieldResTags {
-			nt++
-		}
+	nk, nt, err := protocodec.CountBytes(b, mapv1wire.FieldResKeys, mapv1wire.FieldResTags)
+	if err != nil {
+		return err
 	}
 	res.keys, res.tags = a.Strings(nk), a.Strings(nt)
 	nk, nt = 0, 0
 	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
+		// b is well-formed (CountBytes): the fields are read unchecked.
+		num, typ, n := protowire.ConsumeTag(b)
 		b = b[n:]
 		if typ != protowire.BytesType || num < mapv1wire.FieldResKeys || num > mapv1wire.FieldResNack {
 			b = b[protowire.ConsumeFieldValue(num, typ, b):]

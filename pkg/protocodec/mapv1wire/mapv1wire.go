@@ -7,6 +7,7 @@ package mapv1wire
 
 import (
 	"errors"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -57,23 +58,44 @@ func AppendFlag(b []byte, num protowire.Number) []byte {
 // value of its flag so far.
 func DecodeFlag(b []byte, flag bool) (bool, error) {
 	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return false, protowire.ParseError(n)
+		num, v, rest, err := protocodec.NextVarint(b, FieldFlag, FieldFlag)
+		if err != nil {
+			return false, err
 		}
-		b = b[n:]
-		if num == FieldFlag && typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return false, protowire.ParseError(n)
-			}
-			b, flag = b[n:], v != 0
-			continue
+		if num == FieldFlag {
+			flag = v != 0
 		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return false, protowire.ParseError(n)
-		}
-		b = b[n:]
+		b = rest
 	}
 	return flag, nil
+}
+
+// DecodeEnvelope decodes a MapRequest or a MapResponse, merged into what it
+// has so far: the id (its string in a), the handshake and the status flags,
+// and each request or result (field 1), in order, handed to payload.
+func DecodeEnvelope(b []byte, a *protocodec.Arena, id *string, handshake, eot *bool, payload func(v []byte) error) error {
+	for len(b) > 0 {
+		num, v, rest, err := protocodec.NextBytes(b, FieldRequest, FieldStatus)
+		if err != nil {
+			return err
+		}
+		b = rest
+		switch num {
+		case FieldRequest:
+			err = payload(v)
+		case FieldID:
+			if !utf8.Valid(v) {
+				return ErrInvalidUTF8
+			}
+			*id = a.String(v)
+		case FieldHandshake:
+			*handshake, err = DecodeFlag(v, *handshake)
+		case FieldStatus:
+			*eot, err = DecodeFlag(v, *eot)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -76,66 +76,22 @@ func (r *Request) UnmarshalWire(b []byte) error {
 	*r = Request{}
 	a := protocodec.GetArena()
 	defer a.Release()
-	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || num < mapv1wire.FieldRequest || num > mapv1wire.FieldStatus {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var err error
-		switch num {
-		case mapv1wire.FieldRequest:
-			r.hasMessage = true
-			err = r.decodeMessage(v, a)
-		case mapv1wire.FieldID:
-			if !utf8.Valid(v) {
-				return mapv1wire.ErrInvalidUTF8
-			}
-			r.id = a.String(v)
-		case mapv1wire.FieldHandshake:
-			r.handshake, err = mapv1wire.DecodeFlag(v, r.handshake)
-		case mapv1wire.FieldStatus:
-			r.eot, err = mapv1wire.DecodeFlag(v, r.eot)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return mapv1wire.DecodeEnvelope(b, a, &r.id, &r.handshake, &r.eot, func(v []byte) error {
+		r.hasMessage = true
+		return r.decodeMessage(v, a)
+	})
 }
 
 // decodeMessage decodes a MapRequest.Request, merged into what r holds.
 func (r *Request) decodeMessage(b []byte, a *protocodec.Arena) error {
-	nk := 0
-	for p := b; len(p) > 0; {
-		num, typ, n := protocodec.ConsumeTag(p)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		p = p[n:]
-		if n = protowire.ConsumeFieldValue(num, typ, p); n < 0 {
-			return protowire.ParseError(n)
-		}
-		p = p[n:]
-		if num == mapv1wire.FieldReqKeys && typ == protowire.BytesType {
-			nk++
-		}
+	nk, _, err := protocodec.CountBytes(b, mapv1wire.FieldReqKeys, 0)
+	if err != nil {
+		return err
 	}
 	keys := a.Strings(nk)[:0]
 	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
+		// b is well-formed (CountBytes): the fields are read unchecked.
+		num, typ, n := protowire.ConsumeTag(b)
 		b = b[n:]
 		if typ != protowire.BytesType || num < mapv1wire.FieldReqKeys || num > mapv1wire.FieldReqMetadata {
 			b = b[protowire.ConsumeFieldValue(num, typ, b):]
@@ -143,7 +99,6 @@ func (r *Request) decodeMessage(b []byte, a *protocodec.Arena) error {
 		}
 		v, n := protowire.ConsumeBytes(b)
 		b = b[n:]
-		var err error
 		switch num {
 		case mapv1wire.FieldReqKeys:
 			if !utf8.Valid(v) {
@@ -180,23 +135,14 @@ func (r *Request) decodeMessage(b []byte, a *protocodec.Arena) error {
 func (r *Request) decodeHeader(b []byte, a *protocodec.Arena) error {
 	var k, v string
 	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+		num, s, rest, err := protocodec.NextBytes(b, mapv1wire.FieldMapKey, mapv1wire.FieldMapVal)
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != mapv1wire.FieldMapKey && num != mapv1wire.FieldMapVal) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
+		b = rest
+		if num == 0 {
+			break
 		}
-		s, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
 		if !utf8.Valid(s) {
 			return mapv1wire.ErrInvalidUTF8
 		}
@@ -217,28 +163,17 @@ func (r *Request) decodeHeader(b []byte, a *protocodec.Arena) error {
 func decodeTimestamp(b []byte, t timestamp) (timestamp, error) {
 	t.set = true
 	for len(b) > 0 {
-		num, typ, n := protocodec.ConsumeTag(b)
-		if n < 0 {
-			return t, protowire.ParseError(n)
+		num, v, rest, err := protocodec.NextVarint(b, mapv1wire.FieldSeconds, mapv1wire.FieldNanos)
+		if err != nil {
+			return t, err
 		}
-		b = b[n:]
-		if typ == protowire.VarintType && (num == mapv1wire.FieldSeconds || num == mapv1wire.FieldNanos) {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return t, protowire.ParseError(n)
-			}
-			b = b[n:]
-			if num == mapv1wire.FieldSeconds {
-				t.seconds = int64(v)
-			} else {
-				t.nanos = int32(v)
-			}
-			continue
+		b = rest
+		switch num {
+		case mapv1wire.FieldSeconds:
+			t.seconds = int64(v)
+		case mapv1wire.FieldNanos:
+			t.nanos = int32(v)
 		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return t, protowire.ParseError(n)
-		}
-		b = b[n:]
 	}
 	return t, nil
 }
