@@ -184,6 +184,14 @@ type freshener interface {
 	FreshAfter(d, margin time.Duration) (time.Duration, int64)
 }
 
+// The ways into a rate limiter a vertex gives its forwarders.
+var (
+	_ freshener = (*ratelimit.Limiter)(nil)
+	_ freshener = (*ratelimit.Lane)(nil)
+	_ freshener = (*ratelimit.Shadow)(nil)
+	_ settler   = (*ratelimit.Shadow)(nil)
+)
+
 // freshMargin is the least of an epoch left when a forwarder sends again
 // what a throttled sink refused: longer than a batch takes to send.
 const freshMargin = 200 * time.Millisecond

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Shadow is a way into a [Limiter] that, in the epochs whose config says
 // [Config.Shadow] (rateLimit.shadow), never makes its caller wait: the
@@ -100,6 +103,11 @@ func (s *Shadow) Trim(g Grant, read int) Grant {
 	}
 	g.Tokens, g.shadow = read, max(read-real, 0)
 	return g
+}
+
+// FreshAfter is the limiter's [Limiter.FreshAfter].
+func (s *Shadow) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
+	return s.l.FreshAfter(d, margin)
 }
 
 // Deposit gives back unused of the limiter's own tokens of g, after
