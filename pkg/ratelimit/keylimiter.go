@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"fmt"
 	"maps"
@@ -42,27 +43,26 @@ type KeyLimiter struct {
 	top     int
 	timers  sync.WaitGroup
 
-	mu         sync.Mutex
-	closed     bool
-	offset     int64 // store clock minus local clock, ns
-	keys       map[string]*keyEntry
-	head, tail *keyEntry // least recently used at the tail
-	evictions  int64
-	granted    int64
-	fails      int // consecutive failed store calls
-	retryAt    time.Time
-	figures    map[int64]map[string]int64
-	flushT     clock.Timer
-	ended      []KeyEpochSummary
+	mu        sync.Mutex
+	closed    bool
+	offset    int64                    // store clock minus local clock, ns
+	keys      map[string]*list.Element // of lru
+	lru       list.List                // of *keyEntry, least recently used at the back
+	evictions int64
+	granted   int64
+	fails     int // consecutive failed store calls
+	retryAt   time.Time
+	figures   map[int64]map[string]int64
+	flushT    clock.Timer
+	ended     []KeyEpochSummary
 }
 
 // keyEntry is what the limiter knows of one key.
 type keyEntry struct {
-	key        string
-	epoch      int64 // of used
-	used       int64 // tokens counted in this process in epoch
-	out        int64 // the last epoch in which the store had no tokens left for the key
-	prev, next *keyEntry
+	key   string
+	epoch int64 // of used
+	used  int64 // tokens counted in this process in epoch
+	out   int64 // the last epoch in which the store had no tokens left for the key
 }
 
 const (
@@ -99,7 +99,7 @@ func NewKeyLimiter(cfg KeyConfig, opts ...KeyOption) (*KeyLimiter, error) {
 		cfg.MaxKeys = DefaultMaxKeys
 	}
 	return &KeyLimiter{cfg: cfg, clk: o.clock, store: o.store, share: o.share, log: o.log, observe: o.observe, top: o.top,
-		keys: make(map[string]*keyEntry), figures: make(map[int64]map[string]int64)}, nil
+		keys: make(map[string]*list.Element), figures: make(map[int64]map[string]int64)}, nil
 }
 
 // Max returns the most tokens a key may take in one epoch.
@@ -190,8 +190,8 @@ func (k *KeyLimiter) takeFromStore(ctx context.Context, e int64, reqs []KeyReque
 		g := min(max(subGranted[j], 0), reqs[i].Want)
 		granted[i] = g
 		if g < reqs[i].Want {
-			if ent := k.keys[reqs[i].Key]; ent != nil {
-				ent.out = se
+			if el := k.keys[reqs[i].Key]; el != nil {
+				el.Value.(*keyEntry).out = se
 			}
 		}
 	}
@@ -216,14 +216,7 @@ func (k *KeyLimiter) localCap() int64 {
 		return k.cfg.Max
 	}
 	size, rank := k.share()
-	if size < 1 {
-		return 0
-	}
-	s := k.cfg.Max / int64(size)
-	if int64(rank) < k.cfg.Max%int64(size) {
-		s++
-	}
-	return s
+	return shareOf(k.cfg.Max*milli, size, rank)
 }
 
 // count takes up to want of the key's local count in epoch e, capped at c. k.mu is held.
@@ -239,48 +232,18 @@ func (k *KeyLimiter) count(ent *keyEntry, e, want, c int64) int64 {
 // entry returns the key's entry, made the most recently used, creating it
 // and forgetting the least recently used beyond MaxKeys. k.mu is held.
 func (k *KeyLimiter) entry(key string) *keyEntry {
-	if ent := k.keys[key]; ent != nil {
-		if ent != k.head {
-			k.unlink(ent)
-			k.pushFront(ent)
-		}
-		return ent
+	if el := k.keys[key]; el != nil {
+		k.lru.MoveToFront(el)
+		return el.Value.(*keyEntry)
 	}
 	ent := &keyEntry{key: key, epoch: noEpoch, out: noEpoch}
-	k.keys[key] = ent
-	k.pushFront(ent)
+	k.keys[key] = k.lru.PushFront(ent)
 	for len(k.keys) > k.cfg.MaxKeys {
-		old := k.tail
-		k.unlink(old)
+		old := k.lru.Remove(k.lru.Back()).(*keyEntry)
 		delete(k.keys, old.key)
 		k.evictions++
 	}
 	return ent
-}
-
-func (k *KeyLimiter) pushFront(ent *keyEntry) {
-	ent.prev, ent.next = nil, k.head
-	if k.head != nil {
-		k.head.prev = ent
-	}
-	k.head = ent
-	if k.tail == nil {
-		k.tail = ent
-	}
-}
-
-func (k *KeyLimiter) unlink(ent *keyEntry) {
-	if ent.prev != nil {
-		ent.prev.next = ent.next
-	} else {
-		k.head = ent.next
-	}
-	if ent.next != nil {
-		ent.next.prev = ent.prev
-	} else {
-		k.tail = ent.prev
-	}
-	ent.prev, ent.next = nil, nil
 }
 
 // record adds the grants of reqs (those ask indexes, or all) to the figures
