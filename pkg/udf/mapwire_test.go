@@ -2,14 +2,13 @@ package udf
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/wiretest"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -160,26 +159,7 @@ func TestMapResponseDecodingMatchesGenerated(t *testing.T) {
 		b, _ := proto.Marshal(r)
 		seeds = append(seeds, b)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 50_000 {
-		b := slices.Clone(seeds[rng.IntN(len(seeds))])
-		switch rng.IntN(4) {
-		case 0:
-			if len(b) > 0 {
-				b = b[:rng.IntN(len(b))]
-			}
-		case 1:
-			for range 1 + rng.IntN(3) {
-				if len(b) > 0 {
-					b[rng.IntN(len(b))] = byte(rng.UintN(256))
-				}
-			}
-		case 2:
-			b = append(b, seeds[rng.IntN(len(seeds))]...)
-		case 3:
-			// An unknown or mistyped field.
-			b = append(b, byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(4)))
-		}
+	for i, b := range wiretest.Mutations(seeds, 1, 2, 50_000) {
 		want := new(mapv1.MapResponse)
 		wantErr := proto.Unmarshal(b, want)
 		var got mapResponse

@@ -3,7 +3,6 @@ package mapwire
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/wiretest"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
@@ -98,25 +98,7 @@ func TestRequestDecodingMatchesGenerated(t *testing.T) {
 		b, _ := proto.Marshal(r)
 		seeds = append(seeds, b)
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range 50_000 {
-		b := slices.Clone(seeds[rng.IntN(len(seeds))])
-		switch rng.IntN(4) {
-		case 0:
-			if len(b) > 0 {
-				b = b[:rng.IntN(len(b))]
-			}
-		case 1:
-			for range 1 + rng.IntN(3) {
-				if len(b) > 0 {
-					b[rng.IntN(len(b))] = byte(rng.UintN(256))
-				}
-			}
-		case 2:
-			b = append(b, seeds[rng.IntN(len(seeds))]...)
-		case 3:
-			b = append(b, byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(4)))
-		}
+	for i, b := range wiretest.Mutations(seeds, 3, 4, 50_000) {
 		want := new(mapv1.MapRequest)
 		wantErr := proto.Unmarshal(b, want)
 		var got Request
