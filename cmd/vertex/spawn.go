@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // EnvUDSDir tells sluice's SDK servers where to put their sockets; `vertex run
@@ -26,6 +27,16 @@ const EnvUDSDir = "SLUICE_UDS_DIR"
 type container struct {
 	role string // NUMAFLOW_UD_CONTAINER_TYPE: udsource, transformer, udf, udsink, fb-udsink
 	spec *config.Container
+}
+
+// roleKinds are the kinds of server a container of each role may run: their
+// server-info files and sockets in the socket directory are the container's.
+var roleKinds = map[string][]serverinfo.Kind{
+	"udsource":    {serverinfo.KindSource},
+	"transformer": {serverinfo.KindSourceTransformer},
+	"udf":         {serverinfo.KindMap, serverinfo.KindBatchMap, serverinfo.KindMapStream},
+	"udsink":      {serverinfo.KindSink},
+	"fb-udsink":   {serverinfo.KindFallbackSink},
 }
 
 // containersOf lists the user-defined containers of a vertex with source, udf
@@ -109,20 +120,28 @@ type spawner struct {
 	log    *zap.Logger
 	stdout io.Writer
 	stderr io.Writer
+	dir    string   // the socket directory
 	env    []string // added to every child's environment
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// startContainers starts every container of cs. A container needs a command.
+// startContainers starts every container of cs in dir, once it has removed
+// the server-info files and stale sockets of their servers (clearFiles). A
+// container needs a command.
 func startContainers(cs []container, dir, vertex string, replica int, stdout, stderr io.Writer, log *zap.Logger) (*spawner, error) {
 	for _, c := range cs {
 		if len(c.spec.Command) == 0 {
 			return nil, usagef("--spawn: the %s container has no command to run (image %q)", c.role, c.spec.Image)
 		}
 	}
+	for _, c := range cs {
+		if err := clearFiles(dir, c, log); err != nil {
+			return nil, fmt.Errorf("--spawn: the %s container: %w", c.role, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &spawner{log: log, stdout: stdout, stderr: stderr, cancel: cancel,
+	s := &spawner{log: log, stdout: stdout, stderr: stderr, cancel: cancel, dir: dir,
 		env: []string{EnvUDSDir + "=" + dir, "NUMAFLOW_REPLICA=" + strconv.Itoa(replica), "NUMAFLOW_MONO_VERTEX_NAME=" + vertex}}
 	for _, c := range cs {
 		s.wg.Add(1)
@@ -135,7 +154,7 @@ func startContainers(cs []container, dir, vertex string, replica int, stdout, st
 }
 
 // keepRunning runs c until ctx ends, starting it again (after a growing pause)
-// whenever it exits.
+// whenever it exits, once the files it left are removed (clearFiles).
 func (s *spawner) keepRunning(ctx context.Context, c container) {
 	// The kernel signals a child when the thread that started it ends
 	// (childProcAttr): keep this goroutine on one thread for the child's life.
@@ -153,6 +172,9 @@ func (s *spawner) keepRunning(ctx context.Context, c container) {
 		}
 		s.log.Warn("user-defined container exited; starting it again", zap.String("container", c.role),
 			zap.Error(err), zap.Duration("in", pause))
+		if err := clearFiles(s.dir, c, s.log); err != nil {
+			s.log.Warn("the vertex may read the server-info file of the container that exited", zap.String("container", c.role), zap.Error(err))
+		}
 		select {
 		case <-ctx.Done():
 			return
