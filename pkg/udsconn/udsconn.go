@@ -4,6 +4,18 @@
 // the server takes work. After a failure it connects again the same way, so that
 // a server that crashed and restarted is picked up.
 //
+// # Waiting
+//
+// A connection never waits silently. While the server-info file is missing
+// or incomplete, and while the socket it names is not ready, [Conn.Ready] says
+// which of the two it waits for, and a wait that goes on is logged with a
+// warning at 5s, 10s, 20s, 40s, 80s, then every minute. While the socket is
+// not ready, the server-info file is read again every 2s: a file that changed
+// (a server of another kind took the directory, or replaced a file that a
+// server that is gone left behind), was removed or cannot be read any more
+// is logged with a warning naming the file, the socket waited for and how
+// long, and the connection starts again from the file.
+//
 // # Connections and streams
 //
 // A [Conn] holds at most one gRPC connection at a time. Each [Stream] on it
@@ -28,8 +40,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -40,6 +50,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/protocodec"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
@@ -72,6 +83,7 @@ type Conn struct {
 	isReady  IsReady
 	log      *zap.Logger
 	poll     time.Duration
+	clock    clock.Clock
 
 	connecting sync.Mutex     // held while a Get connects, so that one connects at a time
 	retiring   sync.WaitGroup // streams being half-closed; Close waits for them
@@ -84,17 +96,27 @@ type Conn struct {
 	closed  bool
 }
 
+// Option configures a Conn.
+type Option func(*Conn)
+
+// WithClock sets the clock the connection waits on and measures its waits
+// with (default clock.Real()).
+func WithClock(c clock.Clock) Option { return func(conn *Conn) { conn.clock = c } }
+
 // New returns a connection, not yet made, to the server of kind in dir. For the
 // map kinds, the socket is chosen by the MAP_MODE of the mapper's info file.
-func New(dir string, kind serverinfo.Kind, isReady IsReady, log *zap.Logger) *Conn {
+func New(dir string, kind serverinfo.Kind, isReady IsReady, log *zap.Logger, opts ...Option) *Conn {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	c := &Conn{dir: dir, infoPath: filepath.Join(dir, kind.InfoFile()), isReady: isReady,
-		log: log.With(zap.String("udf", string(kind))), poll: 100 * time.Millisecond}
+		log: log.With(zap.String("udf", string(kind))), poll: 100 * time.Millisecond, clock: clock.Real()}
 	c.socket = func(serverinfo.ServerInfo) string { return kind.Socket() }
 	if kind.IsMap() {
 		c.socket = func(info serverinfo.ServerInfo) string { return info.MapKind().Socket() }
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	return c
 }
@@ -105,7 +127,9 @@ func (c *Conn) InfoFile() string { return c.infoPath }
 // Get returns the connection and the server's info, connecting first if needed:
 // it waits for the info file (logging once which file when it is not there
 // yet), checks it (an [ErrIncompatible] error when sluice cannot talk to the
-// server), dials, and waits until IsReady says yes, or until ctx ends.
+// server), dials, and waits until IsReady says yes, or until ctx ends. While
+// it waits, it reads the info file again now and then, and starts again from
+// the file when it changed (see the package doc, Waiting).
 func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo, error) {
 	if cc, info, ok, err := c.current(); ok {
 		return cc, info, err
@@ -116,6 +140,32 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 		return cc, info, err
 	}
 	defer c.setWaiting("")
+	for {
+		cc, info, err := c.connect(ctx)
+		if errors.Is(err, errInfoChanged) {
+			continue
+		}
+		if err != nil {
+			return nil, serverinfo.ServerInfo{}, err
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			cc.Close()
+			return nil, serverinfo.ServerInfo{}, ErrClosed
+		}
+		c.cc, c.info, c.broken = cc, info, nil
+		c.mu.Unlock()
+		c.log.Info("connected to UDF server", zap.String("socket", c.socketPath(info)), zap.String("language", info.Language),
+			zap.String("version", info.Version), zap.Any("metadata", info.Metadata))
+		return cc, info, nil
+	}
+}
+
+// connect makes a connection as the info file says, once: it waits for the
+// file, checks it, dials the socket it names and waits until the server is
+// ready. The error matches errInfoChanged when the file changed meanwhile.
+func (c *Conn) connect(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo, error) {
 	info, err := c.waitInfo(ctx)
 	if err != nil {
 		return nil, serverinfo.ServerInfo{}, err
@@ -123,7 +173,7 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	if err := serverinfo.Check(info); err != nil {
 		return nil, serverinfo.ServerInfo{}, fmt.Errorf("%w (%s): %v", ErrIncompatible, c.infoPath, err)
 	}
-	sock := filepath.Join(c.dir, c.socket(info))
+	sock := c.socketPath(info)
 	c.setWaiting("waiting for " + sock + " to be ready (server-info file " + c.infoPath + ")")
 	cc, err := grpc.NewClient("unix://"+sock,
 		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithConnectParams(reconnectBackoff),
@@ -133,30 +183,19 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 	if err != nil {
 		return nil, serverinfo.ServerInfo{}, fmt.Errorf("dialing %s: %w", sock, err)
 	}
-	if err := c.waitReady(ctx, cc); err != nil {
+	if err := c.waitReady(ctx, cc, info); err != nil {
 		cc.Close()
+		if errors.Is(err, errInfoChanged) {
+			return nil, serverinfo.ServerInfo{}, err
+		}
 		return nil, serverinfo.ServerInfo{}, fmt.Errorf("waiting for %s to be ready: %w", sock, err)
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		cc.Close()
-		return nil, serverinfo.ServerInfo{}, ErrClosed
-	}
-	c.cc, c.info, c.broken = cc, info, nil
-	c.mu.Unlock()
-	c.log.Info("connected to UDF server", zap.String("socket", sock), zap.String("language", info.Language),
-		zap.String("version", info.Version), zap.Any("metadata", info.Metadata))
 	return cc, info, nil
 }
 
-// waitInfo waits for the server-info file, logging once when it is not there.
-func (c *Conn) waitInfo(ctx context.Context) (serverinfo.ServerInfo, error) {
-	c.setWaiting("waiting for the server-info file " + c.infoPath)
-	if _, err := os.Stat(c.infoPath); errors.Is(err, fs.ErrNotExist) {
-		c.log.Info("waiting for the UDF server's server-info file", zap.String("file", c.infoPath))
-	}
-	return serverinfo.Wait(ctx, c.infoPath, c.poll)
+// socketPath is the socket that info names.
+func (c *Conn) socketPath(info serverinfo.ServerInfo) string {
+	return filepath.Join(c.dir, c.socket(info))
 }
 
 func (c *Conn) setWaiting(what string) {
@@ -176,27 +215,6 @@ func (c *Conn) current() (*grpc.ClientConn, serverinfo.ServerInfo, bool, error) 
 		return c.cc, c.info, true, nil
 	}
 	return nil, serverinfo.ServerInfo{}, false, nil
-}
-
-func (c *Conn) waitReady(ctx context.Context, cc *grpc.ClientConn) error {
-	t := time.NewTicker(c.poll)
-	defer t.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		ok, err := c.isReady(rctx, cc)
-		cancel()
-		if err == nil && ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = errors.New("the server says it is not ready")
-			}
-			return fmt.Errorf("%w (last answer: %v)", ctx.Err(), err)
-		case <-t.C:
-		}
-	}
 }
 
 // Broken drops the connection cc after err on it, logging the server's own
