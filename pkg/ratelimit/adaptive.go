@@ -111,6 +111,9 @@ func (l *Limiter) pauseTo(until int64, now time.Time) {
 // the waiting callers first. l.mu is held.
 func (l *Limiter) unhold(st *epochState, now time.Time) {
 	st.held = false
+	if st.revoked {
+		return // the lease ran out in the epoch: the tokens stay taken back
+	}
 	st.paused.Store(false)
 	st.slice = l.sliceAt(st, now)
 	l.hand(st, st.withheld.Swap(0))

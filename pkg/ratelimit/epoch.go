@@ -8,19 +8,14 @@ import (
 
 const epochNanos = int64(time.Second)
 
-// storeNanos converts a local clock reading to store-clock nanoseconds. l.mu is held
-// (offset).
-func (l *Limiter) storeNanos(now time.Time) int64 {
-	return l.baseNano + int64(now.Sub(l.base)) + l.offset
-}
+// storeNanos converts a local clock reading to store-clock nanoseconds.
+func (l *Limiter) storeNanos(now time.Time) int64 { return l.clock.nanos(now) }
 
 // epochAt returns the epoch (whole store-clock seconds) of a local reading.
-func (l *Limiter) epochAt(now time.Time) int64 { return floorDiv(l.storeNanos(now), epochNanos) }
+func (l *Limiter) epochAt(now time.Time) int64 { return l.clock.epochAt(now) }
 
 // localAt returns the local clock reading at which the store clock reads ns.
-func (l *Limiter) localAt(ns int64) time.Time {
-	return l.base.Add(time.Duration(ns - l.baseNano - l.offset))
-}
+func (l *Limiter) localAt(ns int64) time.Time { return l.clock.localAt(ns) }
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -56,8 +51,9 @@ func (l *Limiter) allowance(share int64, k int) int64 {
 	return mulDiv(share, int64(k)+1, n)
 }
 
-// nextTick is the local time of the next epoch boundary, or of the next pacing
-// slice when st's share is not all allowed yet.
+// nextTick is the local time of the next epoch boundary, of the next pacing
+// slice when st's share is not all allowed yet, or of the lease's end when it
+// comes first, so that the tokens left are taken back then.
 func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 	next := (st.epoch + 1) * epochNanos
 	if st.closed {
@@ -66,6 +62,11 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 		next = min(next, l.pauseUntil)
 	} else if l.cfg.Pacing > 0 && int64(st.slice) < l.slices()-1 {
 		next = st.epoch*epochNanos + int64(st.slice+1)*int64(l.cfg.Pacing)
+	}
+	if st.eligible && l.store != nil && l.registered {
+		if end := l.storeNanos(l.lease.until); end < next && end > l.storeNanos(now) {
+			next = end
+		}
 	}
 	return l.localAt(next)
 }
@@ -82,7 +83,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		if whole {
 			l.ramp.hold(cur.epoch, cur.pool)
 		}
-		if l.observe != nil {
+		if l.observe != nil && cur.epoch < e {
 			l.ended = append(l.ended, cur.summary())
 		}
 	}
@@ -94,7 +95,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	st := &epochState{epoch: e, pool: min(l.ramp.poolAt(e), limit), cut: cut, counters: newCounters(l.lanes),
 		max: l.cfg.Max, shadowOn: l.cfg.Shadow, switched: switched}
 	st.size, st.rank, st.eligible = l.member.at(e)
-	if st.eligible && l.leaseExpired(now) && l.cfg.OnStoreFailure == Pause {
+	if st.eligible && l.lapsed(now) {
 		st.eligible, st.leaseOut = false, true
 	}
 	if l.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
@@ -130,6 +131,9 @@ func (l *Limiter) publish(st *epochState) { l.state.Store(st) }
 // release raises st's allowance to allow: the new tokens go to waiting callers
 // first, in arrival order, and the rest to the common counter. l.mu is held.
 func (l *Limiter) release(st *epochState, allow int64) {
+	if st.revoked {
+		return
+	}
 	budget := allow - st.allow.Load()
 	if budget <= 0 {
 		return
@@ -155,7 +159,8 @@ func (l *Limiter) hand(st *epochState, budget int64) {
 	st.common().Add(budget)
 }
 
-// onTick runs at each epoch boundary and pacing slice.
+// onTick runs at each epoch boundary, pacing slice, end of a pause and end
+// of the lease.
 func (l *Limiter) onTick() {
 	l.mu.Lock()
 	defer l.notifyEnded()
@@ -167,6 +172,8 @@ func (l *Limiter) onTick() {
 	st := l.state.Load()
 	if e := l.epochAt(now); e > st.epoch {
 		l.publish(l.newEpoch(e, now))
+	} else if st.eligible && l.lapsed(now) {
+		l.revoke(st)
 	} else if st.held {
 		if l.storeNanos(now) >= l.pauseUntil {
 			l.unhold(st, now)
@@ -178,8 +185,82 @@ func (l *Limiter) onTick() {
 	l.scheduleTick(now)
 }
 
-// notifyEnded hands the summaries of ended epochs to the observer, outside l.mu.
+// catchUp begins the epoch now falls in when the timer has not yet, as
+// after the process was frozen past an epoch's end: the epoch's tokens must
+// be of the epoch, whichever goroutine runs first. It reports whether it
+// began one, whose predecessor's summary is then to be handed to the
+// observer (notifyEnded) once l.mu is released. l.mu is held.
+func (l *Limiter) catchUp(now time.Time) bool {
+	if l.closed {
+		return false
+	}
+	e := l.epochAt(now)
+	if e <= l.state.Load().epoch {
+		return false
+	}
+	l.publish(l.newEpoch(e, now))
+	l.rearm(now)
+	return true
+}
+
+// retime follows a step of the local clock against the store's, learned at a
+// sync: the epoch now falls in begins when it is later than the one in use,
+// or when it is earlier and nothing was granted in the one in use (its
+// tokens would be granted twice otherwise: a replica whose clock jumped
+// ahead waits for the store's clock to reach its epoch). l.mu is held.
+func (l *Limiter) retime(now time.Time) {
+	st := l.state.Load()
+	if e := l.epochAt(now); e > st.epoch || (e < st.epoch && !st.eligible && st.granted() == 0) {
+		l.publish(l.newEpoch(e, now))
+	}
+	l.rearm(now)
+}
+
+// rearm schedules the next tick anew, when the clock it was scheduled by
+// has changed: a tick already firing does so itself. l.mu is held.
+func (l *Limiter) rearm(now time.Time) {
+	if l.tick != nil && l.tick.Stop() {
+		l.timers.Done()
+		l.scheduleTick(now)
+	}
+}
+
+// Epoch returns the current epoch, by the store clock, and the time left in
+// it. When the limiter's timer has not yet begun that epoch (the process was
+// frozen or starved of CPU past the end of the last one) Epoch begins it
+// first, so that the tokens granted from then on are the current epoch's. A
+// caller that holds a [Grant] of an earlier epoch holds tokens that must not
+// be spent any more: they were the share of a second that has passed, and
+// spent now they would come on top of this second's.
+//
+// Acquire and TryAcquire read no clock while tokens are left: after a freeze,
+// until the timer or a call of Epoch catches up, they may still grant what
+// was left of the epoch before it. A caller that may have waited across an
+// epoch's end (on a read, on a write) compares [Grant.Epoch] with Epoch
+// before it spends the tokens.
+func (l *Limiter) Epoch() (epoch int64, left time.Duration) {
+	now := l.clk.Now()
+	ns := l.storeNanos(now)
+	e := floorDiv(ns, epochNanos)
+	if st := l.state.Load(); e > st.epoch && !st.closed {
+		l.mu.Lock()
+		began := l.catchUp(now)
+		l.mu.Unlock()
+		if began {
+			l.notifyEnded()
+		}
+	}
+	return e, time.Duration((e+1)*epochNanos - ns)
+}
+
+// notifyEnded hands the summaries of ended epochs to the observer, outside
+// l.mu, in order and one call at a time.
 func (l *Limiter) notifyEnded() {
+	if l.observe == nil {
+		return
+	}
+	l.notifying.Lock()
+	defer l.notifying.Unlock()
 	l.mu.Lock()
 	ended := l.ended
 	l.ended = nil

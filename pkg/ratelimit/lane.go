@@ -39,3 +39,6 @@ func (ln *Lane) Deposit(g Grant, unused int) { ln.l.Deposit(g, unused) }
 func (ln *Lane) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
 	return ln.l.FreshAfter(d, margin)
 }
+
+// Epoch is [Limiter.Epoch].
+func (ln *Lane) Epoch() (int64, time.Duration) { return ln.l.Epoch() }

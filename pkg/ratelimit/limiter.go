@@ -38,34 +38,33 @@ type Limiter struct {
 	id    string
 	sync  time.Duration
 
-	// The store clock: store time = base's wall time + time elapsed since base (by
-	// the monotonic clock when available) + offset. Epochs are its whole seconds.
-	base     time.Time
-	baseNano int64
+	// The store clock, whose whole seconds are the epochs.
+	clock *storeClock
 
 	syncCtx    context.Context
 	syncCancel context.CancelFunc
 	timers     sync.WaitGroup // running or pending timer callbacks
 
 	mu      sync.Mutex
-	offset  int64 // store clock minus local clock, ns
 	ramp    ramp
 	member  membership
 	waiters []*waiter
 	closed  bool
-	tick    clock.Timer // next epoch boundary or pacing slice
+	tick    clock.Timer // next epoch boundary, pacing slice or end of the lease
 	syncT   clock.Timer // next sync
+	// notifying serialises the calls of the epoch observer, which the timer
+	// and a caller that brings a late epoch up to date may both make.
+	notifying sync.Mutex
 
 	// Store health.
-	log         *zap.Logger
-	observe     func(EpochSummary)
-	syncFail    error     // last sync error, nil after a success
-	syncFails   int       // consecutive failed syncs
-	registered  bool      // has synced with the store once
-	leaseUntil  time.Time // the last agreed view may be used until then
-	leaseLogged bool
-	agreedSize  int // the last pool size agreed, for logging changes
-	ended       []EpochSummary
+	log        *zap.Logger
+	observe    func(EpochSummary)
+	syncFail   error // last sync error, nil after a success
+	syncFails  int   // consecutive failed syncs
+	registered bool  // has synced with the store once
+	lease      lease // how long the last agreed view may be used
+	agreedSize int   // the last pool size agreed, for logging changes
+	ended      []EpochSummary
 
 	// Closed-loop throttling (Config.Adaptive).
 	cutFrom    int64   // epoch from which the last cut known applies
@@ -157,8 +156,8 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	l := &Limiter{cfg: cfg, lanes: laneSlots(), clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval,
 		log: o.log, observe: o.observe}
-	l.base = l.clk.Now()
-	l.baseNano = l.base.UnixNano()
+	l.clock = newStoreClock(l.clk.Now())
+	l.lease.margin = leaseMargin(cfg.StaleAfter)
 	l.member.solo = l.store == nil && o.fixedSize == 0
 	l.member.fixedSize, l.member.fixedRank = o.fixedSize, o.fixedRank
 	l.syncCtx, l.syncCancel = context.WithCancel(context.Background())
@@ -297,31 +296,43 @@ func (l *Limiter) takeLocked(k int64) (*epochState, Grant, error) {
 // trySlow takes tokens under the mutex, or says why there are none.
 func (l *Limiter) trySlow(k int64) (Grant, Reason) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	began := l.catchUp(l.clk.Now())
 	st, g, err := l.takeLocked(k)
+	reason := NotThrottled
 	switch {
 	case err != nil:
-		return Grant{}, ReasonRateLimited
-	case g.Tokens > 0 || k == 0:
-		return g, NotThrottled
+		reason = ReasonRateLimited
+	case g.Tokens == 0 && k > 0:
+		reason = l.reasonOf(st)
 	}
-	return Grant{}, l.reasonOf(st)
+	l.mu.Unlock()
+	if began {
+		l.notifyEnded()
+	}
+	return g, reason
 }
 
 // acquireSlow takes tokens under the mutex, or queues the caller until a tick
 // brings tokens, or fails fast when the deadline is before that tick.
 func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 	l.mu.Lock()
+	now := l.clk.Now()
+	began := l.catchUp(now)
+	unlock := func() {
+		l.mu.Unlock()
+		if began {
+			l.notifyEnded()
+		}
+	}
 	st, g, err := l.takeLocked(k)
 	if err != nil || g.Tokens > 0 || k == 0 {
-		l.mu.Unlock()
+		unlock()
 		return g, err
 	}
-	now := l.clk.Now()
 	wait := l.nextTick(st, now).Sub(now)
 	reason := l.reasonOf(st)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(wait)) {
-		l.mu.Unlock()
+		unlock()
 		return Grant{}, &ThrottledError{Reason: reason, Wait: wait}
 	}
 	w := &waiter{n: k, ch: make(chan waitResult, 1)}
@@ -330,7 +341,7 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 	// A deposit that raced with the gather above saw no waiter and served nobody;
 	// look again now that the queue is visible to depositors.
 	l.serve(st)
-	l.mu.Unlock()
+	unlock()
 
 	select {
 	case r := <-w.ch:

@@ -47,6 +47,11 @@ func (m *membership) learn(v View, stamp int64) {
 	m.latest = sv
 }
 
+// rejoin forgets that the pool agreed on the replica: it was away past its
+// lease, and the others may have agreed on a pool without it since. It takes
+// no tokens until it sees the pool agree again, from the epoch after.
+func (m *membership) rejoin() { m.agreed = false }
+
 // at returns the pool size and rank that apply in epoch e, and whether the replica
 // may take tokens in it.
 func (m *membership) at(e int64) (size, rank int, eligible bool) {

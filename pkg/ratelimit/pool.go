@@ -26,7 +26,8 @@ type epochState struct {
 	size     int
 	rank     int
 	eligible bool
-	leaseOut bool  // not eligible because the store's lease ran out (pause policy)
+	leaseOut bool  // not eligible because the replica's lease ran out
+	revoked  bool  // the lease ran out in the epoch: its tokens were taken back
 	max      int64 // Config.Max in the epoch
 	shadowOn bool  // Config.Shadow in the epoch: a Shadow never makes its caller wait
 	switched bool  // the first epoch of a change of the limit

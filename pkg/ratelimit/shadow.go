@@ -120,3 +120,6 @@ func (s *Shadow) Deposit(g Grant, unused int) {
 		s.l.deposit(Grant{Tokens: real, epoch: g.epoch, lane: g.lane}, min(unused, real))
 	}
 }
+
+// Epoch is the limiter's [Limiter.Epoch].
+func (s *Shadow) Epoch() (int64, time.Duration) { return s.l.Epoch() }

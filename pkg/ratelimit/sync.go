@@ -42,13 +42,24 @@ func (l *Limiter) syncOnce() error {
 	if l.syncFail != nil {
 		l.log.Info("store is reachable again", zap.Int("failedSyncs", l.syncFails))
 	}
-	l.syncFail, l.syncFails, l.leaseLogged = nil, 0, false
+	l.syncFail, l.syncFails = nil, 0
+	// A replica whose lease ran out before this reply came may have been left
+	// out of the pool by the others: it rejoins, taking no tokens until the
+	// pool agrees on it again, and none in the current epoch.
+	away := l.registered && l.lease.ran(t1)
 	// The lease runs from before the request: the store saw this heartbeat no
-	// earlier, so the replica stops using its view no later than the store
-	// drops it.
-	l.leaseUntil = t0.Add(l.cfg.StaleAfter)
-	mid := t0.Add(t1.Sub(t0) / 2)
-	l.offset = v.Time.UnixNano() - (l.baseNano + int64(mid.Sub(l.base)))
+	// earlier, so the replica stops using its view before the store drops it.
+	l.lease.renew(t0, l.cfg.StaleAfter)
+	if away && l.member.agreed {
+		l.member.rejoin()
+		l.revoke(l.state.Load())
+		l.log.Warn("lease ran out before this sync (frozen, starved or cut off): rejoining the pool",
+			zap.Duration("sinceLastSync", t1.Sub(l.lease.last)))
+	}
+	if step := l.clock.sample(t0, t1, v.Time); step != 0 {
+		l.log.Warn("the local clock moved against the store's; epochs follow the store's", zap.Duration("by", -step))
+		l.retime(t1)
+	}
 	stamp := floorDiv(v.Time.UnixNano(), epochNanos)
 	wasAgreed := l.member.agreed
 	l.member.learn(v, stamp)
@@ -91,29 +102,13 @@ func (l *Limiter) syncFailed(err error) {
 	l.syncFails++
 }
 
-// leaseExpired reports whether the replica has gone a whole staleAfter without a
-// successful sync, logging it once. l.mu is held.
-func (l *Limiter) leaseExpired(now time.Time) bool {
-	if l.store == nil || l.syncFail == nil || now.Before(l.leaseUntil) {
-		return false
-	}
-	if !l.leaseLogged && l.member.agreed {
-		l.leaseLogged = true
-		if l.cfg.OnStoreFailure == Pause {
-			l.log.Warn("store lease expired: taking no tokens until the store is back")
-		} else {
-			l.log.Warn("store lease expired: keeping the last known pool until the store is back")
-		}
-	}
-	return true
-}
-
 // scheduleSync arms the timer of the next sync, d from now. The first sync
 // registers the replica and, when that succeeds, reports the live count at once:
 // a replica alone in its pool agrees at the second sync. A store that cannot be
 // reached is retried, backing off to maxSyncBackoff. l.mu is held.
 func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 	l.syncT = l.after(d, func() {
+		defer l.notifyEnded() // of an epoch a step of the clock ended
 		if err := l.syncOnce(); err == nil && first {
 			l.syncOnce()
 		}

@@ -1,0 +1,186 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// freezable is one replica's view of the test's manual clock: while frozen,
+// as a process stopped by SIGSTOP or a stop-the-world pause is, its timers
+// do not run; they run late, in order, when it thaws. Its Now never stops:
+// the monotonic clock of a frozen process goes on.
+type freezable struct {
+	c *clock.Manual
+
+	mu     sync.Mutex
+	frozen bool
+	late   []func()
+}
+
+func (f *freezable) Now() time.Time { return f.c.Now() }
+
+func (f *freezable) AfterFunc(d time.Duration, fn func()) clock.Timer {
+	return f.c.AfterFunc(d, func() {
+		f.mu.Lock()
+		if f.frozen {
+			f.late = append(f.late, fn)
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		fn()
+	})
+}
+
+func (f *freezable) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frozen = true
+}
+
+// thaw runs the timers that came due while frozen, in the order they came
+// due, as a woken process's runtime does.
+func (f *freezable) thaw() {
+	f.mu.Lock()
+	late := f.late
+	f.late, f.frozen = nil, false
+	f.mu.Unlock()
+	for _, fn := range late {
+		fn()
+	}
+}
+
+// A replica frozen past its lease comes back to a pool that shared its share
+// without it. Whatever runs first when it wakes (a caller, its epoch timer or
+// its sync), it spends nothing of the share it had, and it takes part again
+// only once the others count it.
+func TestFrozenReplicaNeverSpendsAShareTheOthersTook(t *testing.T) {
+	for _, policy := range []ratelimit.StoreFailurePolicy{ratelimit.Pause, ratelimit.LastKnown} {
+		for _, frozenFor := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 5 * time.Second, 15 * time.Second} {
+			for _, first := range []string{"caller", "timers"} {
+				t.Run(fmt.Sprint(policy, "/", frozenFor, "/", first), func(t *testing.T) {
+					testFrozenReplica(t, policy, frozenFor, first)
+				})
+			}
+		}
+	}
+}
+
+func testFrozenReplica(t *testing.T, policy ratelimit.StoreFailurePolicy, frozenFor time.Duration, first string) {
+	cfg := flat(300)
+	cfg.OnStoreFailure = policy
+	p := newPool(t, cfg)
+	fa := &freezable{c: p.clk}
+	t.Cleanup(fa.thaw) // before the pool's, which closes the limiters
+	a := p.joinWith("a", cfg, ratelimit.WithClock(fa))
+	p.joinWith("b", cfg)
+	p.joinWith("c", cfg)
+	p.run(3 * time.Second)
+	if got := p.nextEpoch(); got["a"] != 100 || got["b"] != 100 || got["c"] != 100 {
+		t.Fatalf("before the freeze: %v; want 100 each", got)
+	}
+
+	// Frozen in the middle of an epoch with tokens left: its caller took 40
+	// of its 100 and the others all of theirs.
+	r := p.reps["a"]
+	r.dead = true // takes nothing while frozen
+	p.nextEpoch()
+	g, err := a.TryAcquire(40)
+	if err != ratelimit.NotThrottled || g.Tokens != 40 {
+		t.Fatalf("a's TryAcquire(40) before the freeze = %d tokens, %v", g.Tokens, err)
+	}
+	p.kept[g.Epoch()] += 40
+	fa.freeze()
+	p.run(frozenFor)
+	if frozenFor >= 3*time.Second {
+		// The others shared the pool without a once its lease had run out.
+		if got := p.nextEpoch(); got["b"] != 150 || got["c"] != 150 {
+			t.Fatalf("while a is frozen: %v; want 150 each", got)
+		}
+	}
+
+	// a wakes. Before its timers run, a caller may find the 60 tokens left
+	// of the epoch it froze in: their epoch has ended, and Epoch says so.
+	r.dead = false
+	if first == "caller" {
+		g, _ := a.TryAcquire(1000)
+		if now, _ := a.Epoch(); g.Epoch() < now {
+			a.Deposit(g, g.Tokens) // not to be spent: dropped
+		} else {
+			p.kept[g.Epoch()] += int64(g.Tokens)
+		}
+	}
+	fa.thaw()
+	for range 40 {
+		p.clk.Advance(ratelimit.DefaultSyncInterval)
+		p.drain()
+	}
+	for e, n := range p.kept {
+		if n > 300 {
+			t.Fatalf("epoch %d granted %d; pool 300", e, n)
+		}
+	}
+	if got := p.nextEpoch(); got["a"] != 100 || got["b"] != 100 || got["c"] != 100 {
+		t.Fatalf("after a rejoined: %v; want 100 each", got)
+	}
+}
+
+// The epoch a replica's timer has not yet begun (the process was frozen past
+// its end) begins at the first call that needs the clock: Epoch, or an
+// Acquire that found no tokens.
+func TestLateTimerCatchesUp(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	fc := &freezable{c: clk}
+	var ended []int64
+	l, err := ratelimit.New(flat(10), ratelimit.WithClock(fc), ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+		ended = append(ended, s.Epoch)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	t.Cleanup(fc.thaw) // before Close, which waits for the timers
+	g, _ := l.TryAcquire(4)
+	start := g.Epoch()
+	fc.freeze()
+	clk.Advance(2500 * time.Millisecond)
+	// The fast path still sees the old epoch's 6 tokens; Epoch tells.
+	if e, left := l.Epoch(); e != start+2 || left != 500*time.Millisecond {
+		t.Fatalf("Epoch() = %d, %v; want %d, 500ms", e, left, start+2)
+	}
+	g, _ = l.TryAcquire(100)
+	if g.Epoch() != start+2 || g.Tokens != 10 {
+		t.Fatalf("after Epoch: %d tokens of epoch %d; want 10 of %d", g.Tokens, g.Epoch(), start+2)
+	}
+	if len(ended) != 1 || ended[0] != start {
+		t.Fatalf("epochs ended %v; want [%d]", ended, start)
+	}
+	fc.thaw()
+	clk.Advance(600 * time.Millisecond)
+	if s := l.Status(); s.Epoch != start+3 {
+		t.Fatalf("after thawing: epoch %d; want %d", s.Epoch, start+3)
+	}
+
+	// An Acquire that finds the epoch used up catches up too.
+	if g, _ := l.TryAcquire(10); g.Tokens != 10 {
+		t.Fatalf("TryAcquire(10) = %d tokens", g.Tokens)
+	}
+	fc.freeze()
+	clk.Advance(time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	if g, err := l.Acquire(ctx, 20); err != nil || g.Tokens != 10 || g.Epoch() != start+4 {
+		t.Fatalf("Acquire after a late timer = %d tokens of %d, %v; want 10 of %d", g.Tokens, g.Epoch(), err, start+4)
+	}
+	fc.thaw()
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ratelimit.ErrRateLimited) {
+		t.Fatalf("Acquire = %v; want rate limited", err)
+	}
+}
