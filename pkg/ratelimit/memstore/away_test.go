@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,5 +183,77 @@ func TestLateTimerCatchesUp(t *testing.T) {
 	fc.thaw()
 	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ratelimit.ErrRateLimited) {
 		t.Fatalf("Acquire = %v; want rate limited", err)
+	}
+}
+
+// stepped is the test's manual clock read with an offset that the test can
+// step, as a host's clock that jumps: timers still run after real durations.
+type stepped struct {
+	c   *clock.Manual
+	off atomic.Int64
+}
+
+func (s *stepped) Now() time.Time { return s.c.Now().Add(time.Duration(s.off.Load())) }
+
+func (s *stepped) AfterFunc(d time.Duration, fn func()) clock.Timer { return s.c.AfterFunc(d, fn) }
+
+// A replica whose clock jumps 5s either way, or back by less than its lease,
+// counts its epochs by the store's clock again at its next sync, and in
+// between spends no token of another second's share. (A forward jump shorter
+// than the lease looks from inside like a freeze that ended, which begins the
+// epoch the clock reads; the epoch it began early is its own share, granted
+// in the wrong second until the next sync puts it right.)
+func TestSteppedClockKeepsTheLimit(t *testing.T) {
+	for _, policy := range []ratelimit.StoreFailurePolicy{ratelimit.Pause, ratelimit.LastKnown} {
+		for _, step := range []time.Duration{5 * time.Second, -5 * time.Second, -700 * time.Millisecond} {
+			t.Run(fmt.Sprint(policy, "/", step), func(t *testing.T) {
+				cfg := flat(300)
+				cfg.OnStoreFailure = policy
+				p := newPool(t, cfg)
+				sc := &stepped{c: p.clk}
+				p.joinWith("a", cfg, ratelimit.WithClock(sc))
+				p.joinWith("b", cfg)
+				p.joinWith("c", cfg)
+				// spent[e] is what the replicas spent in true epoch e: tokens of
+				// a grant whose epoch has ended by its limiter's clock are not
+				// spent, as a forwarder does.
+				spent := map[int64]int64{}
+				tick := func() {
+					e := p.clk.Now().Unix()
+					for id, r := range p.reps {
+						g, _ := r.l.TryAcquire(1000)
+						if g.Tokens == 0 {
+							continue
+						}
+						if now, _ := r.l.Epoch(); g.Epoch() < now {
+							r.l.Deposit(g, g.Tokens)
+							continue
+						}
+						if g.Epoch() != e && id != "a" {
+							t.Fatalf("%s was granted tokens of epoch %d in epoch %d", id, g.Epoch(), e)
+						}
+						spent[e] += int64(g.Tokens)
+					}
+					p.clk.Advance(37 * time.Millisecond)
+				}
+				for range 100 {
+					tick()
+				}
+				sc.off.Store(int64(step))
+				for range 200 {
+					tick()
+				}
+				for e, n := range spent {
+					if n > 300 {
+						t.Errorf("epoch %d: %d spent; pool 300 (all: %v)", e, n, spent)
+					}
+				}
+				// Every replica is back to its share.
+				last := p.clk.Now().Unix() - 1
+				if spent[last] != 300 {
+					t.Errorf("epoch %d: %d spent; want the whole pool, 300 (all: %v)", last, spent[last], spent)
+				}
+			})
+		}
 	}
 }
