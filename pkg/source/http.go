@@ -28,9 +28,15 @@ type HTTPConfig struct {
 	Vertex string
 	// Token, when set, is the bearer token every request must carry.
 	Token string
-	// Queue is how many accepted messages may wait to be read (default 500).
-	// When it is full, requests get 429 Too Many Requests with Retry-After.
+	// Queue is how many accepted messages may wait to be read (default
+	// DefaultHTTPQueue). When it is full, requests get 429 Too Many Requests
+	// with Retry-After.
 	Queue int
+	// MaxQueueBytes is how many bytes of bodies the source holds at most,
+	// from a request's admission until its message is acked (default
+	// DefaultHTTPMaxQueueBytes). A request that does not fit gets 429 Too
+	// Many Requests with Retry-After.
+	MaxQueueBytes int64
 	// ReadTimeout is the longest a Read waits for messages.
 	ReadTimeout time.Duration
 	// RetryAfter tells a client turned away how long to wait (default 1s).
@@ -38,7 +44,8 @@ type HTTPConfig struct {
 	// RequestTimeout is how long a request waits for its message to be written to
 	// the sink before it gets 504 (default 30s). The message may still be written.
 	RequestTimeout time.Duration
-	// MaxBodyBytes limits a message's size (default 64 MiB).
+	// MaxBodyBytes limits a message's size (default DefaultHTTPMaxBodyBytes);
+	// a body over it, or over MaxQueueBytes, gets 413.
 	MaxBodyBytes int64
 	Logger       *zap.Logger
 }
@@ -54,14 +61,32 @@ type HTTPConfig struct {
 // Other headers (X-Numaflow-Id among them, as in Numaflow) become the message's
 // headers. A request is answered 204 No
 // Content once its message has been written to the sink and acked, so that an
-// answered request is never lost; a queue full because the vertex is throttled or
-// slow answers 429 with Retry-After, so the queue never grows without bound.
-// GET /health answers 204.
+// answered request is never lost. GET /health answers 204.
+//
+// # Admission
+//
+// A request is admitted before its body is read, in this order: the vertex
+// in its path (404), the bearer token (401), the source not closing (503),
+// its headers (400), its Content-Length not over the largest message size
+// (413), then room in the queue: fewer than Queue messages waiting to be read,
+// and its Content-Length (32 KiB for a chunked body) within what is left of
+// MaxQueueBytes. A request without room gets 429 Too Many Requests with
+// Retry-After (whole seconds, at least 1, from HTTPConfig.RetryAfter) and its
+// body is left unread; a client that sends Expect: 100-continue never sends
+// it. (Of a client that also asked to close the connection, a body of up to
+// 64 KiB is read and dropped, and one byte of a larger one, so that it reads
+// the answer before the connection closes.) A chunked body takes more bytes
+// as it is read, and gets 429 when the queue has no more for it. The bytes
+// of a message are held until it is acked, so the bodies the source holds —
+// waiting, being read, read and in flight — never exceed MaxQueueBytes, and
+// the largest message is the smaller of MaxBodyBytes and MaxQueueBytes.
 type HTTP struct {
-	cfg HTTPConfig
-	log *zap.Logger
-	srv *http.Server
-	ln  net.Listener
+	cfg     HTTPConfig
+	log     *zap.Logger
+	srv     *http.Server
+	ln      net.Listener
+	maxBody int64 // the largest body taken
+	room    queueRoom
 
 	queue   chan *request
 	closed  chan struct{}
@@ -72,6 +97,7 @@ type HTTP struct {
 type request struct {
 	msg  isb.Message
 	id   string
+	held int64         // the bytes the message holds in the queue's room
 	done chan struct{} // closed when the message is acked
 	ack  sync.Once
 }
@@ -81,7 +107,10 @@ var _ isb.Reader = (*HTTP)(nil)
 // NewHTTP listens on cfg.Addr and starts serving.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.Queue <= 0 {
-		cfg.Queue = 500
+		cfg.Queue = DefaultHTTPQueue
+	}
+	if cfg.MaxQueueBytes <= 0 {
+		cfg.MaxQueueBytes = DefaultHTTPMaxQueueBytes
 	}
 	if cfg.RetryAfter == nil {
 		cfg.RetryAfter = func() time.Duration { return time.Second }
@@ -90,7 +119,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		cfg.RequestTimeout = 30 * time.Second
 	}
 	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 64 << 20
+		cfg.MaxBodyBytes = DefaultHTTPMaxBodyBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -99,7 +128,9 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &HTTP{cfg: cfg, log: cfg.Logger, ln: ln, queue: make(chan *request, cfg.Queue), closed: make(chan struct{})}
+	h := &HTTP{cfg: cfg, log: cfg.Logger, ln: ln, maxBody: min(cfg.MaxBodyBytes, cfg.MaxQueueBytes),
+		room:  queueRoom{maxCount: cfg.Queue, maxBytes: cfg.MaxQueueBytes},
+		queue: make(chan *request, cfg.Queue), closed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /vertices/{vertex}", h.post)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -122,43 +153,39 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no vertex "+strconv.Quote(v)+" here; post to /vertices/"+h.cfg.Vertex, http.StatusNotFound)
 		return
 	}
-	if h.cfg.Token != "" {
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
-		code := http.StatusBadRequest
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			code = http.StatusRequestEntityTooLarge
-		}
-		http.Error(w, "reading the body: "+err.Error(), code)
+	if !h.authorized(r) {
+		leaveBody(w, r, false)
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 		return
 	}
-	req, err := h.message(r, body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	select {
-	case <-h.closed:
+	if h.stopping() {
+		leaveBody(w, r, false)
 		http.Error(w, "the source is shutting down", http.StatusServiceUnavailable)
 		return
-	default:
 	}
-	select {
-	case h.queue <- req:
-	default:
-		secs := int(math.Ceil(h.cfg.RetryAfter().Seconds()))
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		http.Error(w, "throttled: the vertex takes no more messages now", http.StatusTooManyRequests)
+	req, err := h.message(r)
+	if err != nil {
+		h.refuse(w, r, err, false)
 		return
 	}
+	if req.held, err = h.admit(r); err != nil {
+		h.refuse(w, r, err, false)
+		return
+	}
+	body, err := h.readBody(r, &req.held)
+	if err != nil {
+		h.room.release(req.held)
+		h.refuse(w, r, err, true)
+		return
+	}
+	req.msg.Value = body
+	if h.stopping() {
+		h.room.release(req.held)
+		http.Error(w, "the source is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.queue <- req // never blocks: the room has a place for it
 	t := time.NewTimer(h.cfg.RequestTimeout)
 	defer t.Stop()
 	select {
@@ -181,13 +208,76 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// message builds the message of a request from its headers and body.
-func (h *HTTP) message(r *http.Request, body []byte) (*request, error) {
+// leaveBody is called before answering a request whose body is left unread.
+// A client that keeps its connection open is taken care of by the server,
+// which reads and drops a small body and closes the connection after the
+// answer on a larger one. A client that asked to close the connection
+// (Connection: close) and is sending its body — it did not ask for Expect:
+// 100-continue, or the body was being read — would see the connection reset
+// in place of the answer. For it, leaveBody reads and drops a body of at
+// most dropBytes; of a larger one it reads one byte through
+// http.MaxBytesReader with a limit of 0, which tells the server to
+// half-close the connection after the answer and close it a moment later,
+// once the client has read the answer. Nothing read is kept.
+func leaveBody(w http.ResponseWriter, r *http.Request, reading bool) {
+	if !r.Close || r.ContentLength == 0 || (!reading && strings.EqualFold(r.Header.Get("Expect"), "100-continue")) {
+		return
+	}
+	if r.ContentLength > 0 && r.ContentLength <= dropBytes {
+		io.Copy(io.Discard, r.Body)
+		return
+	}
+	var one [1]byte
+	http.MaxBytesReader(w, r.Body, 0).Read(one[:])
+}
+
+// dropBytes is the largest body that leaveBody reads and drops.
+const dropBytes = 64 << 10
+
+// authorized reports whether r carries the bearer token, when one is needed.
+func (h *HTTP) authorized(r *http.Request) bool {
+	if h.cfg.Token == "" {
+		return true
+	}
+	scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) == 1
+}
+
+// stopping reports whether Close has begun.
+func (h *HTTP) stopping() bool {
+	select {
+	case <-h.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// refuse answers a request turned away by admission, or while its body was
+// read (reading): 429 with Retry-After when the queue has no room, 413 for a
+// body too large, 400 otherwise.
+func (h *HTTP) refuse(w http.ResponseWriter, r *http.Request, err error, reading bool) {
+	leaveBody(w, r, reading)
+	switch {
+	case errors.Is(err, errNoRoom):
+		secs := int(math.Ceil(h.cfg.RetryAfter().Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		http.Error(w, "throttled: the vertex takes no more messages now ("+err.Error()+")", http.StatusTooManyRequests)
+	case errors.Is(err, errTooLarge):
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+	default:
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	}
+}
+
+// message builds the message of a request from its headers; its body is read
+// once the request is admitted.
+func (h *HTTP) message(r *http.Request) (*request, error) {
 	req := &request{done: make(chan struct{}), id: r.Header.Get("X-Numaflow-Id")}
 	if req.id == "" {
 		req.id = newID()
 	}
-	req.msg = isb.Message{ID: req.id, Value: body, EventTime: time.Now()}
+	req.msg = isb.Message{ID: req.id, EventTime: time.Now()}
 	if et := r.Header.Get("X-Numaflow-Event-Time"); et != "" {
 		ms, err := strconv.ParseInt(et, 10, 64)
 		if err != nil {
@@ -237,6 +327,7 @@ func (h *HTTP) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		return 0, nil
 	}
 	n := 0
+	defer func() { h.room.read(n) }()
 	for req := first; ; {
 		buf[n] = isb.ReadMessage{Message: req.msg, Handle: req}
 		n++
@@ -251,15 +342,24 @@ func (h *HTTP) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	}
 }
 
-// Ack answers the requests of msgs.
+// Ack answers the requests of msgs and gives back the bytes their messages
+// held.
 func (h *HTTP) Ack(_ context.Context, msgs []isb.ReadMessage) error {
 	for i := range msgs {
 		if req, ok := msgs[i].Handle.(*request); ok {
-			req.ack.Do(func() { close(req.done) })
+			req.ack.Do(func() {
+				h.room.free(req.held)
+				close(req.done)
+			})
 		}
 	}
 	return nil
 }
+
+// Held returns how many messages wait to be read and how many bytes of bodies
+// the source holds: of the messages waiting, those read and not yet acked,
+// and the requests being read.
+func (h *HTTP) Held() (messages int, bytes int64) { return h.room.held() }
 
 // Close stops taking requests and answers every request not yet acked 503, so
 // that its client sends it again; call it after the forwarder has stopped.
