@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // A corpus file states what it expects in its leading comment lines:
@@ -441,6 +442,23 @@ func TestDefaults(t *testing.T) {
 		}
 		if DefaultBufferMaxLength != 30000 || DefaultBufferUsageLimit != 80 {
 			t.Error("buffer defaults changed")
+		}
+	})
+
+	t.Run("http maxQueueBytes", func(t *testing.T) {
+		for yaml, want := range map[string]int64{
+			"{}":                       128 << 20,
+			"{maxQueueBytes: 1024}":    1024,
+			"{maxQueueBytes: 1048576}": 1 << 20,
+		} {
+			f := mustParse(t, strings.Replace(minimalMonoVertex, "generator: {}", "http: "+yaml, 1))
+			if got := f.MonoVertex.Spec.Source.HTTP.GetMaxQueueBytes(); got != want {
+				t.Errorf("%s: GetMaxQueueBytes() = %d, want %d", yaml, got, want)
+			}
+		}
+		var none *HTTPSource
+		if got := none.GetMaxQueueBytes(); got != source.DefaultHTTPMaxQueueBytes {
+			t.Errorf("nil GetMaxQueueBytes() = %d", got)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // APIVersion is the apiVersion of every object sluice reads.
@@ -397,6 +398,24 @@ type HTTPSource struct {
 	Service K8s        `yaml:"service"`
 	Auth    *HTTPAuth  `yaml:"auth"`
 	Ports   *HTTPPorts `yaml:"ports"`
+	// MaxQueueBytes (sluice's addition) is how many bytes of request bodies
+	// the source holds at most, from a request's admission until its message
+	// is acked (default source.DefaultHTTPMaxQueueBytes, 128 MiB; at least
+	// MinHTTPMaxQueueBytes). A request that does not fit gets 429 with
+	// Retry-After before its body is read; a body larger than it gets 413.
+	MaxQueueBytes *uint64 `yaml:"maxQueueBytes"`
+}
+
+// MinHTTPMaxQueueBytes is the smallest maxQueueBytes accepted: a smaller
+// value is more likely a size meant in another unit than bytes.
+const MinHTTPMaxQueueBytes = 1024
+
+// GetMaxQueueBytes returns maxQueueBytes or its default.
+func (h *HTTPSource) GetMaxQueueBytes() int64 {
+	if h == nil || h.MaxQueueBytes == nil {
+		return source.DefaultHTTPMaxQueueBytes
+	}
+	return clampInt64(*h.MaxQueueBytes)
 }
 
 // HTTPAuth requires a bearer token.

@@ -153,6 +153,9 @@ func (c *checker) source(path string, s *Source) {
 			c.port(path+".http.ports.http", h.Ports.HTTP)
 			c.port(path+".http.ports.https", h.Ports.HTTPS)
 		}
+		if n := h.MaxQueueBytes; n != nil && *n < MinHTTPMaxQueueBytes {
+			c.add(path+".http.maxQueueBytes", "(%d) must be at least %d (bytes)", *n, MinHTTPMaxQueueBytes)
+		}
 	}
 	if s.UDSource != nil {
 		c.udContainer(path+".udsource", s.UDSource)

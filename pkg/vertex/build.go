@@ -83,7 +83,7 @@ func (v *Vertex) buildHTTP(h *config.HTTPSource) (isb.Reader, error) {
 		addr = ":" + strconv.Itoa(int(port))
 	}
 	cfg := source.HTTPConfig{Addr: addr, Vertex: v.spec.Name, Queue: v.spec.Limits.GetReadBatchSize(),
-		ReadTimeout: v.spec.Limits.GetReadTimeout(), Logger: v.log, RetryAfter: v.retryAfter}
+		MaxQueueBytes: h.GetMaxQueueBytes(), ReadTimeout: v.spec.Limits.GetReadTimeout(), Logger: v.log, RetryAfter: v.retryAfter}
 	if h.Auth != nil && h.Auth.Token != nil {
 		token, err := secret.Read(h.Auth.Token, v.spec.Path+".source.http.auth.token")
 		if err != nil {
