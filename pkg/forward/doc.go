@@ -4,10 +4,19 @@
 //	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
 //	read at most that many  Reader.Read
 //	deposit the unused      Limiter.Deposit, into the epoch that granted them
+//	late read?              its epoch ended: the current epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF
-//	write                   the sink, or the fallback sink
+//	write                   the sink, or the fallback sink, on tokens of the
+//	                        epoch the write starts in; a write that returns in
+//	                        a later epoch takes that epoch's tokens too
 //	ack                     Reader.Ack, only after the write is durable
+//
+// Tokens belong to their epoch: tokens of a second that has passed are never
+// spent, so that a downstream that counts per second never sees more than the
+// limit, whatever blocked across a boundary (see sendFresh). A message
+// delivered again after a nack takes a token again, whether the reader takes
+// it back or the forwarder delivers it again itself.
 //
 // While the limiter has no tokens the forwarder waits and a [Tracker] counts why
 // (a ratelimit.Reason, also downstream_full while the sink is full, and

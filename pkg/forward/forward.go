@@ -29,6 +29,9 @@ type Limiter interface {
 	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)
 	TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason)
 	Deposit(g ratelimit.Grant, unused int)
+	// Epoch is the current epoch and the time left in it: a grant of an
+	// earlier one is not to be spent (see sendFresh).
+	Epoch() (int64, time.Duration)
 }
 
 // Noop is the Limiter of a vertex without a rate limit: it grants every request in
@@ -49,6 +52,9 @@ func (Noop) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
 
 // Deposit does nothing.
 func (Noop) Deposit(ratelimit.Grant, int) {}
+
+// Epoch is always 0, the epoch of Noop's grants.
+func (Noop) Epoch() (int64, time.Duration) { return 0, time.Second }
 
 // Deps are what a forwarder moves messages between.
 type Deps struct {
@@ -193,6 +199,11 @@ type worker struct {
 	// nacks[i] is set when batch[i] of the batch in progress was nacked.
 	nacks  []*isb.NackOptions
 	nacked int // how many of nacks are set
+	// grant is the tokens the batch in progress is written on, and kept how
+	// many of them it keeps: one per message read, less those dropped with
+	// ExcludeDropped (see spendOn).
+	grant ratelimit.Grant
+	kept  int
 }
 
 // New returns a forwarder. Deps.Reader, Deps.Sink, Deps.Metrics and Deps.Tracker are
@@ -315,12 +326,15 @@ func (f *worker) forwardOnce(ctx, hard context.Context) error {
 	}
 	start := time.Now()
 	batch := f.readBatch(ctx, f.read[:g.Tokens])
-	g = f.keep(g, len(batch)) // unused tokens go back, same epoch
 	if len(batch) == 0 {
+		f.keep(g, 0)     // unused tokens go back, same epoch
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
 	}
-	f.forward(hard, g, batch, start, nil, 0)
+	// The read's tokens, or the current epoch's when it returned in a later one.
+	f.sendFresh(hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
+		f.forward(hard, g, part, start, nil, 0)
+	})
 	return nil
 }
 
@@ -343,6 +357,7 @@ func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		f.abandon(hard, "process", batch, err)
 		return
 	}
+	f.grant = g
 	if err := f.write(hard, out); err != nil {
 		f.abandon(hard, StageWrite, batch, err)
 		return
@@ -497,6 +512,7 @@ func (f *worker) deliver(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		f.abandon(hard, "process", batch, err)
 		return nil, err
 	}
+	f.grant = g
 	if err := f.write(hard, out); err != nil {
 		f.abandon(hard, StageWrite, batch, err)
 		return nil, err
@@ -539,6 +555,10 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	}
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
+	}
+	f.kept = len(batch)
+	if f.opts.ExcludeDropped {
+		f.kept -= dropped
 	}
 	switch {
 	case f.opts.ExcludeDropped && f.settler != nil:
@@ -618,7 +638,11 @@ func (f *worker) write(hard context.Context, msgs []isb.Message) error {
 func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, outcome) {
 	errs := f.errSlice(len(msgs))
 	f.writeMu.Lock()
-	err := w.Write(hard, msgs, errs)
+	err := f.spendOn(hard, stage, len(msgs))
+	if err == nil {
+		err = w.Write(hard, msgs, errs)
+		f.chargeFor(hard, stage, len(msgs))
+	}
 	f.writeMu.Unlock()
 	if err != nil {
 		for i := range errs {

@@ -60,6 +60,8 @@ func start(t *testing.T, d Deps, opts Options) *harness {
 		h.in = r.Reader.(*memory.Buffer)
 	case *optionsReader:
 		h.in = r.Buffer
+	case noNak:
+		h.in = r.b
 	}
 	if d.Sink == nil {
 		h.out = memory.New("out", 1<<20, time.Millisecond, nil)
@@ -203,6 +205,8 @@ func (c *countingLimiter) Deposit(_ ratelimit.Grant, unused int) {
 	defer c.mu.Unlock()
 	c.deposited += unused
 }
+
+func (c *countingLimiter) Epoch() (int64, time.Duration) { return 0, time.Second }
 
 func (c *countingLimiter) used() int {
 	c.mu.Lock()
@@ -436,6 +440,8 @@ func (s *stuckLimiter) Acquire(ctx context.Context, _ int) (ratelimit.Grant, err
 }
 
 func (s *stuckLimiter) Deposit(ratelimit.Grant, int) {}
+
+func (s *stuckLimiter) Epoch() (int64, time.Duration) { return 0, time.Second }
 
 func TestForwarderWaitsForTheLimitersReason(t *testing.T) {
 	for _, r := range []ratelimit.Reason{ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement, ratelimit.ReasonStoreUnavailable} {

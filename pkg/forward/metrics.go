@@ -15,7 +15,10 @@ type Metrics struct {
 	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, ack, nack
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
-	Batch     prometheus.Histogram
+	// Retaken counts the tokens taken again for messages that went on in a
+	// later epoch than their grant's (see sendFresh); they are in Granted too.
+	Retaken prometheus.Counter
+	Batch   prometheus.Histogram
 
 	// ThrottleSignals counts the messages a sink refused with a throttle
 	// signal (isb.ErrThrottled), once per refusal.
@@ -42,6 +45,10 @@ const (
 	depositedHelp = "Tokens kept and then given back to the rate limiter: with excludeDropped, those of dropped messages. Granted minus deposited is what counted against the limit."
 )
 
+// retakenHelp is the help of the counter of tokens taken again.
+const retakenHelp = "Tokens taken again, and counted in sluice_ratelimit_granted_total too, because messages went on in a later epoch than their grant's: " +
+	"a read or a write that returned in a later second, a batch that waited to be written, a message delivered again after a nack or a throttled sink."
+
 // throttleSignalsHelp is the help of the counter of throttle signals.
 const throttleSignalsHelp = "Messages a sink refused because it is rate limited (an HTTP sink's 429 or 503), once per refusal; " +
 	"they are retried after the wait it asked for, use no retry step, and are not write errors."
@@ -65,6 +72,7 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 			"Messages read that a function or the sink nacked, handed back to be delivered again (once per delivery)."),
 		Granted:         counter("sluice_ratelimit_granted_total", grantedHelp),
 		Deposited:       counter("sluice_ratelimit_deposited_total", depositedHelp),
+		Retaken:         counter("sluice_ratelimit_retaken_total", retakenHelp),
 		ThrottleSignals: counter("sluice_forward_throttle_signals_total", throttleSignalsHelp),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_forward_error_total", Help: "Errors by stage of the forward loop.",

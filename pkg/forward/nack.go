@@ -118,6 +118,7 @@ func sameNack(a, b *isb.NackOptions) bool {
 // until none is nacked, then acks the whole batch. A message nacked
 // MaxDeliveries times is dropped.
 func (f *worker) redeliver(hard context.Context, g ratelimit.Grant, batch, nacked []isb.ReadMessage, opts []*isb.NackOptions) error {
+	ok := true
 	for delivery := 1; len(nacked) > 0; delivery++ {
 		wait := f.backoff(delivery - 1)
 		keep := nacked[:0]
@@ -135,6 +136,12 @@ func (f *worker) redeliver(hard context.Context, g ratelimit.Grant, batch, nacke
 			break
 		}
 		if !f.sleep(hard, wait) {
+			f.abandon(hard, StageNack, batch, hard.Err())
+			return nil
+		}
+		// Delivered again, each message takes a token again, as one read again
+		// from a source that takes messages back does.
+		if g, ok = f.renewAll(hard, len(nacked)); !ok {
 			f.abandon(hard, StageNack, batch, hard.Err())
 			return nil
 		}

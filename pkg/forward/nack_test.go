@@ -109,10 +109,15 @@ func TestNackedByTheFunctionComesBackOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 45)
-			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: Noop{}}, Options{})
+			lim := &countingLimiter{}
+			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: lim}, Options{})
 			h.waitAcked(t, 45)
 			h.stop(t)
 			checkOnce(t, h.out.Messages(), 45)
+			// A message delivered again takes a token again, whoever delivers it.
+			if n := lim.used(); n != 90 {
+				t.Errorf("%d tokens used for 45 messages each delivered twice; want 90", n)
+			}
 			if n := testutil.ToFloat64(h.m.Nacked); n != 45 {
 				t.Errorf("nack metric %v; want 45", n)
 			}

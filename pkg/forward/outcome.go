@@ -155,7 +155,7 @@ func (f *worker) giveUp(pending []isb.Message) []isb.Message {
 // downstream_throttled, and after the wait it takes tokens anew for the
 // messages to send again (see retake). It reports whether it waited the whole
 // time, which it does not when hard ends.
-func (f *Forwarder) pause(hard context.Context, o outcome, attempt, retry int) bool {
+func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool {
 	d := f.backoff(attempt)
 	if o.throttled == 0 {
 		return f.sleep(hard, d)
@@ -170,7 +170,14 @@ func (f *Forwarder) pause(hard context.Context, o outcome, attempt, retry int) b
 	f.d.Tracker.Begin(ratelimit.ReasonDownstreamThrottled)
 	waited := f.sleep(hard, d)
 	f.d.Tracker.End(ratelimit.ReasonDownstreamThrottled)
-	return waited && f.retake(hard, retry, from)
+	if !waited {
+		return false
+	}
+	g, ok := f.retake(hard, retry, from)
+	if ok && g.Tokens > 0 {
+		f.grant = g // the retry is written on these
+	}
+	return ok
 }
 
 // freshener is a limiter that can say when its epochs begin
@@ -196,55 +203,34 @@ var (
 // what a throttled sink refused: longer than a batch takes to send.
 const freshMargin = 200 * time.Millisecond
 
-// staleTokenPause is how long retake waits before it asks again for tokens
-// of an epoch that has begun but that the limiter has not yet renewed.
-const staleTokenPause = time.Millisecond
-
 // retake takes n tokens from the limiter, waiting for them as a read does,
 // for messages to send again after a throttle signal, from epoch from or a
-// later one. Their first tokens
-// were spent on the attempt the sink refused, in an epoch that has passed
-// when its Retry-After has: sent on those, they would come on top of the
-// current epoch's grant, and the sink would see more than the limit in a
-// second. It reports false when hard ends first; a limiter that fails
-// otherwise (closed) lets the messages go without tokens.
-func (f *Forwarder) retake(hard context.Context, n int, from int64) bool {
+// later one. Their first tokens were spent on the attempt the sink refused,
+// in an epoch that has passed when its Retry-After has: sent on those, they
+// would come on top of the current epoch's grant, and the sink would see
+// more than the limit in a second. It reports false when hard ends first; a
+// limiter that fails otherwise (closed) lets the messages go without tokens.
+// It returns the last grant it took, of the epoch the messages go on in.
+func (f *Forwarder) retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
+	var g ratelimit.Grant
 	if f.d.Limiter == nil {
-		return true
+		return g, true
 	}
 	for n > 0 {
-		g, reason := f.d.Limiter.TryAcquire(n)
-		if g.Tokens == 0 {
-			var err error
-			f.d.Tracker.Begin(reason)
-			g, err = f.d.Limiter.Acquire(hard, n)
-			f.d.Tracker.End(reason)
-			switch {
-			case hard.Err() != nil:
-				return false
-			case errors.Is(err, ratelimit.ErrRateLimited):
-				continue
-			case err != nil:
-				f.log.Warn("no tokens for the messages a throttled sink refused; sending them again without", zap.Error(err))
-				return true
-			}
-		}
-		if g.Tokens > 0 && g.Epoch() < from {
-			// The epoch before from, not yet renewed: its tokens would come
-			// on top of from's grant.
-			f.d.Limiter.Deposit(g, g.Tokens)
-			if !f.sleep(hard, staleTokenPause) {
-				return false
+		if e, left := f.d.Limiter.Epoch(); e < from {
+			if !f.sleep(hard, left) {
+				return g, false
 			}
 			continue
 		}
-		if f.settler != nil {
-			f.settler.Settle(g, g.Tokens)
+		var ok bool
+		if g, ok = f.renew(hard, n, true); !ok {
+			return g, false
 		}
-		n -= g.Tokens
-		f.d.Metrics.Granted.Add(float64(g.Tokens))
+		f.spend(g)
+		n -= max(g.Tokens, 1)
 	}
-	return true
+	return g, true
 }
 
 // logRejectedDrops logs, once per batch, the messages the sink rejected that

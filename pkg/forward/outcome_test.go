@@ -352,6 +352,11 @@ func (l *freshLimiter) FreshAfter(d, margin time.Duration) (time.Duration, int64
 	return at.Sub(now), at.Unix()
 }
 
+func (l *freshLimiter) Epoch() (int64, time.Duration) {
+	now := l.clk.Now()
+	return now.Unix(), now.Truncate(time.Second).Add(time.Second).Sub(now)
+}
+
 func (l *freshLimiter) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
 	g, r := l.countingLimiter.TryAcquire(n)
 	return ratelimit.GrantOf(g.Tokens, l.epoch.Load()), r

@@ -174,6 +174,7 @@ func (r *keyedRig) run(t *testing.T, perEpoch []int) {
 	for i, n := range perEpoch {
 		total += n
 		r.sink.waitFor(t, total)
+		r.waitAcked(t, uint64(total)) // done with the write, tokens and all
 		if i < len(perEpoch)-1 {
 			r.clk.Advance(time.Second)
 		}
@@ -284,6 +285,7 @@ func TestFullHoldStopsReading(t *testing.T) {
 			r := startKeyed(t, noNak{in}, 100, 3, 5, opts)
 			for epoch := range 10 {
 				r.sink.waitFor(t, 3*(epoch+1))
+				r.waitAcked(t, uint64(3*(epoch+1)))
 				if epoch < 8 { // while the source has more than the hold takes
 					r.waitThrottled(t, ratelimit.ReasonRateLimited) // for the next epoch
 					if held := r.metrics.Held(); held != 5 {

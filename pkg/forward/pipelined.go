@@ -97,16 +97,32 @@ func (f *Forwarder) runPipelined(ctx, hard context.Context) error {
 		}
 		start := time.Now()
 		batch := f.readBatch(ctx, j.read[:g.Tokens])
-		g = f.keep(g, len(batch)) // unused tokens go back, same epoch
 		slots.give(k - len(batch))
 		if len(batch) == 0 {
+			f.keep(g, 0) // unused tokens go back, same epoch
 			free <- j
 			f.idle.wait(ctx) // a dry reader is not spun on
 			continue
 		}
-		j.batch, j.g, j.start, j.seq = batch, g, start, seq
-		seq++
-		jobs <- j
+		// The read's tokens, or the current epoch's when it returned in a
+		// later one: then the batch may go on in parts, each a job.
+		next := j
+		unsent := f.sendFresh(hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
+			if next == nil {
+				next = <-free
+			}
+			if &next.read[0] != &part[0] {
+				part = next.read[:copy(next.read, part)]
+			}
+			next.batch, next.g, next.start, next.seq = part, g, start, seq
+			seq++
+			jobs <- next
+			next = nil
+		})
+		if next != nil {
+			free <- next
+		}
+		slots.give(unsent) // abandoned: never handed over
 	}
 	return nil
 }
