@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run examples image images test bench lint deps clean
+.PHONY: build run examples image images test faults bench lint deps clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vertex
@@ -40,6 +40,16 @@ deps:
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+
+# The fault suite (docs/faults.md): every fault of its table, FAULT_RUNS times
+# each, against real vertex processes, redis-server and nats-server; prints the
+# table (runs, epochs, epochs over max, the worst epoch, messages lost and
+# duplicated) and writes it to bin/faults.md. `make test` runs each row once.
+FAULT_RUNS ?= 20
+faults: deps
+	@mkdir -p bin
+	$(GO) test -count=1 -timeout 240m -run 'TestFault' ./test/ -args -faults.runs=$(FAULT_RUNS) -faults.table=$(CURDIR)/bin/faults.md
+	@cat bin/faults.md
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/ratelimit/ ./pkg/forward/ ./pkg/udf/ ./pkg/isb/...

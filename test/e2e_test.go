@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	printFaultTable(os.Stdout)
+	writeFaultTable()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -15,7 +16,10 @@ import (
 // measured; TestMain prints the table once every test has run. `make test`
 // runs each row once (a short round, so that a regression fails CI);
 // `make faults` runs every row -faults.runs times.
-var faultRuns = flag.Int("faults.runs", 1, "how many times the fault suite runs each row")
+var (
+	faultRuns      = flag.Int("faults.runs", 1, "how many times the fault suite runs each row")
+	faultTableFile = flag.String("faults.table", "", "a file to write the fault table to as well")
+)
 
 // faultRow is one row of the fault table: a fault under a policy, what must
 // hold, and what was measured over its runs.
@@ -79,6 +83,20 @@ func worse(a, b string) bool {
 		return g / m
 	}
 	return ratio(a) > ratio(b)
+}
+
+// writeFaultTable prints the fault table, and writes it to -faults.table
+// when that is set.
+func writeFaultTable() {
+	printFaultTable(os.Stdout)
+	if *faultTableFile == "" {
+		return
+	}
+	var b strings.Builder
+	printFaultTable(&b)
+	if err := os.WriteFile(*faultTableFile, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "writing the fault table:", err)
+	}
 }
 
 // printFaultTable writes the fault table, if any row was recorded, as
