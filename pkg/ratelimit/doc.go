@@ -64,7 +64,13 @@
 // Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
 // left: the epoch's tokens are kept in atomic counters that a timer replaces at
 // each epoch boundary (or pacing slice). Acquire is one atomic add while tokens are
-// left. Goroutines that acquire
+// left. A process frozen past an epoch's end runs its timer late, so until the
+// timer or the first call that reads the clock ([Limiter.Epoch], an Acquire that
+// finds no tokens) begins the current epoch, the fast path may still grant what was
+// left of the one before; a [Grant] says its epoch, and a caller that waited across
+// a boundary (on a read, on a write) compares it with Limiter.Epoch before it spends
+// the tokens: tokens of a second that has passed come on top of the current one's.
+// Goroutines that acquire
 // concurrently should each use a [Lane], whose tokens sit on a cache line of its own
 // yet remain available to every other caller. Callers that must wait are queued and
 // served in arrival order when tokens come, so no reader starves another.
@@ -77,6 +83,16 @@
 // size takes effect at the next epoch boundary, and a replica that leaves or stops
 // sending heartbeats is dropped so the others get its share back. Package memstore
 // is an in-process store.
+//
+// A replica's lease is its StaleAfter less a margin, counted on its own clock from
+// the start of its last successful sync; the store drops it StaleAfter after it
+// saw that sync, on the store's clock. Once its lease has run out (the store out of
+// reach, its network cut, the process frozen or starved) a replica grants nothing
+// until it has synced again and the pool has agreed on it, as a newcomer does;
+// with [LastKnown] it keeps its last pool while its syncs fail, availability first.
+// Epochs are seconds of the store's clock, learned at each sync within half the
+// round trip; a sync slower than the one the offset came from leaves it alone, and
+// a step of the local clock is followed at the next sync.
 //
 // # Per-key limits
 //
