@@ -64,7 +64,7 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 		next = st.epoch*epochNanos + int64(st.slice+1)*int64(l.cfg.Pacing)
 	}
 	if st.eligible && l.store != nil && l.registered {
-		if end := l.storeNanos(l.lease.until); end < next && end > l.storeNanos(now) {
+		if end := l.storeNanos(l.leaseEnd()); end < next && end > l.storeNanos(now) {
 			next = end
 		}
 	}

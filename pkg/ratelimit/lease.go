@@ -24,11 +24,22 @@ import (
 // The one exception is Config.OnStoreFailure LastKnown while the replica
 // sees its syncs fail: it keeps the last agreed pool then, availability
 // first, and rejoins when the store answers.
+//
+// With Config.Adaptive the view a replica learned at a sync is complete only
+// for a while: a cut the store decides later applies from the first epoch
+// that begins two sync intervals after (Signal.Lead), so a replica knows every
+// cut of the epochs that begin before that lead has passed since its last
+// sync, and no more. It grants in no later epoch until it has synced again,
+// as when its lease has run out, but it need not rejoin: the others have not
+// left it out of the pool. Live changes of the limit apply a whole lease
+// after the store takes them (liveLead), so a replica that cannot learn of
+// one has stopped granting by then.
 
 // lease is a replica's lease with its store. The Limiter's mutex guards it.
 type lease struct {
 	last   time.Time     // local time at which the last successful sync began
 	until  time.Time     // local time at which the lease runs out
+	known  time.Time     // with Adaptive: local time of the first epoch whose cuts it may not know
 	margin time.Duration // taken off StaleAfter
 	logged bool          // the lapse was logged
 }
@@ -53,11 +64,30 @@ func (s *lease) renew(t0 time.Time, staleAfter time.Duration) {
 // ran reports whether the lease has run out at now.
 func (s *lease) ran(now time.Time) bool { return !now.Before(s.until) }
 
+// leaseEnd returns the local time at which the replica stops granting, by its
+// lease and, with Adaptive, by the cuts it knows of.
+func (l *Limiter) leaseEnd() time.Time {
+	if l.cfg.Adaptive && l.lease.known.Before(l.lease.until) {
+		return l.lease.known
+	}
+	return l.lease.until
+}
+
+// learnHorizon notes, with Adaptive, the first epoch a cut decided after a
+// sync that saw the store's clock at store may apply from. l.mu is held.
+func (l *Limiter) learnHorizon(store time.Time) {
+	if l.cfg.Adaptive {
+		first := floorDiv(store.Add(2*l.sync).UnixNano(), epochNanos) + 1
+		l.lease.known = l.localAt(first * epochNanos)
+	}
+}
+
 // lapsed reports whether the replica may not use its share at now because
-// its lease has run out: always with Pause, and with LastKnown unless its
-// syncs are failing. It logs the lapse once. l.mu is held.
+// its lease has run out, or with Adaptive because it may not know of a cut:
+// always with Pause, and with LastKnown unless its syncs are failing. It logs
+// the lapse once. l.mu is held.
 func (l *Limiter) lapsed(now time.Time) bool {
-	if l.store == nil || !l.registered || !l.lease.ran(now) {
+	if l.store == nil || !l.registered || now.Before(l.leaseEnd()) {
 		return false
 	}
 	if l.cfg.OnStoreFailure == LastKnown && l.syncFail != nil {
@@ -69,11 +99,14 @@ func (l *Limiter) lapsed(now time.Time) bool {
 	}
 	if !l.lease.logged && l.member.agreed {
 		l.lease.logged = true
-		if l.syncFail != nil {
+		switch {
+		case l.syncFail != nil:
 			l.log.Warn("store lease expired: taking no tokens until the store is back")
-		} else {
-			l.log.Warn("store lease expired without a failed sync (the process was frozen or starved): taking no tokens until it rejoins the pool",
+		case l.lease.ran(now):
+			l.log.Warn("store lease expired without a failed sync (the process was frozen or starved, or a sync hangs): taking no tokens until it rejoins the pool",
 				zap.Duration("sinceLeaseEnd", now.Sub(l.lease.until)))
+		default:
+			l.log.Warn("no sync for longer than a cut's lead: taking no tokens until the store answers, as a cut may apply")
 		}
 	}
 	return true

@@ -14,9 +14,9 @@ import (
 //
 // With a store, the change goes to the store at once (a sync is brought
 // forward), which numbers it and picks the epoch it applies from: the first
-// that begins at least a lead after the store took it (the longer of four
-// sync intervals and 500ms), so that every replica learns it at a sync
-// before then. Every replica switches at that one epoch boundary. The last
+// that begins at least a lead after the store took it (the longest of four
+// sync intervals, 500ms and StaleAfter), so that every replica learns it at
+// a sync before then, or its lease has run out by then. Every replica switches at that one epoch boundary. The last
 // change taken wins; a replica also proposes its own config when it
 // registers, so the replica that started or changed last sets the vertex's
 // limit. Without a store (or with a fixed pool) the change applies from the
@@ -165,8 +165,13 @@ type limitSwitch struct {
 }
 
 // liveLead is how long before its epoch the store takes a change of the
-// limit: time for every replica to sync.
-func (l *Limiter) liveLead() time.Duration { return max(4*l.sync, 500*time.Millisecond) }
+// limit: time for every replica to sync, and at least a lease, so that a
+// replica that cannot learn of the change (cut off from the store) has
+// stopped granting by the epoch it applies from, unless it keeps its last
+// pool by onStoreFailure: lastKnown.
+func (l *Limiter) liveLead() time.Duration {
+	return max(4*l.sync, 500*time.Millisecond, l.cfg.StaleAfter)
+}
 
 // Update changes the limit to cfg while the limiter runs: Max, Min,
 // RampUpDuration, Mode and its parameters, and Shadow may differ from the

@@ -60,6 +60,7 @@ func (l *Limiter) syncOnce() error {
 		l.log.Warn("the local clock moved against the store's; epochs follow the store's", zap.Duration("by", -step))
 		l.retime(t1)
 	}
+	l.learnHorizon(v.Time)
 	stamp := floorDiv(v.Time.UnixNano(), epochNanos)
 	wasAgreed := l.member.agreed
 	l.member.learn(v, stamp)
@@ -71,11 +72,14 @@ func (l *Limiter) syncOnce() error {
 		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
 		l.agreedSize = v.PoolSize
 	}
-	l.adapt(v.Adaptation, stamp, t1, !l.registered)
+	// A replica that registers or rejoins finds the cuts and changes that
+	// have taken effect in the pool's past, not its own.
+	fresh := !l.registered || away
+	l.adapt(v.Adaptation, stamp, t1, fresh)
 	if rep.Limit != nil && l.proposal == rep.Limit {
 		l.proposal = nil // taken; a change since is sent at the next sync
 	}
-	l.learnLimits(v.Limits, !l.registered)
+	l.learnLimits(v.Limits, fresh)
 	if !l.registered {
 		l.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before

@@ -257,3 +257,62 @@ func TestSteppedClockKeepsTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// A replica cut off from the store cannot learn of a cut the others make:
+// with pause, it grants in no epoch a cut decided after its last sync could
+// apply to, so that the cut epoch grants no more than the cut pool; with
+// lastKnown it keeps its share, availability first, and the epochs grant up
+// to max plus its share.
+func TestCutOffReplicaMissesACut(t *testing.T) {
+	for _, tt := range []struct {
+		policy ratelimit.StoreFailurePolicy
+		most   int64 // the most an epoch may grant
+		cutOK  bool  // whether the cut epoch keeps within the cut pool
+	}{
+		{ratelimit.Pause, 300, true},
+		{ratelimit.LastKnown, 400, false},
+	} {
+		t.Run(tt.policy.String(), func(t *testing.T) {
+			cfg := flat(300)
+			cfg.Adaptive, cfg.CutPercentage, cfg.OnStoreFailure = true, 50, tt.policy
+			cfg.Min = 30
+			p := newPool(t, cfg)
+			for _, id := range []string{"a", "b", "c"} {
+				p.join(id)
+			}
+			cut := int64(0) // the epoch whose pool the cut set
+			tick := func() {
+				p.drain()
+				for _, r := range p.reps {
+					if s := r.l.Status(); s.PoolMilli == 150_000 && cut == 0 {
+						cut = s.Epoch
+					}
+				}
+				p.clk.Advance(ratelimit.DefaultSyncInterval)
+			}
+			for range 33 {
+				tick()
+			}
+			p.reps["a"].link.cut.Store(true)
+			p.reps["b"].l.Signal(0) // a cut, decided while a cannot hear of it
+			for range 40 {
+				tick()
+			}
+			p.reps["a"].link.cut.Store(false)
+			for range 30 {
+				tick()
+			}
+			if cut == 0 {
+				t.Fatal("no replica saw the cut pool of 150")
+			}
+			for e, n := range p.kept {
+				if n > tt.most {
+					t.Errorf("epoch %d granted %d; want at most %d (all: %v)", e, n, tt.most, p.kept)
+				}
+			}
+			if ok := p.kept[cut] <= 150; ok != tt.cutOK {
+				t.Errorf("the cut epoch %d granted %d of a pool of 150; want within it: %v", cut, p.kept[cut], tt.cutOK)
+			}
+		})
+	}
+}

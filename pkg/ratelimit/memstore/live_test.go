@@ -78,9 +78,9 @@ func TestUpdateSwitchesEveryReplicaAtOneEpoch(t *testing.T) {
 		}
 		seq = append(seq, fmt.Sprintf("%d:%d", r.max["a"], r.granted))
 	}
-	// Update came 500ms into an epoch (35 steps): with a lead of 500ms the
-	// change applies from the second epoch after it.
-	want := "[300:300 300:300 300:300 600:300 600:600 600:600 600:600 150:150 150:150]"
+	// Update came 500ms into an epoch (35 steps): with a lead of a lease
+	// (staleAfter, 2s) the change applies from the third epoch after it.
+	want := "[300:300 300:300 300:300 300:300 600:300 600:600 600:600 600:600 150:150]"
 	if fmt.Sprint(seq) != want {
 		t.Errorf("max:granted per epoch from before the first change\n got %v\nwant %s", seq, want)
 	}
