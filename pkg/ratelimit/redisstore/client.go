@@ -54,6 +54,7 @@ func newClient(c Conn) (redis.UniversalClient, string, error) {
 			Username: c.Username, Password: c.Password,
 			SentinelUsername: c.SentinelUsername, SentinelPassword: c.SentinelPassword,
 			DialTimeout: c.DialTimeout, MaxRetries: 1, DialerRetries: 1,
+			ContextTimeoutEnabled: true,
 		}
 		if c.DB != nil {
 			opt.DB = *c.DB
@@ -89,8 +90,12 @@ func newClient(c Conn) (redis.UniversalClient, string, error) {
 		}
 		opt.TLSConfig = t
 	}
-	// A replica syncs again within a sync interval: one try is enough.
+	// A replica syncs again within a sync interval: one try is enough. A
+	// sync's deadline bounds its reads and writes too, so that a connection
+	// that stops answering fails the sync in time (not after the client's own
+	// 3s read timeout, tried twice).
 	opt.DialTimeout, opt.MaxRetries, opt.DialerRetries = c.DialTimeout, 1, 1
+	opt.ContextTimeoutEnabled = true
 	return redis.NewClient(opt), opt.Addr, nil
 }
 
