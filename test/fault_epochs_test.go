@@ -76,9 +76,10 @@ func (g *epochGrid) granted(e int64) int64 {
 
 // allowed is the most the replicas may grant together in e: the whole
 // tokens of their pool, the largest should they differ (replicas that
-// joined in different epochs are a slope apart on a ramp). From the fault's
-// epoch on, the pool of the replica it hit counts only when no other logged
-// e: its view is what the fault may have made stale.
+// joined in different epochs are a slope apart on a ramp). After the fault's
+// epoch, the pool of the replica it hit counts only when no other logged e:
+// its view is what the fault may have made stale (in the fault's epoch it
+// granted on the view it had before the fault).
 func (g *epochGrid) allowed(e int64) int64 {
 	pool, found := 0.0, false
 	for i, eps := range g.byRep {
@@ -93,8 +94,8 @@ func (g *epochGrid) allowed(e int64) int64 {
 }
 
 // stale reports whether replica i's view of e may be stale: it was hit by
-// the fault, in e or before.
-func (g *epochGrid) stale(i int, e int64) bool { return i == g.hit && e >= g.faultAt.Unix() }
+// the fault, before e.
+func (g *epochGrid) stale(i int, e int64) bool { return i == g.hit && e > g.faultAt.Unix() }
 
 // agreed reports whether all n replicas were eligible in e in a pool of n.
 func (g *epochGrid) agreed(e int64, n int) bool {

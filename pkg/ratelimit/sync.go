@@ -72,14 +72,14 @@ func (l *Limiter) syncOnce() error {
 		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
 		l.agreedSize = v.PoolSize
 	}
-	// A replica that registers or rejoins finds the cuts and changes that
-	// have taken effect in the pool's past, not its own.
-	fresh := !l.registered || away
-	l.adapt(v.Adaptation, stamp, t1, fresh)
+	// A replica that rejoins applies the last cut it missed from its next
+	// epoch: its pool is then no larger than the others', which applied it
+	// earlier and ramped on since.
+	l.adapt(v.Adaptation, stamp, t1, !l.registered)
 	if rep.Limit != nil && l.proposal == rep.Limit {
 		l.proposal = nil // taken; a change since is sent at the next sync
 	}
-	l.learnLimits(v.Limits, fresh)
+	l.learnLimits(v.Limits, !l.registered)
 	if !l.registered {
 		l.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before
