@@ -233,17 +233,7 @@ spec:
 	t.Logf("sink per wall second from %d: %s; killed the source at +%v, started it again from %d at +%v",
 		first, joinInts(counts), killed.Sub(base).Round(time.Millisecond), from, restarted.Sub(base).Round(time.Millisecond))
 	t.Logf("grants by epoch: %s", epochGrants(t, p, first, len(counts)))
-	for i, c := range counts {
-		if c > lateMax {
-			t.Errorf("wall second %d (+%ds): the sink took %d messages; max is %d", first+int64(i), i, c, lateMax)
-		}
-	}
-	if lost > 0 {
-		t.Errorf("%d of the numbers 0..%d never reached the sink", lost, largest)
-	}
-	if largest < 6*lateMax {
-		t.Errorf("the sink got 0..%d in all; at %d a second over 7 s of flow it should have more", largest, lateMax)
-	}
+	checkLate(t, "sink", first, counts, lost, largest, 6*lateMax) // 7 s of flow
 	if killed.Sub(base) < 4*time.Second || restarted.Sub(killed) < 3*time.Second {
 		t.Errorf("the source was killed at +%v and started again %v later; want 4.5s and 3s",
 			killed.Sub(base), restarted.Sub(killed))
@@ -406,15 +396,23 @@ spec:
 	t.Logf("endpoint took per wall second from %d: %s; held the batch that came at +%v for %v",
 		first, joinInts(counts), ep.stalled.Sub(base).Round(time.Millisecond), ep.stall)
 	t.Logf("grants by epoch: %s", epochGrants(t, p, first, len(counts)))
+	checkLate(t, "endpoint", first, counts, lost, largest, 4*lateMax)
+}
+
+// checkLate fails t for every wall second from first in which who took more
+// than lateMax messages, for the numbers 0..largest that never reached it, and
+// when it got fewer than least in all.
+func checkLate(t *testing.T, who string, first int64, counts []int, lost, largest, least int) {
+	t.Helper()
 	for i, c := range counts {
 		if c > lateMax {
-			t.Errorf("wall second %d (+%ds): the endpoint took %d messages; max is %d", first+int64(i), i, c, lateMax)
+			t.Errorf("wall second %d (+%ds): the %s took %d messages; max is %d", first+int64(i), i, who, c, lateMax)
 		}
 	}
 	if lost > 0 {
-		t.Errorf("%d of the numbers 0..%d never reached the endpoint", lost, largest)
+		t.Errorf("%d of the numbers 0..%d never reached the %s", lost, largest, who)
 	}
-	if largest < 4*lateMax {
-		t.Errorf("the endpoint got 0..%d in all; at %d a second it should have more", largest, lateMax)
+	if largest < least {
+		t.Errorf("the %s got 0..%d in all; at %d a second it should have at least %d", who, largest, lateMax, least)
 	}
 }
