@@ -2,7 +2,6 @@ package forward
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -62,24 +61,17 @@ func (f *Forwarder) giveBack(g ratelimit.Grant) {
 // (see keep and spend). renew reports false when ctx ends first; a limiter
 // that fails otherwise (closed) lets the messages go without tokens.
 func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Grant, bool) {
-	waited := false
+	first, _ := f.d.Limiter.Epoch()
 	for {
-		g, reason := f.d.Limiter.TryAcquire(n)
-		if g.Tokens == 0 {
-			var err error
-			f.d.Tracker.Begin(reason)
-			g, err = f.d.Limiter.Acquire(ctx, n)
-			f.d.Tracker.End(reason)
-			switch {
-			case ctx.Err() != nil:
-				return ratelimit.Grant{}, false
-			case errors.Is(err, ratelimit.ErrRateLimited):
-				continue
-			case err != nil:
-				f.log.Warn("no tokens for messages that go on in a later epoch than their grant's; sending them without", zap.Error(err))
-				return ratelimit.GrantOf(n, 0), true
-			}
-			waited = true
+		g, err := f.acquire(ctx, n)
+		switch {
+		case ctx.Err() != nil:
+			return ratelimit.Grant{}, false
+		case err != nil:
+			f.log.Warn("no tokens for messages that go on in a later epoch than their grant's; sending them without", zap.Error(err))
+			return ratelimit.GrantOf(n, 0), true
+		case g.Tokens == 0:
+			continue // rate limited: wait again
 		}
 		if now, _ := f.d.Limiter.Epoch(); g.Epoch() < now {
 			// The limiter has yet to begin the current epoch: ask again soon.
@@ -89,7 +81,7 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 			}
 			continue
 		}
-		if !whole || g.Tokens >= n || waited {
+		if !whole || g.Tokens >= n || g.Epoch() > first {
 			f.d.Metrics.Retaken.Add(float64(g.Tokens))
 			return g, true
 		}
@@ -99,7 +91,6 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 		if !f.sleep(ctx, left) {
 			return ratelimit.Grant{}, false
 		}
-		waited = true
 	}
 }
 
