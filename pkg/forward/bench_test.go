@@ -15,8 +15,8 @@ import (
 )
 
 // BenchmarkForwardCycle is one forward iteration of a batch of 500 (generator →
-// cat → blackhole): with no limiter call at all, with the no-op limiter a vertex
-// without a rate limit uses, with a rate limiter far above capacity, and with
+// cat → blackhole): with the no-op limiter a vertex without a rate limit uses,
+// with a rate limiter far above capacity, and with
 // that and a per-key limit far above capacity too, counted in this process,
 // over 10 or 1,000 keys. Divide ns/op by 500 for the cost per message.
 func BenchmarkForwardCycle(b *testing.B) {
@@ -34,7 +34,6 @@ func BenchmarkForwardCycle(b *testing.B) {
 		keys    int  // of the messages, round robin
 		perKey  bool // a per-key limit
 	}{
-		{"no-limiter-call", func(*testing.B) Limiter { return nil }, 0, false},
 		{"noop-limiter", func(*testing.B) Limiter { return Noop{} }, 0, false},
 		{"rate-limiter", rateLimiter, 0, false},
 		{"rate-limiter-10-keys", rateLimiter, 10, false},

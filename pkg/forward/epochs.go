@@ -35,7 +35,7 @@ import (
 
 // stale reports whether g's tokens are of an epoch that has ended.
 func (f *Forwarder) stale(g ratelimit.Grant) bool {
-	if f.d.Limiter == nil || g.Tokens == 0 {
+	if g.Tokens == 0 {
 		return false
 	}
 	now, _ := f.d.Limiter.Epoch()
@@ -44,13 +44,7 @@ func (f *Forwarder) stale(g ratelimit.Grant) bool {
 
 // giveBack gives back every token of g, kept or not: the epoch they were
 // granted in has ended, so the limiter drops them.
-func (f *Forwarder) giveBack(g ratelimit.Grant) {
-	if f.settler != nil {
-		f.settler.Trim(g, 0)
-		return
-	}
-	f.d.Limiter.Deposit(g, g.Tokens)
-}
+func (f *Forwarder) giveBack(g ratelimit.Grant) { f.d.Limiter.Settle(g, 0) }
 
 // renew takes up to n tokens for messages that go on now, from the current
 // epoch or, when it has none left, a later one, waiting as a read does. With
@@ -75,7 +69,7 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 		}
 		if now, _ := f.d.Limiter.Epoch(); g.Epoch() < now {
 			// The limiter has yet to begin the current epoch: ask again soon.
-			f.d.Limiter.Deposit(g, g.Tokens)
+			f.giveBack(g)
 			if !f.sleep(ctx, staleTokenPause) {
 				return ratelimit.Grant{}, false
 			}
@@ -86,7 +80,7 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 			return g, true
 		}
 		// Fewer than n left in this epoch: all of them from the next.
-		f.d.Limiter.Deposit(g, g.Tokens)
+		f.giveBack(g)
 		_, left := f.d.Limiter.Epoch()
 		if !f.sleep(ctx, left) {
 			return ratelimit.Grant{}, false
@@ -99,11 +93,9 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 const staleTokenPause = time.Millisecond
 
 // spend keeps every token of g, a grant renew made for messages that go on:
-// settled at once, for a shadow limit, and counted.
+// settled at once, which counts them in shadow, and counted.
 func (f *Forwarder) spend(g ratelimit.Grant) {
-	if f.settler != nil {
-		f.settler.Settle(g, g.Tokens)
-	}
+	f.d.Limiter.Settle(g, g.Tokens)
 	f.d.Metrics.Granted.Add(float64(g.Tokens))
 }
 
@@ -180,9 +172,6 @@ func (f *worker) chargeFor(hard context.Context, stage string, n int) {
 // renewAll takes n tokens, all of one epoch when it can (see renew), for n
 // messages delivered again, and keeps them as a read's (see keep).
 func (f *Forwarder) renewAll(hard context.Context, n int) (ratelimit.Grant, bool) {
-	if f.d.Limiter == nil {
-		return ratelimit.GrantOf(n, 0), true
-	}
 	g, ok := f.renew(hard, n, true)
 	if ok {
 		g = f.keep(g, g.Tokens)

@@ -20,25 +20,42 @@ import (
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// Limiter is the part of a rate limiter a forwarder uses: a *ratelimit.Limiter, one
-// of its Lanes, a *ratelimit.Shadow (which the forwarder settles after each read
-// instead of depositing), or [Noop]. TryAcquire takes what is available without waiting, or
-// says why there is nothing; Acquire waits for tokens until ctx is done; Deposit
-// gives back the unused tokens of a grant (see package ratelimit).
+// Limiter is the rate limit as a forwarder uses it. Every vertex gives its
+// forwarders one: a *ratelimit.Gate (which enforces the limit, or counts it
+// in the epochs in which rateLimit.shadow is on), or [Noop] without a rate
+// limit. *ratelimit.Limiter and *ratelimit.Lane implement it too.
+//
+// Before a read the forwarder takes tokens with TryAcquire, which never
+// waits and says why there are none, or then with Acquire, which waits for
+// them until ctx is done (a deadline before the next epoch fails fast with an
+// error matching ratelimit.ErrRateLimited). After the read it settles the
+// grant: Settle keeps used of its tokens, gives the others back to the epoch
+// that granted them, and returns the grant of the kept ones, which it
+// settles again with fewer used when messages a function dropped give their
+// tokens back (excludeDropped). Epoch says which epoch is current, so that
+// tokens of one that has ended are not spent (see sendFresh), and FreshAfter
+// when a wait for a throttled sink should end (see pause). All are safe for
+// concurrent use.
 type Limiter interface {
-	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)
 	TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason)
-	Deposit(g ratelimit.Grant, unused int)
-	// Epoch is the current epoch and the time left in it: a grant of an
-	// earlier one is not to be spent (see sendFresh).
+	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)
+	Settle(g ratelimit.Grant, used int) ratelimit.Grant
 	Epoch() (int64, time.Duration)
+	FreshAfter(d, margin time.Duration) (time.Duration, int64)
 }
 
-// Noop is the Limiter of a vertex without a rate limit: it grants every request in
-// full, never waits, and costs one interface call per batch.
-type Noop struct{}
+// The ways into a rate limiter a vertex gives its forwarders.
+var (
+	_ Limiter = (*ratelimit.Gate)(nil)
+	_ Limiter = (*ratelimit.Limiter)(nil)
+	_ Limiter = (*ratelimit.Lane)(nil)
+	_ Limiter = Noop{}
+)
 
-var _ Limiter = Noop{}
+// Noop is the Limiter of a vertex without a rate limit: it grants every request in
+// full, never waits, and costs one interface call per batch. Its grants are
+// of epoch 0, which never ends.
+type Noop struct{}
 
 // Acquire grants n tokens.
 func (Noop) Acquire(_ context.Context, n int) (ratelimit.Grant, error) {
@@ -50,11 +67,14 @@ func (Noop) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
 	return ratelimit.Grant{Tokens: n}, ratelimit.NotThrottled
 }
 
-// Deposit does nothing.
-func (Noop) Deposit(ratelimit.Grant, int) {}
+// Settle returns a grant of used tokens.
+func (Noop) Settle(_ ratelimit.Grant, used int) ratelimit.Grant { return ratelimit.Grant{Tokens: used} }
 
 // Epoch is always 0, the epoch of Noop's grants.
 func (Noop) Epoch() (int64, time.Duration) { return 0, time.Second }
+
+// FreshAfter returns d: every epoch is fresh.
+func (Noop) FreshAfter(d, _ time.Duration) (time.Duration, int64) { return d, 0 }
 
 // Deps are what a forwarder moves messages between.
 type Deps struct {
@@ -63,8 +83,7 @@ type Deps struct {
 	Mapper      udf.Mapper // optional: the UDF
 	Sink        isb.Writer
 	Fallback    isb.Writer // optional: where failed or FALLBACK messages go
-	// Limiter throttles reads. nil makes no limiter call at all (benchmarks); a
-	// vertex without a rate limit uses Noop.
+	// Limiter throttles reads; nil is Noop.
 	Limiter Limiter
 	Metrics *Metrics
 	Tracker *Tracker
@@ -165,9 +184,10 @@ type Forwarder struct {
 	opts Options
 	log  *zap.Logger
 	idle idle
-	// settle is Deps.Limiter when it accounts for a grant once its read is
-	// done (a ratelimit.Shadow).
-	settler settler
+	// naker and optsNaker are the reader, when it can take messages back
+	// (with the options of a nack); nil otherwise.
+	naker     isb.Naker
+	optsNaker isb.OptionsNaker
 	// keys holds the messages over their key's limit (Deps.PerKey).
 	keys *keyHold
 
@@ -236,10 +256,15 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = opts.BatchSize
 	}
+	if d.Limiter == nil {
+		d.Limiter = Noop{}
+	}
 	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
-	f.settler, _ = d.Limiter.(settler)
+	f.naker, _ = d.Reader.(isb.Naker)
+	f.optsNaker, _ = d.Reader.(isb.OptionsNaker)
 	if d.PerKey != nil && d.PerKey.Limiter != nil {
-		f.keys = newKeyHold(f, *d.PerKey)
+		f.keys = newKeyHold(*d.PerKey, holdDeps{naker: f.naker, ackMu: &f.ackMu, reads: d.Metrics.Read,
+			tracker: d.Tracker, log: d.Logger, readSize: f.readSize()}, opts.BatchSize)
 	}
 	return f, nil
 }
@@ -357,7 +382,6 @@ func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		f.abandon(hard, "process", batch, err)
 		return
 	}
-	f.grant = g
 	if err := f.write(hard, out); err != nil {
 		f.abandon(hard, StageWrite, batch, err)
 		return
@@ -380,9 +404,6 @@ func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.Re
 // acquire takes up to n tokens. When none are available now it tracks why
 // while it waits for them.
 func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
-	if f.d.Limiter == nil {
-		return ratelimit.Grant{Tokens: n}, nil
-	}
 	g, reason := f.d.Limiter.TryAcquire(n)
 	if g.Tokens == 0 {
 		var err error
@@ -402,48 +423,18 @@ func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error)
 	return g, nil
 }
 
-// settler is a limiter that accounts for a grant once the read it was for
-// is done, with the tokens the read used (*ratelimit.Shadow): it gives back
-// the others.
-type settler interface {
-	Settle(g ratelimit.Grant, used int)
-	// Trim gives back the tokens beyond read and returns the grant of the
-	// others, for a Settle once the tokens kept are known.
-	Trim(g ratelimit.Grant, read int) ratelimit.Grant
-}
-
 // keep keeps one of g's tokens for each of the read messages and gives the
 // others back at once, and returns the grant of the kept ones. The granted
 // metric counts only the tokens kept: a grant's unread tokens never counted
 // against the limit, and a dry source would otherwise add a batch to it at
-// every read. A settler with ExcludeDropped is settled once the batch's
-// dropped messages are known (see process).
+// every read. With ExcludeDropped the grant is settled again once the
+// batch's dropped messages are known (see process).
 func (f *Forwarder) keep(g ratelimit.Grant, read int) ratelimit.Grant {
-	if f.d.Limiter == nil {
-		return g
-	}
-	switch {
-	case f.settler != nil && f.opts.ExcludeDropped:
-		g = f.settler.Trim(g, read)
-	case f.settler != nil:
-		f.settler.Settle(g, read)
-	default:
-		if unused := g.Tokens - read; unused > 0 {
-			f.d.Limiter.Deposit(g, unused)
-		}
-	}
+	g = f.d.Limiter.Settle(g, read)
 	if read > 0 {
 		f.d.Metrics.Granted.Add(float64(read))
 	}
 	return g
-}
-
-// deposit gives unused of g's kept tokens back to the limiter.
-func (f *Forwarder) deposit(g ratelimit.Grant, unused int) {
-	if unused > 0 && f.d.Limiter != nil {
-		f.d.Limiter.Deposit(g, unused)
-		f.d.Metrics.Deposited.Add(float64(unused))
-	}
 }
 
 // readBatch reads at most len(buf) messages into buf. On a read error it logs and waits a little
@@ -480,14 +471,13 @@ func (f *Forwarder) readBatch(ctx context.Context, buf []isb.ReadMessage) []isb.
 func (f *Forwarder) abandon(hard context.Context, step string, batch []isb.ReadMessage, err error) {
 	f.log.Warn("batch not acked: "+step+" did not finish; it will be delivered again",
 		zap.String("stage", step), zap.Int("messages", len(batch)), zap.Error(err))
-	nk, ok := f.d.Reader.(isb.Naker)
-	if !ok {
+	if f.naker == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
 	defer cancel()
 	f.ackMu.Lock()
-	nerr := nk.Nak(ctx, batch, 0)
+	nerr := f.naker.Nak(ctx, batch, 0)
 	f.ackMu.Unlock()
 	if nerr != nil {
 		f.log.Warn("nak failed; the batch is delivered again after the reader's ack deadline",
@@ -512,7 +502,6 @@ func (f *worker) deliver(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		f.abandon(hard, "process", batch, err)
 		return nil, err
 	}
-	f.grant = g
 	if err := f.write(hard, out); err != nil {
 		f.abandon(hard, StageWrite, batch, err)
 		return nil, err
@@ -556,19 +545,13 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
 	}
-	f.kept = len(batch)
-	if f.opts.ExcludeDropped {
+	f.grant, f.kept = g, len(batch)
+	if f.opts.ExcludeDropped && dropped > 0 {
+		// The dropped messages give their tokens back: only what goes on
+		// counts, against the limit or in shadow.
+		f.grant = f.d.Limiter.Settle(g, len(batch)-dropped)
 		f.kept -= dropped
-	}
-	switch {
-	case f.opts.ExcludeDropped && f.settler != nil:
-		// Settled now, so that a shadow limit counts only what goes on.
-		f.settler.Settle(g, len(batch)-dropped)
-		if dropped > 0 {
-			f.d.Metrics.Deposited.Add(float64(dropped))
-		}
-	case f.opts.ExcludeDropped:
-		f.deposit(g, dropped)
+		f.d.Metrics.Deposited.Add(float64(dropped))
 	}
 	return msgs, nil
 }

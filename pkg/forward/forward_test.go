@@ -200,13 +200,17 @@ func (c *countingLimiter) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) 
 	return g, ratelimit.NotThrottled
 }
 
-func (c *countingLimiter) Deposit(_ ratelimit.Grant, unused int) {
+func (c *countingLimiter) Settle(g ratelimit.Grant, used int) ratelimit.Grant {
+	used = min(max(used, 0), g.Tokens)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deposited += unused
+	c.deposited += g.Tokens - used
+	return ratelimit.GrantOf(used, g.Epoch())
 }
 
 func (c *countingLimiter) Epoch() (int64, time.Duration) { return 0, time.Second }
+
+func (c *countingLimiter) FreshAfter(d, _ time.Duration) (time.Duration, int64) { return d, 0 }
 
 func (c *countingLimiter) used() int {
 	c.mu.Lock()
@@ -439,9 +443,11 @@ func (s *stuckLimiter) Acquire(ctx context.Context, _ int) (ratelimit.Grant, err
 	return ratelimit.Grant{}, &ratelimit.ThrottledError{Reason: s.reason, Cause: ctx.Err()}
 }
 
-func (s *stuckLimiter) Deposit(ratelimit.Grant, int) {}
+func (s *stuckLimiter) Settle(ratelimit.Grant, int) ratelimit.Grant { return ratelimit.Grant{} }
 
 func (s *stuckLimiter) Epoch() (int64, time.Duration) { return 0, time.Second }
+
+func (s *stuckLimiter) FreshAfter(d, _ time.Duration) (time.Duration, int64) { return d, 0 }
 
 func TestForwarderWaitsForTheLimitersReason(t *testing.T) {
 	for _, r := range []ratelimit.Reason{ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement, ratelimit.ReasonStoreUnavailable} {
@@ -538,7 +544,7 @@ func TestShadowCountsOnlyWhatGoesOn(t *testing.T) {
 				t.Cleanup(func() { lim.Close(context.Background()) })
 				opts := Options{BatchSize: 40, ExcludeDropped: exclude}
 				mode.set(&opts)
-				h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim.Shadow()}, opts)
+				h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim.Gate()}, opts)
 				h.waitAcked(t, 40)
 				h.stop(t)
 				want := int64(30)

@@ -69,9 +69,7 @@ func (f *worker) settle(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 	}
 	f.d.Metrics.Nacked.Add(float64(len(nacked)))
 	f.logNack(opts[0])
-	_, canOpts := f.d.Reader.(isb.OptionsNaker)
-	_, canNak := f.d.Reader.(isb.Naker)
-	if !canOpts && !canNak {
+	if f.optsNaker == nil && f.naker == nil {
 		return f.redeliver(hard, g, batch, nacked, opts)
 	}
 	if len(done) > 0 {
@@ -95,10 +93,10 @@ func (f *Forwarder) handBack(hard context.Context, msgs []isb.ReadMessage, opts 
 		}
 		var err error
 		f.ackMu.Lock()
-		if on, ok := f.d.Reader.(isb.OptionsNaker); ok {
-			err = on.NakOptions(ctx, msgs[start:end], *opts[start])
+		if f.optsNaker != nil {
+			err = f.optsNaker.NakOptions(ctx, msgs[start:end], *opts[start])
 		} else {
-			err = f.d.Reader.(isb.Naker).Nak(ctx, msgs[start:end], opts[start].Delay)
+			err = f.naker.Nak(ctx, msgs[start:end], opts[start].Delay)
 		}
 		f.ackMu.Unlock()
 		if err != nil {

@@ -160,11 +160,11 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 	if o.throttled == 0 {
 		return f.sleep(hard, d)
 	}
-	d = max(d, o.retryAfter)
-	from := int64(0)
-	if a, ok := f.d.Limiter.(freshener); ok {
-		d, from = a.FreshAfter(d, freshMargin)
-	}
+	// It wakes with at least freshMargin of an epoch left, and takes tokens
+	// for the messages it sends again from that epoch or a later one: sent
+	// at the end of an epoch on tokens a wait left unused, they would reach
+	// the sink in the next second, on top of its grant.
+	d, from := f.d.Limiter.FreshAfter(max(d, o.retryAfter), freshMargin)
 	f.log.Debug("the sink is throttled; waiting before the retry",
 		zap.Int("messages", o.throttled), zap.Duration("wait", d))
 	f.d.Tracker.Begin(ratelimit.ReasonDownstreamThrottled)
@@ -180,25 +180,6 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 	return ok
 }
 
-// freshener is a limiter that can say when its epochs begin
-// (*ratelimit.Limiter, *ratelimit.Lane). A forwarder that waited for a
-// throttled sink wakes with at least freshMargin of an epoch left, and takes
-// tokens for the messages it sends again from that epoch or a later one (see
-// ratelimit.Limiter.FreshAfter): a forwarder that waited may find a whole
-// epoch's tokens unused, and sent on those at the end of the epoch, the
-// messages would reach the sink in the next second, on top of its grant.
-type freshener interface {
-	FreshAfter(d, margin time.Duration) (time.Duration, int64)
-}
-
-// The ways into a rate limiter a vertex gives its forwarders.
-var (
-	_ freshener = (*ratelimit.Limiter)(nil)
-	_ freshener = (*ratelimit.Lane)(nil)
-	_ freshener = (*ratelimit.Shadow)(nil)
-	_ settler   = (*ratelimit.Shadow)(nil)
-)
-
 // freshMargin is the least of an epoch left when a forwarder sends again
 // what a throttled sink refused: longer than a batch takes to send.
 const freshMargin = 200 * time.Millisecond
@@ -213,9 +194,6 @@ const freshMargin = 200 * time.Millisecond
 // It returns the last grant it took, of the epoch the messages go on in.
 func (f *Forwarder) retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
 	var g ratelimit.Grant
-	if f.d.Limiter == nil {
-		return g, true
-	}
 	for n > 0 {
 		if e, left := f.d.Limiter.Epoch(); e < from {
 			if !f.sleep(hard, left) {

@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,7 +98,7 @@ func (m *KeyMetrics) Held() int64 { return m.held.Load() }
 // reading goroutine uses it.
 type keyHold struct {
 	PerKey
-	f      *Forwarder
+	holdDeps
 	queues map[string]*heldKey
 	order  []*heldKey // keys with held messages, in the order they were first held
 	held   int
@@ -129,14 +130,26 @@ func (q *heldKey) len() int { return len(q.msgs) - q.head }
 // maxKeyRounds bounds the reads of one call whose messages were all held.
 const maxKeyRounds = 8
 
-func newKeyHold(f *Forwarder, p PerKey) *keyHold {
+// holdDeps are what a hold uses of its forwarder.
+type holdDeps struct {
+	naker    isb.Naker          // the reader, when it takes messages back; nil otherwise
+	ackMu    *sync.Mutex        // held by whoever acks or naks the reader
+	reads    prometheus.Counter // messages read
+	tracker  *Tracker
+	log      *zap.Logger
+	readSize int // the most messages one read takes
+}
+
+// newKeyHold returns the hold of p for a forwarder that reads batches of
+// batchSize.
+func newKeyHold(p PerKey, d holdDeps, batchSize int) *keyHold {
 	if p.MaxHeld <= 0 {
-		p.MaxHeld = DefaultMaxHeldBatches * f.opts.BatchSize
+		p.MaxHeld = DefaultMaxHeldBatches * batchSize
 	}
 	if p.Metrics == nil {
 		p.Metrics = NewKeyMetrics(nil)
 	}
-	return &keyHold{PerKey: p, f: f, queues: map[string]*heldKey{}, index: map[string]int{}}
+	return &keyHold{PerKey: p, holdDeps: d, queues: map[string]*heldKey{}, index: map[string]int{}}
 }
 
 // read fills buf, at most len(buf) messages, with held messages whose key
@@ -191,7 +204,7 @@ func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage)
 	if want := min(len(buf)-reserved, h.MaxHeld-h.held); want > 0 && reserved == 0 {
 		n, err = r.Read(ctx, buf[reserved:reserved+want])
 		if n > 0 {
-			h.f.d.Metrics.Read.Add(float64(n))
+			h.reads.Add(float64(n))
 		}
 	}
 	fresh := buf[reserved : reserved+n]
@@ -341,11 +354,11 @@ func (h *keyHold) wait(ctx context.Context) {
 	if !full {
 		return
 	}
-	if nk, ok := h.f.d.Reader.(isb.Naker); ok && !h.spillFailed && h.spill(ctx, nk) {
+	if h.naker != nil && !h.spillFailed && h.spill(ctx) {
 		return
 	}
-	h.f.d.Tracker.Begin(ratelimit.ReasonRateLimited)
-	defer h.f.d.Tracker.End(ratelimit.ReasonRateLimited)
+	h.tracker.Begin(ratelimit.ReasonRateLimited)
+	defer h.tracker.End(ratelimit.ReasonRateLimited)
 	h.Limiter.WaitEpoch(ctx, e+1)
 }
 
@@ -362,35 +375,34 @@ func (h *keyHold) handBack(hard context.Context) {
 	}
 	h.Metrics.held.Add(-int64(h.held))
 	h.queues, h.order, h.held = map[string]*heldKey{}, nil, 0
-	nk, ok := h.f.d.Reader.(isb.Naker)
-	if !ok {
-		h.f.log.Warn("messages held for their key's limit were not acked; the source delivers them again if it can",
+	if h.naker == nil {
+		h.log.Warn("messages held for their key's limit were not acked; the source delivers them again if it can",
 			zap.Int("messages", len(msgs)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
 	defer cancel()
-	h.f.ackMu.Lock()
-	err := nk.Nak(ctx, msgs, 0)
-	h.f.ackMu.Unlock()
+	h.ackMu.Lock()
+	err := h.naker.Nak(ctx, msgs, 0)
+	h.ackMu.Unlock()
 	if err != nil {
-		h.f.log.Warn("nak of the messages held for their key's limit failed; they are delivered again after the reader's ack deadline",
+		h.log.Warn("nak of the messages held for their key's limit failed; they are delivered again after the reader's ack deadline",
 			zap.Int("messages", len(msgs)), zap.Error(err))
 		return
 	}
-	h.f.log.Info("messages held for their key's limit handed back to be delivered again", zap.Int("messages", len(msgs)))
+	h.log.Info("messages held for their key's limit handed back to be delivered again", zap.Int("messages", len(msgs)))
 }
 
 // maxSpillDelay bounds how long a message handed back waits at the source.
 const maxSpillDelay = time.Minute
 
-// spill hands back to the reader the newest held messages of the keys that
+// spill hands back to the reader (h.naker) the newest held messages of the keys that
 // hold the most, until a read's worth of room is free (at most half the
 // hold), to be delivered again no sooner than the key's backlog that stays
 // held can have gone: a second for each perKey.max of it, at least one. It
 // reports whether it made room.
-func (h *keyHold) spill(ctx context.Context, nk isb.Naker) bool {
-	room := max(min(h.f.readSize(), h.MaxHeld/2), 1)
+func (h *keyHold) spill(ctx context.Context) bool {
+	room := max(min(h.readSize, h.MaxHeld/2), 1)
 	perKey := max(h.Limiter.Max(), 1)
 	var msgs []isb.ReadMessage
 	backlog := 0
@@ -424,15 +436,15 @@ func (h *keyHold) spill(ctx context.Context, nk isb.Naker) bool {
 	delay := min(max(time.Duration(int64(backlog)/perKey)*time.Second, time.Second), maxSpillDelay)
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nakTimeout)
 	defer cancel()
-	h.f.ackMu.Lock()
-	err := nk.Nak(nctx, msgs, delay)
-	h.f.ackMu.Unlock()
+	h.ackMu.Lock()
+	err := h.naker.Nak(nctx, msgs, delay)
+	h.ackMu.Unlock()
 	h.held -= len(msgs)
 	h.Metrics.held.Add(-int64(len(msgs)))
 	h.dropEmpty()
 	if err != nil {
 		h.spillFailed = true
-		h.f.log.Warn("handing held messages back to the source failed; a full hold waits from now on, and these are delivered again after the source's ack deadline",
+		h.log.Warn("handing held messages back to the source failed; a full hold waits from now on, and these are delivered again after the source's ack deadline",
 			zap.Int("messages", len(msgs)), zap.Error(err))
 		return true
 	}

@@ -35,6 +35,10 @@ func (ln *Lane) TryAcquire(n int) (Grant, Reason) { return ln.l.tryAcquire(n, ln
 // Deposit is [Limiter.Deposit]: the tokens go back to the lane that granted them.
 func (ln *Lane) Deposit(g Grant, unused int) { ln.l.Deposit(g, unused) }
 
+// Settle is [Limiter.Settle]: the tokens go back to the lane that granted
+// them.
+func (ln *Lane) Settle(g Grant, used int) Grant { return ln.l.Settle(g, used) }
+
 // FreshAfter is [Limiter.FreshAfter].
 func (ln *Lane) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
 	return ln.l.FreshAfter(d, margin)

@@ -97,7 +97,7 @@ type EpochSummary struct {
 	// signal, and Paused when a signal's pause held the epoch's tokens back
 	// for some or all of it.
 	Cut, Paused bool
-	// ShadowThrottled is the tokens granted in the epoch through a [Shadow]
+	// ShadowThrottled is the tokens granted in the epoch through a [Gate] in shadow
 	// beyond what the limiter granted, less those given back: what it would
 	// have throttled.
 	ShadowThrottled int64
@@ -115,7 +115,10 @@ type Grant struct {
 	Tokens int
 	epoch  int64
 	lane   uint32
-	shadow int // of Tokens, topped up by a Shadow
+	shadow int // of Tokens, topped up by a Gate in shadow
+	// settled is set on a grant Settle returned: settling it again only
+	// gives tokens back.
+	settled bool
 }
 
 // Epoch returns the epoch (whole seconds of the store clock) whose tokens g
@@ -200,6 +203,16 @@ func (l *Limiter) Acquire(ctx context.Context, n int) (Grant, error) {
 // nothing with NotThrottled.
 func (l *Limiter) TryAcquire(n int) (Grant, Reason) {
 	return l.tryAcquire(n, 0)
+}
+
+// Settle keeps used of g's tokens and gives the others back (see
+// [Limiter.Deposit]), and returns the grant of the tokens kept, which can be
+// settled again with fewer used to give more back.
+func (l *Limiter) Settle(g Grant, used int) Grant {
+	used = min(max(used, 0), max(g.Tokens, 0))
+	l.Deposit(g, g.Tokens-used)
+	g.Tokens, g.settled = used, true
+	return g
 }
 
 // Deposit gives back unused of g's tokens, at most g.Tokens, to the epoch that
@@ -478,7 +491,7 @@ type Status struct {
 	// store clock, while it lasts (zero otherwise).
 	Cuts        int64
 	PausedUntil time.Time
-	// ShadowThrottled is the tokens granted through a [Shadow] beyond what
+	// ShadowThrottled is the tokens granted through a [Gate] in shadow beyond what
 	// the limiter granted, and kept, since it started: what it would have
 	// throttled.
 	ShadowThrottled int64

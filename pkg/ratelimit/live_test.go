@@ -111,11 +111,11 @@ func TestUpdateRefusesWhatCannotChangeLive(t *testing.T) {
 	}
 }
 
-// TestUpdateTurnsShadowOnAndOff switches a Shadow way in between enforcing
+// TestUpdateTurnsShadowOnAndOff switches a Gate between enforcing
 // and shadow at epoch boundaries.
 func TestUpdateTurnsShadowOnAndOff(t *testing.T) {
 	tl := newTestLimiter(t, flatLimit(10))
-	s := tl.Shadow()
+	s := tl.Gate()
 	take := func() (Grant, Reason) {
 		g, r := s.TryAcquire(25)
 		s.Settle(g, g.Tokens)

@@ -18,7 +18,7 @@ type epochState struct {
 	withheld atomic.Int64 // released tokens taken back by a pause, until it ends
 	called   atomic.Bool  // a call arrived in this epoch
 	paused   atomic.Bool  // held, for Deposit, which takes no lock
-	shadow   atomic.Int64 // tokens granted in shadow and kept (Shadow)
+	shadow   atomic.Int64 // tokens granted in shadow and kept (Gate)
 
 	epoch    int64
 	pool     int64 // P, milli-tokens

@@ -130,11 +130,11 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
 		Signal: v.signal(), PerKey: v.perKey()}
 	if l := v.limiter; l != nil {
-		// The shadow way in enforces the limit but in the epochs in which
+		// The gate enforces the limit but in the epochs in which
 		// rateLimit.shadow is on, which a live change can turn on and off.
-		d.Limiter = l.Shadow()
+		d.Limiter = l.Gate()
 		if shared {
-			d.Limiter = l.Lane().Shadow() // forwarders that share a limiter each take a lane
+			d.Limiter = l.Lane().Gate() // forwarders that share a limiter each take a lane
 		}
 	}
 	if err := v.buildFunctions(&d); err != nil {

@@ -26,7 +26,7 @@ func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	for _, s := range []*Shadow{l.Shadow(), l.Lane().Shadow()} {
+	for _, s := range []*Gate{l.Gate(), l.Lane().Gate()} {
 		t.Run("", func(t *testing.T) {
 			clk.Advance(time.Second)
 			before := l.Status().ShadowThrottled
@@ -67,43 +67,69 @@ func TestShadowGrantsAllAndCountsTheExcess(t *testing.T) {
 	}
 }
 
-// TestShadowSettlesAStaleGrantOnTheCurrentEpoch: a read that took shadow
-// tokens in one epoch and got its messages in the next would, without
-// shadow, have waited for the next epoch's tokens: those are taken, and only
-// the rest counts.
-func TestShadowSettlesAStaleGrantOnTheCurrentEpoch(t *testing.T) {
+// TestShadowCountsAGrantInItsEpoch: tokens kept in shadow count in the
+// epoch that granted them, and in all; a grant settled after its epoch ended
+// counts in all only.
+func TestShadowCountsAGrantInItsEpoch(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk))
+	var epochs []EpochSummary
+	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk), WithEpochObserver(func(s EpochSummary) {
+		epochs = append(epochs, s)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	s := l.Shadow()
-	first, _ := s.TryAcquire(10) // the epoch's 10
-	s.Settle(first, 10)
-	g, _ := s.TryAcquire(15) // all in shadow
-	clk.Advance(time.Second) // the read returns in the next epoch
+	s := l.Gate()
+	g, _ := s.TryAcquire(15) // 10 real, 5 in shadow
 	s.Settle(g, 15)
-	if st := l.Status(); st.ShadowThrottled != 5 || st.Granted != 10 {
-		t.Fatalf("shadow %d, granted %d; want 5 and the new epoch's 10", st.ShadowThrottled, st.Granted)
+	late, _ := s.TryAcquire(4) // all in shadow
+	clk.Advance(time.Second)
+	s.Settle(late, 4)
+	if st := l.Status(); st.ShadowThrottled != 9 {
+		t.Fatalf("shadow throttled %d in all; want 9", st.ShadowThrottled)
+	}
+	if len(epochs) != 1 || epochs[0].ShadowThrottled != 5 {
+		t.Fatalf("epochs %+v; want one with 5 throttled in shadow", epochs)
 	}
 }
 
-func TestShadowGivesUnusedRealTokensBack(t *testing.T) {
+func TestGateGivesUnusedRealTokensBack(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	s := l.Shadow()
+	s := l.Gate()
 	g, _ := s.TryAcquire(15) // 10 real, 5 shadow
-	s.Settle(g, 3)           // 3 real used, 7 back
+	g = s.Settle(g, 3)       // 3 real used, 7 back
 	if st := l.Status(); st.ShadowThrottled != 0 || st.Granted != 3 {
 		t.Fatalf("shadow %d, granted %d; want 0 and 3", st.ShadowThrottled, st.Granted)
 	}
-	s.Deposit(g, 2) // 2 of the 3 used given back (dropped messages)
+	s.Settle(g, 1) // 2 of the 3 kept given back (dropped messages)
 	if g, _ := l.TryAcquire(10); g.Tokens != 9 {
 		t.Fatalf("the limiter has %d left; want the 9 given back", g.Tokens)
+	}
+}
+
+// TestSettleAgainGivesShadowTokensBack: a grant kept in shadow and settled
+// again with fewer used (dropped messages) no longer counts those.
+func TestSettleAgainGivesShadowTokensBack(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	l, err := New(Config{Max: 10, Shadow: true}, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	s := l.Gate()
+	g, _ := s.TryAcquire(16) // 10 real, 6 in shadow
+	g = s.Settle(g, 14)      // 2 in shadow back, 4 kept
+	if st := l.Status(); st.ShadowThrottled != 4 || st.Granted != 10 {
+		t.Fatalf("shadow %d, granted %d; want 4 and 10", st.ShadowThrottled, st.Granted)
+	}
+	s.Settle(g, 8) // 6 back: the 4 in shadow, then 2 real
+	if st := l.Status(); st.ShadowThrottled != 0 || st.Granted != 8 {
+		t.Fatalf("after settling again: shadow %d, granted %d; want 0 and 8", st.ShadowThrottled, st.Granted)
 	}
 }
