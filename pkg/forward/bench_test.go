@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/source"
@@ -66,11 +65,11 @@ func BenchmarkForwardCycle(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			w := f.newWorker(f.d.Transformer, f.d.Mapper)
-			w.read = make([]isb.ReadMessage, f.readSize())
+			l, stop := f.newLoop(ctx)
+			defer stop()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := w.forwardOnce(ctx, ctx); err != nil {
+				if err := l.step(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -296,12 +296,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		}
 	}()
 
-	var err error
-	if f.pipelined() {
-		err = f.runPipelined(ctx, hard)
-	} else {
-		err = f.runSequential(ctx, hard)
-	}
+	err := f.run(ctx, hard)
 	if f.keys != nil {
 		f.keys.handBack(hard)
 	}
@@ -314,53 +309,11 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	return nil
 }
 
-// runSequential forwards one batch at a time until ctx is done.
-func (f *Forwarder) runSequential(ctx, hard context.Context) error {
-	w := f.newWorker(f.d.Transformer, f.d.Mapper)
-	w.read = make([]isb.ReadMessage, f.readSize())
-	for ctx.Err() == nil {
-		if err := w.forwardOnce(ctx, hard); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return err
-		}
-	}
-	return nil
-}
-
 // readSize is the most messages one read takes.
 func (f *Forwarder) readSize() int { return min(f.opts.BatchSize, f.opts.Concurrency) }
 
 func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 	return &worker{Forwarder: f, transformer: transformer, mapper: mapper}
-}
-
-// forwardOnce runs one iteration: acquire tokens, read at most that many
-// messages, give back the unused tokens, process, write, ack. After an empty
-// read it pauses instead (see Options.MaxIdlePause). Reads stop when ctx is done;
-// the messages already read are written and acked under hard, and handed back to
-// the reader when hard ends first.
-func (f *worker) forwardOnce(ctx, hard context.Context) error {
-	if f.keys != nil {
-		f.keys.wait(ctx) // a full hold makes room, or reads nothing new
-	}
-	g, err := f.acquire(ctx, len(f.read))
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	batch := f.readBatch(ctx, f.read[:g.Tokens])
-	if len(batch) == 0 {
-		f.keep(g, 0)     // unused tokens go back, same epoch
-		f.idle.wait(ctx) // a dry reader is not spun on
-		return nil
-	}
-	// The read's tokens, or the current epoch's when it returned in a later one.
-	f.sendFresh(hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
-		f.forward(hard, g, part, start, nil, 0)
-	})
-	return nil
 }
 
 // forward processes, writes and acks batch, read at start with the tokens of

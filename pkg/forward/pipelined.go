@@ -4,24 +4,13 @@ import (
 	"context"
 	"io"
 	"sync"
-	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // maxWorkers caps the batches a streaming forwarder maps at once.
 const maxWorkers = 64
-
-// job is a batch in flight in a pipelined forwarder.
-type job struct {
-	read  []isb.ReadMessage // its buffer, readSize long
-	batch []isb.ReadMessage
-	g     ratelimit.Grant
-	start time.Time
-	seq   uint64
-}
 
 // pipelined reports whether the stages overlap.
 func (f *Forwarder) pipelined() bool { return f.opts.Streaming || f.opts.ReadAhead }
@@ -29,7 +18,10 @@ func (f *Forwarder) pipelined() bool { return f.opts.Streaming || f.opts.ReadAhe
 // shape returns how many batches may be in flight at once, the most messages
 // in flight and the most one read takes.
 func (f *Forwarder) shape() (workers, inFlight, readSize int) {
-	if !f.opts.Streaming {
+	switch {
+	case !f.pipelined():
+		return 1, f.readSize(), f.readSize()
+	case !f.opts.Streaming:
 		return 2, 2 * f.readSize(), f.readSize()
 	}
 	c := f.opts.Concurrency
@@ -39,92 +31,6 @@ func (f *Forwarder) shape() (workers, inFlight, readSize int) {
 	// pipeline's freed slots often give.
 	workers = min(maxWorkers, 2*((c+readSize-1)/readSize)+2)
 	return workers, c, readSize
-}
-
-// runPipelined reads in one goroutine, the caller's, and hands each batch to
-// one of the workers, which map it, write it, ack it and free its slots. Once
-// ctx is done it stops reading and waits for the workers to finish the
-// batches in flight, under hard.
-func (f *Forwarder) runPipelined(ctx, hard context.Context) error {
-	n, inFlight, readSize := f.shape()
-	slots := newSlots(inFlight)
-	var order *turns
-	if !f.opts.Streaming {
-		order = &turns{}
-		order.cond.L = &order.mu
-	}
-	jobs := make(chan *job)
-	free := make(chan *job, n+1)
-	for range n + 1 {
-		free <- &job{read: make([]isb.ReadMessage, readSize)}
-	}
-	workers, closeForks := f.forkWorkers(n)
-	defer closeForks()
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				w.forward(hard, j.g, j.batch, j.start, order, j.seq)
-				slots.give(len(j.batch))
-				clear(j.batch) // let go of the payloads
-				free <- j
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer close(jobs)
-
-	for seq := uint64(0); ctx.Err() == nil; {
-		j := <-free // one more than the workers: never waits long
-		if f.keys != nil {
-			f.keys.wait(ctx) // a full hold makes room, or reads nothing new
-		}
-		k := slots.take(ctx, readSize)
-		if k == 0 {
-			free <- j
-			break
-		}
-		g, err := f.acquire(ctx, k)
-		if err != nil {
-			slots.give(k)
-			free <- j
-			if ctx.Err() != nil {
-				break
-			}
-			return err
-		}
-		start := time.Now()
-		batch := f.readBatch(ctx, j.read[:g.Tokens])
-		slots.give(k - len(batch))
-		if len(batch) == 0 {
-			f.keep(g, 0) // unused tokens go back, same epoch
-			free <- j
-			f.idle.wait(ctx) // a dry reader is not spun on
-			continue
-		}
-		// The read's tokens, or the current epoch's when it returned in a
-		// later one: then the batch may go on in parts, each a job.
-		next := j
-		unsent := f.sendFresh(hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
-			if next == nil {
-				next = <-free
-			}
-			if &next.read[0] != &part[0] {
-				part = next.read[:copy(next.read, part)]
-			}
-			next.batch, next.g, next.start, next.seq = part, g, start, seq
-			seq++
-			jobs <- next
-			next = nil
-		})
-		if next != nil {
-			free <- next
-		}
-		slots.give(unsent) // abandoned: never handed over
-	}
-	return nil
 }
 
 // forkWorkers returns n workers, the first with the forwarder's functions
