@@ -3,7 +3,7 @@
 //
 //	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
 //	read at most that many  Reader.Read
-//	deposit the unused      Limiter.Deposit, into the epoch that granted them
+//	settle the grant        Limiter.Settle: the unused go back to their epoch
 //	late read?              its epoch ended: the current epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF
@@ -26,7 +26,9 @@
 // timeout, and a batch still unacked at that deadline is logged and naked (when
 // the reader is an isb.Naker) so that it is delivered again at once.
 //
-// By default the steps run one batch at a time. With Options.ReadAhead the
+// One loop takes tokens and reads, in every mode (loop.go), and hands each
+// batch to a worker that processes, writes and acks it. By default the
+// worker runs in the loop's goroutine, one batch at a time. With Options.ReadAhead the
 // next batch is read while the current one is processed and written, and with
 // Options.Streaming up to Options.Concurrency messages are in flight, each
 // batch processed by forks of the functions and acked as soon as it is
