@@ -427,6 +427,9 @@ func (c *checker) limiterConfig(path string, r *RateLimit) {
 		if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
 			continue // max itself is the problem, reported above
 		}
+		if fe.Field == "StaleAfter" {
+			continue // staleAfter must be positive, which rateLimit checks
+		}
 		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
 		if fe.Other != "" {
 			msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
