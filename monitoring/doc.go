@@ -4,6 +4,6 @@
 //
 // Its tests run `promtool check rules` and `promtool test rules` on the rules
 // and on the dashboard's queries, and check that every metric the rules and
-// the dashboard name is one the README lists, and that the dashboard shows
-// every metric the README lists.
+// the dashboard name is one the metrics table of docs/observability.md lists,
+// and that the dashboard shows every metric it lists.
 package monitoring

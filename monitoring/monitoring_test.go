@@ -14,10 +14,10 @@ import (
 )
 
 const (
-	rulesFile     = "alerts.yaml"
-	ruleTestsFile = "alerts_test.yaml"
-	dashboardFile = "dashboard.json"
-	readmeFile    = "../README.md"
+	rulesFile      = "alerts.yaml"
+	ruleTestsFile  = "alerts_test.yaml"
+	dashboardFile  = "dashboard.json"
+	metricsDocFile = "../docs/observability.md"
 )
 
 // TestAlertRules checks the rules with promtool and runs their unit tests.
@@ -44,13 +44,13 @@ func TestAlertRulesTested(t *testing.T) {
 }
 
 // TestMetricsAreDocumented checks that every sluice metric the rules, their
-// tests and the dashboard name is in the README's metrics table.
+// tests and the dashboard name is in the metrics table of docs/observability.md.
 func TestMetricsAreDocumented(t *testing.T) {
-	documented := readmeMetrics(t)
+	documented := documentedMetrics(t)
 	for _, file := range []string{rulesFile, ruleTestsFile, dashboardFile} {
 		for _, name := range metricNames(readFile(t, file)) {
 			if _, ok := documented[seriesMetric(name, documented)]; !ok {
-				t.Errorf("%s names %s, which the README's metrics table does not list", file, name)
+				t.Errorf("%s names %s, which the metrics table of docs/observability.md does not list", file, name)
 			}
 		}
 	}
@@ -58,7 +58,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 
 // TestDashboard checks the dashboard's shape: a recent schema, the vertex
 // variable, panels that do not overlap, and queries that each filter on
-// $vertex and together show every metric of the README.
+// $vertex and together show every metric of docs/observability.md.
 func TestDashboard(t *testing.T) {
 	d := readDashboard(t)
 	if d.SchemaVersion < 36 {
@@ -67,7 +67,7 @@ func TestDashboard(t *testing.T) {
 	if d.UID == "" || d.Title == "" {
 		t.Errorf("uid %q, title %q: want both", d.UID, d.Title)
 	}
-	documented := readmeMetrics(t)
+	documented := documentedMetrics(t)
 	vars := map[string]variable{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v
@@ -81,7 +81,7 @@ func TestDashboard(t *testing.T) {
 	case v.Type != "query" || m == nil:
 		t.Errorf("variable vertex: type %q, query %q; want label_values(<sluice metric>, vertex)", v.Type, v.Query)
 	case documented[m[1]] == "":
-		t.Errorf("variable vertex: %s is not in the README's metrics table", m[1])
+		t.Errorf("variable vertex: %s is not in the metrics table of docs/observability.md", m[1])
 	case !v.Multi || !v.IncludeAll:
 		t.Errorf("variable vertex: multi %v, includeAll %v; want both", v.Multi, v.IncludeAll)
 	}
@@ -124,7 +124,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(documented)) {
 		if !shown[name] {
-			t.Errorf("no panel shows %s (in the README's metrics table)", name)
+			t.Errorf("no panel shows %s (in the metrics table of docs/observability.md)", name)
 		}
 	}
 }
@@ -200,17 +200,17 @@ func readDashboard(t *testing.T) dashboard {
 	return d
 }
 
-// readmeMetrics returns the metrics of the README's metrics table, by name,
-// with their type.
-func readmeMetrics(t *testing.T) map[string]string {
+// documentedMetrics returns the metrics of the metrics table of
+// docs/observability.md, by name, with their type.
+func documentedMetrics(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	row := regexp.MustCompile("(?m)^\\| `(sluice_[a-z0-9_]+)(?:\\{[^}`]*\\})?` \\| (counter|gauge|histogram|summary) \\|")
-	for _, m := range row.FindAllStringSubmatch(readFile(t, readmeFile), -1) {
+	for _, m := range row.FindAllStringSubmatch(readFile(t, metricsDocFile), -1) {
 		out[m[1]] = m[2]
 	}
 	if len(out) < 10 {
-		t.Fatalf("%s: found %d rows in the metrics table (%v); has its format changed?", readmeFile, len(out), slices.Sorted(maps.Keys(out)))
+		t.Fatalf("%s: found %d rows in the metrics table (%v); has its format changed?", metricsDocFile, len(out), slices.Sorted(maps.Keys(out)))
 	}
 	return out
 }
