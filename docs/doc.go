@@ -9,7 +9,9 @@
 //   - every YAML block that is a whole sluice config (a fenced block with the
 //     info string yaml whose first line, past blank lines and comments, is
 //     "apiVersion: numaflow.numaproj.io/v1alpha1") loads and validates as
-//     `vertex validate` loads and validates a file.
+//     `vertex validate` loads and validates a file;
+//   - the README's example is config/examples/monovertex.yaml, what make run
+//     runs.
 //
 // Fragments of a config (a rateLimit block, a source) start with something
 // else and are not checked; a whole config in a page is checked as written.

@@ -124,6 +124,33 @@ func TestConfigBlocks(t *testing.T) {
 	}
 }
 
+// TestREADMEExample checks that the README's example is the file it names,
+// config/examples/monovertex.yaml (what make run runs), less the comment at
+// its head.
+func TestREADMEExample(t *testing.T) {
+	p, err := parse(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "config", "examples", "monovertex.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(data)
+	for strings.HasPrefix(want, "#") {
+		_, want, _ = strings.Cut(want, "\n")
+	}
+	for _, b := range p.blocks {
+		if isConfig(b) {
+			if b.text != want {
+				t.Errorf("README.md:%d: the example differs from config/examples/monovertex.yaml (less its head comment):\n%s\nwant:\n%s", b.line, b.text, want)
+			}
+			return
+		}
+	}
+	t.Error("README.md has no config block")
+}
+
 // isConfig reports whether a fenced block is a whole config: yaml, and its
 // first line past blank lines and comments is configAPIVersion.
 func isConfig(b block) bool {
