@@ -96,7 +96,7 @@ limit from a MonoVertex or Pipeline YAML (the pipeline's, or --vertex's); flags
 given with it override its fields. --signals adds throttle signals, as a
 downstream answering 429 would send them, and turns adaptive throttling on.
 --change K:FILE replays a live change of the config to FILE's rate limit
-(its max, min, rampUpDuration, modes and shadow), as vertex run applies it:
+(its `+liveSettings()+`), as vertex run applies it:
 epoch K is the first under it; give it once per change.
 
 flags:
@@ -219,16 +219,17 @@ func notLive(base, next ratelimit.Config) error {
 	err = l.Update(next)
 	var nl *ratelimit.NotLiveError
 	if errors.As(err, &nl) {
-		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", yamlNames[nl.Field], nl.New, nl.Old)
+		f, _ := ratelimit.FieldOf(nl.Field)
+		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", f.YAML, nl.New, nl.Old)
 	}
 	return err
 }
 
-// yamlNames are the YAML names of the limiter's settings that cannot change
-// live.
-var yamlNames = map[string]string{
-	"Pacing": "pacing", "StaleAfter": "staleAfter", "OnStoreFailure": "onStoreFailure",
-	"ResumedRampUp": "resumedRampUp", "Adaptive": "adaptive", "CutPercentage": "adaptive.cutPercentage",
+// liveSettings lists the settings of a rate limit that can change live, by
+// their YAML names: "max, min, ... and shadow".
+func liveSettings() string {
+	names := ratelimit.LiveYAML()
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // writeSimulation simulates cfg under demand and signals and writes the epochs in format

@@ -52,12 +52,12 @@
 //
 // # Live changes
 //
-// [Limiter.Update] changes Max, Min, RampUpDuration, Mode and its parameters,
-// and Shadow while the limiter runs. With a store, every replica applies the
-// change from the same epoch, which the store picks (see [LimitChange]);
-// without one, from the next epoch. The switching epoch keeps the pool it
-// would have had, capped by the new Max, so it never grants more than the
-// smaller of the two limits; the new ramp goes on from there.
+// [Limiter.Update] changes the settings that [Fields] marks live (the limit,
+// its ramp and mode, shadow) while the limiter runs. With a store, every
+// replica applies the change from the same epoch, which the store picks (see
+// [LimitChange]); without one, from the next epoch. The switching epoch keeps
+// the pool it would have had, capped by the new Max, so it never grants more
+// than the smaller of the two limits; the new ramp goes on from there.
 //
 // # Hot path
 //

@@ -20,6 +20,11 @@ var (
 	ErrClosed = errors.New("ratelimit: limiter closed")
 	// ErrInvalidConfig is matched by every [*FieldError].
 	ErrInvalidConfig = errors.New("ratelimit: invalid config")
+	// ErrNotLive is matched by an error that refuses a change of a setting
+	// that is not live ([Field.Live]): a [*NotLiveError] from
+	// [Limiter.Update], and a reloaded config's that names the setting by its
+	// path.
+	ErrNotLive = errors.New("needs a restart")
 )
 
 // Reason says why a replica is throttled.

@@ -2,15 +2,15 @@ package ratelimit
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// Live changes of the limit. [Limiter.Update] changes Max, Min,
-// RampUpDuration, Mode and its parameters, and Shadow while the limiter runs.
+// Live changes of the limit. [Limiter.Update] changes the Config fields
+// that [Fields] marks live while the limiter runs.
 //
 // With a store, the change goes to the store at once (a sync is brought
 // forward), which numbers it and picks the epoch it applies from: the first
@@ -73,7 +73,8 @@ func ProposeLimit(limits []LiveLimit, c LimitChange, now time.Time) []LiveLimit 
 }
 
 // liveConfig is the part of a Config that can change live, as it is encoded
-// for the store.
+// for the store: the fields [Fields] marks live (TestFieldsLiveConfig checks
+// it), under the names the replicas of a vertex exchange.
 type liveConfig struct {
 	Max                 int64         `json:"max"`
 	Min                 int64         `json:"min"`
@@ -117,10 +118,6 @@ func (c Config) withSpec(spec string) (Config, error) {
 	return n, nil
 }
 
-// ErrNotLive is matched by the error of [Limiter.Update] for a change of a
-// setting that cannot change while the limiter runs.
-var ErrNotLive = errors.New("cannot change while the limiter runs")
-
 // NotLiveError names the first setting of a [Config] given to
 // [Limiter.Update] that differs from the running one and cannot change live.
 type NotLiveError struct {
@@ -129,29 +126,23 @@ type NotLiveError struct {
 }
 
 func (e *NotLiveError) Error() string {
-	return fmt.Sprintf("ratelimit: %s (%v, was %v) %v", e.Field, e.New, e.Old, ErrNotLive)
+	return fmt.Sprintf("ratelimit: %s (%v, was %v) cannot change while the limiter runs", e.Field, e.New, e.Old)
 }
 
 // Unwrap makes every NotLiveError match [ErrNotLive].
 func (e *NotLiveError) Unwrap() error { return ErrNotLive }
 
-// notLive returns the first setting that differs between a and b and cannot
-// change live, or nil.
+// notLive returns the first Config field of [Fields] that is not live and
+// differs between a and b, or nil.
 func notLive(a, b Config) error {
-	fields := []struct {
-		name     string
-		old, new any
-	}{
-		{"Pacing", a.Pacing, b.Pacing},
-		{"StaleAfter", a.StaleAfter, b.StaleAfter},
-		{"OnStoreFailure", a.OnStoreFailure, b.OnStoreFailure},
-		{"ResumedRampUp", a.ResumedRampUp, b.ResumedRampUp},
-		{"Adaptive", a.Adaptive, b.Adaptive},
-		{"CutPercentage", a.CutPercentage, b.CutPercentage},
-	}
-	for _, f := range fields {
-		if f.old != f.new {
-			return &NotLiveError{Field: f.name, Old: f.old, New: f.new}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for _, f := range Fields {
+		if f.Live || f.Go == "" {
+			continue
+		}
+		old, new := va.FieldByName(f.Go).Interface(), vb.FieldByName(f.Go).Interface()
+		if old != new {
+			return &NotLiveError{Field: f.Go, Old: old, New: new}
 		}
 	}
 	return nil
@@ -173,13 +164,13 @@ func (l *Limiter) liveLead() time.Duration {
 	return max(4*l.sync, 500*time.Millisecond, l.cfg.StaleAfter)
 }
 
-// Update changes the limit to cfg while the limiter runs: Max, Min,
-// RampUpDuration, Mode and its parameters, and Shadow may differ from the
-// running config; any other difference is an error that matches
-// [ErrNotLive], a [*NotLiveError] naming the first, and cfg must be valid
-// (see [Config.Validate]). Without a store the change applies from the next
-// epoch; with one, every replica applies it from the same epoch, which the
-// store picks (see [LimitChange]). Update does no I/O.
+// Update changes the limit to cfg while the limiter runs: the fields that
+// [Fields] marks live may differ from the running config; any other
+// difference is an error that matches [ErrNotLive], a [*NotLiveError]
+// naming the first, and cfg must be valid (see [Config.Validate]). Without
+// a store the change applies from the next epoch; with one, every replica
+// applies it from the same epoch, which the store picks (see
+// [LimitChange]). Update does no I/O.
 func (l *Limiter) Update(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err

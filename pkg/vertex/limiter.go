@@ -41,8 +41,8 @@ func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
 	return v.buildKeyLimiter(reg, rl)
 }
 
-// UpdateRateLimit changes the vertex's rate limit to rl while it runs: its
-// max, min, rampUpDuration, modes and shadow (see [ratelimit.Limiter.Update]).
+// UpdateRateLimit changes the vertex's rate limit to rl while it runs: the
+// settings [ratelimit.Fields] marks live (see [ratelimit.Limiter.Update]).
 // With a shared store every replica switches at the same epoch. rl must come
 // from a validated config that differs from the running one in those fields
 // only ([config.File.LiveChange]); a vertex without a rate limit cannot get
