@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 )
 
 // benchFlags are the flags of `vertex bench`.
@@ -43,7 +44,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 	t.SocketDir = dir
 	if fl.spawn {
-		stop, err := spawnFile(t.Config(true), "", dir, 0, io.Discard, stderr, log)
+		stop, err := spawnContainers(t.Config(true), dir, spawn.Deps{Stdout: io.Discard, Stderr: stderr, Log: log})
 		if err != nil {
 			return err
 		}

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -84,12 +83,11 @@ func BenchmarkStreamingSlowMap(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { os.RemoveAll(targets[i].SocketDir) })
-		sp, err := startContainers(containersOf(f.MonoVertex.Spec.Source, f.MonoVertex.Spec.UDF, f.MonoVertex.Spec.Sink),
-			targets[i].SocketDir, "bench-slow-map", 0, nil, nil, zap.NewNop())
+		g, err := spawn.Start(f, targets[i].SocketDir, spawn.Deps{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { sp.stop() })
+		b.Cleanup(g.Stop)
 	}
 	rates := make([][]float64, len(kinds))
 	b.ResetTimer()

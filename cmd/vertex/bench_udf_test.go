@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 )
 
 // mapBenchYAML is generator → map → blackhole at full speed, with a rate limit far
@@ -68,17 +67,17 @@ func BenchmarkMapUDF(b *testing.B) {
 			b.Fatal(err)
 		}
 		targets[i] = bench.NewTarget(f)
-		if cs := containersOf(f.MonoVertex.Spec.Source, f.MonoVertex.Spec.UDF, f.MonoVertex.Spec.Sink); len(cs) > 0 {
+		if k.example != "" {
 			// A directory of its own, short enough for a socket path.
 			if targets[i].SocketDir, err = os.MkdirTemp("", "u"); err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { os.RemoveAll(targets[i].SocketDir) })
-			sp, err := startContainers(cs, targets[i].SocketDir, "bench-map", 0, nil, nil, zap.NewNop())
+			g, err := spawn.Start(f, targets[i].SocketDir, spawn.Deps{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { sp.stop() })
+			b.Cleanup(g.Stop)
 		}
 	}
 	rates := make([][]float64, len(kinds))

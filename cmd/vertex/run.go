@@ -22,6 +22,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -93,7 +94,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		r.vopts = append(r.vopts, vertex.WithReadAhead(on))
 	}
 	if fl.spawn {
-		stopContainers, err := spawnFile(f, fl.vertex, dir, rep, stdout, stderr, log)
+		stopContainers, err := spawnContainers(f, dir, spawn.Deps{Only: fl.vertex, Replica: rep, Stdout: stdout, Stderr: stderr, Log: log})
 		if err != nil {
 			return err
 		}

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
+	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 )
-
-// lockFile is the file in the fixed socket directory on which a sluice
-// process whose spawned containers use that directory holds an flock, for
-// its life.
-const lockFile = ".sluice.lock"
 
 // socketDirHint is what to do when a server knows only /var/run/numaflow and
 // the vertex waits for it elsewhere.
@@ -21,28 +18,30 @@ const socketDirHint = "run the vertex with --uds-dir " + serverinfo.DefaultDir +
 
 // socketDir returns the directory of the user-defined containers' sockets:
 // --uds-dir when given; without --spawn, fixed (/var/run/numaflow), as in a
-// Numaflow pod; with --spawn, fixed too when this process can create it and
-// lock it (no other sluice process has), so that servers that know only that
-// directory (numaflow-go's) work, and otherwise a new temporary directory,
-// with a warning saying why. cleanup releases the lock or removes the
-// temporary directory.
-func socketDir(flagValue string, spawn bool, fixed string, log *zap.Logger) (dir string, cleanup func(), err error) {
+// Numaflow pod; with --spawn, the one spawn.Dir picks. cleanup releases
+// what it took.
+func socketDir(flagValue string, spawned bool, fixed string, log *zap.Logger) (dir string, cleanup func(), err error) {
 	switch {
 	case flagValue != "":
 		return flagValue, func() {}, nil
-	case !spawn:
+	case !spawned:
 		return fixed, func() {}, nil
 	}
-	unlock, lerr := lockDir(fixed)
-	if lerr == nil {
-		log.Info("the spawned containers' socket directory", zap.String("dir", fixed), zap.String("lock", filepath.Join(fixed, lockFile)))
-		return fixed, unlock, nil
+	return spawn.Dir(fixed, "--uds-dir chooses the directory", log)
+}
+
+// spawnContainers starts the user-defined containers of f (of the vertex
+// d.Only of a pipeline, or of all) in dir, for --spawn; stop stops them.
+func spawnContainers(f *config.File, dir string, d spawn.Deps) (stop func(), err error) {
+	g, err := spawn.Start(f, dir, d)
+	var de *spawn.DirError
+	switch {
+	case errors.As(err, &de):
+		return nil, usagef("%v; --uds-dir chooses another", err)
+	case errors.Is(err, spawn.ErrNoCommand):
+		return nil, usagef("--spawn: %v", err)
+	case err != nil:
+		return nil, fmt.Errorf("--spawn: %w", err)
 	}
-	if dir, err = os.MkdirTemp("", "sluice-uds-"); err != nil {
-		return "", nil, err
-	}
-	log.Warn("not using "+fixed+" for the spawned containers' sockets ("+lerr.Error()+"): using a temporary directory, "+
-		"which sluice's SDK servers find through SLUICE_UDS_DIR but servers that know only "+fixed+
-		" (numaflow-go's) do not; --uds-dir chooses the directory", zap.String("dir", dir))
-	return dir, func() { os.RemoveAll(dir) }, nil
+	return g.Stop, nil
 }

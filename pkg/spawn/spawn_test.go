@@ -1,4 +1,4 @@
-package main
+package spawn
 
 import (
 	"bytes"
@@ -34,8 +34,8 @@ const spawnWait = 15 * time.Second
 // TestHelperMapServer is not a test: started as a container with helperEnv
 // set, it is a unary map server in $SLUICE_UDS_DIR that passes every
 // message on. It exits 3 at once when it finds a map
-// server's info file or socket in the directory at its start: the
-// spawner removes those before it starts a container, so that the vertex only
+// server's info file or socket in the directory at its start: Start
+// removes those before it starts a container, so that the vertex only
 // ever reads a file this server wrote.
 func TestHelperMapServer(t *testing.T) {
 	if os.Getenv(helperEnv) != "map" {
@@ -58,7 +58,7 @@ func TestHelperMapServer(t *testing.T) {
 	os.Exit(0)
 }
 
-// lockedBuffer is a bytes.Buffer that the spawner's goroutines may write to
+// lockedBuffer is a bytes.Buffer that the group's goroutines may write to
 // while the test reads it.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -105,7 +105,7 @@ func staleSocket(t *testing.T, path string) {
 
 // A map-stream server that was killed leaves its server-info file and its
 // socket behind. A unary map spawned next in the same directory must be
-// connected to on map.sock: the spawner removes the leftovers before the
+// connected to on map.sock: Start removes the leftovers before the
 // container starts, so the vertex never reads the old file and never waits on
 // mapstream.sock.
 func TestSpawnRemovesStaleServerInfo(t *testing.T) {
@@ -120,11 +120,13 @@ func TestSpawnRemovesStaleServerInfo(t *testing.T) {
 	var stderr lockedBuffer
 	spec := &config.Container{Image: "helper", Command: []string{os.Args[0]}, Args: []string{"-test.run=^TestHelperMapServer$"},
 		Env: []config.EnvVar{{Name: helperEnv, Value: "map"}}}
-	sp, err := startContainers(containersOf(nil, &config.UDF{Container: spec}, nil), dir, "stale", 0, &stderr, &stderr, log)
+	f := &config.File{MonoVertex: &config.MonoVertex{Metadata: config.Metadata{Name: "stale"},
+		Spec: config.MonoVertexSpec{UDF: &config.UDF{Container: spec}}}}
+	g, err := Start(f, dir, Deps{Stdout: &stderr, Stderr: &stderr, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sp.stop()
+	defer g.Stop()
 
 	m := udf.NewRemoteMap(dir, log)
 	defer m.Close()

@@ -1,0 +1,44 @@
+package spawn
+
+import (
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+)
+
+// container is a user-defined container of a vertex and the role it plays.
+type container struct {
+	role string // NUMAFLOW_UD_CONTAINER_TYPE: udsource, transformer, udf, udsink, fb-udsink
+	spec *config.Container
+}
+
+// roleKinds are the kinds of server a container of each role may run: their
+// server-info files and sockets in the socket directory are the container's.
+var roleKinds = map[string][]serverinfo.Kind{
+	"udsource":    {serverinfo.KindSource},
+	"transformer": {serverinfo.KindSourceTransformer},
+	"udf":         {serverinfo.KindMap, serverinfo.KindBatchMap, serverinfo.KindMapStream},
+	"udsink":      {serverinfo.KindSink},
+	"fb-udsink":   {serverinfo.KindFallbackSink},
+}
+
+// containersOf lists the user-defined containers of a vertex with source, udf
+// and sink (each may be nil).
+func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []container {
+	var out []container
+	if src != nil && src.UDSource != nil {
+		out = append(out, container{"udsource", src.UDSource.Container})
+	}
+	if src != nil && src.Transformer != nil && src.Transformer.Container != nil {
+		out = append(out, container{"transformer", src.Transformer.Container})
+	}
+	if u != nil && u.Container != nil {
+		out = append(out, container{"udf", u.Container})
+	}
+	if snk != nil && snk.UDSink != nil {
+		out = append(out, container{"udsink", snk.UDSink.Container})
+	}
+	if snk != nil && snk.Fallback != nil && snk.Fallback.UDSink != nil {
+		out = append(out, container{"fb-udsink", snk.Fallback.UDSink.Container})
+	}
+	return out
+}
