@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // SubjectPrefix starts the subject of every buffer's stream: the buffer
@@ -173,7 +175,8 @@ func (c *Conn) BufferInfo(ctx context.Context, name string) (BufferInfo, error) 
 // bufferErr wraps err from an operation on buffer name, marking a missing
 // stream or consumer with ErrBufferNotFound.
 func bufferErr(op, name string, err error) error {
-	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, jsconsumer.ErrGone) {
 		return fmt.Errorf("jetstream: %s buffer %s: %w: %w", op, name, ErrBufferNotFound, err)
 	}
 	return fmt.Errorf("jetstream: %s buffer %s: %w", op, name, connErr(err))

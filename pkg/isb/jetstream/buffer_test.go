@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 func TestValidateName(t *testing.T) {
@@ -103,7 +104,7 @@ func TestCreateBufferIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		cc := cons.CachedInfo().Config
-		if cc.Durable != name || cc.AckPolicy != jetstream.AckExplicitPolicy || cc.AckWait != DefaultAckWait ||
+		if cc.Durable != name || cc.AckPolicy != jetstream.AckExplicitPolicy || cc.AckWait != jsconsumer.DefaultAckWait ||
 			cc.MaxAckPending != 100 || cc.DeliverPolicy != jetstream.DeliverAllPolicy {
 			t.Fatalf("consumer %s config %+v", name, cc)
 		}

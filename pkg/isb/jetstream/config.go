@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/internal/enum"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // Storage is where a buffer's stream keeps its messages. The zero value is
@@ -47,11 +48,9 @@ func (s Storage) jetstream() jetstream.StorageType {
 	return jetstream.FileStorage
 }
 
-// Defaults applied to zero fields of [Config].
+// Defaults applied to zero fields of [Config]; AckWait's is
+// [jsconsumer.DefaultAckWait].
 const (
-	// DefaultAckWait is how long a message read and not acked (nor kept in
-	// progress by its reader) waits before it is delivered again.
-	DefaultAckWait = 60 * time.Second
 	// DefaultDuplicateWindow is how long a stream remembers message ids to
 	// drop duplicates.
 	DefaultDuplicateWindow = 2 * time.Minute
@@ -75,7 +74,10 @@ type Config struct {
 	Name string
 	// Storage is where CreateBuffer's streams keep messages.
 	Storage Storage
-	// AckWait is CreateBuffer's consumer ack wait; 0 is DefaultAckWait.
+	// AckWait is CreateBuffer's consumer ack wait: how long a message read
+	// and not acked (nor kept in progress by its reader) waits before it is
+	// delivered again. 0 is [jsconsumer.DefaultAckWait]; else it is at
+	// least [jsconsumer.MinAckWait].
 	AckWait time.Duration
 	// DuplicateWindow is CreateBuffer's stream deduplication window; 0 is
 	// DefaultDuplicateWindow.
@@ -102,15 +104,15 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, fmt.Errorf("%w: storage %v", ErrInvalidConfig, cfg.Storage)
 	case cfg.AckWait < 0:
 		return cfg, fmt.Errorf("%w: ackWait (%v) < 0", ErrInvalidConfig, cfg.AckWait)
-	case cfg.AckWait > 0 && cfg.AckWait < minAckWait:
-		return cfg, fmt.Errorf("%w: ackWait (%v) < %v", ErrInvalidConfig, cfg.AckWait, minAckWait)
+	case cfg.AckWait > 0 && cfg.AckWait < jsconsumer.MinAckWait:
+		return cfg, fmt.Errorf("%w: ackWait (%v) < %v", ErrInvalidConfig, cfg.AckWait, jsconsumer.MinAckWait)
 	case cfg.FrameSize < 0 || cfg.FrameSize > MaxFrameSize:
 		return cfg, fmt.Errorf("%w: frameSize (%d) must be 0 to %d", ErrInvalidConfig, cfg.FrameSize, MaxFrameSize)
 	case cfg.DuplicateWindow < 0:
 		return cfg, fmt.Errorf("%w: duplicateWindow (%v) < 0", ErrInvalidConfig, cfg.DuplicateWindow)
 	}
 	if cfg.AckWait == 0 {
-		cfg.AckWait = DefaultAckWait
+		cfg.AckWait = jsconsumer.DefaultAckWait
 	}
 	if cfg.DuplicateWindow == 0 {
 		cfg.DuplicateWindow = DefaultDuplicateWindow
@@ -126,10 +128,6 @@ func (cfg Config) validate() (Config, error) {
 
 // MaxFrameSize is the largest FrameSize accepted.
 const MaxFrameSize = 1000
-
-// minAckWait is the shortest AckWait accepted: a reader sends in-progress
-// acks every third of it.
-const minAckWait = 100 * time.Millisecond
 
 // redactURL returns urls with any password or token embedded in them
 // replaced by "xxxxx", for errors and logs.

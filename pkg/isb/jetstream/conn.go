@@ -140,19 +140,3 @@ func (c *Conn) Close() error {
 func (c *Conn) Connected() bool {
 	return c.nc.IsConnected()
 }
-
-// flush waits until the server has received everything sent so far, for at
-// most apiTimeout (FlushWithContext needs a deadline).
-func (c *Conn) flush(ctx context.Context) error {
-	if !c.nc.IsConnected() && !c.nc.IsClosed() {
-		return ErrNotConnected
-	}
-	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
-	err := c.nc.FlushWithContext(ctx)
-	if err != nil && !c.nc.IsClosed() && errors.Is(err, nats.ErrConnectionClosed) {
-		// nats.go fails a flush cut short by a disconnect this way.
-		err = fmt.Errorf("%w: the connection dropped before the server answered", ErrNotConnected)
-	}
-	return err
-}

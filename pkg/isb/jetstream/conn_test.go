@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 func TestStorageText(t *testing.T) {
@@ -51,7 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	cfg, err := Config{URL: "nats://x"}.validate()
-	if err != nil || cfg.AckWait != DefaultAckWait || cfg.DuplicateWindow != DefaultDuplicateWindow || cfg.Name != DefaultConnName || cfg.Logger == nil {
+	if err != nil || cfg.AckWait != jsconsumer.DefaultAckWait || cfg.DuplicateWindow != DefaultDuplicateWindow || cfg.Name != DefaultConnName || cfg.Logger == nil {
 		t.Fatalf("defaults: %+v, %v", cfg, err)
 	}
 }

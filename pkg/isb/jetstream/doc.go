@@ -51,8 +51,11 @@
 //
 // # Reading
 //
-// A Reader pulls from the consumer in batches of at most the buffer a Read
-// is given (in frames: as many frames as that buffer holds). Once the
+// A Reader is a [jsconsumer.Consumer] that fetches ahead, given the
+// buffers' message encoding: reading, holding, acking and handing back are
+// that package's, the same as a JetStream source's. It pulls from the
+// consumer in batches of at most the buffer a Read is given (in frames: as
+// many frames as that buffer holds). Once the
 // server answers a Read's pull in full (a backlog), the Reader asks for the
 // next batch at once, which arrives while the caller writes and acks this
 // one; the next Read then takes it without a round trip. Only Reads of the

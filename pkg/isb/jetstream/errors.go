@@ -2,9 +2,8 @@ package jetstream
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/nats-io/nats.go"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 var (
@@ -24,11 +23,12 @@ var (
 	// was deleted, or it used memory storage and the server restarted.
 	ErrBufferNotFound = errors.New("jetstream: buffer not found")
 	// ErrDecode is matched by errors for a message whose body is not an
-	// encoded isb.Message.
-	ErrDecode = errors.New("jetstream: cannot decode message")
+	// encoded isb.Message. It is [jsconsumer.ErrDecode].
+	ErrDecode = jsconsumer.ErrDecode
 	// ErrNotConnected is matched by errors for calls made while the
-	// connection is down and reconnecting; retry them later.
-	ErrNotConnected = errors.New("jetstream: not connected to the server")
+	// connection is down and reconnecting; retry them later. It is
+	// [jsconsumer.ErrNotConnected].
+	ErrNotConnected = jsconsumer.ErrNotConnected
 	// ErrClosed is returned by calls on a closed Reader or Writer.
 	ErrClosed = errors.New("jetstream: closed")
 )
@@ -36,9 +36,4 @@ var (
 // connErr marks err with ErrNotConnected when it comes from the connection
 // being down: nothing is queued while reconnecting, and acks still awaited
 // are failed when the connection drops.
-func connErr(err error) error {
-	if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrDisconnected) {
-		return fmt.Errorf("%w: %w", ErrNotConnected, err)
-	}
-	return err
-}
+func connErr(err error) error { return jsconsumer.ConnErr(err) }

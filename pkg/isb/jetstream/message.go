@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // The body of a JetStream message is an isb.Message in the protocol buffers
@@ -112,12 +113,12 @@ func appendMessage(b []byte, m *isb.Message) []byte {
 // must not change while m is in use. The keys go into keys, and m.Keys is a
 // slice of it; with keys nil they get an array of their own. An empty key
 // list, value or header map decodes as nil.
-func decodeMessage(b []byte, m *isb.Message, keys *keyArena) error {
+func decodeMessage(b []byte, m *isb.Message, keys *jsconsumer.Keys) error {
 	*m = isb.Message{}
 	if keys == nil {
-		keys = &keyArena{hint: 1}
+		keys = jsconsumer.NewKeys(1)
 	}
-	firstKey := len(keys.keys)
+	firstKey := keys.Len()
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -136,7 +137,7 @@ func decodeMessage(b []byte, m *isb.Message, keys *keyArena) error {
 			if n < 0 {
 				return fmt.Errorf("keys: %w", protowire.ParseError(n))
 			}
-			keys.add(alias(v))
+			keys.Add(alias(v))
 			b = b[n:]
 		case num == fieldValue && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
@@ -180,7 +181,7 @@ func decodeMessage(b []byte, m *isb.Message, keys *keyArena) error {
 			b = b[n:]
 		}
 	}
-	m.Keys = keys.since(firstKey)
+	m.Keys = keys.Since(firstKey)
 	return nil
 }
 
@@ -191,31 +192,6 @@ func alias(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
-}
-
-// keyArena holds the keys of many decoded messages in one array, so that a
-// batch of messages costs one allocation for all of their keys. Keys handed
-// out stay valid when the arena grows: it then moves on to a new array.
-type keyArena struct {
-	keys []string
-	hint int // keys to make room for at the first one
-}
-
-func (a *keyArena) add(k string) {
-	if a.keys == nil {
-		a.keys = make([]string, 0, a.hint)
-	}
-	a.keys = append(a.keys, k)
-}
-
-// since returns the keys added from index first on, or nil when there are
-// none. Its capacity ends with it: appending to it never touches the keys of
-// another message.
-func (a *keyArena) since(first int) []string {
-	if len(a.keys) == first {
-		return nil
-	}
-	return a.keys[first:len(a.keys):len(a.keys)]
 }
 
 // decodeHeader decodes one map entry into m.Headers.
@@ -275,7 +251,7 @@ func appendFrame(b []byte, msgs []isb.Message, sizes []int) []byte {
 
 // decodeFrame decodes the count messages of a frame into out, which it
 // extends; as with decodeMessage, they alias b and their keys go into keys.
-func decodeFrame(b []byte, count int, out []isb.Message, keys *keyArena) ([]isb.Message, error) {
+func decodeFrame(b []byte, count int, out []isb.Message, keys *jsconsumer.Keys) ([]isb.Message, error) {
 	for i := 0; i < count; i++ {
 		size, n := protowire.ConsumeVarint(b)
 		if n < 0 || size > uint64(len(b)-n) {

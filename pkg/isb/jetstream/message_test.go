@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // sameMessage compares what the encoding carries: nil and empty are alike,
@@ -99,7 +100,7 @@ func TestMessageDecodeSkipsUnknownFields(t *testing.T) {
 // Messages decoded into one key arena keep their own keys, also once the
 // arena has grown, and appending to one's keys leaves the next one's alone.
 func TestMessageKeyArena(t *testing.T) {
-	keys := &keyArena{hint: 2}
+	keys := jsconsumer.NewKeys(2)
 	var got []isb.Message
 	var want []isb.Message
 	for i, ks := range [][]string{{"a", "b"}, nil, {"c"}, {"d", "e", "f"}} {

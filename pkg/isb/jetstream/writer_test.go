@@ -44,8 +44,8 @@ func TestWriteReadAckRoundTrip(t *testing.T) {
 				if got[i].Tags != nil {
 					t.Fatalf("message %d: tags %v", i, got[i].Tags)
 				}
-				if _, ok := got[i].Handle.(*heldMsg); !ok {
-					t.Fatalf("message %d: handle %T", i, got[i].Handle)
+				if got[i].Handle == nil {
+					t.Fatalf("message %d: no handle", i)
 				}
 			}
 			if bi := info(t, c, sp.Name); bi.Messages != 4 || bi.Pending != 0 || bi.AckPending != 4 {

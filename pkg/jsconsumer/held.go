@@ -1,0 +1,182 @@
+package jsconsumer
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+)
+
+// heldMsg is a JetStream message read: one message, whose isb.ReadMessage
+// has it as Handle, or a frame, whose messages each have a *member. Its ack
+// or nak goes to its reply subject once every message in it is acked or
+// naked.
+type heldMsg struct {
+	reply string
+	batch *heldBatch
+	// Guarded by Consumer.mu:
+	held  bool          // read, and not yet acked nor naked
+	left  int           // its messages not yet acked nor naked
+	naked bool          // one of them was naked: nak it all
+	delay time.Duration // the longest delay they were naked with
+}
+
+// heldBatch is the heldMsgs of one pull, allocated together. It is in
+// Consumer.live while one of them is held.
+type heldBatch struct {
+	msgs []heldMsg // never grows beyond its capacity: handles point into it
+	// Guarded by Consumer.mu:
+	held int // how many of msgs are held
+	pos  int // its index in Consumer.live, while held > 0
+}
+
+// member is the Handle of a message read from a frame.
+type member struct {
+	h    *heldMsg
+	done bool // acked or naked (guarded by Consumer.mu)
+}
+
+// What acks, naks, in-progress acks and terminations send to a message's
+// reply subject.
+var (
+	ackBody      = []byte("+ACK")
+	nakBody      = []byte("-NAK")
+	progressBody = []byte("+WPI")
+	termBody     = []byte("+TERM")
+)
+
+// body is what ends h: an ack, or a nak with its delay.
+func (h *heldMsg) body() []byte {
+	switch {
+	case !h.naked:
+		return ackBody
+	case h.delay > 0:
+		return []byte(`-NAK {"delay":` + strconv.FormatInt(int64(h.delay), 10) + `}`)
+	default:
+		return nakBody
+	}
+}
+
+// hold marks h held. c.mu is held.
+func (c *Consumer) hold(h *heldMsg) {
+	h.held = true
+	b := h.batch
+	if b.held == 0 {
+		b.pos = len(c.live)
+		c.live = append(c.live, b)
+	}
+	b.held++
+}
+
+// release marks h no longer held. c.mu is held.
+func (c *Consumer) release(h *heldMsg) {
+	h.held = false
+	b := h.batch
+	if b.held--; b.held > 0 {
+		return
+	}
+	last := len(c.live) - 1
+	c.live[b.pos] = c.live[last]
+	c.live[b.pos].pos = b.pos
+	c.live[last] = nil
+	c.live = c.live[:last]
+}
+
+// resolve marks msgs acked (or naked with delay) and returns the JetStream
+// messages they complete, no longer held: their acks or naks are to be sent.
+// A message acked before, by an Ack that failed later, is returned again by
+// an ack (with what ended it: a nak, if it was naked); a nak leaves alone
+// what is no longer held (acked, or naked and perhaps delivered again
+// already, when a second nak would have the server deliver it once more).
+func (c *Consumer) resolve(msgs []isb.ReadMessage, nak bool, delay time.Duration) ([]*heldMsg, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	done := make([]*heldMsg, 0, len(msgs))
+	var bad error
+	for i := range msgs {
+		var h *heldMsg
+		switch hd := msgs[i].Handle.(type) {
+		case *heldMsg:
+			h = hd
+			if !h.held {
+				if !nak {
+					done = append(done, h) // acked before, by an Ack that failed later: again
+				}
+				continue
+			}
+			h.left = 0
+		case *member:
+			h = hd.h
+			if !hd.done {
+				hd.done = true
+				h.left--
+			} else if nak || h.naked || h.left > 0 {
+				continue
+			} else if !h.held {
+				done = append(done, h) // the frame was acked before, by an Ack that failed later: again
+				continue
+			}
+		default:
+			bad = fmt.Errorf("message %q was not read by this consumer", msgs[i].ID)
+			continue
+		}
+		if nak {
+			h.naked, h.delay = true, max(h.delay, delay)
+		}
+		if h.left <= 0 && h.held {
+			c.release(h)
+			done = append(done, h)
+		}
+	}
+	return done, bad
+}
+
+// unresolve holds again messages whose acks could not be sent or were not
+// confirmed, so that they are kept in progress until acked again.
+func (c *Consumer) unresolve(hs []*heldMsg) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	for _, h := range hs {
+		if !h.naked && !h.held {
+			c.hold(h)
+		}
+	}
+}
+
+// heldReplies appends the reply subjects of the held messages to replies.
+func (c *Consumer) heldReplies(replies []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.live {
+		for i := range b.msgs {
+			if b.msgs[i].held {
+				replies = append(replies, b.msgs[i].reply)
+			}
+		}
+	}
+	return replies
+}
+
+// releaseAll marks every held message naked and no longer held, and returns
+// them, to be handed back.
+func (c *Consumer) releaseAll() []*heldMsg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var held []*heldMsg
+	for _, b := range c.live {
+		for i := range b.msgs {
+			if h := &b.msgs[i]; h.held {
+				h.held, h.naked = false, true
+				held = append(held, h)
+			}
+		}
+		b.held = 0
+	}
+	clear(c.live)
+	c.live = nil
+	return held
+}
