@@ -1,29 +1,23 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// ErrNotLive is matched by the error of [File.LiveChange] for a change that
-// needs a restart.
-var ErrNotLive = errors.New("needs a restart")
-
-// liveRateLimit are the fields of a rateLimit block that can change while a
-// replica runs.
-var liveRateLimit = map[string]bool{"max": true, "min": true, "rampUpDuration": true, "modes": true, "shadow": true}
-
 // LiveChange reports whether next differs from f only in what a running
-// replica can take on: the max, min, rampUpDuration, modes and shadow of
-// its rateLimit blocks (and Kubernetes-only fields, which sluice ignores).
-// Otherwise it returns an error that matches [ErrNotLive] and names the
-// first field that differs by its path, such as
-// "spec.limits.rateLimit.store changed".
+// replica can take on: the settings of its rateLimit blocks that
+// [ratelimit.Fields] marks live, and Kubernetes-only fields, which sluice
+// ignores. Otherwise it returns an error that matches [ratelimit.ErrNotLive]
+// and names the first field that differs by its path, such as
+// "spec.limits.rateLimit.store.redisStore.url changed: needs a restart".
 func (f *File) LiveChange(next *File) error {
 	if f.Kind != next.Kind {
-		return fmt.Errorf("kind changed from %s to %s: %w", f.Kind, next.Kind, ErrNotLive)
+		return fmt.Errorf("kind changed from %s to %s: %w", f.Kind, next.Kind, ratelimit.ErrNotLive)
 	}
 	var a, b reflect.Value
 	if f.MonoVertex != nil {
@@ -32,16 +26,20 @@ func (f *File) LiveChange(next *File) error {
 		a, b = reflect.ValueOf(f.Pipeline).Elem(), reflect.ValueOf(next.Pipeline).Elem()
 	}
 	if path, how := firstDiff("", a, b); path != "" {
-		return fmt.Errorf("%s %s: %w", path, how, ErrNotLive)
+		return fmt.Errorf("%s %s: %w", path, how, ratelimit.ErrNotLive)
 	}
 	return nil
 }
 
 var rateLimitType = reflect.TypeFor[RateLimit]()
 
+// liveRateLimit are the YAML names of the settings of a rateLimit block
+// that can change while a replica runs.
+var liveRateLimit = ratelimit.LiveYAML()
+
 // firstDiff returns the path of the first field in which a and b differ,
-// in field order, and how, or "". The live fields of a rateLimit block are
-// skipped.
+// in field order, and how, or "". The live settings of a rateLimit block
+// are skipped.
 func firstDiff(path string, a, b reflect.Value) (string, string) {
 	switch a.Kind() {
 	case reflect.Pointer:
@@ -71,7 +69,7 @@ func firstDiff(path string, a, b reflect.Value) (string, string) {
 			if !sf.IsExported() || name == "-" {
 				continue
 			}
-			if isRL && liveRateLimit[name] {
+			if isRL && slices.Contains(liveRateLimit, name) {
 				continue
 			}
 			p := path

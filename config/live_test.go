@@ -2,10 +2,12 @@ package config_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 const liveBase = `
@@ -57,7 +59,7 @@ func TestLiveChange(t *testing.T) {
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("LiveChange = %v; want a live change", err)
-			case tt.want != "" && (!errors.Is(err, config.ErrNotLive) || !strings.HasPrefix(err.Error(), tt.want)):
+			case tt.want != "" && (!errors.Is(err, ratelimit.ErrNotLive) || !strings.HasPrefix(err.Error(), tt.want)):
 				t.Fatalf("LiveChange = %v; want %q, matching ErrNotLive", err, tt.want)
 			}
 		})
@@ -71,4 +73,100 @@ func parse(t *testing.T, yaml string) *config.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestRateLimitFieldsInTable fails when a setting of a rateLimit block is not
+// in ratelimit.Fields, so that a new one says whether it can change live, or
+// when the table names one the block does not have. A block the table
+// names settings in (adaptive, modes) has each of its settings there; in
+// modes, a mode's name is ratelimit.ModeBlock.
+func TestRateLimitFieldsInTable(t *testing.T) {
+	rows := map[string]bool{}
+	for _, f := range ratelimit.Fields {
+		rows[f.YAML] = true
+	}
+	nested := func(p string) bool {
+		for r := range rows {
+			if strings.HasPrefix(r, p+".") {
+				return true
+			}
+		}
+		return false
+	}
+	seen := map[string]bool{}
+	var walk func(path string, typ reflect.Type)
+	walk = func(path string, typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		for i := range typ.NumField() {
+			sf := typ.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+			if !sf.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			var m ratelimit.Mode
+			if path == "modes" && m.UnmarshalText([]byte(name)) == nil {
+				name = ratelimit.ModeBlock
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			seen[p] = true
+			switch {
+			case nested(p):
+				walk(p, sf.Type)
+			case !rows[p]:
+				t.Errorf("rateLimit.%s is not in ratelimit.Fields: add it with whether it can change live", p)
+			}
+		}
+	}
+	walk("", reflect.TypeFor[config.RateLimit]())
+	for r := range rows {
+		if !seen[r] {
+			t.Errorf("ratelimit.Fields has %s, which a rateLimit block does not", r)
+		}
+	}
+}
+
+// TestLiveChangeFollowsFields changes each setting at the top of a rateLimit
+// block alone: LiveChange takes the live ones of ratelimit.Fields and
+// refuses the others, naming them.
+func TestLiveChangeFollowsFields(t *testing.T) {
+	base := parse(t, liveBase)
+	for _, f := range ratelimit.Fields {
+		if strings.Contains(f.YAML, ".") {
+			continue
+		}
+		t.Run(f.YAML, func(t *testing.T) {
+			next := parse(t, liveBase)
+			rl := reflect.ValueOf(next.MonoVertex.Spec.Limits.RateLimit).Elem()
+			v := fieldByYAML(t, rl, f.YAML)
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			} else {
+				v.SetZero()
+			}
+			err := base.LiveChange(next)
+			switch {
+			case f.Live && err != nil:
+				t.Fatalf("LiveChange = %v; %s is live", err, f.YAML)
+			case !f.Live && (!errors.Is(err, ratelimit.ErrNotLive) || !strings.HasPrefix(err.Error(), "spec.limits.rateLimit."+f.YAML+" ")):
+				t.Fatalf("LiveChange = %v; want spec.limits.rateLimit.%s named, matching ErrNotLive", err, f.YAML)
+			}
+		})
+	}
+}
+
+// fieldByYAML returns the field of struct v whose YAML name is name.
+func fieldByYAML(t *testing.T, v reflect.Value, name string) reflect.Value {
+	t.Helper()
+	for i := range v.NumField() {
+		if n, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); n == name {
+			return v.Field(i)
+		}
+	}
+	t.Fatalf("%s has no field %s", v.Type(), name)
+	return reflect.Value{}
 }

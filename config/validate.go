@@ -344,12 +344,6 @@ func (c *checker) limits(path string, l *Limits) {
 // MaxReadBatchSize is the largest readBatchSize accepted.
 const MaxReadBatchSize = 1_000_000
 
-// limiterFields maps the rate limiter's field names to their YAML names.
-var limiterFields = map[string]string{
-	"Max": "max", "Min": "min", "RampUpDuration": "rampUpDuration", "Pacing": "pacing",
-	"CutPercentage": "adaptive.cutPercentage",
-}
-
 func (c *checker) rateLimit(path string, r *RateLimit) {
 	if r.Max == nil {
 		c.required(path + ".max")
@@ -409,15 +403,6 @@ func (c *checker) limiterConfig(path string, r *RateLimit) {
 		c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
 		cfg.Max = ratelimit.MaxTokens
 	}
-	modePath := path + ".modes." + cfg.Mode.String()
-	fields := map[string]string{
-		"ThresholdPercentage": modePath + ".thresholdPercentage",
-		"CoolDownPeriod":      modePath + ".coolDownPeriod",
-		"RampDownPercentage":  modePath + ".rampDownPercentage",
-	}
-	for k, v := range limiterFields {
-		fields[k] = path + "." + v
-	}
 	for _, err := range unjoin(cfg.Validate()) {
 		var fe *ratelimit.FieldError
 		if !errors.As(err, &fe) {
@@ -432,10 +417,19 @@ func (c *checker) limiterConfig(path string, r *RateLimit) {
 		}
 		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
 		if fe.Other != "" {
-			msg += fmt.Sprintf(" %s (%v)", limiterFields[fe.Other], fe.OtherValue)
+			msg += fmt.Sprintf(" %s (%v)", limiterPath(fe.Other, cfg.Mode), fe.OtherValue)
 		}
-		c.add(fields[fe.Field], "%s", msg)
+		c.add(path+"."+limiterPath(fe.Field, cfg.Mode), "%s", msg)
 	}
+}
+
+// limiterPath returns the YAML path in a rateLimit block, under mode m, of
+// the rate limiter's field named field: "modes.goBackN.coolDownPeriod".
+func limiterPath(field string, m ratelimit.Mode) string {
+	if f, ok := ratelimit.FieldOf(field); ok {
+		return f.Path(m)
+	}
+	return field
 }
 
 // firstLine returns an error's first line: an expression's compile error goes on
