@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are a forwarder's Prometheus metrics. Every name is listed in the README.
+// Metrics are a forwarder's Prometheus metrics. Every name is listed in docs/observability.md.
 type Metrics struct {
 	Read      prometheus.Counter
 	Written   prometheus.Counter
