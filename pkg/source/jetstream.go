@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // JetStreamConfig configures a [JetStream] source.
@@ -43,34 +43,18 @@ type JetStreamConfig struct {
 	ReadTimeout time.Duration
 	// AckWait is how long a message read and not acked waits before it is
 	// delivered again, for a consumer the source creates or its own (default
-	// DefaultJetStreamAckWait); an existing consumer named by Consumer keeps
-	// its own.
+	// [jsconsumer.DefaultAckWait], at least [jsconsumer.MinAckWait]); an
+	// existing consumer named by Consumer keeps its own.
 	AckWait time.Duration
 	Logger  *zap.Logger
 }
 
-// DefaultJetStreamAckWait is the AckWait of a JetStreamConfig that gives none.
-const DefaultJetStreamAckWait = 60 * time.Second
-
-const (
-	// jsAPITimeout bounds a JetStream API call or an ack made without a
-	// caller's deadline.
-	jsAPITimeout = 5 * time.Second
-	// jsMinAckWait is the shortest AckWait accepted: in-progress acks go
-	// out every third of it.
-	jsMinAckWait = 100 * time.Millisecond
-)
-
-// What acks, naks and in-progress acks send to a message's reply subject.
-var (
-	jsAck      = []byte("+ACK")
-	jsNak      = []byte("-NAK")
-	jsProgress = []byte("+WPI")
-)
+// jsAPITimeout bounds a JetStream API call made without a caller's deadline.
+const jsAPITimeout = 5 * time.Second
 
 // JetStream is a source that reads a JetStream stream through a durable pull
-// consumer. Replicas that read through the same consumer share its messages:
-// each message goes to one of them.
+// consumer, with a [jsconsumer.Consumer]. Replicas that read through the
+// same consumer share its messages: each message goes to one of them.
 //
 // Read asks the server for at most len(buf) messages and never more. It
 // first takes what is there without waiting; when that is nothing it waits
@@ -78,8 +62,7 @@ var (
 // what else is there without waiting. A message the server still delivers to
 // a wait given up on is handed back at once. While the connection is down,
 // Read fails at once with an error matching [ErrNATSNotConnected]; nats.go
-// reconnects by itself, and a wait cut by a disconnect ends at the read
-// timeout.
+// reconnects by itself.
 //
 // Delivery is at least once. Ack acks messages once they are written and
 // waits until the server has confirmed every ack (double acks, confirmed in
@@ -95,28 +78,13 @@ var (
 // stream sequence; like Numaflow's, it has no keys. A JetStream is safe for
 // concurrent use.
 type JetStream struct {
-	cfg         JetStreamConfig
-	name        string // the consumer's
-	log         *zap.Logger
-	nc          *nats.Conn
-	js          jetstream.JetStream
-	cons        jetstream.Consumer
-	ackWait     time.Duration
-	readTimeout time.Duration
-
-	mu     sync.Mutex
-	held   map[*jsHeld]struct{} // read, not yet acked nor naked
-	closed bool
-
-	stop      context.CancelFunc
-	wg        sync.WaitGroup // the in-progress loop and the drains of waits given up on
-	closeOnce sync.Once
-}
-
-// jsHeld is the Handle of a message read: where its ack goes.
-type jsHeld struct {
-	reply string
-	seq   uint64
+	cfg  JetStreamConfig
+	name string // the consumer's
+	log  *zap.Logger
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	cons jetstream.Consumer // for Pending
+	c    *jsconsumer.Consumer
 }
 
 var (
@@ -134,7 +102,7 @@ func NewJetStream(ctx context.Context, cfg JetStreamConfig) (*JetStream, error) 
 	if err != nil {
 		return nil, err
 	}
-	j := &JetStream{cfg: cfg, name: name, readTimeout: cfg.ReadTimeout, held: map[*jsHeld]struct{}{}}
+	j := &JetStream{cfg: cfg, name: name}
 	j.log = cfg.Logger.With(zap.String("stream", cfg.Stream), zap.String("consumer", name))
 	// No reconnect buffer: a pull or an ack made while disconnected fails at
 	// once instead of being sent later with no one waiting for it.
@@ -142,19 +110,25 @@ func NewJetStream(ctx context.Context, cfg JetStreamConfig) (*JetStream, error) 
 	if err != nil {
 		return nil, err
 	}
+	var ackWait time.Duration
 	if j.js, err = jetstream.New(j.nc); err == nil {
 		actx, cancel := context.WithTimeout(ctx, jsAPITimeout)
-		err = j.bindConsumer(actx, dp)
+		ackWait, err = j.bindConsumer(actx, dp)
 		cancel()
+	}
+	if err == nil {
+		j.c, err = jsconsumer.New(j.nc, cfg.Stream, name, jsconsumer.Options{
+			Decode:      decodeJetStream,
+			ReadTimeout: cfg.ReadTimeout,
+			AckWait:     ackWait,
+			ConfirmAcks: true,
+			Logger:      j.log,
+		})
 	}
 	if err != nil {
 		j.nc.Close()
 		return nil, err
 	}
-	ictx, stop := context.WithCancel(context.Background())
-	j.stop = stop
-	j.wg.Add(1)
-	go j.inProgressLoop(ictx)
 	return j, nil
 }
 
@@ -173,10 +147,10 @@ func (cfg JetStreamConfig) validate() (JetStreamConfig, DeliverPolicy, string, e
 		return cfg, DeliverPolicy{}, "", err
 	}
 	switch {
-	case cfg.AckWait < 0 || cfg.AckWait > 0 && cfg.AckWait < jsMinAckWait:
-		return cfg, DeliverPolicy{}, "", fmt.Errorf("%w: ackWait (%v) must be at least %v", ErrNATSConfig, cfg.AckWait, jsMinAckWait)
+	case cfg.AckWait < 0 || cfg.AckWait > 0 && cfg.AckWait < jsconsumer.MinAckWait:
+		return cfg, DeliverPolicy{}, "", fmt.Errorf("%w: ackWait (%v) must be at least %v", ErrNATSConfig, cfg.AckWait, jsconsumer.MinAckWait)
 	case cfg.AckWait == 0:
-		cfg.AckWait = DefaultJetStreamAckWait
+		cfg.AckWait = jsconsumer.DefaultAckWait
 	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = defaultNATSReadTimeout
@@ -187,143 +161,89 @@ func (cfg JetStreamConfig) validate() (JetStreamConfig, DeliverPolicy, string, e
 	return cfg, dp, name, nil
 }
 
+// decodeJetStream is the source's [jsconsumer.DecodeFunc]: a message as the
+// stream has it. One without JetStream metadata, which the server never
+// sends to a pull, is dropped.
+func decodeJetStream(msg *nats.Msg, out []isb.Message, _ *jsconsumer.Keys) ([]isb.Message, error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return out, fmt.Errorf("no JetStream metadata: %w", err)
+	}
+	return append(out, isb.Message{
+		ID:        strconv.FormatUint(meta.Sequence.Stream, 10),
+		Value:     msg.Data,
+		EventTime: meta.Timestamp,
+		Headers:   natsHeaders(msg.Header),
+	}), nil
+}
+
 // Consumer returns the name of the consumer the source reads through.
 func (j *JetStream) Consumer() string { return j.name }
 
 // Read reads at most len(buf) messages into buf; see [JetStream]. Each
-// message's Value aliases the message's data.
+// message's Value aliases the message's data. Reads after Close fail with
+// [ErrNATSClosed].
 func (j *JetStream) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
-	if j.isClosed() {
-		return 0, j.err("read", ErrNATSClosed)
+	n, err := j.c.Read(ctx, buf)
+	if err != nil {
+		err = j.err("read", err)
 	}
-	if len(buf) == 0 {
-		return 0, nil
+	return n, err
+}
+
+// Ack acks msgs and waits until the server has confirmed every ack, for
+// 5 s at most when ctx has no earlier deadline. It fails when an ack
+// cannot be sent or is not confirmed; acking the same messages again is then
+// safe, and until then they are kept in progress.
+func (j *JetStream) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
+	if err := j.c.Ack(ctx, msgs); err != nil {
+		return j.err("ack", err)
 	}
+	return nil
+}
+
+// Nak hands msgs back to be delivered again no sooner than delay from now
+// (0: at once), and waits until the server has received the naks. A message
+// already acked or naked is left as it is.
+func (j *JetStream) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	if err := j.c.Nak(ctx, msgs, delay); err != nil {
+		return j.err("nak", err)
+	}
+	return nil
+}
+
+// Pending returns, as Numaflow does, the consumer's messages not yet
+// delivered (NumPending) plus those delivered and not yet acked
+// (NumAckPending: being processed by a replica, or waiting to be delivered
+// again).
+func (j *JetStream) Pending(ctx context.Context) (int64, error) {
 	if !j.nc.IsConnected() {
-		return 0, j.err("read", ErrNATSNotConnected)
+		return PendingUnknown, j.err("pending", ErrNATSNotConnected)
 	}
-	n, err := j.fetchNoWait(buf)
-	if n > 0 || err != nil {
-		return n, err
-	}
-	if n, err = j.wait(ctx, buf[:1]); n == 0 || err != nil || len(buf) == 1 {
-		return n, err
-	}
-	m, err := j.fetchNoWait(buf[1:])
-	return 1 + m, err
-}
-
-// fetchNoWait takes at most len(buf) messages the consumer has now.
-func (j *JetStream) fetchNoWait(buf []isb.ReadMessage) (int, error) {
-	batch, err := j.cons.FetchNoWait(len(buf))
+	ctx, cancel := context.WithTimeout(ctx, jsAPITimeout)
+	defer cancel()
+	info, err := j.cons.Info(ctx)
 	if err != nil {
-		return 0, j.err("read", natsConnErr(err))
+		return PendingUnknown, j.err("pending", jsconsumer.ConnErr(err))
 	}
-	n := 0
-	for msg := range batch.Messages() {
-		if n == len(buf) { // the server sends at most the batch asked for
-			j.handBack(msg)
-			continue
-		}
-		if j.put(msg, &buf[n]) {
-			n++
-		}
-	}
-	if err := batch.Error(); err != nil {
-		return n, j.err("read", natsConnErr(err))
-	}
-	return n, nil
+	return int64(info.NumPending) + int64(info.NumAckPending), nil
 }
 
-// wait waits for one message, up to the read timeout or until ctx is done,
-// and puts it in buf[0]. A wait given up on is drained in the background:
-// what the server still delivers to it is handed back.
-func (j *JetStream) wait(ctx context.Context, buf []isb.ReadMessage) (int, error) {
-	d := j.readTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		d = min(d, time.Until(dl))
-	}
-	if d < time.Millisecond || ctx.Err() != nil {
-		return 0, nil
-	}
-	batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(d))
-	if err != nil {
-		return 0, j.err("read", natsConnErr(err))
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case msg, ok := <-batch.Messages():
-		if !ok {
-			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-				return 0, j.err("read", natsConnErr(err))
-			}
-			return 0, nil
-		}
-		if j.put(msg, &buf[0]) {
-			return 1, nil
-		}
-		return 0, nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	j.drain(batch)
-	return 0, nil
-}
-
-// drain hands back, in the background, the messages a fetch given up on
-// still brings; nats.go ends the fetch a second after its expiry at the
-// latest.
-func (j *JetStream) drain(batch jetstream.MessageBatch) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.closed { // Close waits for j.wg: add to it no more
-		return
-	}
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		for msg := range batch.Messages() {
-			j.handBack(msg)
-		}
-	}()
-}
-
-// handBack naks a message that will not be returned by Read.
-func (j *JetStream) handBack(msg jetstream.Msg) {
-	if err := j.nc.Publish(msg.Reply(), jsNak); err != nil {
-		j.log.Debug("cannot hand back a late message; it is delivered again after AckWait", zap.Error(err))
-	}
-}
-
-// put turns msg into rm and holds it. A message without JetStream metadata
-// (which the server never sends to a pull) is skipped.
-func (j *JetStream) put(msg jetstream.Msg, rm *isb.ReadMessage) bool {
-	meta, err := msg.Metadata()
-	if err != nil {
-		j.log.Warn("skipping a message without JetStream metadata", zap.String("reply", msg.Reply()), zap.Error(err))
-		return false
-	}
-	h := &jsHeld{reply: msg.Reply(), seq: meta.Sequence.Stream}
-	*rm = isb.ReadMessage{Message: isb.Message{
-		ID:        strconv.FormatUint(meta.Sequence.Stream, 10),
-		Value:     msg.Data(),
-		EventTime: meta.Timestamp,
-		Headers:   natsHeaders(msg.Headers()),
-	}, Handle: h}
-	j.mu.Lock()
-	j.held[h] = struct{}{}
-	j.mu.Unlock()
-	return true
+// Close stops the in-progress acks, hands back every message read and not
+// yet acked, so that it is delivered again at once rather than after
+// AckWait, and closes the connection: close the source once its messages are
+// acked or given up. Reads after Close fail with [ErrNATSClosed]. Close is
+// safe to call twice.
+func (j *JetStream) Close() error {
+	_ = j.c.Close()
+	j.nc.Close()
+	return nil
 }
 
 // err wraps err of op with the stream and consumer.
 func (j *JetStream) err(op string, err error) error {
+	if errors.Is(err, jsconsumer.ErrClosed) {
+		err = ErrNATSClosed
+	}
 	return fmt.Errorf("jetstream source: %s stream %q consumer %q: %w", op, j.cfg.Stream, j.name, err)
-}
-
-func (j *JetStream) isClosed() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.closed
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // DeliverPolicy is a parsed deliver_policy: where in the stream a consumer the
@@ -109,13 +111,14 @@ func (cfg JetStreamConfig) consumerConfig(name string, dp DeliverPolicy) jetstre
 }
 
 // bindConsumer looks the consumer up and creates it when it does not exist
-// (like Numaflow, also when it is named by cfg.Consumer). The source's own
-// consumer, when it exists, is updated to cfg's ack wait and filter
-// subjects; a consumer named by cfg.Consumer is used as it is.
-func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) error {
+// (like Numaflow, also when it is named by cfg.Consumer), and returns its ack
+// wait. The source's own consumer, when it exists, is updated to cfg's ack
+// wait and filter subjects; a consumer named by cfg.Consumer is used as it
+// is.
+func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) (time.Duration, error) {
 	cfg := j.cfg
 	if len(cfg.FilterSubjects) > 1 && !serverAtLeast(j.nc, 2, 10) {
-		return fmt.Errorf("%w: filterSubjects: more than one needs nats-server 2.10 or later; the server runs %s",
+		return 0, fmt.Errorf("%w: filterSubjects: more than one needs nats-server 2.10 or later; the server runs %s",
 			ErrNATSConfig, j.nc.ConnectedServerVersion())
 	}
 	cons, err := j.js.Consumer(ctx, cfg.Stream, j.name)
@@ -127,11 +130,11 @@ func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) error {
 		cons, err = j.updateOwn(ctx, cons, dp)
 	}
 	if err != nil {
-		return j.consumerErr(err)
+		return 0, j.consumerErr(err)
 	}
 	info := cons.CachedInfo()
 	if info.Config.DeliverSubject != "" {
-		return fmt.Errorf("%w: consumer %q of stream %q is a push consumer; the source needs a pull consumer",
+		return 0, fmt.Errorf("%w: consumer %q of stream %q is a push consumer; the source needs a pull consumer",
 			ErrNATSConfig, j.name, cfg.Stream)
 	}
 	if p := info.Config.AckPolicy; p != jetstream.AckExplicitPolicy {
@@ -139,11 +142,7 @@ func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) error {
 			zap.String("ackPolicy", p.String()))
 	}
 	j.cons = cons
-	j.ackWait = info.Config.AckWait
-	if j.ackWait <= 0 {
-		j.ackWait = DefaultJetStreamAckWait
-	}
-	return nil
+	return info.Config.AckWait, nil
 }
 
 // updateOwn updates the source's own consumer to cfg's ack wait and filter
@@ -170,7 +169,7 @@ func (j *JetStream) consumerErr(err error) error {
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("jetstream source: stream %q not found: %w", j.cfg.Stream, err)
 	}
-	return fmt.Errorf("jetstream source: consumer %q of stream %q: %w", j.name, j.cfg.Stream, natsConnErr(err))
+	return fmt.Errorf("jetstream source: consumer %q of stream %q: %w", j.name, j.cfg.Stream, jsconsumer.ConnErr(err))
 }
 
 // serverAtLeast reports whether the connected server's version is at least

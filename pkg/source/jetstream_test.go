@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
 
@@ -160,7 +161,7 @@ func TestJetStreamReadAck(t *testing.T) {
 	if info.AckFloor.Stream != 25 || info.NumAckPending != 0 || info.NumPending != 0 {
 		t.Fatalf("ack floor %d, ack pending %d, pending %d", info.AckFloor.Stream, info.NumAckPending, info.NumPending)
 	}
-	if info.Config.AckWait != source.DefaultJetStreamAckWait || info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+	if info.Config.AckWait != jsconsumer.DefaultAckWait || info.Config.AckPolicy != jetstream.AckExplicitPolicy {
 		t.Fatalf("consumer config %+v", info.Config)
 	}
 	if got := readBatch(t, src, 10); len(got) != 0 {

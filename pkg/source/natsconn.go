@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // Errors of the [NATS] and [JetStream] sources.
@@ -24,7 +26,8 @@ var (
 	ErrNATSAuth = errors.New("the NATS server refused the credentials")
 	// ErrNATSNotConnected is matched by errors of calls made while the
 	// connection is down and reconnecting; they work again once it is back.
-	ErrNATSNotConnected = errors.New("not connected to the NATS server")
+	// It is [jsconsumer.ErrNotConnected].
+	ErrNATSNotConnected = jsconsumer.ErrNotConnected
 	// ErrNATSClosed is returned by calls on a closed source.
 	ErrNATSClosed = errors.New("the NATS source is closed")
 )
@@ -212,16 +215,6 @@ func (c natsConn) connect(extra ...nats.Option) (*nats.Conn, error) {
 func isNATSAuthError(err error) bool {
 	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
 		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired)
-}
-
-// natsConnErr marks err with ErrNATSNotConnected when it comes from the
-// connection being down.
-func natsConnErr(err error) error {
-	if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrDisconnected) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) {
-		return fmt.Errorf("%w: %w", ErrNATSNotConnected, err)
-	}
-	return err
 }
 
 // natsHeaders returns the first value of each header in h, or nil when there
