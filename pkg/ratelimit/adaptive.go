@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +21,16 @@ import (
 // cut from the same epoch: the first that begins at least two sync intervals
 // after the store decided it, so that shares still sum to floor(P). Without a
 // store the cut applies from the next epoch.
+
+// signalState is what throttle signals did to a replica's pool and what it
+// is to report of them. l.mu guards it but for cuts.
+type signalState struct {
+	cutFrom    int64   // epoch from which the last cut known applies
+	planned    cutPlan // a cut decided, to apply at its epoch
+	pauseUntil int64   // store-clock ns before which no tokens are granted
+	pending    *Signal // to report at the next sync
+	cuts       atomic.Int64
+}
 
 // cutPlan is a cut decided: from epoch from on, the pool is pool.
 type cutPlan struct {
@@ -50,25 +61,25 @@ func (l *Limiter) Signal(retryAfter time.Duration) {
 		until = ns + int64(retryAfter)
 		l.pauseTo(until, now)
 	}
-	cut := l.cfg.CutPercentage > 0 && e >= l.cutFrom && !l.planned.ok
-	if l.store == nil {
+	cut := l.cfg.CutPercentage > 0 && e >= l.signals.cutFrom && !l.signals.planned.ok
+	if l.link.store == nil {
 		if cut {
-			l.cutFrom = e + 1
-			l.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(l.state.Load().pool)}
+			l.signals.cutFrom = e + 1
+			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(l.state.Load().pool)}
 		}
 		return
 	}
 	if !cut && until == 0 {
 		return
 	}
-	if l.signal == nil {
-		l.signal = &Signal{Epoch: e, Lead: 2 * l.sync}
+	if l.signals.pending == nil {
+		l.signals.pending = &Signal{Epoch: e, Lead: 2 * l.link.interval}
 	}
-	if cut && !l.signal.Cut {
-		l.signal.Cut, l.signal.Epoch, l.signal.Pool = true, e, l.ramp.cutOf(l.state.Load().pool)
+	if cut && !l.signals.pending.Cut {
+		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.ramp.cutOf(l.state.Load().pool)
 	}
 	if until > 0 {
-		l.signal.PauseUntil = later(l.signal.PauseUntil, time.Unix(0, until))
+		l.signals.pending.PauseUntil = later(l.signals.pending.PauseUntil, time.Unix(0, until))
 	}
 	l.syncSoon()
 }
@@ -84,10 +95,10 @@ func later(a, b time.Time) time.Time {
 // tokens left in the current epoch are taken back, and no epoch releases any
 // before then. A pause only ever grows. l.mu is held.
 func (l *Limiter) pauseTo(until int64, now time.Time) {
-	if until <= l.pauseUntil {
+	if until <= l.signals.pauseUntil {
 		return
 	}
-	l.pauseUntil = until
+	l.signals.pauseUntil = until
 	if until <= l.storeNanos(now) {
 		return
 	}
@@ -122,18 +133,18 @@ func (l *Limiter) unhold(st *epochState, now time.Time) {
 
 // applyCut makes the planned cut's pool that of epoch e. l.mu is held.
 func (l *Limiter) applyCut(e int64) {
-	l.ramp.cut(l.planned.pool, e)
-	l.planned.ok = false
-	l.cuts.Add(1)
-	l.log.Info("pool cut by a throttle signal", zap.Float64("pool", float64(l.planned.pool)/milli), zap.Int64("fromEpoch", e))
+	l.ramp.cut(l.signals.planned.pool, e)
+	l.signals.planned.ok = false
+	l.signals.cuts.Add(1)
+	l.log.Info("pool cut by a throttle signal", zap.Float64("pool", float64(l.signals.planned.pool)/milli), zap.Int64("fromEpoch", e))
 }
 
 // syncSoon brings the next sync forward to now, unless one is under way.
 // l.mu is held.
 func (l *Limiter) syncSoon() {
-	if l.syncT != nil && l.syncT.Stop() {
+	if l.link.timer != nil && l.link.timer.Stop() {
 		l.timers.Done()
-		l.scheduleSync(0, !l.registered)
+		l.scheduleSync(0, !l.link.registered)
 	}
 }
 
@@ -145,10 +156,10 @@ func (l *Limiter) adapt(a Adaptation, stamp int64, now time.Time, first bool) {
 	if !l.cfg.Adaptive {
 		return
 	}
-	if a.From > l.cutFrom {
-		l.cutFrom = a.From
+	if a.From > l.signals.cutFrom {
+		l.signals.cutFrom = a.From
 		if !first || a.From > stamp {
-			l.planned = cutPlan{ok: true, from: a.From, pool: a.Pool}
+			l.signals.planned = cutPlan{ok: true, from: a.From, pool: a.Pool}
 		}
 	}
 	if !a.PauseUntil.IsZero() {
@@ -162,12 +173,12 @@ func (l *Limiter) unsent(s *Signal) {
 	if s == nil {
 		return
 	}
-	if l.signal == nil {
-		l.signal = s
+	if l.signals.pending == nil {
+		l.signals.pending = s
 		return
 	}
-	if s.Cut && (!l.signal.Cut || s.Epoch < l.signal.Epoch) {
-		l.signal.Cut, l.signal.Epoch, l.signal.Pool = true, s.Epoch, s.Pool
+	if s.Cut && (!l.signals.pending.Cut || s.Epoch < l.signals.pending.Epoch) {
+		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, s.Epoch, s.Pool
 	}
-	l.signal.PauseUntil = later(l.signal.PauseUntil, s.PauseUntil)
+	l.signals.pending.PauseUntil = later(l.signals.pending.PauseUntil, s.PauseUntil)
 }

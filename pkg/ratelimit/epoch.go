@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"sync"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
@@ -59,11 +60,11 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 	if st.closed {
 		next = (l.epochAt(now) + 1) * epochNanos
 	} else if st.held {
-		next = min(next, l.pauseUntil)
+		next = min(next, l.signals.pauseUntil)
 	} else if l.cfg.Pacing > 0 && int64(st.slice) < l.slices()-1 {
 		next = st.epoch*epochNanos + int64(st.slice+1)*int64(l.cfg.Pacing)
 	}
-	if st.eligible && l.store != nil && l.registered {
+	if st.eligible && l.link.store != nil && l.link.registered {
 		if end := l.storeNanos(l.leaseEnd()); end < next && end > l.storeNanos(now) {
 			next = end
 		}
@@ -83,22 +84,22 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		if whole {
 			l.ramp.hold(cur.epoch, cur.pool)
 		}
-		if l.observe != nil && cur.epoch < e {
-			l.ended = append(l.ended, cur.summary())
+		if l.obs.fn != nil && cur.epoch < e {
+			l.obs.ended = append(l.obs.ended, cur.summary())
 		}
 	}
-	cut := l.planned.ok && e >= l.planned.from
+	cut := l.signals.planned.ok && e >= l.signals.planned.from
 	if cut {
 		l.applyCut(e)
 	}
 	limit, switched := l.switchLimit(e)
-	st := &epochState{epoch: e, pool: min(l.ramp.poolAt(e), limit), cut: cut, counters: newCounters(l.lanes),
+	st := &epochState{epoch: e, pool: min(l.ramp.poolAt(e), limit), cut: cut, counters: newCounters(l.lanes.n),
 		max: l.cfg.Max, shadowOn: l.cfg.Shadow, switched: switched}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible && l.lapsed(now) {
 		st.eligible, st.leaseOut = false, true
 	}
-	if l.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
+	if l.signals.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
 		st.held, st.heldStart, st.heldAny = true, true, true
 		st.paused.Store(true)
 	}
@@ -175,7 +176,7 @@ func (l *Limiter) onTick() {
 	} else if st.eligible && l.lapsed(now) {
 		l.revoke(st)
 	} else if st.held {
-		if l.storeNanos(now) >= l.pauseUntil {
+		if l.storeNanos(now) >= l.signals.pauseUntil {
 			l.unhold(st, now)
 		}
 	} else if k := l.sliceAt(st, now); k > st.slice {
@@ -253,20 +254,29 @@ func (l *Limiter) Epoch() (epoch int64, left time.Duration) {
 	return e, time.Duration((e+1)*epochNanos - ns)
 }
 
+// observer is the epoch observer of WithEpochObserver and the summaries it
+// is yet to be handed. l.mu guards ended; mu serialises the calls, which the
+// timer and a caller that brings a late epoch up to date may both make.
+type observer struct {
+	fn    func(EpochSummary)
+	ended []EpochSummary
+	mu    sync.Mutex
+}
+
 // notifyEnded hands the summaries of ended epochs to the observer, outside
 // l.mu, in order and one call at a time.
 func (l *Limiter) notifyEnded() {
-	if l.observe == nil {
+	if l.obs.fn == nil {
 		return
 	}
-	l.notifying.Lock()
-	defer l.notifying.Unlock()
+	l.obs.mu.Lock()
+	defer l.obs.mu.Unlock()
 	l.mu.Lock()
-	ended := l.ended
-	l.ended = nil
+	ended := l.obs.ended
+	l.obs.ended = nil
 	l.mu.Unlock()
 	for _, s := range ended {
-		l.observe(s)
+		l.obs.fn(s)
 	}
 }
 

@@ -21,7 +21,7 @@ type Lane struct {
 // Lane returns a new lane. Lanes are spread over a fixed number of stripes (at least
 // 8, and twice GOMAXPROCS up to 64); beyond that they share.
 func (l *Limiter) Lane() *Lane {
-	return &Lane{l: l, slot: 1 + (l.nlane.Add(1)-1)%uint32(l.lanes)}
+	return &Lane{l: l, slot: 1 + (l.lanes.next.Add(1)-1)%uint32(l.lanes.n)}
 }
 
 // Acquire is [Limiter.Acquire] through the lane.

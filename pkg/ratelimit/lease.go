@@ -67,18 +67,18 @@ func (s *lease) ran(now time.Time) bool { return !now.Before(s.until) }
 // leaseEnd returns the local time at which the replica stops granting, by its
 // lease and, with Adaptive, by the cuts it knows of.
 func (l *Limiter) leaseEnd() time.Time {
-	if l.cfg.Adaptive && l.lease.known.Before(l.lease.until) {
-		return l.lease.known
+	if l.cfg.Adaptive && l.link.lease.known.Before(l.link.lease.until) {
+		return l.link.lease.known
 	}
-	return l.lease.until
+	return l.link.lease.until
 }
 
 // learnHorizon notes, with Adaptive, the first epoch a cut decided after a
 // sync that saw the store's clock at store may apply from. l.mu is held.
 func (l *Limiter) learnHorizon(store time.Time) {
 	if l.cfg.Adaptive {
-		first := floorDiv(store.Add(2*l.sync).UnixNano(), epochNanos) + 1
-		l.lease.known = l.localAt(first * epochNanos)
+		first := floorDiv(store.Add(2*l.link.interval).UnixNano(), epochNanos) + 1
+		l.link.lease.known = l.localAt(first * epochNanos)
 	}
 }
 
@@ -87,24 +87,24 @@ func (l *Limiter) learnHorizon(store time.Time) {
 // always with Pause, and with LastKnown unless its syncs are failing. It logs
 // the lapse once. l.mu is held.
 func (l *Limiter) lapsed(now time.Time) bool {
-	if l.store == nil || !l.registered || now.Before(l.leaseEnd()) {
+	if l.link.store == nil || !l.link.registered || now.Before(l.leaseEnd()) {
 		return false
 	}
-	if l.cfg.OnStoreFailure == LastKnown && l.syncFail != nil {
-		if !l.lease.logged && l.member.agreed {
-			l.lease.logged = true
+	if l.cfg.OnStoreFailure == LastKnown && l.link.fail != nil {
+		if !l.link.lease.logged && l.member.agreed {
+			l.link.lease.logged = true
 			l.log.Warn("store lease expired: keeping the last known pool until the store is back (onStoreFailure: lastKnown)")
 		}
 		return false
 	}
-	if !l.lease.logged && l.member.agreed {
-		l.lease.logged = true
+	if !l.link.lease.logged && l.member.agreed {
+		l.link.lease.logged = true
 		switch {
-		case l.syncFail != nil:
+		case l.link.fail != nil:
 			l.log.Warn("store lease expired: taking no tokens until the store is back")
-		case l.lease.ran(now):
+		case l.link.lease.ran(now):
 			l.log.Warn("store lease expired without a failed sync (the process was frozen or starved, or a sync hangs): taking no tokens until it rejoins the pool",
-				zap.Duration("sinceLeaseEnd", now.Sub(l.lease.until)))
+				zap.Duration("sinceLeaseEnd", now.Sub(l.link.lease.until)))
 		default:
 			l.log.Warn("no sync for longer than a cut's lead: taking no tokens until the store answers, as a cut may apply")
 		}

@@ -30,54 +30,31 @@ type Limiter struct {
 	state atomic.Pointer[epochState] // the current epoch; replaced at each boundary
 	nwait atomic.Int32               // len(waiters), readable without mu
 
-	cfg   Config
-	lanes int // stripes per epoch
-	nlane atomic.Uint32
-	clk   clock.Clock
-	store Store
-	id    string
-	sync  time.Duration
-
-	// The store clock, whose whole seconds are the epochs.
-	clock *storeClock
-
-	syncCtx    context.Context
-	syncCancel context.CancelFunc
-	timers     sync.WaitGroup // running or pending timer callbacks
+	cfg    Config
+	lanes  laneSet
+	clk    clock.Clock
+	clock  *storeClock    // the store's clock, whose whole seconds are the epochs
+	timers sync.WaitGroup // running or pending timer callbacks
+	log    *zap.Logger
 
 	mu      sync.Mutex
+	closed  bool
 	ramp    ramp
 	member  membership
 	waiters []*waiter
-	closed  bool
 	tick    clock.Timer // next epoch boundary, pacing slice or end of the lease
-	syncT   clock.Timer // next sync
-	// notifying serialises the calls of the epoch observer, which the timer
-	// and a caller that brings a late epoch up to date may both make.
-	notifying sync.Mutex
+	link    link        // the store, when the limiter shares its pool
+	signals signalState // closed-loop throttling (Config.Adaptive)
+	live    liveState   // live changes of the limit (Limiter.Update)
+	obs     observer    // the epoch observer
 
-	// Store health.
-	log        *zap.Logger
-	observe    func(EpochSummary)
-	syncFail   error // last sync error, nil after a success
-	syncFails  int   // consecutive failed syncs
-	registered bool  // has synced with the store once
-	lease      lease // how long the last agreed view may be used
-	agreedSize int   // the last pool size agreed, for logging changes
-	ended      []EpochSummary
+	shadow atomic.Int64 // tokens granted in shadow and kept, in all
+}
 
-	// Closed-loop throttling (Config.Adaptive).
-	cutFrom    int64   // epoch from which the last cut known applies
-	planned    cutPlan // a cut decided, to apply at its epoch
-	pauseUntil int64   // store-clock ns before which no tokens are granted
-	signal     *Signal // to report at the next sync
-	cuts       atomic.Int64
-	shadow     atomic.Int64 // tokens granted in shadow and kept
-
-	// Live changes of the limit (Limiter.Update).
-	proposal *LimitChange  // to report at the next sync
-	switches []limitSwitch // planned, in order of epoch
-	limitGen int64         // the last change learned from the store
+// laneSet is the stripes of a limiter's epochs that its lanes take.
+type laneSet struct {
+	n    int           // stripes per epoch
+	next atomic.Uint32 // lanes handed out
 }
 
 // EpochSummary is what one replica did in one epoch, handed to the observer of
@@ -157,13 +134,15 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if cfg.StaleAfter == 0 {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
-	l := &Limiter{cfg: cfg, lanes: laneSlots(), clk: o.clock, store: o.store, id: o.id, sync: o.syncInterval,
-		log: o.log, observe: o.observe}
+	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
+	l.lanes.n = laneSlots()
+	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
+	l.obs.fn = o.observe
 	l.clock = newStoreClock(l.clk.Now())
-	l.lease.margin = leaseMargin(cfg.StaleAfter)
-	l.member.solo = l.store == nil && o.fixedSize == 0
+	l.link.lease.margin = leaseMargin(cfg.StaleAfter)
+	l.member.solo = l.link.store == nil && o.fixedSize == 0
 	l.member.fixedSize, l.member.fixedRank = o.fixedSize, o.fixedRank
-	l.syncCtx, l.syncCancel = context.WithCancel(context.Background())
+	l.link.ctx, l.link.cancel = context.WithCancel(context.Background())
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -172,10 +151,10 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.ramp = newRamp(cfg, start)
 	l.publish(l.newEpoch(start, now))
 	l.scheduleTick(now)
-	if l.store != nil {
+	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
 		// is the same: the last to start or change sets it (see LimitChange).
-		l.proposal = &LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
+		l.live.proposal = &LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
 		l.scheduleSync(0, true)
 	}
 	return l, nil
@@ -422,7 +401,7 @@ func (l *Limiter) reasonOf(st *epochState) Reason {
 		return ReasonDownstreamThrottled
 	case st.eligible:
 		return ReasonRateLimited
-	case st.leaseOut || l.syncFail != nil:
+	case st.leaseOut || l.link.fail != nil:
 		return ReasonStoreUnavailable
 	default:
 		return ReasonAwaitingAgreement
@@ -440,13 +419,13 @@ func (l *Limiter) Close(ctx context.Context) error {
 	}
 	l.closed = true
 	l.stopTimer(l.tick)
-	l.stopTimer(l.syncT)
+	l.stopTimer(l.link.timer)
 	cur := l.state.Load()
 	pool := cur.pool
-	if l.observe != nil {
-		l.ended = append(l.ended, cur.summary())
+	if l.obs.fn != nil {
+		l.obs.ended = append(l.obs.ended, cur.summary())
 	}
-	st := &epochState{epoch: -1, closed: true, counters: newCounters(l.lanes)}
+	st := &epochState{epoch: -1, closed: true, counters: newCounters(l.lanes.n)}
 	l.state.Store(st)
 	for _, w := range l.waiters {
 		w.ch <- waitResult{err: ErrClosed}
@@ -455,7 +434,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.nwait.Store(0)
 	l.mu.Unlock()
 
-	l.syncCancel()
+	l.link.cancel()
 	l.timers.Wait()
 	l.notifyEnded() // after the timer goroutine, which calls the observer too
 	return l.leave(ctx, pool)
@@ -511,11 +490,11 @@ func (l *Limiter) Status() Status {
 	s := Status{
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
-		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.store == nil || (l.registered && l.syncFail == nil),
-		Cuts: l.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
+		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
+		Cuts: l.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 	}
-	if l.pauseUntil > l.storeNanos(l.clk.Now()) {
-		s.PausedUntil = time.Unix(0, l.pauseUntil)
+	if l.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
+		s.PausedUntil = time.Unix(0, l.signals.pauseUntil)
 	}
 	if st.unspent() == 0 {
 		s.Throttled = l.reasonOf(st)

@@ -148,6 +148,13 @@ func notLive(a, b Config) error {
 	return nil
 }
 
+// liveState is a replica's live changes of the limit. l.mu guards it.
+type liveState struct {
+	proposal *LimitChange  // to report at the next sync
+	switches []limitSwitch // planned, in order of epoch
+	gen      int64         // the last change learned from the store
+}
+
 // limitSwitch is a change of the live limit to apply from epoch from.
 type limitSwitch struct {
 	from int64
@@ -161,7 +168,7 @@ type limitSwitch struct {
 // stopped granting by the epoch it applies from, unless it keeps its last
 // pool by onStoreFailure: lastKnown.
 func (l *Limiter) liveLead() time.Duration {
-	return max(4*l.sync, 500*time.Millisecond, l.cfg.StaleAfter)
+	return max(4*l.link.interval, 500*time.Millisecond, l.cfg.StaleAfter)
 }
 
 // Update changes the limit to cfg while the limiter runs: the fields that
@@ -186,12 +193,12 @@ func (l *Limiter) Update(cfg Config) error {
 	if err := notLive(l.cfg, cfg); err != nil {
 		return err
 	}
-	if l.store != nil {
+	if l.link.store != nil {
 		spec := cfg.liveSpec()
-		if l.proposal == nil && spec == l.latest().liveSpec() {
+		if l.live.proposal == nil && spec == l.latest().liveSpec() {
 			return nil
 		}
-		l.proposal = &LimitChange{Spec: spec, Lead: l.liveLead()}
+		l.live.proposal = &LimitChange{Spec: spec, Lead: l.liveLead()}
 		l.syncSoon()
 		return nil
 	}
@@ -205,8 +212,8 @@ func (l *Limiter) Update(cfg Config) error {
 // latest returns the config in force once every planned switch has applied.
 // l.mu is held.
 func (l *Limiter) latest() Config {
-	if n := len(l.switches); n > 0 {
-		return l.switches[n-1].cfg
+	if n := len(l.live.switches); n > 0 {
+		return l.live.switches[n-1].cfg
 	}
 	return l.cfg
 }
@@ -214,11 +221,11 @@ func (l *Limiter) latest() Config {
 // plan adds s to the switches, which stay in order of epoch: a later change
 // replaces those planned from its epoch on. l.mu is held.
 func (l *Limiter) plan(s limitSwitch) {
-	i := len(l.switches)
-	for i > 0 && l.switches[i-1].from >= s.from {
+	i := len(l.live.switches)
+	for i > 0 && l.live.switches[i-1].from >= s.from {
 		i--
 	}
-	l.switches = append(l.switches[:i], s)
+	l.live.switches = append(l.live.switches[:i], s)
 }
 
 // learnLimits plans the changes of the live limit the store returned that
@@ -227,21 +234,21 @@ func (l *Limiter) plan(s limitSwitch) {
 // A change learned after its epoch began (the replica missed syncs) applies
 // from the next epoch, and is logged. l.mu is held.
 func (l *Limiter) learnLimits(limits []LiveLimit, first bool) {
-	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < l.limitGen) {
+	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < l.live.gen) {
 		// The store lost its keys (a Redis that restarted empty, or all
 		// replicas gone past its ttl): offer the limit in force again.
 		l.log.Info("the store has lost the vertex's limit; offering this replica's again")
-		l.limitGen = 0
-		if l.proposal == nil {
-			l.proposal = &LimitChange{Spec: l.latest().liveSpec(), Lead: l.liveLead()}
+		l.live.gen = 0
+		if l.live.proposal == nil {
+			l.live.proposal = &LimitChange{Spec: l.latest().liveSpec(), Lead: l.liveLead()}
 			l.syncSoon()
 		}
 	}
 	for i, c := range limits {
-		if c.Gen <= l.limitGen {
+		if c.Gen <= l.live.gen {
 			continue
 		}
-		l.limitGen = c.Gen
+		l.live.gen = c.Gen
 		if first && i < len(limits)-1 {
 			continue
 		}
@@ -269,14 +276,14 @@ func (l *Limiter) learnLimits(limits []LiveLimit, first bool) {
 func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
 	limit = l.cfg.Max * milli
 	n := 0
-	for n < len(l.switches) && l.switches[n].from <= e {
+	for n < len(l.live.switches) && l.live.switches[n].from <= e {
 		n++
 	}
 	if n == 0 {
 		return limit, false
 	}
-	s := l.switches[n-1]
-	l.switches = append(l.switches[:0], l.switches[n:]...)
+	s := l.live.switches[n-1]
+	l.live.switches = append(l.live.switches[:0], l.live.switches[n:]...)
 	if s.cfg.live() == l.cfg.live() {
 		return limit, false
 	}

@@ -4,8 +4,29 @@ import (
 	"context"
 	"time"
 
+	"github.com/sluiceflow/sluice/pkg/clock"
+
 	"go.uber.org/zap"
 )
+
+// link is a replica's side of its store: what it syncs with, how often, and
+// how its syncs go. store, id and interval are set once; l.mu guards the
+// rest.
+type link struct {
+	store    Store // nil without one
+	id       string
+	interval time.Duration
+	// ctx is the parent of every sync's context, cancelled by Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  clock.Timer // the next sync
+
+	fail       error // the last sync's error, nil after a success
+	fails      int   // consecutive failed syncs
+	registered bool  // has synced with the store once
+	lease      lease // how long the last agreed view may be used
+	agreedSize int   // the last pool size agreed, for logging changes
+}
 
 // maxSyncBackoff is the longest a replica waits between syncs while its store
 // fails, so that it is back within a second of the store.
@@ -19,13 +40,13 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := Report{ID: l.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signal, Limit: l.proposal}
-	l.signal = nil
+	rep := Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal}
+	l.signals.pending = nil
 	l.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(l.syncCtx, max(l.sync, time.Second))
+	ctx, cancel := context.WithTimeout(l.link.ctx, max(l.link.interval, time.Second))
 	t0 := l.clk.Now()
-	v, err := l.store.Sync(ctx, rep)
+	v, err := l.link.store.Sync(ctx, rep)
 	t1 := l.clk.Now()
 	cancel()
 
@@ -39,22 +60,22 @@ func (l *Limiter) syncOnce() error {
 		l.syncFailed(err)
 		return err
 	}
-	if l.syncFail != nil {
-		l.log.Info("store is reachable again", zap.Int("failedSyncs", l.syncFails))
+	if l.link.fail != nil {
+		l.log.Info("store is reachable again", zap.Int("failedSyncs", l.link.fails))
 	}
-	l.syncFail, l.syncFails = nil, 0
+	l.link.fail, l.link.fails = nil, 0
 	// A replica whose lease ran out before this reply came may have been left
 	// out of the pool by the others: it rejoins, taking no tokens until the
 	// pool agrees on it again, and none in the current epoch.
-	away := l.registered && l.lease.ran(t1)
+	away := l.link.registered && l.link.lease.ran(t1)
 	// The lease runs from before the request: the store saw this heartbeat no
 	// earlier, so the replica stops using its view before the store drops it.
-	l.lease.renew(t0, l.cfg.StaleAfter)
+	l.link.lease.renew(t0, l.cfg.StaleAfter)
 	if away && l.member.agreed {
 		l.member.rejoin()
 		l.revoke(l.state.Load())
 		l.log.Warn("lease ran out before this sync (frozen, starved or cut off): rejoining the pool",
-			zap.Duration("sinceLastSync", t1.Sub(l.lease.last)))
+			zap.Duration("sinceLastSync", t1.Sub(l.link.lease.last)))
 	}
 	if step := l.clock.sample(t0, t1, v.Time); step != 0 {
 		l.log.Warn("the local clock moved against the store's; epochs follow the store's", zap.Duration("by", -step))
@@ -67,21 +88,21 @@ func (l *Limiter) syncOnce() error {
 	switch {
 	case !wasAgreed && l.member.agreed:
 		l.log.Info("joined the pool", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-		l.agreedSize = v.PoolSize
-	case v.Agreed && l.agreedSize != v.PoolSize:
+		l.link.agreedSize = v.PoolSize
+	case v.Agreed && l.link.agreedSize != v.PoolSize:
 		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-		l.agreedSize = v.PoolSize
+		l.link.agreedSize = v.PoolSize
 	}
 	// A replica that rejoins applies the last cut it missed from its next
 	// epoch: its pool is then no larger than the others', which applied it
 	// earlier and ramped on since.
-	l.adapt(v.Adaptation, stamp, t1, !l.registered)
-	if rep.Limit != nil && l.proposal == rep.Limit {
-		l.proposal = nil // taken; a change since is sent at the next sync
+	l.adapt(v.Adaptation, stamp, t1, !l.link.registered)
+	if rep.Limit != nil && l.live.proposal == rep.Limit {
+		l.live.proposal = nil // taken; a change since is sent at the next sync
 	}
-	l.learnLimits(v.Limits, !l.registered)
-	if !l.registered {
-		l.registered = true
+	l.learnLimits(v.Limits, !l.link.registered)
+	if !l.link.registered {
+		l.link.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before
 		// this sync. Its ramp starts from the saved pool at the next epoch.
 		if l.cfg.ResumedRampUp && v.Resume > 0 {
@@ -95,15 +116,15 @@ func (l *Limiter) syncOnce() error {
 // syncFailed notes a failed sync. l.mu is held.
 func (l *Limiter) syncFailed(err error) {
 	switch {
-	case l.syncFail != nil:
-	case !l.registered:
+	case l.link.fail != nil:
+	case !l.link.registered:
 		l.log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
 	default:
 		l.log.Warn("store unreachable; using the last agreed pool while the lease lasts",
 			zap.Error(err), zap.Duration("lease", l.cfg.StaleAfter), zap.Stringer("onStoreFailure", l.cfg.OnStoreFailure))
 	}
-	l.syncFail = err
-	l.syncFails++
+	l.link.fail = err
+	l.link.fails++
 }
 
 // scheduleSync arms the timer of the next sync, d from now. The first sync
@@ -111,7 +132,7 @@ func (l *Limiter) syncFailed(err error) {
 // a replica alone in its pool agrees at the second sync. A store that cannot be
 // reached is retried, backing off to maxSyncBackoff. l.mu is held.
 func (l *Limiter) scheduleSync(d time.Duration, first bool) {
-	l.syncT = l.after(d, func() {
+	l.link.timer = l.after(d, func() {
 		defer l.notifyEnded() // of an epoch a step of the clock ended
 		if err := l.syncOnce(); err == nil && first {
 			l.syncOnce()
@@ -119,7 +140,7 @@ func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if !l.closed {
-			l.scheduleSync(l.nextSync(), !l.registered)
+			l.scheduleSync(l.nextSync(), !l.link.registered)
 		}
 	})
 }
@@ -127,17 +148,17 @@ func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 // nextSync is the time until the next sync: the sync interval, or longer while
 // the store fails. l.mu is held.
 func (l *Limiter) nextSync() time.Duration {
-	if l.syncFails == 0 {
-		return l.sync
+	if l.link.fails == 0 {
+		return l.link.interval
 	}
-	return min(l.sync<<min(l.syncFails, 10), max(maxSyncBackoff, l.sync))
+	return min(l.link.interval<<min(l.link.fails, 10), max(maxSyncBackoff, l.link.interval))
 }
 
 // leave tells the store the replica is gone, saving its pool for a replica that
 // resumes the ramp.
 func (l *Limiter) leave(ctx context.Context, pool int64) error {
-	if l.store == nil {
+	if l.link.store == nil {
 		return nil
 	}
-	return l.store.Leave(ctx, Report{ID: l.id, Pool: pool, StaleAfter: l.cfg.StaleAfter})
+	return l.link.store.Leave(ctx, Report{ID: l.link.id, Pool: pool, StaleAfter: l.cfg.StaleAfter})
 }
