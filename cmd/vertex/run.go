@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/reload"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/spawn"
@@ -55,12 +56,17 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := checkRunFlags(fl, f); err != nil {
 		return err
 	}
-	r := runner{flags: fl, log: log, replica: rep, reload: newReloader(fl.file, f, fl.reloadInterval, log)}
-	return execute(f, r, stdout, stderr)
+	name := f.Name()
+	if fl.vertex != "" {
+		name = fl.vertex
+	}
+	reg := newRegistry()
+	w := reload.New(fl.file, f, reload.Deps{Interval: fl.reloadInterval, Log: log, Registerer: reg, Vertex: name, Replica: rep})
+	return execute(f, runner{flags: fl, log: log, replica: rep, reg: reg, reload: w}, stdout, stderr)
 }
 
-// execute runs what f holds as r says (its flags, log, replica, and TLS and
-// Numaflow's metrics for the processor) until SIGTERM or SIGINT.
+// execute runs what f holds as r says (its flags, log, replica, registry, and
+// TLS and Numaflow's metrics for the processor) until SIGTERM or SIGINT.
 func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	fl, log, rep := r.flags, r.log, r.replica
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -75,15 +81,8 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r.reg, r.dir = reg, dir
-	name := f.Name()
-	if fl.vertex != "" {
-		name = fl.vertex
-	}
-	r.reload.register(reg, name, rep)
-	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(reg),
+	r.dir = dir
+	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
 		vertex.WithSocketDirHint(socketDirHint)}
 	if v := os.Getenv(envReadAhead); v != "" {
@@ -144,7 +143,7 @@ flags:
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
-	fs.DurationVar(&fl.reloadInterval, "reload-interval", defaultReloadInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
+	fs.DurationVar(&fl.reloadInterval, "reload-interval", reload.DefaultInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
 	}
@@ -183,11 +182,12 @@ type runner struct {
 	tls *tls.Config
 	// numaflow exports Numaflow's MonoVertex metrics beside sluice's.
 	numaflow bool
+	// reg is the registry of the metrics --metrics-addr serves.
+	reg *prometheus.Registry
 	// reload, when set, applies live changes of the config file.
-	reload *reloader
+	reload *reload.Watcher
 
 	// Set by execute.
-	reg   *prometheus.Registry
 	dir   string // of the user-defined containers' sockets
 	vopts []vertex.Option
 }
@@ -208,7 +208,7 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 		return err
 	}
 	defer stopServing()
-	defer r.reload.watch(ctx, func(f *config.File) error {
+	defer r.watchConfig(ctx, func(f *config.File) error {
 		if rl := f.MonoVertex.Spec.Limits.GetRateLimit(); rl != nil {
 			return v.UpdateRateLimit(rl)
 		}
@@ -242,7 +242,7 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		return err
 	}
 	defer stopServing()
-	defer r.reload.watch(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
+	defer r.watchConfig(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
 	r.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.String("vertex", r.flags.vertex),
 		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
 	exitOnSecondSignal(ctx, r.log)
@@ -278,6 +278,36 @@ func (r runner) serve(ready func() error, status func() any) (stop func(), err e
 		cancel()
 		<-served
 	}, nil
+}
+
+// watchConfig applies the live changes of the config file with apply until
+// ctx ends, looking at the file at once on SIGHUP, and returns at once; stop
+// waits for the watch to end.
+func (r runner) watchConfig(ctx context.Context, apply func(*config.File) error) (stop func()) {
+	if r.reload == nil {
+		return func() {}
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer signal.Stop(hup)
+		r.reload.Run(ctx, hup, apply)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// newRegistry returns a registry of the Go runtime's and the process's
+// metrics, for sluice's to join.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // exitOnSecondSignal exits the process at once on a SIGTERM or SIGINT after
