@@ -110,6 +110,21 @@ type Config struct {
 // DefaultStaleAfter is the default lease of a replica with its store.
 const DefaultStaleAfter = 2 * time.Second
 
+// leaseOf returns the lease a StaleAfter of d gives: d, or DefaultStaleAfter
+// for 0 (or less).
+func leaseOf(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultStaleAfter
+	}
+	return d
+}
+
+// withDefaults returns c with the defaults of its zero settings filled in.
+func (c Config) withDefaults() Config {
+	c.StaleAfter = leaseOf(c.StaleAfter)
+	return c
+}
+
 // StoreFailurePolicy is what a replica does when it cannot reach its store past
 // its lease. The zero value is LastKnown.
 type StoreFailurePolicy uint8

@@ -131,9 +131,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.StaleAfter == 0 {
-		cfg.StaleAfter = DefaultStaleAfter
-	}
+	cfg = cfg.withDefaults()
 	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval

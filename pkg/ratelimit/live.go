@@ -182,9 +182,7 @@ func (l *Limiter) Update(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if cfg.StaleAfter == 0 {
-		cfg.StaleAfter = DefaultStaleAfter
-	}
+	cfg = cfg.withDefaults()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

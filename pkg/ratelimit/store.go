@@ -51,6 +51,10 @@ type Report struct {
 	Limit *LimitChange
 }
 
+// Lease returns the replica's lease: StaleAfter, or DefaultStaleAfter when
+// it is 0.
+func (r Report) Lease() time.Duration { return leaseOf(r.StaleAfter) }
+
 // Signal is a throttle signal as a replica reports it to its store: what the
 // vertex protects said it is rate limited (see [Limiter.Signal]).
 type Signal struct {

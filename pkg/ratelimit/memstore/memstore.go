@@ -77,11 +77,7 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 		return ratelimit.View{}, ErrUnavailable
 	}
 	now := s.clk.Now()
-	stale := r.StaleAfter
-	if stale <= 0 {
-		stale = ratelimit.DefaultStaleAfter
-	}
-	s.replicas[r.ID] = &replica{lease: now.Add(stale), reported: r.PoolSize}
+	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.PoolSize}
 	if r.Signal != nil {
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
 	}

@@ -139,11 +139,7 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [ratelimit.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
-	stale := r.StaleAfter
-	if stale <= 0 {
-		stale = ratelimit.DefaultStaleAfter
-	}
-	args := []any{r.ID, r.PoolSize, max(stale.Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0}
+	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0}
 	if sig := r.Signal; sig != nil {
 		cut := 0
 		if sig.Cut {
