@@ -37,11 +37,11 @@ import (
 // it can.
 
 // KeyLimiter is the part of a per-key limiter a forwarder uses
-// (*ratelimit.KeyLimiter): Take grants tokens for the keys of a batch in one
+// (*ratelimit.KeyLimiter): TryAcquire grants tokens for the keys of a batch in one
 // call, Epoch is the current epoch and WaitEpoch waits for a later one.
 type KeyLimiter interface {
-	Take(ctx context.Context, reqs []ratelimit.KeyRequest, granted []int) (int64, error)
-	Epoch() int64
+	TryAcquire(ctx context.Context, reqs []ratelimit.KeyRequest, granted []int) (int64, error)
+	Epoch() (int64, time.Duration)
 	WaitEpoch(ctx context.Context, e int64) error
 	// Max is the tokens of a key per epoch.
 	Max() int64
@@ -185,7 +185,7 @@ func (h *keyHold) request(key string) int {
 func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage) (int, int, error) {
 	h.reqs, h.cand, h.fresh = h.reqs[:0], h.cand[:0], h.fresh[:0]
 	clear(h.index)
-	e := h.Limiter.Epoch()
+	e, _ := h.Limiter.Epoch()
 	reserved := 0
 	for _, q := range h.order {
 		if reserved == len(buf) {
@@ -232,7 +232,7 @@ func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage)
 	epoch := e
 	if asked {
 		var terr error
-		if epoch, terr = h.Limiter.Take(ctx, h.reqs, h.granted); terr != nil && err == nil {
+		if epoch, terr = h.Limiter.TryAcquire(ctx, h.reqs, h.granted); terr != nil && err == nil {
 			err = terr
 		}
 	}
@@ -337,7 +337,7 @@ func (h *keyHold) full() (bool, int64) {
 	if h.held < h.MaxHeld {
 		return false, 0
 	}
-	e := h.Limiter.Epoch()
+	e, _ := h.Limiter.Epoch()
 	for _, q := range h.order {
 		if q.blocked < e {
 			return false, e

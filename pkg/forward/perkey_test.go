@@ -154,7 +154,7 @@ func startKeyed(t *testing.T, in isb.Reader, vertexMax, keyMax int64, maxHeld in
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lim.Close(context.Background()) })
-	if r.keys, err = ratelimit.NewKeyLimiter(ratelimit.KeyConfig{Max: keyMax}, ratelimit.WithKeyClock(r.clk)); err != nil {
+	if r.keys, err = ratelimit.NewKeyLimiter(ratelimit.KeyConfig{Max: keyMax}, ratelimit.WithClock(r.clk)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.keys.Close() })

@@ -98,7 +98,7 @@
 //
 // A [KeyLimiter] grants tokens per key instead: at most Max per key per epoch, over
 // every replica of a [KeyStore] (redisstore's, one script run per call) or in this
-// process. [KeyLimiter.Take] asks for all the keys of a batch at once, so a batch
+// process. [KeyLimiter.TryAcquire] asks for all the keys of a batch at once, so a batch
 // costs one store call whatever its keys. A forwarder holds the messages of keys it
 // was granted no tokens for, and gives their tokens of the Limiter back.
 package ratelimit

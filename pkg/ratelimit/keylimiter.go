@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/list"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 
 // KeyLimiter grants tokens per key: at most Max per key per one-second epoch,
 // over every replica of its [KeyStore], or in this process without one. A
-// caller asks for the tokens of many keys at once with [KeyLimiter.Take],
+// caller asks for the tokens of many keys at once with [KeyLimiter.TryAcquire],
 // which makes at most one call to the store whatever the number of keys, and
 // none for keys it knows have no tokens left in the epoch.
 //
@@ -43,9 +42,10 @@ type KeyLimiter struct {
 	top     int
 	timers  sync.WaitGroup
 
+	clock *storeClock // the store's clock, whose whole seconds are the epochs
+
 	mu        sync.Mutex
 	closed    bool
-	offset    int64                    // store clock minus local clock, ns
 	keys      map[string]*list.Element // of lru
 	lru       list.List                // of *keyEntry, least recently used at the back
 	evictions int64
@@ -78,40 +78,35 @@ const (
 
 // NewKeyLimiter returns a KeyLimiter for cfg, which must be valid. It does no
 // I/O.
-func NewKeyLimiter(cfg KeyConfig, opts ...KeyOption) (*KeyLimiter, error) {
+func NewKeyLimiter(cfg KeyConfig, opts ...Option) (*KeyLimiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := keyOptions{clock: clock.Real(), log: zap.NewNop(), top: defaultTop}
-	for _, opt := range opts {
-		opt(&o)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	if o.clock == nil {
-		return nil, fmt.Errorf("ratelimit: WithKeyClock(nil): %w", ErrInvalidConfig)
-	}
-	if o.log == nil {
-		o.log = zap.NewNop()
-	}
-	if o.top <= 0 {
-		o.top = defaultTop
+	if o.keyTop <= 0 {
+		o.keyTop = defaultTop
 	}
 	if cfg.MaxKeys == 0 {
 		cfg.MaxKeys = DefaultMaxKeys
 	}
-	return &KeyLimiter{cfg: cfg, clk: o.clock, store: o.store, share: o.share, log: o.log, observe: o.observe, top: o.top,
+	return &KeyLimiter{cfg: cfg, clk: o.clock, clock: newStoreClock(o.clock.Now()), store: o.keyStore, share: o.keyShare,
+		log: o.log, observe: o.keyObserve, top: o.keyTop,
 		keys: make(map[string]*list.Element), figures: make(map[int64]map[string]int64)}, nil
 }
 
 // Max returns the most tokens a key may take in one epoch.
 func (k *KeyLimiter) Max() int64 { return k.cfg.Max }
 
-// Take grants, for each of reqs, up to Want tokens of its key in the current
+// TryAcquire grants, for each of reqs, up to Want tokens of its key in the current
 // epoch, writing them to granted (which must be as long as reqs), and returns
-// the epoch of the grants. The keys of reqs must be distinct. Take makes at
+// the epoch of the grants. The keys of reqs must be distinct. TryAcquire makes at
 // most one call to the store; when the store fails it follows
 // OnStoreFailure and retries the store at a later call (backing off up to a
 // second), so it fails only on a closed limiter, with [ErrClosed].
-func (k *KeyLimiter) Take(ctx context.Context, reqs []KeyRequest, granted []int) (int64, error) {
+func (k *KeyLimiter) TryAcquire(ctx context.Context, reqs []KeyRequest, granted []int) (int64, error) {
 	granted = granted[:len(reqs)]
 	clear(granted)
 	k.mu.Lock()
@@ -183,8 +178,7 @@ func (k *KeyLimiter) takeFromStore(ctx context.Context, e int64, reqs []KeyReque
 		k.log.Info("per-key store is reachable again", zap.Int("failedCalls", k.fails))
 	}
 	k.fails, k.retryAt = 0, time.Time{}
-	mid := t0.Add(t1.Sub(t0) / 2)
-	k.offset = at.UnixNano() - mid.UnixNano()
+	k.clock.sample(t0, t1, at)
 	se := floorDiv(at.UnixNano(), epochNanos)
 	for j, i := range ask {
 		g := min(max(subGranted[j], 0), reqs[i].Want)
@@ -344,20 +338,19 @@ func (k *KeyLimiter) notify() {
 	}
 }
 
-// epochAt returns the epoch of a local clock reading. k.mu is held (offset).
-func (k *KeyLimiter) epochAt(now time.Time) int64 {
-	return floorDiv(now.UnixNano()+k.offset, epochNanos)
-}
+// epochAt returns the epoch of a local clock reading.
+func (k *KeyLimiter) epochAt(now time.Time) int64 { return k.clock.epochAt(now) }
 
-// localAt returns the local clock reading at which the store clock reads ns. k.mu is held.
-func (k *KeyLimiter) localAt(ns int64) time.Time { return time.Unix(0, ns-k.offset) }
+// localAt returns the local clock reading at which the store clock reads ns.
+func (k *KeyLimiter) localAt(ns int64) time.Time { return k.clock.localAt(ns) }
 
-// Epoch returns the current epoch by the limiter's estimate of the store
-// clock (as of its last call to the store).
-func (k *KeyLimiter) Epoch() int64 {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.epochAt(k.clk.Now())
+// Epoch returns the current epoch, by the limiter's estimate of the store
+// clock (as of its last call to the store), and the time left in it, as
+// [Limiter.Epoch] does.
+func (k *KeyLimiter) Epoch() (int64, time.Duration) {
+	ns := k.clock.nanos(k.clk.Now())
+	e := floorDiv(ns, epochNanos)
+	return e, time.Duration((e+1)*epochNanos - ns)
 }
 
 // WaitEpoch waits until epoch e has begun by the limiter's estimate of the
@@ -385,7 +378,7 @@ func (k *KeyLimiter) Status() KeyStatus {
 }
 
 // Close hands the summaries of the epochs not yet summarized to the observer.
-// Later calls to Take return [ErrClosed]. Close is safe to call more than once.
+// Later calls to TryAcquire return [ErrClosed]. Close is safe to call more than once.
 func (k *KeyLimiter) Close() error {
 	k.mu.Lock()
 	if k.closed {

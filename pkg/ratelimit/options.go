@@ -27,6 +27,12 @@ type options struct {
 	observe      func(EpochSummary)
 	fixedSize    int
 	fixedRank    int
+
+	// A KeyLimiter's (perkey.go).
+	keyStore   KeyStore
+	keyShare   func() (size, rank int)
+	keyObserve func(KeyEpochSummary)
+	keyTop     int
 }
 
 // WithClock makes the limiter read time from c instead of the wall clock.

@@ -7,10 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/sluiceflow/sluice/internal/enum"
-	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
 // KeyMode says which of a message's keys a per-key limit counts. The zero
@@ -149,23 +146,14 @@ type KeyStatus struct {
 	StoreUp bool
 }
 
-// KeyOption configures a [KeyLimiter].
-type KeyOption func(*keyOptions)
-
-type keyOptions struct {
-	clock   clock.Clock
-	store   KeyStore
-	share   func() (size, rank int)
-	log     *zap.Logger
-	observe func(KeyEpochSummary)
-	top     int
-}
-
-// WithKeyClock makes the limiter read time from c instead of the wall clock.
-func WithKeyClock(c clock.Clock) KeyOption { return func(o *keyOptions) { o.clock = c } }
+// The options of a [KeyLimiter] are [Option]s: [WithClock] and [WithLogger]
+// as for a Limiter, and these three of its own. Options that concern only a
+// Limiter (WithStore, WithReplicaID, WithSyncInterval, WithEpochObserver,
+// WithFixedPool) do nothing to a KeyLimiter, and these do nothing to a
+// Limiter.
 
 // WithKeyStore counts the keys in s, shared with every replica that uses it.
-func WithKeyStore(s KeyStore) KeyOption { return func(o *keyOptions) { o.store = s } }
+func WithKeyStore(s KeyStore) Option { return func(o *options) { o.keyStore = s } }
 
 // WithKeyShare says how many replicas share the per-key limit and this
 // one's rank among them, for counting in this process: without a store (a
@@ -174,14 +162,11 @@ func WithKeyStore(s KeyStore) KeyOption { return func(o *keyOptions) { o.store =
 // as a [Limiter] shares its pool: floor(Max/size), plus one for the first
 // Max mod size ranks. A size below 1 grants nothing. Without it, a limiter
 // that counts in this process gives each key the whole Max.
-func WithKeyShare(f func() (size, rank int)) KeyOption { return func(o *keyOptions) { o.share = f } }
-
-// WithKeyLogger logs the store lost and back. The default logs nothing.
-func WithKeyLogger(l *zap.Logger) KeyOption { return func(o *keyOptions) { o.log = l } }
+func WithKeyShare(f func() (size, rank int)) Option { return func(o *options) { o.keyShare = f } }
 
 // WithKeyEpochObserver calls f with a summary of each epoch, naming at most
 // top keys (0 for 32), from the limiter's timer goroutine or from Close; the
 // calls never overlap. f must not block.
-func WithKeyEpochObserver(top int, f func(KeyEpochSummary)) KeyOption {
-	return func(o *keyOptions) { o.observe, o.top = f, top }
+func WithKeyEpochObserver(top int, f func(KeyEpochSummary)) Option {
+	return func(o *options) { o.keyObserve, o.keyTop = f, top }
 }

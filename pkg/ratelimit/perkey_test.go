@@ -16,7 +16,7 @@ import (
 // epochStart is a whole second, so that the manual clock starts an epoch.
 var epochStart = time.Unix(1_700_000_000, 0)
 
-func newKeyLimiter(t *testing.T, cfg ratelimit.KeyConfig, opts ...ratelimit.KeyOption) *ratelimit.KeyLimiter {
+func newKeyLimiter(t *testing.T, cfg ratelimit.KeyConfig, opts ...ratelimit.Option) *ratelimit.KeyLimiter {
 	t.Helper()
 	k, err := ratelimit.NewKeyLimiter(cfg, opts...)
 	if err != nil {
@@ -35,7 +35,7 @@ func take(t *testing.T, k *ratelimit.KeyLimiter, pairs ...any) string {
 		reqs = append(reqs, ratelimit.KeyRequest{Key: pairs[i].(string), Want: pairs[i+1].(int)})
 	}
 	granted := make([]int, len(reqs))
-	if _, err := k.Take(context.Background(), reqs, granted); err != nil {
+	if _, err := k.TryAcquire(context.Background(), reqs, granted); err != nil {
 		t.Fatal(err)
 	}
 	s := ""
@@ -50,7 +50,7 @@ func take(t *testing.T, k *ratelimit.KeyLimiter, pairs ...any) string {
 
 func TestKeyLimiterCountsEachKeyPerEpoch(t *testing.T) {
 	clk := clock.NewManual(epochStart)
-	k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 5}, ratelimit.WithKeyClock(clk))
+	k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 5}, ratelimit.WithClock(clk))
 	steps := []struct {
 		advance time.Duration
 		pairs   []any
@@ -76,7 +76,7 @@ func TestKeyLimiterCountsEachKeyPerEpoch(t *testing.T) {
 
 func TestKeyLimiterShareOfAFixedPool(t *testing.T) {
 	for rank, want := range []string{"a=4", "a=3", "a=3"} {
-		k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithKeyClock(clock.NewManual(epochStart)),
+		k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithClock(clock.NewManual(epochStart)),
 			ratelimit.WithKeyShare(func() (int, int) { return 3, rank }))
 		if got := take(t, k, "a", 10); got != want {
 			t.Errorf("rank %d of 3: %s; want %s", rank, got, want)
@@ -93,7 +93,7 @@ func TestKeyLimiterShareOfAFixedPool(t *testing.T) {
 // counted.
 func TestKeyLimiterEvictsTheLeastRecentlyUsed(t *testing.T) {
 	clk := clock.NewManual(epochStart)
-	k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 2, MaxKeys: 2}, ratelimit.WithKeyClock(clk))
+	k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 2, MaxKeys: 2}, ratelimit.WithClock(clk))
 	take(t, k, "a", 2, "b", 2)
 	take(t, k, "a", 1) // a is now the most recently used
 	if got := take(t, k, "c", 2); got != "c=2" {
@@ -126,8 +126,8 @@ func TestKeyLimiterEvictsTheLeastRecentlyUsed(t *testing.T) {
 func TestKeyLimitersShareThroughAStore(t *testing.T) {
 	clk := clock.NewManual(epochStart)
 	store := memstore.New(clk)
-	a := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithKeyClock(clk), ratelimit.WithKeyStore(store))
-	b := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithKeyClock(clk), ratelimit.WithKeyStore(store))
+	a := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithClock(clk), ratelimit.WithKeyStore(store))
+	b := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithClock(clk), ratelimit.WithKeyStore(store))
 	if got := take(t, a, "x", 8, "y", 3); got != "x=8 y=3" {
 		t.Fatal(got)
 	}
@@ -157,7 +157,7 @@ func TestKeyLimiterStoreDown(t *testing.T) {
 		t.Run(tt.policy.String(), func(t *testing.T) {
 			clk := clock.NewManual(epochStart)
 			store := memstore.New(clk)
-			k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10, OnStoreFailure: tt.policy}, ratelimit.WithKeyClock(clk),
+			k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10, OnStoreFailure: tt.policy}, ratelimit.WithClock(clk),
 				ratelimit.WithKeyStore(store), ratelimit.WithKeyShare(func() (int, int) { return 2, 0 }))
 			store.SetAvailable(false)
 			if got := take(t, k, "x", 9); got != tt.want {
@@ -182,7 +182,7 @@ func TestKeyLimiterEpochSummaries(t *testing.T) {
 	clk := clock.NewManual(epochStart)
 	var mu sync.Mutex
 	var got []ratelimit.KeyEpochSummary
-	k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 5}, ratelimit.WithKeyClock(clk),
+	k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 5}, ratelimit.WithClock(clk),
 		ratelimit.WithKeyEpochObserver(2, func(s ratelimit.KeyEpochSummary) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -205,7 +205,7 @@ func TestKeyLimiterEpochSummaries(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Fatalf("summaries %v; want %v", got, want)
 	}
-	if _, err := k.Take(context.Background(), nil, nil); !errors.Is(err, ratelimit.ErrClosed) {
+	if _, err := k.TryAcquire(context.Background(), nil, nil); !errors.Is(err, ratelimit.ErrClosed) {
 		t.Fatalf("Take after Close: %v", err)
 	}
 }

@@ -26,9 +26,9 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *config.RateLimit
 	}
 	log := v.log.Named("perkey")
 	metrics := forward.NewKeyMetrics(reg)
-	opts := []ratelimit.KeyOption{
-		ratelimit.WithKeyClock(v.o.clock),
-		ratelimit.WithKeyLogger(log),
+	opts := []ratelimit.Option{
+		ratelimit.WithClock(v.o.clock),
+		ratelimit.WithLogger(log),
 		ratelimit.WithKeyEpochObserver(keyLogTop, func(s ratelimit.KeyEpochSummary) {
 			log.Debug("perKey epoch", zap.Int64("epoch", s.Epoch), zap.Int64("granted", s.Granted),
 				zap.Int("keys", s.Keys), zap.Object("top", keyCounts(s.Top)), zap.Int64("held", metrics.Held()))

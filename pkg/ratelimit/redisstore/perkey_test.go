@@ -72,7 +72,7 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 			sums[e][reqs[i].Key] += g
 		}
 	}
-	e, err := limiters[0].Take(ctx, reqs, granted) // loads the script
+	e, err := limiters[0].TryAcquire(ctx, reqs, granted) // loads the script
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 	calls := int64(0)
 	for b := range batches {
 		before := sent.n.Load()
-		e, err := limiters[b%3].Take(ctx, reqs, granted)
+		e, err := limiters[b%3].TryAcquire(ctx, reqs, granted)
 		if err != nil {
 			t.Fatal(err)
 		}
