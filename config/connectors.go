@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/kafka"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // KafkaSource reads a Kafka topic in a consumer group (Numaflow's
@@ -106,10 +106,10 @@ type JetStreamSource struct {
 	Consumer string `yaml:"consumer"`
 	// DeliverPolicy is where a new consumer starts: all (default), last, new,
 	// last_per_subject, by_start_sequence N or by_start_time T.
-	DeliverPolicy  string    `yaml:"deliver_policy"`
-	FilterSubjects []string  `yaml:"filter_subjects"`
-	TLS            *TLS      `yaml:"tls"`
-	Auth           *NatsAuth `yaml:"auth"`
+	DeliverPolicy  jsconsumer.DeliverFrom `yaml:"deliver_policy"`
+	FilterSubjects []string               `yaml:"filter_subjects"`
+	TLS            *TLS                   `yaml:"tls"`
+	Auth           *NatsAuth              `yaml:"auth"`
 }
 
 // NatsAuth is one way to authenticate to NATS: basic, token or nkey.
@@ -276,12 +276,6 @@ func (c *checker) jetStreamSource(path string, j *JetStreamSource) {
 	c.natsURL(path+".url", j.URL)
 	if j.Stream == "" {
 		c.required(path + ".stream")
-	}
-	if j.DeliverPolicy != "" {
-		if _, err := source.ParseDeliverPolicy(j.DeliverPolicy); err != nil {
-			c.add(path+".deliver_policy", "(%q) must be all, last, new, last_per_subject, by_start_sequence N (N from 1) "+
-				"or by_start_time T (epoch milliseconds or RFC 3339)", j.DeliverPolicy)
-		}
 	}
 	for i, s := range j.FilterSubjects {
 		if s == "" {

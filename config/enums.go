@@ -5,9 +5,11 @@ import "github.com/sluiceflow/sluice/internal/enum"
 // The config's enumerations that no package below config defines. The others
 // are the types of the packages that act on them: rateLimit.onStoreFailure is
 // a [ratelimit.StoreFailurePolicy], an edge's onFull a [route.OnFull] and its
-// tags operator a [route.Operator]. Each parses its YAML names with
-// UnmarshalText, which rejects any other name with an error listing them; the
-// loader reports that error once, with the field's path, value and line.
+// tags operator a [route.Operator], a JetStream source's deliver_policy a
+// [jsconsumer.DeliverFrom] (a [jsconsumer.DeliverPolicy] and where it
+// starts). Each parses its YAML names with UnmarshalText, which rejects any
+// other name with an error listing them; the loader reports that error once,
+// with the field's path, value and line.
 
 // RedisMode is how a redisStore reaches Redis. The zero value is
 // [RedisModeUnset]: mode has no default, and validation requires one.

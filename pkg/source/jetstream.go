@@ -30,9 +30,9 @@ type JetStreamConfig struct {
 	// DurableName names the source's own durable when Consumer is "":
 	// <pipeline>-<vertex>, or the MonoVertex's name.
 	DurableName string
-	// DeliverPolicy is where a consumer the source creates starts; see
-	// [ParseDeliverPolicy] (default "all").
-	DeliverPolicy string
+	// DeliverPolicy is where a consumer the source creates starts; the zero
+	// value is all.
+	DeliverPolicy jsconsumer.DeliverFrom
 	// FilterSubjects are the subjects of the stream a consumer the source
 	// creates delivers (default: all). More than one needs nats-server 2.10.
 	FilterSubjects []string
@@ -98,7 +98,7 @@ var (
 // creation. Its errors name the field at fault and never hold a secret; one
 // that matches [ErrNATSAuth] means the server refused the credentials.
 func NewJetStream(ctx context.Context, cfg JetStreamConfig) (*JetStream, error) {
-	cfg, dp, name, err := cfg.validate()
+	cfg, name, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func NewJetStream(ctx context.Context, cfg JetStreamConfig) (*JetStream, error) 
 	var ackWait time.Duration
 	if j.js, err = jetstream.New(j.nc); err == nil {
 		actx, cancel := context.WithTimeout(ctx, jsAPITimeout)
-		ackWait, err = j.bindConsumer(actx, dp)
+		ackWait, err = j.bindConsumer(actx)
 		cancel()
 	}
 	if err == nil {
@@ -132,23 +132,22 @@ func NewJetStream(ctx context.Context, cfg JetStreamConfig) (*JetStream, error) 
 	return j, nil
 }
 
-// validate checks cfg and returns it with defaults applied, its deliver
-// policy and the name of its consumer.
-func (cfg JetStreamConfig) validate() (JetStreamConfig, DeliverPolicy, string, error) {
+// validate checks cfg and returns it with defaults applied, and the name of
+// its consumer.
+func (cfg JetStreamConfig) validate() (JetStreamConfig, string, error) {
 	if strings.TrimSpace(cfg.Stream) == "" {
-		return cfg, DeliverPolicy{}, "", fmt.Errorf("%w: stream is empty", ErrNATSConfig)
+		return cfg, "", fmt.Errorf("%w: stream is empty", ErrNATSConfig)
 	}
 	name, err := cfg.consumerName()
 	if err != nil {
-		return cfg, DeliverPolicy{}, "", err
+		return cfg, "", err
 	}
-	dp, err := ParseDeliverPolicy(cfg.DeliverPolicy)
-	if err != nil {
-		return cfg, DeliverPolicy{}, "", err
+	if err := cfg.DeliverPolicy.Validate(); err != nil {
+		return cfg, "", fmt.Errorf("%w: deliverPolicy: %w", ErrNATSConfig, err)
 	}
 	switch {
 	case cfg.AckWait < 0 || cfg.AckWait > 0 && cfg.AckWait < jsconsumer.MinAckWait:
-		return cfg, DeliverPolicy{}, "", fmt.Errorf("%w: ackWait (%v) must be at least %v", ErrNATSConfig, cfg.AckWait, jsconsumer.MinAckWait)
+		return cfg, "", fmt.Errorf("%w: ackWait (%v) must be at least %v", ErrNATSConfig, cfg.AckWait, jsconsumer.MinAckWait)
 	case cfg.AckWait == 0:
 		cfg.AckWait = jsconsumer.DefaultAckWait
 	}
@@ -158,7 +157,7 @@ func (cfg JetStreamConfig) validate() (JetStreamConfig, DeliverPolicy, string, e
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return cfg, dp, name, nil
+	return cfg, name, nil
 }
 
 // decodeJetStream is the source's [jsconsumer.DecodeFunc]: a message as the

@@ -16,63 +16,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
-// DeliverPolicy is a parsed deliver_policy: where in the stream a consumer the
-// source creates starts.
-type DeliverPolicy struct {
-	Policy jetstream.DeliverPolicy
-	// StartSeq is the first stream sequence of "by_start_sequence <n>".
-	StartSeq uint64
-	// StartTime is the time of "by_start_time <t>".
-	StartTime time.Time
-}
-
-// ParseDeliverPolicy parses a deliver_policy as Numaflow does: "all" (also
-// ""), "last", "new", "last_per_subject", "by_start_sequence <n>" and
-// "by_start_time <unix epoch milliseconds>", in any case and with any spaces
-// between the words. by_start_time also takes an RFC 3339 time.
-func ParseDeliverPolicy(s string) (DeliverPolicy, error) {
-	f := strings.Fields(strings.ToLower(s))
-	switch {
-	case len(f) == 0 || len(f) == 1 && f[0] == "all":
-		return DeliverPolicy{Policy: jetstream.DeliverAllPolicy}, nil
-	case len(f) == 1 && f[0] == "last":
-		return DeliverPolicy{Policy: jetstream.DeliverLastPolicy}, nil
-	case len(f) == 1 && f[0] == "new":
-		return DeliverPolicy{Policy: jetstream.DeliverNewPolicy}, nil
-	case len(f) == 1 && f[0] == "last_per_subject":
-		return DeliverPolicy{Policy: jetstream.DeliverLastPerSubjectPolicy}, nil
-	case len(f) == 2 && f[0] == "by_start_sequence":
-		seq, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil || seq == 0 {
-			return DeliverPolicy{}, fmt.Errorf("%w: deliverPolicy %q: the start sequence must be an integer from 1", ErrNATSConfig, s)
-		}
-		return DeliverPolicy{Policy: jetstream.DeliverByStartSequencePolicy, StartSeq: seq}, nil
-	case len(f) == 2 && f[0] == "by_start_time":
-		if ms, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-			return DeliverPolicy{Policy: jetstream.DeliverByStartTimePolicy, StartTime: time.UnixMilli(ms).UTC()}, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, strings.Fields(s)[1])
-		if err != nil {
-			return DeliverPolicy{}, fmt.Errorf("%w: deliverPolicy %q: the start time must be unix epoch milliseconds or an RFC 3339 time", ErrNATSConfig, s)
-		}
-		return DeliverPolicy{Policy: jetstream.DeliverByStartTimePolicy, StartTime: t}, nil
-	}
-	return DeliverPolicy{}, fmt.Errorf("%w: deliverPolicy %q: want all, last, new, last_per_subject, "+
-		"by_start_sequence <n> or by_start_time <epoch ms>", ErrNATSConfig, s)
-}
-
-// apply sets p in cfg.
-func (p DeliverPolicy) apply(cfg *jetstream.ConsumerConfig) {
-	cfg.DeliverPolicy = p.Policy
-	switch p.Policy {
-	case jetstream.DeliverByStartSequencePolicy:
-		cfg.OptStartSeq = p.StartSeq
-	case jetstream.DeliverByStartTimePolicy:
-		t := p.StartTime
-		cfg.OptStartTime = &t
-	}
-}
-
 // OwnConsumerName is the name of the durable consumer a JetStream source
 // creates when it is given none, as Numaflow names it:
 // numaflow-<durableName>-<stream>, where durableName is <pipeline>-<vertex>.
@@ -92,14 +35,14 @@ func (cfg JetStreamConfig) consumerName() (string, error) {
 }
 
 // consumerConfig is the configuration of a consumer the source creates.
-func (cfg JetStreamConfig) consumerConfig(name string, dp DeliverPolicy) jetstream.ConsumerConfig {
+func (cfg JetStreamConfig) consumerConfig(name string) jetstream.ConsumerConfig {
 	cc := jetstream.ConsumerConfig{
 		Durable:     name,
 		Description: "sluice JetStream source",
 		AckPolicy:   jetstream.AckExplicitPolicy,
 		AckWait:     cfg.AckWait,
 	}
-	dp.apply(&cc)
+	cfg.DeliverPolicy.Apply(&cc)
 	switch len(cfg.FilterSubjects) {
 	case 0:
 	case 1:
@@ -115,7 +58,7 @@ func (cfg JetStreamConfig) consumerConfig(name string, dp DeliverPolicy) jetstre
 // wait. The source's own consumer, when it exists, is updated to cfg's ack
 // wait and filter subjects; a consumer named by cfg.Consumer is used as it
 // is.
-func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) (time.Duration, error) {
+func (j *JetStream) bindConsumer(ctx context.Context) (time.Duration, error) {
 	cfg := j.cfg
 	if len(cfg.FilterSubjects) > 1 && !serverAtLeast(j.nc, 2, 10) {
 		return 0, fmt.Errorf("%w: filterSubjects: more than one needs nats-server 2.10 or later; the server runs %s",
@@ -124,10 +67,10 @@ func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) (time.Du
 	cons, err := j.js.Consumer(ctx, cfg.Stream, j.name)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		j.log.Info("creating the consumer", zap.String("deliverPolicy", cfg.DeliverPolicy))
-		cons, err = j.js.CreateConsumer(ctx, cfg.Stream, cfg.consumerConfig(j.name, dp))
+		j.log.Info("creating the consumer", zap.Stringer("deliverPolicy", cfg.DeliverPolicy))
+		cons, err = j.js.CreateConsumer(ctx, cfg.Stream, cfg.consumerConfig(j.name))
 	case err == nil && cfg.Consumer == "":
-		cons, err = j.updateOwn(ctx, cons, dp)
+		cons, err = j.updateOwn(ctx, cons)
 	}
 	if err != nil {
 		return 0, j.consumerErr(err)
@@ -148,12 +91,12 @@ func (j *JetStream) bindConsumer(ctx context.Context, dp DeliverPolicy) (time.Du
 // updateOwn updates the source's own consumer to cfg's ack wait and filter
 // subjects when they changed. Its deliver policy cannot change: it applied
 // when the consumer was created.
-func (j *JetStream) updateOwn(ctx context.Context, cons jetstream.Consumer, dp DeliverPolicy) (jetstream.Consumer, error) {
+func (j *JetStream) updateOwn(ctx context.Context, cons jetstream.Consumer) (jetstream.Consumer, error) {
 	have := cons.CachedInfo().Config
-	want := j.cfg.consumerConfig(j.name, dp)
+	want := j.cfg.consumerConfig(j.name)
 	if have.DeliverPolicy != want.DeliverPolicy || have.OptStartSeq != want.OptStartSeq {
 		j.log.Info("the consumer exists: it keeps its position, and the deliver policy applies only to a new consumer",
-			zap.String("deliverPolicy", j.cfg.DeliverPolicy), zap.String("consumerDeliverPolicy", have.DeliverPolicy.String()))
+			zap.Stringer("deliverPolicy", j.cfg.DeliverPolicy), zap.String("consumerDeliverPolicy", have.DeliverPolicy.String()))
 	}
 	if have.AckWait == want.AckWait && have.FilterSubject == want.FilterSubject &&
 		slices.Equal(have.FilterSubjects, want.FilterSubjects) {

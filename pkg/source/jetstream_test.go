@@ -319,8 +319,9 @@ func TestJetStreamNamedConsumer(t *testing.T) {
 		t.Fatalf("consumer changed: %+v, ack floor %d", info.Config, info.AckFloor.Consumer)
 	}
 
-	created := newJS(t, s, source.JetStreamConfig{Consumer: "absent", DeliverPolicy: "by_start_sequence 5",
-		AckWait: 5 * time.Second})
+	created := newJS(t, s, source.JetStreamConfig{Consumer: "absent",
+		DeliverPolicy: jsconsumer.DeliverFrom{Policy: jsconsumer.DeliverByStartSequence, StartSeq: 5},
+		AckWait:       5 * time.Second})
 	if v := values(readN(t, created, 2, 10)); !slices.Equal(v, []string{"b1", "b2"}) {
 		t.Fatalf("read %v from the created consumer", v)
 	}
@@ -380,7 +381,11 @@ func TestJetStreamDeliverPolicy(t *testing.T) {
 	}
 	var srcs []*source.JetStream
 	for i, c := range cases {
-		cfg := source.JetStreamConfig{DurableName: fmt.Sprint("p", i), DeliverPolicy: c.policy}
+		dp, err := jsconsumer.ParseDeliverFrom(c.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := source.JetStreamConfig{DurableName: fmt.Sprint("p", i), DeliverPolicy: dp}
 		if c.policy == "last_per_subject" {
 			cfg.FilterSubjects = []string{"s.>"} // nats-server 2.9 needs one
 		}
@@ -538,7 +543,8 @@ func TestJetStreamConfigErrors(t *testing.T) {
 	}{
 		{"no stream", source.JetStreamConfig{URL: s.URL, DurableName: "d"}, "stream"},
 		{"no consumer", source.JetStreamConfig{URL: s.URL, Stream: "S"}, "durableName"},
-		{"deliver policy", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d", DeliverPolicy: "first"}, "deliverPolicy"},
+		{"deliver policy", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d",
+			DeliverPolicy: jsconsumer.DeliverFrom{Policy: jsconsumer.DeliverByStartSequence}}, "deliverPolicy"},
 		{"ack wait", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d", AckWait: time.Millisecond}, "ackWait"},
 		{"two auths", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d",
 			Auth: source.NATSAuth{Token: "t0ken", User: "u", Password: "p4ss"}}, "auth"},
@@ -554,35 +560,5 @@ func TestJetStreamConfigErrors(t *testing.T) {
 	_, err := source.NewJetStream(natsCtx(t), source.JetStreamConfig{URL: s.URL, Stream: "T", DurableName: "d"})
 	if !errors.Is(err, jetstream.ErrStreamNotFound) || !strings.Contains(err.Error(), `"T"`) {
 		t.Fatalf("a stream that does not exist: %v", err)
-	}
-}
-
-func TestParseDeliverPolicy(t *testing.T) {
-	t.Parallel()
-	ms := time.UnixMilli(1753428483000).UTC()
-	cases := []struct {
-		in   string
-		want source.DeliverPolicy
-	}{
-		{"", source.DeliverPolicy{Policy: jetstream.DeliverAllPolicy}},
-		{"AlL", source.DeliverPolicy{Policy: jetstream.DeliverAllPolicy}},
-		{"lAsT", source.DeliverPolicy{Policy: jetstream.DeliverLastPolicy}},
-		{"NEW", source.DeliverPolicy{Policy: jetstream.DeliverNewPolicy}},
-		{"last_PER_suBJEct", source.DeliverPolicy{Policy: jetstream.DeliverLastPerSubjectPolicy}},
-		{" by_start_sequence   768 ", source.DeliverPolicy{Policy: jetstream.DeliverByStartSequencePolicy, StartSeq: 768}},
-		{"by_start_time 1753428483000", source.DeliverPolicy{Policy: jetstream.DeliverByStartTimePolicy, StartTime: ms}},
-		{"by_start_time 2025-07-25T07:28:03Z", source.DeliverPolicy{Policy: jetstream.DeliverByStartTimePolicy, StartTime: ms}},
-	}
-	for _, c := range cases {
-		got, err := source.ParseDeliverPolicy(c.in)
-		if err != nil || got.Policy != c.want.Policy || got.StartSeq != c.want.StartSeq || !got.StartTime.Equal(c.want.StartTime) {
-			t.Errorf("ParseDeliverPolicy(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
-		}
-	}
-	for _, bad := range []string{"first", "all now", "by_start_sequence", "by_start_sequence 7invalid8",
-		"by_start_sequence 0", "by_start_time 175invalid3428483000", "by_start_time yesterday"} {
-		if _, err := source.ParseDeliverPolicy(bad); !errors.Is(err, source.ErrNATSConfig) {
-			t.Errorf("ParseDeliverPolicy(%q) = %v, want ErrNATSConfig", bad, err)
-		}
 	}
 }
