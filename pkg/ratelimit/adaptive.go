@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +26,10 @@ import (
 // signalState is what throttle signals did to a replica's pool and what it
 // is to report of them. l.mu guards it but for cuts.
 type signalState struct {
-	cutFrom    int64   // epoch from which the last cut known applies
-	planned    cutPlan // a cut decided, to apply at its epoch
-	pauseUntil int64   // store-clock ns before which no tokens are granted
-	pending    *Signal // to report at the next sync
+	cutFrom    int64        // epoch from which the last cut known applies
+	planned    cutPlan      // a cut decided, to apply at its epoch
+	pauseUntil int64        // store-clock ns before which no tokens are granted
+	pending    *pool.Signal // to report at the next sync
 	cuts       atomic.Int64
 }
 
@@ -73,7 +74,7 @@ func (l *Limiter) Signal(retryAfter time.Duration) {
 		return
 	}
 	if l.signals.pending == nil {
-		l.signals.pending = &Signal{Epoch: e, Lead: 2 * l.link.interval}
+		l.signals.pending = &pool.Signal{Epoch: e, Lead: 2 * l.link.interval}
 	}
 	if cut && !l.signals.pending.Cut {
 		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.ramp.cutOf(l.state.Load().pool)
@@ -152,7 +153,7 @@ func (l *Limiter) syncSoon() {
 // yet is planned for its epoch, and the pause is joined. At the first sync,
 // a cut that has already taken effect belongs to the pool's past and is not
 // applied: the replica starts its own ramp. l.mu is held.
-func (l *Limiter) adapt(a Adaptation, stamp int64, now time.Time, first bool) {
+func (l *Limiter) adapt(a pool.Adaptation, stamp int64, now time.Time, first bool) {
 	if !l.cfg.Adaptive {
 		return
 	}
@@ -169,7 +170,7 @@ func (l *Limiter) adapt(a Adaptation, stamp int64, now time.Time, first bool) {
 
 // unsent puts back a signal whose sync failed, merged with any that came
 // since. l.mu is held.
-func (l *Limiter) unsent(s *Signal) {
+func (l *Limiter) unsent(s *pool.Signal) {
 	if s == nil {
 		return
 	}

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/enum"
@@ -108,20 +109,11 @@ type Config struct {
 }
 
 // DefaultStaleAfter is the default lease of a replica with its store.
-const DefaultStaleAfter = 2 * time.Second
-
-// leaseOf returns the lease a StaleAfter of d gives: d, or DefaultStaleAfter
-// for 0 (or less).
-func leaseOf(d time.Duration) time.Duration {
-	if d <= 0 {
-		return DefaultStaleAfter
-	}
-	return d
-}
+const DefaultStaleAfter = pool.DefaultStaleAfter
 
 // withDefaults returns c with the defaults of its zero settings filled in.
 func (c Config) withDefaults() Config {
-	c.StaleAfter = leaseOf(c.StaleAfter)
+	c.StaleAfter = pool.Lease(c.StaleAfter)
 	return c
 }
 

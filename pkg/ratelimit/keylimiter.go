@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/list"
 	"context"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"maps"
 	"slices"
 	"strings"
@@ -16,7 +17,7 @@ import (
 )
 
 // KeyLimiter grants tokens per key: at most Max per key per one-second epoch,
-// over every replica of its [KeyStore], or in this process without one. A
+// over every replica of its [pool.KeyStore], or in this process without one. A
 // caller asks for the tokens of many keys at once with [KeyLimiter.TryAcquire],
 // which makes at most one call to the store whatever the number of keys, and
 // none for keys it knows have no tokens left in the epoch.
@@ -35,7 +36,7 @@ import (
 type KeyLimiter struct {
 	cfg     KeyConfig
 	clk     clock.Clock
-	store   KeyStore
+	store   pool.KeyStore
 	share   func() (size, rank int)
 	log     *zap.Logger
 	observe func(KeyEpochSummary)

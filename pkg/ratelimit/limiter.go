@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // Limiter hands out tokens from a pool of at most Max per one-second epoch, shared
-// with the other replicas of its [Store] (or alone without one), ramping from Min as
+// with the other replicas of its [pool.Store] (or alone without one), ramping from Min as
 // its [Mode] says. Callers take tokens with [Limiter.Acquire] before they read,
 // which waits for tokens, or with [Limiter.TryAcquire], which never waits and says
 // why there are none; they give back what they did not use with [Limiter.Deposit].
@@ -151,8 +152,8 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.scheduleTick(now)
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
-		// is the same: the last to start or change sets it (see LimitChange).
-		l.live.proposal = &LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
+		// is the same: the last to start or change sets it (see pool.LimitChange).
+		l.live.proposal = &pool.LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
 		l.scheduleSync(0, true)
 	}
 	return l, nil
@@ -419,7 +420,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.stopTimer(l.tick)
 	l.stopTimer(l.link.timer)
 	cur := l.state.Load()
-	pool := cur.pool
+	last := cur.pool
 	if l.obs.fn != nil {
 		l.obs.ended = append(l.obs.ended, cur.summary())
 	}
@@ -435,7 +436,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.link.cancel()
 	l.timers.Wait()
 	l.notifyEnded() // after the timer goroutine, which calls the observer too
-	return l.leave(ctx, pool)
+	return l.leave(ctx, last)
 }
 
 // Status is a snapshot of a limiter, for /status and for tests.

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"runtime"
 	"sync"
 	"testing"
@@ -604,20 +605,20 @@ func TestServedWaiterCountsAsCall(t *testing.T) {
 
 // blockingStore is a store whose Sync blocks until its context ends, as a store
 // behind a network that drops packets does.
-type blockingStore struct{ entered chan Report }
+type blockingStore struct{ entered chan pool.Report }
 
-func (s blockingStore) Sync(ctx context.Context, r Report) (View, error) {
+func (s blockingStore) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	s.entered <- r
 	<-ctx.Done()
-	return View{}, ctx.Err()
+	return pool.View{}, ctx.Err()
 }
 
-func (blockingStore) Leave(context.Context, Report) error { return nil }
+func (blockingStore) Leave(context.Context, pool.Report) error { return nil }
 
 func TestNewDoesNoIO(t *testing.T) {
 	// New returns while the store does not answer; the first sync starts from the
 	// background at once, and Close cuts it short.
-	store := blockingStore{entered: make(chan Report, 1)}
+	store := blockingStore{entered: make(chan pool.Report, 1)}
 	l, err := New(Config{Max: 10}, WithStore(store), WithReplicaID("a"))
 	if err != nil {
 		t.Fatal(err)

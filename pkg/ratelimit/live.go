@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"reflect"
 	"time"
 
@@ -27,50 +28,6 @@ import (
 // goes on from there in the next epoch, as at start-up from a resumed pool: a
 // raised Max is reached by ramping over the new RampUpDuration (at once with
 // 0), a lowered one applies in the switching epoch.
-
-// LimitChange is a change of the live limit a replica reports to its store.
-type LimitChange struct {
-	// Spec is the live settings, encoded: equal settings encode equally.
-	Spec string
-	// Lead is how long the replicas need to learn of the change: it applies
-	// from the first epoch that begins at least Lead after the store takes it.
-	Lead time.Duration
-}
-
-// LiveLimit is one change of the live limit as a store keeps it.
-type LiveLimit struct {
-	// Gen numbers the changes of the store, from 1.
-	Gen int64
-	// Spec is the live settings ([LimitChange.Spec]).
-	Spec string
-	// From is the epoch from which the change applies.
-	From int64
-}
-
-// MaxLiveLimits is how many of the last changes a store keeps and returns:
-// a replica that learns two at one sync applies each at its epoch.
-const MaxLiveLimits = 2
-
-// ProposeLimit returns a store's changes, oldest first, after a replica
-// proposed c at the store's time now: unchanged when c's settings are those
-// of the last change, else with a new change that applies from the first
-// epoch beginning at least c.Lead after now, and after the last change's
-// epoch. At most [MaxLiveLimits] are kept.
-func ProposeLimit(limits []LiveLimit, c LimitChange, now time.Time) []LiveLimit {
-	var last LiveLimit
-	if n := len(limits); n > 0 {
-		last = limits[n-1]
-		if last.Spec == c.Spec {
-			return limits
-		}
-	}
-	from := max(floorDiv(now.Add(c.Lead).UnixNano(), epochNanos)+1, last.From+1)
-	limits = append(limits, LiveLimit{Gen: last.Gen + 1, Spec: c.Spec, From: from})
-	if n := len(limits); n > MaxLiveLimits {
-		limits = append([]LiveLimit(nil), limits[n-MaxLiveLimits:]...)
-	}
-	return limits
-}
 
 // liveConfig is the part of a Config that can change live, as it is encoded
 // for the store: the fields [Fields] marks live (TestFieldsLiveConfig checks
@@ -150,9 +107,9 @@ func notLive(a, b Config) error {
 
 // liveState is a replica's live changes of the limit. l.mu guards it.
 type liveState struct {
-	proposal *LimitChange  // to report at the next sync
-	switches []limitSwitch // planned, in order of epoch
-	gen      int64         // the last change learned from the store
+	proposal *pool.LimitChange // to report at the next sync
+	switches []limitSwitch     // planned, in order of epoch
+	gen      int64             // the last change learned from the store
 }
 
 // limitSwitch is a change of the live limit to apply from epoch from.
@@ -177,7 +134,7 @@ func (l *Limiter) liveLead() time.Duration {
 // naming the first, and cfg must be valid (see [Config.Validate]). Without
 // a store the change applies from the next epoch; with one, every replica
 // applies it from the same epoch, which the store picks (see
-// [LimitChange]). Update does no I/O.
+// [pool.LimitChange]). Update does no I/O.
 func (l *Limiter) Update(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -196,7 +153,7 @@ func (l *Limiter) Update(cfg Config) error {
 		if l.live.proposal == nil && spec == l.latest().liveSpec() {
 			return nil
 		}
-		l.live.proposal = &LimitChange{Spec: spec, Lead: l.liveLead()}
+		l.live.proposal = &pool.LimitChange{Spec: spec, Lead: l.liveLead()}
 		l.syncSoon()
 		return nil
 	}
@@ -231,14 +188,14 @@ func (l *Limiter) plan(s limitSwitch) {
 // just been taken, so every change but the last belongs to the pool's past.
 // A change learned after its epoch began (the replica missed syncs) applies
 // from the next epoch, and is logged. l.mu is held.
-func (l *Limiter) learnLimits(limits []LiveLimit, first bool) {
+func (l *Limiter) learnLimits(limits []pool.LiveLimit, first bool) {
 	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < l.live.gen) {
 		// The store lost its keys (a Redis that restarted empty, or all
 		// replicas gone past its ttl): offer the limit in force again.
 		l.log.Info("the store has lost the vertex's limit; offering this replica's again")
 		l.live.gen = 0
 		if l.live.proposal == nil {
-			l.live.proposal = &LimitChange{Spec: l.latest().liveSpec(), Lead: l.liveLead()}
+			l.live.proposal = &pool.LimitChange{Spec: l.latest().liveSpec(), Lead: l.liveLead()}
 			l.syncSoon()
 		}
 	}

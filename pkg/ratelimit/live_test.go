@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"testing"
 	"time"
 )
@@ -176,16 +177,16 @@ func TestUpdateToTheSameLimitDoesNothing(t *testing.T) {
 func TestProposeLimit(t *testing.T) {
 	now := time.Unix(100, 600_000_000)
 	lead := 500 * time.Millisecond
-	var ls []LiveLimit
-	ls = ProposeLimit(ls, LimitChange{Spec: "a", Lead: lead}, now)
+	var ls []pool.LiveLimit
+	ls = pool.ProposeLimit(ls, pool.LimitChange{Spec: "a", Lead: lead}, now)
 	if fmt.Sprint(ls) != "[{1 a 102}]" {
 		t.Fatalf("first proposal: %v; want gen 1 from epoch 102 (100.6s + 0.5s is in 101)", ls)
 	}
-	if again := ProposeLimit(ls, LimitChange{Spec: "a", Lead: lead}, now.Add(5*time.Second)); fmt.Sprint(again) != fmt.Sprint(ls) {
+	if again := pool.ProposeLimit(ls, pool.LimitChange{Spec: "a", Lead: lead}, now.Add(5*time.Second)); fmt.Sprint(again) != fmt.Sprint(ls) {
 		t.Fatalf("the same spec again: %v; want no change", again)
 	}
-	ls = ProposeLimit(ls, LimitChange{Spec: "b", Lead: lead}, now)
-	ls = ProposeLimit(ls, LimitChange{Spec: "c", Lead: lead}, now)
+	ls = pool.ProposeLimit(ls, pool.LimitChange{Spec: "b", Lead: lead}, now)
+	ls = pool.ProposeLimit(ls, pool.LimitChange{Spec: "c", Lead: lead}, now)
 	if fmt.Sprint(ls) != "[{2 b 103} {3 c 104}]" {
 		t.Fatalf("two more at once: %v; want the last two, one epoch apart", ls)
 	}

@@ -1,6 +1,8 @@
 package ratelimit
 
-// membership is a replica's side of the pool agreement (see Store): what it reports
+import "github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+
+// membership is a replica's side of the pool agreement (see pool.Store): what it reports
 // to the store, the views it learned, and from which epoch each one applies. The
 // Limiter calls it with its mutex held.
 type membership struct {
@@ -28,7 +30,7 @@ type stampedView struct {
 // on AGREE use the agreed size; on DISAGREE use the largest of the current, the
 // reported and the live sizes (a smaller share is always safe) and report the live
 // count, so that every replica converges on it.
-func (m *membership) learn(v View, stamp int64) {
+func (m *membership) learn(v pool.View, stamp int64) {
 	size := v.PoolSize
 	if v.Agreed {
 		m.report = v.PoolSize

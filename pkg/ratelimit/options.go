@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -20,7 +21,7 @@ type Option func(*options)
 
 type options struct {
 	clock        clock.Clock
-	store        Store
+	store        pool.Store
 	id           string
 	syncInterval time.Duration
 	log          *zap.Logger
@@ -29,7 +30,7 @@ type options struct {
 	fixedRank    int
 
 	// A KeyLimiter's (perkey.go).
-	keyStore   KeyStore
+	keyStore   pool.KeyStore
 	keyShare   func() (size, rank int)
 	keyObserve func(KeyEpochSummary)
 	keyTop     int
@@ -41,7 +42,7 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 // WithStore makes the limiter one replica of a pool kept in s, sharing the limit with
 // the other replicas of the same store. Without a store the limiter is the only
 // replica.
-func WithStore(s Store) Option { return func(o *options) { o.store = s } }
+func WithStore(s pool.Store) Option { return func(o *options) { o.store = s } }
 
 // WithReplicaID names this replica in its store. Replicas are ranked by ID. The
 // default is the host name, the process id and a counter.

@@ -1,11 +1,10 @@
 package ratelimit
 
 import (
-	"context"
 	"errors"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 )
@@ -61,7 +60,7 @@ func (m KeyMode) KeyOf(keys []string) (string, bool) {
 const DefaultMaxKeys = 10_000
 
 // KeyConfig is a per-key limit: at most Max tokens per key per one-second
-// epoch, over every replica of the [KeyStore] (or in this process without one).
+// epoch, over every replica of the [pool.KeyStore] (or in this process without one).
 type KeyConfig struct {
 	// Max is the most tokens one key may take in one epoch, 1 or more.
 	Max int64
@@ -92,23 +91,8 @@ func (c KeyConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// KeyRequest asks for Want tokens of Key.
-type KeyRequest struct {
-	Key  string
-	Want int
-}
-
-// KeyStore counts tokens per key per epoch for every replica of a vertex.
-// Implementations are safe for concurrent use; the Redis one is
-// redisstore.Store.
-type KeyStore interface {
-	// TakeKeys takes, for each of reqs (whose keys are distinct), up to Want
-	// tokens of its key in the store's current epoch, so that no key gets
-	// more than max in one epoch over all callers, and writes the grants to
-	// granted (as long as reqs). It returns the store's time, whose whole
-	// seconds are the epoch of the grants. One call is one round trip.
-	TakeKeys(ctx context.Context, max int64, reqs []KeyRequest, granted []int) (time.Time, error)
-}
+// KeyRequest asks for tokens of one key (see pool.KeyRequest).
+type KeyRequest = pool.KeyRequest
 
 // KeyCount is the tokens granted to one key.
 type KeyCount struct {
@@ -153,7 +137,7 @@ type KeyStatus struct {
 // Limiter.
 
 // WithKeyStore counts the keys in s, shared with every replica that uses it.
-func WithKeyStore(s KeyStore) Option { return func(o *options) { o.keyStore = s } }
+func WithKeyStore(s pool.KeyStore) Option { return func(o *options) { o.keyStore = s } }
 
 // WithKeyShare says how many replicas share the per-key limit and this
 // one's rank among them, for counting in this process: without a store (a

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
@@ -13,7 +14,7 @@ import (
 // how its syncs go. store, id and interval are set once; l.mu guards the
 // rest.
 type link struct {
-	store    Store // nil without one
+	store    pool.Store // nil without one
 	id       string
 	interval time.Duration
 	// ctx is the parent of every sync's context, cancelled by Close.
@@ -40,7 +41,7 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal}
+	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal}
 	l.signals.pending = nil
 	l.mu.Unlock()
 
@@ -156,9 +157,9 @@ func (l *Limiter) nextSync() time.Duration {
 
 // leave tells the store the replica is gone, saving its pool for a replica that
 // resumes the ramp.
-func (l *Limiter) leave(ctx context.Context, pool int64) error {
+func (l *Limiter) leave(ctx context.Context, p int64) error {
 	if l.link.store == nil {
 		return nil
 	}
-	return l.link.store.Leave(ctx, Report{ID: l.link.id, Pool: pool, StaleAfter: l.cfg.StaleAfter})
+	return l.link.store.Leave(ctx, pool.Report{ID: l.link.id, Pool: p, StaleAfter: l.cfg.StaleAfter})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -41,7 +42,7 @@ type Vertex struct {
 	// it counts in; nil without.
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics
-	keyStore   ratelimit.KeyStore
+	keyStore   pool.KeyStore
 	uds        []udClient // user-defined servers, connected before the forwarders start
 	// infoFiles are the names of their server-info files.
 	infoFiles []string

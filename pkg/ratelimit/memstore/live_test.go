@@ -16,7 +16,7 @@ type liveRecord struct {
 
 // watchLive advances the clock by steps sync intervals, draining every
 // replica at each, and records each epoch.
-func watchLive(p *pool, steps int, epochs map[int64]*liveRecord) {
+func watchLive(p *replicas, steps int, epochs map[int64]*liveRecord) {
 	for range steps {
 		clear(p.kept)
 		p.drain()

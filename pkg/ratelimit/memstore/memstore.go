@@ -1,4 +1,4 @@
-// Package memstore is an in-process [ratelimit.Store]: several Limiters in one
+// Package memstore is an in-process [pool.Store]: several Limiters in one
 // process share one limit through it, with the same pool agreement as the Redis
 // store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID, the
 // cut and the pause of throttle signals).
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 )
 
 // ErrUnavailable is returned by every call while the store is set down with
@@ -33,8 +33,8 @@ type Store struct {
 	down        bool
 	resume      int64 // pool saved by the last replica to leave
 	resumeUntil time.Time
-	adapt       ratelimit.Adaptation // what throttle signals did
-	limits      []ratelimit.LiveLimit
+	adapt       pool.Adaptation // what throttle signals did
+	limits      []pool.LiveLimit
 	// Per-key counts of the current epoch (perkey.go).
 	keyEpoch  int64
 	keyCounts map[string]int64
@@ -46,17 +46,17 @@ type replica struct {
 	reported int
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ pool.Store = (*Store)(nil)
 
 // New returns an empty store that reads time from clk (nil for the wall clock). It
 // removes a replica whose last heartbeat is older than the StaleAfter the replica
 // reported. Use SetTTL to change how long a left replica's pool is kept (default
-// [ratelimit.DefaultTTL]).
+// [pool.DefaultTTL]).
 func New(clk clock.Clock) *Store {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Store{clk: clk, ttl: ratelimit.DefaultTTL, replicas: map[string]*replica{}}
+	return &Store{clk: clk, ttl: pool.DefaultTTL, replicas: map[string]*replica{}}
 }
 
 // SetTTL sets how long the pool of a replica that left is kept for resuming.
@@ -66,15 +66,15 @@ func (s *Store) SetTTL(ttl time.Duration) {
 	s.ttl = ttl
 }
 
-// Sync implements [ratelimit.Store].
-func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+// Sync implements [pool.Store].
+func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	if err := ctx.Err(); err != nil {
-		return ratelimit.View{}, err
+		return pool.View{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return ratelimit.View{}, ErrUnavailable
+		return pool.View{}, ErrUnavailable
 	}
 	now := s.clk.Now()
 	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.PoolSize}
@@ -82,7 +82,7 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
 	}
 	if r.Limit != nil {
-		s.limits = ratelimit.ProposeLimit(s.limits, *r.Limit, now)
+		s.limits = pool.ProposeLimit(s.limits, *r.Limit, now)
 	}
 
 	ids := make([]string, 0, len(s.replicas))
@@ -102,7 +102,7 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live
-	v := ratelimit.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
+	v := pool.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
 		Limits: slices.Clone(s.limits)}
 	if now.Before(s.resumeUntil) {
 		v.Resume = s.resume
@@ -110,8 +110,8 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	return v, nil
 }
 
-// Leave implements [ratelimit.Store].
-func (s *Store) Leave(ctx context.Context, r ratelimit.Report) error {
+// Leave implements [pool.Store].
+func (s *Store) Leave(ctx context.Context, r pool.Report) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Store) Flush() {
 	defer s.mu.Unlock()
 	clear(s.replicas)
 	s.resume, s.resumeUntil = 0, time.Time{}
-	s.adapt, s.limits = ratelimit.Adaptation{}, nil
+	s.adapt, s.limits = pool.Adaptation{}, nil
 	s.keyEpoch, s.keyCounts = 0, nil
 }
 

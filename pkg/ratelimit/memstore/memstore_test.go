@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -21,28 +22,28 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // cuttable is a store a replica reaches through a link the test can cut, as if the
 // replica's process had died or its network had gone.
 type cuttable struct {
-	ratelimit.Store
+	pool.Store
 	cut atomic.Bool
 }
 
 var errCut = errors.New("link cut")
 
-func (c *cuttable) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+func (c *cuttable) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	if c.cut.Load() {
-		return ratelimit.View{}, errCut
+		return pool.View{}, errCut
 	}
 	return c.Store.Sync(ctx, r)
 }
 
-func (c *cuttable) Leave(ctx context.Context, r ratelimit.Report) error {
+func (c *cuttable) Leave(ctx context.Context, r pool.Report) error {
 	if c.cut.Load() {
 		return errCut
 	}
 	return c.Store.Leave(ctx, r)
 }
 
-// pool is several replicas of one vertex sharing a memstore on one manual clock.
-type pool struct {
+// replicas is several replicas of one vertex sharing a memstore on one manual clock.
+type replicas struct {
 	t     *testing.T
 	cfg   ratelimit.Config
 	clk   *clock.Manual
@@ -58,9 +59,9 @@ type replicaUnderTest struct {
 	dead bool
 }
 
-func newPool(t *testing.T, cfg ratelimit.Config) *pool {
+func newPool(t *testing.T, cfg ratelimit.Config) *replicas {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	p := &pool{t: t, cfg: cfg, clk: clk, store: memstore.New(clk),
+	p := &replicas{t: t, cfg: cfg, clk: clk, store: memstore.New(clk),
 		reps: map[string]*replicaUnderTest{}, kept: map[int64]int64{}}
 	t.Cleanup(func() {
 		for _, r := range p.reps {
@@ -70,7 +71,7 @@ func newPool(t *testing.T, cfg ratelimit.Config) *pool {
 	return p
 }
 
-func (p *pool) join(id string) {
+func (p *replicas) join(id string) {
 	p.t.Helper()
 	link := &cuttable{Store: p.store}
 	l, err := ratelimit.New(p.cfg, ratelimit.WithClock(p.clk), ratelimit.WithStore(link), ratelimit.WithReplicaID(id))
@@ -80,7 +81,7 @@ func (p *pool) join(id string) {
 	p.reps[id] = &replicaUnderTest{l: l, link: link}
 }
 
-func (p *pool) leave(id string) {
+func (p *replicas) leave(id string) {
 	p.t.Helper()
 	if err := p.reps[id].l.Close(context.Background()); err != nil {
 		p.t.Fatal(err)
@@ -89,14 +90,14 @@ func (p *pool) leave(id string) {
 }
 
 // crash makes a replica stop: no more heartbeats, no more calls, no goodbye.
-func (p *pool) crash(id string) {
+func (p *replicas) crash(id string) {
 	r := p.reps[id]
 	r.link.cut.Store(true)
 	r.dead = true
 }
 
 // drain has every live replica take all it can now, and records the grants.
-func (p *pool) drain() map[string]int64 {
+func (p *replicas) drain() map[string]int64 {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	got := map[string]int64{}
@@ -116,7 +117,7 @@ func (p *pool) drain() map[string]int64 {
 
 // run advances the clock in sync-interval steps for d, draining at each step, and
 // checks that no epoch granted more than the pool.
-func (p *pool) run(d time.Duration) {
+func (p *replicas) run(d time.Duration) {
 	p.t.Helper()
 	for range int(d / ratelimit.DefaultSyncInterval) {
 		p.drain()
@@ -132,7 +133,7 @@ func (p *pool) run(d time.Duration) {
 
 // nextEpoch moves to the start of the next epoch and returns what each replica
 // takes there.
-func (p *pool) nextEpoch() map[string]int64 {
+func (p *replicas) nextEpoch() map[string]int64 {
 	p.t.Helper()
 	now := p.clk.Now()
 	p.run(now.Truncate(time.Second).Add(time.Second).Sub(now) - ratelimit.DefaultSyncInterval)
@@ -272,25 +273,25 @@ func TestStoreSync(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := memstore.New(clk)
 	ctx := context.Background()
-	v, _ := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
+	v, _ := s.Sync(ctx, pool.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, pool.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
 	if !v.Agreed || v.PoolSize != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, pool.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	v, _ = s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, pool.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
 	if v.Live != 1 || v.Agreed {
 		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
 	}
 	s.SetAvailable(false)
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
 		t.Fatalf("down store: %v", err)
 	}
 }
@@ -301,7 +302,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := memstore.New(clk)
 	ctx := context.Background()
-	for _, r := range []ratelimit.Report{
+	for _, r := range []pool.Report{
 		{ID: "short", StaleAfter: time.Second},
 		{ID: "default"}, // ratelimit.DefaultStaleAfter, 2s
 		{ID: "long", StaleAfter: 3 * time.Second},
@@ -320,7 +321,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 		{3*time.Second + time.Millisecond, "[watcher]"},
 	} {
 		clk.Set(time.Unix(1_700_000_000, 0).Add(step.at))
-		if _, err := s.Sync(ctx, ratelimit.Report{ID: "watcher", StaleAfter: time.Hour}); err != nil {
+		if _, err := s.Sync(ctx, pool.Report{ID: "watcher", StaleAfter: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		if got := fmt.Sprint(s.Members()); got != step.want {
@@ -357,7 +358,7 @@ func TestCrashedReplicaKeepsItsShareForItsLease(t *testing.T) {
 }
 
 // joinWith adds a replica with extra options.
-func (p *pool) joinWith(id string, cfg ratelimit.Config, opts ...ratelimit.Option) *ratelimit.Limiter {
+func (p *replicas) joinWith(id string, cfg ratelimit.Config, opts ...ratelimit.Option) *ratelimit.Limiter {
 	p.t.Helper()
 	link := &cuttable{Store: p.store}
 	opts = append([]ratelimit.Option{ratelimit.WithClock(p.clk), ratelimit.WithStore(link), ratelimit.WithReplicaID(id)}, opts...)
@@ -535,11 +536,11 @@ func TestEpochObserver(t *testing.T) {
 // skewed is a store whose clock runs ahead of the replica's by skew, as a Redis
 // on another host would.
 type skewed struct {
-	ratelimit.Store
+	pool.Store
 	skew time.Duration
 }
 
-func (s skewed) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+func (s skewed) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	v, err := s.Store.Sync(ctx, r)
 	v.Time = v.Time.Add(s.skew)
 	return v, err

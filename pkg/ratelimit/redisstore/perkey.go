@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 )
 
 var (
@@ -21,14 +22,14 @@ var (
 // the epoch; then Redis deletes them.
 const KeyLinger = 2 * time.Second
 
-var _ ratelimit.KeyStore = (*Store)(nil)
+var _ pool.KeyStore = (*Store)(nil)
 
 // KeyPrefix returns the base name of the store's per-key counts: the count of
 // message key k in epoch e is the string KeyPrefix():e:k, which expires
 // KeyLinger after the epoch ends.
 func (s *Store) KeyPrefix() string { return s.keyBase }
 
-// TakeKeys implements [ratelimit.KeyStore] with one run of a script
+// TakeKeys implements [pool.KeyStore] with one run of a script
 // (perkey.lua, EVALSHA), whatever the number of keys: it takes up to Want
 // tokens of each key in the epoch of Redis TIME, never more than max per key
 // per epoch over every replica, and returns Redis's time.

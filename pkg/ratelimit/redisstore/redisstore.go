@@ -1,4 +1,4 @@
-// Package redisstore is a [ratelimit.Store] in Redis: the replicas of a vertex,
+// Package redisstore is a [pool.Store] in Redis: the replicas of a vertex,
 // wherever they run, agree through it on who is in the pool, so that together
 // they stay under the vertex's limit.
 //
@@ -44,7 +44,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 )
 
 var (
@@ -58,11 +58,11 @@ var (
 )
 
 // Options tune a store. A replica's lease is not one of them: each replica
-// reports its own staleAfter at every sync (ratelimit.Report.StaleAfter).
+// reports its own staleAfter at every sync (pool.Report.StaleAfter).
 type Options struct {
 	// TTL is how long keys outlive the last sync (and at least twice the longest
 	// lease), and how long the pool of a replica that left is kept for resuming
-	// (0 for ratelimit.DefaultTTL).
+	// (0 for pool.DefaultTTL).
 	TTL time.Duration
 }
 
@@ -80,7 +80,7 @@ type Store struct {
 	closeErr  error
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ pool.Store = (*Store)(nil)
 
 // Open returns the pool of the vertex prefix in the Redis that conn describes,
 // through a client of its own, and pings Redis once within ctx to check the
@@ -127,7 +127,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 		return nil, errors.New("redisstore: empty key prefix")
 	}
 	if opts.TTL <= 0 {
-		opts.TTL = ratelimit.DefaultTTL
+		opts.TTL = pool.DefaultTTL
 	}
 	base := "sluice:{" + prefix + "}:"
 	return &Store{client: client, opts: opts, keyBase: base + "perkey",
@@ -137,8 +137,8 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 // Keys returns the store's keys.
 func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
-// Sync implements [ratelimit.Store] with one script run.
-func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, error) {
+// Sync implements [pool.Store] with one script run.
+func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0}
 	if sig := r.Signal; sig != nil {
 		cut := 0
@@ -156,18 +156,18 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 	}
 	vals, err := syncScript.Run(ctx, s.client, s.keys, args...).Slice()
 	if err != nil {
-		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
+		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
 	res, limits, err := syncResult(vals)
 	if err != nil {
-		return ratelimit.View{}, fmt.Errorf("redisstore: sync: %w", err)
+		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
 	var pause time.Time
 	if res[9] > 0 {
 		pause = time.UnixMicro(res[9])
 	}
-	return ratelimit.View{
-		Adaptation: ratelimit.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause},
+	return pool.View{
+		Adaptation: pool.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause},
 		Agreed:     res[0] == 1,
 		PoolSize:   int(res[1]),
 		Live:       int(res[2]),
@@ -180,8 +180,8 @@ func (s *Store) Sync(ctx context.Context, r ratelimit.Report) (ratelimit.View, e
 
 // syncResult reads the values of the sync script: ten numbers, then the two
 // last changes of the live limit as gen, spec, from.
-func syncResult(vals []any) ([]int64, []ratelimit.LiveLimit, error) {
-	const nums, limits = 10, ratelimit.MaxLiveLimits
+func syncResult(vals []any) ([]int64, []pool.LiveLimit, error) {
+	const nums, limits = 10, pool.MaxLiveLimits
 	if len(vals) != nums+3*limits {
 		return nil, nil, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits)
 	}
@@ -193,7 +193,7 @@ func syncResult(vals []any) ([]int64, []ratelimit.LiveLimit, error) {
 		}
 		res[i] = n
 	}
-	var ls []ratelimit.LiveLimit
+	var ls []pool.LiveLimit
 	for i := nums; i < len(vals); i += 3 {
 		gen, ok1 := vals[i].(int64)
 		spec, ok2 := vals[i+1].(string)
@@ -202,14 +202,14 @@ func syncResult(vals []any) ([]int64, []ratelimit.LiveLimit, error) {
 			return nil, nil, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
 		}
 		if gen > 0 {
-			ls = append(ls, ratelimit.LiveLimit{Gen: gen, Spec: spec, From: from})
+			ls = append(ls, pool.LiveLimit{Gen: gen, Spec: spec, From: from})
 		}
 	}
 	return res, ls, nil
 }
 
-// Leave implements [ratelimit.Store].
-func (s *Store) Leave(ctx context.Context, r ratelimit.Report) error {
+// Leave implements [pool.Store].
+func (s *Store) Leave(ctx context.Context, r pool.Report) error {
 	err := leaveScript.Run(ctx, s.client, s.keys, r.ID, strconv.FormatInt(max(r.Pool, 0), 10), s.opts.TTL.Milliseconds()).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: leave: %w", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 	"github.com/sluiceflow/sluice/pkg/secret"
@@ -37,9 +38,9 @@ func TestSyncAgreement(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
-	sync := func(id string, size int) ratelimit.View {
+	sync := func(id string, size int) pool.View {
 		t.Helper()
-		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
+		v, err := s.Sync(ctx, pool.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +86,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Second})
 	ctx := context.Background()
-	for _, r := range []ratelimit.Report{{ID: "short", StaleAfter: 200 * time.Millisecond}, {ID: "long", StaleAfter: time.Minute}} {
+	for _, r := range []pool.Report{{ID: "short", StaleAfter: 200 * time.Millisecond}, {ID: "long", StaleAfter: time.Minute}} {
 		if _, err := s.Sync(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		v, err := s.Sync(ctx, ratelimit.Report{ID: "watcher", StaleAfter: time.Minute})
+		v, err := s.Sync(ctx, pool.Report{ID: "watcher", StaleAfter: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,18 +117,18 @@ func TestLeaveAndResume(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: 2 * time.Second})
 	ctx := context.Background()
-	s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 0})
-	s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 0})
-	if err := s.Leave(ctx, ratelimit.Report{ID: "a", Pool: 42_500}); err != nil {
+	s.Sync(ctx, pool.Report{ID: "a", PoolSize: 0})
+	s.Sync(ctx, pool.Report{ID: "b", PoolSize: 0})
+	if err := s.Leave(ctx, pool.Report{ID: "a", Pool: 42_500}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := s.Sync(ctx, ratelimit.Report{ID: "b", PoolSize: 1})
+	v, err := s.Sync(ctx, pool.Report{ID: "b", PoolSize: 1})
 	if err != nil || !v.Agreed || v.Live != 1 || v.Resume != 42_500 {
 		t.Fatalf("after a left: %+v, %v; want b alone and the pool a saved", v, err)
 	}
 	// Leaving without a pool keeps the saved one.
-	s.Leave(ctx, ratelimit.Report{ID: "b"})
-	if v, _ := s.Sync(ctx, ratelimit.Report{ID: "c"}); v.Resume != 42_500 {
+	s.Leave(ctx, pool.Report{ID: "b"})
+	if v, _ := s.Sync(ctx, pool.Report{ID: "c"}); v.Resume != 42_500 {
 		t.Fatalf("resume %d after a leave without a pool", v.Resume)
 	}
 	if ttl := srv.Do(t, "PTTL", s.Keys()[3]).(int64); ttl <= 0 || ttl > 2000 {
@@ -141,10 +142,10 @@ func TestVerticesDoNotShareState(t *testing.T) {
 	b := newStore(t, srv, "pipe-b", redisstore.Options{})
 	ctx := context.Background()
 	for range 2 {
-		a.Sync(ctx, ratelimit.Report{ID: "x", PoolSize: 1})
-		a.Sync(ctx, ratelimit.Report{ID: "y", PoolSize: 1})
+		a.Sync(ctx, pool.Report{ID: "x", PoolSize: 1})
+		a.Sync(ctx, pool.Report{ID: "y", PoolSize: 1})
 	}
-	v, _ := b.Sync(ctx, ratelimit.Report{ID: "z", PoolSize: 0})
+	v, _ := b.Sync(ctx, pool.Report{ID: "z", PoolSize: 0})
 	if v.Live != 1 {
 		t.Fatalf("vertex b sees %d replicas; want only its own", v.Live)
 	}
@@ -159,11 +160,11 @@ func TestScriptsReloadAfterFlush(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Do(t, "SCRIPT", "FLUSH")
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
 		t.Fatalf("after SCRIPT FLUSH: %v", err)
 	}
 }
@@ -281,7 +282,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -290,7 +291,7 @@ func TestClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err == nil {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err == nil {
 		t.Fatal("Sync after Close worked; want the client Open made closed")
 	}
 	// A store on the caller's client leaves the client alone.
@@ -299,7 +300,7 @@ func TestClose(t *testing.T) {
 	if err := mine.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mine.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+	if _, err := mine.Sync(ctx, pool.Report{ID: "a"}); err != nil {
 		t.Fatalf("Sync on the caller's client after Close: %v", err)
 	}
 }
@@ -351,7 +352,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("with the CA: %v", err)
 	}
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
 		t.Fatalf("sync over TLS: %v", err)
 	}
 	// Without the test's CA, the system's roots do not trust the server.
@@ -370,13 +371,13 @@ func TestSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, ratelimit.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
 		t.Fatalf("through the sentinels: %v", err)
 	}
 	sn.Failover(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, err := s.Sync(ctx, ratelimit.Report{ID: "a", PoolSize: 1})
+		_, err := s.Sync(ctx, pool.Report{ID: "a", PoolSize: 1})
 		if err == nil {
 			break
 		}
@@ -388,24 +389,24 @@ func TestSentinel(t *testing.T) {
 }
 
 // TestSignalsAsTheGoStoreDoes runs a sequence of throttle signals through the
-// script and checks each view's adaptation against ratelimit.Adaptation's
+// script and checks each view's adaptation against pool.Adaptation's
 // rule applied at the store's time of that sync. The key expires with the
 // others.
 func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Minute})
 	ctx := context.Background()
-	v, err := s.Sync(ctx, ratelimit.Report{ID: "a"})
+	v, err := s.Sync(ctx, pool.Report{ID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Adaptation != (ratelimit.Adaptation{}) {
+	if v.Adaptation != (pool.Adaptation{}) {
 		t.Fatalf("adaptation before any signal: %+v; want none", v.Adaptation)
 	}
 	e := v.Time.Unix()
 	lead := 200 * time.Millisecond
-	var want ratelimit.Adaptation
-	for i, sig := range []*ratelimit.Signal{
+	var want pool.Adaptation
+	for i, sig := range []*pool.Signal{
 		{Epoch: e, Cut: true, Pool: 50_000, Lead: lead},
 		{Epoch: e, Cut: true, Pool: 25_000, Lead: lead}, // before the cut took effect
 		nil,
@@ -415,7 +416,7 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 		{Epoch: e + 5, Cut: true, Pool: 6_000, Lead: lead},                            // before the cut took effect
 		{Epoch: e + 6, Cut: true, Pool: 1_000_000_000_000_000, Lead: 2 * time.Second}, // the largest pool, a long lead
 	} {
-		v, err := s.Sync(ctx, ratelimit.Report{ID: "a", Signal: sig})
+		v, err := s.Sync(ctx, pool.Report{ID: "a", Signal: sig})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,10 +451,10 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 	for i := range 400 {
 		id := ids[rng.IntN(len(ids))]
 		if rng.IntN(30) == 0 {
-			if err := s.Leave(ctx, ratelimit.Report{ID: id}); err != nil {
+			if err := s.Leave(ctx, pool.Report{ID: id}); err != nil {
 				t.Fatal(err)
 			}
-			ref.Leave(ctx, ratelimit.Report{ID: id})
+			ref.Leave(ctx, pool.Report{ID: id})
 			delete(live, id)
 			continue
 		}
@@ -461,7 +462,7 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 		if rng.IntN(15) == 0 {
 			size = rng.IntN(len(ids) + 1)
 		}
-		r := ratelimit.Report{ID: id, PoolSize: size, StaleAfter: time.Minute}
+		r := pool.Report{ID: id, PoolSize: size, StaleAfter: time.Minute}
 		got, err := s.Sync(ctx, r)
 		if err != nil {
 			t.Fatal(err)
@@ -490,9 +491,9 @@ func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
-	sync := func(id string, lease time.Duration) ratelimit.View {
+	sync := func(id string, lease time.Duration) pool.View {
 		t.Helper()
-		v, err := s.Sync(ctx, ratelimit.Report{ID: id, PoolSize: 2, StaleAfter: lease})
+		v, err := s.Sync(ctx, pool.Report{ID: id, PoolSize: 2, StaleAfter: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -559,24 +560,24 @@ func redisTime(t *testing.T, srv *redistest.Server) time.Time {
 }
 
 // TestLiveLimitsAsTheGoStoreDoes proposes changes of the live limit through
-// the script and checks each view against ratelimit.ProposeLimit, the rule.
+// the script and checks each view against pool.ProposeLimit, the rule.
 func TestLiveLimitsAsTheGoStoreDoes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Minute})
 	ctx := context.Background()
 	lead := 500 * time.Millisecond
-	var want []ratelimit.LiveLimit
+	var want []pool.LiveLimit
 	for i, spec := range []string{"", `{"max":300}`, `{"max":300}`, "", `{"max":600}`, `{"max":150}`, `{"max":150}`, `{"max":"é"}`} {
-		r := ratelimit.Report{ID: "a"}
+		r := pool.Report{ID: "a"}
 		if spec != "" {
-			r.Limit = &ratelimit.LimitChange{Spec: spec, Lead: lead}
+			r.Limit = &pool.LimitChange{Spec: spec, Lead: lead}
 		}
 		v, err := s.Sync(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.Limit != nil {
-			want = ratelimit.ProposeLimit(want, *r.Limit, v.Time)
+			want = pool.ProposeLimit(want, *r.Limit, v.Time)
 		}
 		if fmt.Sprint(v.Limits) != fmt.Sprint(want) {
 			t.Fatalf("sync %d proposing %q: %v; want %v", i, spec, v.Limits, want)

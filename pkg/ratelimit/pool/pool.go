@@ -1,9 +1,42 @@
-package ratelimit
+// Package pool is how the replicas of a rate-limited vertex agree on their
+// pool through a store: the [Store] a replica syncs with, what it reports
+// ([Report]) and learns ([View]) at each sync, and the rules every store
+// applies the same way: the lease of a replica, the cut and the pause of a
+// throttle signal ([Adaptation.Signaled]), and the epoch a live change of
+// the limit applies from ([ProposeLimit]). Per-key limits count in a
+// [KeyStore].
+//
+// Package ratelimit's Limiter is the replica's side; memstore and redisstore
+// are stores. Epochs are whole seconds of the store's clock.
+package pool
 
 import (
 	"context"
 	"time"
 )
+
+// epochNanos is the length of an epoch.
+const epochNanos = int64(time.Second)
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// DefaultStaleAfter is the default lease of a replica with its store.
+const DefaultStaleAfter = 2 * time.Second
+
+// Lease returns the lease a StaleAfter of d gives: d, or DefaultStaleAfter
+// for 0 (or less).
+func Lease(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultStaleAfter
+	}
+	return d
+}
 
 // Store is where the replicas of one vertex agree on who is in the pool. Tokens are
 // never counted in the store: each replica computes its own share of the pool from
@@ -53,7 +86,7 @@ type Report struct {
 
 // Lease returns the replica's lease: StaleAfter, or DefaultStaleAfter when
 // it is 0.
-func (r Report) Lease() time.Duration { return leaseOf(r.StaleAfter) }
+func (r Report) Lease() time.Duration { return Lease(r.StaleAfter) }
 
 // Signal is a throttle signal as a replica reports it to its store: what the
 // vertex protects said it is rate limited (see [Limiter.Signal]).
@@ -123,4 +156,66 @@ type View struct {
 	// Limits is the last changes of the live limit, oldest first, at most
 	// [MaxLiveLimits].
 	Limits []LiveLimit
+}
+
+// LimitChange is a change of the live limit a replica reports to its store.
+type LimitChange struct {
+	// Spec is the live settings, encoded: equal settings encode equally.
+	Spec string
+	// Lead is how long the replicas need to learn of the change: it applies
+	// from the first epoch that begins at least Lead after the store takes it.
+	Lead time.Duration
+}
+
+// LiveLimit is one change of the live limit as a store keeps it.
+type LiveLimit struct {
+	// Gen numbers the changes of the store, from 1.
+	Gen int64
+	// Spec is the live settings ([LimitChange.Spec]).
+	Spec string
+	// From is the epoch from which the change applies.
+	From int64
+}
+
+// MaxLiveLimits is how many of the last changes a store keeps and returns:
+// a replica that learns two at one sync applies each at its epoch.
+const MaxLiveLimits = 2
+
+// ProposeLimit returns a store's changes, oldest first, after a replica
+// proposed c at the store's time now: unchanged when c's settings are those
+// of the last change, else with a new change that applies from the first
+// epoch beginning at least c.Lead after now, and after the last change's
+// epoch. At most [MaxLiveLimits] are kept.
+func ProposeLimit(limits []LiveLimit, c LimitChange, now time.Time) []LiveLimit {
+	var last LiveLimit
+	if n := len(limits); n > 0 {
+		last = limits[n-1]
+		if last.Spec == c.Spec {
+			return limits
+		}
+	}
+	from := max(floorDiv(now.Add(c.Lead).UnixNano(), epochNanos)+1, last.From+1)
+	limits = append(limits, LiveLimit{Gen: last.Gen + 1, Spec: c.Spec, From: from})
+	if n := len(limits); n > MaxLiveLimits {
+		limits = append([]LiveLimit(nil), limits[n-MaxLiveLimits:]...)
+	}
+	return limits
+}
+
+// KeyRequest asks for Want tokens of Key.
+type KeyRequest struct {
+	Key  string
+	Want int
+}
+
+// KeyStore counts tokens per key per epoch for every replica of a vertex.
+// Implementations are safe for concurrent use; the Redis one is
+// redisstore.Store.
+type KeyStore interface {
+	// TakeKeys takes, for each of reqs (whose keys are distinct), up to Want
+	// tokens of its key in the store's current epoch, so that no key gets
+	// more than max in one epoch over all callers, and writes the grants to
+	// granted (as long as reqs). It returns the store's time, whose whole
+	// seconds are the epoch of the grants. One call is one round trip.
+	TakeKeys(ctx context.Context, max int64, reqs []KeyRequest, granted []int) (time.Time, error)
 }
