@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
 
@@ -417,7 +419,7 @@ func TestDefaults(t *testing.T) {
 			r.Pacing != nil || r.TTL != nil || r.ResumedRampUp != nil || r.Store != nil || r.Modes != nil {
 			t.Errorf("unset fields are set: %+v", r)
 		}
-		if ratelimit.DefaultMin != 1 || ratelimit.DefaultRampUpDuration != time.Second || ratelimit.DefaultTTL != 180*time.Second ||
+		if ratelimit.DefaultMin != 1 || ratelimit.DefaultRampUpDuration != time.Second || pool.DefaultTTL != 180*time.Second ||
 			ratelimit.DefaultStaleAfter != 2*time.Second || ratelimit.DefaultSyncInterval != 100*time.Millisecond {
 			t.Error("rateLimit defaults changed")
 		}
@@ -844,7 +846,7 @@ spec:
 // the getters give 0, which it takes for its defaults.
 func TestJetStreamGetters(t *testing.T) {
 	var unset *JetStreamISB
-	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || unset.GetStorage() != FileStorage {
+	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || unset.GetStorage() != jetstream.FileStorage {
 		t.Errorf("nil getters: ackWait %v, duplicates %v, frameSize %d, storage %v",
 			unset.GetAckWait(), unset.GetDuplicates(), unset.GetFrameSize(), unset.GetStorage())
 	}

@@ -5,7 +5,8 @@ import "github.com/sluiceflow/sluice/internal/enum"
 // The config's enumerations that no package below config defines. The others
 // are the types of the packages that act on them: rateLimit.onStoreFailure is
 // a [ratelimit.StoreFailurePolicy], an edge's onFull a [route.OnFull] and its
-// tags operator a [route.Operator], a JetStream source's deliver_policy a
+// tags operator a [route.Operator], isb.jetstream.storage a
+// [jetstream.Storage], a JetStream source's deliver_policy a
 // [jsconsumer.DeliverFrom] (a [jsconsumer.DeliverPolicy] and where it
 // starts). Each parses its YAML names with UnmarshalText, which rejects any
 // other name with an error listing them; the loader reports that error once,
@@ -57,27 +58,4 @@ func (f OnFailure) String() string { return enum.Name(onFailureNames[:], f, "OnF
 // UnmarshalText parses retry, fallback or drop, and rejects any other name.
 func (f *OnFailure) UnmarshalText(b []byte) error {
 	return enum.Parse(f, onFailureNames[:], b, "onFailure")
-}
-
-// Storage is where a JetStream ISB's streams keep their messages. The zero
-// value is [FileStorage], the default.
-type Storage uint8
-
-const (
-	// FileStorage keeps messages on the server's disk: they survive a server
-	// restart.
-	FileStorage Storage = iota
-	// MemoryStorage keeps messages in the server's memory: a server restart
-	// loses them.
-	MemoryStorage
-)
-
-var storageNames = [...]string{FileStorage: "file", MemoryStorage: "memory"}
-
-// String returns the YAML name: file or memory.
-func (s Storage) String() string { return enum.Name(storageNames[:], s, "Storage") }
-
-// UnmarshalText parses file or memory, and rejects any other name.
-func (s *Storage) UnmarshalText(b []byte) error {
-	return enum.Parse(s, storageNames[:], b, "storage")
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -26,7 +27,6 @@ func TestEnumNames(t *testing.T) {
 	}{
 		{"RedisMode", func() named { return new(RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
 		{"OnFailure", func() named { return new(OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
-		{"Storage", func() named { return new(Storage) }, []string{"file", "memory"}, "file or memory", "file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +54,7 @@ func TestEnumNames(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range []fmt.Stringer{RedisMode(7), OnFailure(7), Storage(7)} {
+	for _, v := range []fmt.Stringer{RedisMode(7), OnFailure(7)} {
 		if got := v.String(); !strings.HasSuffix(got, "(7)") {
 			t.Errorf("%T(7).String() = %q", v, got)
 		}
@@ -104,7 +104,7 @@ spec:
 
 func TestEnumFields(t *testing.T) {
 	s := mustParse(t, enumPipeline).Pipeline.Spec
-	if got := s.ISB.JetStream.GetStorage(); got != MemoryStorage {
+	if got := s.ISB.JetStream.GetStorage(); got != jetstream.MemoryStorage {
 		t.Errorf("storage = %v, want memory", got)
 	}
 	rl := s.Limits.RateLimit
@@ -124,7 +124,7 @@ func TestEnumFields(t *testing.T) {
 
 	// Unset, the getters give the defaults.
 	var js *JetStreamISB
-	if got := js.GetStorage(); got != FileStorage {
+	if got := js.GetStorage(); got != jetstream.FileStorage {
 		t.Errorf("nil GetStorage() = %v, want file", got)
 	}
 	if got := (&Edge{}).GetOnFull(); got != route.RetryUntilSuccess {

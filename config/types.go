@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/source"
@@ -555,9 +556,9 @@ type JetStreamISB struct {
 	Token    *SecretKeySelector `yaml:"token"`
 	TLS      *TLS               `yaml:"tls"`
 	// Storage is file (default) or memory.
-	Storage *Storage `yaml:"storage"`
+	Storage *jetstream.Storage `yaml:"storage"`
 	// AckWait is how long a message read and not acked waits before it is
-	// delivered again (default: the jetstream package's DefaultAckWait).
+	// delivered again (default: [jsconsumer.DefaultAckWait]).
 	AckWait *Duration `yaml:"ackWait"`
 	// Duplicates is the window in which a message written twice is stored once
 	// (default: the jetstream package's DefaultDuplicateWindow).
@@ -567,16 +568,16 @@ type JetStreamISB struct {
 	FrameSize *uint32 `yaml:"frameSize"`
 }
 
-// GetStorage returns storage or its default, [FileStorage].
-func (j *JetStreamISB) GetStorage() Storage {
+// GetStorage returns storage or its default, [jetstream.FileStorage].
+func (j *JetStreamISB) GetStorage() jetstream.Storage {
 	if j == nil || j.Storage == nil {
-		return FileStorage
+		return jetstream.FileStorage
 	}
 	return *j.Storage
 }
 
 // GetAckWait returns ackWait, or 0 when it is not set: the ISB then applies
-// its default, [github.com/sluiceflow/sluice/pkg/isb/jetstream.DefaultAckWait].
+// its default, [jsconsumer.DefaultAckWait].
 func (j *JetStreamISB) GetAckWait() time.Duration {
 	if j == nil || j.AckWait == nil {
 		return 0

@@ -83,10 +83,8 @@ func JetStreamConfig(p *config.Pipeline, log *zap.Logger) (jetstream.Config, err
 	}
 	js := p.Spec.ISB.JetStream
 	cfg := jetstream.Config{URL: js.URL, Name: "sluice-" + p.Metadata.Name, AckWait: js.GetAckWait(),
-		DuplicateWindow: js.GetDuplicates(), FrameSize: js.GetFrameSize(), Logger: log.Named("jetstream")}
-	if js.GetStorage() == config.MemoryStorage {
-		cfg.Storage = jetstream.MemoryStorage
-	}
+		DuplicateWindow: js.GetDuplicates(), FrameSize: js.GetFrameSize(), Storage: js.GetStorage(),
+		Logger: log.Named("jetstream")}
 	var err error
 	for _, s := range []struct {
 		sel   *config.SecretKeySelector
