@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -44,38 +44,9 @@ func simulateConfigFromFile(path, vertex string) (ratelimit.Config, error) {
 	return rl.LimiterConfig(), nil
 }
 
-// overrideConfig returns base with the fields whose flags were set taken from
-// flags.
-func overrideConfig(base, flags ratelimit.Config, mode ratelimit.Mode, set func(string) bool) ratelimit.Config {
-	if set("max") {
-		base.Max = flags.Max
-	}
-	if set("min") {
-		base.Min = flags.Min
-	}
-	if set("ramp-up") {
-		base.RampUpDuration = flags.RampUpDuration
-	}
-	if set("mode") {
-		base.Mode = mode
-	}
-	if set("threshold") {
-		base.ThresholdPercentage = flags.ThresholdPercentage
-	}
-	if set("cool-down") {
-		base.CoolDownPeriod = flags.CoolDownPeriod
-	}
-	if set("ramp-down") {
-		base.RampDownPercentage = flags.RampDownPercentage
-	}
-	if set("cut") {
-		base.CutPercentage = flags.CutPercentage
-	}
-	return base
-}
-
 // simFlags maps the limiter's config fields to the flags that set them, so that
-// config errors name the flag the user typed.
+// config errors name the flag the user typed, and so that the flags given
+// beside -f override the file's fields.
 var simFlags = map[string]string{
 	"Max":                 "--max",
 	"Min":                 "--min",
@@ -87,6 +58,18 @@ var simFlags = map[string]string{
 	"CutPercentage":       "--cut",
 }
 
+// overrideConfig returns base with the fields whose flags were set taken from
+// flags.
+func overrideConfig(base, flags ratelimit.Config, set func(string) bool) ratelimit.Config {
+	b, f := reflect.ValueOf(&base).Elem(), reflect.ValueOf(flags)
+	for field, flag := range simFlags {
+		if set(strings.TrimPrefix(flag, "--")) {
+			b.FieldByName(field).Set(f.FieldByName(field))
+		}
+	}
+	return base
+}
+
 func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("simulate", `usage: vertex simulate (--max N | -f FILE) --demand LIST [flags]
 
@@ -96,17 +79,16 @@ limit from a MonoVertex or Pipeline YAML (the pipeline's, or --vertex's); flags
 given with it override its fields. --signals adds throttle signals, as a
 downstream answering 429 would send them, and turns adaptive throttling on.
 --change K:FILE replays a live change of the config to FILE's rate limit
-(its `+liveSettings()+`), as vertex run applies it:
+(its `+simulate.LiveSettings()+`), as vertex run applies it:
 epoch K is the first under it; give it once per change.
 
 flags:
 `)
 	cfg := ratelimit.DefaultConfig(0)
-	var mode ratelimit.Mode
 	fs.Int64Var(&cfg.Max, "max", 0, "most tokens per second for the whole vertex (required)")
 	fs.Int64Var(&cfg.Min, "min", ratelimit.DefaultMin, "tokens per second at start")
 	fs.DurationVar(&cfg.RampUpDuration, "ramp-up", ratelimit.DefaultRampUpDuration, "time to ramp from min to max (0: start at max)")
-	fs.TextVar(&mode, "mode", ratelimit.Relaxed, "ramp mode: relaxed, scheduled, onlyIfUsed or goBackN")
+	fs.TextVar(&cfg.Mode, "mode", ratelimit.Relaxed, "ramp mode: relaxed, scheduled, onlyIfUsed or goBackN")
 	fs.IntVar(&cfg.ThresholdPercentage, "threshold", ratelimit.DefaultThresholdPercentage, "onlyIfUsed/goBackN: utilization percentage to ramp up")
 	fs.DurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
 	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
@@ -115,7 +97,7 @@ flags:
 	file := fs.String("f", "", "take the rate limit from this MonoVertex or Pipeline YAML")
 	vertex := fs.String("vertex", "", "with -f and a Pipeline: the vertex whose rate limit to use")
 	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call (required), e.g. "10,20,,60"`)
-	format := fs.String("format", "table", "output format: table or csv")
+	formatArg := fs.String("format", "table", "output format: table or csv")
 	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
 	var changeArgs changeFlags
 	fs.Var(&changeArgs, "change", "K:FILE: from epoch K, the rate limit of FILE (a live change; repeatable)")
@@ -128,18 +110,16 @@ flags:
 			return err
 		}
 		// Flags given beside -f override the file's fields.
-		cfg = overrideConfig(fileCfg, cfg, mode, fs.isSet)
-	} else {
-		cfg.Mode = mode
-		if !fs.isSet("max") {
-			return usagef("simulate: --max (or -f FILE) is required")
-		}
+		cfg = overrideConfig(fileCfg, cfg, fs.isSet)
+	} else if !fs.isSet("max") {
+		return usagef("simulate: --max (or -f FILE) is required")
 	}
 	if !fs.isSet("demand") {
 		return usagef("simulate: --demand is required")
 	}
-	if *format != "table" && *format != "csv" {
-		return usagef("simulate: --format (%q) must be table or csv", *format)
+	var format simulate.Format
+	if err := format.UnmarshalText([]byte(*formatArg)); err != nil {
+		return usagef("simulate: --format (%q) must be table or csv", *formatArg)
 	}
 	demand, err := simulate.ParseDemand(*demandArg)
 	if err != nil {
@@ -153,7 +133,7 @@ flags:
 		cfg.Adaptive = true
 	}
 	if err := cfg.Validate(); err != nil {
-		return &usageError{msg: "simulate: " + renderConfigError(err, simFlags)}
+		return &usageError{msg: "simulate: " + simulate.RenderConfigError(err, simFlags)}
 	}
 	// What the flags set beside -f, and --signals, hold for the changes too.
 	same := func(c *ratelimit.Config) {
@@ -168,7 +148,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	return writeSimulation(stdout, cfg, demand, signals, changes, *format, *plotPath)
+	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Demand: demand, Signals: signals, Changes: changes}, format, *plotPath)
 }
 
 // changeFlags are the --change K:FILE flags of simulate.
@@ -200,7 +180,7 @@ func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same
 			return nil, usagef("simulate: --change (%q): %v", arg, err)
 		}
 		same(&cfg)
-		if err := notLive(base, cfg); err != nil {
+		if err := simulate.CheckLive(base, cfg); err != nil {
 			return nil, usagef("simulate: --change (%q): %v", arg, err)
 		}
 		out = append(out, ratelimit.SimChange{Epoch: n, Config: cfg})
@@ -208,87 +188,23 @@ func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same
 	return out, nil
 }
 
-// notLive returns an error naming the first setting of next that differs
-// from base and cannot change live, by its YAML name, or nil.
-func notLive(base, next ratelimit.Config) error {
-	l, err := ratelimit.New(base)
+// writeSimulation writes sim's epochs to stdout in format, and as a PNG
+// chart to plotPath when it is set.
+func writeSimulation(stdout io.Writer, sim simulate.Simulation, format simulate.Format, plotPath string) error {
+	if plotPath == "" {
+		return sim.Write(stdout, format, nil)
+	}
+	// Open the chart's file first, so that a bad path fails before any output.
+	plotFile, err := os.Create(plotPath)
 	if err != nil {
+		return usagef("simulate: --plot (%q): %v", plotPath, errors.Unwrap(err))
+	}
+	defer plotFile.Close()
+	var ce *simulate.ChartError
+	if err := sim.Write(stdout, format, plotFile); errors.As(err, &ce) {
+		return fmt.Errorf("simulate: --plot (%q): %w", plotPath, ce.Err)
+	} else if err != nil {
 		return err
 	}
-	defer l.Close(context.Background())
-	err = l.Update(next)
-	var nl *ratelimit.NotLiveError
-	if errors.As(err, &nl) {
-		f, _ := ratelimit.FieldOf(nl.Field)
-		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", f.YAML, nl.New, nl.Old)
-	}
-	return err
-}
-
-// liveSettings lists the settings of a rate limit that can change live, by
-// their YAML names: "max, min, ... and shadow".
-func liveSettings() string {
-	names := ratelimit.LiveYAML()
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-// writeSimulation simulates cfg under demand and signals and writes the epochs in format
-// (table or csv), and as a PNG chart to plotPath when it is set.
-func writeSimulation(stdout io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration, changes []ratelimit.SimChange, format, plotPath string) error {
-	var plotFile *os.File
-	if plotPath != "" {
-		// Open the chart's file first, so that a bad path fails before any output.
-		var err error
-		if plotFile, err = os.Create(plotPath); err != nil {
-			return usagef("simulate: --plot (%q): %v", plotPath, errors.Unwrap(err))
-		}
-		defer plotFile.Close()
-	}
-	epochs, err := ratelimit.SimulateChanges(cfg, demand, signals, changes)
-	if err != nil {
-		return err
-	}
-	if format == "csv" {
-		err = simulate.WriteCSV(stdout, cfg.Mode, epochs)
-	} else {
-		err = simulate.WriteTable(stdout, cfg, epochs)
-	}
-	if err != nil {
-		return err
-	}
-	if plotFile != nil {
-		if err := simulate.WritePNG(plotFile, cfg, epochs); err != nil {
-			return fmt.Errorf("simulate: --plot (%q): %w", plotPath, err)
-		}
-		return plotFile.Close()
-	}
-	return nil
-}
-
-// renderConfigError lists every field error of a config with the caller's names.
-func renderConfigError(err error, names map[string]string) string {
-	name := func(f string) string {
-		if n, ok := names[f]; ok {
-			return n
-		}
-		return f
-	}
-	var msgs []string
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		var fe *ratelimit.FieldError
-		if errors.As(err, &fe) {
-			msgs = append(msgs, fe.Render(name))
-			return
-		}
-		msgs = append(msgs, err.Error())
-	}
-	walk(err)
-	return strings.Join(msgs, "; ")
+	return plotFile.Close()
 }

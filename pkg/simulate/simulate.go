@@ -1,6 +1,3 @@
-// Package simulate shows what the rate limiter does on a simulated clock, as
-// `vertex simulate` prints it: [ratelimit.Simulate] runs it, and the epochs go
-// out as a table, as CSV or as a PNG chart.
 package simulate
 
 import (

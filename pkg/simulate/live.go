@@ -1,0 +1,67 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// CheckLive returns an error when next differs from base in a setting that
+// cannot change while a replica runs, naming the first by its YAML path:
+// "adaptive.cutPercentage (20, was 50) cannot change while a replica runs";
+// or base's own error when it is not valid; or nil.
+func CheckLive(base, next ratelimit.Config) error {
+	l, err := ratelimit.New(base)
+	if err != nil {
+		return err
+	}
+	defer l.Close(context.Background())
+	err = l.Update(next)
+	var nl *ratelimit.NotLiveError
+	if errors.As(err, &nl) {
+		f, _ := ratelimit.FieldOf(nl.Field)
+		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", f.YAML, nl.New, nl.Old)
+	}
+	return err
+}
+
+// LiveSettings lists the settings of a rate limit that can change live, by
+// their YAML names: "max, min, rampUpDuration, modes and shadow".
+func LiveSettings() string {
+	names := ratelimit.LiveYAML()
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// RenderConfigError lists, on one line, every error of a
+// [ratelimit.Config.Validate] error, a [*ratelimit.FieldError] naming its
+// field by names (by the field's name in Go when names has none; the flag
+// that set it, for a command line), any other by its text.
+func RenderConfigError(err error, names map[string]string) string {
+	name := func(f string) string {
+		if n, ok := names[f]; ok {
+			return n
+		}
+		return f
+	}
+	var msgs []string
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var fe *ratelimit.FieldError
+		if errors.As(err, &fe) {
+			msgs = append(msgs, fe.Render(name))
+			return
+		}
+		msgs = append(msgs, err.Error())
+	}
+	walk(err)
+	return strings.Join(msgs, "; ")
+}

@@ -1,0 +1,77 @@
+package simulate
+
+import (
+	"io"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/enum"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// Format is the text form of a simulation's epochs.
+type Format uint8
+
+const (
+	// Table, the zero value, is [WriteTable]'s.
+	Table Format = iota
+	// CSV is [WriteCSV]'s.
+	CSV
+)
+
+var formatNames = [...]string{Table: "table", CSV: "csv"}
+
+// String returns the format's name: table or csv.
+func (f Format) String() string { return enum.Name(formatNames[:], f, "Format") }
+
+// UnmarshalText sets f to the format named text, table or csv; any other
+// name is an error listing them.
+func (f *Format) UnmarshalText(text []byte) error {
+	return enum.Parse(f, formatNames[:], text, "format")
+}
+
+// Simulation is one run of the rate limiter on a simulated clock.
+type Simulation struct {
+	// Config is the limit from the first epoch.
+	Config ratelimit.Config
+	// Demand is the tokens asked per epoch, [ratelimit.NoCall] for an epoch
+	// without a call.
+	Demand []int
+	// Signals are the throttle signals after each epoch's call
+	// ([ratelimit.NoSignal] for none); nil is none.
+	Signals []time.Duration
+	// Changes are live changes of the limit, each from an epoch from 2 to
+	// len(Demand); see [CheckLive].
+	Changes []ratelimit.SimChange
+}
+
+// ChartError is an error of [Simulation.Write] writing the chart; its text
+// is the error's, Err.
+type ChartError struct{ Err error }
+
+// Error returns Err's text.
+func (e *ChartError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ChartError) Unwrap() error { return e.Err }
+
+// Write runs s and writes its epochs to w in format, and then, when chart is
+// not nil, a PNG chart of them to chart, whose error is a [*ChartError]. When
+// the simulation fails, nothing is written.
+func (s Simulation) Write(w io.Writer, format Format, chart io.Writer) error {
+	epochs, err := ratelimit.SimulateChanges(s.Config, s.Demand, s.Signals, s.Changes)
+	if err != nil {
+		return err
+	}
+	if format == CSV {
+		err = WriteCSV(w, s.Config.Mode, epochs)
+	} else {
+		err = WriteTable(w, s.Config, epochs)
+	}
+	if err != nil || chart == nil {
+		return err
+	}
+	if err := WritePNG(chart, s.Config, epochs); err != nil {
+		return &ChartError{Err: err}
+	}
+	return nil
+}
