@@ -148,7 +148,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Demand: demand, Signals: signals, Changes: changes}, format, *plotPath)
+	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes}}, format, *plotPath)
 }
 
 // changeFlags are the --change K:FILE flags of simulate.

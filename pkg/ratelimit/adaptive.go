@@ -1,9 +1,10 @@
 package ratelimit
 
 import (
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"go.uber.org/zap"
 )

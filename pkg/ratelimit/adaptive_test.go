@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 )

@@ -3,8 +3,9 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 )

@@ -99,7 +99,7 @@ func ExampleWithStore() {
 // Simulate shows a ramp epoch by epoch, as `vertex simulate` does.
 func ExampleSimulate() {
 	cfg := ratelimit.Config{Max: 50, Min: 10, RampUpDuration: 4 * time.Second, Mode: ratelimit.OnlyIfUsed, ThresholdPercentage: 100}
-	epochs, _ := ratelimit.Simulate(cfg, []int{10, 5, 20, ratelimit.NoCall, 30})
+	epochs, _ := ratelimit.Simulate(cfg, ratelimit.Scenario{Demand: []int{10, 5, 20, ratelimit.NoCall, 30}})
 	for _, e := range epochs {
 		if e.Called {
 			fmt.Printf("epoch %d: pool %.0f, granted %d\n", e.Epoch, float64(e.PoolMilli)/1000, e.Granted)

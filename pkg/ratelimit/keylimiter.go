@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"container/list"
 	"context"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"go.uber.org/zap"
 

@@ -2,10 +2,11 @@ package ratelimit
 
 import (
 	"context"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"go.uber.org/zap"
 

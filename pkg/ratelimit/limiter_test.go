@@ -3,11 +3,12 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"go.uber.org/goleak"
 

@@ -3,9 +3,10 @@ package ratelimit
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"reflect"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"go.uber.org/zap"
 )

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 )
 
 // granted takes all it can in each of n epochs and returns what each granted.

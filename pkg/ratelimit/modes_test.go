@@ -165,7 +165,7 @@ func FuzzRamp(f *testing.F) {
 				d[i] = int(b) * int(1+maxT/200)
 			}
 		}
-		got, err := Simulate(cfg, d)
+		got, err := Simulate(cfg, Scenario{Demand: d})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,11 +2,12 @@ package ratelimit
 
 import (
 	"fmt"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"go.uber.org/zap"
 

@@ -2,9 +2,10 @@ package ratelimit
 
 import (
 	"errors"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"strconv"
 	"strings"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 )

@@ -44,7 +44,7 @@ func TestSeedTables(t *testing.T) {
 			for i, r := range rows {
 				demand[i] = r.used
 			}
-			got, err := Simulate(tt.cfg, demand)
+			got, err := Simulate(tt.cfg, Scenario{Demand: demand})
 			if err != nil {
 				t.Fatal(err)
 			}

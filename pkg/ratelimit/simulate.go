@@ -50,26 +50,29 @@ const NoSignal = time.Duration(-1)
 // is whole second i-1 after it.
 var simStart = time.Unix(1_700_000_000, 0)
 
-// Simulate runs a real Limiter for cfg on a manual clock, one epoch per entry of
-// demand: in epoch i it acquires demand[i] tokens in one call (none when the entry
-// is [NoCall]) and uses all it gets. Pacing, which changes when in an epoch tokens
-// come but not how many, is left out.
-func Simulate(cfg Config, demand []int) ([]SimEpoch, error) {
-	return SimulateSignals(cfg, demand, nil)
+// Scenario is what happens to a simulated limiter, epoch by epoch: the tokens
+// asked, the throttle signals after the calls, and live changes of the limit.
+type Scenario struct {
+	// Demand is the tokens asked in each epoch, in one call; [NoCall] for
+	// an epoch without a call. Its length is the simulation's.
+	Demand []int
+	// Signals[i], when there is one and it is not [NoSignal], is given to
+	// [Limiter.Signal] after epoch i's call. Signals need cfg.Adaptive to do
+	// anything; nil is none.
+	Signals []time.Duration
+	// Changes are live changes of the limit, as a replica applies a change of
+	// its config file (see [Limiter.Update]). A change's epoch must be 2 or
+	// more and within Demand, and its config may differ from the first only
+	// where [Limiter.Update] allows.
+	Changes []SimChange
 }
 
-// SimulateSignals is [Simulate] with a throttle signal list: signals[i] (when
-// there is one, and not [NoSignal]) is given to [Limiter.Signal] after epoch
-// i's call. Signals need cfg.Adaptive to do anything.
-func SimulateSignals(cfg Config, demand []int, signals []time.Duration) ([]SimEpoch, error) {
-	return SimulateChanges(cfg, demand, signals, nil)
-}
-
-// SimulateChanges is [SimulateSignals] with live changes of the limit, as a
-// replica applies a change of its config file (see [Limiter.Update]). A
-// change's epoch must be 2 or more and within demand, and its config may
-// differ from cfg only where [Limiter.Update] allows.
-func SimulateChanges(cfg Config, demand []int, signals []time.Duration, changes []SimChange) ([]SimEpoch, error) {
+// Simulate runs a real Limiter for cfg on a manual clock through a scenario,
+// one epoch per entry of sc.Demand: in epoch i it acquires sc.Demand[i]
+// tokens in one call and uses all it gets. Pacing, which changes when in an
+// epoch tokens come but not how many, is left out.
+func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
+	demand, signals, changes := sc.Demand, sc.Signals, sc.Changes
 	cfg.Pacing = 0
 	for i, d := range demand {
 		if d < NoCall {

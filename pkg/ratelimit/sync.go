@@ -2,8 +2,9 @@ package ratelimit
 
 import (
 	"context"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 

@@ -17,7 +17,7 @@ func ExampleSimulation_Write() {
 	if err != nil {
 		panic(err)
 	}
-	sim := simulate.Simulation{Config: cfg, Demand: demand}
+	sim := simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand}}
 	if err := sim.Write(os.Stdout, simulate.CSV, nil); err != nil {
 		panic(err)
 	}

@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"io"
-	"time"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -33,15 +32,9 @@ func (f *Format) UnmarshalText(text []byte) error {
 type Simulation struct {
 	// Config is the limit from the first epoch.
 	Config ratelimit.Config
-	// Demand is the tokens asked per epoch, [ratelimit.NoCall] for an epoch
-	// without a call.
-	Demand []int
-	// Signals are the throttle signals after each epoch's call
-	// ([ratelimit.NoSignal] for none); nil is none.
-	Signals []time.Duration
-	// Changes are live changes of the limit, each from an epoch from 2 to
-	// len(Demand); see [CheckLive].
-	Changes []ratelimit.SimChange
+	// Scenario is the demand, signals and live changes epoch by epoch; the
+	// changes can be checked first with [CheckLive].
+	ratelimit.Scenario
 }
 
 // ChartError is an error of [Simulation.Write] writing the chart; its text
@@ -58,7 +51,7 @@ func (e *ChartError) Unwrap() error { return e.Err }
 // not nil, a PNG chart of them to chart, whose error is a [*ChartError]. When
 // the simulation fails, nothing is written.
 func (s Simulation) Write(w io.Writer, format Format, chart io.Writer) error {
-	epochs, err := ratelimit.SimulateChanges(s.Config, s.Demand, s.Signals, s.Changes)
+	epochs, err := ratelimit.Simulate(s.Config, s.Scenario)
 	if err != nil {
 		return err
 	}

@@ -43,8 +43,8 @@ func TestSimulationWrite(t *testing.T) {
 	cfg.Min, cfg.RampUpDuration = 10, 2*time.Second
 	next := cfg
 	next.Max = 40
-	sim := Simulation{Config: cfg, Demand: []int{100, ratelimit.NoCall, 100, 100},
-		Changes: []ratelimit.SimChange{{Epoch: 4, Config: next}}}
+	sim := Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: []int{100, ratelimit.NoCall, 100, 100},
+		Changes: []ratelimit.SimChange{{Epoch: 4, Config: next}}}}
 	tests := []struct {
 		name   string
 		format Format
