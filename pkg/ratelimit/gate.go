@@ -55,7 +55,7 @@ func (s *Gate) Acquire(ctx context.Context, n int) (Grant, error) {
 func (s *Gate) top(g Grant, n int) Grant {
 	if v := n - g.Tokens; v > 0 {
 		if g.Tokens == 0 {
-			g.epoch, g.lane = s.l.state.Load().epoch, s.lane
+			g.epoch, g.from.lane = s.l.state.Load().epoch, s.lane
 		}
 		g.shadow, g.Tokens = v, n
 	}
@@ -75,16 +75,16 @@ func (s *Gate) Settle(g Grant, used int) Grant {
 	back := g.Tokens - used
 	backShadow := min(g.shadow, back)
 	if backReal := back - backShadow; backReal > 0 {
-		s.l.deposit(Grant{Tokens: g.Tokens - g.shadow, epoch: g.epoch, lane: g.lane}, backReal)
+		s.l.deposit(Grant{Tokens: g.Tokens - g.shadow, epoch: g.epoch, from: g.from}, backReal)
 	}
 	kept := g.shadow - backShadow
 	switch {
-	case !g.settled:
+	case !g.from.settled:
 		s.countShadow(g.epoch, int64(kept))
 	case backShadow > 0:
 		s.countShadow(g.epoch, -int64(backShadow))
 	}
-	return Grant{Tokens: used, epoch: g.epoch, lane: g.lane, shadow: kept, settled: true}
+	return Grant{Tokens: used, epoch: g.epoch, from: grantFrom{lane: g.from.lane, settled: true}, shadow: kept}
 }
 
 // countShadow counts n tokens kept in shadow (less when n is negative), in
