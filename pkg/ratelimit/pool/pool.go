@@ -68,7 +68,7 @@ type Report struct {
 	// PoolSize is the pool size the replica reports: 0 at its first sync, then the
 	// live count or agreed size it last learned.
 	PoolSize int
-	// StaleAfter is the replica's lease ([Config.StaleAfter]; 0 for
+	// StaleAfter is the replica's lease (ratelimit.Config.StaleAfter; 0 for
 	// [DefaultStaleAfter]): the store drops the replica once its last heartbeat is
 	// older than this, and the replica stops trusting its last view no later than
 	// that. Each replica's own lease applies to it, so the two cannot disagree.
@@ -80,7 +80,7 @@ type Report struct {
 	Signal *Signal
 	// Limit is a change of the live limit the replica proposes, if any, for
 	// the store to apply with [ProposeLimit]: its config at registration,
-	// then each [Limiter.Update].
+	// then each ratelimit.Limiter.Update.
 	Limit *LimitChange
 }
 
@@ -89,7 +89,7 @@ type Report struct {
 func (r Report) Lease() time.Duration { return Lease(r.StaleAfter) }
 
 // Signal is a throttle signal as a replica reports it to its store: what the
-// vertex protects said it is rate limited (see [Limiter.Signal]).
+// vertex protects said it is rate limited (see ratelimit.Limiter.Signal).
 type Signal struct {
 	// Epoch is the epoch the signal came in, by the replica's store clock.
 	Epoch int64
