@@ -1,0 +1,142 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// Summary describes a valid config in a few words: for a MonoVertex, its
+// source, transformer, UDF and sink in order, each user-defined container named
+// by its image (or its command when it has no image), and its rate limit; for a
+// Pipeline, the same for each vertex. `vertex validate` prints it.
+//
+//	udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1, fallback log; rate limit 20/s from 5 over 5s, relaxed
+//	generator → udf my/map:v1 → blackhole; streaming, 500 in flight
+//	generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed, per key 50/s
+//	3 vertices, 2 edges; in: generator; cat: udf my/map:v1; out: log
+func (f *File) Summary() string {
+	if m := f.MonoVertex; m != nil {
+		spec := &m.Spec
+		s := flow(spec.Source, spec.UDF, spec.Sink)
+		if rl := spec.Limits.GetRateLimit(); rl != nil {
+			c := rl.LimiterConfig()
+			s += fmt.Sprintf("; rate limit %d/s from %d over %v, %s", c.Max, c.Min, c.RampUpDuration, c.Mode)
+			if rl.IsShadow() {
+				s += ", shadow"
+			}
+			s += perKeySummary(rl)
+		}
+		if spec.Streaming != nil && *spec.Streaming {
+			s += fmt.Sprintf("; streaming, %d in flight", spec.Limits.GetConcurrency())
+		}
+		return s
+	}
+	spec := &f.Pipeline.Spec
+	s := fmt.Sprintf("%d vertices, %d edges", len(spec.Vertices), len(spec.Edges))
+	for _, v := range spec.Vertices {
+		s += "; " + v.Name + ": " + flow(v.Source, v.UDF, v.Sink)
+	}
+	return s
+}
+
+// flow describes what a vertex runs, in order; any of its parts may be nil.
+func flow(src *Source, udf *UDF, sink *Sink) string {
+	var steps []string
+	if src != nil {
+		steps = append(steps, sourceKind(src))
+		if tr := src.Transformer; tr != nil {
+			steps = append(steps, function("transformer", tr.Container, tr.Builtin))
+		}
+	}
+	if udf != nil {
+		steps = append(steps, function("udf", udf.Container, udf.Builtin))
+	}
+	if sink != nil {
+		s := sinkKind(&sink.AbstractSink)
+		if sink.Fallback != nil {
+			s += ", fallback " + sinkKind(sink.Fallback)
+		}
+		steps = append(steps, s)
+	}
+	return strings.Join(steps, " → ")
+}
+
+func sourceKind(s *Source) string {
+	switch {
+	case s.Generator != nil:
+		return "generator"
+	case s.HTTP != nil:
+		return "http"
+	case s.Kafka != nil:
+		return "kafka " + s.Kafka.Topic
+	case s.Nats != nil:
+		return "nats " + s.Nats.Subject
+	case s.JetStream != nil:
+		return "jetstream " + s.JetStream.Stream
+	default:
+		return userDefined("udsource", s.UDSource)
+	}
+}
+
+func sinkKind(s *AbstractSink) string {
+	switch {
+	case s.Log != nil:
+		return "log"
+	case s.Blackhole != nil:
+		return "blackhole"
+	case s.Kafka != nil:
+		return "kafka " + s.Kafka.Topic
+	case s.HTTP != nil:
+		return "http " + s.HTTP.URL
+	default:
+		return userDefined("udsink", s.UDSink)
+	}
+}
+
+// function names a built-in by its name, and a container as what it is.
+func function(what string, c *Container, b *Builtin) string {
+	if b != nil {
+		return b.Name
+	}
+	return describeContainer(what, c)
+}
+
+func userDefined(what string, u *UDContainer) string {
+	if u == nil {
+		return what
+	}
+	return describeContainer(what, u.Container)
+}
+
+// describeContainer is what followed by the container's image, or by its command line
+// when it has no image (quoted when it has spaces).
+func describeContainer(what string, c *Container) string {
+	if c == nil {
+		return what
+	}
+	if c.Image != "" {
+		return what + " " + c.Image
+	}
+	cmd := strings.Join(append(slices.Clip(c.Command), c.Args...), " ")
+	if strings.ContainsAny(cmd, " \t") {
+		cmd = strconv.Quote(cmd)
+	}
+	return what + " " + cmd
+}
+
+// perKeySummary describes a rate limit's per-key limit, if any: ", per key
+// 50/s", and "of all keys" when the whole key list counts.
+func perKeySummary(rl *RateLimit) string {
+	if rl.PerKey == nil {
+		return ""
+	}
+	s := fmt.Sprintf(", per key %d/s", rl.KeyConfig().Max)
+	if rl.PerKey.GetKeys() == ratelimit.AllKeys {
+		s += " of all keys"
+	}
+	return s
+}

@@ -1,0 +1,212 @@
+package config_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sluiceflow/sluice/config"
+)
+
+// TestSummary checks the description of a valid config: every step in order,
+// built-ins by name, each user-defined container (source, transformer, map,
+// sink, fallback sink) by its image, or by its command when it has none, and
+// the rate limit with its mode, shadow and per-key limit.
+func TestSummary(t *testing.T) {
+	const head = "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: mv\nspec:\n"
+	for _, tt := range []struct{ name, yaml, want string }{
+		{
+			"built-ins",
+			head + `  source:
+    generator: {}
+    transformer:
+      builtin:
+        name: eventTimeExtractor
+        kwargs: {expression: json(payload).ts}
+  udf:
+    builtin: {name: cat}
+  sink:
+    log: {}
+    fallback:
+      blackhole: {}
+`,
+			"generator → eventTimeExtractor → cat → log, fallback blackhole",
+		},
+		{
+			"containers by image",
+			head + `  limits:
+    rateLimit: {max: 20, min: 5, rampUpDuration: 5s}
+  source:
+    udsource:
+      container: {image: my/source:v1}
+    transformer:
+      container: {image: my/transformer:v1, command: [bin/transformer]}
+  udf:
+    container: {image: my/map:v1}
+  sink:
+    udsink:
+      container: {image: my/sink:v1}
+    fallback:
+      udsink:
+        container: {image: my/fallback:v1}
+`,
+			"udsource my/source:v1 → transformer my/transformer:v1 → udf my/map:v1 → " +
+				"udsink my/sink:v1, fallback udsink my/fallback:v1; rate limit 20/s from 5 over 5s, relaxed",
+		},
+		{
+			"containers by command",
+			head + `  source:
+    udsource:
+      container: {command: [bin/source]}
+  udf:
+    container: {command: [bin/map, --keys], args: [even odd]}
+  sink:
+    udsink:
+      container: {command: [/usr/bin/sink]}
+`,
+			`udsource bin/source → udf "bin/map --keys even odd" → udsink /usr/bin/sink`,
+		},
+		{
+			"connectors",
+			head + `  source:
+    http: {}
+  sink:
+    http: {url: "http://localhost:8080/in"}
+`,
+			"http → http http://localhost:8080/in",
+		},
+		{
+			"mode and shadow",
+			head + `  limits:
+    rateLimit: {max: 300, min: 30, rampUpDuration: 10s, shadow: true, modes: {scheduled: {}}}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			"generator → blackhole; rate limit 300/s from 30 over 10s, scheduled, shadow",
+		},
+		{
+			"per key",
+			head + `  limits:
+    rateLimit: {max: 1000, min: 1000, rampUpDuration: 0s, perKey: {max: 50}}
+  source:
+    generator: {keys: [a, b]}
+  sink:
+    blackhole: {}
+`,
+			"generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed, per key 50/s",
+		},
+		{
+			"per key of all keys",
+			head + `  limits:
+    rateLimit: {max: 1000, perKey: {max: 50, keys: all}}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			"generator → blackhole; rate limit 1000/s from 1 over 1s, relaxed, per key 50/s of all keys",
+		},
+		{
+			"streaming",
+			head + `  streaming: true
+  limits: {readBatchSize: 100, concurrency: 400}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			"generator → blackhole; streaming, 400 in flight",
+		},
+		{
+			"pipeline",
+			`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: p
+spec:
+  vertices:
+    - name: in
+      source:
+        udsource:
+          container: {image: my/source:v1}
+        transformer:
+          container: {image: my/transformer:v1}
+    - name: even
+      udf:
+        container: {image: my/map:v1}
+    - name: odd
+      udf:
+        builtin: {name: cat}
+    - name: out
+      sink:
+        udsink:
+          container: {command: [bin/sink]}
+        fallback:
+          log: {}
+  edges:
+    - {from: in, to: even}
+    - {from: in, to: odd}
+    - {from: even, to: out}
+    - {from: odd, to: out}
+`,
+			"4 vertices, 4 edges; in: udsource my/source:v1 → transformer my/transformer:v1; " +
+				"even: udf my/map:v1; odd: cat; out: udsink bin/sink, fallback log",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := config.Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Summary(); got != tt.want {
+				t.Errorf("Summary() = %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSummaryIgnored checks that the Kubernetes-only fields a config sets are
+// no part of its summary: they are in File.Ignored.
+func TestSummaryIgnored(t *testing.T) {
+	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: mv
+  uid: 6f1c
+spec:
+  source:
+    generator: {}
+  sink:
+    log: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Summary(); len(f.Ignored) != 1 || got != "generator → log" {
+		t.Errorf("Summary() = %q, Ignored %q; want %q and one field", got, f.Ignored, "generator → log")
+	}
+}
+
+func ExampleFile_Summary() {
+	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: orders
+spec:
+  limits:
+    rateLimit: {max: 20, min: 5, rampUpDuration: 5s}
+  source:
+    generator: {}
+  udf:
+    container: {image: my/map:v1}
+  sink:
+    log: {}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(f.Summary())
+	// Output: generator → udf my/map:v1 → log; rate limit 20/s from 5 over 5s, relaxed
+}
