@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -20,7 +17,7 @@ import (
 // MonoVertex's pod, which it runs as /bin/numaflow-rs processor.
 const (
 	// envMonoVertexObject is the MonoVertex, standard base64 of its JSON.
-	envMonoVertexObject = "NUMAFLOW_MONO_VERTEX_OBJECT"
+	envMonoVertexObject = config.EnvMonoVertexObject
 	// envVertexObject is set instead in the pods of a pipeline's vertices.
 	envVertexObject = "NUMAFLOW_VERTEX_OBJECT"
 	// envDebug asks Numaflow's data plane for debug logs.
@@ -106,29 +103,9 @@ func monoVertexFromEnv(value string) (*config.File, error) {
 		return nil, usagef("processor: %s is not set: Numaflow's controller sets it to the MonoVertex a pod runs "+
 			"(standard base64 of its JSON); to run a YAML file, use vertex run -f FILE", envMonoVertexObject)
 	}
-	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(value))
+	f, err := config.ParseMonoVertexEnv(value)
 	if err != nil {
-		return nil, usagef("processor: %s (%s) is not standard base64: %v", envMonoVertexObject, abbreviate(value), err)
+		return nil, usagef("processor: %v", err)
 	}
-	f, err := config.ParseMonoVertexObject(data)
-	var ce *config.Error
-	switch {
-	case err == nil:
-		return f, nil
-	case !errors.As(err, &ce):
-		return nil, usagef("processor: %s: %v", envMonoVertexObject, err)
-	case len(ce.Problems) == 1 && ce.Problems[0].Path == "":
-		return nil, usagef("processor: %s (%s) is not a MonoVertex once base64-decoded: %s",
-			envMonoVertexObject, abbreviate(string(data)), ce.Problems[0].Msg)
-	}
-	return nil, usagef("processor: %s: %d problem(s) in the MonoVertex:\n%s", envMonoVertexObject, len(ce.Problems), ce.Error())
-}
-
-// abbreviate quotes s, cut to its first 40 bytes.
-func abbreviate(s string) string {
-	const most = 40
-	if len(s) <= most {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q...", s[:most])
+	return f, nil
 }
