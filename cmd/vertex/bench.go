@@ -51,27 +51,18 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 	each := fl.duration / time.Duration(fl.runs)
-	var rates [2][]float64
-	var msgs [2]float64
 	names := [2]string{"off", "on"}
-	for i := range 2 * fl.runs {
-		on := i%2 == 1
-		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", i+1, 2*fl.runs, names[i%2], each)
-		n, elapsed, err := bench.Measure(func() (bench.Runner, error) { return t.Build(context.Background(), on) }, each)
-		if err != nil {
-			return err
-		}
-		rates[i%2] = append(rates[i%2], n/elapsed.Seconds())
-		msgs[i%2] += n
+	off, on, err := t.Compare(context.Background(), fl.runs, each, func(run int, _ bool) {
+		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", run, 2*fl.runs, names[(run-1)%2], each)
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(stderr)
-	// Medians: on a shared machine one disturbed run should not decide.
-	var med [2]float64
-	for m, name := range names {
-		med[m] = bench.Median(rates[m])
-		fmt.Fprintf(stdout, "%-4s %14.0f msg/s  (median of %d runs, %.0f messages)\n", name+":", med[m], fl.runs, msgs[m])
+	for i, r := range [2]bench.Runs{off, on} {
+		fmt.Fprintf(stdout, "%-4s %14.0f msg/s  (median of %d runs, %.0f messages)\n", names[i]+":", r.Median(), fl.runs, r.Messages)
 	}
-	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", med[1]/med[0])
+	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", on.Median()/off.Median())
 	return nil
 }
 

@@ -3,7 +3,9 @@
 //
 // A [Target] is the config with every sink a blackhole; [Target.Build] builds
 // it with or without its rate limits, and [Measure] runs what was built and
-// counts the messages its sinks write once it is warm.
+// counts the messages its sinks write once it is warm. [Target.Compare]
+// measures it off and on in alternating runs and gives each side's [Runs],
+// whose median decides.
 package bench
 
 import (

@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,5 +55,43 @@ func TestPipeline(t *testing.T) {
 	}
 	if m := bench.Median([]float64{3, 1, 2, 10}); m != 2.5 {
 		t.Fatalf("Median = %v", m)
+	}
+}
+
+// TestCompare measures a MonoVertex whose source never runs dry off and on,
+// alternating, and reports each side's runs: its rate limit of 100 a second
+// holds the runs that are on far below those that are off.
+func TestCompare(t *testing.T) {
+	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: compare
+spec:
+  limits:
+    rateLimit: {max: 100, min: 100, rampUpDuration: 0s}
+  source:
+    generator: {rpu: 1000000000000, duration: 1s, msgSize: 8}
+  sink:
+    log: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	off, on, err := bench.NewTarget(f).Compare(context.Background(), 2, 100*time.Millisecond, func(run int, on bool) {
+		calls = append(calls, fmt.Sprint(run, on))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1 false", "2 true", "3 false", "4 true"}; !slices.Equal(calls, want) {
+		t.Errorf("progress calls %q; want %q", calls, want)
+	}
+	// 100ms sees at most one epoch boundary: 200 messages a run.
+	if len(off.Rates) != 2 || len(on.Rates) != 2 || on.Messages > 400 || off.Messages <= on.Messages {
+		t.Fatalf("off %+v, on %+v", off, on)
+	}
+	if off.Median() <= on.Median() {
+		t.Errorf("median off %v, on %v; want off above on", off.Median(), on.Median())
 	}
 }
