@@ -58,7 +58,7 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return execute(f, runner{flags: fl, log: log, replica: rep, reg: newRegistry(), tls: tlsConfig, numaflow: true}, stdout, stderr)
+	return execute(f, runner{flags: fl, log: log, replica: rep, reg: observe.NewRegistry(), tls: tlsConfig, numaflow: true}, stdout, stderr)
 }
 
 func parseProcessorFlags(args []string, stdout io.Writer) (runFlags, error) {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
@@ -60,7 +59,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if fl.vertex != "" {
 		name = fl.vertex
 	}
-	reg := newRegistry()
+	reg := observe.NewRegistry()
 	w := reload.New(fl.file, f, reload.Deps{Interval: fl.reloadInterval, Log: log, Registerer: reg, Vertex: name, Replica: rep})
 	return execute(f, runner{flags: fl, log: log, replica: rep, reg: reg, reload: w}, stdout, stderr)
 }
@@ -300,14 +299,6 @@ func (r runner) watchConfig(ctx context.Context, apply func(*config.File) error)
 		cancel()
 		<-done
 	}
-}
-
-// newRegistry returns a registry of the Go runtime's and the process's
-// metrics, for sluice's to join.
-func newRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
 }
 
 // exitOnSecondSignal exits the process at once on a SIGTERM or SIGINT after

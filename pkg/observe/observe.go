@@ -1,7 +1,8 @@
 // Package observe serves what operators look at: Prometheus metrics, health and
 // readiness probes, and a JSON status of the vertex and its rate limiter, all on
 // one HTTP port, or one HTTPS port with a self-signed certificate as in
-// Numaflow's pods ([ListenTLS], [SelfSignedTLS]).
+// Numaflow's pods ([ListenTLS], [SelfSignedTLS]). [NewRegistry] holds the Go
+// runtime's and the process's metrics for a vertex's to join.
 package observe
 
 import (
