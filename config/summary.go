@@ -14,10 +14,10 @@ import (
 // by its image (or its command when it has no image), and its rate limit; for a
 // Pipeline, the same for each vertex. `vertex validate` prints it.
 //
-//	udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1, fallback log; rate limit 20/s from 5 over 5s, relaxed
-//	generator → udf my/map:v1 → blackhole; streaming, 500 in flight
-//	generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed, per key 50/s
-//	3 vertices, 2 edges; in: generator; cat: udf my/map:v1; out: log
+//	udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1; rate limit 20/s from 5 over 5s, relaxed
+//	generator → udf my/map:v1 → blackhole; rate limit 2000/s from 2000 over 0s, relaxed; streaming, 500 in flight
+//	generator → log; rate limit 100/s from 100 over 0s, relaxed, per key 10/s
+//	3 vertices, 2 edges; in: generator; even: filter; out: log
 func (f *File) Summary() string {
 	if m := f.MonoVertex; m != nil {
 		spec := &m.Spec
