@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/sluiceflow/sluice/pkg/jsconsumer"
-	"github.com/sluiceflow/sluice/pkg/kafka"
 )
 
 // KafkaSource reads a Kafka topic in a consumer group (Numaflow's
@@ -158,7 +157,6 @@ func (c *checker) kafkaSource(path string, k *KafkaSource) {
 	if k.ConsumerGroup == "" {
 		c.required(path + ".consumerGroup")
 	}
-	c.kafkaConfig(path+".config", k.Config, kafka.RoleSource)
 }
 
 func (c *checker) kafkaSink(path string, k *KafkaSink) {
@@ -168,19 +166,6 @@ func (c *checker) kafkaSink(path string, k *KafkaSink) {
 		c.required(path + ".topic")
 	case strings.Contains(k.Topic, ","):
 		c.add(path+".topic", "(%q) names one topic", k.Topic)
-	}
-	c.kafkaConfig(path+".config", k.Config, kafka.RoleSink)
-}
-
-// kafkaConfig checks a Kafka client's flat config: its syntax, and the values
-// of the properties sluice applies for role.
-func (c *checker) kafkaConfig(path, s string, role kafka.Role) {
-	p, err := kafka.ParseProperties(s)
-	if err == nil {
-		err = p.Check(role)
-	}
-	if err != nil {
-		c.add(path, "%v", err)
 	}
 }
 

@@ -34,14 +34,29 @@ func (f *File) Name() string {
 	return f.Pipeline.Metadata.Name
 }
 
-// Load reads, decodes and validates the config in path. Every problem is
-// reported together in an [*Error].
-func Load(path string) (*File, error) {
+// Check is a validation of a decoded config beyond what its schema says, by
+// a package that knows the runtime the config is for: a built-in function's
+// name and arguments, a Kafka client's properties, the rate limiter's own
+// rules. It reports each problem with [Reporter.Add], at the field's path;
+// the problem gets the line of that path.
+type Check func(f *File, r Reporter)
+
+// Reporter collects the problems a [Check] finds.
+type Reporter struct{ c *checker }
+
+// Add records a problem at path: format and args say what is wrong. A
+// message that starts with "(" is the field's value ("(50) > max (10)") and
+// follows the path with a space, any other with a colon.
+func (r Reporter) Add(path, format string, args ...any) { r.c.add(path, format, args...) }
+
+// Load reads, decodes and validates the config in path, with the schema's
+// checks and then checks. Every problem is reported together in an [*Error].
+func Load(path string, checks ...Check) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := Parse(data)
+	f, err := Parse(data, checks...)
 	var ce *Error
 	if errors.As(err, &ce) {
 		ce.File = path
@@ -49,20 +64,26 @@ func Load(path string) (*File, error) {
 	return f, err
 }
 
-// Parse decodes and validates a config. Problems are reported in line order.
-func Parse(data []byte) (*File, error) {
+// Parse decodes and validates a config, with the schema's checks and then
+// checks. Problems are reported in line order.
+//
+// The schema's checks are what this package knows: required fields, ranges,
+// one kind of source, a graph that connects. A caller that runs the config
+// validates it with the runtime's checks too, through the package that turns
+// a config into a vertex (pkg/vertexconfig), whose Parse and Load pass them.
+func Parse(data []byte, checks ...Check) (*File, error) {
 	f, decodeProblems, err := decodeFile(data)
 	if err != nil {
 		return nil, err
 	}
-	return f.check(decodeProblems)
+	return f.check(decodeProblems, checks)
 }
 
 // check validates a decoded file and returns it, or every problem, the
 // decoder's first, in line order.
-func (f *File) check(decodeProblems []Problem) (*File, error) {
+func (f *File) check(decodeProblems []Problem, checks []Check) (*File, error) {
 	problems := decodeProblems
-	for _, p := range f.validate() {
+	for _, p := range f.validate(checks) {
 		// A field that could not be decoded is reported once, not again as missing.
 		if !underAny(p.Path, decodeProblems) {
 			problems = append(problems, p)

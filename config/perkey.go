@@ -56,17 +56,6 @@ func (p *PerKeyLimit) GetMaxHeld(readBatchSize int) int {
 	return int(min(*p.MaxHeld, MaxPerKeyHeld))
 }
 
-// KeyConfig returns the per-key limiter's config: max, maxKeys, and the
-// rate limit's onStoreFailure.
-func (r *RateLimit) KeyConfig() ratelimit.KeyConfig {
-	p := r.PerKey
-	cfg := ratelimit.KeyConfig{MaxKeys: p.GetMaxKeys(), OnStoreFailure: r.LimiterConfig().OnStoreFailure}
-	if p != nil && p.Max != nil {
-		cfg.Max = clampInt64(*p.Max)
-	}
-	return cfg
-}
-
 // perKey checks rateLimit.perKey at path.
 func (c *checker) perKey(path string, r *RateLimit) {
 	p := r.PerKey

@@ -3,7 +3,6 @@ package config
 import (
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -262,16 +261,9 @@ type Adaptive struct {
 	// 0 to 100 (default 50; 0 only pauses for the Retry-After).
 	CutPercentage *uint32 `yaml:"cutPercentage"`
 	// Signals are the kinds of throttle signal that cut the limit: http429,
-	// http503, sinkRateLimited, mapRateLimited (default all of them).
+	// http503, sinkRateLimited, mapRateLimited (default all of them; the
+	// names are isb.Signals').
 	Signals []string `yaml:"signals"`
-}
-
-// SignalKinds returns the kinds of throttle signal that cut the limit.
-func (a *Adaptive) SignalKinds() []string {
-	if a.Signals == nil {
-		return isb.Signals
-	}
-	return a.Signals
 }
 
 // RateStore is where the replicas of a vertex share their limit.
@@ -416,7 +408,7 @@ func (h *HTTPSource) GetMaxQueueBytes() int64 {
 	if h == nil || h.MaxQueueBytes == nil {
 		return source.DefaultHTTPMaxQueueBytes
 	}
-	return clampInt64(*h.MaxQueueBytes)
+	return int64(min(*h.MaxQueueBytes, 1<<62))
 }
 
 // HTTPAuth requires a bearer token.

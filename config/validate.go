@@ -2,17 +2,12 @@ package config
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // checker collects the problems of a decoded config.
@@ -22,12 +17,16 @@ type checker struct {
 	nulls    map[string]bool // paths the file gave null, which sets nothing
 }
 
-func (f *File) validate() []Problem {
+// validate checks f against the schema, then with checks.
+func (f *File) validate(checks []Check) []Problem {
 	c := &checker{lines: f.lines, nulls: f.nulls}
 	if f.MonoVertex != nil {
 		c.monoVertex(f.MonoVertex)
 	} else {
 		c.pipeline(f.Pipeline)
+	}
+	for _, check := range checks {
+		check(f, Reporter{c})
 	}
 	return c.problems
 }
@@ -170,10 +169,7 @@ func (c *checker) source(path string, s *Source) {
 		c.jetStreamSource(path+".jetstream", s.JetStream)
 	}
 	if t := s.Transformer; t != nil {
-		c.function(path+".transformer", t.Container, t.Builtin, func(b *Builtin) error {
-			_, err := udf.NewBuiltinTransformer(b.Name, b.KWArgs, nil)
-			return err
-		})
+		c.function(path+".transformer", t.Container, t.Builtin)
 		if t.RetryStrategy.IsSet() {
 			c.add(path+".transformer.retryStrategy", "is not supported by sluice")
 		}
@@ -217,9 +213,9 @@ func (c *checker) port(path string, p *int32) {
 	}
 }
 
-// function checks a transformer or UDF: a container or a built-in, and for a
-// built-in that its name and kwargs make a function.
-func (c *checker) function(path string, ctr *Container, b *Builtin, build func(*Builtin) error) {
+// function checks a transformer or UDF: a container or a built-in. Whether a
+// built-in's name and kwargs make a function is the runtime's check.
+func (c *checker) function(path string, ctr *Container, b *Builtin) {
 	switch {
 	case ctr == nil && b == nil:
 		c.add(path, "set container or builtin")
@@ -227,15 +223,6 @@ func (c *checker) function(path string, ctr *Container, b *Builtin, build func(*
 		c.add(path, "sets both container and builtin; set one")
 	case ctr != nil:
 		c.container(path+".container", ctr)
-	default:
-		if err := build(b); err != nil {
-			var ke *udf.KWArgError
-			if errors.As(err, &ke) {
-				c.add(path+".builtin.kwargs."+ke.Key, "%s", firstLine(ke.Err))
-			} else {
-				c.add(path+".builtin.name", "%s", firstLine(err))
-			}
-		}
 	}
 }
 
@@ -265,10 +252,7 @@ func (c *checker) udf(path string, u *UDF) {
 		c.add(path+".groupBy", "reduce is not supported by sluice; use a map function")
 		return
 	}
-	c.function(path, u.Container, u.Builtin, func(b *Builtin) error {
-		_, err := udf.NewBuiltin(b.Name, b.KWArgs, nil)
-		return err
-	})
+	c.function(path, u.Container, u.Builtin)
 	if u.RetryStrategy.IsSet() {
 		c.add(path+".retryStrategy", "is not supported by sluice")
 	}
@@ -359,7 +343,6 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 			c.add(path+".modes", "sets %d modes; set one of scheduled, relaxed, onlyIfUsed or goBackN", n)
 		}
 	}
-	c.limiterConfig(path, r)
 	for _, d := range []struct {
 		name string
 		v    *Duration
@@ -377,76 +360,6 @@ func (c *checker) rateLimit(path string, r *RateLimit) {
 	if r.PerKey != nil {
 		c.perKey(path+".perKey", r)
 	}
-	if a := r.Adaptive; a != nil && a.Signals != nil {
-		if len(a.Signals) == 0 {
-			c.add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", strings.Join(isb.Signals, ", "))
-		}
-		for i, s := range a.Signals {
-			switch {
-			case !slices.Contains(isb.Signals, s):
-				c.add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, strings.Join(isb.Signals, ", "))
-			case slices.Index(a.Signals, s) < i:
-				c.add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
-			}
-		}
-	}
-}
-
-// limiterConfig checks the fields of r that make the rate limiter's config with
-// the limiter's own validation, and reports its errors under their YAML paths.
-func (c *checker) limiterConfig(path string, r *RateLimit) {
-	cfg := r.LimiterConfig()
-	if r.Max == nil {
-		// Check the rest against the largest max: "max is required" is said above.
-		cfg.Max = ratelimit.MaxTokens
-	} else if *r.Max > ratelimit.MaxTokens {
-		c.add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
-		cfg.Max = ratelimit.MaxTokens
-	}
-	for _, err := range unjoin(cfg.Validate()) {
-		var fe *ratelimit.FieldError
-		if !errors.As(err, &fe) {
-			c.add(path, "%v", err)
-			continue
-		}
-		if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
-			continue // max itself is the problem, reported above
-		}
-		if fe.Field == "StaleAfter" {
-			continue // staleAfter must be positive, which rateLimit checks
-		}
-		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
-		if fe.Other != "" {
-			msg += fmt.Sprintf(" %s (%v)", limiterPath(fe.Other, cfg.Mode), fe.OtherValue)
-		}
-		c.add(path+"."+limiterPath(fe.Field, cfg.Mode), "%s", msg)
-	}
-}
-
-// limiterPath returns the YAML path in a rateLimit block, under mode m, of
-// the rate limiter's field named field: "modes.goBackN.coolDownPeriod".
-func limiterPath(field string, m ratelimit.Mode) string {
-	if f, ok := ratelimit.FieldOf(field); ok {
-		return f.Path(m)
-	}
-	return field
-}
-
-// firstLine returns an error's first line: an expression's compile error goes on
-// with the source and a caret, which a one-line problem leaves out.
-func firstLine(err error) string {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return msg
-}
-
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 func (c *checker) store(path string, s *RateStore) {
@@ -539,67 +452,6 @@ func (c *checker) secret(path string, s *SecretKeySelector) {
 		c.add(path, "needs name and key (a secret under /var/numaflow/secrets) or file")
 	}
 }
-
-// LimiterConfig returns the rate limiter's config for a rateLimit block, with
-// Numaflow's defaults for what it leaves out. It does not validate.
-func (r *RateLimit) LimiterConfig() ratelimit.Config {
-	cfg := ratelimit.DefaultConfig(0)
-	if r.Max != nil {
-		cfg.Max = clampInt64(*r.Max)
-	}
-	if r.Min != nil {
-		cfg.Min = clampInt64(*r.Min)
-	}
-	if r.RampUpDuration != nil {
-		cfg.RampUpDuration = r.RampUpDuration.Duration
-	}
-	if r.Pacing != nil {
-		cfg.Pacing = r.Pacing.Duration
-	}
-	if r.StaleAfter != nil {
-		cfg.StaleAfter = r.StaleAfter.Duration
-	}
-	if r.OnStoreFailure != nil {
-		cfg.OnStoreFailure = *r.OnStoreFailure
-	}
-	if r.ResumedRampUp != nil {
-		cfg.ResumedRampUp = *r.ResumedRampUp
-	}
-	cfg.Shadow = r.IsShadow()
-	if a := r.Adaptive; a != nil {
-		cfg.Adaptive = true
-		if a.CutPercentage != nil {
-			cfg.CutPercentage = clampInt(*a.CutPercentage)
-		}
-	}
-	if m := r.Modes; m != nil {
-		switch {
-		case m.Scheduled != nil:
-			cfg.Mode = ratelimit.Scheduled
-		case m.OnlyIfUsed != nil:
-			cfg.Mode = ratelimit.OnlyIfUsed
-			if t := m.OnlyIfUsed.ThresholdPercentage; t != nil {
-				cfg.ThresholdPercentage = clampInt(*t)
-			}
-		case m.GoBackN != nil:
-			cfg.Mode = ratelimit.GoBackN
-			g := m.GoBackN
-			if g.ThresholdPercentage != nil {
-				cfg.ThresholdPercentage = clampInt(*g.ThresholdPercentage)
-			}
-			if g.CoolDownPeriod != nil {
-				cfg.CoolDownPeriod = g.CoolDownPeriod.Duration
-			}
-			if g.RampDownPercentage != nil {
-				cfg.RampDownPercentage = clampInt(*g.RampDownPercentage)
-			}
-		}
-	}
-	return cfg
-}
-
-func clampInt64(v uint64) int64 { return int64(min(v, 1<<62)) }
-func clampInt(v uint32) int     { return int(min(v, 1<<30)) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

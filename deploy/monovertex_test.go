@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/kubetest"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // The kustomizations of a MonoVertex on Kubernetes.
@@ -118,7 +119,7 @@ func mountedMonoVertex(t *testing.T, objs kubetest.Objects, pod *kubetest.PodSpe
 		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		f, err := config.Load(path)
+		f, err := vertexconfig.Load(path)
 		if err != nil {
 			t.Fatalf("the MonoVertex in ConfigMap %s does not pass validation: %v", cm.Metadata.Name, err)
 		}

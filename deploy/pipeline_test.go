@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // The kustomizations of the Pipeline on Kubernetes.
@@ -388,7 +389,7 @@ func pipelineConfig(t *testing.T, objs manifests) *config.Pipeline {
 		t.Fatalf("ConfigMap %s has keys %v; want the pipeline alone", cm.Metadata.Name, slices.Sorted(maps.Keys(cm.Data)))
 	}
 	for key, data := range cm.Data {
-		f, err := config.Parse([]byte(data))
+		f, err := vertexconfig.Parse([]byte(data))
 		if err != nil {
 			t.Fatalf("ConfigMap %s, %s: %v", cm.Metadata.Name, key, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // configAPIVersion marks a YAML block as a whole config: a fenced block with
@@ -102,7 +103,7 @@ func TestConfigBlocks(t *testing.T) {
 			}
 			n++
 			t.Run(fmt.Sprintf("%s:%d", filepath.Base(file), b.line), func(t *testing.T) {
-				_, err := config.Parse([]byte(b.text))
+				_, err := vertexconfig.Parse([]byte(b.text))
 				var ce *config.Error
 				switch {
 				case errors.As(err, &ce):

@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // numaflowPodFile is the pod Numaflow's controller builds for a MonoVertex's
@@ -241,7 +241,7 @@ func TestNumaflowPodFixture(t *testing.T) {
 	} else if _, ok := udf["groupBy"]; !ok {
 		t.Error("udf.groupBy is missing; Numaflow writes null")
 	}
-	f, err := config.ParseMonoVertexObject(raw)
+	f, err := vertexconfig.ParseMonoVertexObject(raw)
 	if err != nil {
 		t.Fatalf("the object does not validate:\n%v", err)
 	}

@@ -8,12 +8,13 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // pipelineBench loads config/examples/bench-pipeline.yaml with its
 // JetStream server at url and the given frame size.
 func pipelineBench(tb testing.TB, url string, frame int) *config.File {
-	f, err := config.Load("../../config/examples/bench-pipeline.yaml")
+	f, err := vertexconfig.Load("../../config/examples/bench-pipeline.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // slowMapLimit is the rate limit of BenchmarkStreamingSlowMap, messages a
@@ -73,7 +73,7 @@ func BenchmarkStreamingSlowMap(b *testing.B) {
 	}
 	targets := make([]*bench.Target, len(kinds))
 	for i, k := range kinds {
-		f, err := config.Parse([]byte(slowMapYAML(bin, k.streaming)))
+		f, err := vertexconfig.Parse([]byte(slowMapYAML(bin, k.streaming)))
 		if err != nil {
 			b.Fatal(err)
 		}

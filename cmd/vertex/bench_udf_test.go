@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // mapBenchYAML is generator → map → blackhole at full speed, with a rate limit far
@@ -62,7 +62,7 @@ func BenchmarkMapUDF(b *testing.B) {
 			}
 			udf = fmt.Sprintf("    container:\n      image: %s\n      command: [%q]\n", k.example, bin)
 		}
-		f, err := config.Parse([]byte(mapBenchYAML(udf)))
+		f, err := vertexconfig.Parse([]byte(mapBenchYAML(udf)))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,13 +11,14 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // The environment Numaflow's controller gives the numa container of a
 // MonoVertex's pod, which it runs as /bin/numaflow-rs processor.
 const (
 	// envMonoVertexObject is the MonoVertex, standard base64 of its JSON.
-	envMonoVertexObject = config.EnvMonoVertexObject
+	envMonoVertexObject = vertexconfig.EnvMonoVertexObject
 	// envVertexObject is set instead in the pods of a pipeline's vertices.
 	envVertexObject = "NUMAFLOW_VERTEX_OBJECT"
 	// envDebug asks Numaflow's data plane for debug logs.
@@ -103,7 +104,7 @@ func monoVertexFromEnv(value string) (*config.File, error) {
 		return nil, usagef("processor: %s is not set: Numaflow's controller sets it to the MonoVertex a pod runs "+
 			"(standard base64 of its JSON); to run a YAML file, use vertex run -f FILE", envMonoVertexObject)
 	}
-	f, err := config.ParseMonoVertexEnv(value)
+	f, err := vertexconfig.ParseMonoVertexEnv(value)
 	if err != nil {
 		return nil, usagef("processor: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // runFlags are the flags of `vertex run`.
@@ -353,7 +354,7 @@ func replicaIndex(flagValue string) (int, error) {
 // loadConfig loads and validates a config; a bad config is a usage error listing
 // every problem.
 func loadConfig(path string) (*config.File, error) {
-	f, err := config.Load(path)
+	f, err := vertexconfig.Load(path)
 	if err == nil {
 		return f, nil
 	}

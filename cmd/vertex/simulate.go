@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/simulate"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 var errHelp = flag.ErrHelp
@@ -41,7 +42,7 @@ func simulateConfigFromFile(path, vertex string) (ratelimit.Config, error) {
 	if rl == nil {
 		return ratelimit.Config{}, usagef("simulate: %s has no rateLimit", path)
 	}
-	return rl.LimiterConfig(), nil
+	return vertexconfig.LimiterConfig(rl), nil
 }
 
 // simFlags maps the limiter's config fields to the flags that set them, so that

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func runValidate(args []string, stdout, _ io.Writer) error {
@@ -36,7 +37,7 @@ flags:
 		if err != nil {
 			return usagef("validate: --live-from (%q): %v", *from, err)
 		}
-		if err := running.LiveChange(f); err != nil {
+		if err := vertexconfig.LiveChange(running, f); err != nil {
 			return usagef("validate: %s is not a live change from %s: %v", *file, *from, err)
 		}
 		fmt.Fprintf(stdout, "%s: %s %q is valid, a live change from %s%s\n", *file, f.Kind, f.Name(), *from, summary(f))
@@ -47,12 +48,12 @@ flags:
 }
 
 // summary is what vertex validate says of a valid config after its name: its
-// [config.File.Summary] in parentheses, and how many Kubernetes-only fields it
+// [vertexconfig.Summary] in parentheses, and how many Kubernetes-only fields it
 // ignores.
 //
 //	(generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed); 2 Kubernetes-only field(s) ignored
 func summary(f *config.File) string {
-	s := " (" + f.Summary() + ")"
+	s := " (" + vertexconfig.Summary(f) + ")"
 	if n := len(f.Ignored); n > 0 {
 		s += fmt.Sprintf("; %d Kubernetes-only field(s) ignored", n)
 	}

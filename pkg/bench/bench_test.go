@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func TestMonoVertex(t *testing.T) {
-	f, err := config.Load("../../config/examples/monovertex.yaml")
+	f, err := vertexconfig.Load("../../config/examples/monovertex.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestMonoVertex(t *testing.T) {
 }
 
 func TestPipeline(t *testing.T) {
-	f, err := config.Load("../../config/examples/bench-pipeline.yaml")
+	f, err := vertexconfig.Load("../../config/examples/bench-pipeline.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,17 +7,17 @@ import (
 	"log"
 	"time"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // A three-vertex pipeline in one process, its source at most 10 messages a
 // second: when it stops, what the source read has reached the sink.
 func Example() {
-	f, err := config.Parse([]byte(`
+	f, err := vertexconfig.Parse([]byte(`
 apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
 metadata:

@@ -125,7 +125,7 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]
 // UpdateRateLimits changes the rate limits of the vertices that run in this
 // process to those of p while they run (see [vertex.Vertex.UpdateRateLimit]).
 // p must be a validated config of the same pipeline that differs from the
-// running one only in what can change live ([config.File.LiveChange]).
+// running one only in what can change live ([vertexconfig.LiveChange]).
 func (pl *Pipeline) UpdateRateLimits(p *config.Pipeline) error {
 	var errs []error
 	for i, v := range pl.all {

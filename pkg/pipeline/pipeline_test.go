@@ -23,6 +23,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // parse parses a Pipeline YAML whose spec is spec (indented by two).
 func parse(t *testing.T, name, spec string) *config.Pipeline {
 	t.Helper()
-	f, err := config.Parse([]byte("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: Pipeline\nmetadata:\n  name: " + name + "\nspec:\n" + spec))
+	f, err := vertexconfig.Parse([]byte("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: Pipeline\nmetadata:\n  name: " + name + "\nspec:\n" + spec))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -13,7 +13,7 @@
 // # Applying and refusing
 //
 // A changed file is parsed and validated as at start-up, and compared with the
-// running config by [config.File.LiveChange]: when only what can change live
+// running config by [vertexconfig.LiveChange]: when only what can change live
 // differs, the new config goes to the apply function Run was given (a vertex's
 // UpdateRateLimit, a pipeline's UpdateRateLimits) and becomes the running one.
 // Any other change, a config that is not valid, a file that cannot be read or

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/reload"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 const monoVertex = `apiVersion: numaflow.numaproj.io/v1alpha1
@@ -42,7 +43,7 @@ func Example() {
 		}
 	}
 	write("100")
-	running, err := config.Load(path)
+	running, err := vertexconfig.Load(path)
 	if err != nil {
 		panic(err)
 	}

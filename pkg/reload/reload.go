@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // DefaultInterval is how often `vertex run` looks at its config file for a
@@ -127,7 +128,7 @@ func (w *Watcher) check(force bool) {
 		return
 	}
 	w.seen = data
-	next, err := config.Parse(data)
+	next, err := vertexconfig.Parse(data)
 	if err != nil {
 		var ce *config.Error
 		if errors.As(err, &ce) {
@@ -137,7 +138,7 @@ func (w *Watcher) check(force bool) {
 		w.refuse(err)
 		return
 	}
-	if err := w.running.LiveChange(next); err != nil {
+	if err := vertexconfig.LiveChange(w.running, next); err != nil {
 		w.refuse(err)
 		return
 	}

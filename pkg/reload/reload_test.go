@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 const reloadYAML = `apiVersion: numaflow.numaproj.io/v1alpha1
@@ -46,7 +47,7 @@ func TestWatcherAppliesLiveChangesOnly(t *testing.T) {
 		}
 	}
 	write("100", "10")
-	f, err := config.Load(path)
+	f, err := vertexconfig.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestRunOnClockAndForce(t *testing.T) {
 		}
 	}
 	write("100", "10")
-	f, err := config.Load(path)
+	f, err := vertexconfig.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // firstLine keeps the first line written to it and closes done then.
@@ -37,7 +37,7 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
   name: cat

@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // buildSource opens the vertex's source.
@@ -198,7 +199,7 @@ func (v *Vertex) signal() func(kind string, retryAfter time.Duration) {
 	if v.limiter == nil || rl == nil || rl.Adaptive == nil {
 		return nil
 	}
-	kinds := rl.Adaptive.SignalKinds()
+	kinds := vertexconfig.SignalKinds(rl.Adaptive)
 	return func(kind string, retryAfter time.Duration) {
 		if slices.Contains(kinds, kind) {
 			v.limiter.Signal(retryAfter)

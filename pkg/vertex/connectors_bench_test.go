@@ -13,15 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // benchVertex runs the MonoVertex of yaml until it has written n messages and
 // reports msg/s from its start.
 func benchVertex(b *testing.B, yaml string, n int) {
 	b.Helper()
-	f, err := config.Parse([]byte(yaml))
+	f, err := vertexconfig.Parse([]byte(yaml))
 	if err != nil {
 		b.Fatal(err)
 	}

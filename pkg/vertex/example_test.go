@@ -6,15 +6,15 @@ import (
 	"log"
 	"time"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // A MonoVertex inside a Go program: a generator, the built-in cat and a
 // blackhole sink, at most 100 messages a second.
 func Example() {
-	f, err := config.Parse([]byte(`
+	f, err := vertexconfig.Parse([]byte(`
 apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:

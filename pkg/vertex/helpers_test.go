@@ -8,6 +8,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // wait bounds every wait in these tests.
@@ -16,7 +17,7 @@ const wait = 10 * time.Second
 // monoVertex parses a MonoVertex YAML whose spec is spec (indented by two).
 func monoVertex(t *testing.T, name, spec string) *config.MonoVertex {
 	t.Helper()
-	f, err := config.Parse([]byte("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: " + name + "\nspec:\n" + spec))
+	f, err := vertexconfig.Parse([]byte("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: " + name + "\nspec:\n" + spec))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

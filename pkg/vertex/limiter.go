@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 	"github.com/sluiceflow/sluice/pkg/secret"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // buildLimiter makes the vertex's rate limiter, if it has a rate limit, and
@@ -31,7 +32,7 @@ func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
-	l, err := ratelimit.New(rl.LimiterConfig(), opts...)
+	l, err := ratelimit.New(vertexconfig.LimiterConfig(rl), opts...)
 	if err != nil {
 		return err
 	}
@@ -45,13 +46,13 @@ func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
 // settings [ratelimit.Fields] marks live (see [ratelimit.Limiter.Update]).
 // With a shared store every replica switches at the same epoch. rl must come
 // from a validated config that differs from the running one in those fields
-// only ([config.File.LiveChange]); a vertex without a rate limit cannot get
+// only ([vertexconfig.LiveChange]); a vertex without a rate limit cannot get
 // one live.
 func (v *Vertex) UpdateRateLimit(rl *config.RateLimit) error {
 	if v.limiter == nil || rl == nil {
 		return fmt.Errorf("vertex %s: a rate limit cannot be added or removed while the vertex runs", v.spec.Name)
 	}
-	if err := v.limiter.Update(rl.LimiterConfig()); err != nil {
+	if err := v.limiter.Update(vertexconfig.LimiterConfig(rl)); err != nil {
 		return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // keyLogTop is how many keys an epoch's log line names, the most granted first.
@@ -44,7 +45,7 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *config.RateLimit
 		s := l.Status() // a fixed pool: its size and rank never change
 		opts = append(opts, ratelimit.WithKeyShare(func() (int, int) { return s.PoolSize, s.Rank }))
 	}
-	k, err := ratelimit.NewKeyLimiter(rl.KeyConfig(), opts...)
+	k, err := ratelimit.NewKeyLimiter(vertexconfig.KeyConfig(rl), opts...)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package config_test
+package vertexconfig_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 const liveBase = `
@@ -55,7 +56,7 @@ func TestLiveChange(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			next := parse(t, strings.Replace(liveBase, tt.from, tt.to, 1))
-			err := base.LiveChange(next)
+			err := vertexconfig.LiveChange(base, next)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("LiveChange = %v; want a live change", err)
@@ -68,7 +69,7 @@ func TestLiveChange(t *testing.T) {
 
 func parse(t *testing.T, yaml string) *config.File {
 	t.Helper()
-	f, err := config.Parse([]byte(yaml))
+	f, err := vertexconfig.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestLiveChangeFollowsFields(t *testing.T) {
 			} else {
 				v.SetZero()
 			}
-			err := base.LiveChange(next)
+			err := vertexconfig.LiveChange(base, next)
 			switch {
 			case f.Live && err != nil:
 				t.Fatalf("LiveChange = %v; %s is live", err, f.YAML)

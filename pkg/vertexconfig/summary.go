@@ -1,4 +1,4 @@
-package config
+package vertexconfig
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
@@ -18,12 +19,12 @@ import (
 //	generator → udf my/map:v1 → blackhole; rate limit 2000/s from 2000 over 0s, relaxed; streaming, 500 in flight
 //	generator → log; rate limit 100/s from 100 over 0s, relaxed, per key 10/s
 //	3 vertices, 2 edges; in: generator; even: filter; out: log
-func (f *File) Summary() string {
+func Summary(f *config.File) string {
 	if m := f.MonoVertex; m != nil {
 		spec := &m.Spec
 		s := flow(spec.Source, spec.UDF, spec.Sink)
 		if rl := spec.Limits.GetRateLimit(); rl != nil {
-			c := rl.LimiterConfig()
+			c := LimiterConfig(rl)
 			s += fmt.Sprintf("; rate limit %d/s from %d over %v, %s", c.Max, c.Min, c.RampUpDuration, c.Mode)
 			if rl.IsShadow() {
 				s += ", shadow"
@@ -44,7 +45,7 @@ func (f *File) Summary() string {
 }
 
 // flow describes what a vertex runs, in order; any of its parts may be nil.
-func flow(src *Source, udf *UDF, sink *Sink) string {
+func flow(src *config.Source, udf *config.UDF, sink *config.Sink) string {
 	var steps []string
 	if src != nil {
 		steps = append(steps, sourceKind(src))
@@ -65,7 +66,7 @@ func flow(src *Source, udf *UDF, sink *Sink) string {
 	return strings.Join(steps, " → ")
 }
 
-func sourceKind(s *Source) string {
+func sourceKind(s *config.Source) string {
 	switch {
 	case s.Generator != nil:
 		return "generator"
@@ -82,7 +83,7 @@ func sourceKind(s *Source) string {
 	}
 }
 
-func sinkKind(s *AbstractSink) string {
+func sinkKind(s *config.AbstractSink) string {
 	switch {
 	case s.Log != nil:
 		return "log"
@@ -98,14 +99,14 @@ func sinkKind(s *AbstractSink) string {
 }
 
 // function names a built-in by its name, and a container as what it is.
-func function(what string, c *Container, b *Builtin) string {
+func function(what string, c *config.Container, b *config.Builtin) string {
 	if b != nil {
 		return b.Name
 	}
 	return describeContainer(what, c)
 }
 
-func userDefined(what string, u *UDContainer) string {
+func userDefined(what string, u *config.UDContainer) string {
 	if u == nil {
 		return what
 	}
@@ -114,7 +115,7 @@ func userDefined(what string, u *UDContainer) string {
 
 // describeContainer is what followed by the container's image, or by its command line
 // when it has no image (quoted when it has spaces).
-func describeContainer(what string, c *Container) string {
+func describeContainer(what string, c *config.Container) string {
 	if c == nil {
 		return what
 	}
@@ -130,11 +131,11 @@ func describeContainer(what string, c *Container) string {
 
 // perKeySummary describes a rate limit's per-key limit, if any: ", per key
 // 50/s", and "of all keys" when the whole key list counts.
-func perKeySummary(rl *RateLimit) string {
+func perKeySummary(rl *config.RateLimit) string {
 	if rl.PerKey == nil {
 		return ""
 	}
-	s := fmt.Sprintf(", per key %d/s", rl.KeyConfig().Max)
+	s := fmt.Sprintf(", per key %d/s", KeyConfig(rl).Max)
 	if rl.PerKey.GetKeys() == ratelimit.AllKeys {
 		s += " of all keys"
 	}

@@ -1,4 +1,4 @@
-package config
+package vertexconfig
 
 import (
 	"bytes"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/config"
 )
 
 // readObject returns the MonoVertex object of testdata/numaflow compacted to
 // one line, as Numaflow's controller writes it.
 func readObject(t *testing.T) []byte {
 	t.Helper()
-	data, err := os.ReadFile("testdata/numaflow/monovertex-object.json")
+	data, err := os.ReadFile("../../config/testdata/numaflow/monovertex-object.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestParseMonoVertexObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := f.MonoVertex
-	if f.Kind != KindMonoVertex || m.Kind != KindMonoVertex || m.APIVersion != APIVersion {
+	if f.Kind != config.KindMonoVertex || m.Kind != config.KindMonoVertex || m.APIVersion != config.APIVersion {
 		t.Errorf("kind %q/%q, apiVersion %q; want those of a MonoVertex filled in", f.Kind, m.Kind, m.APIVersion)
 	}
 	if m.Metadata.Name != "orders" || m.Metadata.Namespace != "payments" || f.Name() != "orders" {
@@ -120,7 +122,7 @@ func TestParseMonoVertexObjectErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseMonoVertexObject([]byte(tt.data))
-			var ce *Error
+			var ce *config.Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %v (%T); want a *config.Error", err, err)
 			}

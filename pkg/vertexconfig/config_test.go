@@ -1,4 +1,4 @@
-package config
+package vertexconfig
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/config"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
@@ -80,7 +82,7 @@ func corpus(t *testing.T, least int, patterns ...string) []string {
 }
 
 // problemsOf returns the problems of a Parse or Load error.
-func problemsOf(t *testing.T, f *File, err error) []Problem {
+func problemsOf(t *testing.T, f *config.File, err error) []config.Problem {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("loaded without error (kind %s)", f.Kind)
@@ -88,12 +90,12 @@ func problemsOf(t *testing.T, f *File, err error) []Problem {
 	if f != nil {
 		t.Errorf("returned a file beside the error")
 	}
-	var ce *Error
+	var ce *config.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error is %T, not *Error: %v", err, err)
+		t.Fatalf("error is %T, not *config.Error: %v", err, err)
 	}
 	if len(ce.Problems) == 0 {
-		t.Fatalf("*Error without problems")
+		t.Fatalf("*config.Error without problems")
 	}
 	return ce.Problems
 }
@@ -101,7 +103,7 @@ func problemsOf(t *testing.T, f *File, err error) []Problem {
 // mismatch pairs each want with a distinct problem whose String() contains it,
 // and describes what could not be paired; nil means the problems are exactly the
 // wanted ones.
-func mismatch(wants []string, problems []Problem) []string {
+func mismatch(wants []string, problems []config.Problem) []string {
 	strs := make([]string, len(problems))
 	for i, p := range problems {
 		strs[i] = p.String()
@@ -141,12 +143,12 @@ func mismatch(wants []string, problems []Problem) []string {
 	return out
 }
 
-func sortedByLine(problems []Problem) bool {
-	return slices.IsSortedFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
+func sortedByLine(problems []config.Problem) bool {
+	return slices.IsSortedFunc(problems, func(a, b config.Problem) int { return a.Line - b.Line })
 }
 
 func TestBadConfigs(t *testing.T) {
-	for _, path := range corpus(t, 35, "testdata/bad/*.yaml") {
+	for _, path := range corpus(t, 35, "../../config/testdata/bad/*.yaml") {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
 			c := readCase(t, path)
 			if len(c.wants) == 0 {
@@ -154,12 +156,12 @@ func TestBadConfigs(t *testing.T) {
 			}
 			f, err := Parse(c.data)
 			var diff []string
-			var ce *Error
+			var ce *config.Error
 			switch {
 			case err == nil:
 				diff = []string{"loaded without error (kind " + f.Kind + ")"}
 			case !errors.As(err, &ce):
-				t.Fatalf("error is %T, not *Error: %v", err, err)
+				t.Fatalf("error is %T, not *config.Error: %v", err, err)
 			default:
 				if f != nil {
 					t.Error("returned a file beside the error")
@@ -184,8 +186,8 @@ func TestBadConfigs(t *testing.T) {
 // goodFiles are the corpus of good configs and the examples shipped with sluice.
 func goodFiles(t *testing.T) []string {
 	t.Helper()
-	good := corpus(t, 6, "testdata/good/*.yaml")
-	examples := corpus(t, 1, "examples/*.yaml")
+	good := corpus(t, 6, "../../config/testdata/good/*.yaml")
+	examples := corpus(t, 1, "../../config/examples/*.yaml")
 	return append(good, examples...)
 }
 
@@ -206,11 +208,11 @@ func TestGoodConfigs(t *testing.T) {
 				t.Fatalf("does not load:\n%v", err)
 			}
 			switch f.Kind {
-			case KindMonoVertex:
+			case config.KindMonoVertex:
 				if f.MonoVertex == nil || f.Pipeline != nil {
 					t.Errorf("kind %s: MonoVertex %v, Pipeline %v", f.Kind, f.MonoVertex != nil, f.Pipeline != nil)
 				}
-			case KindPipeline:
+			case config.KindPipeline:
 				if f.Pipeline == nil || f.MonoVertex != nil {
 					t.Errorf("kind %s: MonoVertex %v, Pipeline %v", f.Kind, f.MonoVertex != nil, f.Pipeline != nil)
 				}
@@ -246,7 +248,7 @@ func TestParseConcurrently(t *testing.T) {
 	wg.Wait()
 }
 
-func mustLoad(t *testing.T, path string) *File {
+func mustLoad(t *testing.T, path string) *config.File {
 	t.Helper()
 	f, err := Load(path)
 	if err != nil {
@@ -255,7 +257,7 @@ func mustLoad(t *testing.T, path string) *File {
 	return f
 }
 
-func mustParse(t *testing.T, yaml string) *File {
+func mustParse(t *testing.T, yaml string) *config.File {
 	t.Helper()
 	f, err := Parse([]byte(yaml))
 	if err != nil {
@@ -266,7 +268,7 @@ func mustParse(t *testing.T, yaml string) *File {
 
 func TestIgnoredFields(t *testing.T) {
 	t.Run("monovertex", func(t *testing.T) {
-		f := mustLoad(t, "testdata/good/monovertex-kubernetes.yaml")
+		f := mustLoad(t, "../../config/testdata/good/monovertex-kubernetes.yaml")
 		// Every Kubernetes-only field of MonoVertexSpec, its inlined pod template,
 		// and the http source's service.
 		want := []string{
@@ -280,7 +282,7 @@ func TestIgnoredFields(t *testing.T) {
 		}
 		checkIgnored(t, f.Ignored, want)
 		// Every pod template field is among them.
-		pt := reflect.TypeFor[PodTemplate]()
+		pt := reflect.TypeFor[config.PodTemplate]()
 		for i := range pt.NumField() {
 			name, _, _ := strings.Cut(pt.Field(i).Tag.Get("yaml"), ",")
 			if !slices.Contains(f.Ignored, "spec."+name) {
@@ -312,14 +314,14 @@ func TestIgnoredFields(t *testing.T) {
 		}
 	})
 	t.Run("pipeline", func(t *testing.T) {
-		f := mustLoad(t, "testdata/good/pipeline.yaml")
+		f := mustLoad(t, "../../config/testdata/good/pipeline.yaml")
 		checkIgnored(t, f.Ignored, []string{
 			"spec.watermark", "spec.lifecycle", "spec.interStepBuffer", "spec.templates",
 			"spec.vertices[0].scale", "spec.vertices[1].containerTemplate",
 		})
 	})
 	t.Run("none", func(t *testing.T) {
-		f := mustLoad(t, "examples/monovertex.yaml")
+		f := mustLoad(t, "../../config/examples/monovertex.yaml")
 		if len(f.Ignored) != 0 {
 			t.Errorf("Ignored = %q, want none", f.Ignored)
 		}
@@ -359,7 +361,7 @@ spec:
 `
 
 func TestDefaults(t *testing.T) {
-	var nilLimits *Limits
+	var nilLimits *config.Limits
 	if got := nilLimits.GetReadBatchSize(); got != 500 {
 		t.Errorf("nil GetReadBatchSize() = %d, want 500", got)
 	}
@@ -396,7 +398,7 @@ func TestDefaults(t *testing.T) {
 		if r == nil {
 			t.Fatal("GetRateLimit() = nil")
 		}
-		got := r.LimiterConfig()
+		got := LimiterConfig(r)
 		want := ratelimit.Config{
 			Max:                 100,
 			Min:                 1,
@@ -426,7 +428,7 @@ func TestDefaults(t *testing.T) {
 	})
 
 	t.Run("pipeline", func(t *testing.T) {
-		f := mustLoad(t, "testdata/good/pipeline.yaml")
+		f := mustLoad(t, "../../config/testdata/good/pipeline.yaml")
 		s := f.Pipeline.Spec
 		if got := s.Limits.GetReadBatchSize(); got != 200 {
 			t.Errorf("pipeline GetReadBatchSize() = %d, want 200", got)
@@ -437,12 +439,12 @@ func TestDefaults(t *testing.T) {
 		if got := s.Vertices[1].Limits.GetReadBatchSize(); got != 50 {
 			t.Errorf("route GetReadBatchSize() = %d, want 50", got)
 		}
-		// A vertex without limits has a nil *PipelineLimits; its embedded Limits
+		// A vertex without limits has a nil *PipelineLimits; its embedded config.Limits
 		// is only reachable when it is not nil.
 		if s.Vertices[0].Limits != nil {
 			t.Errorf("vertex in has limits %+v", s.Vertices[0].Limits)
 		}
-		if DefaultBufferMaxLength != 30000 || DefaultBufferUsageLimit != 80 {
+		if config.DefaultBufferMaxLength != 30000 || config.DefaultBufferUsageLimit != 80 {
 			t.Error("buffer defaults changed")
 		}
 	})
@@ -458,7 +460,7 @@ func TestDefaults(t *testing.T) {
 				t.Errorf("%s: GetMaxQueueBytes() = %d, want %d", yaml, got, want)
 			}
 		}
-		var none *HTTPSource
+		var none *config.HTTPSource
 		if got := none.GetMaxQueueBytes(); got != source.DefaultHTTPMaxQueueBytes {
 			t.Errorf("nil GetMaxQueueBytes() = %d", got)
 		}
@@ -534,7 +536,7 @@ func TestLimiterConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			body := "      " + strings.ReplaceAll(strings.TrimSuffix(tt.rateLimit, "\n"), "\n", "\n      ") + "\n"
 			f := mustParse(t, minimalMonoVertex+"  limits:\n    rateLimit:\n"+body)
-			got := f.MonoVertex.Spec.Limits.GetRateLimit().LimiterConfig()
+			got := LimiterConfig(f.MonoVertex.Spec.Limits.GetRateLimit())
 			if got != tt.want {
 				t.Errorf("LimiterConfig() =\n %+v\nwant\n %+v", got, tt.want)
 			}
@@ -545,15 +547,15 @@ func TestLimiterConfig(t *testing.T) {
 	}
 
 	t.Run("adaptive", func(t *testing.T) {
-		f := mustLoad(t, "examples/adaptive.yaml")
+		f := mustLoad(t, "../../config/examples/adaptive.yaml")
 		r := f.MonoVertex.Spec.Limits.GetRateLimit()
-		if got := r.LimiterConfig(); !got.Adaptive || got.CutPercentage != 20 {
+		if got := LimiterConfig(r); !got.Adaptive || got.CutPercentage != 20 {
 			t.Errorf("LimiterConfig() = %+v; want adaptive with a cut of 20%%", got)
 		}
-		if got := r.Adaptive.SignalKinds(); fmt.Sprint(got) != "[http429 http503]" {
+		if got := SignalKinds(r.Adaptive); fmt.Sprint(got) != "[http429 http503]" {
 			t.Errorf("SignalKinds() = %v; want [http429 http503]", got)
 		}
-		if got := (&Adaptive{}).SignalKinds(); fmt.Sprint(got) != fmt.Sprint(isb.Signals) {
+		if got := SignalKinds(&config.Adaptive{}); fmt.Sprint(got) != fmt.Sprint(isb.Signals) {
 			t.Errorf("SignalKinds() of adaptive: {} = %v; want all, %v", got, isb.Signals)
 		}
 	})
@@ -569,15 +571,15 @@ func TestLimiterConfig(t *testing.T) {
 			StaleAfter: 3 * time.Second, OnStoreFailure: ratelimit.Pause, ResumedRampUp: true},
 	} {
 		t.Run(file, func(t *testing.T) {
-			f := mustLoad(t, filepath.Join("testdata/good", file))
-			if got := f.MonoVertex.Spec.Limits.GetRateLimit().LimiterConfig(); got != want {
+			f := mustLoad(t, filepath.Join("../../config/testdata/good", file))
+			if got := LimiterConfig(f.MonoVertex.Spec.Limits.GetRateLimit()); got != want {
 				t.Errorf("LimiterConfig() =\n %+v\nwant\n %+v", got, want)
 			}
 		})
 	}
 
 	t.Run("sluice's fields", func(t *testing.T) {
-		f := mustLoad(t, "testdata/good/monovertex-ratelimit-gobackn.yaml")
+		f := mustLoad(t, "../../config/testdata/good/monovertex-ratelimit-gobackn.yaml")
 		r := f.MonoVertex.Spec.Limits.GetRateLimit()
 		switch {
 		case r.ResumedRampUp == nil || !*r.ResumedRampUp:
@@ -598,11 +600,11 @@ func TestLimiterConfig(t *testing.T) {
 	})
 
 	t.Run("example", func(t *testing.T) {
-		f := mustLoad(t, "examples/monovertex.yaml")
+		f := mustLoad(t, "../../config/examples/monovertex.yaml")
 		r := f.MonoVertex.Spec.Limits.GetRateLimit()
 		want := ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 20, Min: 5, RampUpDuration: 5 * time.Second, Mode: ratelimit.Relaxed,
 			ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50}
-		if got := r.LimiterConfig(); got != want {
+		if got := LimiterConfig(r); got != want {
 			t.Errorf("LimiterConfig() =\n %+v\nwant\n %+v", got, want)
 		}
 		if r.Store == nil || r.Store.InMemoryStore == nil {
@@ -612,13 +614,13 @@ func TestLimiterConfig(t *testing.T) {
 }
 
 func TestErrorHasFileName(t *testing.T) {
-	path := filepath.Join("testdata", "bad", "several-problems.yaml")
+	path := filepath.Join("../../config/testdata", "bad", "several-problems.yaml")
 	f, err := Load(path)
 	problems := problemsOf(t, f, err)
-	var ce *Error
+	var ce *config.Error
 	errors.As(err, &ce)
 	if ce.File != path {
-		t.Errorf("File = %q, want %q", ce.File, path)
+		t.Errorf("config.File = %q, want %q", ce.File, path)
 	}
 	lines := strings.Split(err.Error(), "\n")
 	if len(lines) != len(problems) {
@@ -641,7 +643,7 @@ func TestErrorHasFileName(t *testing.T) {
 
 	// Errors before decoding (the YAML itself) name the file too.
 	for _, name := range []string{"yaml-syntax-error.yaml", "empty.yaml", "two-documents.yaml", "unknown-kind.yaml"} {
-		path := filepath.Join("testdata", "bad", name)
+		path := filepath.Join("../../config/testdata", "bad", name)
 		_, err := Load(path)
 		if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
 			t.Errorf("Load(%s) = %v, want it to start with the path", name, err)
@@ -649,7 +651,7 @@ func TestErrorHasFileName(t *testing.T) {
 	}
 
 	t.Run("multi-line message", func(t *testing.T) {
-		path := filepath.Join("testdata", "bad", "filter-bad-expression.yaml")
+		path := filepath.Join("../../config/testdata", "bad", "filter-bad-expression.yaml")
 		_, err := Load(path)
 		if err == nil {
 			t.Fatal("loads")
@@ -662,8 +664,8 @@ func TestErrorHasFileName(t *testing.T) {
 	})
 
 	t.Run("missing file", func(t *testing.T) {
-		_, err := Load(filepath.Join("testdata", "no-such-file.yaml"))
-		var ce *Error
+		_, err := Load(filepath.Join("../../config/testdata", "no-such-file.yaml"))
+		var ce *config.Error
 		if !errors.Is(err, fs.ErrNotExist) || errors.As(err, &ce) {
 			t.Errorf("Load(missing) = %v, want a not-exist error", err)
 		}
@@ -673,7 +675,7 @@ func TestErrorHasFileName(t *testing.T) {
 func TestProblemsSortedByLine(t *testing.T) {
 	// several-problems.yaml's decoder finds the unknown field (line 20) before the
 	// validator finds the rest; the report is in line order all the same.
-	f, err := Load("testdata/bad/several-problems.yaml")
+	f, err := Load("../../config/testdata/bad/several-problems.yaml")
 	problems := problemsOf(t, f, err)
 	var got []string
 	for _, p := range problems {
@@ -692,12 +694,12 @@ func TestProblemsSortedByLine(t *testing.T) {
 	}
 
 	// Every file of the corpus reports in line order.
-	for _, path := range corpus(t, 35, "testdata/bad/*.yaml") {
+	for _, path := range corpus(t, 35, "../../config/testdata/bad/*.yaml") {
 		data, err := readFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ce *Error
+		var ce *config.Error
 		if _, err := Parse(data); errors.As(err, &ce) && !sortedByLine(ce.Problems) {
 			t.Errorf("%s: problems are not sorted by line: %v", path, ce.Problems)
 		}
@@ -707,7 +709,7 @@ func TestProblemsSortedByLine(t *testing.T) {
 func TestEmptyInput(t *testing.T) {
 	for _, in := range []string{"", "\n", "   \n\n", "# only a comment\n"} {
 		_, err := Parse([]byte(in))
-		var ce *Error
+		var ce *config.Error
 		if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Msg != "the file is empty" {
 			t.Errorf("Parse(%q) = %v, want the file is empty", in, err)
 		}
@@ -716,14 +718,14 @@ func TestEmptyInput(t *testing.T) {
 
 func TestProblemString(t *testing.T) {
 	for _, tt := range []struct {
-		p    Problem
+		p    config.Problem
 		want string
 	}{
-		{Problem{Path: "spec.limits.rateLimit.min", Line: 9, Msg: "(50) > max (10)"}, "spec.limits.rateLimit.min (50) > max (10) (line 9)"},
-		{Problem{Path: "spec.source", Line: 3, Msg: "is required"}, "spec.source: is required (line 3)"},
-		{Problem{Path: "spec.source", Msg: "is required"}, "spec.source: is required"},
-		{Problem{Msg: "the file is empty"}, "the file is empty"},
-		{Problem{Line: 12, Msg: "the file holds more than one YAML document"}, "the file holds more than one YAML document (line 12)"},
+		{config.Problem{Path: "spec.limits.rateLimit.min", Line: 9, Msg: "(50) > max (10)"}, "spec.limits.rateLimit.min (50) > max (10) (line 9)"},
+		{config.Problem{Path: "spec.source", Line: 3, Msg: "is required"}, "spec.source: is required (line 3)"},
+		{config.Problem{Path: "spec.source", Msg: "is required"}, "spec.source: is required"},
+		{config.Problem{Msg: "the file is empty"}, "the file is empty"},
+		{config.Problem{Line: 12, Msg: "the file holds more than one YAML document"}, "the file holds more than one YAML document (line 12)"},
 	} {
 		if got := tt.p.String(); got != tt.want {
 			t.Errorf("%+v.String() = %q, want %q", tt.p, got, tt.want)
@@ -732,7 +734,7 @@ func TestProblemString(t *testing.T) {
 }
 
 func TestPipelineValues(t *testing.T) {
-	f := mustLoad(t, "testdata/good/pipeline.yaml")
+	f := mustLoad(t, "../../config/testdata/good/pipeline.yaml")
 	s := f.Pipeline.Spec
 	if f.Name() != "orders-pipeline" || s.InterStepBufferServiceName != "default" {
 		t.Errorf("name %q, interStepBufferServiceName %q", f.Name(), s.InterStepBufferServiceName)
@@ -751,7 +753,7 @@ func TestPipelineValues(t *testing.T) {
 		t.Errorf("vertices = %q", names)
 	}
 	if v := s.Vertices[1]; v.UDF == nil || v.UDF.Builtin.Name != "filter" || *v.Limits.BufferUsageLimit != 70 ||
-		v.Limits.RateLimit.LimiterConfig().Mode != ratelimit.OnlyIfUsed {
+		LimiterConfig(v.Limits.RateLimit).Mode != ratelimit.OnlyIfUsed {
 		t.Errorf("route = %+v", v)
 	}
 	if p := s.Vertices[2].Partitions; p == nil || *p != 2 {
@@ -817,9 +819,9 @@ spec:
 		timeout                     time.Duration
 		rlMin                       int
 	}{
-		{"in", 100, 1000, DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
+		{"in", 100, 1000, config.DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
 		{"mid", 10, 1000, 60, 20, 2 * time.Second, 5},
-		{"out", 100, 1000, DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
+		{"out", 100, 1000, config.DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.vertex, func(t *testing.T) {
@@ -845,12 +847,12 @@ spec:
 // The JetStream ISB's durations are the jetstream package's to default: unset,
 // the getters give 0, which it takes for its defaults.
 func TestJetStreamGetters(t *testing.T) {
-	var unset *JetStreamISB
+	var unset *config.JetStreamISB
 	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || unset.GetStorage() != jetstream.FileStorage {
 		t.Errorf("nil getters: ackWait %v, duplicates %v, frameSize %d, storage %v",
 			unset.GetAckWait(), unset.GetDuplicates(), unset.GetFrameSize(), unset.GetStorage())
 	}
-	js := &JetStreamISB{AckWait: &Duration{5 * time.Second}, Duplicates: &Duration{time.Minute}}
+	js := &config.JetStreamISB{AckWait: &config.Duration{Duration: 5 * time.Second}, Duplicates: &config.Duration{Duration: time.Minute}}
 	if js.GetAckWait() != 5*time.Second || js.GetDuplicates() != time.Minute {
 		t.Errorf("getters: ackWait %v, duplicates %v", js.GetAckWait(), js.GetDuplicates())
 	}

@@ -1,4 +1,4 @@
-package config
+package vertexconfig
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
@@ -13,7 +14,7 @@ import (
 // null on unset fields, and checks that each null left its field unset.
 func TestNullSetsNothing(t *testing.T) {
 	t.Run("monovertex", func(t *testing.T) {
-		f := mustLoad(t, "testdata/good/monovertex-numaflow-nulls.yaml")
+		f := mustLoad(t, "../../config/testdata/good/monovertex-numaflow-nulls.yaml")
 		s := f.MonoVertex.Spec
 		m := f.MonoVertex.Metadata
 		if m.Labels != nil || m.Annotations != nil || m.Namespace != "payments" {
@@ -48,7 +49,7 @@ func TestNullSetsNothing(t *testing.T) {
 			t.Errorf("limits = %+v", l)
 		}
 		r := l.GetRateLimit()
-		if got := r.LimiterConfig(); got != ratelimit.DefaultConfig(100) {
+		if got := LimiterConfig(r); got != ratelimit.DefaultConfig(100) {
 			t.Errorf("rate limit %+v; want the defaults of max 100", got)
 		}
 		if r.Store == nil || r.Store.RedisStore != nil || r.Store.InMemoryStore != nil || r.TTL != nil || r.ResumedRampUp != nil {
@@ -62,7 +63,7 @@ func TestNullSetsNothing(t *testing.T) {
 		})
 	})
 	t.Run("pipeline", func(t *testing.T) {
-		f := mustLoad(t, "testdata/good/pipeline-numaflow-nulls.yaml")
+		f := mustLoad(t, "../../config/testdata/good/pipeline-numaflow-nulls.yaml")
 		s := f.Pipeline.Spec
 		if s.ISB != nil || s.SideInputs.IsSet() || s.Ordered.IsSet() || s.InterStepBufferServiceName != "" || f.Pipeline.Metadata.Namespace != "" {
 			t.Errorf("spec = %+v", s)
@@ -86,7 +87,7 @@ func TestNullSetsNothing(t *testing.T) {
 		}
 		want := ratelimit.DefaultConfig(50)
 		want.Mode, want.ThresholdPercentage = ratelimit.GoBackN, 60
-		if got := rl.LimiterConfig(); got != want {
+		if got := LimiterConfig(rl); got != want {
 			t.Errorf("cat rate limit %+v; want %+v", got, want)
 		}
 		if st := cat.Limits.RateLimit.Store; st.InMemoryStore != nil || st.RedisStore != nil {
@@ -127,7 +128,7 @@ func TestNullForms(t *testing.T) {
 			t.Run(fmt.Sprintf("%q/%d", null, i), func(t *testing.T) {
 				f := mustParse(t, yaml)
 				s := f.MonoVertex.Spec
-				if u := s.UDF; u != nil && (u.Container.Command != nil || len(u.Container.Env) != 1 || u.Container.Env[0] != EnvVar{Name: "A"}) {
+				if u := s.UDF; u != nil && (u.Container.Command != nil || len(u.Container.Env) != 1 || u.Container.Env[0] != config.EnvVar{Name: "A"}) {
 					t.Errorf("null set something: udf container %+v", u.Container)
 				}
 				if s.Replicas != nil || (s.UDF != nil && s.UDF.Container.Image != "x") || s.Bypass.IsSet() || s.Sink.Kafka != nil || len(f.Ignored) != 0 ||

@@ -1,4 +1,4 @@
-package config_test
+package vertexconfig_test
 
 import (
 	"encoding/base64"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -17,7 +18,7 @@ func TestParseMonoVertexEnv(t *testing.T) {
 	const object = `{"metadata":{"name":"gen"},"spec":{"source":{"generator":{"rpu":100}},"sink":{"log":{}},` +
 		`"limits":{"rateLimit":{"max":20}},"scale":{"lookbackSeconds":120}},"status":{"replicas":0}}`
 	for _, value := range []string{b64(object), " " + b64(object) + "\n"} {
-		f, err := config.ParseMonoVertexEnv(value)
+		f, err := vertexconfig.ParseMonoVertexEnv(value)
 		if err != nil {
 			t.Fatalf("%q: %v", value, err)
 		}
@@ -49,7 +50,7 @@ func TestParseMonoVertexEnv(t *testing.T) {
 				`kind ("Pipeline") must be MonoVertex` + "\nspec.source: is required\nspec.sink: is required", &ce},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := config.ParseMonoVertexEnv(tt.value)
+			_, err := vertexconfig.ParseMonoVertexEnv(tt.value)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -1,10 +1,12 @@
-package config
+package vertexconfig
 
 import (
 	"encoding"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sluiceflow/sluice/config"
 
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
@@ -25,8 +27,8 @@ func TestEnumNames(t *testing.T) {
 		want  string   // the list an unknown name's error gives
 		zero  string   // the zero value's String
 	}{
-		{"RedisMode", func() named { return new(RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
-		{"OnFailure", func() named { return new(OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
+		{"config.RedisMode", func() named { return new(config.RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
+		{"config.OnFailure", func() named { return new(config.OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +56,7 @@ func TestEnumNames(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range []fmt.Stringer{RedisMode(7), OnFailure(7)} {
+	for _, v := range []fmt.Stringer{config.RedisMode(7), config.OnFailure(7)} {
 		if got := v.String(); !strings.HasSuffix(got, "(7)") {
 			t.Errorf("%T(7).String() = %q", v, got)
 		}
@@ -108,13 +110,13 @@ func TestEnumFields(t *testing.T) {
 		t.Errorf("storage = %v, want memory", got)
 	}
 	rl := s.Limits.RateLimit
-	if got := rl.LimiterConfig().OnStoreFailure; got != ratelimit.Pause {
+	if got := LimiterConfig(rl).OnStoreFailure; got != ratelimit.Pause {
 		t.Errorf("onStoreFailure = %v, want pause", got)
 	}
-	if got := rl.Store.RedisStore.Mode; got != RedisModeSentinel {
+	if got := rl.Store.RedisStore.Mode; got != config.RedisModeSentinel {
 		t.Errorf("redisStore.mode = %v, want sentinel", got)
 	}
-	if got := s.Vertices[1].Sink.RetryStrategy.OnFailure; got == nil || *got != OnFailureDrop {
+	if got := s.Vertices[1].Sink.RetryStrategy.OnFailure; got == nil || *got != config.OnFailureDrop {
 		t.Errorf("onFailure = %v, want drop", got)
 	}
 	e := s.Edges[0]
@@ -123,14 +125,14 @@ func TestEnumFields(t *testing.T) {
 	}
 
 	// Unset, the getters give the defaults.
-	var js *JetStreamISB
+	var js *config.JetStreamISB
 	if got := js.GetStorage(); got != jetstream.FileStorage {
 		t.Errorf("nil GetStorage() = %v, want file", got)
 	}
-	if got := (&Edge{}).GetOnFull(); got != route.RetryUntilSuccess {
+	if got := (&config.Edge{}).GetOnFull(); got != route.RetryUntilSuccess {
 		t.Errorf("GetOnFull() = %v, want retryUntilSuccess", got)
 	}
-	if got := (&TagConditions{}).GetOperator(); got != route.Or {
+	if got := (&config.TagConditions{}).GetOperator(); got != route.Or {
 		t.Errorf("GetOperator() = %v, want or", got)
 	}
 }

@@ -1,10 +1,10 @@
-package config_test
+package vertexconfig_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // TestSummary checks the description of a valid config: every step in order,
@@ -155,11 +155,11 @@ spec:
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := config.Parse([]byte(tt.yaml))
+			f, err := vertexconfig.Parse([]byte(tt.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := f.Summary(); got != tt.want {
+			if got := vertexconfig.Summary(f); got != tt.want {
 				t.Errorf("Summary() = %q\nwant %q", got, tt.want)
 			}
 		})
@@ -169,7 +169,7 @@ spec:
 // TestSummaryIgnored checks that the Kubernetes-only fields a config sets are
 // no part of its summary: they are in File.Ignored.
 func TestSummaryIgnored(t *testing.T) {
-	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
   name: mv
@@ -183,13 +183,13 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Summary(); len(f.Ignored) != 1 || got != "generator → log" {
+	if got := vertexconfig.Summary(f); len(f.Ignored) != 1 || got != "generator → log" {
 		t.Errorf("Summary() = %q, Ignored %q; want %q and one field", got, f.Ignored, "generator → log")
 	}
 }
 
-func ExampleFile_Summary() {
-	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+func ExampleSummary() {
+	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
   name: orders
@@ -207,6 +207,6 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(f.Summary())
+	fmt.Println(vertexconfig.Summary(f))
 	// Output: generator → udf my/map:v1 → log; rate limit 20/s from 5 over 5s, relaxed
 }

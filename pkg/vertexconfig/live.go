@@ -1,4 +1,4 @@
-package config
+package vertexconfig
 
 import (
 	"fmt"
@@ -6,24 +6,25 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// LiveChange reports whether next differs from f only in what a running
+// LiveChange reports whether next differs from running only in what a running
 // replica can take on: the settings of its rateLimit blocks that
 // [ratelimit.Fields] marks live, and Kubernetes-only fields, which sluice
 // ignores. Otherwise it returns an error that matches [ratelimit.ErrNotLive]
 // and names the first field that differs by its path, such as
 // "spec.limits.rateLimit.store.redisStore.url changed: needs a restart".
-func (f *File) LiveChange(next *File) error {
-	if f.Kind != next.Kind {
-		return fmt.Errorf("kind changed from %s to %s: %w", f.Kind, next.Kind, ratelimit.ErrNotLive)
+func LiveChange(running, next *config.File) error {
+	if running.Kind != next.Kind {
+		return fmt.Errorf("kind changed from %s to %s: %w", running.Kind, next.Kind, ratelimit.ErrNotLive)
 	}
 	var a, b reflect.Value
-	if f.MonoVertex != nil {
-		a, b = reflect.ValueOf(f.MonoVertex).Elem(), reflect.ValueOf(next.MonoVertex).Elem()
+	if running.MonoVertex != nil {
+		a, b = reflect.ValueOf(running.MonoVertex).Elem(), reflect.ValueOf(next.MonoVertex).Elem()
 	} else {
-		a, b = reflect.ValueOf(f.Pipeline).Elem(), reflect.ValueOf(next.Pipeline).Elem()
+		a, b = reflect.ValueOf(running.Pipeline).Elem(), reflect.ValueOf(next.Pipeline).Elem()
 	}
 	if path, how := firstDiff("", a, b); path != "" {
 		return fmt.Errorf("%s %s: %w", path, how, ratelimit.ErrNotLive)
@@ -31,7 +32,10 @@ func (f *File) LiveChange(next *File) error {
 	return nil
 }
 
-var rateLimitType = reflect.TypeFor[RateLimit]()
+var (
+	rateLimitType = reflect.TypeFor[config.RateLimit]()
+	k8sType       = reflect.TypeFor[config.K8s]()
+)
 
 // liveRateLimit are the YAML names of the settings of a rateLimit block
 // that can change while a replica runs.
@@ -74,7 +78,10 @@ func firstDiff(path string, a, b reflect.Value) (string, string) {
 			}
 			p := path
 			if name != "" { // an inlined struct adds no name
-				p = join(path, name)
+				p = name
+				if path != "" {
+					p = path + "." + name
+				}
 			}
 			if d, how := firstDiff(p, a.Field(i), b.Field(i)); d != "" {
 				return d, how

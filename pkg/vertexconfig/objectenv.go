@@ -1,10 +1,12 @@
-package config
+package vertexconfig
 
 import (
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sluiceflow/sluice/config"
 )
 
 // EnvMonoVertexObject is the variable in which Numaflow's controller hands the
@@ -13,9 +15,9 @@ const EnvMonoVertexObject = "NUMAFLOW_MONO_VERTEX_OBJECT"
 
 // ParseMonoVertexEnv decodes and validates value, the value of
 // [EnvMonoVertexObject]: standard base64, whitespace around it aside, of a
-// MonoVertex as [ParseMonoVertexObject] reads it.
+// MonoVertex as [ParseMonoVertexObject] reads it, validated whole.
 //
-// Every error names the variable, and the decoding error or the [*Error] it
+// Every error names the variable, and the decoding error or the [*config.Error] it
 // wraps: the value quoted, cut to its first 40 bytes, when it is not base64;
 // the decoded value so quoted when it is not a MonoVertex at all (not JSON,
 // not an object); every problem otherwise.
@@ -25,13 +27,13 @@ const EnvMonoVertexObject = "NUMAFLOW_MONO_VERTEX_OBJECT"
 //	NUMAFLOW_MONO_VERTEX_OBJECT: 2 problem(s) in the MonoVertex:
 //	spec.source.generator.rpu (0) must be at least 1
 //	spec.sink: is required; null sets nothing
-func ParseMonoVertexEnv(value string) (*File, error) {
+func ParseMonoVertexEnv(value string) (*config.File, error) {
 	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(value))
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s) is not standard base64: %w", EnvMonoVertexObject, abbreviate(value), err)
 	}
 	f, err := ParseMonoVertexObject(data)
-	var ce *Error
+	var ce *config.Error
 	switch {
 	case err == nil:
 		return f, nil

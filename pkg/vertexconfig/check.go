@@ -1,0 +1,180 @@
+package vertexconfig
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/kafka"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+// Check is the runtime's validation of a decoded config, which [Load] and
+// [Parse] run after the schema's: the built-in transformers and map
+// functions it names, the properties of its Kafka clients, its rate limits
+// by the limiter's own rules, and the throttle signals of adaptive. It
+// reports each problem at its YAML path through r.
+func Check(f *config.File, r config.Reporter) {
+	c := checker{r}
+	if m := f.MonoVertex; m != nil {
+		s := &m.Spec
+		c.vertex("spec", s.Source, s.UDF, s.Sink)
+		if s.Limits != nil && s.Limits.RateLimit != nil {
+			c.rateLimit("spec.limits.rateLimit", s.Limits.RateLimit)
+		}
+		return
+	}
+	p := f.Pipeline
+	if l := p.Spec.Limits; l != nil && l.RateLimit != nil {
+		c.rateLimit("spec.limits.rateLimit", l.RateLimit)
+	}
+	for i := range p.Spec.Vertices {
+		v := &p.Spec.Vertices[i]
+		path := fmt.Sprintf("spec.vertices[%d]", i)
+		c.vertex(path, v.Source, v.UDF, v.Sink)
+		if v.Limits != nil && v.Limits.RateLimit != nil {
+			// The rate limit checked is the vertex's merged with the pipeline's.
+			merged, _ := p.VertexRateLimit(v.Name)
+			if merged == nil {
+				merged = v.Limits.RateLimit
+			}
+			c.rateLimit(path+".limits.rateLimit", merged)
+		}
+	}
+}
+
+// checker reports the runtime's problems with a config.
+type checker struct{ r config.Reporter }
+
+// vertex checks the functions and connectors of the vertex at path; any of
+// its parts may be nil.
+func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *config.Sink) {
+	if src != nil {
+		if t := src.Transformer; t != nil && t.Container == nil && t.Builtin != nil {
+			_, err := udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, nil)
+			c.builtin(path+".source.transformer", err)
+		}
+		if k := src.Kafka; k != nil {
+			c.kafkaConfig(path+".source.kafka.config", k.Config, kafka.RoleSource)
+		}
+	}
+	if u != nil && !u.GroupBy.IsSet() && u.Container == nil && u.Builtin != nil {
+		_, err := udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, nil)
+		c.builtin(path+".udf", err)
+	}
+	if sink != nil {
+		if k := sink.Kafka; k != nil {
+			c.kafkaConfig(path+".sink.kafka.config", k.Config, kafka.RoleSink)
+		}
+		if fb := sink.Fallback; fb != nil && fb.Kafka != nil {
+			c.kafkaConfig(path+".sink.fallback.kafka.config", fb.Kafka.Config, kafka.RoleSink)
+		}
+	}
+}
+
+// builtin reports the error of making the built-in function at path: under
+// the kwarg it blames, or under its name.
+func (c checker) builtin(path string, err error) {
+	if err == nil {
+		return
+	}
+	var ke *udf.KWArgError
+	if errors.As(err, &ke) {
+		c.r.Add(path+".builtin.kwargs."+ke.Key, "%s", firstLine(ke.Err))
+		return
+	}
+	c.r.Add(path+".builtin.name", "%s", firstLine(err))
+}
+
+// kafkaConfig checks a Kafka client's flat config at path: its syntax, and
+// the values of the properties sluice applies for role.
+func (c checker) kafkaConfig(path, s string, role kafka.Role) {
+	p, err := kafka.ParseProperties(s)
+	if err == nil {
+		err = p.Check(role)
+	}
+	if err != nil {
+		c.r.Add(path, "%v", err)
+	}
+}
+
+// rateLimit checks the rateLimit block at path by the limiter's rules, and
+// the throttle signals of its adaptive block.
+func (c checker) rateLimit(path string, r *config.RateLimit) {
+	c.limiterConfig(path, r)
+	if a := r.Adaptive; a != nil && a.Signals != nil {
+		if len(a.Signals) == 0 {
+			c.r.Add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", strings.Join(isb.Signals, ", "))
+		}
+		for i, s := range a.Signals {
+			switch {
+			case !slices.Contains(isb.Signals, s):
+				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, strings.Join(isb.Signals, ", "))
+			case slices.Index(a.Signals, s) < i:
+				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
+			}
+		}
+	}
+}
+
+// limiterConfig checks the fields of r that make the rate limiter's config with
+// the limiter's own validation, and reports its errors under their YAML paths.
+func (c checker) limiterConfig(path string, r *config.RateLimit) {
+	cfg := LimiterConfig(r)
+	if r.Max == nil {
+		// Check the rest against the largest max: "max is required" is the
+		// schema's to say.
+		cfg.Max = ratelimit.MaxTokens
+	} else if *r.Max > ratelimit.MaxTokens {
+		c.r.Add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
+		cfg.Max = ratelimit.MaxTokens
+	}
+	for _, err := range unjoin(cfg.Validate()) {
+		var fe *ratelimit.FieldError
+		if !errors.As(err, &fe) {
+			c.r.Add(path, "%v", err)
+			continue
+		}
+		if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
+			continue // max itself is the problem, reported above
+		}
+		if fe.Field == "StaleAfter" {
+			continue // staleAfter must be positive, which the schema checks
+		}
+		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
+		if fe.Other != "" {
+			msg += fmt.Sprintf(" %s (%v)", limiterPath(fe.Other, cfg.Mode), fe.OtherValue)
+		}
+		c.r.Add(path+"."+limiterPath(fe.Field, cfg.Mode), "%s", msg)
+	}
+}
+
+// limiterPath returns the YAML path in a rateLimit block, under mode m, of
+// the rate limiter's field named field: "modes.goBackN.coolDownPeriod".
+func limiterPath(field string, m ratelimit.Mode) string {
+	if f, ok := ratelimit.FieldOf(field); ok {
+		return f.Path(m)
+	}
+	return field
+}
+
+// firstLine returns an error's first line: an expression's compile error goes on
+// with the source and a caret, which a one-line problem leaves out.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
+}
+
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

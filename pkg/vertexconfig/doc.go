@@ -1,0 +1,24 @@
+// Package vertexconfig turns a parsed config into the runtime's values and
+// checks what only the runtime knows. Package config holds the YAML schema
+// and imports no runtime package; this package sits between it and the
+// packages it configures.
+//
+// # Loading
+//
+// [Load], [Parse] and [ParseMonoVertexObject] decode a config and validate
+// all of it in one pass: the schema's checks and [Check], the runtime's
+// (a built-in function's name and kwargs, a Kafka client's properties, the
+// rate limiter's rules, the throttle signals). Every problem comes back in
+// one [*config.Error], each with its path, value and line:
+//
+//	spec.limits.rateLimit.min (50) > max (10) (line 9)
+//
+// A program that runs a config loads it here, never with config.Parse alone.
+//
+// # Runtime values
+//
+// [LimiterConfig] and [KeyConfig] make the rate limiter's configs of a
+// rateLimit block, [SignalKinds] the throttle signals that cut it.
+// [LiveChange] tells whether a new config differs from a running one only in
+// what a replica can take on live.
+package vertexconfig

@@ -1,0 +1,89 @@
+package vertexconfig
+
+import (
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// LimiterConfig returns the rate limiter's config for a rateLimit block, with
+// Numaflow's defaults for what it leaves out. It does not validate: [Check]
+// does.
+func LimiterConfig(r *config.RateLimit) ratelimit.Config {
+	cfg := ratelimit.DefaultConfig(0)
+	if r.Max != nil {
+		cfg.Max = clampInt64(*r.Max)
+	}
+	if r.Min != nil {
+		cfg.Min = clampInt64(*r.Min)
+	}
+	if r.RampUpDuration != nil {
+		cfg.RampUpDuration = r.RampUpDuration.Duration
+	}
+	if r.Pacing != nil {
+		cfg.Pacing = r.Pacing.Duration
+	}
+	if r.StaleAfter != nil {
+		cfg.StaleAfter = r.StaleAfter.Duration
+	}
+	if r.OnStoreFailure != nil {
+		cfg.OnStoreFailure = *r.OnStoreFailure
+	}
+	if r.ResumedRampUp != nil {
+		cfg.ResumedRampUp = *r.ResumedRampUp
+	}
+	cfg.Shadow = r.IsShadow()
+	if a := r.Adaptive; a != nil {
+		cfg.Adaptive = true
+		if a.CutPercentage != nil {
+			cfg.CutPercentage = clampInt(*a.CutPercentage)
+		}
+	}
+	if m := r.Modes; m != nil {
+		switch {
+		case m.Scheduled != nil:
+			cfg.Mode = ratelimit.Scheduled
+		case m.OnlyIfUsed != nil:
+			cfg.Mode = ratelimit.OnlyIfUsed
+			if t := m.OnlyIfUsed.ThresholdPercentage; t != nil {
+				cfg.ThresholdPercentage = clampInt(*t)
+			}
+		case m.GoBackN != nil:
+			cfg.Mode = ratelimit.GoBackN
+			g := m.GoBackN
+			if g.ThresholdPercentage != nil {
+				cfg.ThresholdPercentage = clampInt(*g.ThresholdPercentage)
+			}
+			if g.CoolDownPeriod != nil {
+				cfg.CoolDownPeriod = g.CoolDownPeriod.Duration
+			}
+			if g.RampDownPercentage != nil {
+				cfg.RampDownPercentage = clampInt(*g.RampDownPercentage)
+			}
+		}
+	}
+	return cfg
+}
+
+// KeyConfig returns the per-key limiter's config of a rateLimit block:
+// perKey's max and maxKeys, and the rate limit's onStoreFailure.
+func KeyConfig(r *config.RateLimit) ratelimit.KeyConfig {
+	p := r.PerKey
+	cfg := ratelimit.KeyConfig{MaxKeys: p.GetMaxKeys(), OnStoreFailure: LimiterConfig(r).OnStoreFailure}
+	if p != nil && p.Max != nil {
+		cfg.Max = clampInt64(*p.Max)
+	}
+	return cfg
+}
+
+// SignalKinds returns the kinds of throttle signal that cut the limit of an
+// adaptive block: those it lists, or all of [isb.Signals].
+func SignalKinds(a *config.Adaptive) []string {
+	if a.Signals == nil {
+		return isb.Signals
+	}
+	return a.Signals
+}
+
+func clampInt64(v uint64) int64 { return int64(min(v, 1<<62)) }
+func clampInt(v uint32) int     { return int(min(v, 1<<30)) }
