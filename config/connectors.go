@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // KafkaSource reads a Kafka topic in a consumer group (Numaflow's
@@ -104,11 +102,12 @@ type JetStreamSource struct {
 	// vertex keeps a durable of its own.
 	Consumer string `yaml:"consumer"`
 	// DeliverPolicy is where a new consumer starts: all (default), last, new,
-	// last_per_subject, by_start_sequence N or by_start_time T.
-	DeliverPolicy  jsconsumer.DeliverFrom `yaml:"deliver_policy"`
-	FilterSubjects []string               `yaml:"filter_subjects"`
-	TLS            *TLS                   `yaml:"tls"`
-	Auth           *NatsAuth              `yaml:"auth"`
+	// last_per_subject, by_start_sequence N or by_start_time T (a
+	// jsconsumer.DeliverFrom's text).
+	DeliverPolicy  string    `yaml:"deliver_policy"`
+	FilterSubjects []string  `yaml:"filter_subjects"`
+	TLS            *TLS      `yaml:"tls"`
+	Auth           *NatsAuth `yaml:"auth"`
 }
 
 // NatsAuth is one way to authenticate to NATS: basic, token or nkey.

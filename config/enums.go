@@ -2,15 +2,16 @@ package config
 
 import "github.com/sluiceflow/sluice/internal/enum"
 
-// The config's enumerations that no package below config defines. The others
-// are the types of the packages that act on them: rateLimit.onStoreFailure is
-// a [ratelimit.StoreFailurePolicy], an edge's onFull a [route.OnFull] and its
-// tags operator a [route.Operator], isb.jetstream.storage a
-// [jetstream.Storage], a JetStream source's deliver_policy a
-// [jsconsumer.DeliverFrom] (a [jsconsumer.DeliverPolicy] and where it
-// starts). Each parses its YAML names with UnmarshalText, which rejects any
-// other name with an error listing them; the loader reports that error once,
-// with the field's path, value and line.
+// The config's enumerations that no runtime package defines. The others are
+// the types of the packages that act on them, and config holds their YAML
+// names as strings: rateLimit.onStoreFailure is a ratelimit.StoreFailurePolicy,
+// perKey.keys a ratelimit.KeyMode, an edge's onFull a route.OnFull and its
+// tags operator a route.Operator, isb.jetstream.storage a jetstream.Storage, a
+// JetStream source's deliver_policy a jsconsumer.DeliverFrom, a sink's
+// retryStrategy.onFailure a forward.OnFailure. Package vertexconfig parses
+// each with its type's UnmarshalText, which rejects any other name with an
+// error listing them, and reports that error once, with the field's path,
+// value and line.
 
 // RedisMode is how a redisStore reaches Redis. The zero value is
 // [RedisModeUnset]: mode has no default, and validation requires one.
@@ -33,29 +34,4 @@ func (m RedisMode) String() string { return enum.Name(redisModeNames[:], m, "Red
 // UnmarshalText parses single or sentinel, and rejects any other name.
 func (m *RedisMode) UnmarshalText(b []byte) error {
 	return enum.Parse(m, redisModeNames[:], b, "mode")
-}
-
-// OnFailure is what a sink does with a message it still fails to write once
-// retryStrategy's backoff is spent. The zero value is [OnFailureRetry].
-// An unset retryStrategy.onFailure is not the zero value: sluice then retries,
-// or, with a fallback sink, falls back after some attempts.
-type OnFailure uint8
-
-const (
-	// OnFailureRetry goes on retrying the message.
-	OnFailureRetry OnFailure = iota
-	// OnFailureFallback writes the message to the fallback sink.
-	OnFailureFallback
-	// OnFailureDrop gives the message up.
-	OnFailureDrop
-)
-
-var onFailureNames = [...]string{OnFailureRetry: "retry", OnFailureFallback: "fallback", OnFailureDrop: "drop"}
-
-// String returns the YAML name: retry, fallback or drop.
-func (f OnFailure) String() string { return enum.Name(onFailureNames[:], f, "OnFailure") }
-
-// UnmarshalText parses retry, fallback or drop, and rejects any other name.
-func (f *OnFailure) UnmarshalText(b []byte) error {
-	return enum.Parse(f, onFailureNames[:], b, "onFailure")
 }

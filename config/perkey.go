@@ -1,9 +1,5 @@
 package config
 
-import (
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
-)
-
 // PerKeyLimit is sluice's per-key limit of a rateLimit block: besides the
 // vertex-wide pool, each message key gets at most Max messages a second,
 // all replicas together. Messages over it wait, and do not hold up other
@@ -13,9 +9,10 @@ type PerKeyLimit struct {
 	// (required, 1 to the rate limit's max).
 	Max *uint64 `yaml:"max"`
 	// Keys is which keys count: first (the default), a message's first key;
-	// all, its whole key list as one key.
-	Keys *ratelimit.KeyMode `yaml:"keys"`
-	// MaxKeys is how many keys a replica tracks at once (default 10000),
+	// all, its whole key list as one key (a ratelimit.KeyMode's name).
+	Keys *string `yaml:"keys"`
+	// MaxKeys is how many keys a replica tracks at once (default 10000, the
+	// ratelimit package's DefaultMaxKeys; at most MaxPerKeyKeys),
 	// forgetting the least recently used first.
 	MaxKeys *uint64 `yaml:"maxKeys"`
 	// MaxHeld is how many messages a replica holds at once, per input
@@ -30,22 +27,6 @@ const (
 	MaxPerKeyKeys = 10_000_000
 	MaxPerKeyHeld = 1_000_000
 )
-
-// GetKeys returns keys or its default, first.
-func (p *PerKeyLimit) GetKeys() ratelimit.KeyMode {
-	if p == nil || p.Keys == nil {
-		return ratelimit.FirstKey
-	}
-	return *p.Keys
-}
-
-// GetMaxKeys returns maxKeys or its default.
-func (p *PerKeyLimit) GetMaxKeys() int {
-	if p == nil || p.MaxKeys == nil {
-		return ratelimit.DefaultMaxKeys
-	}
-	return int(min(*p.MaxKeys, MaxPerKeyKeys))
-}
 
 // GetMaxHeld returns maxHeld or its default, four read batches of
 // readBatchSize.

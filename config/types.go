@@ -2,11 +2,6 @@ package config
 
 import (
 	"time"
-
-	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
-	"github.com/sluiceflow/sluice/pkg/isb/route"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // APIVersion is the apiVersion of every object sluice reads.
@@ -236,7 +231,8 @@ type RateLimit struct {
 	SyncInterval *Duration `yaml:"syncInterval"`
 	// OnStoreFailure is what a replica does once the store has been unreachable
 	// past its lease: pause or lastKnown (default lastKnown).
-	OnStoreFailure *ratelimit.StoreFailurePolicy `yaml:"onStoreFailure"`
+	// (a ratelimit.StoreFailurePolicy's name).
+	OnStoreFailure *string `yaml:"onStoreFailure"`
 	// Pacing spreads each epoch's share over the second in slices of this length
 	// (1ms to 500ms) instead of granting it all at the epoch's start.
 	Pacing *Duration `yaml:"pacing"`
@@ -393,7 +389,7 @@ type HTTPSource struct {
 	Ports   *HTTPPorts `yaml:"ports"`
 	// MaxQueueBytes (sluice's addition) is how many bytes of request bodies
 	// the source holds at most, from a request's admission until its message
-	// is acked (default source.DefaultHTTPMaxQueueBytes, 128 MiB; at least
+	// is acked (default the source package's DefaultHTTPMaxQueueBytes, 128 MiB; at least
 	// MinHTTPMaxQueueBytes). A request that does not fit gets 429 with
 	// Retry-After before its body is read; a body larger than it gets 413.
 	MaxQueueBytes *uint64 `yaml:"maxQueueBytes"`
@@ -402,14 +398,6 @@ type HTTPSource struct {
 // MinHTTPMaxQueueBytes is the smallest maxQueueBytes accepted: a smaller
 // value is more likely a size meant in another unit than bytes.
 const MinHTTPMaxQueueBytes = 1024
-
-// GetMaxQueueBytes returns maxQueueBytes or its default.
-func (h *HTTPSource) GetMaxQueueBytes() int64 {
-	if h == nil || h.MaxQueueBytes == nil {
-		return source.DefaultHTTPMaxQueueBytes
-	}
-	return int64(min(*h.MaxQueueBytes, 1<<62))
-}
 
 // HTTPAuth requires a bearer token.
 type HTTPAuth struct {
@@ -497,8 +485,9 @@ type AbstractSink struct {
 type RetryStrategy struct {
 	Backoff *Backoff `yaml:"backoff"`
 	// OnFailure is what happens to a message once the backoff is spent: retry,
-	// fallback or drop. Unset, see [OnFailure].
-	OnFailure *OnFailure `yaml:"onFailure"`
+	// fallback or drop (a forward.OnFailure's name). Unset, sluice retries,
+	// or, with a fallback sink, falls back after some attempts.
+	OnFailure *string `yaml:"onFailure"`
 }
 
 // Backoff is an exponential backoff.
@@ -547,10 +536,10 @@ type JetStreamISB struct {
 	Password *SecretKeySelector `yaml:"password"`
 	Token    *SecretKeySelector `yaml:"token"`
 	TLS      *TLS               `yaml:"tls"`
-	// Storage is file (default) or memory.
-	Storage *jetstream.Storage `yaml:"storage"`
+	// Storage is file (default) or memory (a jetstream.Storage's name).
+	Storage *string `yaml:"storage"`
 	// AckWait is how long a message read and not acked waits before it is
-	// delivered again (default: [jsconsumer.DefaultAckWait]).
+	// delivered again (default: the jsconsumer package's DefaultAckWait).
 	AckWait *Duration `yaml:"ackWait"`
 	// Duplicates is the window in which a message written twice is stored once
 	// (default: the jetstream package's DefaultDuplicateWindow).
@@ -560,16 +549,8 @@ type JetStreamISB struct {
 	FrameSize *uint32 `yaml:"frameSize"`
 }
 
-// GetStorage returns storage or its default, [jetstream.FileStorage].
-func (j *JetStreamISB) GetStorage() jetstream.Storage {
-	if j == nil || j.Storage == nil {
-		return jetstream.FileStorage
-	}
-	return *j.Storage
-}
-
 // GetAckWait returns ackWait, or 0 when it is not set: the ISB then applies
-// its default, [jsconsumer.DefaultAckWait].
+// its default, the jsconsumer package's DefaultAckWait.
 func (j *JetStreamISB) GetAckWait() time.Duration {
 	if j == nil || j.AckWait == nil {
 		return 0
@@ -589,8 +570,7 @@ func (j *JetStreamISB) GetFrameSize() int {
 }
 
 // GetDuplicates returns duplicates, or 0 when it is not set: the ISB then
-// applies its default,
-// [github.com/sluiceflow/sluice/pkg/isb/jetstream.DefaultDuplicateWindow].
+// applies its default, the jetstream package's DefaultDuplicateWindow.
 func (j *JetStreamISB) GetDuplicates() time.Duration {
 	if j == nil || j.Duplicates == nil {
 		return 0
@@ -624,16 +604,9 @@ type Edge struct {
 	From       string          `yaml:"from"`
 	To         string          `yaml:"to"`
 	Conditions *EdgeConditions `yaml:"conditions"`
-	// OnFull is retryUntilSuccess (default) or discardLatest.
-	OnFull *route.OnFull `yaml:"onFull"`
-}
-
-// GetOnFull returns onFull or its default, [route.RetryUntilSuccess].
-func (e *Edge) GetOnFull() route.OnFull {
-	if e.OnFull == nil {
-		return route.RetryUntilSuccess
-	}
-	return *e.OnFull
+	// OnFull is retryUntilSuccess (default) or discardLatest (a
+	// route.OnFull's name).
+	OnFull *string `yaml:"onFull"`
 }
 
 // EdgeConditions forward a message when its tags match.
@@ -641,16 +614,9 @@ type EdgeConditions struct {
 	Tags *TagConditions `yaml:"tags"`
 }
 
-// TagConditions match a message's tags: or (default), and, not.
+// TagConditions match a message's tags: or (default), and, not (a
+// route.Operator's name).
 type TagConditions struct {
-	Operator *route.Operator `yaml:"operator"`
-	Values   []string        `yaml:"values"`
-}
-
-// GetOperator returns operator or its default, [route.Or].
-func (t *TagConditions) GetOperator() route.Operator {
-	if t.Operator == nil {
-		return route.Or
-	}
-	return *t.Operator
+	Operator *string  `yaml:"operator"`
+	Values   []string `yaml:"values"`
 }

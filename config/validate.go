@@ -283,11 +283,11 @@ func (c *checker) sink(path string, s *Sink) {
 		c.add(path+".onSuccess", "is not supported by sluice")
 	}
 	if r := s.RetryStrategy; r != nil {
-		c.retry(path+".retryStrategy", r, path+".fallback", s.Fallback != nil)
+		c.retry(path+".retryStrategy", r)
 	}
 }
 
-func (c *checker) retry(path string, r *RetryStrategy, fallbackPath string, hasFallback bool) {
+func (c *checker) retry(path string, r *RetryStrategy) {
 	if b := r.Backoff; b != nil {
 		if b.Interval != nil && b.Interval.Duration <= 0 {
 			c.add(path+".backoff.interval", "(%v) must be positive", b.Interval.Duration)
@@ -304,9 +304,6 @@ func (c *checker) retry(path string, r *RetryStrategy, fallbackPath string, hasF
 		if b.Cap != nil && b.Interval != nil && b.Cap.Duration < b.Interval.Duration {
 			c.add(path+".backoff.cap", "(%v) < interval (%v)", b.Cap.Duration, b.Interval.Duration)
 		}
-	}
-	if r.OnFailure != nil && *r.OnFailure == OnFailureFallback && !hasFallback {
-		c.add(path+".onFailure", "(fallback) needs a fallback sink: set %s", fallbackPath)
 	}
 }
 

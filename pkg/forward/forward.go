@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -103,7 +104,8 @@ type Deps struct {
 	PerKey *PerKey
 }
 
-// OnFailure is what a forwarder does with messages its sink keeps failing.
+// OnFailure is what a forwarder does with messages its sink keeps failing
+// (a sink's retryStrategy.onFailure). The zero value is [Retry].
 type OnFailure uint8
 
 const (
@@ -114,6 +116,16 @@ const (
 	// Drop drops them after Steps attempts.
 	Drop
 )
+
+var onFailureNames = [...]string{Retry: "retry", Fallback: "fallback", Drop: "drop"}
+
+// String returns the YAML name: retry, fallback or drop.
+func (f OnFailure) String() string { return enum.Name(onFailureNames[:], f, "OnFailure") }
+
+// UnmarshalText parses retry, fallback or drop, and rejects any other name.
+func (f *OnFailure) UnmarshalText(b []byte) error {
+	return enum.Parse(f, onFailureNames[:], b, "onFailure")
+}
 
 // RetryPolicy is how a forwarder retries sink writes: exponential backoff from
 // Interval, doubling to at most MaxInterval, each wait jittered by up to half.

@@ -13,6 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/secret"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // jetStreamPath is where a pipeline's JetStream settings sit in its YAML.
@@ -83,7 +84,7 @@ func JetStreamConfig(p *config.Pipeline, log *zap.Logger) (jetstream.Config, err
 	}
 	js := p.Spec.ISB.JetStream
 	cfg := jetstream.Config{URL: js.URL, Name: "sluice-" + p.Metadata.Name, AckWait: js.GetAckWait(),
-		DuplicateWindow: js.GetDuplicates(), FrameSize: js.GetFrameSize(), Storage: js.GetStorage(),
+		DuplicateWindow: js.GetDuplicates(), FrameSize: js.GetFrameSize(), Storage: vertexconfig.Storage(js),
 		Logger: log.Named("jetstream")}
 	var err error
 	for _, s := range []struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // closers is what a pipeline closes, in reverse order, once its vertices are
@@ -105,9 +106,9 @@ func (g Graph) output(ctx context.Context, name string, limits *config.PipelineL
 
 // routeEdge returns edge e with its conditions, and no partitions yet.
 func routeEdge(e config.Edge) route.Edge {
-	re := route.Edge{To: e.To, OnFull: e.GetOnFull()}
+	re := route.Edge{To: e.To, OnFull: vertexconfig.OnFull(&e)}
 	if c := e.Conditions; c != nil && c.Tags != nil {
-		re.Condition = route.Condition{Operator: c.Tags.GetOperator(), Values: slices.Clone(c.Tags.Values)}
+		re.Condition = route.Condition{Operator: vertexconfig.Operator(c.Tags), Values: slices.Clone(c.Tags.Values)}
 	}
 	return re
 }

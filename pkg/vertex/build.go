@@ -84,7 +84,7 @@ func (v *Vertex) buildHTTP(h *config.HTTPSource) (isb.Reader, error) {
 		addr = ":" + strconv.Itoa(int(port))
 	}
 	cfg := source.HTTPConfig{Addr: addr, Vertex: v.spec.Name, Queue: v.spec.Limits.GetReadBatchSize(),
-		MaxQueueBytes: h.GetMaxQueueBytes(), ReadTimeout: v.spec.Limits.GetReadTimeout(), Logger: v.log, RetryAfter: v.retryAfter}
+		MaxQueueBytes: vertexconfig.HTTPMaxQueueBytes(h), ReadTimeout: v.spec.Limits.GetReadTimeout(), Logger: v.log, RetryAfter: v.retryAfter}
 	if h.Auth != nil && h.Auth.Token != nil {
 		token, err := secret.Read(h.Auth.Token, v.spec.Path+".source.http.auth.token")
 		if err != nil {
@@ -238,13 +238,8 @@ func retryPolicy(s *config.Sink) forward.RetryPolicy {
 			p.Steps = int(*b.Steps)
 		}
 	}
-	if r.OnFailure != nil {
-		switch *r.OnFailure {
-		case config.OnFailureFallback:
-			p.OnFailure = forward.Fallback
-		case config.OnFailureDrop:
-			p.OnFailure = forward.Drop
-		}
+	if f, ok := vertexconfig.OnFailure(r); ok {
+		p.OnFailure = f
 	}
 	return p
 }

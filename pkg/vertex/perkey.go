@@ -71,7 +71,7 @@ func (v *Vertex) perKey() *forward.PerKey {
 		return nil
 	}
 	pk := v.spec.Limits.GetRateLimit().PerKey
-	return &forward.PerKey{Limiter: v.keys, Mode: pk.GetKeys(),
+	return &forward.PerKey{Limiter: v.keys, Mode: vertexconfig.KeyMode(pk),
 		MaxHeld: pk.GetMaxHeld(v.spec.Limits.GetReadBatchSize()), Metrics: v.keyMetrics}
 }
 
@@ -102,7 +102,7 @@ func (v *Vertex) keyStatus() *KeyStatus {
 	}
 	ks := v.keys.Status()
 	pk := v.spec.Limits.GetRateLimit().PerKey
-	return &KeyStatus{Max: v.keys.Max(), Keys: pk.GetKeys().String(), Held: v.keyMetrics.Held(),
+	return &KeyStatus{Max: v.keys.Max(), Keys: vertexconfig.KeyMode(pk).String(), Held: v.keyMetrics.Held(),
 		HeldTotal: int64(counterValue(v.keyMetrics.HeldTotal)), Tracked: ks.Keys, Evictions: ks.Evictions,
 		Granted: ks.Granted, StoreUp: ks.StoreUp}
 }

@@ -10,7 +10,7 @@ import (
 
 func TestRetryPolicy(t *testing.T) {
 	logSink := config.AbstractSink{Log: &struct{}{}}
-	steps, interval, fallback, drop := uint32(3), config.Duration{Duration: 5 * time.Millisecond}, config.OnFailureFallback, config.OnFailureDrop
+	steps, interval, fallback, drop := uint32(3), config.Duration{Duration: 5 * time.Millisecond}, "fallback", "drop"
 	tests := []struct {
 		name string
 		sink *config.Sink

@@ -11,6 +11,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/secret"
 	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // buildNATS opens the core NATS source at path.
@@ -73,7 +74,7 @@ func buildDropped(reg prometheus.Registerer, r isb.Reader) {
 // durable Numaflow would use.
 func (v *Vertex) buildJetStream(path string, j *config.JetStreamSource) (isb.Reader, error) {
 	cfg := source.JetStreamConfig{URL: j.URL, Stream: j.Stream, Consumer: j.Consumer, DurableName: v.spec.StoreKey,
-		DeliverPolicy: j.DeliverPolicy, FilterSubjects: j.FilterSubjects,
+		DeliverPolicy: vertexconfig.DeliverFrom(j), FilterSubjects: j.FilterSubjects,
 		ReadTimeout: v.spec.Limits.GetReadTimeout(), Logger: v.log}
 	var err error
 	if cfg.TLS, err = secret.TLS(j.TLS, path+".tls"); err != nil {

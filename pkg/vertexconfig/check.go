@@ -7,7 +7,11 @@ import (
 	"strings"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
+	"github.com/sluiceflow/sluice/pkg/isb/route"
+	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/kafka"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/udf"
@@ -31,6 +35,17 @@ func Check(f *config.File, r config.Reporter) {
 	p := f.Pipeline
 	if l := p.Spec.Limits; l != nil && l.RateLimit != nil {
 		c.rateLimit("spec.limits.rateLimit", l.RateLimit)
+	}
+	if isb := p.Spec.ISB; isb != nil && isb.JetStream != nil {
+		c.enum("spec.isb.jetstream.storage", isb.JetStream.Storage, parseErr[jetstream.Storage])
+	}
+	for i := range p.Spec.Edges {
+		e := &p.Spec.Edges[i]
+		path := fmt.Sprintf("spec.edges[%d]", i)
+		c.enum(path+".onFull", e.OnFull, parseErr[route.OnFull])
+		if e.Conditions != nil && e.Conditions.Tags != nil {
+			c.enum(path+".conditions.tags.operator", e.Conditions.Tags.Operator, parseErr[route.Operator])
+		}
 	}
 	for i := range p.Spec.Vertices {
 		v := &p.Spec.Vertices[i]
@@ -61,6 +76,9 @@ func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *co
 		if k := src.Kafka; k != nil {
 			c.kafkaConfig(path+".source.kafka.config", k.Config, kafka.RoleSource)
 		}
+		if j := src.JetStream; j != nil {
+			c.enum(path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[jsconsumer.DeliverFrom])
+		}
 	}
 	if u != nil && !u.GroupBy.IsSet() && u.Container == nil && u.Builtin != nil {
 		_, err := udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, nil)
@@ -73,6 +91,31 @@ func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *co
 		if fb := sink.Fallback; fb != nil && fb.Kafka != nil {
 			c.kafkaConfig(path+".sink.fallback.kafka.config", fb.Kafka.Config, kafka.RoleSink)
 		}
+		c.onFailure(path+".sink", sink)
+	}
+}
+
+// enum reports the error of parsing the enumeration named name at path; a
+// nil name is unset and fine.
+func (c checker) enum(path string, name *string, parseErr func(*string) error) {
+	if err := parseErr(name); err != nil {
+		c.r.Add(path, "(%q): %v", *name, err)
+	}
+}
+
+// onFailure checks the retryStrategy.onFailure of the sink at path: a name
+// forward.OnFailure takes, and a fallback sink when it says fallback.
+func (c checker) onFailure(path string, s *config.Sink) {
+	r := s.RetryStrategy
+	if r == nil || r.OnFailure == nil {
+		return
+	}
+	if err := parseErr[forward.OnFailure](r.OnFailure); err != nil {
+		c.r.Add(path+".retryStrategy.onFailure", "(%q): %v", *r.OnFailure, err)
+		return
+	}
+	if f, _ := OnFailure(r); f == forward.Fallback && s.Fallback == nil {
+		c.r.Add(path+".retryStrategy.onFailure", "(fallback) needs a fallback sink: set %s", path+".fallback")
 	}
 }
 
@@ -105,6 +148,10 @@ func (c checker) kafkaConfig(path, s string, role kafka.Role) {
 // rateLimit checks the rateLimit block at path by the limiter's rules, and
 // the throttle signals of its adaptive block.
 func (c checker) rateLimit(path string, r *config.RateLimit) {
+	c.enum(path+".onStoreFailure", r.OnStoreFailure, parseErr[ratelimit.StoreFailurePolicy])
+	if r.PerKey != nil {
+		c.enum(path+".perKey.keys", r.PerKey.Keys, parseErr[ratelimit.KeyMode])
+	}
 	c.limiterConfig(path, r)
 	if a := r.Adaptive; a != nil && a.Signals != nil {
 		if len(a.Signals) == 0 {

@@ -456,13 +456,13 @@ func TestDefaults(t *testing.T) {
 			"{maxQueueBytes: 1048576}": 1 << 20,
 		} {
 			f := mustParse(t, strings.Replace(minimalMonoVertex, "generator: {}", "http: "+yaml, 1))
-			if got := f.MonoVertex.Spec.Source.HTTP.GetMaxQueueBytes(); got != want {
-				t.Errorf("%s: GetMaxQueueBytes() = %d, want %d", yaml, got, want)
+			if got := HTTPMaxQueueBytes(f.MonoVertex.Spec.Source.HTTP); got != want {
+				t.Errorf("%s: HTTPMaxQueueBytes = %d, want %d", yaml, got, want)
 			}
 		}
 		var none *config.HTTPSource
-		if got := none.GetMaxQueueBytes(); got != source.DefaultHTTPMaxQueueBytes {
-			t.Errorf("nil GetMaxQueueBytes() = %d", got)
+		if got := HTTPMaxQueueBytes(none); got != source.DefaultHTTPMaxQueueBytes {
+			t.Errorf("nil HTTPMaxQueueBytes = %d", got)
 		}
 	})
 }
@@ -592,7 +592,7 @@ func TestLimiterConfig(t *testing.T) {
 			t.Errorf("staleAfter = %v, want 3s", r.StaleAfter)
 		case r.SyncInterval == nil || r.SyncInterval.Duration != 250*time.Millisecond:
 			t.Errorf("syncInterval = %v, want 250ms", r.SyncInterval)
-		case r.OnStoreFailure == nil || *r.OnStoreFailure != ratelimit.Pause:
+		case r.OnStoreFailure == nil || LimiterConfig(r).OnStoreFailure != ratelimit.Pause:
 			t.Errorf("onStoreFailure = %v, want pause", r.OnStoreFailure)
 		case r.Store == nil || r.Store.InMemoryStore == nil || r.Store.RedisStore != nil || r.Store.ReplicaCountStore != nil:
 			t.Errorf("store = %+v, want inMemoryStore", r.Store)
@@ -764,10 +764,10 @@ func TestPipelineValues(t *testing.T) {
 	for _, e := range s.Edges {
 		ed := edge{from: e.From, to: e.To}
 		if e.Conditions != nil && e.Conditions.Tags != nil && e.Conditions.Tags.Operator != nil {
-			ed.op = e.Conditions.Tags.Operator.String()
+			ed.op = Operator(e.Conditions.Tags).String()
 		}
 		if e.OnFull != nil {
-			ed.onFull = e.OnFull.String()
+			ed.onFull = OnFull(&e).String()
 		}
 		edges = append(edges, ed)
 	}
@@ -848,9 +848,9 @@ spec:
 // the getters give 0, which it takes for its defaults.
 func TestJetStreamGetters(t *testing.T) {
 	var unset *config.JetStreamISB
-	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || unset.GetStorage() != jetstream.FileStorage {
+	if unset.GetAckWait() != 0 || unset.GetDuplicates() != 0 || unset.GetFrameSize() != 1 || Storage(unset) != jetstream.FileStorage {
 		t.Errorf("nil getters: ackWait %v, duplicates %v, frameSize %d, storage %v",
-			unset.GetAckWait(), unset.GetDuplicates(), unset.GetFrameSize(), unset.GetStorage())
+			unset.GetAckWait(), unset.GetDuplicates(), unset.GetFrameSize(), Storage(unset))
 	}
 	js := &config.JetStreamISB{AckWait: &config.Duration{Duration: 5 * time.Second}, Duplicates: &config.Duration{Duration: time.Minute}}
 	if js.GetAckWait() != 5*time.Second || js.GetDuplicates() != time.Minute {

@@ -19,6 +19,11 @@
 //
 // [LimiterConfig] and [KeyConfig] make the rate limiter's configs of a
 // rateLimit block, [SignalKinds] the throttle signals that cut it.
+//
+// The config's enumerations are the runtime's types: config holds their YAML
+// names, [Check] parses them with the types' UnmarshalText, and [KeyMode],
+// [OnFull], [Operator], [Storage], [DeliverFrom] and [OnFailure] return the
+// values of a validated config, with the defaults of what it leaves out.
 // [LiveChange] tells whether a new config differs from a running one only in
 // what a replica can take on live.
 package vertexconfig

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 
+	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -28,7 +29,7 @@ func TestEnumNames(t *testing.T) {
 		zero  string   // the zero value's String
 	}{
 		{"config.RedisMode", func() named { return new(config.RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
-		{"config.OnFailure", func() named { return new(config.OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
+		{"forward.OnFailure", func() named { return new(forward.OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestEnumNames(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range []fmt.Stringer{config.RedisMode(7), config.OnFailure(7)} {
+	for _, v := range []fmt.Stringer{config.RedisMode(7), forward.OnFailure(7)} {
 		if got := v.String(); !strings.HasSuffix(got, "(7)") {
 			t.Errorf("%T(7).String() = %q", v, got)
 		}
@@ -106,7 +107,7 @@ spec:
 
 func TestEnumFields(t *testing.T) {
 	s := mustParse(t, enumPipeline).Pipeline.Spec
-	if got := s.ISB.JetStream.GetStorage(); got != jetstream.MemoryStorage {
+	if got := Storage(s.ISB.JetStream); got != jetstream.MemoryStorage {
 		t.Errorf("storage = %v, want memory", got)
 	}
 	rl := s.Limits.RateLimit
@@ -116,23 +117,23 @@ func TestEnumFields(t *testing.T) {
 	if got := rl.Store.RedisStore.Mode; got != config.RedisModeSentinel {
 		t.Errorf("redisStore.mode = %v, want sentinel", got)
 	}
-	if got := s.Vertices[1].Sink.RetryStrategy.OnFailure; got == nil || *got != config.OnFailureDrop {
+	if got, ok := OnFailure(s.Vertices[1].Sink.RetryStrategy); !ok || got != forward.Drop {
 		t.Errorf("onFailure = %v, want drop", got)
 	}
 	e := s.Edges[0]
-	if e.GetOnFull() != route.DiscardLatest || e.Conditions.Tags.GetOperator() != route.Not {
-		t.Errorf("edge onFull %v, operator %v; want discardLatest, not", e.GetOnFull(), e.Conditions.Tags.GetOperator())
+	if OnFull(&e) != route.DiscardLatest || Operator(e.Conditions.Tags) != route.Not {
+		t.Errorf("edge onFull %v, operator %v; want discardLatest, not", OnFull(&e), Operator(e.Conditions.Tags))
 	}
 
 	// Unset, the getters give the defaults.
 	var js *config.JetStreamISB
-	if got := js.GetStorage(); got != jetstream.FileStorage {
-		t.Errorf("nil GetStorage() = %v, want file", got)
+	if got := Storage(js); got != jetstream.FileStorage {
+		t.Errorf("Storage(nil) = %v, want file", got)
 	}
-	if got := (&config.Edge{}).GetOnFull(); got != route.RetryUntilSuccess {
-		t.Errorf("GetOnFull() = %v, want retryUntilSuccess", got)
+	if got := OnFull(&config.Edge{}); got != route.RetryUntilSuccess {
+		t.Errorf("OnFull of an edge without onFull = %v, want retryUntilSuccess", got)
 	}
-	if got := (&config.TagConditions{}).GetOperator(); got != route.Or {
-		t.Errorf("GetOperator() = %v, want or", got)
+	if got := Operator(&config.TagConditions{}); got != route.Or {
+		t.Errorf("Operator of tags without operator = %v, want or", got)
 	}
 }

@@ -99,7 +99,7 @@ func TestNullSetsNothing(t *testing.T) {
 		if e := s.Edges[0]; e.Conditions != nil || e.OnFull != nil {
 			t.Errorf("edge 0 = %+v", e)
 		}
-		if tags := s.Edges[1].Conditions.Tags; tags.Operator != nil || tags.GetOperator().String() != "or" || len(tags.Values) != 1 {
+		if tags := s.Edges[1].Conditions.Tags; tags.Operator != nil || Operator(tags).String() != "or" || len(tags.Values) != 1 {
 			t.Errorf("edge 1 tags = %+v", tags)
 		}
 		checkIgnored(t, f.Ignored, []string{"spec.vertices[1].udf.container.resources"})

@@ -26,9 +26,7 @@ func LimiterConfig(r *config.RateLimit) ratelimit.Config {
 	if r.StaleAfter != nil {
 		cfg.StaleAfter = r.StaleAfter.Duration
 	}
-	if r.OnStoreFailure != nil {
-		cfg.OnStoreFailure = *r.OnStoreFailure
-	}
+	cfg.OnStoreFailure = parse(r.OnStoreFailure, cfg.OnStoreFailure)
 	if r.ResumedRampUp != nil {
 		cfg.ResumedRampUp = *r.ResumedRampUp
 	}
@@ -69,7 +67,7 @@ func LimiterConfig(r *config.RateLimit) ratelimit.Config {
 // perKey's max and maxKeys, and the rate limit's onStoreFailure.
 func KeyConfig(r *config.RateLimit) ratelimit.KeyConfig {
 	p := r.PerKey
-	cfg := ratelimit.KeyConfig{MaxKeys: p.GetMaxKeys(), OnStoreFailure: LimiterConfig(r).OnStoreFailure}
+	cfg := ratelimit.KeyConfig{MaxKeys: MaxKeys(p), OnStoreFailure: LimiterConfig(r).OnStoreFailure}
 	if p != nil && p.Max != nil {
 		cfg.Max = clampInt64(*p.Max)
 	}

@@ -136,7 +136,7 @@ func perKeySummary(rl *config.RateLimit) string {
 		return ""
 	}
 	s := fmt.Sprintf(", per key %d/s", KeyConfig(rl).Max)
-	if rl.PerKey.GetKeys() == ratelimit.AllKeys {
+	if KeyMode(rl.PerKey) == ratelimit.AllKeys {
 		s += " of all keys"
 	}
 	return s
