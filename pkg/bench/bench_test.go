@@ -62,7 +62,7 @@ func TestPipeline(t *testing.T) {
 // alternating, and reports each side's runs: its rate limit of 100 a second
 // holds the runs that are on far below those that are off.
 func TestCompare(t *testing.T) {
-	f, err := config.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
   name: compare

@@ -158,6 +158,11 @@ func TestWaitsForTheInfoFile(t *testing.T) {
 	if st := v.Status(); !strings.Contains(st.NotReady, info) {
 		t.Fatalf("Status.NotReady = %q; want it to name %s", st.NotReady, info)
 	}
+	// The wait is reported in Ready before its first read of the file, and
+	// logged after it.
+	runtest.WaitFor(t, "the wait to be logged", func() bool {
+		return logs.FilterMessage("waiting for the UDF server's server-info file").Len() > 0
+	})
 	waiting := logs.FilterMessage("waiting for the UDF server's server-info file")
 	if waiting.Len() != 1 || waiting.All()[0].ContextMap()["file"] != info {
 		t.Fatalf("log lines about the wait: %v; want one naming %s", waiting.All(), info)
