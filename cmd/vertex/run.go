@@ -198,7 +198,7 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 	if r.numaflow {
 		opts = append(opts, vertex.WithNumaflowMetrics())
 	}
-	v, err := vertex.New(vertex.FromMonoVertex(m), opts...)
+	v, err := vertex.New(vertexconfig.FromMonoVertex(m), opts...)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,8 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 	defer stopServing()
 	defer r.watchConfig(ctx, func(f *config.File) error {
 		if rl := f.MonoVertex.Spec.Limits.GetRateLimit(); rl != nil {
-			return v.UpdateRateLimit(rl)
+			cfg := vertexconfig.LimiterConfig(rl)
+			return v.UpdateRateLimit(&cfg)
 		}
 		return nil
 	})()

@@ -21,6 +21,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // Runner is what is measured: a [*vertex.Vertex] or a [*pipeline.Pipeline].
@@ -76,7 +77,7 @@ func (t *Target) RateLimited() bool {
 func (t *Target) Build(ctx context.Context, on bool) (Runner, error) {
 	f := t.Config(on)
 	if m := f.MonoVertex; m != nil {
-		return vertex.New(vertex.FromMonoVertex(m), append([]vertex.Option{vertex.WithSocketDir(t.SocketDir)}, t.VertexOptions...)...)
+		return vertex.New(vertexconfig.FromMonoVertex(m), append([]vertex.Option{vertex.WithSocketDir(t.SocketDir)}, t.VertexOptions...)...)
 	}
 	opts := []pipeline.Option{pipeline.WithSocketDir(t.SocketDir), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(io.Discard)))}
 	if t.OnJetStream {

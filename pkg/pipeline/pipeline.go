@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // ErrNoVertex is matched by the error of a vertex name the pipeline does not
@@ -131,7 +132,8 @@ func (pl *Pipeline) UpdateRateLimits(p *config.Pipeline) error {
 	for i, v := range pl.all {
 		rl, err := p.VertexRateLimit(pl.allNames[i])
 		if err == nil && rl != nil {
-			err = v.UpdateRateLimit(rl)
+			cfg := vertexconfig.LimiterConfig(rl)
+			err = v.UpdateRateLimit(&cfg)
 		}
 		errs = append(errs, err)
 	}

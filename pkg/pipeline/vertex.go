@@ -35,7 +35,7 @@ func (c *closers) closeAll() {
 // writing buffers b; the metrics of its edges go to reg. What it opens of b is
 // added to cl.
 func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, reg prometheus.Registerer, cl *closers) (vertex.Spec, error) {
-	v, i, err := g.vertex(name)
+	v, _, err := g.vertex(name)
 	if err != nil {
 		return vertex.Spec{}, err
 	}
@@ -43,11 +43,9 @@ func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, reg prome
 	if err != nil {
 		return vertex.Spec{}, err
 	}
-	path := fmt.Sprintf("spec.vertices[%d]", i)
-	s := vertex.Spec{
-		Name: name, StoreKey: g.p.Metadata.Name + "-" + name, Path: path,
-		RateLimitPath: g.rateLimitPath(v, path), Limits: &limits.Limits,
-		Source: v.Source, UDF: v.UDF, Sink: v.Sink,
+	s, err := vertexconfig.PipelineVertex(g.p, name)
+	if err != nil {
+		return vertex.Spec{}, err
 	}
 	if v.Source == nil {
 		for _, in := range g.Inputs(name) {
@@ -64,22 +62,6 @@ func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, reg prome
 		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, limits, b, metrics, cl) }
 	}
 	return s, nil
-}
-
-// rateLimitPath is where the rate limit of vertex v (at path) is set: its own
-// limits, unless it takes the store from the pipeline's.
-func (g Graph) rateLimitPath(v *config.Vertex, path string) string {
-	var pipe *config.RateLimit
-	if l := g.p.Spec.Limits; l != nil {
-		pipe = l.RateLimit
-	}
-	if v.Limits == nil || v.Limits.RateLimit == nil {
-		return "spec.limits.rateLimit"
-	}
-	if own := v.Limits.RateLimit; own.Store == nil && pipe != nil && pipe.Store != nil {
-		return "spec.limits.rateLimit"
-	}
-	return path + ".limits.rateLimit"
 }
 
 // output returns a writer along the edges leaving vertex name.

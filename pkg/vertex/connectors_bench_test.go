@@ -25,7 +25,7 @@ func benchVertex(b *testing.B, yaml string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := vertex.New(vertex.FromMonoVertex(f.MonoVertex), vertex.WithRegisterer(prometheus.NewRegistry()))
+	v, err := vertex.New(vertexconfig.FromMonoVertex(f.MonoVertex), vertex.WithRegisterer(prometheus.NewRegistry()))
 	if err != nil {
 		b.Fatal(err)
 	}

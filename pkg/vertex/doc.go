@@ -1,15 +1,19 @@
 // Package vertex runs one replica of a vertex: a MonoVertex, or one vertex of
-// a Pipeline, built from a validated config. It is what `vertex run` runs, and
-// any Go program can embed it.
+// a Pipeline. It is what `vertex run` runs, and any Go program can embed it.
+// It knows no YAML: it is built from Go values.
 //
 // # Building
 //
-// A [Spec] says what the vertex is made of: a source (or the partitions of an
-// input buffer), an optional transformer and map, and a sink (or a writer along
-// its edges), with its limits and rate limit. [FromMonoVertex] makes the Spec of
-// a MonoVertex; package pipeline makes those of a pipeline's vertices. [New]
-// wires the parts, the rate limiter and its store (in memory, a fixed count of
-// replicas, or Redis), the throttle tracker and the metrics. Options inject the
+// A [Spec] says what the vertex is made of: the constructors of a source (or
+// the partitions of an input buffer), an optional transformer and map, and a
+// sink and fallback sink (or a writer along its edges), with its [Limits], its
+// [RateLimit] (a ratelimit.Config, where the replicas share it, a per-key
+// limit) and its retry policy. Package vertexconfig makes the Spec of a
+// MonoVertex or of a pipeline vertex from a config; a Go program may write
+// one (see the example). [New] calls the constructors with an [Env], wires the
+// parts, the rate limiter and its store (the replica alone, a fixed count of
+// replicas, or a shared store such as Redis), the throttle tracker and the
+// metrics. Options inject the
 // logger, the Prometheus Registerer, the tracer, the clock, the replica's index
 // and the directory of the user-defined containers' sockets.
 //
@@ -28,7 +32,8 @@
 //
 // # Errors
 //
-// A problem with a field of the config that shows only when the vertex is
-// built (a secret that cannot be read, credentials Redis refuses, a TLS
-// certificate that does not load) is a [*config.FieldError] naming the field.
+// New returns the errors of the constructors as they are: those package
+// vertexconfig makes name the field of the config at fault (a secret that
+// cannot be read, credentials Redis refuses, a TLS certificate that does not
+// load) as a config.FieldError.
 package vertex

@@ -7,40 +7,32 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-// A MonoVertex inside a Go program: a generator, the built-in cat and a
-// blackhole sink, at most 100 messages a second.
+// A vertex built from Go values, without YAML: a generator, the built-in cat
+// and a blackhole sink, at most 100 messages a second.
 func Example() {
-	f, err := vertexconfig.Parse([]byte(`
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: MonoVertex
-metadata:
-  name: embedded
-spec:
-  limits:
-    rateLimit:
-      max: 100
-      min: 100
-      rampUpDuration: 0s
-  source:
-    generator:
-      rpu: 1000
-  udf:
-    builtin:
-      name: cat
-  sink:
-    blackhole: {}
-`))
-	if err != nil {
-		log.Fatal(err)
-	}
 	// A clock that moves only when told keeps this example's output exact;
 	// without WithClock the vertex runs on the wall clock.
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	v, err := vertex.New(vertex.FromMonoVertex(f.MonoVertex), vertex.WithClock(clk))
+	spec := vertex.Spec{
+		Name: "embedded",
+		Limits: vertex.Limits{ReadBatchSize: 500, ReadTimeout: time.Second,
+			RateLimit: &vertex.RateLimit{Config: ratelimit.Config{Max: 100, Min: 100}}},
+		Source: func(env vertex.Env) (isb.Reader, error) {
+			return source.NewGenerator(source.GeneratorConfig{RPU: 1000, Duration: time.Second, MsgSize: 8,
+				Vertex: env.Name, Replica: env.Replica, ReadTimeout: env.Limits.ReadTimeout, Clock: env.Clock})
+		},
+		Map:  func(env vertex.Env) (udf.Mapper, error) { return udf.NewBuiltin("cat", nil, env.Log) },
+		Sink: func(vertex.Env) (isb.Writer, error) { return sink.Blackhole{}, nil },
+	}
+	v, err := vertex.New(spec, vertex.WithClock(clk))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // scrape reads reg's text exposition with Prometheus's text parser, as
@@ -79,7 +80,7 @@ func TestNumaflowMetrics(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	out, sinkOpt := logSink()
 	reg := prometheus.NewRegistry()
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "numa", generatorToLog)),
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "numa", generatorToLog)),
 		vertex.WithClock(clk), vertex.WithRegisterer(reg), vertex.WithReplica(2), vertex.WithNumaflowMetrics(), sinkOpt)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestNumaflowPending(t *testing.T) {
 // Without the option there is no metric of Numaflow's.
 func TestNoNumaflowMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "plain", generatorToLog)), vertex.WithRegisterer(reg))
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "plain", generatorToLog)), vertex.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,23 +5,21 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // keyLogTop is how many keys an epoch's log line names, the most granted first.
 const keyLogTop = 32
 
-// buildKeyLimiter makes the per-key limiter of rateLimit.perKey, if any,
+// buildKeyLimiter makes the per-key limiter of the rate limit, if any,
 // beside the vertex's limiter, and registers its metrics with reg. With a
-// Redis store the keys are counted in Redis, under the vertex's key prefix;
-// while Redis cannot be reached, onStoreFailure applies (pause: keyed
-// messages wait; lastKnown: each key gets this replica's share of perKey.max,
-// counted here). With replicaCountStore each replica counts its share here;
-// alone (no store, or inMemoryStore) the replica counts the whole max.
-func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *config.RateLimit) error {
+// store that counts keys (Redis) the keys are counted there, under the
+// vertex's key prefix; while it cannot be reached, OnStoreFailure applies
+// (pause: keyed messages wait; lastKnown: each key gets this replica's share
+// of the per-key max, counted here). With a fixed count of replicas each
+// replica counts its share here; alone the replica counts the whole max.
+func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *RateLimit, store Store) error {
 	if rl.PerKey == nil {
 		return nil
 	}
@@ -35,17 +33,17 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *config.RateLimit
 				zap.Int("keys", s.Keys), zap.Object("top", keyCounts(s.Top)), zap.Int64("held", metrics.Held()))
 		}),
 	}
-	switch l := v.limiter; {
-	case v.keyStore != nil:
-		opts = append(opts, ratelimit.WithKeyStore(v.keyStore), ratelimit.WithKeyShare(func() (int, int) {
+	switch l, ks := v.limiter, keyStore(store); {
+	case ks != nil:
+		opts = append(opts, ratelimit.WithKeyStore(ks), ratelimit.WithKeyShare(func() (int, int) {
 			s := l.Status()
 			return s.PoolSize, s.Rank
 		}))
-	case rl.Store != nil && rl.Store.ReplicaCountStore != nil:
+	case store.Pool == nil && store.Replicas > 0:
 		s := l.Status() // a fixed pool: its size and rank never change
 		opts = append(opts, ratelimit.WithKeyShare(func() (int, int) { return s.PoolSize, s.Rank }))
 	}
-	k, err := ratelimit.NewKeyLimiter(vertexconfig.KeyConfig(rl), opts...)
+	k, err := ratelimit.NewKeyLimiter(rl.PerKey.Config, opts...)
 	if err != nil {
 		return err
 	}
@@ -70,9 +68,8 @@ func (v *Vertex) perKey() *forward.PerKey {
 	if v.keys == nil {
 		return nil
 	}
-	pk := v.spec.Limits.GetRateLimit().PerKey
-	return &forward.PerKey{Limiter: v.keys, Mode: vertexconfig.KeyMode(pk),
-		MaxHeld: pk.GetMaxHeld(v.spec.Limits.GetReadBatchSize()), Metrics: v.keyMetrics}
+	pk := v.spec.Limits.RateLimit.PerKey
+	return &forward.PerKey{Limiter: v.keys, Mode: pk.Keys, MaxHeld: pk.MaxHeld, Metrics: v.keyMetrics}
 }
 
 // KeyStatus is the per-key limit of a replica, in /status.
@@ -101,8 +98,8 @@ func (v *Vertex) keyStatus() *KeyStatus {
 		return nil
 	}
 	ks := v.keys.Status()
-	pk := v.spec.Limits.GetRateLimit().PerKey
-	return &KeyStatus{Max: v.keys.Max(), Keys: vertexconfig.KeyMode(pk).String(), Held: v.keyMetrics.Held(),
+	pk := v.spec.Limits.RateLimit.PerKey
+	return &KeyStatus{Max: v.keys.Max(), Keys: pk.Keys.String(), Held: v.keyMetrics.Held(),
 		HeldTotal: int64(counterValue(v.keyMetrics.HeldTotal)), Tracked: ks.Keys, Evictions: ks.Evictions,
 		Granted: ks.Granted, StoreUp: ks.StoreUp}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // freeAddr returns a loopback address no one listens on.
@@ -41,7 +42,7 @@ func secretFile(t *testing.T, value string) string {
 func TestHTTPSource(t *testing.T) {
 	addr := freeAddr(t)
 	out, sinkOpt := logSink()
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "web", `  source:
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "web", `  source:
     http:
       auth:
         token:
@@ -77,7 +78,7 @@ func TestHTTPSource(t *testing.T) {
 }
 
 func redisSpec(t *testing.T, name, store string) vertex.Spec {
-	return vertex.FromMonoVertex(monoVertex(t, name, `  limits:
+	return vertexconfig.FromMonoVertex(monoVertex(t, name, `  limits:
     readTimeout: 100ms
     rateLimit:
       max: 21

@@ -1,14 +1,20 @@
 package vertex
 
 import (
-	"github.com/sluiceflow/sluice/config"
+	"fmt"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// Spec is what one replica of a vertex is built from: the parts of a validated
-// MonoVertex, or of a pipeline vertex whose ends may be inter-step buffers.
-// [FromMonoVertex] makes the Spec of a MonoVertex; package pipeline makes those
-// of a pipeline's vertices.
+// Spec is what one replica of a vertex is built from, in Go values: its
+// limits and rate limit, and the constructors of its parts. Package
+// vertexconfig makes the Spec of a MonoVertex or of a pipeline vertex from a
+// validated config; a Go program may write one itself.
 //
 // A vertex reads from Source or, without one, from each of Inputs, and writes to
 // Sink or, without one, to the writers Output returns.
@@ -18,52 +24,122 @@ type Spec struct {
 	// StoreKey keys the rate limiter's state in its store (default Name). The
 	// key of a pipeline vertex includes the pipeline's name.
 	StoreKey string
-	// Path is where the vertex sits in its YAML, for errors: "spec" for a
-	// MonoVertex (the default), "spec.vertices[1]" for a pipeline vertex.
-	Path string
-	// RateLimitPath is where the rate limit sits in the YAML (default
-	// Path+".limits.rateLimit"); a pipeline vertex may inherit the pipeline's.
-	RateLimitPath string
-	// Limits are readBatchSize, readTimeout and rateLimit, with config's
-	// defaults where unset; nil takes every default and no rate limit.
-	Limits *config.Limits
+	// Limits are the batch size, read timeout, concurrency and rate limit.
+	Limits Limits
 	// Streaming overlaps reads with the mapping, writing and acking of the
 	// messages before (a MonoVertex's spec.streaming).
 	Streaming bool
 
-	// Source is the vertex's source; nil for a vertex that reads Inputs.
-	Source *config.Source
+	// Source opens the vertex's source; nil for a vertex that reads Inputs.
+	Source SourceFunc
 	// Inputs are the partitions of the vertex's input buffer, each read by a
 	// forwarder of its own. The vertex does not close them.
 	Inputs []isb.Reader
-	// UDF is the vertex's map function, if any.
-	UDF *config.UDF
-	// Sink is the vertex's sink; nil for a vertex that writes Output.
-	Sink *config.Sink
+	// Transformer and Map make the source transformer and the map function of
+	// one forwarder, if any.
+	Transformer FunctionFunc
+	Map         FunctionFunc
+	// Sink opens the writer of one forwarder; nil for a vertex that writes
+	// Output. Fallback, if any, opens its fallback sink.
+	Sink     SinkFunc
+	Fallback SinkFunc
+	// Retry is how the forwarders retry failed sink writes.
+	Retry forward.RetryPolicy
 	// Output returns a writer along the vertex's edges for one forwarder; it is
 	// called once per input. The vertex does not close what it returns.
 	Output func() (isb.Writer, error)
 }
 
-// FromMonoVertex returns the Spec of a validated MonoVertex.
-func FromMonoVertex(m *config.MonoVertex) Spec {
-	return Spec{
-		Name: m.Metadata.Name, Path: "spec", Limits: m.Spec.Limits,
-		Source: m.Spec.Source, UDF: m.Spec.UDF, Sink: m.Spec.Sink,
-		Streaming: m.Spec.Streaming != nil && *m.Spec.Streaming,
-	}
+// Limits are how much a vertex reads at once, and how fast.
+type Limits struct {
+	// ReadBatchSize is the most messages read at once (at least 1).
+	ReadBatchSize int
+	// ReadTimeout is the longest a read waits for messages (positive).
+	ReadTimeout time.Duration
+	// Concurrency is the most messages in flight, read and not yet acked
+	// (0: ReadBatchSize).
+	Concurrency int
+	// RateLimit is the vertex's rate limit; nil for none.
+	RateLimit *RateLimit
 }
 
-// withDefaults fills StoreKey, Path and RateLimitPath.
+// check reports limits a vertex cannot run with.
+func (l Limits) check() error {
+	switch {
+	case l.ReadBatchSize < 1:
+		return fmt.Errorf("read batch size (%d) must be at least 1", l.ReadBatchSize)
+	case l.ReadTimeout <= 0:
+		return fmt.Errorf("read timeout (%v) must be positive", l.ReadTimeout)
+	}
+	return nil
+}
+
+// concurrency returns Concurrency or its default, ReadBatchSize.
+func (l Limits) concurrency() int {
+	if l.Concurrency <= 0 {
+		return l.ReadBatchSize
+	}
+	return l.Concurrency
+}
+
+// RateLimit is a vertex's rate limit: the limiter's config, where the replicas
+// share it, and how the forwarders use it.
+type RateLimit struct {
+	// Config is the limiter's config, all replicas together.
+	Config ratelimit.Config
+	// Store opens where the replicas share the limit; nil keeps it in this
+	// replica alone.
+	Store StoreFunc
+	// SyncInterval is how often the replica syncs with its store (0: the
+	// limiter's default).
+	SyncInterval time.Duration
+	// ExcludeDropped gives back the tokens of the messages the functions drop.
+	ExcludeDropped bool
+	// Signals are the kinds of throttle signal (isb.Signals) that cut the
+	// limit when Config.Adaptive is on; nil takes them all.
+	Signals []string
+	// PerKey limits each message key too; nil for no per-key limit.
+	PerKey *PerKey
+}
+
+// PerKey is a per-key limit beside the vertex's.
+type PerKey struct {
+	// Config is the per-key limiter's config.
+	Config ratelimit.KeyConfig
+	// Keys is which of a message's keys count.
+	Keys ratelimit.KeyMode
+	// MaxHeld is the most messages a forwarder holds for their keys' limit.
+	MaxHeld int
+}
+
+// Store is where the replicas of a vertex share its rate limit: a store of
+// their pool, or a fixed count of replicas, or neither (the replica alone).
+type Store struct {
+	// Pool is the store the replicas share. When it is a pool.KeyStore too,
+	// the per-key limit counts there.
+	Pool pool.Store
+	// Replicas, without a Pool, splits the limit among this many replicas,
+	// this one ranked by its index ([WithReplica]), which must be below it.
+	Replicas int
+}
+
+// SourceFunc opens a vertex's source.
+type SourceFunc func(Env) (isb.Reader, error)
+
+// SinkFunc opens the writer of one forwarder. A writer the forwarders may
+// share is opened once, by the function, and returned to each.
+type SinkFunc func(Env) (isb.Writer, error)
+
+// FunctionFunc makes a transformer or map function for one forwarder.
+type FunctionFunc func(Env) (udf.Mapper, error)
+
+// StoreFunc opens where the replicas of a vertex share its rate limit.
+type StoreFunc func(Env) (Store, error)
+
+// withDefaults fills StoreKey.
 func (s Spec) withDefaults() Spec {
 	if s.StoreKey == "" {
 		s.StoreKey = s.Name
-	}
-	if s.Path == "" {
-		s.Path = "spec"
-	}
-	if s.RateLimitPath == "" {
-		s.RateLimitPath = s.Path + ".limits.rateLimit"
 	}
 	return s
 }

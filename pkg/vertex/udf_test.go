@@ -17,6 +17,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // counting is a user-defined source of "0" to "count-1", each until acked.
@@ -127,7 +128,7 @@ func TestUserDefinedContainers(t *testing.T) {
 		return mapper.Messages{mapper.NewMessage(append([]byte("m"), d.Value()...))}
 	}), mapper.WithSocketDir(dir)).Start)
 
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "ud", `  limits:
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "ud", `  limits:
     readBatchSize: 50
     readTimeout: 100ms
   source:

@@ -19,6 +19,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // tempDir returns a short temporary directory: unix socket paths are limited.
@@ -34,7 +35,7 @@ func tempDir(t *testing.T) string {
 
 // udSourceSpec is a MonoVertex of a user-defined source and a log sink.
 func udSourceSpec(t *testing.T, name string) vertex.Spec {
-	return vertex.FromMonoVertex(monoVertex(t, name, `  limits:
+	return vertexconfig.FromMonoVertex(monoVertex(t, name, `  limits:
     readBatchSize: 10
     readTimeout: 50ms
   source:
@@ -121,7 +122,7 @@ func TestSourcePending(t *testing.T) {
 func TestNoPendingWithoutUDSource(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	_, sinkOpt := logSink()
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "gen", `  source:
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "gen", `  source:
     generator: {}
   sink:
     log: {}
@@ -158,9 +159,8 @@ func TestWaitsForTheInfoFile(t *testing.T) {
 	if st := v.Status(); !strings.Contains(st.NotReady, info) {
 		t.Fatalf("Status.NotReady = %q; want it to name %s", st.NotReady, info)
 	}
-	// The wait is reported in Ready before its first read of the file, and
-	// logged after it.
-	runtest.WaitFor(t, "the wait to be logged", func() bool {
+	// The line is logged just after Ready names the file: wait for it.
+	runtest.WaitFor(t, "the log line about the wait", func() bool {
 		return logs.FilterMessage("waiting for the UDF server's server-info file").Len() > 0
 	})
 	waiting := logs.FilterMessage("waiting for the UDF server's server-info file")

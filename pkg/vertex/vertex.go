@@ -14,11 +14,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -38,20 +36,15 @@ type Vertex struct {
 	tracker *forward.Tracker
 	metrics *forward.Metrics
 	limiter *ratelimit.Limiter // nil without a rate limit
-	// The per-key limit (rateLimit.perKey), its metrics, and the Redis store
-	// it counts in; nil without.
+	// The per-key limit (rateLimit.perKey) and its metrics; nil without.
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics
-	keyStore   pool.KeyStore
-	uds        []udClient // user-defined servers, connected before the forwarders start
+	uds        []UDClient // user-defined servers, connected before the forwarders start
 	// infoFiles are the names of their server-info files.
 	infoFiles []string
 	// pending, when the source can tell its pending count, and its gauge.
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
-	// clients are the Kafka and http sinks, one per sink of the config,
-	// shared by the vertex's forwarders.
-	clients map[*config.AbstractSink]isb.Writer
 
 	ran     atomic.Bool
 	running atomic.Bool
@@ -64,23 +57,15 @@ type Vertex struct {
 // of a replicaCountStore.
 var ErrReplica = errors.New("replica index out of range")
 
-// udClient is a client of a user-defined container's server.
-type udClient interface {
-	Connect(ctx context.Context) error
-	Ready() error
-	Close() error
-}
-
 // shutdownGrace is how long, beyond its readTimeout, the batch in flight may
 // take to be written and acked once Run's context is done.
 const shutdownGrace = 5 * time.Second
 
-// New builds a replica of the vertex spec describes, which must come from a
-// validated config. It opens what the vertex needs (an http source's port,
-// the rate limiter and its store's client) but connects to no user-defined
-// server: Run does. A problem with a field of the config that shows only now
-// (a secret that cannot be read, credentials Redis refuses) is a
-// [*config.FieldError] naming the field.
+// New builds a replica of the vertex spec describes. It calls the
+// constructors of its parts, which open what the vertex needs (an http
+// source's port, the rate limiter's store) but connect to no user-defined
+// server: Run does. It returns the first error of a constructor as it is: those
+// of package vertexconfig name the field of the config at fault.
 func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	spec = spec.withDefaults()
 	o := buildOptions(opts)
@@ -95,6 +80,9 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	}
 	if spec.Sink == nil && spec.Output == nil {
 		return nil, fmt.Errorf("vertex %s: neither a sink nor an output", spec.Name)
+	}
+	if err := spec.Limits.check(); err != nil {
+		return nil, fmt.Errorf("vertex %s: %w", spec.Name, err)
 	}
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"vertex": spec.Name, "replica": strconv.Itoa(o.replica)}, o.registerer)
 	if err := v.buildLimiter(reg); err != nil {
@@ -146,17 +134,17 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 	}
 	limits := v.spec.Limits
 	opts := forward.Options{
-		BatchSize:       limits.GetReadBatchSize(),
+		BatchSize:       limits.ReadBatchSize,
 		ExcludeDropped:  v.excludeDropped(),
-		Retry:           retryPolicy(v.spec.Sink),
-		ShutdownTimeout: limits.GetReadTimeout() + shutdownGrace,
+		Retry:           v.spec.Retry,
+		ShutdownTimeout: limits.ReadTimeout + shutdownGrace,
 		// A dry source is read at most every 100ms, or every readTimeout when
 		// that is shorter: a longer pause would delay the first message after a
 		// dry spell by as much. The pauses run on the wall clock, not on
 		// WithClock's: a reader that waits on real time (an ISB buffer, the http
 		// source) must not then be held by a clock that only a test moves.
-		MaxIdlePause: min(limits.GetReadTimeout(), forward.DefaultMaxIdlePause),
-		Concurrency:  limits.GetConcurrency(),
+		MaxIdlePause: min(limits.ReadTimeout, forward.DefaultMaxIdlePause),
+		Concurrency:  limits.concurrency(),
 		Streaming:    v.spec.Streaming,
 		ReadAhead:    v.o.readAhead,
 	}
@@ -175,10 +163,10 @@ func (v *Vertex) onClose(f func() error) {
 	v.closers = append(v.closers, f)
 }
 
-// remoteOf notes a client of a user-defined server of kind, to connect it
+// remote notes a client of a user-defined server of kind, to connect it
 // before the forwarders start, check it for Ready, and close it after the
 // forwarders.
-func remoteOf[C udClient](v *Vertex, kind serverinfo.Kind, c C) C {
+func (v *Vertex) remote(kind serverinfo.Kind, c UDClient) {
 	if len(v.uds) == 0 {
 		v.onClose(v.closeUDs)
 	}
@@ -186,7 +174,6 @@ func remoteOf[C udClient](v *Vertex, kind serverinfo.Kind, c C) C {
 	if name := kind.InfoFile(); !slices.Contains(v.infoFiles, name) {
 		v.infoFiles = append(v.infoFiles, name)
 	}
-	return c
 }
 
 // closeUDs closes the clients of the user-defined servers all at once: each

@@ -14,7 +14,13 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,7 +48,7 @@ func TestRateLimitPerEpoch(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	out, sinkOpt := logSink()
 	reg := prometheus.NewRegistry()
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "per-epoch", generatorToLog)),
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "per-epoch", generatorToLog)),
 		vertex.WithClock(clk), vertex.WithRegisterer(reg), vertex.WithReplica(3), sinkOpt)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +92,7 @@ func TestRateLimitPerEpoch(t *testing.T) {
 // TestReadyAndLifecycle checks Ready before, during and after Run, and that a
 // vertex runs once and closes twice.
 func TestReadyAndLifecycle(t *testing.T) {
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "life", generatorToLog)))
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "life", generatorToLog)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +115,7 @@ func TestReadyAndLifecycle(t *testing.T) {
 	}
 
 	// A vertex that never runs is closed by Close, twice.
-	v, err = vertex.New(vertex.FromMonoVertex(monoVertex(t, "never", generatorToLog)))
+	v, err = vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "never", generatorToLog)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +128,7 @@ func TestReadyAndLifecycle(t *testing.T) {
 // its status says it has none.
 func TestNoRateLimit(t *testing.T) {
 	out, sinkOpt := logSink()
-	v, err := vertex.New(vertex.FromMonoVertex(monoVertex(t, "free", `  source:
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "free", `  source:
     generator:
       rpu: 50
       duration: 10ms
@@ -142,6 +148,16 @@ func TestNoRateLimit(t *testing.T) {
 	}
 }
 
+var (
+	limits      = vertex.Limits{ReadBatchSize: 10, ReadTimeout: time.Second}
+	blackhole   = func(vertex.Env) (isb.Writer, error) { return sink.Blackhole{}, nil }
+	emptySource = func(vertex.Env) (isb.Reader, error) { return memory.New("in", 10, time.Second, clock.Real()), nil }
+
+	errSource = errors.New("no source today")
+	errSink   = errors.New("no sink today")
+	errMap    = errors.New("no map today")
+)
+
 func TestNewErrors(t *testing.T) {
 	missing := t.TempDir() + "/missing"
 	tests := []struct {
@@ -152,31 +168,75 @@ func TestNewErrors(t *testing.T) {
 		check func(error) bool
 	}{{
 		name:  "no source",
-		spec:  vertex.Spec{Name: "x", Sink: &config.Sink{AbstractSink: config.AbstractSink{Log: &struct{}{}}}},
+		spec:  vertex.Spec{Name: "x", Sink: blackhole, Limits: limits},
 		check: func(err error) bool { return strings.Contains(err.Error(), "neither a source nor inputs") },
 	}, {
 		name: "no sink",
-		spec: vertex.Spec{Name: "x", Source: &config.Source{Generator: &config.Generator{}}},
+		spec: vertex.Spec{Name: "x", Source: emptySource, Limits: limits},
 		check: func(err error) bool {
 			return strings.Contains(err.Error(), "neither a sink nor an output")
 		},
 	}, {
+		name: "no read batch size",
+		spec: vertex.Spec{Name: "x", Source: emptySource, Sink: blackhole, Limits: vertex.Limits{ReadTimeout: time.Second}},
+		check: func(err error) bool {
+			return strings.Contains(err.Error(), "vertex x: read batch size (0) must be at least 1")
+		},
+	}, {
+		name: "no read timeout",
+		spec: vertex.Spec{Name: "x", Source: emptySource, Sink: blackhole, Limits: vertex.Limits{ReadBatchSize: 1}},
+		check: func(err error) bool {
+			return strings.Contains(err.Error(), "vertex x: read timeout (0s) must be positive")
+		},
+	}, {
+		name: "source fails",
+		spec: vertex.Spec{Name: "x", Limits: limits, Sink: blackhole,
+			Source: func(vertex.Env) (isb.Reader, error) { return nil, errSource }},
+		check: func(err error) bool { return errors.Is(err, errSource) },
+	}, {
+		name: "source without a reader",
+		spec: vertex.Spec{Name: "x", Limits: limits, Sink: blackhole,
+			Source: func(vertex.Env) (isb.Reader, error) { return nil, nil }},
+		check: func(err error) bool {
+			return strings.Contains(err.Error(), "vertex x: its source function returned no source")
+		},
+	}, {
+		name: "sink fails",
+		spec: vertex.Spec{Name: "x", Limits: limits, Source: emptySource,
+			Sink: func(vertex.Env) (isb.Writer, error) { return nil, errSink }},
+		check: func(err error) bool { return errors.Is(err, errSink) },
+	}, {
+		name: "map fails",
+		spec: vertex.Spec{Name: "x", Limits: limits, Source: emptySource, Sink: blackhole,
+			Map: func(vertex.Env) (udf.Mapper, error) { return nil, errMap }},
+		check: func(err error) bool { return errors.Is(err, errMap) },
+	}, {
+		name: "replica beyond a fixed pool",
+		spec: vertex.Spec{Name: "x", Limits: vertex.Limits{ReadBatchSize: 1, ReadTimeout: time.Second,
+			RateLimit: &vertex.RateLimit{Config: ratelimit.DefaultConfig(10),
+				Store: func(vertex.Env) (vertex.Store, error) { return vertex.Store{Replicas: 2}, nil }}},
+			Source: emptySource, Sink: blackhole},
+		opts: []vertex.Option{vertex.WithReplica(2)},
+		check: func(err error) bool {
+			return errors.Is(err, vertex.ErrReplica) && strings.Contains(err.Error(), "2 is not below the 2 replicas")
+		},
+	}, {
 		name: "http token unreadable",
-		spec: vertex.FromMonoVertex(monoVertex(t, "tok", "  source:\n    http:\n      auth:\n        token:\n          file: "+missing+"\n  sink:\n    log: {}\n")),
+		spec: vertexconfig.FromMonoVertex(monoVertex(t, "tok", "  source:\n    http:\n      auth:\n        token:\n          file: "+missing+"\n  sink:\n    log: {}\n")),
 		check: func(err error) bool {
 			var fe *config.FieldError
 			return errors.As(err, &fe) && fe.Path == "spec.source.http.auth.token"
 		},
 	}, {
 		name: "replica beyond the count",
-		spec: vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore:\n          replicas: 2\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
+		spec: vertexconfig.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore:\n          replicas: 2\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
 		opts: []vertex.Option{vertex.WithReplica(2)},
 		check: func(err error) bool {
 			return errors.Is(err, vertex.ErrReplica) && strings.Contains(err.Error(), "replicaCountStore.replicas")
 		},
 	}, {
 		name: "no replica count",
-		spec: vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
+		spec: vertexconfig.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
 		check: func(err error) bool {
 			var fe *config.FieldError
 			return errors.As(err, &fe) && fe.Path == "spec.limits.rateLimit.store.replicaCountStore.replicas" &&
@@ -184,7 +244,7 @@ func TestNewErrors(t *testing.T) {
 		},
 	}, {
 		name: "bad replica count",
-		spec: vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
+		spec: vertexconfig.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    log: {}\n")),
 		env:  "two",
 		check: func(err error) bool {
 			return strings.Contains(err.Error(), `NUMAFLOW_REPLICAS ("two")`)
@@ -210,7 +270,7 @@ func TestNewErrors(t *testing.T) {
 func TestReplicaCountStore(t *testing.T) {
 	t.Setenv("NUMAFLOW_REPLICAS", "3")
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	spec := vertex.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 100\n      min: 100\n      rampUpDuration: 0s\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    blackhole: {}\n"))
+	spec := vertexconfig.FromMonoVertex(monoVertex(t, "rc", "  limits:\n    rateLimit:\n      max: 100\n      min: 100\n      rampUpDuration: 0s\n      store:\n        replicaCountStore: {}\n  source:\n    generator: {}\n  sink:\n    blackhole: {}\n"))
 	for rank, want := range []int64{34, 33, 33} {
 		v, err := vertex.New(spec, vertex.WithReplica(rank), vertex.WithClock(clk))
 		if err != nil {

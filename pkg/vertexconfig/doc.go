@@ -17,6 +17,12 @@
 //
 // # Runtime values
 //
+// [FromMonoVertex] makes the [vertex.Spec] of a MonoVertex and
+// [PipelineVertex] that of a pipeline vertex: limits, rate limit and retry
+// policy as Go values, and the constructors of the source, functions, sinks
+// and rate-limit store, which read secrets and open connections when the
+// vertex is built, and name the field at fault in their errors.
+//
 // [LimiterConfig] and [KeyConfig] make the rate limiter's configs of a
 // rateLimit block, [SignalKinds] the throttle signals that cut it.
 //

@@ -1,4 +1,4 @@
-package vertex
+package vertexconfig
 
 import (
 	"testing"
@@ -29,8 +29,8 @@ func TestRetryPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := retryPolicy(tt.sink); got != tt.want {
-				t.Fatalf("retryPolicy = %+v; want %+v", got, tt.want)
+			if got := RetryPolicy(tt.sink); got != tt.want {
+				t.Fatalf("RetryPolicy = %+v; want %+v", got, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package vertex
+package vertexconfig
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/kafka"
 	"github.com/sluiceflow/sluice/pkg/secret"
+	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
 // buildKafkaSource opens the Kafka source at path.
-func (v *Vertex) buildKafkaSource(path string, k *config.KafkaSource) (isb.Reader, error) {
-	client, err := v.kafkaClient(path, k.Brokers, k.TLS, k.SASL, k.Config, kafka.RoleSource)
+func kafkaSource(env vertex.Env, path string, k *config.KafkaSource) (isb.Reader, error) {
+	client, err := kafkaClient(env, path, k.Brokers, k.TLS, k.SASL, k.Config, kafka.RoleSource)
 	if err != nil {
 		return nil, err
 	}
@@ -25,18 +26,18 @@ func (v *Vertex) buildKafkaSource(path string, k *config.KafkaSource) (isb.Reade
 		}
 	}
 	src, err := kafka.NewSource(context.Background(), kafka.SourceConfig{Client: client, Topics: topics,
-		Group: k.ConsumerGroup, ReadTimeout: v.spec.Limits.GetReadTimeout()})
+		Group: k.ConsumerGroup, ReadTimeout: env.Limits.ReadTimeout})
 	if err != nil {
 		return nil, &config.FieldError{Path: path, Err: err}
 	}
-	v.onClose(src.Close)
-	v.log.Info("kafka source", zap.Strings("topics", topics), zap.String("consumerGroup", k.ConsumerGroup))
+	env.OnClose(src.Close)
+	env.Log.Info("kafka source", zap.Strings("topics", topics), zap.String("consumerGroup", k.ConsumerGroup))
 	return src, nil
 }
 
 // kafkaClient reads a Kafka client's secrets and parses its config.
-func (v *Vertex) kafkaClient(path string, brokers []string, t *config.TLS, s *config.SASL, props string, role kafka.Role) (kafka.ClientConfig, error) {
-	c := kafka.ClientConfig{Brokers: brokers, Logger: v.log}
+func kafkaClient(env vertex.Env, path string, brokers []string, t *config.TLS, s *config.SASL, props string, role kafka.Role) (kafka.ClientConfig, error) {
+	c := kafka.ClientConfig{Brokers: brokers, Logger: env.Log}
 	var err error
 	if c.Properties, err = kafka.ParseProperties(props); err != nil {
 		return c, &config.FieldError{Path: path + ".config", Err: err}
@@ -45,7 +46,7 @@ func (v *Vertex) kafkaClient(path string, brokers []string, t *config.TLS, s *co
 		return c, &config.FieldError{Path: path + ".config", Err: err}
 	}
 	if unknown := c.Properties.Unknown(role); len(unknown) > 0 {
-		v.log.Warn("kafka config keys sluice does not use are ignored", zap.String("path", path+".config"), zap.Strings("keys", unknown))
+		env.Log.Warn("kafka config keys sluice does not use are ignored", zap.String("path", path+".config"), zap.Strings("keys", unknown))
 	}
 	if c.TLS, err = secret.TLS(t, path+".tls"); err != nil {
 		return c, err
@@ -80,8 +81,8 @@ func kafkaSASL(path string, s *config.SASL) (*kafka.SASL, error) {
 }
 
 // buildKafkaSink opens the Kafka sink at path.
-func (v *Vertex) buildKafkaSink(path string, k *config.KafkaSink) (isb.Writer, error) {
-	client, err := v.kafkaClient(path, k.Brokers, k.TLS, k.SASL, k.Config, kafka.RoleSink)
+func kafkaSink(env vertex.Env, path string, k *config.KafkaSink) (isb.Writer, error) {
+	client, err := kafkaClient(env, path, k.Brokers, k.TLS, k.SASL, k.Config, kafka.RoleSink)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +90,6 @@ func (v *Vertex) buildKafkaSink(path string, k *config.KafkaSink) (isb.Writer, e
 	if err != nil {
 		return nil, &config.FieldError{Path: path, Err: err}
 	}
-	v.onClose(w.Close)
+	env.OnClose(w.Close)
 	return w, nil
 }

@@ -1,0 +1,62 @@
+package vertex
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sink"
+)
+
+// Env is what the constructors of a vertex's parts ([SourceFunc],
+// [SinkFunc], [FunctionFunc], [StoreFunc]) get from the vertex: who it is,
+// its options, and where to hand what they open.
+type Env struct {
+	// Name and StoreKey are the vertex's ([Spec]), Replica its index.
+	Name     string
+	StoreKey string
+	Replica  int
+	// Limits are the vertex's.
+	Limits Limits
+	// Log is the vertex's logger, Clock its clock.
+	Log   *zap.Logger
+	Clock clock.Clock
+	// SocketDir is where the user-defined containers have their sockets.
+	SocketDir string
+	// HTTPAddr is the listen address [WithHTTPAddr] gives an http source,
+	// or "".
+	HTTPAddr string
+	// LogSink is the log sink's writer ([WithLogSink]).
+	LogSink *sink.Log
+
+	v *Vertex
+}
+
+// UDClient is a client of a user-defined container's server.
+type UDClient interface {
+	Connect(ctx context.Context) error
+	Ready() error
+	Close() error
+}
+
+// OnClose adds f to what the vertex closes, in reverse order, after its
+// forwarders stop.
+func (e Env) OnClose(f func() error) { e.v.onClose(f) }
+
+// Remote notes c, a client of a user-defined server of kind: the vertex
+// connects it before its forwarders start, checks it in Ready, and closes
+// it after them.
+func (e Env) Remote(kind serverinfo.Kind, c UDClient) { e.v.remote(kind, c) }
+
+// RetryAfter tells turned-away clients when tokens come: at the next epoch of
+// the vertex's rate limiter, or in a second without one.
+func (e Env) RetryAfter() time.Duration { return e.v.retryAfter() }
+
+// env returns the Env of v's constructors.
+func (v *Vertex) env() Env {
+	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Limits: v.spec.Limits,
+		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, LogSink: v.o.logSink, v: v}
+}

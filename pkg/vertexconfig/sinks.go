@@ -1,0 +1,121 @@
+package vertexconfig
+
+import (
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/secret"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+// sinkFunc returns the constructor of the sink s at path, a fallback sink
+// or not. A Kafka or http sink is opened once and shared by the vertex's
+// forwarders; the others are one per forwarder.
+func sinkFunc(path string, s *config.AbstractSink, fallback bool) vertex.SinkFunc {
+	kind := serverinfo.KindSink
+	if fallback {
+		kind = serverinfo.KindFallbackSink
+	}
+	var shared isb.Writer
+	return func(env vertex.Env) (isb.Writer, error) {
+		switch {
+		case s.Log != nil:
+			return env.LogSink, nil
+		case s.UDSink != nil:
+			c := sink.NewUD(env.SocketDir, kind, env.Log)
+			env.Remote(kind, c)
+			return c, nil
+		case s.HTTP == nil && s.Kafka == nil:
+			return sink.Blackhole{}, nil
+		case shared != nil:
+			return shared, nil
+		}
+		var err error
+		if s.HTTP != nil {
+			shared, err = httpSink(env, path+".http", s.HTTP)
+		} else {
+			shared, err = kafkaSink(env, path+".kafka", s.Kafka)
+		}
+		if err != nil {
+			shared = nil
+		}
+		return shared, err
+	}
+}
+
+// transformerFunc returns the constructor of the source transformer t at
+// path: a client of its container, or a built-in.
+func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
+	return func(env vertex.Env) (udf.Mapper, error) {
+		if t.Container != nil {
+			c := udf.NewRemoteTransformer(env.SocketDir, env.Log)
+			env.Remote(serverinfo.KindSourceTransformer, c)
+			return c, nil
+		}
+		m, err := udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, env.Log)
+		if err != nil {
+			return nil, &config.FieldError{Path: path + ".builtin", Err: err}
+		}
+		return m, nil
+	}
+}
+
+// mapFunc returns the constructor of the map function u at path: a client of
+// its container, or a built-in.
+func mapFunc(path string, u *config.UDF) vertex.FunctionFunc {
+	return func(env vertex.Env) (udf.Mapper, error) {
+		if u.Container != nil {
+			c := udf.NewRemoteMap(env.SocketDir, env.Log)
+			env.Remote(serverinfo.KindMap, c)
+			return c, nil
+		}
+		m, err := udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, env.Log)
+		if err != nil {
+			return nil, &config.FieldError{Path: path + ".builtin", Err: err}
+		}
+		return m, nil
+	}
+}
+
+// httpSink opens the http sink at path, reading its secret headers and TLS
+// files.
+func httpSink(env vertex.Env, path string, h *config.HTTPSink) (isb.Writer, error) {
+	cfg := sink.HTTPConfig{URL: h.URL, Method: h.Method, Header: http.Header{}, Batch: h.Batch,
+		Logger: env.Log, Clock: env.Clock}
+	for name, value := range h.Headers {
+		cfg.Header.Set(name, value)
+	}
+	for name, s := range h.HeaderSecrets {
+		value, err := secret.Read(s, path+".headerSecrets."+name)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Header.Set(name, value)
+	}
+	if h.Timeout != nil {
+		cfg.Timeout = h.Timeout.Duration
+	}
+	if h.Concurrency != nil {
+		cfg.Concurrency = int(*h.Concurrency)
+	}
+	if h.MaxRetryAfter != nil {
+		cfg.MaxRetryAfter = h.MaxRetryAfter.Duration
+	}
+	var err error
+	if cfg.TLS, err = secret.TLS(h.TLS, path+".tls"); err != nil {
+		return nil, err
+	}
+	w, err := sink.NewHTTP(cfg)
+	if err != nil {
+		return nil, &config.FieldError{Path: path, Err: err}
+	}
+	env.OnClose(w.Close)
+	env.Log.Info("http sink", zap.String("url", h.URL), zap.Bool("batch", h.Batch))
+	return w, nil
+}

@@ -1,0 +1,156 @@
+package vertexconfig
+
+import (
+	"fmt"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+)
+
+// FromMonoVertex returns the Spec of a validated MonoVertex: its limits and
+// rate limit as Go values, and the constructors of its source, functions and
+// sinks. A constructor's error names the field of the config at fault, as a
+// [*config.FieldError] when the field is valid and what it names fails (a
+// secret that cannot be read, credentials Redis refuses).
+func FromMonoVertex(m *config.MonoVertex) vertex.Spec {
+	s := &m.Spec
+	spec := parts("spec", s.Source, s.UDF, s.Sink)
+	spec.Name = m.Metadata.Name
+	spec.Limits = limits(s.Limits, "spec.limits.rateLimit")
+	spec.Streaming = s.Streaming != nil && *s.Streaming
+	return spec
+}
+
+// PipelineVertex returns the Spec of the vertex called name of a validated
+// pipeline, without its Inputs and Output: package pipeline sets those to
+// the vertex's buffers.
+func PipelineVertex(p *config.Pipeline, name string) (vertex.Spec, error) {
+	i := vertexIndex(p, name)
+	if i < 0 {
+		return vertex.Spec{}, fmt.Errorf("no vertex %q in pipeline %q", name, p.Metadata.Name)
+	}
+	v := &p.Spec.Vertices[i]
+	l, err := p.VertexLimits(name)
+	if err != nil {
+		return vertex.Spec{}, err
+	}
+	path := fmt.Sprintf("spec.vertices[%d]", i)
+	spec := parts(path, v.Source, v.UDF, v.Sink)
+	spec.Name, spec.StoreKey = name, p.Metadata.Name+"-"+name
+	spec.Limits = limits(&l.Limits, rateLimitPath(p, v, path))
+	return spec, nil
+}
+
+func vertexIndex(p *config.Pipeline, name string) int {
+	for i := range p.Spec.Vertices {
+		if p.Spec.Vertices[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// rateLimitPath is where the rate limit of pipeline vertex v (at path) is
+// set, for errors: its own limits, unless it takes the store from the
+// pipeline's.
+func rateLimitPath(p *config.Pipeline, v *config.Vertex, path string) string {
+	var pipe *config.RateLimit
+	if l := p.Spec.Limits; l != nil {
+		pipe = l.RateLimit
+	}
+	if v.Limits == nil || v.Limits.RateLimit == nil {
+		return "spec.limits.rateLimit"
+	}
+	if own := v.Limits.RateLimit; own.Store == nil && pipe != nil && pipe.Store != nil {
+		return "spec.limits.rateLimit"
+	}
+	return path + ".limits.rateLimit"
+}
+
+// parts returns a Spec with the constructors of a vertex's source, functions
+// and sinks, and its retry policy; the vertex sits at path in the YAML.
+func parts(path string, src *config.Source, u *config.UDF, sink *config.Sink) vertex.Spec {
+	var s vertex.Spec
+	if src != nil {
+		s.Source = sourceFunc(path+".source", src)
+		if t := src.Transformer; t != nil {
+			s.Transformer = transformerFunc(path+".source.transformer", t)
+		}
+	}
+	if u != nil {
+		s.Map = mapFunc(path+".udf", u)
+	}
+	if sink != nil {
+		s.Sink = sinkFunc(path+".sink", &sink.AbstractSink, false)
+		if fb := sink.Fallback; fb != nil {
+			s.Fallback = sinkFunc(path+".sink.fallback", fb, true)
+		}
+		s.Retry = RetryPolicy(sink)
+	}
+	return s
+}
+
+// limits returns a vertex's limits, with the defaults of what l leaves out;
+// its rate limit sits at rlPath in the YAML.
+func limits(l *config.Limits, rlPath string) vertex.Limits {
+	out := vertex.Limits{ReadBatchSize: l.GetReadBatchSize(), ReadTimeout: l.GetReadTimeout(), Concurrency: l.GetConcurrency()}
+	if rl := l.GetRateLimit(); rl != nil {
+		out.RateLimit = RateLimit(rl, rlPath, out.ReadBatchSize)
+	}
+	return out
+}
+
+// RateLimit returns the vertex's rate limit of a validated rateLimit block
+// at path in the YAML, for a vertex that reads readBatchSize messages at once.
+func RateLimit(rl *config.RateLimit, path string, readBatchSize int) *vertex.RateLimit {
+	out := &vertex.RateLimit{Config: LimiterConfig(rl), Store: storeFunc(rl, path),
+		ExcludeDropped: rl.ExcludeDropped != nil && *rl.ExcludeDropped}
+	if rl.SyncInterval != nil {
+		out.SyncInterval = rl.SyncInterval.Duration
+	}
+	if rl.Adaptive != nil {
+		out.Signals = SignalKinds(rl.Adaptive)
+	}
+	if pk := rl.PerKey; pk != nil {
+		out.PerKey = &vertex.PerKey{Config: KeyConfig(rl), Keys: KeyMode(pk), MaxHeld: pk.GetMaxHeld(readBatchSize)}
+	}
+	return out
+}
+
+// defaultFallbackSteps is how many writes a message gets before it goes to the
+// fallback sink, when there is one and retryStrategy does not say.
+const defaultFallbackSteps = 10
+
+// RetryPolicy maps a sink's retryStrategy to the forwarder's, whose defaults
+// fill what it leaves unset. sluice retries until the sink takes the message,
+// or, when a fallback sink is configured, for 10 attempts before writing it
+// there. A vertex writing to buffers (s nil) retries until they take it.
+func RetryPolicy(s *config.Sink) forward.RetryPolicy {
+	var p forward.RetryPolicy
+	if s == nil {
+		return p
+	}
+	r := s.RetryStrategy
+	if s.Fallback != nil && (r == nil || r.OnFailure == nil) {
+		p.Steps, p.OnFailure = defaultFallbackSteps, forward.Fallback
+	}
+	if r == nil {
+		return p
+	}
+	if b := r.Backoff; b != nil {
+		if b.Interval != nil {
+			p.Interval = b.Interval.Duration
+		}
+		if b.Cap != nil {
+			p.MaxInterval = b.Cap.Duration
+		}
+		if b.Steps != nil {
+			p.Steps = int(*b.Steps)
+		}
+	}
+	if f, ok := OnFailure(r); ok {
+		p.OnFailure = f
+	}
+	return p
+}
