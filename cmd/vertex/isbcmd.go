@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // isbTimeout bounds `vertex isb`: connecting and every buffer's change.
@@ -45,13 +46,13 @@ func runISB(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := pipeline.JetStreamConfig(f.Pipeline, log)
+	cfg, err := vertexconfig.JetStreamConfig(f.Pipeline, log)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), isbTimeout)
 	defer cancel()
-	conn, err := pipeline.ConnectJetStream(ctx, cfg)
+	conn, err := vertexconfig.ConnectJetStream(ctx, cfg)
 	if err != nil {
 		return err
 	}

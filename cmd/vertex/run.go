@@ -330,7 +330,7 @@ func runError(err error, replica int) error {
 // pipeline without spec.isb.jetstream.
 func withJetStreamHint(err error, p *config.Pipeline) error {
 	var fe *config.FieldError
-	if errors.As(err, &fe) && fe.Path == "spec.isb.jetstream" && (p.Spec.ISB == nil || p.Spec.ISB.JetStream == nil) {
+	if errors.As(err, &fe) && fe.Path == vertexconfig.JetStreamPath && (p.Spec.ISB == nil || p.Spec.ISB.JetStream == nil) {
 		return usagef("%v; without --vertex and --isb, vertex run runs the whole pipeline in one process on in-memory buffers", err)
 	}
 	return err

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -12,12 +11,8 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
-	"github.com/sluiceflow/sluice/pkg/secret"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
-
-// jetStreamPath is where a pipeline's JetStream settings sit in its YAML.
-const jetStreamPath = "spec.isb.jetstream"
 
 // JetStream is the buffers of a pipeline on NATS JetStream
 // (spec.isb.jetstream). Every buffer a vertex reads or writes is created, if
@@ -41,12 +36,12 @@ func OpenJetStream(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*J
 	if log == nil {
 		log = zap.NewNop()
 	}
-	cfg, err := JetStreamConfig(p, log)
+	cfg, err := vertexconfig.JetStreamConfig(p, log)
 	if err != nil {
 		return nil, err
 	}
 	for logged := false; ; {
-		conn, err := ConnectJetStream(ctx, cfg)
+		conn, err := vertexconfig.ConnectJetStream(ctx, cfg)
 		var fe *config.FieldError
 		switch {
 		case err == nil:
@@ -64,44 +59,6 @@ func OpenJetStream(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*J
 		case <-time.After(connectRetry):
 		}
 	}
-}
-
-// ConnectJetStream connects once to the server of cfg; credentials the server
-// refuses are a [*config.FieldError] naming spec.isb.jetstream.
-func ConnectJetStream(ctx context.Context, cfg jetstream.Config) (*jetstream.Conn, error) {
-	conn, err := jetstream.Connect(ctx, cfg)
-	if errors.Is(err, jetstream.ErrAuth) || errors.Is(err, jetstream.ErrInvalidConfig) {
-		return nil, &config.FieldError{Path: jetStreamPath, Err: err}
-	}
-	return conn, err
-}
-
-// JetStreamConfig reads spec.isb.jetstream, with its secrets.
-func JetStreamConfig(p *config.Pipeline, log *zap.Logger) (jetstream.Config, error) {
-	if p.Spec.ISB == nil || p.Spec.ISB.JetStream == nil {
-		return jetstream.Config{}, &config.FieldError{Path: jetStreamPath,
-			Err: fmt.Errorf("required to run pipeline %q on JetStream (set its url, nats://host:port)", p.Metadata.Name)}
-	}
-	js := p.Spec.ISB.JetStream
-	cfg := jetstream.Config{URL: js.URL, Name: "sluice-" + p.Metadata.Name, AckWait: js.GetAckWait(),
-		DuplicateWindow: js.GetDuplicates(), FrameSize: js.GetFrameSize(), Storage: vertexconfig.Storage(js),
-		Logger: log.Named("jetstream")}
-	var err error
-	for _, s := range []struct {
-		sel   *config.SecretKeySelector
-		field string
-		dst   *string
-	}{{js.User, "user", &cfg.User}, {js.Password, "password", &cfg.Password}, {js.Token, "token", &cfg.Token}} {
-		if s.sel != nil {
-			if *s.dst, err = secret.Read(s.sel, jetStreamPath+"."+s.field); err != nil {
-				return cfg, err
-			}
-		}
-	}
-	if cfg.TLS, err = secret.TLS(js.TLS, jetStreamPath+".tls"); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
 }
 
 // JetStreamSpec is b as a JetStream buffer.

@@ -9,7 +9,6 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/kafka"
-	"github.com/sluiceflow/sluice/pkg/secret"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -48,7 +47,7 @@ func kafkaClient(env vertex.Env, path string, brokers []string, t *config.TLS, s
 	if unknown := c.Properties.Unknown(role); len(unknown) > 0 {
 		env.Log.Warn("kafka config keys sluice does not use are ignored", zap.String("path", path+".config"), zap.Strings("keys", unknown))
 	}
-	if c.TLS, err = secret.TLS(t, path+".tls"); err != nil {
+	if c.TLS, err = readTLS(t, path+".tls"); err != nil {
 		return c, err
 	}
 	if s != nil {
@@ -67,16 +66,16 @@ func kafkaSASL(path string, s *config.SASL) (*kafka.SASL, error) {
 	if plain == nil { // OAUTHBEARER
 		o := s.OAuth
 		out.OAuth = &kafka.OAuth{TokenEndpoint: o.TokenEndpoint}
-		if out.OAuth.ClientID, err = secret.Read(o.ClientID, path+".oauth.clientID"); err != nil {
+		if out.OAuth.ClientID, err = readSecret(o.ClientID, path+".oauth.clientID"); err != nil {
 			return nil, err
 		}
-		out.OAuth.ClientSecret, err = secret.Read(o.ClientSecret, path+".oauth.clientSecret")
+		out.OAuth.ClientSecret, err = readSecret(o.ClientSecret, path+".oauth.clientSecret")
 		return out, err
 	}
-	if out.User, err = secret.Read(plain.UserSecret, path+"."+block+".userSecret"); err != nil {
+	if out.User, err = readSecret(plain.UserSecret, path+"."+block+".userSecret"); err != nil {
 		return nil, err
 	}
-	out.Password, err = secret.Read(plain.PasswordSecret, path+"."+block+".passwordSecret")
+	out.Password, err = readSecret(plain.PasswordSecret, path+"."+block+".passwordSecret")
 	return out, err
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/secret"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
@@ -92,7 +91,7 @@ func httpSink(env vertex.Env, path string, h *config.HTTPSink) (isb.Writer, erro
 		cfg.Header.Set(name, value)
 	}
 	for name, s := range h.HeaderSecrets {
-		value, err := secret.Read(s, path+".headerSecrets."+name)
+		value, err := readSecret(s, path+".headerSecrets."+name)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +107,7 @@ func httpSink(env vertex.Env, path string, h *config.HTTPSink) (isb.Writer, erro
 		cfg.MaxRetryAfter = h.MaxRetryAfter.Duration
 	}
 	var err error
-	if cfg.TLS, err = secret.TLS(h.TLS, path+".tls"); err != nil {
+	if cfg.TLS, err = readTLS(h.TLS, path+".tls"); err != nil {
 		return nil, err
 	}
 	w, err := sink.NewHTTP(cfg)

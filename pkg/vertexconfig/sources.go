@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/secret"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/vertex"
@@ -85,7 +84,7 @@ func httpSource(env vertex.Env, path string, h *config.HTTPSource) (isb.Reader, 
 	cfg := source.HTTPConfig{Addr: addr, Vertex: env.Name, Queue: env.Limits.ReadBatchSize,
 		MaxQueueBytes: HTTPMaxQueueBytes(h), ReadTimeout: env.Limits.ReadTimeout, Logger: env.Log, RetryAfter: env.RetryAfter}
 	if h.Auth != nil && h.Auth.Token != nil {
-		token, err := secret.Read(h.Auth.Token, path+".auth.token")
+		token, err := readSecret(h.Auth.Token, path+".auth.token")
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +104,7 @@ func natsSource(env vertex.Env, path string, n *config.NatsSource) (isb.Reader, 
 	cfg := source.NATSConfig{URL: n.URL, Subject: n.Subject, Queue: n.Queue,
 		ReadTimeout: env.Limits.ReadTimeout, Logger: env.Log}
 	var err error
-	if cfg.TLS, err = secret.TLS(n.TLS, path+".tls"); err != nil {
+	if cfg.TLS, err = readTLS(n.TLS, path+".tls"); err != nil {
 		return nil, err
 	}
 	if cfg.Auth, err = natsAuth(path+".auth", n.Auth); err != nil {
@@ -127,13 +126,13 @@ func natsAuth(path string, a *config.NatsAuth) (source.NATSAuth, error) {
 	switch {
 	case a == nil:
 	case a.Basic != nil:
-		if out.User, err = secret.Read(a.Basic.User, path+".basic.user"); err == nil {
-			out.Password, err = secret.Read(a.Basic.Password, path+".basic.password")
+		if out.User, err = readSecret(a.Basic.User, path+".basic.user"); err == nil {
+			out.Password, err = readSecret(a.Basic.Password, path+".basic.password")
 		}
 	case a.Token != nil:
-		out.Token, err = secret.Read(a.Token, path+".token")
+		out.Token, err = readSecret(a.Token, path+".token")
 	case a.NKey != nil:
-		out.NKeySeed, err = secret.Read(a.NKey, path+".nkey")
+		out.NKeySeed, err = readSecret(a.NKey, path+".nkey")
 	}
 	return out, err
 }
@@ -146,7 +145,7 @@ func jetStreamSource(env vertex.Env, path string, j *config.JetStreamSource) (is
 		DeliverPolicy: DeliverFrom(j), FilterSubjects: j.FilterSubjects,
 		ReadTimeout: env.Limits.ReadTimeout, Logger: env.Log}
 	var err error
-	if cfg.TLS, err = secret.TLS(j.TLS, path+".tls"); err != nil {
+	if cfg.TLS, err = readTLS(j.TLS, path+".tls"); err != nil {
 		return nil, err
 	}
 	if cfg.Auth, err = natsAuth(path+".auth", j.Auth); err != nil {

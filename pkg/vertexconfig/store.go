@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
-	"github.com/sluiceflow/sluice/pkg/secret"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -138,26 +137,26 @@ func redisConn(rs *config.RedisStore, path string) (redisstore.Conn, redisFields
 		s := rs.Sentinel
 		sp := path + ".sentinel"
 		conn.MasterName, conn.Endpoints = s.MasterName, s.Endpoints
-		if conn.Username, conn.Password, err = secret.Auth(s.RedisAuth, sp+".redisAuth"); err != nil {
+		if conn.Username, conn.Password, err = readAuth(s.RedisAuth, sp+".redisAuth"); err != nil {
 			return conn, redisFields{}, err
 		}
-		if conn.SentinelUsername, conn.SentinelPassword, err = secret.Auth(s.SentinelAuth, sp+".sentinelAuth"); err != nil {
+		if conn.SentinelUsername, conn.SentinelPassword, err = readAuth(s.SentinelAuth, sp+".sentinelAuth"); err != nil {
 			return conn, redisFields{}, err
 		}
-		if conn.TLS, err = secret.TLS(s.RedisTLS, sp+".redisTLS"); err != nil {
+		if conn.TLS, err = readTLS(s.RedisTLS, sp+".redisTLS"); err != nil {
 			return conn, redisFields{}, err
 		}
-		if conn.SentinelTLS, err = secret.TLS(s.SentinelTLS, sp+".sentinelTLS"); err != nil {
+		if conn.SentinelTLS, err = readTLS(s.SentinelTLS, sp+".sentinelTLS"); err != nil {
 			return conn, redisFields{}, err
 		}
 		return conn, redisFields{store: path, creds: sp + ".redisAuth", tls: sp + ".redisTLS", host: sp + ".endpoints"}, nil
 	}
 	conn.URL = *rs.URL
 	f := redisFields{store: path, creds: path + ".url", tls: path + ".url", host: path + ".url"}
-	if conn.Username, conn.Password, err = secret.Auth(rs.RedisAuth, path+".redisAuth"); err != nil {
+	if conn.Username, conn.Password, err = readAuth(rs.RedisAuth, path+".redisAuth"); err != nil {
 		return conn, f, err
 	}
-	if conn.TLS, err = secret.TLS(rs.RedisTLS, path+".redisTLS"); err != nil {
+	if conn.TLS, err = readTLS(rs.RedisTLS, path+".redisTLS"); err != nil {
 		return conn, f, err
 	}
 	if rs.RedisAuth != nil {

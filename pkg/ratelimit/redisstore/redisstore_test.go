@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,13 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
-	"github.com/sluiceflow/sluice/pkg/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -343,12 +342,7 @@ func TestTLS(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{TLS: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	file := func(path string) *config.SecretKeySelector { return &config.SecretKeySelector{File: path} }
-	good, err := secret.TLS(&config.TLS{CACertSecret: file(srv.CAFile), CertSecret: file(srv.ClientCertFile), KeySecret: file(srv.ClientKeyFile)}, "tls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := open(t, ctx, redisstore.Conn{URL: "rediss://" + srv.Addr, TLS: good})
+	s, err := open(t, ctx, redisstore.Conn{URL: "rediss://" + srv.Addr, TLS: srv.TLSConfig()})
 	if err != nil {
 		t.Fatalf("with the CA: %v", err)
 	}
@@ -356,7 +350,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("sync over TLS: %v", err)
 	}
 	// Without the test's CA, the system's roots do not trust the server.
-	bad, _ := secret.TLS(&config.TLS{}, "tls")
+	bad := &tls.Config{MinVersion: tls.VersionTLS12}
 	if _, err := open(t, ctx, redisstore.Conn{URL: "rediss://" + srv.Addr, TLS: bad}); !errors.Is(err, redisstore.ErrTLS) {
 		t.Fatalf("with another CA: %v; want ErrTLS", err)
 	}

@@ -1,4 +1,4 @@
-package secret_test
+package vertexconfig
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/pkg/secret"
 )
 
 func file(t *testing.T, content string) *config.SecretKeySelector {
@@ -19,35 +18,35 @@ func file(t *testing.T, content string) *config.SecretKeySelector {
 	return &config.SecretKeySelector{File: path}
 }
 
-func TestRead(t *testing.T) {
-	if got, err := secret.Read(file(t, " pass\n"), "x"); got != "pass" || err != nil {
+func TestReadSecret(t *testing.T) {
+	if got, err := readSecret(file(t, " pass\n"), "x"); got != "pass" || err != nil {
 		t.Fatalf("Read = %q, %v", got, err)
 	}
 	missing := &config.SecretKeySelector{Name: "no-such-secret", Key: "password"}
-	if got := secret.Path(missing); got != "/var/numaflow/secrets/no-such-secret/password" {
+	if got := secretFile(missing); got != "/var/numaflow/secrets/no-such-secret/password" {
 		t.Fatalf("Path = %q", got)
 	}
-	_, err := secret.Read(missing, "spec.x.password")
+	_, err := readSecret(missing, "spec.x.password")
 	var fe *config.FieldError
 	if !errors.As(err, &fe) || fe.Path != "spec.x.password" || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing secret: %v", err)
 	}
 	yes := true
 	missing.Optional = &yes
-	if got, err := secret.Read(missing, "x"); got != "" || err != nil {
+	if got, err := readSecret(missing, "x"); got != "" || err != nil {
 		t.Fatalf("missing optional secret: %q, %v", got, err)
 	}
-	user, pass, err := secret.Auth(&config.RedisAuth{Username: file(t, "u"), Password: file(t, "p")}, "a")
+	user, pass, err := readAuth(&config.RedisAuth{Username: file(t, "u"), Password: file(t, "p")}, "a")
 	if user != "u" || pass != "p" || err != nil {
 		t.Fatalf("Auth = %q, %q, %v", user, pass, err)
 	}
 }
 
-func TestTLS(t *testing.T) {
-	if c, err := secret.TLS(nil, "x"); c != nil || err != nil {
+func TestReadTLS(t *testing.T) {
+	if c, err := readTLS(nil, "x"); c != nil || err != nil {
 		t.Fatalf("no TLS: %v, %v", c, err)
 	}
-	c, err := secret.TLS(&config.TLS{InsecureSkipVerify: true}, "x")
+	c, err := readTLS(&config.TLS{InsecureSkipVerify: true}, "x")
 	if err != nil || !c.InsecureSkipVerify || c.RootCAs != nil {
 		t.Fatalf("insecure: %+v, %v", c, err)
 	}
@@ -61,7 +60,7 @@ func TestTLS(t *testing.T) {
 		{"cert without key", &config.TLS{CertSecret: file(t, "x")}, "needs both certSecret and keySecret"},
 		{"bad pair", &config.TLS{CertSecret: file(t, "x"), KeySecret: file(t, "y")}, "certSecret, keySecret"},
 	} {
-		_, err := secret.TLS(tt.tls, "spec.tls")
+		_, err := readTLS(tt.tls, "spec.tls")
 		var fe *config.FieldError
 		if !errors.As(err, &fe) || fe.Path != "spec.tls" || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v; want spec.tls: ...%s", tt.name, err, tt.want)
