@@ -258,7 +258,7 @@ type Adaptive struct {
 	CutPercentage *uint32 `yaml:"cutPercentage"`
 	// Signals are the kinds of throttle signal that cut the limit: http429,
 	// http503, sinkRateLimited, mapRateLimited (default all of them; the
-	// names are isb.Signals').
+	// names of isb.SignalKind).
 	Signals []string `yaml:"signals"`
 }
 

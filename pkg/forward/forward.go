@@ -98,7 +98,7 @@ type Deps struct {
 	// with NackOptions.RateLimited (isb.SignalMapRateLimited, the longest
 	// Delay). nil ignores them. It is called from the forwarder's goroutine
 	// and must not block.
-	Signal func(kind string, retryAfter time.Duration)
+	Signal func(kind isb.SignalKind, retryAfter time.Duration)
 	// PerKey, when set, limits each message key too (rateLimit.perKey): see
 	// PerKey.
 	PerKey *PerKey

@@ -224,12 +224,12 @@ func (f *worker) logRejectedDrops() {
 
 // signal is a kind of throttle signal and the longest wait asked with it.
 type signal struct {
-	kind       string
+	kind       isb.SignalKind
 	retryAfter time.Duration
 }
 
 // noteSignal adds a signal of kind with wait d to signals, one per kind.
-func noteSignal(signals []signal, kind string, d time.Duration) []signal {
+func noteSignal(signals []signal, kind isb.SignalKind, d time.Duration) []signal {
 	for i := range signals {
 		if signals[i].kind == kind {
 			signals[i].retryAfter = max(signals[i].retryAfter, d)
@@ -245,7 +245,7 @@ func (f *Forwarder) signal(signals []signal) {
 		return
 	}
 	for _, s := range signals {
-		if s.kind != "" {
+		if s.kind != isb.SignalUnknown {
 			f.d.Signal(s.kind, s.retryAfter)
 		}
 	}

@@ -17,7 +17,7 @@ type signals struct {
 	got []string
 }
 
-func (s *signals) record(kind string, retryAfter time.Duration) {
+func (s *signals) record(kind isb.SignalKind, retryAfter time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.got = append(s.got, fmt.Sprint(kind, " ", retryAfter))

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/enum"
 )
 
 // Message is one record: its keys, its payload, when it happened, its headers
@@ -86,27 +88,45 @@ type ThrottledError struct {
 	RetryAfter time.Duration
 	// Cause says what the downstream answered, for logs.
 	Cause string
-	// Signal is the kind of throttle signal: one of [Signals], or "" when
-	// none is known.
-	Signal string
+	// Signal is the kind of throttle signal: one of [Signals], or
+	// [SignalUnknown] when none is known.
+	Signal SignalKind
 }
 
-// The kinds of throttle signal, as rateLimit.adaptive.signals names them.
+// SignalKind is the kind of a throttle signal, as rateLimit.adaptive.signals
+// names it. The zero value is [SignalUnknown].
+type SignalKind uint8
+
 const (
+	// SignalUnknown is a throttle signal of no known kind; it has no name.
+	SignalUnknown SignalKind = iota
 	// SignalHTTP429 is an HTTP 429 Too Many Requests.
-	SignalHTTP429 = "http429"
+	SignalHTTP429
 	// SignalHTTP503 is an HTTP 503 Service Unavailable.
-	SignalHTTP503 = "http503"
+	SignalHTTP503
 	// SignalSinkRateLimited is a user-defined sink's failure whose error
 	// message begins with the rate-limited marker.
-	SignalSinkRateLimited = "sinkRateLimited"
+	SignalSinkRateLimited
 	// SignalMapRateLimited is a map's result tagged with the rate-limited
 	// marker.
-	SignalMapRateLimited = "mapRateLimited"
+	SignalMapRateLimited
 )
 
+var signalNames = [...]string{SignalUnknown: "", SignalHTTP429: "http429", SignalHTTP503: "http503",
+	SignalSinkRateLimited: "sinkRateLimited", SignalMapRateLimited: "mapRateLimited"}
+
+// String returns the kind's YAML name: http429, http503, sinkRateLimited or
+// mapRateLimited, or "" for SignalUnknown.
+func (k SignalKind) String() string { return enum.Name(signalNames[:], k, "SignalKind") }
+
+// UnmarshalText parses http429, http503, sinkRateLimited or mapRateLimited,
+// and rejects any other name.
+func (k *SignalKind) UnmarshalText(b []byte) error {
+	return enum.Parse(k, signalNames[:], b, "signal")
+}
+
 // Signals lists every kind of throttle signal.
-var Signals = []string{SignalHTTP429, SignalHTTP503, SignalSinkRateLimited, SignalMapRateLimited}
+var Signals = []SignalKind{SignalHTTP429, SignalHTTP503, SignalSinkRateLimited, SignalMapRateLimited}
 
 func (e *ThrottledError) Error() string {
 	msg := "throttled by the downstream"

@@ -180,8 +180,8 @@ func TestHTTPRetryAfter(t *testing.T) {
 			if err := write(t, s, messages(1))[0]; !errors.As(err, &te) || te.RetryAfter != tt.want {
 				t.Fatalf("error %v; want a ThrottledError with RetryAfter %v", err, tt.want)
 			}
-			if want := map[int]string{429: isb.SignalHTTP429, 503: isb.SignalHTTP503}[tt.code]; te.Signal != want {
-				t.Errorf("Signal %q; want %q", te.Signal, want)
+			if want := map[int]isb.SignalKind{429: isb.SignalHTTP429, 503: isb.SignalHTTP503}[tt.code]; te.Signal != want {
+				t.Errorf("Signal %v; want %v", te.Signal, want)
 			}
 		})
 	}

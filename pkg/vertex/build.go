@@ -77,7 +77,7 @@ func (v *Vertex) excludeDropped() bool {
 // signal returns what the forwarders do with a throttle signal: with an
 // adaptive rate limit, give the kinds it lists to the limiter, which cuts the
 // pool and pauses for the Retry-After; without, nil.
-func (v *Vertex) signal() func(kind string, retryAfter time.Duration) {
+func (v *Vertex) signal() func(kind isb.SignalKind, retryAfter time.Duration) {
 	rl := v.spec.Limits.RateLimit
 	if v.limiter == nil || rl == nil || !rl.Config.Adaptive {
 		return nil
@@ -86,7 +86,7 @@ func (v *Vertex) signal() func(kind string, retryAfter time.Duration) {
 	if kinds == nil {
 		kinds = isb.Signals
 	}
-	return func(kind string, retryAfter time.Duration) {
+	return func(kind isb.SignalKind, retryAfter time.Duration) {
 		if slices.Contains(kinds, kind) {
 			v.limiter.Signal(retryAfter)
 		}

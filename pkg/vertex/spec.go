@@ -97,7 +97,7 @@ type RateLimit struct {
 	ExcludeDropped bool
 	// Signals are the kinds of throttle signal (isb.Signals) that cut the
 	// limit when Config.Adaptive is on; nil takes them all.
-	Signals []string
+	Signals []isb.SignalKind
 	// PerKey limits each message key too; nil for no per-key limit.
 	PerKey *PerKey
 }

@@ -155,17 +155,27 @@ func (c checker) rateLimit(path string, r *config.RateLimit) {
 	c.limiterConfig(path, r)
 	if a := r.Adaptive; a != nil && a.Signals != nil {
 		if len(a.Signals) == 0 {
-			c.r.Add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", strings.Join(isb.Signals, ", "))
+			c.r.Add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", signalNames())
 		}
 		for i, s := range a.Signals {
+			var kind isb.SignalKind
 			switch {
-			case !slices.Contains(isb.Signals, s):
-				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, strings.Join(isb.Signals, ", "))
+			case kind.UnmarshalText([]byte(s)) != nil:
+				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, signalNames())
 			case slices.Index(a.Signals, s) < i:
 				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
 			}
 		}
 	}
+}
+
+// signalNames lists the names of the throttle signals: "http429, http503, ...".
+func signalNames() string {
+	names := make([]string, len(isb.Signals))
+	for i, k := range isb.Signals {
+		names[i] = k.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // limiterConfig checks the fields of r that make the rate limiter's config with

@@ -9,6 +9,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 
 	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -30,6 +31,8 @@ func TestEnumNames(t *testing.T) {
 	}{
 		{"config.RedisMode", func() named { return new(config.RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
 		{"forward.OnFailure", func() named { return new(forward.OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
+		{"isb.SignalKind", func() named { return new(isb.SignalKind) }, []string{"", "http429", "http503", "sinkRateLimited", "mapRateLimited"},
+			"http429, http503, sinkRateLimited or mapRateLimited", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +60,7 @@ func TestEnumNames(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range []fmt.Stringer{config.RedisMode(7), forward.OnFailure(7)} {
+	for _, v := range []fmt.Stringer{config.RedisMode(7), forward.OnFailure(7), isb.SignalKind(7)} {
 		if got := v.String(); !strings.HasSuffix(got, "(7)") {
 			t.Errorf("%T(7).String() = %q", v, got)
 		}

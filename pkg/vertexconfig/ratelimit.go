@@ -74,13 +74,20 @@ func KeyConfig(r *config.RateLimit) ratelimit.KeyConfig {
 	return cfg
 }
 
-// SignalKinds returns the kinds of throttle signal that cut the limit of an
-// adaptive block: those it lists, or all of [isb.Signals].
-func SignalKinds(a *config.Adaptive) []string {
+// SignalKinds returns the kinds of throttle signal that cut the limit of a
+// validated adaptive block: those it lists, or all of [isb.Signals].
+func SignalKinds(a *config.Adaptive) []isb.SignalKind {
 	if a.Signals == nil {
 		return isb.Signals
 	}
-	return a.Signals
+	kinds := make([]isb.SignalKind, 0, len(a.Signals))
+	for _, s := range a.Signals {
+		var k isb.SignalKind
+		if k.UnmarshalText([]byte(s)) == nil {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
 }
 
 func clampInt64(v uint64) int64 { return int64(min(v, 1<<62)) }
