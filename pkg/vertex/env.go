@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 )
@@ -50,6 +51,25 @@ func (e Env) OnClose(f func() error) { e.v.onClose(f) }
 // connects it before its forwarders start, checks it in Ready, and closes
 // it after them.
 func (e Env) Remote(kind serverinfo.Kind, c UDClient) { e.v.remote(kind, c) }
+
+// Shared returns the writer the vertex's forwarders share under key: the
+// first call with key opens it with open, the later ones return it. A sink
+// that one client serves for every forwarder (Kafka, http) opens it so.
+func (e Env) Shared(key any, open func() (isb.Writer, error)) (isb.Writer, error) {
+	v := e.v
+	if w, ok := v.shared[key]; ok {
+		return w, nil
+	}
+	w, err := open()
+	if err != nil {
+		return nil, err
+	}
+	if v.shared == nil {
+		v.shared = map[any]isb.Writer{}
+	}
+	v.shared[key] = w
+	return w, nil
+}
 
 // RetryAfter tells turned-away clients when tokens come: at the next epoch of
 // the vertex's rate limiter, or in a second without one.

@@ -126,8 +126,8 @@ type Store struct {
 // SourceFunc opens a vertex's source.
 type SourceFunc func(Env) (isb.Reader, error)
 
-// SinkFunc opens the writer of one forwarder. A writer the forwarders may
-// share is opened once, by the function, and returned to each.
+// SinkFunc opens the writer of one forwarder. A writer the forwarders share
+// is opened once with [Env.Shared].
 type SinkFunc func(Env) (isb.Writer, error)
 
 // FunctionFunc makes a transformer or map function for one forwarder.

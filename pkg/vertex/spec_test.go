@@ -118,3 +118,35 @@ func TestStoreErrors(t *testing.T) {
 		t.Fatal("UpdateRateLimit added a rate limit")
 	}
 }
+
+// TestSharedWriter: the forwarders of a vertex, one per input, share a
+// writer opened with Env.Shared; another vertex of the same Spec opens its own.
+func TestSharedWriter(t *testing.T) {
+	opened, calls := 0, 0
+	spec := vertex.Spec{Name: "shared", Limits: limits,
+		Inputs: []isb.Reader{memory.New("a", 10, time.Second, clock.Real()), memory.New("b", 10, time.Second, clock.Real())},
+		Sink: func(env vertex.Env) (isb.Writer, error) {
+			calls++
+			return env.Shared("sink", func() (isb.Writer, error) {
+				opened++
+				return sink.Blackhole{}, nil
+			})
+		}}
+	for i := 1; i <= 2; i++ {
+		v, err := vertex.New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Close()
+		if calls != 2*i || opened != i {
+			t.Fatalf("vertex %d: sink called %d times, opened %d; want %d and %d", i, calls, opened, 2*i, i)
+		}
+	}
+	errOpen := errors.New("cannot open")
+	spec.Sink = func(env vertex.Env) (isb.Writer, error) {
+		return env.Shared("sink", func() (isb.Writer, error) { return nil, errOpen })
+	}
+	if _, err := vertex.New(spec); !errors.Is(err, errOpen) {
+		t.Fatalf("New = %v; want the open error", err)
+	}
+}

@@ -45,6 +45,8 @@ type Vertex struct {
 	// pending, when the source can tell its pending count, and its gauge.
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
+	// shared are the writers the forwarders share, by their key (Env.Shared).
+	shared map[any]isb.Writer
 
 	ran     atomic.Bool
 	running atomic.Bool

@@ -21,7 +21,6 @@ func sinkFunc(path string, s *config.AbstractSink, fallback bool) vertex.SinkFun
 	if fallback {
 		kind = serverinfo.KindFallbackSink
 	}
-	var shared isb.Writer
 	return func(env vertex.Env) (isb.Writer, error) {
 		switch {
 		case s.Log != nil:
@@ -30,21 +29,12 @@ func sinkFunc(path string, s *config.AbstractSink, fallback bool) vertex.SinkFun
 			c := sink.NewUD(env.SocketDir, kind, env.Log)
 			env.Remote(kind, c)
 			return c, nil
-		case s.HTTP == nil && s.Kafka == nil:
-			return sink.Blackhole{}, nil
-		case shared != nil:
-			return shared, nil
+		case s.HTTP != nil:
+			return env.Shared(s, func() (isb.Writer, error) { return httpSink(env, path+".http", s.HTTP) })
+		case s.Kafka != nil:
+			return env.Shared(s, func() (isb.Writer, error) { return kafkaSink(env, path+".kafka", s.Kafka) })
 		}
-		var err error
-		if s.HTTP != nil {
-			shared, err = httpSink(env, path+".http", s.HTTP)
-		} else {
-			shared, err = kafkaSink(env, path+".kafka", s.Kafka)
-		}
-		if err != nil {
-			shared = nil
-		}
-		return shared, err
+		return sink.Blackhole{}, nil
 	}
 }
 
