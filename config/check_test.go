@@ -24,7 +24,7 @@ spec:
 // the problems of the checks it is given at their path and line, in line
 // order with the schema's.
 func TestChecksRunAfterTheSchema(t *testing.T) {
-	if _, err := Parse([]byte(checkedMonoVertex)); err != nil {
+	if _, err := Parse([]byte(checkedMonoVertex), nil); err != nil {
 		t.Fatalf("the schema alone: %v", err)
 	}
 	check := func(f *File, r Reporter) {

@@ -50,13 +50,14 @@ type Reporter struct{ c *checker }
 func (r Reporter) Add(path, format string, args ...any) { r.c.add(path, format, args...) }
 
 // Load reads, decodes and validates the config in path, with the schema's
-// checks and then checks. Every problem is reported together in an [*Error].
-func Load(path string, checks ...Check) (*File, error) {
+// checks and then check (nil: the schema's alone). Every problem is reported
+// together in an [*Error].
+func Load(path string, check Check) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := Parse(data, checks...)
+	f, err := Parse(data, check)
 	var ce *Error
 	if errors.As(err, &ce) {
 		ce.File = path
@@ -65,25 +66,25 @@ func Load(path string, checks ...Check) (*File, error) {
 }
 
 // Parse decodes and validates a config, with the schema's checks and then
-// checks. Problems are reported in line order.
+// check (nil: the schema's alone). Problems are reported in line order.
 //
 // The schema's checks are what this package knows: required fields, ranges,
 // one kind of source, a graph that connects. A caller that runs the config
-// validates it with the runtime's checks too, through the package that turns
-// a config into a vertex (pkg/vertexconfig), whose Parse and Load pass them.
-func Parse(data []byte, checks ...Check) (*File, error) {
+// validates it with the runtime's check too: the package that turns a config
+// into a vertex (pkg/vertexconfig) has a Parse and a Load that pass it.
+func Parse(data []byte, check Check) (*File, error) {
 	f, decodeProblems, err := decodeFile(data)
 	if err != nil {
 		return nil, err
 	}
-	return f.check(decodeProblems, checks)
+	return f.check(decodeProblems, check)
 }
 
 // check validates a decoded file and returns it, or every problem, the
 // decoder's first, in line order.
-func (f *File) check(decodeProblems []Problem, checks []Check) (*File, error) {
+func (f *File) check(decodeProblems []Problem, check Check) (*File, error) {
 	problems := decodeProblems
-	for _, p := range f.validate(checks) {
+	for _, p := range f.validate(check) {
 		// A field that could not be decoded is reported once, not again as missing.
 		if !underAny(p.Path, decodeProblems) {
 			problems = append(problems, p)

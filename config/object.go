@@ -15,8 +15,8 @@ import (
 //
 // apiVersion and kind, when present, must be a MonoVertex's. The status and
 // every Kubernetes-only field are accepted and listed in File.Ignored, as
-// [Parse] does, and checks run after the schema's. Problems carry no line: the object is one line of JSON.
-func ParseMonoVertexObject(data []byte, checks ...Check) (*File, error) {
+// [Parse] does, and check (nil: none) runs after the schema's. Problems carry no line: the object is one line of JSON.
+func ParseMonoVertexObject(data []byte, check Check) (*File, error) {
 	var probe any
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return nil, &Error{Problems: []Problem{{Msg: "not valid JSON: " + err.Error()}}}
@@ -43,7 +43,7 @@ func ParseMonoVertexObject(data []byte, checks ...Check) (*File, error) {
 	if m.APIVersion == "" {
 		m.APIVersion = APIVersion
 	}
-	f, err = f.check(problems, checks)
+	f, err = f.check(problems, check)
 	var ce *Error
 	if errors.As(err, &ce) {
 		for i := range ce.Problems {

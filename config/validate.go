@@ -17,15 +17,15 @@ type checker struct {
 	nulls    map[string]bool // paths the file gave null, which sets nothing
 }
 
-// validate checks f against the schema, then with checks.
-func (f *File) validate(checks []Check) []Problem {
+// validate checks f against the schema, then with check, if any.
+func (f *File) validate(check Check) []Problem {
 	c := &checker{lines: f.lines, nulls: f.nulls}
 	if f.MonoVertex != nil {
 		c.monoVertex(f.MonoVertex)
 	} else {
 		c.pipeline(f.Pipeline)
 	}
-	for _, check := range checks {
+	if check != nil {
 		check(f, Reporter{c})
 	}
 	return c.problems
