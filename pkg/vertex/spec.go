@@ -43,7 +43,8 @@ type Spec struct {
 	// Output. Fallback, if any, opens its fallback sink.
 	Sink     SinkFunc
 	Fallback SinkFunc
-	// Retry is how the forwarders retry failed sink writes.
+	// Retry is how the forwarders retry failed sink writes; the zero value
+	// retries until the sink takes the message.
 	Retry forward.RetryPolicy
 	// Output returns a writer along the vertex's edges for one forwarder; it is
 	// called once per input. The vertex does not close what it returns.
@@ -57,7 +58,8 @@ type Limits struct {
 	// ReadTimeout is the longest a read waits for messages (positive).
 	ReadTimeout time.Duration
 	// Concurrency is the most messages in flight, read and not yet acked
-	// (0: ReadBatchSize).
+	// (0: ReadBatchSize). With Streaming it is how many are kept in flight;
+	// without, a read takes at most the smaller of it and ReadBatchSize.
 	Concurrency int
 	// RateLimit is the vertex's rate limit; nil for none.
 	RateLimit *RateLimit
