@@ -34,13 +34,12 @@ spec:
     log: {}
 `
 
-// TestWatcherAppliesLiveChangesOnly applies a change of max, refuses a
-// change of the source and a config that is not valid with one log line
-// each, keeping the running config, and looks at an unchanged file again
-// only when forced, as on SIGHUP.
-func TestWatcherAppliesLiveChangesOnly(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "mv.yaml")
-	write := func(max, rpu string) {
+// configFile writes reloadYAML with max 100 and rpu 10 to a file and loads
+// it; write writes it again with other values.
+func configFile(t *testing.T) (path string, write func(max, rpu string), f *config.File) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "mv.yaml")
+	write = func(max, rpu string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(strings.NewReplacer("MAX", max, "RPU", rpu).Replace(reloadYAML)), 0o644); err != nil {
 			t.Fatal(err)
@@ -51,6 +50,15 @@ func TestWatcherAppliesLiveChangesOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, write, f
+}
+
+// TestWatcherAppliesLiveChangesOnly applies a change of max, refuses a
+// change of the source and a config that is not valid with one log line
+// each, keeping the running config, and looks at an unchanged file again
+// only when forced, as on SIGHUP.
+func TestWatcherAppliesLiveChangesOnly(t *testing.T) {
+	path, write, f := configFile(t)
 	core, logs := observer.New(zap.InfoLevel)
 	r := New(path, f, Deps{Log: zap.New(core)})
 	var applied []uint64
@@ -94,18 +102,7 @@ func TestWatcherAppliesLiveChangesOnly(t *testing.T) {
 // file again only when forced, a change of the source is refused; each is
 // counted by result. The clock is manual and nothing sleeps.
 func TestRunOnClockAndForce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "mv.yaml")
-	write := func(max, rpu string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(strings.NewReplacer("MAX", max, "RPU", rpu).Replace(reloadYAML)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("100", "10")
-	f, err := vertexconfig.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, write, f := configFile(t)
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	core, logs := observer.New(zap.InfoLevel)
 	reg := prometheus.NewRegistry()
