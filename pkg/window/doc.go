@@ -1,0 +1,25 @@
+// Package window is event-time windowing for reduce vertices: which windows
+// a message belongs to, and which windows a watermark closes.
+//
+// # Windows
+//
+// A [Window] is the event-time interval [Start, End). A [Strategy] assigns
+// an event time to its windows: [Fixed] windows of one length that do not
+// overlap, or [Sliding] windows of one length that start every slide, so
+// that an event time falls in length/slide of them (rounded up). Both are
+// aligned to the Unix epoch: a fixed window of a minute starts on a whole
+// minute of Unix time, whatever the time a vertex starts.
+//
+// # Closing
+//
+// A [Book] keeps the windows open in one reader of a reduce vertex, with the
+// key sets each has seen. The vertex's watermark says no message with an
+// earlier event time is still to come; a window closes once the watermark
+// reaches its end plus the allowed lateness, and [Book.Advance] returns the
+// windows it closes in the order of their ends. A message whose windows
+// have all closed is late ([Book.Add] says so): the vertex drops and counts
+// it. The results of a window carry the event time [Window.ResultTime], its
+// end less a millisecond.
+//
+// A Book is not safe for concurrent use: one reader owns it.
+package window
