@@ -452,12 +452,60 @@ type Builtin struct {
 	KWArgs map[string]string `yaml:"kwargs"`
 }
 
-// UDF is a vertex's function: a container or a built-in map.
+// UDF is a vertex's function: a container or a built-in map; with GroupBy,
+// a reduce.
 type UDF struct {
 	Container     *Container  `yaml:"container"`
 	Builtin       *Builtin    `yaml:"builtin"`
-	GroupBy       Unsupported `yaml:"groupBy"`
+	GroupBy       *GroupBy    `yaml:"groupBy"`
 	RetryStrategy Unsupported `yaml:"retryStrategy"`
+}
+
+// GroupBy makes a vertex's function a reduce over event-time windows.
+type GroupBy struct {
+	// Window is how messages are grouped: one of its kinds.
+	Window Window `yaml:"window"`
+	// Keyed reduces each key set on its own (default false: all messages
+	// of a window together).
+	Keyed *bool `yaml:"keyed"`
+	// AllowedLateness keeps a window open this long past its end for
+	// messages that come late (default 0).
+	AllowedLateness *Duration `yaml:"allowedLateness"`
+	// Storage is where the vertex keeps what it has read of open windows.
+	Storage *PBQStorage `yaml:"storage"`
+}
+
+// Window is a reduce's windowing: fixed or sliding; session and accumulator
+// windows load and are reported by validation.
+type Window struct {
+	Fixed       *FixedWindow   `yaml:"fixed"`
+	Sliding     *SlidingWindow `yaml:"sliding"`
+	Session     Unsupported    `yaml:"session"`
+	Accumulator Unsupported    `yaml:"accumulator"`
+}
+
+// FixedWindow is windows of one length that do not overlap.
+type FixedWindow struct {
+	Length *Duration `yaml:"length"`
+	// Streaming is set for a reduce streamer function.
+	Streaming *bool `yaml:"streaming"`
+}
+
+// SlidingWindow is windows of one length that start every slide.
+type SlidingWindow struct {
+	Length *Duration `yaml:"length"`
+	Slide  *Duration `yaml:"slide"`
+	// Streaming is set for a reduce streamer function.
+	Streaming *bool `yaml:"streaming"`
+}
+
+// PBQStorage is where a reduce vertex keeps what it has read of its open
+// windows: a volume (persistentVolumeClaim or emptyDir, whose settings
+// concern Kubernetes), or no_store, memory alone.
+type PBQStorage struct {
+	PersistentVolumeClaim *K8s      `yaml:"persistentVolumeClaim"`
+	EmptyDir              *K8s      `yaml:"emptyDir"`
+	NoStore               *struct{} `yaml:"no_store"`
 }
 
 // Sink is where a vertex writes to: one kind, and optionally a fallback.

@@ -248,13 +248,57 @@ func (c *checker) container(path string, ctr *Container) {
 }
 
 func (c *checker) udf(path string, u *UDF) {
-	if u.GroupBy.IsSet() {
-		c.add(path+".groupBy", "reduce is not supported by sluice; use a map function")
+	if g := u.GroupBy; g != nil {
+		c.groupBy(path+".groupBy", g)
 		return
 	}
 	c.function(path, u.Container, u.Builtin)
 	if u.RetryStrategy.IsSet() {
 		c.add(path+".retryStrategy", "is not supported by sluice")
+	}
+}
+
+// groupBy checks a reduce's windowing and storage, then reports that
+// reduce vertices do not run yet.
+func (c *checker) groupBy(path string, g *GroupBy) {
+	w, wpath := &g.Window, path+".window"
+	c.oneOf(wpath, "window", map[string]bool{"fixed": w.Fixed != nil, "sliding": w.Sliding != nil,
+		"session": w.Session.IsSet(), "accumulator": w.Accumulator.IsSet()}, nil, "fixed or sliding")
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"session", w.Session.IsSet()}, {"accumulator", w.Accumulator.IsSet()}} {
+		if k.set {
+			c.add(wpath+"."+k.name, "%s windows are not supported yet; use fixed or sliding", k.name)
+		}
+	}
+	if f := w.Fixed; f != nil {
+		c.positive(wpath+".fixed.length", f.Length)
+	}
+	if sl := w.Sliding; sl != nil {
+		c.positive(wpath+".sliding.length", sl.Length)
+		c.positive(wpath+".sliding.slide", sl.Slide)
+		if sl.Length != nil && sl.Slide != nil && sl.Slide.Duration > sl.Length.Duration {
+			c.add(wpath+".sliding.slide", "(%v) must be at most the length (%v)", sl.Slide.Duration, sl.Length.Duration)
+		}
+	}
+	if l := g.AllowedLateness; l != nil && l.Duration < 0 {
+		c.add(path+".allowedLateness", "(%v) must not be negative", l.Duration)
+	}
+	if st := g.Storage; st != nil {
+		c.oneOf(path+".storage", "storage", map[string]bool{"persistentVolumeClaim": st.PersistentVolumeClaim != nil,
+			"emptyDir": st.EmptyDir != nil, "no_store": st.NoStore != nil}, nil, "persistentVolumeClaim, emptyDir or no_store")
+	}
+	c.add(path, "reduce vertices are not supported yet; use a map function")
+}
+
+// positive checks a required duration that must be above zero.
+func (c *checker) positive(path string, d *Duration) {
+	switch {
+	case d == nil:
+		c.add(path, "is required")
+	case d.Duration <= 0:
+		c.add(path, "(%v) must be positive", d.Duration)
 	}
 }
 

@@ -28,7 +28,7 @@ func TestMonoVertexFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := f.MonoVertex
-	if m.Metadata.Name != "gen" || m.Spec.Source.Generator == nil || m.Spec.UDF.Container == nil || m.Spec.UDF.GroupBy.IsSet() ||
+	if m.Metadata.Name != "gen" || m.Spec.Source.Generator == nil || m.Spec.UDF.Container == nil || m.Spec.UDF.GroupBy != nil ||
 		m.Spec.Sink.Log == nil || *m.Spec.Limits.GetRateLimit().Max != 20 {
 		t.Errorf("MonoVertex = %+v", m)
 	}

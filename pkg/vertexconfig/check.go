@@ -80,7 +80,7 @@ func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *co
 			c.enum(path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[jsconsumer.DeliverFrom])
 		}
 	}
-	if u != nil && !u.GroupBy.IsSet() && u.Container == nil && u.Builtin != nil {
+	if u != nil && u.GroupBy == nil && u.Container == nil && u.Builtin != nil {
 		_, err := udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, nil)
 		c.builtin(path+".udf", err)
 	}

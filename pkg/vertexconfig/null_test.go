@@ -33,7 +33,7 @@ func TestNullSetsNothing(t *testing.T) {
 		if tr := src.Transformer; tr.Builtin != nil || tr.RetryStrategy.IsSet() || len(tr.Container.Env) != 1 || tr.Container.Env[0].Value != "info" {
 			t.Errorf("transformer = %+v", tr)
 		}
-		if u := s.UDF; u.GroupBy.IsSet() || u.Builtin != nil || u.RetryStrategy.IsSet() || u.Container == nil {
+		if u := s.UDF; u.GroupBy != nil || u.Builtin != nil || u.RetryStrategy.IsSet() || u.Container == nil {
 			t.Errorf("udf = %+v; want a map container, no reduce", u)
 		}
 		sink := s.Sink
@@ -78,7 +78,7 @@ func TestNullSetsNothing(t *testing.T) {
 		if in.UDF != nil || in.Sink != nil || in.Limits != nil || in.Partitions != nil || in.Source.Transformer != nil || in.SideInputs.IsSet() {
 			t.Errorf("vertex in = %+v", in)
 		}
-		if cat.UDF.GroupBy.IsSet() || cat.UDF.Builtin != nil || cat.UDF.Container.Args != nil || cat.SideInputs.IsSet() {
+		if cat.UDF.GroupBy != nil || cat.UDF.Builtin != nil || cat.UDF.Container.Args != nil || cat.SideInputs.IsSet() {
 			t.Errorf("vertex cat udf = %+v", cat.UDF)
 		}
 		rl, err := f.Pipeline.VertexRateLimit("cat")

@@ -52,7 +52,7 @@ func TestParseMonoVertexObject(t *testing.T) {
 	if tr := s.Source.Transformer; tr.Container == nil || tr.Container.Image != "my/transformer:v1" {
 		t.Errorf("transformer = %+v", tr)
 	}
-	if u := s.UDF; u.GroupBy.IsSet() || u.Container == nil || u.Container.Image != "my/map:v1" {
+	if u := s.UDF; u.GroupBy != nil || u.Container == nil || u.Container.Image != "my/map:v1" {
 		t.Errorf("udf = %+v; want a map container: groupBy null is no reduce", u)
 	}
 	if sk := s.Sink; sk.UDSink == nil || sk.Fallback == nil || sk.Fallback.Log == nil || sk.RetryStrategy == nil ||
@@ -117,7 +117,7 @@ func TestParseMonoVertexObjectErrors(t *testing.T) {
 		{"bad name", `{"metadata":{"name":"X_1"},"spec":{"source":{"generator":{}},"sink":{"log":{}}}}`,
 			[]string{`metadata.name ("X_1") must be lowercase`}},
 		{"reduce", `{"metadata":{"name":"x"},"spec":{"source":{"generator":{}},"udf":{"container":{"image":"r"},"groupBy":{"window":{"fixed":{"length":"60s"}}}},"sink":{"log":{}}}}`,
-			[]string{"spec.udf.groupBy: reduce is not supported by sluice"}},
+			[]string{"spec.udf.groupBy: reduce vertices are not supported yet"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
