@@ -65,6 +65,7 @@ type Log struct {
 	dir      string
 	opts     Options
 	segs     []Segment // oldest first; the last is the one appended to
+	lastID   uint64    // the highest segment number used: numbers are never reused
 	f        *os.File  // the last segment, open for appending
 	w        *bufio.Writer
 	replayed bool
@@ -102,6 +103,9 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.segs = append(l.segs, Segment{ID: id, Size: info.Size()})
 	}
 	slices.SortFunc(l.segs, func(a, b Segment) int { return cmpUint(a.ID, b.ID) })
+	if n := len(l.segs); n > 0 {
+		l.lastID = l.segs[n-1].ID
+	}
 	l.replayed = len(l.segs) == 0
 	return l, nil
 }
@@ -242,10 +246,7 @@ func (l *Log) rotate() error {
 		}
 		l.f = nil
 	}
-	var id uint64 = 1
-	if n := len(l.segs); n > 0 {
-		id = l.segs[n-1].ID + 1
-	}
+	id := l.lastID + 1
 	f, err := os.OpenFile(l.path(id), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -255,8 +256,26 @@ func (l *Log) rotate() error {
 		return err
 	}
 	l.f, l.w = f, bufio.NewWriterSize(f, 64<<10)
+	l.lastID = id
 	l.segs = append(l.segs, Segment{ID: id})
 	return nil
+}
+
+// Rotate syncs and closes the segment appended to, so that it can be
+// removed; the next Append starts a new one.
+func (l *Log) Rotate() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.f == nil {
+		return nil
+	}
+	err := l.syncFile()
+	if cerr := l.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("wal: %w", cerr)
+	}
+	l.f, l.w = nil, nil
+	return err
 }
 
 // Sync makes every record appended so far durable.

@@ -171,3 +171,19 @@ func TestReplayStopsAtError(t *testing.T) {
 		t.Fatalf("Replay = %v after %d records", err, n)
 	}
 }
+
+// TestRotate closes the segment appended to so that it can be removed, and
+// the next record goes to a new one.
+func TestRotate(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), Options{})
+	appendAll(t, l, "a")
+	if err := l.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Remove(1); err != nil {
+		t.Fatalf("Remove after Rotate: %v", err)
+	}
+	if seg, err := l.Append([]byte("b")); err != nil || seg != 2 {
+		t.Fatalf("Append after Rotate = %d, %v; want segment 2", seg, err)
+	}
+}
