@@ -1,0 +1,30 @@
+// Package reduce is the state of a reduce vertex's reader: it puts what the
+// reader reads into event-time windows, keeps it durable in a write-ahead
+// log, and reduces each window once the watermark closes it.
+//
+// # Flow
+//
+// A [Processor] takes read batches with [Processor.Add]: each message is
+// appended to the log, the log is synced, and the message is put in each
+// of its windows that is still open ([window.Book]); a message whose
+// windows have all closed is late and dropped. Once Add returns, the batch
+// may be acked upstream. [Processor.Advance] moves the watermark and
+// reduces every window it closes, per key set when the reduce is keyed,
+// with the [Reducer]; the results carry the window's end less a millisecond
+// as event time, and IDs made of the window and keys, so that a result
+// written twice is the same message twice. Once the results are written,
+// [Processor.Commit] notes the watermark in the log and removes the log's
+// segments whose windows have all closed.
+//
+// # Crash and restart
+//
+// [Processor.Recover] replays the log: the messages of open windows come
+// back, and the windows a committed watermark closed stay closed. A reader
+// killed mid-window and restarted therefore emits exactly the results a
+// run without the crash emits; a window reduced but not yet committed is
+// reduced again, to the same results (at least once downstream). Without a
+// log (no_store), state is in memory only and a crash loses the open
+// windows.
+//
+// A Processor is not safe for concurrent use: one reader owns it.
+package reduce

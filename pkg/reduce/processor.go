@@ -1,0 +1,265 @@
+package reduce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/wal"
+	"github.com/sluiceflow/sluice/pkg/window"
+)
+
+// Config is what a Processor reduces, and where it keeps its state.
+type Config struct {
+	// Strategy assigns messages to windows (window.Fixed, window.Sliding).
+	Strategy window.Strategy
+	// AllowedLateness keeps a window open this long past its end.
+	AllowedLateness time.Duration
+	// Keyed reduces each key set of a window on its own; without, all of a
+	// window's messages are reduced together, with no keys.
+	Keyed bool
+	// Reducer reduces a window's messages.
+	Reducer Reducer
+	// Log is the write-ahead log; nil keeps state in memory alone.
+	Log *wal.Log
+}
+
+// Processor keeps the open windows of one reader of a reduce vertex.
+type Processor struct {
+	cfg     Config
+	book    *window.Book
+	groups  map[window.Window]map[string]*group // window → key set id → its messages
+	late    int64
+	pending time.Time // the watermark of the last Advance, to Commit
+	dirty   bool      // Advance closed windows since the last Commit
+	buf     []byte
+}
+
+// group is the messages of one key set in one window.
+type group struct {
+	keys []string
+	msgs []isb.Message
+}
+
+// New returns a Processor for cfg. With a log, call [Processor.Recover]
+// before the first Add.
+func New(cfg Config) (*Processor, error) {
+	if cfg.Reducer == nil {
+		return nil, errors.New("reduce: Config.Reducer is nil")
+	}
+	if len(cfg.Strategy.Assign(nil, time.Unix(0, 0))) == 0 {
+		return nil, errors.New("reduce: Config.Strategy assigns no windows; make it with window.Fixed or window.Sliding")
+	}
+	return &Processor{cfg: cfg, book: window.NewBook(cfg.Strategy, cfg.AllowedLateness),
+		groups: map[window.Window]map[string]*group{}}, nil
+}
+
+// Recover replays the log: messages come back to their open windows, and
+// the windows a committed watermark closed stay closed, their state
+// dropped. It returns how many messages came back.
+func (p *Processor) Recover() (int, error) {
+	if p.cfg.Log == nil {
+		return 0, nil
+	}
+	n := 0
+	err := p.cfg.Log.Replay(func(_ uint64, rec []byte) error {
+		if len(rec) == 0 {
+			return errors.New("reduce: an empty log record")
+		}
+		switch rec[0] {
+		case recMessage:
+			m, err := decodeMessage(rec[1:])
+			if err != nil {
+				return err
+			}
+			if p.put(m) {
+				n++
+			}
+		case recWatermark:
+			r := &reader{b: rec[1:]}
+			wm := time.Unix(0, r.varint())
+			if r.err != nil {
+				return fmt.Errorf("%w: a watermark", r.err)
+			}
+			for _, c := range p.book.Advance(wm) {
+				delete(p.groups, c.Window) // its results were written
+			}
+			p.pending = wm
+		default:
+			return fmt.Errorf("reduce: a log record of unknown kind %q", rec[0])
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Add makes msgs durable in the log and puts each in its open windows. It
+// returns how many were late (their windows had all closed) and dropped.
+// Once it returns without error, msgs may be acked upstream.
+func (p *Processor) Add(msgs []isb.Message) (late int, err error) {
+	if l := p.cfg.Log; l != nil {
+		for i := range msgs {
+			ws := p.cfg.Strategy.Assign(nil, msgs[i].EventTime)
+			if p.allClosed(ws) {
+				continue // late: not worth keeping
+			}
+			p.buf = appendMessage(p.buf[:0], &msgs[i])
+			seg, err := l.Append(p.buf)
+			if err != nil {
+				return 0, err
+			}
+			l.Mark(seg, ws[len(ws)-1].End.Add(p.cfg.AllowedLateness).UnixNano())
+		}
+		if err := l.Sync(); err != nil {
+			return 0, err
+		}
+	}
+	for _, m := range msgs {
+		if !p.put(m) {
+			late++
+		}
+	}
+	p.late += int64(late)
+	return late, nil
+}
+
+// allClosed reports whether the watermark has closed every one of ws.
+func (p *Processor) allClosed(ws []window.Window) bool {
+	wm, ok := p.book.Watermark()
+	if !ok {
+		return false
+	}
+	for _, w := range ws {
+		if wm.Before(w.End.Add(p.cfg.AllowedLateness)) {
+			return false
+		}
+	}
+	return true
+}
+
+// put puts m in its open windows; false when it was late.
+func (p *Processor) put(m isb.Message) bool {
+	var keys []string
+	if p.cfg.Keyed {
+		keys = m.Keys
+	}
+	ws, late := p.book.Add(keys, m.EventTime)
+	if late {
+		return false
+	}
+	id := keyID(keys)
+	for _, w := range ws {
+		gs := p.groups[w]
+		if gs == nil {
+			gs = map[string]*group{}
+			p.groups[w] = gs
+		}
+		g := gs[id]
+		if g == nil {
+			g = &group{keys: keys}
+			gs[id] = g
+		}
+		g.msgs = append(g.msgs, m)
+	}
+	return true
+}
+
+// Advance moves the watermark to wm and reduces each window it closes, in
+// the order of their ends, each key set in the order of its keys. Write
+// the results, then call [Processor.Commit]. A watermark behind the last
+// closes nothing.
+func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, error) {
+	closed := p.book.Advance(wm)
+	if len(closed) == 0 {
+		return nil, nil
+	}
+	var out []isb.Message
+	for _, c := range closed {
+		gs := p.groups[c.Window]
+		for _, keys := range c.Keys {
+			g := gs[keyID(keys)]
+			if g == nil {
+				continue
+			}
+			res, err := p.cfg.Reducer.Reduce(ctx, c.Window, g.keys, g.msgs)
+			if err != nil {
+				return nil, fmt.Errorf("reduce: window %v, keys %q: %w", c.Window, g.keys, err)
+			}
+			for i := range res {
+				r := &res[i]
+				if r.Keys == nil {
+					r.Keys = g.keys
+				}
+				r.EventTime = c.Window.ResultTime()
+				r.ID = resultID(c.Window, g.keys, i)
+			}
+			out = append(out, res...)
+		}
+		delete(p.groups, c.Window)
+	}
+	p.pending, p.dirty = wm, true
+	return out, nil
+}
+
+// Commit records that the results of the last Advance are written: the
+// log notes its watermark, so that a restart does not reduce those windows
+// again, and the segments whose windows have all closed are removed.
+func (p *Processor) Commit() error {
+	l := p.cfg.Log
+	if l == nil || !p.dirty {
+		return nil
+	}
+	wm := p.pending
+	if _, err := l.Append(appendWatermark(p.buf[:0], wm)); err != nil {
+		return err
+	}
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	p.dirty = false
+	segs := l.Segments()
+	for i, s := range segs {
+		if s.Last > wm.UnixNano() {
+			continue
+		}
+		if i == len(segs)-1 {
+			if s.Last == 0 {
+				continue // watermarks alone: kept until a message follows
+			}
+			if err := l.Rotate(); err != nil {
+				return err
+			}
+		}
+		if err := l.Remove(s.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Late is the number of messages dropped as late since the Processor began.
+func (p *Processor) Late() int64 { return p.late }
+
+// Open is the number of windows open.
+func (p *Processor) Open() int { return len(p.groups) }
+
+// keyID is a key set's identity: each key's length and the key.
+func keyID(keys []string) string {
+	var sb strings.Builder
+	for _, k := range keys {
+		sb.WriteString(strconv.Itoa(len(k)))
+		sb.WriteByte(':')
+		sb.WriteString(k)
+	}
+	return sb.String()
+}
+
+// resultID names the i-th result of a window and key set, the same in
+// every run.
+func resultID(w window.Window, keys []string, i int) string {
+	return fmt.Sprintf("%d-%d-%s-%d", w.Start.UnixMilli(), w.End.UnixMilli(), keyID(keys), i)
+}
