@@ -26,5 +26,14 @@
 // log (no_store), state is in memory only and a crash loses the open
 // windows.
 //
+// # The loop
+//
+// A [Loop] is one reader of a reduce vertex: it takes tokens for a batch
+// from its limiter (a rate limit applies to a reduce's reads as to any
+// vertex's), reads a partition, adds the batch to its Processor, acks it,
+// and writes the results of the windows the watermark closes, trying a
+// failed write again until it succeeds, before it commits them. Throttling
+// delays reads, and so the windows' closes, but never changes a result.
+//
 // A Processor is not safe for concurrent use: one reader owns it.
 package reduce
