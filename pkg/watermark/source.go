@@ -79,6 +79,15 @@ func (s *Source) Observe(partition int32, eventTimes ...time.Time) {
 	p.mark, p.lastRead, p.lastStep = low, now, time.Time{}
 }
 
+// Remove forgets partition, e.g. one a consumer group has taken away from
+// this reader, so that its mark no longer holds the watermark; the watermark
+// does not go back. Removing an unknown partition does nothing.
+func (s *Source) Remove(partition int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.parts, partition)
+}
+
 // Watermark returns the processor's watermark at the clock's now, after
 // moving the marks of idle partitions as Config.IdleSource says. It returns
 // [None] before any partition has read an event time, and always when

@@ -21,6 +21,7 @@ type step struct {
 	advance   time.Duration
 	partition int32
 	read      []time.Duration // event times as offsets from t0; none: no read
+	remove    bool            // remove the partition instead of reading
 	want      time.Time
 }
 
@@ -52,6 +53,12 @@ func TestSourceWatermark(t *testing.T) {
 			{partition: 1, read: []time.Duration{20 * time.Second}, want: at(10 * time.Second)},
 			{partition: 0, read: []time.Duration{30 * time.Second}, want: at(20 * time.Second)},
 			{partition: 1, read: []time.Duration{40 * time.Second}, want: at(30 * time.Second)},
+		}},
+		{"a removed partition stops holding it", watermark.Config{}, []step{
+			{partition: 0, read: []time.Duration{10 * time.Second}, want: at(10 * time.Second)},
+			{partition: 1, read: []time.Duration{20 * time.Second}, want: at(10 * time.Second)},
+			{partition: 0, remove: true, want: at(20 * time.Second)},
+			{partition: 1, remove: true, want: at(20 * time.Second)},
 		}},
 		{"an empty batch is no read", watermark.Config{}, []step{
 			{partition: 0, read: []time.Duration{10 * time.Second}, want: at(10 * time.Second)},
@@ -135,6 +142,9 @@ func runSteps(t *testing.T, cfg watermark.Config, steps []step) {
 	}
 	for i, st := range steps {
 		clk.Advance(st.advance)
+		if st.remove {
+			src.Remove(st.partition)
+		}
 		if st.read != nil {
 			times := make([]time.Time, len(st.read))
 			for j, d := range st.read {
