@@ -29,13 +29,27 @@ func testCtx(t *testing.T) context.Context {
 // open connects to s and opens the bucket WM in it.
 func open(t *testing.T, s *natstest.Server) (*jsstore.Store, jetstream.JetStream) {
 	t.Helper()
-	js, err := jetstream.New(s.Connect(t))
+	return openTB(t, s)
+}
+
+// openB is open for a benchmark.
+func openB(b *testing.B, s *natstest.Server) *jsstore.Store {
+	b.Helper()
+	st, _ := openTB(b, s)
+	return st
+}
+
+func openTB(tb testing.TB, s *natstest.Server) (*jsstore.Store, jetstream.JetStream) {
+	tb.Helper()
+	js, err := jetstream.New(s.Connect(tb))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	st, err := jsstore.Open(testCtx(t), js, jsstore.Config{Bucket: "WM"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := jsstore.Open(ctx, js, jsstore.Config{Bucket: "WM"})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return st, js
 }
