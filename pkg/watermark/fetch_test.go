@@ -71,6 +71,13 @@ func TestFetcher(t *testing.T) {
 			{puts: []put{{processor: "a", wm: 40 * time.Second, heartbeat: 8 * time.Second}, {processor: "slow", wm: 10 * time.Second, heartbeat: 8 * time.Second}},
 				now: 15 * time.Second, want: at(10 * time.Second)},
 		}},
+		{"a dead processor that comes back counts again, never moving it back", 1, nil, []fetchStep{
+			{puts: []put{{processor: "a", wm: 30 * time.Second}, {processor: "b", wm: 10 * time.Second}}, want: at(10 * time.Second)},
+			{puts: []put{{processor: "a", wm: 50 * time.Second, heartbeat: 20 * time.Second}}, now: 20 * time.Second, want: at(50 * time.Second)},
+			{puts: []put{{processor: "b", wm: 20 * time.Second, heartbeat: 21 * time.Second}}, now: 21 * time.Second, want: at(50 * time.Second)},
+			{puts: []put{{processor: "b", wm: 60 * time.Second, heartbeat: 22 * time.Second}}, now: 22 * time.Second, want: at(50 * time.Second)},
+			{puts: []put{{processor: "a", wm: 70 * time.Second, heartbeat: 23 * time.Second}}, now: 23 * time.Second, want: at(60 * time.Second)},
+		}},
 		{"all processors dead: stays", 1, nil, []fetchStep{
 			{puts: []put{{processor: "a", wm: 30 * time.Second}}, want: at(30 * time.Second)},
 			{now: time.Hour, want: at(30 * time.Second)},
