@@ -14,9 +14,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/watermark"
 )
 
-// ErrMalformed is matched by the error of a read that met a key or value
-// this package did not write.
-var ErrMalformed = errors.New("jsstore: malformed entry")
+var (
+	// ErrMalformed is matched by the error of a read that met a key or value
+	// this package did not write.
+	ErrMalformed = errors.New("jsstore: malformed entry")
+	// ErrNoBucket is returned by [Open] given a Config without a Bucket.
+	ErrNoBucket = errors.New("jsstore: Config.Bucket is empty")
+)
 
 // valueSize is the size of a value: the watermark and the heartbeat in ms.
 const valueSize = 16
@@ -51,7 +55,7 @@ type Store struct {
 // returns the store in it.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
-		return nil, errors.New("jsstore: Config.Bucket is empty")
+		return nil, ErrNoBucket
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,

@@ -121,6 +121,12 @@ func TestStore(t *testing.T) {
 	}
 }
 
+func TestOpenWithoutBucket(t *testing.T) {
+	if _, err := jsstore.Open(testCtx(t), nil, jsstore.Config{}); !errors.Is(err, jsstore.ErrNoBucket) {
+		t.Fatalf("Open: %v, want ErrNoBucket", err)
+	}
+}
+
 func TestStoreMalformed(t *testing.T) {
 	cases := []struct{ key, value string }{
 		{"nopartition", "0123456789abcdef"},
