@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
+	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	sourcetransformerv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
@@ -58,6 +59,10 @@ func TestMethodNames(t *testing.T) {
 			"/map.v1.Map/IsReady unary",
 			"/map.v1.Map/MapFn bidi",
 		}},
+		{&reducev1.Reduce_ServiceDesc, []string{
+			"/reduce.v1.Reduce/IsReady unary",
+			"/reduce.v1.Reduce/ReduceFn bidi",
+		}},
 		{&sinkv1.Sink_ServiceDesc, []string{
 			"/sink.v1.Sink/IsReady unary",
 			"/sink.v1.Sink/SinkFn bidi",
@@ -86,6 +91,8 @@ func TestMethodNames(t *testing.T) {
 	constants := map[string]string{
 		mapv1.Map_MapFn_FullMethodName:                                       "/map.v1.Map/MapFn",
 		mapv1.Map_IsReady_FullMethodName:                                     "/map.v1.Map/IsReady",
+		reducev1.Reduce_ReduceFn_FullMethodName:                              "/reduce.v1.Reduce/ReduceFn",
+		reducev1.Reduce_IsReady_FullMethodName:                               "/reduce.v1.Reduce/IsReady",
 		sinkv1.Sink_SinkFn_FullMethodName:                                    "/sink.v1.Sink/SinkFn",
 		sinkv1.Sink_IsReady_FullMethodName:                                   "/sink.v1.Sink/IsReady",
 		sourcev1.Source_ReadFn_FullMethodName:                                "/source.v1.Source/ReadFn",
@@ -182,6 +189,41 @@ var wireLayout = map[protoreflect.ProtoMessage]map[string]string{
 	&mapv1.Handshake{}:          {"sot": "1 single bool"},
 	&mapv1.TransmissionStatus{}: {"eot": "1 single bool"},
 	&mapv1.ReadyResponse{}:      {"ready": "1 single bool"},
+
+	// reduce.v1
+	&reducev1.ReduceRequest{}: {
+		"payload":   "1 single reduce.v1.ReduceRequest.Payload",
+		"operation": "2 single reduce.v1.ReduceRequest.WindowOperation",
+	},
+	&reducev1.ReduceRequest_WindowOperation{}: {
+		"event":   "1 single reduce.v1.ReduceRequest.WindowOperation.Event",
+		"windows": "2 repeated reduce.v1.Window",
+	},
+	&reducev1.ReduceRequest_Payload{}: {
+		"keys":       "1 repeated string",
+		"value":      "2 single bytes",
+		"event_time": "3 single google.protobuf.Timestamp",
+		"watermark":  "4 single google.protobuf.Timestamp",
+		"headers":    "5 map string,string",
+		"metadata":   "6 single common.Metadata",
+	},
+	&reducev1.Window{}: {
+		"start": "1 single google.protobuf.Timestamp",
+		"end":   "2 single google.protobuf.Timestamp",
+		"slot":  "3 single string",
+	},
+	&reducev1.ReduceResponse{}: {
+		"result": "1 single reduce.v1.ReduceResponse.Result",
+		"window": "2 single reduce.v1.Window",
+		"EOF":    "3 single bool",
+	},
+	&reducev1.ReduceResponse_Result{}: {
+		"keys":     "1 repeated string",
+		"value":    "2 single bytes",
+		"tags":     "3 repeated string",
+		"metadata": "4 single common.Metadata",
+	},
+	&reducev1.ReadyResponse{}: {"ready": "1 single bool"},
 
 	// sink.v1
 	&sinkv1.SinkRequest{}: {
@@ -387,6 +429,7 @@ func TestEnumValues(t *testing.T) {
 		enum protoreflect.EnumDescriptor
 		want string
 	}{
+		{reducev1.ReduceRequest_WindowOperation_Event(0).Descriptor(), "OPEN=0 CLOSE=1 APPEND=4"},
 		{sinkv1.Status(0).Descriptor(), "SUCCESS=0 FAILURE=1 FALLBACK=2 SERVE=3 ON_SUCCESS=4 NACK=5"},
 		{sourcev1.ReadResponse_Status_Code(0).Descriptor(), "SUCCESS=0 FAILURE=1"},
 		{sourcev1.ReadResponse_Status_Error(0).Descriptor(), "UNACKED=0 OTHER=1"},
@@ -441,6 +484,22 @@ func TestRoundTrip(t *testing.T) {
 			Status: &mapv1.TransmissionStatus{Eot: true},
 		},
 		&mapv1.ReadyResponse{Ready: true},
+		&reducev1.ReduceRequest{
+			Payload: &reducev1.ReduceRequest_Payload{
+				Keys: []string{"k"}, Value: []byte("v"), EventTime: ts, Watermark: wm,
+				Headers: map[string]string{"h": "1"}, Metadata: md,
+			},
+			Operation: &reducev1.ReduceRequest_WindowOperation{
+				Event:   reducev1.ReduceRequest_WindowOperation_APPEND,
+				Windows: []*reducev1.Window{{Start: wm, End: ts, Slot: "slot-0"}},
+			},
+		},
+		&reducev1.ReduceResponse{
+			Result: &reducev1.ReduceResponse_Result{Keys: []string{"k"}, Value: []byte("3"), Tags: []string{"t"}, Metadata: md},
+			Window: &reducev1.Window{Start: wm, End: ts, Slot: "slot-0"},
+			EOF:    true,
+		},
+		&reducev1.ReadyResponse{Ready: true},
 		&sinkv1.SinkRequest{
 			Request: &sinkv1.SinkRequest_Request{
 				Keys: []string{"k"}, Value: []byte("v"), EventTime: ts, Watermark: wm, Id: "s-1",
@@ -541,6 +600,9 @@ func TestWireBytes(t *testing.T) {
 		{&mapv1.MapRequest{Status: &mapv1.TransmissionStatus{Eot: true}}, []byte{0x22, 0x02, 0x08, 0x01}},
 		// an optional message field that is set but empty is still sent
 		{&mapv1.MapResponse{Status: &mapv1.TransmissionStatus{}}, []byte{0x22, 0x00}},
+		// reduce: operation (field 2) {event (field 1) APPEND (4)}; EOF is field 3
+		{&reducev1.ReduceRequest{Operation: &reducev1.ReduceRequest_WindowOperation{Event: reducev1.ReduceRequest_WindowOperation_APPEND}}, []byte{0x12, 0x02, 0x08, 0x04}},
+		{&reducev1.ReduceResponse{EOF: true}, []byte{0x18, 0x01}},
 		// sink status is field 2, handshake field 3
 		{&sinkv1.SinkRequest{Status: &sinkv1.TransmissionStatus{Eot: true}}, []byte{0x12, 0x02, 0x08, 0x01}},
 		{&sinkv1.SinkRequest{Handshake: &sinkv1.Handshake{Sot: true}}, []byte{0x1a, 0x02, 0x08, 0x01}},
