@@ -77,6 +77,8 @@ const (
 	OnSuccessSinkSocket     = "ons-sink.sock"
 	SourceSocket            = "source.sock"
 	SourceTransformerSocket = "sourcetransform.sock"
+	ReduceSocket            = "reduce.sock"
+	ReduceStreamSocket      = "reducestream.sock"
 )
 
 // Server-info file names, relative to the socket directory. The three map
@@ -88,6 +90,8 @@ const (
 	OnSuccessSinkInfoFile     = "ons-sinker-server-info"
 	SourceInfoFile            = "sourcer-server-info"
 	SourceTransformerInfoFile = "sourcetransformer-server-info"
+	ReduceInfoFile            = "reducer-server-info"
+	ReduceStreamInfoFile      = "reducestreamer-server-info"
 )
 
 // MaxMessageSize is the gRPC message size limit, for sending and receiving,
@@ -139,6 +143,8 @@ const (
 	KindOnSuccessSink     Kind = "ons-sink"
 	KindSource            Kind = "source"
 	KindSourceTransformer Kind = "sourcetransformer"
+	KindReduce            Kind = "reduce"
+	KindReduceStream      Kind = "reducestream"
 )
 
 type kindSpec struct {
@@ -154,12 +160,14 @@ var kinds = map[Kind]kindSpec{
 	KindOnSuccessSink:     {OnSuccessSinkSocket, OnSuccessSinkInfoFile, "", SDKMinimumNumaflowVersion},
 	KindSource:            {SourceSocket, SourceInfoFile, "", SDKMinimumNumaflowVersion},
 	KindSourceTransformer: {SourceTransformerSocket, SourceTransformerInfoFile, "", SDKMinimumNumaflowVersion},
+	KindReduce:            {ReduceSocket, ReduceInfoFile, "", SDKMinimumNumaflowVersion},
+	KindReduceStream:      {ReduceStreamSocket, ReduceStreamInfoFile, "", SDKMinimumNumaflowVersion},
 }
 
 // Kinds lists every supported kind.
 func Kinds() []Kind {
 	return []Kind{KindMap, KindBatchMap, KindMapStream, KindSink, KindFallbackSink,
-		KindOnSuccessSink, KindSource, KindSourceTransformer}
+		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream}
 }
 
 // Valid reports whether k is one of the supported kinds.

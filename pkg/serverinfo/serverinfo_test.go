@@ -448,6 +448,8 @@ func TestKinds(t *testing.T) {
 		{KindOnSuccessSink, "ons-sink.sock", "ons-sinker-server-info", ""},
 		{KindSource, "source.sock", "sourcer-server-info", ""},
 		{KindSourceTransformer, "sourcetransform.sock", "sourcetransformer-server-info", ""},
+		{KindReduce, "reduce.sock", "reducer-server-info", ""},
+		{KindReduceStream, "reducestream.sock", "reducestreamer-server-info", ""},
 	}
 	if len(cases) != len(Kinds()) {
 		t.Fatalf("Kinds() has %d entries, test covers %d", len(Kinds()), len(cases))
@@ -474,8 +476,8 @@ func TestKinds(t *testing.T) {
 			t.Errorf("%s: Default = %+v", c.kind, info)
 		}
 	}
-	if Kind("reduce").Valid() {
-		t.Error(`Kind("reduce") must not be valid`)
+	if Kind("sessionreduce").Valid() {
+		t.Error(`Kind("sessionreduce") must not be valid`)
 	}
 	if (ServerInfo{}).MapKind() != KindMap || (ServerInfo{Metadata: map[string]string{MapModeKey: "odd"}}).MapKind() != KindMap {
 		t.Error("missing or unknown MAP_MODE must mean unary map")
