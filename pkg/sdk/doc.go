@@ -1,7 +1,8 @@
 // Package sdk is sluice's Go SDK for user-defined functions (UDFs): map,
-// batch map, streaming map, sink, source and source-transformer servers that
-// speak Numaflow's gRPC protocol over unix sockets, so that sluice (and
-// Numaflow) can run them, as they run UDFs built with Numaflow's Go SDK.
+// batch map, streaming map, reduce, streaming reduce, sink, source and
+// source-transformer servers that speak Numaflow's gRPC protocol over unix
+// sockets, so that sluice (and Numaflow) can run them, as they run UDFs built
+// with Numaflow's Go SDK.
 //
 // # Packages
 //
@@ -10,6 +11,10 @@
 //     (batchmap.sock).
 //   - mapstreamer: streaming map, output messages handed over one by one
 //     (mapstream.sock).
+//   - reducer: reduce, the messages of one window and keys in, results out
+//     once the window ends (reduce.sock).
+//   - reducestreamer: streaming reduce, results handed over as they are made
+//     (reducestream.sock).
 //   - sinker: sink, fallback sink and on-success sink, chosen by
 //     NUMAFLOW_UD_CONTAINER_TYPE (sink.sock, fb-sink.sock, ons-sink.sock).
 //   - sourcer: source, with read, ack, nack, pending and partitions
@@ -50,9 +55,9 @@
 // first. Messages up to 64 MiB are accepted and sent. Once it listens, the
 // server writes its server-info file, which tells the runtime the protocol
 // and versions it speaks (and, for maps, the map mode), and answers IsReady
-// with true. Every stream must start with a handshake (handshake{sot:
-// true}), which the server echoes; a stream that does not gets
-// InvalidArgument.
+// with true. Every stream but a reduce stream must start with a handshake
+// (handshake{sot: true}), which the server echoes; a stream that does not
+// gets InvalidArgument.
 //
 // Start blocks until its context ends or the process receives SIGTERM or
 // SIGINT; it then removes the server-info file, lets open streams finish for
