@@ -17,7 +17,9 @@
 //   - simplesource (sourcer): an in-memory, at-least-once counter source
 //     that honours the delay of a nack;
 //   - eventtime (sourcetransformer): takes event times from a JSON field and
-//     drops marked messages.
+//     drops marked messages;
+//   - counter (reducer): counts the messages of each window and keys;
+//   - sum (reducer): adds up the integer payloads of each window and keys.
 //
 // Each one listens in SLUICE_UDS_DIR when set (`vertex run --spawn` sets it),
 // else in /var/run/numaflow.
