@@ -9,6 +9,12 @@
 //		}
 //	}
 //
+// Where numaflow-go's reducer has a creator that makes a Reducer for each
+// window and keys, this package calls one Reducer once per window and keys: a
+// window's state lives in the call (see the counter and sum examples).
+// Metadata and IntervalWindow are plain values (md.IntervalWindow.Start and
+// End).
+//
 // # Wire
 //
 // The server listens on the unix socket reduce.sock and, once it listens,
