@@ -304,3 +304,45 @@ func TestNewRefusesOtherKinds(t *testing.T) {
 		t.Fatalf("New(map) = %v, want ErrKind", err)
 	}
 }
+
+// A window whose context ends is no failure of the server: the error wraps
+// the context's, and the connection is kept for the next window.
+func TestContextEndsTheWindow(t *testing.T) {
+	dir := socketDir(t)
+	entered := make(chan struct{}, 1)
+	serve(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, md reducer.Metadata) reducer.Messages {
+		if keys[0] == "hold" {
+			entered <- struct{}{}
+			<-ctx.Done() // until the client gives up on the window
+			return nil
+		}
+		return summary(ctx, keys, in, md)
+	}), reducer.WithSocketDir(dir)).Start)
+	c := client(t, dir, serverinfo.KindReduce)
+	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
+
+	ctx, cancel := context.WithCancel(testContext(t))
+	s, err := c.Open(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(messages([]string{"hold"}, "1")[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	cancel()
+	if _, err := s.Recv(); status.Code(err) != codes.Canceled || !strings.Contains(err.Error(), w.String()) {
+		t.Fatalf("Recv = %v, want Canceled naming the window", err)
+	}
+	if err := c.Ready(); err != nil {
+		t.Fatalf("Ready = %v after the caller's cancel; the connection must be kept", err)
+	}
+	out, err := c.Reduce(testContext(t), w, messages([]string{"k"}, "a"))
+	if err != nil || len(out) != 1 || describe(out[0]) != "k=1|a|a|60000-120000|ok @119999 [t]" {
+		t.Fatalf("the next window: %v, %v", out, err)
+	}
+}
