@@ -16,6 +16,12 @@
 // [Processor.Commit] notes the watermark in the log and removes the log's
 // segments whose windows have all closed.
 //
+// # Reducers
+//
+// [Builtin] makes the built-in count and sum; [Remote] runs a user-defined
+// reduce function (numaflow-go's reducers, or sluice's SDK) through a
+// client of its reduce.v1 server, a stream per window and key set.
+//
 // # Crash and restart
 //
 // [Processor.Recover] replays the log: the messages of open windows come

@@ -1,0 +1,85 @@
+package reduce
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/window"
+)
+
+// TestRemoteCount reduces keyed fixed windows with a counter served over a
+// unix socket by sluice's SDK, and gets what the built-in count gets; a
+// result the function tags to be dropped is left out.
+func TestRemoteCount(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rd") // short, for the socket's path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	count := func(_ context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
+		n := 0
+		for range in {
+			n++
+		}
+		if keys[0] == "drop" {
+			return reducer.Messages{reducer.MessageToDrop()}
+		}
+		return reducer.Messages{reducer.NewMessage([]byte(strconv.Itoa(n))).WithKeys(keys)}
+	}
+	go func() { served <- reducer.NewServer(reducer.ReducerFunc(count), reducer.WithSocketDir(dir)).Start(ctx) }()
+	t.Cleanup(func() { stop(); <-served })
+	c, err := udfreduce.New(dir, serverinfo.KindReduce, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s, _ := window.Fixed(10 * time.Second)
+	remote, err := New(Config{Strategy: s, Keyed: true, Reducer: Remote(c, func() time.Time { return time.Unix(100, 0) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := newCounter(t, nil)
+	msgs := []isb.Message{msg("1", "a", 101), msg("2", "b", 102), msg("3", "a", 109), msg("4", "drop", 103), msg("5", "a", 111)}
+	for _, p := range []*Processor{remote, local} {
+		if _, err := p.Add(msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := remote.Advance(ctx, time.Unix(120, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := local.Advance(ctx, time.Unix(120, 0))
+	want = slicesDeleteKey(want, "drop")
+	if text(got) != text(want) {
+		t.Errorf("remote %q; built-in %q", text(got), text(want))
+	}
+	for i := range got {
+		if got[i].ID != want[i].ID {
+			t.Errorf("result %d: ID %q, built-in %q", i, got[i].ID, want[i].ID)
+		}
+	}
+}
+
+func slicesDeleteKey(msgs []isb.Message, key string) []isb.Message {
+	out := msgs[:0]
+	for _, m := range msgs {
+		if len(m.Keys) == 0 || m.Keys[0] != key {
+			out = append(out, m)
+		}
+	}
+	return out
+}
