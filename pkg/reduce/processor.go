@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -151,7 +149,7 @@ func (p *Processor) put(m isb.Message) bool {
 	if late {
 		return false
 	}
-	id := keyID(keys)
+	id := window.KeysID(keys)
 	for _, w := range ws {
 		gs := p.groups[w]
 		if gs == nil {
@@ -181,7 +179,7 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 	for _, c := range closed {
 		gs := p.groups[c.Window]
 		for _, keys := range c.Keys {
-			g := gs[keyID(keys)]
+			g := gs[window.KeysID(keys)]
 			if g == nil {
 				continue
 			}
@@ -247,19 +245,8 @@ func (p *Processor) Late() int64 { return p.late }
 // Open is the number of windows open.
 func (p *Processor) Open() int { return len(p.groups) }
 
-// keyID is a key set's identity: each key's length and the key.
-func keyID(keys []string) string {
-	var sb strings.Builder
-	for _, k := range keys {
-		sb.WriteString(strconv.Itoa(len(k)))
-		sb.WriteByte(':')
-		sb.WriteString(k)
-	}
-	return sb.String()
-}
-
 // resultID names the i-th result of a window and key set, the same in
 // every run.
 func resultID(w window.Window, keys []string, i int) string {
-	return fmt.Sprintf("%d-%d-%s-%d", w.Start.UnixMilli(), w.End.UnixMilli(), keyID(keys), i)
+	return fmt.Sprintf("%d-%d-%s-%d", w.Start.UnixMilli(), w.End.UnixMilli(), window.KeysID(keys), i)
 }

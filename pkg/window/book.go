@@ -49,7 +49,7 @@ func (b *Book) Add(keys []string, t time.Time) (windows []Window, late bool) {
 			sets = map[string][]string{}
 			b.open[w] = sets
 		}
-		id := keyID(keys)
+		id := KeysID(keys)
 		if _, ok := sets[id]; !ok {
 			sets[id] = slices.Clone(keys)
 		}
@@ -99,9 +99,9 @@ func (b *Book) closes(w Window) bool {
 	return b.hasWM && !b.wm.Before(w.End.Add(b.lateness))
 }
 
-// keyID is a key set's identity: each key's length and the key, so that no
-// two sets share one.
-func keyID(keys []string) string {
+// KeysID is a key set's identity, for a map key: each key's length and the
+// key, so that no two sets share one.
+func KeysID(keys []string) string {
 	var sb strings.Builder
 	for _, k := range keys {
 		sb.WriteString(strconv.Itoa(len(k)))

@@ -71,9 +71,9 @@ func TestBookLateness(t *testing.T) {
 	}
 }
 
-// TestKeyID tells key sets apart that a plain join would not.
-func TestKeyID(t *testing.T) {
-	if keyID([]string{"a,b"}) == keyID([]string{"a", "b"}) || keyID(nil) == keyID([]string{""}) {
+// TestKeysID tells key sets apart that a plain join would not.
+func TestKeysID(t *testing.T) {
+	if KeysID([]string{"a,b"}) == KeysID([]string{"a", "b"}) || KeysID(nil) == KeysID([]string{""}) {
 		t.Error("two key sets share an id")
 	}
 }

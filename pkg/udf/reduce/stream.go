@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
+	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // Message is one input message of a window, with the watermark of the vertex
@@ -88,7 +88,7 @@ func (s *Stream) Send(m Message) error {
 	if err := s.failed(); err != nil {
 		return err
 	}
-	id := keysID(m.Keys)
+	id := window.KeysID(m.Keys)
 	ev := reducev1.ReduceRequest_WindowOperation_APPEND
 	if !s.opened[id] {
 		ev = reducev1.ReduceRequest_WindowOperation_OPEN
@@ -202,12 +202,4 @@ func (c *Client) fail(ctx context.Context, cc *grpc.ClientConn, w Window, err er
 		c.conn.Broken(cc, err)
 	}
 	return fmt.Errorf("reduce: window %s: %w", w, err)
-}
-
-func keysID(keys []string) string {
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%q:", k)
-	}
-	return b.String()
 }
