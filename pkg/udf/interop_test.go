@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -102,24 +101,7 @@ func servePlain(t *testing.T, dir string, batch bool) {
 	if batch {
 		kind = serverinfo.KindBatchMap
 	}
-	lis, err := net.Listen("unix", filepath.Join(dir, kind.Socket()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	mapv1.RegisterMapServer(srv, &plainMap{batch: batch})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
-	if err := serverinfo.Write(filepath.Join(dir, serverinfo.MapInfoFile), serverinfo.Default(kind, "test")); err != nil {
-		t.Fatal(err)
-	}
+	udstest.Serve(t, dir, kind, func(srv *grpc.Server) { mapv1.RegisterMapServer(srv, &plainMap{batch: batch}) })
 }
 
 // The hand-encoded requests and hand-decoded answers of the map stream

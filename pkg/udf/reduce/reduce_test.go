@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/udstest"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
@@ -265,24 +264,7 @@ func (r *rogue) ReduceFn(stream reducev1.Reduce_ReduceFnServer) error {
 
 func serveRogue(t *testing.T, dir, mode string) {
 	t.Helper()
-	lis, err := net.Listen("unix", filepath.Join(dir, serverinfo.ReduceSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	reducev1.RegisterReduceServer(srv, &rogue{mode: mode})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
-	if err := serverinfo.Write(filepath.Join(dir, serverinfo.ReduceInfoFile), serverinfo.Default(serverinfo.KindReduce, "test")); err != nil {
-		t.Fatal(err)
-	}
+	udstest.Serve(t, dir, serverinfo.KindReduce, func(srv *grpc.Server) { reducev1.RegisterReduceServer(srv, &rogue{mode: mode}) })
 }
 
 func TestProtocolErrors(t *testing.T) {
