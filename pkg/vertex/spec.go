@@ -8,7 +8,9 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // Spec is what one replica of a vertex is built from, in Go values: its
@@ -49,7 +51,33 @@ type Spec struct {
 	// Output returns a writer along the vertex's edges for one forwarder; it is
 	// called once per input. The vertex does not close what it returns.
 	Output func() (isb.Writer, error)
+	// Reduce, when set, makes the vertex a reduce: each of Inputs is read by
+	// a reader that keeps its windows and writes their results to Sink or
+	// Output (Transformer, Map and Fallback are not used).
+	Reduce *Reduce
 }
+
+// Reduce is what a reduce vertex reduces, and where its readers keep their
+// windows.
+type Reduce struct {
+	// Strategy assigns messages to windows (window.Fixed, window.Sliding);
+	// AllowedLateness keeps a window open that long past its end.
+	Strategy        window.Strategy
+	AllowedLateness time.Duration
+	// Keyed reduces each key set of a window on its own.
+	Keyed bool
+	// Reducer makes the reduce function of one reader.
+	Reducer ReducerFunc
+	// Dir holds the write-ahead log of each reader, in Dir/partition-<i>;
+	// "" keeps the windows in memory alone (no_store): a crash loses them.
+	Dir string
+	// Watermark is the vertex's watermark, false while there is none (such
+	// as a watermark.Fetcher's over the buffers it reads).
+	Watermark func() (time.Time, bool)
+}
+
+// ReducerFunc makes the reduce function of one reader of a reduce vertex.
+type ReducerFunc func(Env) (reduce.Reducer, error)
 
 // Limits are how much a vertex reads at once, and how fast.
 type Limits struct {

@@ -32,7 +32,7 @@ type Vertex struct {
 	o    options
 	log  *zap.Logger
 
-	fwds    []*forward.Forwarder
+	runs    []runner // the forwarders, or a reduce's readers
 	tracker *forward.Tracker
 	metrics *forward.Metrics
 	limiter *ratelimit.Limiter // nil without a rate limit
@@ -107,12 +107,21 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 			return nil, fmt.Errorf("vertex %s: registering Numaflow's metrics: %w", spec.Name, err)
 		}
 	}
-	for _, r := range readers {
-		if err := v.addForwarder(r, len(readers) > 1); err != nil {
+	for i, r := range readers {
+		add := v.addForwarder
+		if spec.Reduce != nil {
+			add = func(r isb.Reader, shared bool) error { return v.addReducer(i, r, shared) }
+		}
+		if err := add(r, len(readers) > 1); err != nil {
 			return nil, err
 		}
 	}
 	return v, nil
+}
+
+// runner is a forwarder, or a reader of a reduce vertex.
+type runner interface {
+	Run(ctx context.Context) error
 }
 
 // addForwarder adds the forwarder of reader r; shared says other forwarders
@@ -154,7 +163,7 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 	if err != nil {
 		return err
 	}
-	v.fwds = append(v.fwds, fwd)
+	v.runs = append(v.runs, fwd)
 	return nil
 }
 
@@ -223,8 +232,8 @@ func (v *Vertex) Run(ctx context.Context) error {
 		}()
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	for _, f := range v.fwds {
-		g.Go(func() error { return f.Run(gctx) })
+	for _, r := range v.runs {
+		g.Go(func() error { return r.Run(gctx) })
 	}
 	return g.Wait()
 }

@@ -1,0 +1,66 @@
+package vertex
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce"
+	"github.com/sluiceflow/sluice/pkg/wal"
+	"go.uber.org/zap"
+)
+
+// addReducer adds the reader of input partition i of a reduce vertex, r:
+// its windows in a Processor, logged under the Reduce's Dir; shared says
+// other readers share the limiter.
+func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
+	rs := v.spec.Reduce
+	switch {
+	case v.spec.Source != nil:
+		return fmt.Errorf("vertex %s: a reduce reads its input buffer, not a source", v.spec.Name)
+	case rs.Reducer == nil || rs.Watermark == nil:
+		return fmt.Errorf("vertex %s: a reduce needs a Reducer and a Watermark", v.spec.Name)
+	}
+	fn, err := rs.Reducer(v.env())
+	if err != nil {
+		return err
+	}
+	var d forward.Deps
+	if err := v.buildWriters(&d); err != nil {
+		return err
+	}
+	cfg := reduce.Config{Strategy: rs.Strategy, AllowedLateness: rs.AllowedLateness, Keyed: rs.Keyed, Reducer: fn}
+	if rs.Dir != "" {
+		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(i)), wal.Options{})
+		if err != nil {
+			return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
+		}
+		v.onClose(l.Close)
+		cfg.Log = l
+	}
+	p, err := reduce.New(cfg)
+	if err != nil {
+		return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
+	}
+	if n, err := p.Recover(); err != nil {
+		return fmt.Errorf("vertex %s: recovering partition %d: %w", v.spec.Name, i, err)
+	} else if n > 0 {
+		v.log.Info("windows recovered from the log", zap.Int("partition", i), zap.Int("messages", n))
+	}
+	var lim reduce.Limiter = forward.Noop{}
+	if l := v.limiter; l != nil {
+		lim = l.Gate()
+		if shared {
+			lim = l.Lane().Gate()
+		}
+	}
+	if d.Sink == nil {
+		return errors.New("vertex " + v.spec.Name + ": a reduce needs a sink or an output")
+	}
+	v.runs = append(v.runs, &reduce.Loop{Reader: r, Writer: d.Sink, Processor: p, Watermark: rs.Watermark,
+		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log})
+	return nil
+}
