@@ -39,9 +39,10 @@ type Loop struct {
 	// again (default 100 ms).
 	RetryInterval time.Duration
 	// Clock times the retries (default the wall clock); Log is for errors
-	// (default none).
-	Clock clock.Clock
-	Log   *zap.Logger
+	// (default none); Metrics, when set, count what the loop does.
+	Clock   clock.Clock
+	Log     *zap.Logger
+	Metrics *Metrics
 }
 
 // Run reads until ctx ends, and returns nil then; it returns an error when
@@ -79,10 +80,16 @@ func (l *Loop) Run(ctx context.Context) error {
 			for i := range buf[:n] {
 				msgs = append(msgs, buf[i].Message)
 			}
-			if late, err := l.Processor.Add(msgs); err != nil {
+			late, err := l.Processor.Add(msgs)
+			if err != nil {
 				return err
-			} else if late > 0 {
+			}
+			if late > 0 {
 				l.Log.Debug("late messages dropped", zap.Int("count", late))
+			}
+			if m := l.Metrics; m != nil {
+				m.Read.Add(float64(n - late))
+				m.Late.Add(float64(late))
 			}
 			if err := l.Reader.Ack(ctx, buf[:n]); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("reduce: ack: %w", err)
@@ -119,9 +126,14 @@ func (l *Loop) close(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	open := l.Processor.Open()
 	res, err := l.Processor.Advance(ctx, wm)
 	if err != nil {
 		return err
+	}
+	if m := l.Metrics; m != nil {
+		m.Closed.Add(float64(open - l.Processor.Open()))
+		m.Results.Add(float64(len(res)))
 	}
 	if len(res) == 0 {
 		return l.Processor.Commit() // windows that made no results

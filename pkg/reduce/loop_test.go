@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/forward"
@@ -63,8 +65,9 @@ func TestLoopOnBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wm watermark
+	metrics := NewMetrics(prometheus.NewRegistry())
 	loop := &Loop{Reader: in, Writer: &flaky{Writer: out}, Processor: p, Watermark: wm.get,
-		Limiter: forward.Noop{}, BatchSize: 4, RetryInterval: time.Millisecond}
+		Limiter: forward.Noop{}, BatchSize: 4, RetryInterval: time.Millisecond, Metrics: metrics}
 	run := runtest.Start(t, loop)
 	var msgs []isb.Message
 	for i, k := range []string{"a", "b", "a", "c", "a", "b"} {
@@ -91,6 +94,15 @@ func TestLoopOnBuffers(t *testing.T) {
 	}
 	if p.Open() != 1 {
 		t.Errorf("%d windows open; want the one of 115", p.Open())
+	}
+	for _, c := range []struct {
+		name string
+		c    prometheus.Counter
+		want float64
+	}{{"read", metrics.Read, 7}, {"late", metrics.Late, 0}, {"closed", metrics.Closed, 1}, {"results", metrics.Results, 3}} {
+		if got := testutil.ToFloat64(c.c); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

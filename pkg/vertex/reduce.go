@@ -61,6 +61,6 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		return errors.New("vertex " + v.spec.Name + ": a reduce needs a sink or an output")
 	}
 	v.runs = append(v.runs, &reduce.Loop{Reader: r, Writer: d.Sink, Processor: p, Watermark: rs.Watermark,
-		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log})
+		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log, Metrics: v.reduceMetrics})
 	return nil
 }

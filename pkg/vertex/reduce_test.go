@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -87,7 +89,8 @@ func TestReduceVertex(t *testing.T) {
 	}
 
 	// The restarted vertex recovers [100,110) and [110,120) from its log.
-	v, err = vertex.New(reduceSpec(readers, out, dir, &wm))
+	reg := prometheus.NewRegistry()
+	v, err = vertex.New(reduceSpec(readers, out, dir, &wm), vertex.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +104,16 @@ func TestReduceVertex(t *testing.T) {
 	}
 	wm.set(120)
 	runtest.WaitFor(t, "the second window's count", func() bool { return len(out.Messages()) == 3 })
+	const want = `# HELP sluice_reduce_results_total Results of closed windows written downstream.
+# TYPE sluice_reduce_results_total counter
+sluice_reduce_results_total{replica="0",vertex="counts"} 3
+# HELP sluice_reduce_windows_closed_total Windows the watermark closed and the reduce reduced.
+# TYPE sluice_reduce_windows_closed_total counter
+sluice_reduce_windows_closed_total{replica="0",vertex="counts"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_reduce_results_total", "sluice_reduce_windows_closed_total"); err != nil {
+		t.Error(err)
+	}
 	if err := run.Stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
@@ -32,10 +33,12 @@ type Vertex struct {
 	o    options
 	log  *zap.Logger
 
-	runs    []runner // the forwarders, or a reduce's readers
-	tracker *forward.Tracker
-	metrics *forward.Metrics
-	limiter *ratelimit.Limiter // nil without a rate limit
+	runs []runner // the forwarders, or a reduce's readers
+	// reduceMetrics count what a reduce's readers do; nil for other vertices.
+	reduceMetrics *reduce.Metrics
+	tracker       *forward.Tracker
+	metrics       *forward.Metrics
+	limiter       *ratelimit.Limiter // nil without a rate limit
 	// The per-key limit (rateLimit.perKey) and its metrics; nil without.
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics
@@ -106,6 +109,9 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 		if err := o.registerer.Register(newNumaflowCollector(v)); err != nil {
 			return nil, fmt.Errorf("vertex %s: registering Numaflow's metrics: %w", spec.Name, err)
 		}
+	}
+	if spec.Reduce != nil {
+		v.reduceMetrics = reduce.NewMetrics(reg)
 	}
 	for i, r := range readers {
 		add := v.addForwarder
