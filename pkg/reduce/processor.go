@@ -29,18 +29,11 @@ type Config struct {
 // Processor keeps the open windows of one reader of a reduce vertex.
 type Processor struct {
 	cfg     Config
-	book    *window.Book
-	groups  map[window.Window]map[string]*group // window → key set id → its messages
+	book    *window.Book[isb.Message] // the open windows and their messages by key set
 	late    int64
 	pending time.Time // the watermark of the last Advance, to Commit
 	dirty   bool      // Advance closed windows since the last Commit
 	buf     []byte
-}
-
-// group is the messages of one key set in one window.
-type group struct {
-	keys []string
-	msgs []isb.Message
 }
 
 // New returns a Processor for cfg. With a log, call [Processor.Recover]
@@ -52,8 +45,7 @@ func New(cfg Config) (*Processor, error) {
 	if len(cfg.Strategy.Assign(nil, time.Unix(0, 0))) == 0 {
 		return nil, errors.New("reduce: Config.Strategy assigns no windows; make it with window.Fixed or window.Sliding")
 	}
-	return &Processor{cfg: cfg, book: window.NewBook(cfg.Strategy, cfg.AllowedLateness),
-		groups: map[window.Window]map[string]*group{}}, nil
+	return &Processor{cfg: cfg, book: window.NewBook[isb.Message](cfg.Strategy, cfg.AllowedLateness)}, nil
 }
 
 // Recover replays the log: messages come back to their open windows, and
@@ -74,7 +66,7 @@ func (p *Processor) Recover() (int, error) {
 			if err != nil {
 				return err
 			}
-			if p.put(m) {
+			if _, late := p.put(m); !late {
 				n++
 			}
 		case recWatermark:
@@ -83,9 +75,7 @@ func (p *Processor) Recover() (int, error) {
 			if r.err != nil {
 				return fmt.Errorf("%w: a watermark", r.err)
 			}
-			for _, c := range p.book.Advance(wm) {
-				delete(p.groups, c.Window) // its results were written
-			}
+			p.book.Advance(wm) // the windows it closes had their results written
 			p.pending = wm
 		default:
 			return fmt.Errorf("reduce: a log record of unknown kind %q", rec[0])
@@ -95,75 +85,43 @@ func (p *Processor) Recover() (int, error) {
 	return n, err
 }
 
-// Add makes msgs durable in the log and puts each in its open windows. It
-// returns how many were late (their windows had all closed) and dropped.
+// Add puts msgs in their open windows and makes them durable in the log.
+// It returns how many were late (their windows had all closed) and dropped.
 // Once it returns without error, msgs may be acked upstream.
 func (p *Processor) Add(msgs []isb.Message) (late int, err error) {
-	if l := p.cfg.Log; l != nil {
-		for i := range msgs {
-			ws := p.cfg.Strategy.Assign(nil, msgs[i].EventTime)
-			if p.allClosed(ws) {
-				continue // late: not worth keeping
-			}
-			p.buf = appendMessage(p.buf[:0], &msgs[i])
-			seg, err := l.Append(p.buf)
-			if err != nil {
-				return 0, err
-			}
-			l.Mark(seg, ws[len(ws)-1].End.Add(p.cfg.AllowedLateness).UnixNano())
+	l := p.cfg.Log
+	for i := range msgs {
+		ws, dropped := p.put(msgs[i])
+		if dropped {
+			late++
+			continue
 		}
-		if err := l.Sync(); err != nil {
+		if l == nil {
+			continue
+		}
+		p.buf = appendMessage(p.buf[:0], &msgs[i])
+		seg, err := l.Append(p.buf)
+		if err != nil {
 			return 0, err
 		}
+		l.Mark(seg, ws[len(ws)-1].End.Add(p.cfg.AllowedLateness).UnixNano())
 	}
-	for _, m := range msgs {
-		if !p.put(m) {
-			late++
+	if l != nil {
+		if err := l.Sync(); err != nil {
+			return 0, err
 		}
 	}
 	p.late += int64(late)
 	return late, nil
 }
 
-// allClosed reports whether the watermark has closed every one of ws.
-func (p *Processor) allClosed(ws []window.Window) bool {
-	wm, ok := p.book.Watermark()
-	if !ok {
-		return false
-	}
-	for _, w := range ws {
-		if wm.Before(w.End.Add(p.cfg.AllowedLateness)) {
-			return false
-		}
-	}
-	return true
-}
-
-// put puts m in its open windows; false when it was late.
-func (p *Processor) put(m isb.Message) bool {
+// put puts m in its open windows and returns them; late when it has none.
+func (p *Processor) put(m isb.Message) (windows []window.Window, late bool) {
 	var keys []string
 	if p.cfg.Keyed {
 		keys = m.Keys
 	}
-	ws, late := p.book.Add(keys, m.EventTime)
-	if late {
-		return false
-	}
-	id := window.KeysID(keys)
-	for _, w := range ws {
-		gs := p.groups[w]
-		if gs == nil {
-			gs = map[string]*group{}
-			p.groups[w] = gs
-		}
-		g := gs[id]
-		if g == nil {
-			g = &group{keys: keys}
-			gs[id] = g
-		}
-		g.msgs = append(g.msgs, m)
-	}
-	return true
+	return p.book.Add(keys, m.EventTime, m)
 }
 
 // Advance moves the watermark to wm and reduces each window it closes, in
@@ -177,27 +135,21 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 	}
 	var out []isb.Message
 	for _, c := range closed {
-		gs := p.groups[c.Window]
-		for _, keys := range c.Keys {
-			g := gs[window.KeysID(keys)]
-			if g == nil {
-				continue
-			}
-			res, err := p.cfg.Reducer.Reduce(ctx, c.Window, g.keys, g.msgs)
+		for _, g := range c.Groups {
+			res, err := p.cfg.Reducer.Reduce(ctx, c.Window, g.Keys, g.Items)
 			if err != nil {
-				return nil, fmt.Errorf("reduce: window %v, keys %q: %w", c.Window, g.keys, err)
+				return nil, fmt.Errorf("reduce: window %v, keys %q: %w", c.Window, g.Keys, err)
 			}
 			for i := range res {
 				r := &res[i]
 				if r.Keys == nil {
-					r.Keys = g.keys
+					r.Keys = g.Keys
 				}
 				r.EventTime = c.Window.ResultTime()
-				r.ID = resultID(c.Window, g.keys, i)
+				r.ID = resultID(c.Window, g.Keys, i)
 			}
 			out = append(out, res...)
 		}
-		delete(p.groups, c.Window)
 	}
 	p.pending, p.dirty = wm, true
 	return out, nil
@@ -243,7 +195,7 @@ func (p *Processor) Commit() error {
 func (p *Processor) Late() int64 { return p.late }
 
 // Open is the number of windows open.
-func (p *Processor) Open() int { return len(p.groups) }
+func (p *Processor) Open() int { return p.book.Open() }
 
 // resultID names the i-th result of a window and key set, the same in
 // every run.

@@ -8,51 +8,60 @@ import (
 	"time"
 )
 
-// Book keeps the windows open in one reader of a reduce vertex and the key
-// sets each has seen, and closes them as the watermark advances. The zero
-// value is not usable; make one with [NewBook].
-type Book struct {
+// Book keeps the windows open in one reader of a reduce vertex, and in each
+// the items (messages) of each key set, and closes them as the watermark
+// advances. The zero value is not usable; make one with [NewBook].
+type Book[T any] struct {
 	strategy Strategy
 	lateness time.Duration
 	wm       time.Time // the highest watermark given to Advance
 	hasWM    bool
-	open     map[Window]map[string][]string // window → key set's id → keys
+	open     map[Window]map[string]*Group[T] // window → key set's id → its items
 	scratch  []Window
 }
 
-// Closed is a window that a watermark closed, with the key sets it saw,
-// sorted.
-type Closed struct {
+// Group is the items of one key set in one window, in the order added.
+type Group[T any] struct {
+	Keys  []string
+	Items []T
+}
+
+// Closed is a window that a watermark closed, with its groups sorted by
+// their keys.
+type Closed[T any] struct {
 	Window Window
-	Keys   [][]string
+	Groups []*Group[T]
 }
 
 // NewBook returns a Book for windows of strategy s that stay open for
 // allowedLateness past their end (negative counts as 0).
-func NewBook(s Strategy, allowedLateness time.Duration) *Book {
-	return &Book{strategy: s, lateness: max(allowedLateness, 0), open: map[Window]map[string][]string{}}
+func NewBook[T any](s Strategy, allowedLateness time.Duration) *Book[T] {
+	return &Book[T]{strategy: s, lateness: max(allowedLateness, 0), open: map[Window]map[string]*Group[T]{}}
 }
 
-// Add notes a message of keys with event time t in each of its windows that
-// the watermark has not closed, and returns those windows (valid until the
-// next call). late reports that the watermark had closed all of them: the
-// message belongs to no window and is to be dropped.
-func (b *Book) Add(keys []string, t time.Time) (windows []Window, late bool) {
+// Add adds item, of keys and event time t, to each of its windows that the
+// watermark has not closed, and returns those windows (valid until the next
+// call). late reports that the watermark had closed all of them: the item
+// belongs to no window and is to be dropped.
+func (b *Book[T]) Add(keys []string, t time.Time, item T) (windows []Window, late bool) {
 	b.scratch = b.strategy.Assign(b.scratch[:0], t)
 	n := 0
 	for _, w := range b.scratch {
 		if b.closes(w) {
 			continue
 		}
-		sets := b.open[w]
-		if sets == nil {
-			sets = map[string][]string{}
-			b.open[w] = sets
+		groups := b.open[w]
+		if groups == nil {
+			groups = map[string]*Group[T]{}
+			b.open[w] = groups
 		}
 		id := KeysID(keys)
-		if _, ok := sets[id]; !ok {
-			sets[id] = slices.Clone(keys)
+		g := groups[id]
+		if g == nil {
+			g = &Group[T]{Keys: slices.Clone(keys)}
+			groups[id] = g
 		}
+		g.Items = append(g.Items, item)
 		b.scratch[n] = w
 		n++
 	}
@@ -61,26 +70,26 @@ func (b *Book) Add(keys []string, t time.Time) (windows []Window, late bool) {
 
 // Advance moves the watermark to wm, unless it is behind the last one (a
 // watermark never goes back), and returns the windows it closes, earliest
-// end first (then earliest start), each with its key sets.
-func (b *Book) Advance(wm time.Time) []Closed {
+// end first (then earliest start), each with its groups.
+func (b *Book[T]) Advance(wm time.Time) []Closed[T] {
 	if b.hasWM && !wm.After(b.wm) {
 		return nil
 	}
 	b.wm, b.hasWM = wm, true
-	var closed []Closed
-	for w, sets := range b.open {
+	var closed []Closed[T]
+	for w, groups := range b.open {
 		if !b.closes(w) {
 			continue
 		}
-		c := Closed{Window: w}
-		for _, keys := range sets {
-			c.Keys = append(c.Keys, keys)
+		c := Closed[T]{Window: w}
+		for _, g := range groups {
+			c.Groups = append(c.Groups, g)
 		}
-		slices.SortFunc(c.Keys, func(x, y []string) int { return slices.Compare(x, y) })
+		slices.SortFunc(c.Groups, func(x, y *Group[T]) int { return slices.Compare(x.Keys, y.Keys) })
 		closed = append(closed, c)
 		delete(b.open, w)
 	}
-	slices.SortFunc(closed, func(x, y Closed) int {
+	slices.SortFunc(closed, func(x, y Closed[T]) int {
 		return cmp.Or(x.Window.End.Compare(y.Window.End), x.Window.Start.Compare(y.Window.Start))
 	})
 	return closed
@@ -88,14 +97,14 @@ func (b *Book) Advance(wm time.Time) []Closed {
 
 // Watermark is the last watermark given to Advance; ok is false before the
 // first.
-func (b *Book) Watermark() (wm time.Time, ok bool) { return b.wm, b.hasWM }
+func (b *Book[T]) Watermark() (wm time.Time, ok bool) { return b.wm, b.hasWM }
 
 // Open is the number of windows open.
-func (b *Book) Open() int { return len(b.open) }
+func (b *Book[T]) Open() int { return len(b.open) }
 
 // closes reports whether the watermark has closed w: it has reached w's end
 // plus the allowed lateness.
-func (b *Book) closes(w Window) bool {
+func (b *Book[T]) closes(w Window) bool {
 	return b.hasWM && !b.wm.Before(w.End.Add(b.lateness))
 }
 

@@ -6,10 +6,15 @@ import (
 	"time"
 )
 
-func closedText(cs []Closed) string {
+// closedText is each window with its key sets and their items.
+func closedText(cs []Closed[int64]) string {
 	out := ""
 	for _, c := range cs {
-		out += fmt.Sprintf("[%d,%d)%v ", c.Window.Start.Unix(), c.Window.End.Unix(), c.Keys)
+		var groups []string
+		for _, g := range c.Groups {
+			groups = append(groups, fmt.Sprint(g.Keys, g.Items))
+		}
+		out += fmt.Sprintf("[%d,%d)%v ", c.Window.Start.Unix(), c.Window.End.Unix(), groups)
 	}
 	return out
 }
@@ -19,22 +24,22 @@ func closedText(cs []Closed) string {
 // comes for a closed window.
 func TestBookFixed(t *testing.T) {
 	s, _ := Fixed(10 * time.Second)
-	b := NewBook(s, 0)
+	b := NewBook[int64](s, 0)
 	for _, m := range []struct {
 		keys []string
 		t    int64
 	}{{[]string{"a"}, 101}, {[]string{"b"}, 105}, {[]string{"a"}, 109}, {[]string{"a"}, 112}, {nil, 95}} {
-		if _, late := b.Add(m.keys, at(m.t, 0)); late {
+		if _, late := b.Add(m.keys, at(m.t, 0), m.t); late {
 			t.Fatalf("Add(%v, %d) late before any watermark", m.keys, m.t)
 		}
 	}
-	if got := closedText(b.Advance(at(109, 999))); got != "[90,100)[[]] " {
+	if got := closedText(b.Advance(at(109, 999))); got != "[90,100)[[] [95]] " {
 		t.Errorf("watermark 109.999 closed %q; want [90,100) alone", got)
 	}
-	if got := closedText(b.Advance(at(110, 0))); got != "[100,110)[[a] [b]] " {
+	if got := closedText(b.Advance(at(110, 0))); got != "[100,110)[[a] [101 109] [b] [105]] " {
 		t.Errorf("watermark 110 closed %q; want [100,110) with a and b", got)
 	}
-	if ws, late := b.Add([]string{"c"}, at(108, 0)); !late || len(ws) != 0 {
+	if ws, late := b.Add([]string{"c"}, at(108, 0), 108); !late || len(ws) != 0 {
 		t.Errorf("a message for a closed window: %v, late %v; want late", ws, late)
 	}
 	if got := b.Advance(at(105, 0)); got != nil {
@@ -43,7 +48,7 @@ func TestBookFixed(t *testing.T) {
 	if wm, ok := b.Watermark(); !ok || !wm.Equal(at(110, 0)) {
 		t.Errorf("Watermark() = %v, %v; want 110, the highest", wm, ok)
 	}
-	if got := closedText(b.Advance(at(200, 0))); got != "[110,120)[[a]] " || b.Open() != 0 {
+	if got := closedText(b.Advance(at(200, 0))); got != "[110,120)[[a] [112]] " || b.Open() != 0 {
 		t.Errorf("watermark 200 closed %q, %d open", got, b.Open())
 	}
 }
@@ -52,21 +57,21 @@ func TestBookFixed(t *testing.T) {
 // end, and a sliding message goes to the windows still open.
 func TestBookLateness(t *testing.T) {
 	s, _ := Sliding(20*time.Second, 10*time.Second)
-	b := NewBook(s, 5*time.Second)
+	b := NewBook[int64](s, 5*time.Second)
 	b.Advance(at(124, 0))
-	ws, late := b.Add([]string{"k"}, at(115, 0)) // [100,120) open until 125, [110,130) open
+	ws, late := b.Add([]string{"k"}, at(115, 0), 115) // [100,120) open until 125, [110,130) open
 	if late || spans(ws) != "[100,120)[110,130)" {
 		t.Errorf("Add at 115 under watermark 124: %s, late %v", spans(ws), late)
 	}
 	b.Advance(at(125, 0))
-	ws, late = b.Add([]string{"k"}, at(115, 0))
+	ws, late = b.Add([]string{"k"}, at(115, 0), 115)
 	if late || spans(ws) != "[110,130)" {
 		t.Errorf("Add at 115 under watermark 125: %s, late %v; want [110,130) alone", spans(ws), late)
 	}
-	if got := closedText(b.Advance(at(135, 0))); got != "[110,130)[[k]] " {
+	if got := closedText(b.Advance(at(135, 0))); got != "[110,130)[[k] [115 115]] " {
 		t.Errorf("watermark 135 closed %q", got)
 	}
-	if _, late := b.Add([]string{"k"}, at(115, 0)); !late {
+	if _, late := b.Add([]string{"k"}, at(115, 0), 115); !late {
 		t.Error("Add at 115 under watermark 135 is not late")
 	}
 }

@@ -14,28 +14,21 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	b := window.NewBook(s, 0)
-	count := map[window.Window]map[string]int{}
+	b := window.NewBook[string](s, 0) // each message's payload
 	for _, m := range []struct {
-		key string
-		t   time.Time
+		key, payload string
+		t            time.Time
 	}{
-		{"a", time.Unix(30, 0)},
-		{"b", time.Unix(45, 0)},
-		{"a", time.Unix(59, 0)},
-		{"a", time.Unix(61, 0)},
+		{"a", "a1", time.Unix(30, 0)},
+		{"b", "b1", time.Unix(45, 0)},
+		{"a", "a2", time.Unix(59, 0)},
+		{"a", "a3", time.Unix(61, 0)},
 	} {
-		ws, _ := b.Add([]string{m.key}, m.t)
-		for _, w := range ws {
-			if count[w] == nil {
-				count[w] = map[string]int{}
-			}
-			count[w][m.key]++
-		}
+		b.Add([]string{m.key}, m.t, m.payload)
 	}
 	for _, c := range b.Advance(time.Unix(60, 0)) {
-		for _, keys := range c.Keys {
-			fmt.Printf("%v %s: %d at %s\n", c.Window, keys[0], count[c.Window][keys[0]], c.Window.ResultTime().UTC().Format("15:04:05.000"))
+		for _, g := range c.Groups {
+			fmt.Printf("%v %s: %d at %s\n", c.Window, g.Keys[0], len(g.Items), c.Window.ResultTime().UTC().Format("15:04:05.000"))
 		}
 	}
 	fmt.Println(b.Open(), "window open")
