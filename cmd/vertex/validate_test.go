@@ -14,21 +14,13 @@ func TestValidateSummary(t *testing.T) {
 	const head = "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: mv\nspec:\n"
 	for _, tt := range []struct{ name, yaml, want string }{
 		{
-			"built-ins",
+			"monovertex",
 			head + `  source:
     generator: {}
-    transformer:
-      builtin:
-        name: eventTimeExtractor
-        kwargs: {expression: json(payload).ts}
-  udf:
-    builtin: {name: cat}
   sink:
     log: {}
-    fallback:
-      blackhole: {}
 `,
-			`MonoVertex "mv" is valid (generator → eventTimeExtractor → cat → log, fallback blackhole)`,
+			`MonoVertex "mv" is valid (generator → log)`,
 		},
 		{
 			"pipeline",

@@ -12,14 +12,15 @@
 //
 // # Closing
 //
-// A [Book] keeps the windows open in one reader of a reduce vertex, with the
-// key sets each has seen. The vertex's watermark says no message with an
-// earlier event time is still to come; a window closes once the watermark
-// reaches its end plus the allowed lateness, and [Book.Advance] returns the
-// windows it closes in the order of their ends. A message whose windows
-// have all closed is late ([Book.Add] says so): the vertex drops and counts
-// it. The results of a window carry the event time [Window.ResultTime], its
-// end less a millisecond.
+// A [Book] keeps the windows open in one reader of a reduce vertex, and in
+// each the items (messages) of each key set. The vertex's watermark says no
+// message with an earlier event time is still to come; a window closes once
+// the watermark reaches its end plus the allowed lateness, and
+// [Book.Advance] returns the windows it closes in the order of their ends,
+// each with its groups of items. A message whose windows have all closed
+// is late ([Book.Add] says so): the vertex drops and counts it. The results
+// of a window carry the event time [Window.ResultTime], its end less a
+// millisecond.
 //
 // A Book is not safe for concurrent use: one reader owns it.
 package window
