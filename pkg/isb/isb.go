@@ -201,6 +201,29 @@ type OptionsNaker interface {
 	NakOptions(ctx context.Context, msgs []ReadMessage, opts NackOptions) error
 }
 
+// OffsetReader is implemented by the readers of an inter-step buffer
+// partition, whose messages have offsets: positions in the partition, larger
+// for a message written later (messages written together may share one).
+// Watermarks use them to tell what a reader has read of what a writer wrote.
+type OffsetReader interface {
+	// Offset returns the offset of m, a message Read returned and not yet
+	// acked or naked.
+	Offset(m *ReadMessage) int64
+	// StartOffset returns an offset at or before which every message was
+	// acked when the reader started (0 when none is known): messages a
+	// reader before it finished.
+	StartOffset() int64
+}
+
+// OffsetWriter is implemented by the writers to an inter-step buffer
+// partition whose messages have offsets (see [OffsetReader]).
+type OffsetWriter interface {
+	// LastOffset returns an offset at or after that of every message the
+	// writer has written, 0 before it has written any. It may be called
+	// from any goroutine, while a Write is in progress too.
+	LastOffset() int64
+}
+
 // Closer is implemented by readers and writers that hold resources.
 type Closer interface {
 	Close() error
