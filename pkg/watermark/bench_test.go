@@ -27,8 +27,8 @@ func BenchmarkSource(b *testing.B) {
 	}
 }
 
-// BenchmarkFetchMem is a vertex's fetch from a memory store of 8 processors
-// on 4 partitions.
+// BenchmarkFetchMem is a reader's refresh from a memory store of 8
+// processors on 4 partitions, and its watermark at an offset.
 func BenchmarkFetchMem(b *testing.B) {
 	ctx := context.Background()
 	clk := clock.NewManual(t0)
@@ -38,11 +38,29 @@ func BenchmarkFetchMem(b *testing.B) {
 			_ = store.Put(ctx, watermark.Entry{Processor: fmt.Sprintf("p-%d", i), Partition: part, Watermark: at(time.Second), Heartbeat: t0})
 		}
 	}
-	f, _ := watermark.NewFetcher([]watermark.Store{store}, []int32{1}, watermark.WithClock(clk))
+	f, _ := watermark.NewFetcher(store, 1, watermark.WithClock(clk))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := f.Watermark(ctx); err != nil {
+		if err := f.Refresh(ctx); err != nil {
 			b.Fatal(err)
 		}
+		_ = f.At(1)
+	}
+}
+
+// BenchmarkAt is a reader's watermark at an offset, without a refresh: what
+// a reader computes after each batch.
+func BenchmarkAt(b *testing.B) {
+	ctx := context.Background()
+	clk := clock.NewManual(t0)
+	store := &watermark.MemStore{}
+	for i := range 8 {
+		_ = store.Put(ctx, watermark.Entry{Processor: fmt.Sprintf("p-%d", i), Watermark: at(time.Second), Heartbeat: t0})
+	}
+	f, _ := watermark.NewFetcher(store, 0, watermark.WithClock(clk))
+	_ = f.Refresh(ctx)
+	b.ReportAllocs()
+	for i := int64(0); b.Loop(); i++ {
+		_ = f.At(i)
 	}
 }

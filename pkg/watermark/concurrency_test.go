@@ -27,7 +27,7 @@ func TestConcurrentPublishAndFetch(t *testing.T) {
 		}
 		pubs[i] = p
 		for part := range int32(partitions) { // all start at 0, so the minimum moves with the slowest
-			_ = p.Publish(ctx, part, at(0))
+			_ = p.Publish(ctx, part, at(0), 0)
 		}
 	}
 	var wg sync.WaitGroup
@@ -37,7 +37,7 @@ func TestConcurrentPublishAndFetch(t *testing.T) {
 			defer wg.Done()
 			for r := 1; r <= rounds; r++ {
 				for part := range int32(partitions) {
-					if err := p.Publish(ctx, part, at(time.Duration(r*(i+1))*time.Millisecond)); err != nil {
+					if err := p.Publish(ctx, part, at(time.Duration(r*(i+1))*time.Millisecond), int64(r)); err != nil {
 						t.Error(err)
 						return
 					}
@@ -51,14 +51,14 @@ func TestConcurrentPublishAndFetch(t *testing.T) {
 		fetchers.Add(1)
 		go func() {
 			defer fetchers.Done()
-			f, _ := watermark.NewFetcher([]watermark.Store{store}, nil, watermark.WithClock(clk))
+			f, _ := watermark.NewFetcher(store, 1, watermark.WithClock(clk))
 			last := watermark.None()
-			for {
-				wm, err := f.Watermark(ctx)
-				if err != nil {
+			for reached := int64(0); ; reached++ {
+				if err := f.Refresh(ctx); err != nil {
 					t.Error(err)
 					return
 				}
+				wm := f.At(reached)
 				if wm.Before(last) {
 					t.Errorf("watermark went back: %s after %s", wm, last)
 					return
@@ -75,8 +75,9 @@ func TestConcurrentPublishAndFetch(t *testing.T) {
 	wg.Wait()
 	close(done)
 	fetchers.Wait()
-	f, _ := watermark.NewFetcher([]watermark.Store{store}, nil, watermark.WithClock(clk))
-	if wm, _ := f.Watermark(ctx); !wm.Equal(at(rounds * time.Millisecond)) {
+	f, _ := watermark.NewFetcher(store, 2, watermark.WithClock(clk))
+	_ = f.Refresh(ctx)
+	if wm := f.At(rounds); !wm.Equal(at(rounds * time.Millisecond)) {
 		t.Fatalf("final watermark %s, want %s (the slowest publisher's last)", wm.Sub(t0), time.Duration(rounds)*time.Millisecond)
 	}
 }

@@ -24,18 +24,19 @@ func Example() {
 		src, _ := watermark.NewSource(cfg, watermark.WithClock(clk))
 		src.Observe(0, eventTime) // a batch read from partition 0 of the source
 		pub, _ := watermark.NewPublisher(ctx, store, fmt.Sprintf("in-%d", i), watermark.WithClock(clk))
-		_ = pub.Publish(ctx, 0, src.Watermark()) // to partition 0 of the edge
+		_ = pub.Publish(ctx, 0, src.Watermark(), 0) // to partition 0 of the edge, having written nothing
 		pubs = append(pubs, pub)
 	}
 
-	f, _ := watermark.NewFetcher([]watermark.Store{store}, []int32{0},
-		watermark.WithClock(clk), watermark.WithTimeout(10*time.Second))
-	wm, _ := f.Watermark(ctx)
+	f, _ := watermark.NewFetcher(store, 0, watermark.WithClock(clk), watermark.WithTimeout(10*time.Second))
+	_ = f.Refresh(ctx)
+	wm := f.At(0)
 	fmt.Println("both live:", wm.Sub(start))
 
 	clk.Advance(11 * time.Second) // in-1 dies; in-0 heartbeats
 	_ = pubs[0].Heartbeat(ctx)
-	wm, _ = f.Watermark(ctx)
+	_ = f.Refresh(ctx)
+	wm = f.At(0)
 	fmt.Println("in-1 timed out:", wm.Sub(start))
 	// Output:
 	// both live: -32s

@@ -35,7 +35,7 @@ type Publisher struct {
 	onError   func(error)
 
 	mu     sync.Mutex // held across puts, so that they reach the store in order
-	marks  map[int32]time.Time
+	marks  map[int32]mark
 	closed bool
 }
 
@@ -54,21 +54,23 @@ func NewPublisher(ctx context.Context, store Store, processor string, opts ...Op
 	}
 	o := buildOptions(opts)
 	p := &Publisher{store: store, processor: processor, clock: o.clock, interval: o.heartbeat,
-		onError: o.onError, marks: map[int32]time.Time{}}
+		onError: o.onError, marks: map[int32]mark{}}
 	for _, e := range entries {
 		if e.Processor == processor && !IsNone(e.Watermark) {
-			p.marks[e.Partition] = e.Watermark
+			p.marks[e.Partition] = mark{e.Watermark, e.Offset}
 		}
 	}
 	return p, nil
 }
 
 // Publish publishes wm, in whole milliseconds ([Millis]), as the processor's
-// watermark for partition, with a heartbeat at the clock's now. It stores
-// nothing and returns nil when wm is [None] or not after the partition's
-// last watermark. It returns [ErrClosed] after Close, and the store's error
+// watermark for partition from offset on, with a heartbeat at the clock's
+// now: offset is at or after that of everything the processor has written
+// to the partition (the LastOffset of its isb.OffsetWriter), and what it
+// writes from now on is no older than wm. It stores nothing and returns nil
+// when wm is [None] or not after the partition's last watermark. It returns [ErrClosed] after Close, and the store's error
 // (the watermark is then kept, and the next heartbeat stores it).
-func (p *Publisher) Publish(ctx context.Context, partition int32, wm time.Time) error {
+func (p *Publisher) Publish(ctx context.Context, partition int32, wm time.Time, offset int64) error {
 	if IsNone(wm) {
 		return nil
 	}
@@ -78,11 +80,12 @@ func (p *Publisher) Publish(ctx context.Context, partition int32, wm time.Time) 
 	if p.closed {
 		return ErrClosed
 	}
-	if last, ok := p.marks[partition]; ok && !wm.After(last) {
+	if last, ok := p.marks[partition]; ok && !wm.After(last.wm) {
 		return nil
 	}
-	p.marks[partition] = wm
-	return p.put(ctx, partition, wm)
+	m := mark{wm, offset}
+	p.marks[partition] = m
+	return p.put(ctx, partition, m)
 }
 
 // Heartbeat stores every partition's last watermark again with a heartbeat
@@ -95,8 +98,8 @@ func (p *Publisher) Heartbeat(ctx context.Context) error {
 		return ErrClosed
 	}
 	var errs []error
-	for part, wm := range p.marks {
-		if err := p.put(ctx, part, wm); err != nil {
+	for part, m := range p.marks {
+		if err := p.put(ctx, part, m); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -138,8 +141,14 @@ func (p *Publisher) Close(ctx context.Context) error {
 	return nil
 }
 
-func (p *Publisher) put(ctx context.Context, partition int32, wm time.Time) error {
-	e := Entry{Processor: p.processor, Partition: partition, Watermark: wm, Heartbeat: Millis(p.clock.Now())}
+// mark is a partition's last watermark and the offset it holds from.
+type mark struct {
+	wm     time.Time
+	offset int64
+}
+
+func (p *Publisher) put(ctx context.Context, partition int32, m mark) error {
+	e := Entry{Processor: p.processor, Partition: partition, Watermark: m.wm, Offset: m.offset, Heartbeat: Millis(p.clock.Now())}
 	if err := p.store.Put(ctx, e); err != nil {
 		return fmt.Errorf("watermark: publisher %s: put partition %d: %w", p.processor, partition, err)
 	}

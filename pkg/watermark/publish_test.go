@@ -76,7 +76,7 @@ func TestPublisher(t *testing.T) {
 				if u.heartbeat {
 					err = p.Heartbeat(ctx)
 				} else {
-					err = p.Publish(ctx, u.partition, u.wm)
+					err = p.Publish(ctx, u.partition, u.wm, 0)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -94,20 +94,20 @@ func TestPublisherRestartResumesFromStore(t *testing.T) {
 	clk := clock.NewManual(t0)
 	store := &watermark.MemStore{}
 	p, _ := watermark.NewPublisher(ctx, store, "p-0", watermark.WithClock(clk))
-	_ = p.Publish(ctx, 0, at(30*time.Second))
+	_ = p.Publish(ctx, 0, at(30*time.Second), 0)
 	// The replica restarts under the same name: no Close, a new publisher.
 	clk.Advance(time.Second)
 	p2, err := watermark.NewPublisher(ctx, store, "p-0", watermark.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p2.Publish(ctx, 0, at(20*time.Second)); err != nil {
+	if err := p2.Publish(ctx, 0, at(20*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := entries(t, store), []string{"p-0/0 30s 0s"}; !slices.Equal(got, want) {
 		t.Fatalf("after an older publish: %q, want %q", got, want)
 	}
-	_ = p2.Publish(ctx, 0, at(40*time.Second))
+	_ = p2.Publish(ctx, 0, at(40*time.Second), 0)
 	if got, want := entries(t, store), []string{"p-0/0 40s 1s"}; !slices.Equal(got, want) {
 		t.Fatalf("after a newer publish: %q, want %q", got, want)
 	}
@@ -118,12 +118,13 @@ func TestPublisherClose(t *testing.T) {
 	clk := clock.NewManual(t0)
 	store := &watermark.MemStore{}
 	other, _ := watermark.NewPublisher(ctx, store, "other", watermark.WithClock(clk))
-	_ = other.Publish(ctx, 0, at(time.Minute))
+	_ = other.Publish(ctx, 0, at(time.Minute), 0)
 	p, _ := watermark.NewPublisher(ctx, store, "p", watermark.WithClock(clk))
-	_ = p.Publish(ctx, 0, at(time.Second))
-	_ = p.Publish(ctx, 1, at(time.Second))
-	f, _ := watermark.NewFetcher([]watermark.Store{store}, nil, watermark.WithClock(clk))
-	if wm, _ := f.Watermark(ctx); !wm.Equal(at(time.Second)) {
+	_ = p.Publish(ctx, 0, at(time.Second), 0)
+	_ = p.Publish(ctx, 1, at(time.Second), 0)
+	f, _ := watermark.NewFetcher(store, 0, watermark.WithClock(clk))
+	_ = f.Refresh(ctx)
+	if wm := f.At(0); !wm.Equal(at(time.Second)) {
 		t.Fatalf("before Close: %s", wm)
 	}
 	if err := p.Close(ctx); err != nil {
@@ -135,10 +136,11 @@ func TestPublisherClose(t *testing.T) {
 	if got, want := entries(t, store), []string{"other/0 1m0s 0s"}; !slices.Equal(got, want) {
 		t.Fatalf("after Close: %q, want %q", got, want)
 	}
-	if wm, _ := f.Watermark(ctx); !wm.Equal(at(time.Minute)) {
+	_ = f.Refresh(ctx)
+	if wm := f.At(0); !wm.Equal(at(time.Minute)) {
 		t.Fatalf("after Close the closed processor holds nothing back: %s", wm)
 	}
-	if err := p.Publish(ctx, 0, at(time.Hour)); !errors.Is(err, watermark.ErrClosed) {
+	if err := p.Publish(ctx, 0, at(time.Hour), 0); !errors.Is(err, watermark.ErrClosed) {
 		t.Fatalf("Publish after Close: %v", err)
 	}
 	if err := p.Heartbeat(ctx); !errors.Is(err, watermark.ErrClosed) {
@@ -185,7 +187,7 @@ func TestPublisherRun(t *testing.T) {
 	errs := make(chan error, 10)
 	p, _ := watermark.NewPublisher(ctx, store, "p", watermark.WithClock(clk),
 		watermark.WithHeartbeatInterval(2*time.Second), watermark.WithErrorHandler(func(err error) { errs <- err }))
-	_ = p.Publish(ctx, 0, at(time.Second))
+	_ = p.Publish(ctx, 0, at(time.Second), 0)
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
 

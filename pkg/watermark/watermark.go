@@ -20,8 +20,9 @@ func IsNone(t time.Time) bool { return t.Equal(noneTime) }
 func Millis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 
 // Entry is what a processor publishes for one partition it writes to: its
-// watermark and the time of its last heartbeat, both on the processor's
-// clock and in whole milliseconds.
+// watermark, the offset in the partition it holds from, and the time of its
+// last heartbeat; times are on the processor's clock and in whole
+// milliseconds.
 type Entry struct {
 	// Processor names the publishing replica, e.g. its pod name; see
 	// [ValidProcessor].
@@ -31,6 +32,10 @@ type Entry struct {
 	// Watermark is the processor's watermark for the partition, never [None]
 	// in a stored entry.
 	Watermark time.Time
+	// Offset is at or after the offset of everything the processor had
+	// written to the partition when it published Watermark: what it writes
+	// after Offset is no older than Watermark.
+	Offset int64
 	// Heartbeat is when the processor last said it is alive.
 	Heartbeat time.Time
 }

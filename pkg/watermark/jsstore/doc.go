@@ -5,9 +5,9 @@
 // # Keys and values
 //
 // The entry of processor p for partition n is the key "p.n" (p is a
-// [watermark.ValidProcessor] name, n in decimal). Its value is 16 bytes: the
-// watermark and then the heartbeat, each in milliseconds since the Unix
-// epoch as a big-endian int64. The bucket keeps one value per key (history
+// [watermark.ValidProcessor] name, n in decimal). Its value is 24 bytes: the
+// watermark and the heartbeat, each in milliseconds since the Unix epoch,
+// and the offset, each a big-endian int64. The bucket keeps one value per key (history
 // 1); [Store.Delete] leaves delete markers, which [Store.Entries] skips.
 //
 // # Reads

@@ -31,9 +31,9 @@ func Example() {
 	pub, _ := watermark.NewPublisher(ctx, store, "p1-in-0")
 	go func() { _ = pub.Run(ctx) }() // heartbeats
 	defer pub.Close(ctx)
-	_ = pub.Publish(ctx, 0, time.Now().Add(-time.Minute))
+	_ = pub.Publish(ctx, 0, time.Now().Add(-time.Minute), 0)
 
-	f, _ := watermark.NewFetcher([]watermark.Store{store}, []int32{0})
-	wm, _ := f.Watermark(ctx)
-	log.Println("watermark", wm)
+	f, _ := watermark.NewFetcher(store, 0)
+	_ = f.Refresh(ctx)
+	log.Println("watermark", f.At(0))
 }

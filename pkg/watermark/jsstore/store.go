@@ -22,8 +22,9 @@ var (
 	ErrNoBucket = errors.New("jsstore: Config.Bucket is empty")
 )
 
-// valueSize is the size of a value: the watermark and the heartbeat in ms.
-const valueSize = 16
+// valueSize is the size of a value: the watermark and the heartbeat in ms,
+// and the offset.
+const valueSize = 24
 
 var _ watermark.Store = (*Store)(nil)
 
@@ -146,7 +147,8 @@ func key(processor string, partition int32) string {
 func encode(e watermark.Entry) []byte {
 	b := make([]byte, valueSize)
 	binary.BigEndian.PutUint64(b[:8], uint64(e.Watermark.UnixMilli()))
-	binary.BigEndian.PutUint64(b[8:], uint64(e.Heartbeat.UnixMilli()))
+	binary.BigEndian.PutUint64(b[8:16], uint64(e.Heartbeat.UnixMilli()))
+	binary.BigEndian.PutUint64(b[16:], uint64(e.Offset))
 	return b
 }
 
@@ -166,6 +168,7 @@ func decode(k string, v []byte) (watermark.Entry, error) {
 		Processor: k[:i],
 		Partition: int32(part),
 		Watermark: time.UnixMilli(int64(binary.BigEndian.Uint64(v[:8]))).UTC(),
-		Heartbeat: time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:]))).UTC(),
+		Heartbeat: time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:16]))).UTC(),
+		Offset:    int64(binary.BigEndian.Uint64(v[16:])),
 	}, nil
 }

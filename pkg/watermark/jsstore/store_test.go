@@ -3,6 +3,7 @@ package jsstore_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func sorted(t *testing.T, st watermark.Store) []watermark.Entry {
 func equal(a, b []watermark.Entry) bool {
 	return slices.EqualFunc(a, b, func(x, y watermark.Entry) bool {
 		return x.Processor == y.Processor && x.Partition == y.Partition &&
-			x.Watermark.Equal(y.Watermark) && x.Heartbeat.Equal(y.Heartbeat)
+			x.Watermark.Equal(y.Watermark) && x.Heartbeat.Equal(y.Heartbeat) && x.Offset == y.Offset
 	})
 }
 
@@ -95,7 +96,7 @@ func TestStore(t *testing.T) {
 		e("in-0", 0, time.Second, 0),
 		e("in-0", 1, 2*time.Second, 0),
 		e("in.1", 0, 3*time.Second, 0), // a dot in the name
-		e("in-0", 0, 4*time.Second, time.Second),
+		{Processor: "in-0", Partition: 0, Watermark: at(4 * time.Second), Heartbeat: at(time.Second), Offset: 1<<40 + 7},
 		{Processor: "neg", Partition: 2, Watermark: time.UnixMilli(-5).UTC(), Heartbeat: at(0)}, // before the epoch
 	}
 	for _, p := range puts {
@@ -172,35 +173,34 @@ func TestOnJetStream(t *testing.T) {
 	}
 	fetch := func(f *watermark.Fetcher, want time.Time) {
 		t.Helper()
-		got, err := f.Watermark(ctx)
-		if err != nil {
+		if err := f.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if !got.Equal(want) {
-			t.Fatalf("at %s: watermark %s, want %s", clk.Now().Sub(t0), got.Sub(t0), want.Sub(t0))
+		if got := f.At(math.MaxInt64); !got.Equal(want) {
+			t.Fatalf("at %s: watermark %s, want %s", clk.Now().Sub(t0), f.Last().Sub(t0), want.Sub(t0))
 		}
 	}
 	a, b := pub(st, "in-0"), pub(st, "in-1")
-	f, err := watermark.NewFetcher([]watermark.Store{st}, []int32{0}, watermark.WithClock(clk), watermark.WithTimeout(timeout))
+	f, err := watermark.NewFetcher(st, 0, watermark.WithClock(clk), watermark.WithTimeout(timeout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fetch(f, watermark.None())
-	_ = a.Publish(ctx, 0, at(30*time.Second))
+	_ = a.Publish(ctx, 0, at(30*time.Second), 0)
 	fetch(f, at(30*time.Second)) // b has not published: holds nothing back
-	_ = b.Publish(ctx, 0, at(20*time.Second))
-	_ = b.Publish(ctx, 1, at(time.Second)) // a partition the vertex does not read
-	fetch(f, at(30*time.Second))           // never back
-	_ = a.Publish(ctx, 0, at(40*time.Second))
+	_ = b.Publish(ctx, 0, at(20*time.Second), 0)
+	_ = b.Publish(ctx, 1, at(time.Second), 0) // a partition the vertex does not read
+	fetch(f, at(30*time.Second))              // never back
+	_ = a.Publish(ctx, 0, at(40*time.Second), 0)
 	fetch(f, at(30*time.Second)) // b holds the minimum at 20s; the vertex stays at 30s
-	_ = b.Publish(ctx, 0, at(35*time.Second))
+	_ = b.Publish(ctx, 0, at(35*time.Second), 0)
 	fetch(f, at(35*time.Second))
-	_ = a.Publish(ctx, 0, at(50*time.Second))
-	_ = b.Publish(ctx, 0, at(45*time.Second))
+	_ = a.Publish(ctx, 0, at(50*time.Second), 0)
+	_ = b.Publish(ctx, 0, at(45*time.Second), 0)
 	fetch(f, at(45*time.Second)) // the minimum
 
 	// b dies: a keeps heartbeating and advancing; b's 45s holds until the timeout.
-	_ = a.Publish(ctx, 0, at(60*time.Second))
+	_ = a.Publish(ctx, 0, at(60*time.Second), 0)
 	clk.Advance(timeout)
 	_ = a.Heartbeat(ctx)
 	fetch(f, at(45*time.Second))
@@ -217,13 +217,13 @@ func TestOnJetStream(t *testing.T) {
 
 	// The server restarts; the replicas and the vertex restart with it.
 	c := pub(st, "in-2")
-	_ = c.Publish(ctx, 0, at(70*time.Second))
+	_ = c.Publish(ctx, 0, at(70*time.Second), 0)
 	s.Restart(t)
 	st2, _ := open(t, s)
 	c2 := pub(st2, "in-2")
-	_ = c2.Publish(ctx, 0, at(65*time.Second)) // older than what the bucket holds: not stored
-	f2, _ := watermark.NewFetcher([]watermark.Store{st2}, []int32{0}, watermark.WithClock(clk), watermark.WithTimeout(timeout))
+	_ = c2.Publish(ctx, 0, at(65*time.Second), 0) // older than what the bucket holds: not stored
+	f2, _ := watermark.NewFetcher(st2, 0, watermark.WithClock(clk), watermark.WithTimeout(timeout))
 	fetch(f2, at(70*time.Second))
-	_ = c2.Publish(ctx, 0, at(80*time.Second))
+	_ = c2.Publish(ctx, 0, at(80*time.Second), 0)
 	fetch(f2, at(80*time.Second))
 }
