@@ -11,6 +11,9 @@ func (c *checker) pipeline(p *Pipeline) {
 	if s.Limits != nil {
 		c.pipelineLimits("spec.limits", s.Limits)
 	}
+	if w := s.Watermark; w != nil {
+		c.watermark("spec.watermark", w)
+	}
 	if s.SideInputs.IsSet() {
 		c.add("spec.sideInputs", "side inputs are not supported by sluice")
 	}
@@ -294,4 +297,18 @@ func (p *Pipeline) VertexRateLimit(vertex string) (*RateLimit, error) {
 		return &own, nil
 	}
 	return nil, fmt.Errorf("no vertex %q in pipeline %q", vertex, p.Metadata.Name)
+}
+
+// watermark checks spec.watermark.
+func (c *checker) watermark(path string, w *Watermark) {
+	if d := w.MaxDelay; d != nil && d.Duration < 0 {
+		c.add(path+".maxDelay", "(%v) must not be negative", d.Duration)
+	}
+	if i := w.IdleSource; i != nil {
+		c.positive(path+".idleSource.threshold", i.Threshold)
+		c.positive(path+".idleSource.incrementBy", i.IncrementBy)
+		if d := i.StepInterval; d != nil && d.Duration < 0 {
+			c.add(path+".idleSource.stepInterval", "(%v) must not be negative", d.Duration)
+		}
+	}
 }

@@ -563,13 +563,38 @@ type PipelineSpec struct {
 	Edges                      []Edge          `yaml:"edges"`
 	Lifecycle                  K8s             `yaml:"lifecycle"`
 	Limits                     *PipelineLimits `yaml:"limits"`
-	Watermark                  K8s             `yaml:"watermark"`
+	Watermark                  *Watermark      `yaml:"watermark"`
 	Templates                  K8s             `yaml:"templates"`
 	SideInputs                 Unsupported     `yaml:"sideInputs"`
 	InterStepBuffer            K8s             `yaml:"interStepBuffer"`
 	Ordered                    Unsupported     `yaml:"ordered"`
 	// ISB is sluice's addition: how the vertices reach their buffers.
 	ISB *ISB `yaml:"isb"`
+}
+
+// Watermark is a pipeline's spec.watermark: how its sources compute event
+// time progress.
+type Watermark struct {
+	// Disabled turns watermarks off: every vertex's watermark is -1.
+	Disabled bool `yaml:"disabled"`
+	// MaxDelay is how far a source's watermark stays behind the event times
+	// it reads (default 0s).
+	MaxDelay *Duration `yaml:"maxDelay"`
+	// IdleSource moves the watermark of a source that reads nothing.
+	IdleSource *IdleSource `yaml:"idleSource"`
+}
+
+// IdleSource is spec.watermark.idleSource.
+type IdleSource struct {
+	// Threshold is how long a partition reads nothing before it is idle.
+	Threshold *Duration `yaml:"threshold"`
+	// StepInterval is the time between two steps (default 0s).
+	StepInterval *Duration `yaml:"stepInterval"`
+	// IncrementBy is how far one step moves an idle partition.
+	IncrementBy *Duration `yaml:"incrementBy"`
+	// InitSourceDelay is accepted and not used: a source that has read
+	// nothing has no watermark.
+	InitSourceDelay *Duration `yaml:"initSourceDelay"`
 }
 
 // ISB is where a pipeline's buffers live.

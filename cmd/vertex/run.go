@@ -227,7 +227,7 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		opts = append(opts, pipeline.WithBackend(pipeline.OnJetStream))
 	}
 	if r.flags.vertex != "" {
-		opts = append(opts, pipeline.WithVertex(r.flags.vertex))
+		opts = append(opts, pipeline.WithVertex(r.flags.vertex), pipeline.WithReplica(r.replica))
 	}
 	pl, err := pipeline.New(ctx, p, opts...)
 	if err != nil {

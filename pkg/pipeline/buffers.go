@@ -3,10 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/watermark"
 )
 
 // Buffers holds a pipeline's inter-step buffers: [Memory] in one process, or
@@ -19,6 +21,9 @@ type Buffers interface {
 	// counts it full at usageLimit percent of maxLength (the writer's own
 	// limits). The caller closes it if it is an [isb.Closer].
 	Writer(ctx context.Context, b BufferSpec, from string, maxLength, usageLimit int) (isb.Writer, error)
+	// Marks returns the watermark store of the input buffer named name
+	// (every partition of it, [Graph.MarksName]).
+	Marks(ctx context.Context, name string) (watermark.Store, error)
 	// Close releases the buffers, after their readers and writers are closed.
 	Close() error
 }
@@ -30,6 +35,8 @@ type Buffers interface {
 type Memory struct {
 	buffers map[string]*memory.Buffer
 	order   []*memory.Buffer
+	mu      sync.Mutex
+	marks   map[string]*watermark.MemStore
 }
 
 var _ Buffers = (*Memory)(nil)
@@ -85,6 +92,21 @@ func (m *Memory) Reader(_ context.Context, b BufferSpec, _ time.Duration) (isb.R
 // Writer implements [Buffers].
 func (m *Memory) Writer(_ context.Context, b BufferSpec, _ string, _, _ int) (isb.Writer, error) {
 	return m.shared(b.Name)
+}
+
+// Marks implements [Buffers]: a store in memory.
+func (m *Memory) Marks(_ context.Context, name string) (watermark.Store, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.marks == nil {
+		m.marks = map[string]*watermark.MemStore{}
+	}
+	s := m.marks[name]
+	if s == nil {
+		s = &watermark.MemStore{}
+		m.marks[name] = s
+	}
+	return s, nil
 }
 
 // Left counts the messages in the buffers, read and not acked included.

@@ -38,6 +38,13 @@ func (g Graph) BufferName(vertex string, i int) string {
 	return g.p.Metadata.Name + "-" + vertex + "-" + strconv.Itoa(i)
 }
 
+// MarksName is the name of the watermark store of vertex's input buffer,
+// <pipeline>-<vertex>-wm: the processors writing to the buffer publish
+// their watermarks there, for every partition.
+func (g Graph) MarksName(vertex string) string {
+	return g.p.Metadata.Name + "-" + vertex + "-wm"
+}
+
 // Partitions is the number of partitions of vertex's input buffer.
 func (g Graph) Partitions(vertex string) int {
 	if v := g.p.Vertex(vertex); v != nil && v.Partitions != nil && *v.Partitions > 1 {

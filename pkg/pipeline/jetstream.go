@@ -3,15 +3,19 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
+	"github.com/sluiceflow/sluice/pkg/watermark"
+	"github.com/sluiceflow/sluice/pkg/watermark/jsstore"
 )
 
 // JetStream is the buffers of a pipeline on NATS JetStream
@@ -21,6 +25,7 @@ type JetStream struct {
 	conn    *jetstream.Conn
 	mu      sync.Mutex
 	created map[string]bool
+	marks   map[string]*jsstore.Store
 }
 
 var _ Buffers = (*JetStream)(nil)
@@ -97,11 +102,43 @@ func (j *JetStream) Writer(ctx context.Context, b BufferSpec, from string, maxLe
 	return j.conn.Writer(jetstream.BufferSpec{Name: b.Name, MaxLength: maxLength, UsageLimit: usageLimit}, from), nil
 }
 
+// Marks implements [Buffers]: the JetStream key-value bucket called name,
+// created if missing.
+func (j *JetStream) Marks(ctx context.Context, name string) (watermark.Store, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if s := j.marks[name]; s != nil {
+		return s, nil
+	}
+	s, err := jsstore.Open(ctx, j.conn.JetStream(), jsstore.Config{Bucket: name})
+	if err != nil {
+		return nil, fmt.Errorf("watermark bucket %s: %w", name, err)
+	}
+	if j.marks == nil {
+		j.marks = map[string]*jsstore.Store{}
+	}
+	j.marks[name] = s
+	return s, nil
+}
+
 // Close implements [Buffers]: it closes the connection.
 func (j *JetStream) Close() error { return j.conn.Close() }
 
-// Reset deletes and creates again every buffer of g: they are empty afterwards.
+// Reset deletes and creates again every buffer of g, and deletes its
+// watermark buckets: they are empty afterwards.
 func (j *JetStream) Reset(ctx context.Context, g Graph) error {
+	for _, v := range g.Vertices() {
+		if len(g.Inputs(v)) == 0 {
+			continue
+		}
+		name := g.MarksName(v)
+		if err := j.conn.JetStream().DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, natsjs.ErrBucketNotFound) {
+			return fmt.Errorf("watermark bucket %s: %w", name, err)
+		}
+		j.mu.Lock()
+		delete(j.marks, name)
+		j.mu.Unlock()
+	}
 	for _, b := range g.Buffers() {
 		if err := j.conn.DeleteBuffer(ctx, b.Name); err != nil {
 			return err

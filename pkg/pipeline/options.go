@@ -49,6 +49,7 @@ type options struct {
 	log          *zap.Logger
 	registerer   prometheus.Registerer
 	socketDir    string
+	replica      int
 	vertexOpts   []vertex.Option
 }
 
@@ -62,6 +63,15 @@ func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
 // WithVertex runs only the vertex called name, one replica of it, on
 // JetStream: the other vertices run in other processes.
 func WithVertex(name string) Option { return func(o *options) { o.only = name } }
+
+// WithReplica makes the vertex that runs alone ([WithVertex]) replica i of
+// its vertex (default 0): a reduce vertex's replica i reads partition i.
+func WithReplica(i int) Option {
+	return func(o *options) {
+		o.replica = i
+		o.vertexOpts = append(o.vertexOpts, vertex.WithReplica(i))
+	}
+}
 
 // WithDrainTimeout bounds how long Run waits, once the sources have stopped,
 // for the in-memory buffers to empty (default 30s).

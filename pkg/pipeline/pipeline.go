@@ -98,7 +98,7 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]
 		pl.closers = append(pl.closers, js.Close)
 		b = js
 	}
-	spec, err := pl.g.vertexSpec(ctx, name, b, pl.o.registerer, &pl.closers)
+	spec, err := pl.g.vertexSpec(ctx, name, pl.o.replica, pl.o.only != "", b, pl.o.registerer, &pl.closers)
 	if err != nil {
 		return err
 	}

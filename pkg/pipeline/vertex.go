@@ -12,6 +12,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
+	"github.com/sluiceflow/sluice/pkg/watermark"
 )
 
 // closers is what a pipeline closes, in reverse order, once its vertices are
@@ -31,10 +32,12 @@ func (c *closers) closeAll() {
 	*c = nil
 }
 
-// VertexSpec returns the [vertex.Spec] of the vertex called name, reading and
-// writing buffers b; the metrics of its edges go to reg. What it opens of b is
-// added to cl.
-func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, reg prometheus.Registerer, cl *closers) (vertex.Spec, error) {
+// vertexSpec returns the [vertex.Spec] of the vertex called name, replica
+// replica of it, reading and writing buffers b; the metrics of its edges go
+// to reg. What it opens of b is added to cl. A reduce vertex running alone
+// (alone) reads the partition of its replica; otherwise a vertex reads every
+// partition of its input buffer.
+func (g Graph) vertexSpec(ctx context.Context, name string, replica int, alone bool, b Buffers, reg prometheus.Registerer, cl *closers) (vertex.Spec, error) {
 	v, _, err := g.vertex(name)
 	if err != nil {
 		return vertex.Spec{}, err
@@ -47,35 +50,84 @@ func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, reg prome
 	if err != nil {
 		return vertex.Spec{}, err
 	}
+	var ws *vertex.Watermark
+	if wc := vertexconfig.WatermarkConfig(g.p.Spec.Watermark); !wc.Disabled {
+		ws = &vertex.Watermark{Source: wc}
+		s.Watermark = ws
+	}
 	if v.Source == nil {
-		for _, in := range g.Inputs(name) {
-			r, err := b.Reader(ctx, in, limits.GetReadTimeout())
-			if err != nil {
-				return vertex.Spec{}, err
-			}
-			cl.add(r)
-			s.Inputs = append(s.Inputs, r)
+		if err := g.inputs(ctx, name, replica, alone && s.Reduce != nil, b, limits, &s, cl); err != nil {
+			return vertex.Spec{}, err
 		}
 	}
 	if v.Sink == nil {
 		metrics := newRouteMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"vertex": name}, reg))
-		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, limits, b, metrics, cl) }
+		var outs []vertex.WatermarkOutput
+		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, limits, b, metrics, cl, &outs) }
+		if ws != nil {
+			ws.Outputs = func() []vertex.WatermarkOutput { return outs }
+		}
 	}
 	return s, nil
 }
 
-// output returns a writer along the edges leaving vertex name.
-func (g Graph) output(ctx context.Context, name string, limits *config.PipelineLimits, b Buffers, m *routeMetrics, cl *closers) (isb.Writer, error) {
+// inputs adds to s the readers of vertex name's input buffer, with their
+// watermark fetchers when s has watermarks: every partition, or replica's
+// alone.
+func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b Buffers, limits *config.PipelineLimits, s *vertex.Spec, cl *closers) error {
+	parts := g.Inputs(name)
+	first := 0
+	if one {
+		if replica >= len(parts) {
+			return fmt.Errorf("vertex %s: replica %d: a reduce vertex has a replica per partition, and it has %d", name, replica, len(parts))
+		}
+		parts, first = parts[replica:replica+1], replica
+	}
+	var store watermark.Store
+	if s.Watermark != nil {
+		var err error
+		if store, err = b.Marks(ctx, g.MarksName(name)); err != nil {
+			return err
+		}
+	}
+	for i, in := range parts {
+		r, err := b.Reader(ctx, in, limits.GetReadTimeout())
+		if err != nil {
+			return err
+		}
+		cl.add(r)
+		s.Inputs = append(s.Inputs, r)
+		if store != nil {
+			f, err := watermark.NewFetcher(store, int32(first+i))
+			if err != nil {
+				return err
+			}
+			s.Watermark.Inputs = append(s.Watermark.Inputs, f)
+		}
+	}
+	return nil
+}
+
+// output returns a writer along the edges leaving vertex name, and adds
+// where it publishes its watermark to outs.
+func (g Graph) output(ctx context.Context, name string, limits *config.PipelineLimits, b Buffers, m *routeMetrics, cl *closers, outs *[]vertex.WatermarkOutput) (isb.Writer, error) {
 	var edges []route.Edge
 	for _, e := range g.OutEdges(name) {
 		re := routeEdge(e)
-		for _, out := range g.Inputs(e.To) {
+		store, err := b.Marks(ctx, g.MarksName(e.To))
+		if err != nil {
+			return nil, err
+		}
+		for i, out := range g.Inputs(e.To) {
 			w, err := b.Writer(ctx, out, name, limits.GetBufferMaxLength(), limits.GetBufferUsageLimit())
 			if err != nil {
 				return nil, err
 			}
 			cl.add(w)
 			re.Partitions = append(re.Partitions, w)
+			if ow, ok := w.(isb.OffsetWriter); ok {
+				*outs = append(*outs, vertex.WatermarkOutput{Store: store, Partition: int32(i), Writer: ow})
+			}
 		}
 		edges = append(edges, re)
 	}

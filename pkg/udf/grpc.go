@@ -59,7 +59,9 @@ type Remote struct {
 	stReqs   []stv1.SourceTransformRequest
 	stBods   []stv1.SourceTransformRequest_Request
 	times    []timestamppb.Timestamp
-	noMarkTS *timestamppb.Timestamp // the watermark sent: -1, none yet
+	markTS   *timestamppb.Timestamp // the watermark a transformer's batch carries
+	// watermark returns the watermark requests carry; nil: none (-1).
+	watermark func() time.Time
 }
 
 // result is one answer of a map or transformer, in common form.
@@ -111,6 +113,20 @@ func NewRemoteTransformer(dir string, log *zap.Logger) *Remote {
 	}
 	r.stS.Echoed = func(m *stv1.SourceTransformResponse) bool { return m.GetHandshake().GetSot() }
 	return r
+}
+
+// SetWatermark makes every request carry the watermark wm returns when its
+// batch is sent (before the first batch). Without it requests carry -1,
+// none.
+func (r *Remote) SetWatermark(wm func() time.Time) { r.watermark = wm }
+
+// mark returns the watermark the next batch carries.
+func (r *Remote) mark() timestamp {
+	if r.watermark == nil {
+		return watermarkNone
+	}
+	t := r.watermark()
+	return timestamp{t.Unix(), int32(t.Nanosecond())}
 }
 
 // Connect waits until the server is up and ready, or ctx ends. An incompatible
@@ -194,20 +210,23 @@ func (r *Remote) eventTimes(in []isb.Message) {
 		t := in[i].EventTime
 		r.times[i].Seconds, r.times[i].Nanos = t.Unix(), int32(t.Nanosecond())
 	}
-	if r.noMarkTS == nil {
-		r.noMarkTS = timestamppb.New(time.UnixMilli(-1))
+	if r.markTS == nil {
+		r.markTS = &timestamppb.Timestamp{}
 	}
+	wm := r.mark()
+	r.markTS.Seconds, r.markTS.Nanos = wm.seconds, wm.nanos
 }
 
-// watermarkNone is the watermark sent with every message: -1 ms, none.
+// watermarkNone is the watermark of none: -1 ms.
 var watermarkNone = timestamp{seconds: -1, nanos: 999_000_000}
 
 func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, mode serverinfo.Kind) error {
 	r.mapReqs = reuse(r.mapReqs, len(in))
+	wm := r.mark()
 	send := func(send func(*mapRequest) error) error {
 		for i := range in {
 			m, req := &in[i], &r.mapReqs[i]
-			req.setMessage(m, prefix, i, timestamp{m.EventTime.Unix(), int32(m.EventTime.Nanosecond())}, watermarkNone,
+			req.setMessage(m, prefix, i, timestamp{m.EventTime.Unix(), int32(m.EventTime.Nanosecond())}, wm,
 				isbproto.ToMetadata(m.Metadata))
 			if err := send(req); err != nil {
 				return err
@@ -266,7 +285,7 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 		for i := range in {
 			m, req, body := &in[i], &r.stReqs[i], &r.stBods[i]
 			body.Id, body.Keys, body.Value, body.Headers = prefix+strconv.Itoa(i), m.Keys, m.Value, m.Headers
-			body.EventTime, body.Watermark = &r.times[i], r.noMarkTS
+			body.EventTime, body.Watermark = &r.times[i], r.markTS
 			body.Metadata = isbproto.ToMetadata(m.Metadata)
 			req.Request = body
 			if err := send(req); err != nil {

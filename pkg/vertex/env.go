@@ -32,6 +32,9 @@ type Env struct {
 	HTTPAddr string
 	// LogSink is the log sink's writer ([WithLogSink]).
 	LogSink *sink.Log
+	// Watermark returns the vertex's watermark now, watermark.None while
+	// it has none: what requests to its functions carry.
+	Watermark func() time.Time
 
 	v *Vertex
 }
@@ -78,5 +81,6 @@ func (e Env) RetryAfter() time.Duration { return e.v.retryAfter() }
 // env returns the Env of v's constructors.
 func (v *Vertex) env() Env {
 	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Limits: v.spec.Limits,
-		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, LogSink: v.o.logSink, v: v}
+		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, LogSink: v.o.logSink,
+		Watermark: v.watermark, v: v}
 }

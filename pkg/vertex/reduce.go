@@ -21,8 +21,8 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 	switch {
 	case v.spec.Source != nil:
 		return fmt.Errorf("vertex %s: a reduce reads its input buffer, not a source", v.spec.Name)
-	case rs.Reducer == nil || rs.Watermark == nil:
-		return fmt.Errorf("vertex %s: a reduce needs a Reducer and a Watermark", v.spec.Name)
+	case rs.Reducer == nil || (rs.Watermark == nil && v.spec.Watermark == nil):
+		return fmt.Errorf("vertex %s: a reduce needs a Reducer, and a Watermark or the vertex's", v.spec.Name)
 	}
 	fn, err := rs.Reducer(v.env())
 	if err != nil {
@@ -60,7 +60,11 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 	if d.Sink == nil {
 		return errors.New("vertex " + v.spec.Name + ": a reduce needs a sink or an output")
 	}
-	v.runs = append(v.runs, &reduce.Loop{Reader: r, Writer: d.Sink, Processor: p, Watermark: rs.Watermark,
+	wm := rs.Watermark
+	if v.spec.Watermark != nil {
+		wm = v.marks.reduceMark(i)
+	}
+	v.runs = append(v.runs, &reduce.Loop{Reader: r, Writer: d.Sink, Processor: p, Watermark: wm,
 		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log, Metrics: v.reduceMetrics})
 	return nil
 }

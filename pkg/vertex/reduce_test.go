@@ -124,7 +124,7 @@ func TestReduceVertexNeeds(t *testing.T) {
 	out := memory.New("out", 1, time.Millisecond, clock.Real())
 	spec := reduceSpec([]isb.Reader{out}, out, "", &wm)
 	spec.Reduce.Watermark = nil
-	if _, err := vertex.New(spec); err == nil || !strings.Contains(err.Error(), "needs a Reducer and a Watermark") {
+	if _, err := vertex.New(spec); err == nil || !strings.Contains(err.Error(), "needs a Reducer, and a Watermark") {
 		t.Errorf("New without a watermark: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/watermark"
 	"github.com/sluiceflow/sluice/pkg/window"
 )
 
@@ -55,6 +56,41 @@ type Spec struct {
 	// a reader that keeps its windows and writes their results to Sink or
 	// Output (Transformer, Map and Fallback are not used).
 	Reduce *Reduce
+	// Watermark, when set, gives the vertex watermarks: a source vertex
+	// computes its own, the others fetch theirs from their inputs, and
+	// every vertex publishes its watermark where its output goes. Without
+	// it the vertex's watermark is watermark.None.
+	Watermark *Watermark
+}
+
+// Watermark is where a vertex's watermarks come from and go to.
+type Watermark struct {
+	// Source is how a source vertex computes its watermark from the event
+	// times it reads (maxDelay, idleSource).
+	Source watermark.Config
+	// Inputs are the fetchers of the vertex's Inputs, one for each, in
+	// order.
+	Inputs []*watermark.Fetcher
+	// Outputs returns where the vertex publishes its watermark: the store
+	// and partition of each writer to a buffer partition that Output has
+	// returned so far. Nil for a vertex that writes to a sink.
+	Outputs func() []WatermarkOutput
+	// Interval is how often the vertex fetches its inputs' watermarks and
+	// publishes its own (default DefaultWatermarkInterval).
+	Interval time.Duration
+}
+
+// DefaultWatermarkInterval is how often a vertex fetches and publishes its
+// watermark by default.
+const DefaultWatermarkInterval = 500 * time.Millisecond
+
+// WatermarkOutput is one buffer partition a vertex writes to, where it
+// publishes its watermark.
+type WatermarkOutput struct {
+	Store     watermark.Store
+	Partition int32
+	// Writer is the vertex's writer to the partition.
+	Writer isb.OffsetWriter
 }
 
 // Reduce is what a reduce vertex reduces, and where its readers keep their
@@ -71,8 +107,9 @@ type Reduce struct {
 	// Dir holds the write-ahead log of each reader, in Dir/partition-<i>;
 	// "" keeps the windows in memory alone (no_store): a crash loses them.
 	Dir string
-	// Watermark is the vertex's watermark, false while there is none (such
-	// as a watermark.Fetcher's over the buffers it reads).
+	// Watermark, for a vertex without Spec.Watermark, is its watermark,
+	// false while there is none; with Spec.Watermark, each reader's
+	// watermark is its input's.
 	Watermark func() (time.Time, bool)
 }
 

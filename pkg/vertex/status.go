@@ -44,6 +44,11 @@ type Status struct {
 	// /readyz does: the server-info file of each user-defined server that is
 	// not ready.
 	NotReady string `json:"notReady,omitempty"`
+	// Watermark is the vertex's watermark (RFC 3339, in milliseconds), and
+	// WatermarkLag how far it is behind the clock, in seconds; both absent
+	// while it has none.
+	Watermark    string  `json:"watermark,omitempty"`
+	WatermarkLag float64 `json:"watermarkLagSeconds,omitempty"`
 	// ReadTotal and WriteTotal count the messages read and written so far.
 	ReadTotal  float64 `json:"readTotal"`
 	WriteTotal float64 `json:"writeTotal"`
@@ -68,6 +73,10 @@ func (v *Vertex) Status() Status {
 	}
 	if err := v.Ready(); err != nil {
 		s.NotReady = err.Error()
+	}
+	if lag, ok := v.watermarkLag(); ok {
+		s.Watermark = v.watermark().Format("2006-01-02T15:04:05.000Z07:00")
+		s.WatermarkLag = lag.Seconds()
 	}
 	s.ReadTotal = counterValue(v.metrics.Read)
 	s.WriteTotal = counterValue(v.metrics.Written)

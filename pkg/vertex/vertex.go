@@ -36,6 +36,7 @@ type Vertex struct {
 	runs []runner // the forwarders, or a reduce's readers
 	// reduceMetrics count what a reduce's readers do; nil for other vertices.
 	reduceMetrics *reduce.Metrics
+	marks         *marks
 	tracker       *forward.Tracker
 	metrics       *forward.Metrics
 	limiter       *ratelimit.Limiter // nil without a rate limit
@@ -113,6 +114,10 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	if spec.Reduce != nil {
 		v.reduceMetrics = reduce.NewMetrics(reg)
 	}
+	if readers, err = v.buildMarks(readers); err != nil {
+		return nil, err
+	}
+	v.buildMarkMetrics(reg)
 	for i, r := range readers {
 		add := v.addForwarder
 		if spec.Reduce != nil {
@@ -241,7 +246,14 @@ func (v *Vertex) Run(ctx context.Context) error {
 	for _, r := range v.runs {
 		g.Go(func() error { return r.Run(gctx) })
 	}
-	return g.Wait()
+	marksCtx, stopMarks := context.WithCancel(context.WithoutCancel(gctx))
+	marked := make(chan error, 1)
+	go func() { marked <- v.runMarks(marksCtx) }()
+	err := g.Wait()
+	// The watermark goes on until the forwarders have finished, then the
+	// vertex's entries are removed.
+	stopMarks()
+	return errors.Join(err, <-marked)
 }
 
 // connect waits until every user-defined server is up and ready, or ctx is

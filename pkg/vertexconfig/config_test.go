@@ -316,7 +316,7 @@ func TestIgnoredFields(t *testing.T) {
 	t.Run("pipeline", func(t *testing.T) {
 		f := mustLoad(t, "../../config/testdata/good/pipeline.yaml")
 		checkIgnored(t, f.Ignored, []string{
-			"spec.watermark", "spec.lifecycle", "spec.interStepBuffer", "spec.templates",
+			"spec.lifecycle", "spec.interStepBuffer", "spec.templates",
 			"spec.vertices[0].scale", "spec.vertices[1].containerTemplate",
 		})
 	})

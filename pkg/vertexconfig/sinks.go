@@ -44,6 +44,7 @@ func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if t.Container != nil {
 			c := udf.NewRemoteTransformer(env.SocketDir, env.Log)
+			c.SetWatermark(env.Watermark)
 			env.Remote(serverinfo.KindSourceTransformer, c)
 			return c, nil
 		}
@@ -61,6 +62,7 @@ func mapFunc(path string, u *config.UDF) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if u.Container != nil {
 			c := udf.NewRemoteMap(env.SocketDir, env.Log)
+			c.SetWatermark(env.Watermark)
 			env.Remote(serverinfo.KindMap, c)
 			return c, nil
 		}

@@ -1,0 +1,140 @@
+package vertex
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/watermark"
+)
+
+// offsetReader hands out queued messages whose handles are their offsets,
+// and records what it is given back.
+type offsetReader struct {
+	queue        []int64
+	start        int64
+	acked, naked []int64
+}
+
+func (r *offsetReader) Read(_ context.Context, buf []isb.ReadMessage) (int, error) {
+	n := copy(make([]int64, len(buf)), r.queue)
+	for i, o := range r.queue[:n] {
+		buf[i] = isb.ReadMessage{Message: isb.Message{EventTime: time.UnixMilli(o * 1000)}, Handle: o}
+	}
+	r.queue = r.queue[n:]
+	return n, nil
+}
+
+func (r *offsetReader) Ack(_ context.Context, msgs []isb.ReadMessage) error {
+	for _, m := range msgs {
+		r.acked = append(r.acked, m.Handle.(int64))
+	}
+	return nil
+}
+
+func (r *offsetReader) Nak(_ context.Context, msgs []isb.ReadMessage, _ time.Duration) error {
+	for _, m := range msgs {
+		r.naked = append(r.naked, m.Handle.(int64))
+		r.queue = append(r.queue, m.Handle.(int64))
+	}
+	return nil
+}
+
+func (r *offsetReader) Offset(m *isb.ReadMessage) int64 { return m.Handle.(int64) }
+func (r *offsetReader) StartOffset() int64              { return r.start }
+
+// The frontier of a buffer partition's reader is the offset up to which
+// every message read is acked: batches acked out of order, and messages
+// handed back, hold it until they are finished.
+func TestTrackerFrontier(t *testing.T) {
+	ctx := context.Background()
+	inner := &offsetReader{queue: []int64{11, 12, 13, 14, 15, 16}, start: 10}
+	tr := newTracker(inner, nil, 0)
+	r := tr.reader()
+	nak, ok := r.(isb.Naker)
+	if !ok {
+		t.Fatal("the tracked reader of a Naker is no Naker")
+	}
+	if _, ok := r.(isb.OptionsNaker); ok {
+		t.Fatal("the tracked reader of a reader without NakOptions has it")
+	}
+	if f := tr.frontier(); f != 10 {
+		t.Fatalf("before any read: frontier %d, want the start offset 10", f)
+	}
+	a := make([]isb.ReadMessage, 2)
+	b := make([]isb.ReadMessage, 2)
+	c := make([]isb.ReadMessage, 2)
+	for _, buf := range [][]isb.ReadMessage{a, b, c} {
+		if n, err := r.Read(ctx, buf); n != 2 || err != nil {
+			t.Fatalf("Read: %d, %v", n, err)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want int64
+	}{
+		{"all read, none acked", func() error { return nil }, 10},
+		{"the second batch acked", func() error { return r.Ack(ctx, b) }, 10},
+		{"the first batch acked: both count", func() error { return r.Ack(ctx, a) }, 14},
+		{"15 acked, 16 handed back", func() error {
+			if err := r.Ack(ctx, c[:1]); err != nil {
+				return err
+			}
+			return nak.Nak(ctx, c[1:], 0)
+		}, 15},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		if f := tr.frontier(); f != s.want {
+			t.Fatalf("%s: frontier %d, want %d", s.name, f, s.want)
+		}
+	}
+	if got := inner.acked; len(got) != 5 || got[0] != 13 || got[2] != 11 {
+		t.Fatalf("the reader was acked %v, with its own handles in the order acked", got)
+	}
+	again := make([]isb.ReadMessage, 2)
+	if n, _ := r.Read(ctx, again); n != 1 {
+		t.Fatalf("the handed-back message not read again: %d", n)
+	}
+	if f := tr.frontier(); f != 15 {
+		t.Fatalf("read again, not acked: frontier %d, want 15", f)
+	}
+	if err := r.Ack(ctx, again[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if f := tr.frontier(); f != 16 {
+		t.Fatalf("all acked: frontier %d, want 16", f)
+	}
+}
+
+// A source's batches move its watermark once they are finished, in the
+// order they were read: a batch acked first waits for the one before it.
+func TestTrackerSource(t *testing.T) {
+	ctx := context.Background()
+	src, err := watermark.NewSource(watermark.Config{}, watermark.WithClock(clock.NewManual(time.UnixMilli(0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &offsetReader{queue: []int64{5, 6, 9, 8}}
+	tr := newTracker(inner, src, 0)
+	r := tr.reader()
+	a, b := make([]isb.ReadMessage, 2), make([]isb.ReadMessage, 2)
+	_, _ = r.Read(ctx, a)
+	_, _ = r.Read(ctx, b)
+	if wm := src.Watermark(); !watermark.IsNone(wm) {
+		t.Fatalf("nothing finished: %s", wm)
+	}
+	_ = r.Ack(ctx, b)
+	if wm := src.Watermark(); !watermark.IsNone(wm) {
+		t.Fatalf("the second batch finished before the first: %s", wm)
+	}
+	_ = r.Ack(ctx, a)
+	if wm, want := src.Watermark(), time.UnixMilli(8000).UTC(); !wm.Equal(want) {
+		t.Fatalf("both finished: %s, want %s (the second batch's oldest event time)", wm, want)
+	}
+}
