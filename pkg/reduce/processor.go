@@ -34,6 +34,11 @@ type Processor struct {
 	pending time.Time // the watermark of the last Advance, to Commit
 	dirty   bool      // Advance closed windows since the last Commit
 	buf     []byte
+	// recovered holds the IDs of the messages the log gave back, with when
+	// their last window closes: the reader may deliver them again (read and
+	// logged, not acked before a crash), and they are not to count twice.
+	recovered map[string]time.Time
+	dups      int64
 }
 
 // New returns a Processor for cfg. With a log, call [Processor.Recover]
@@ -66,8 +71,14 @@ func (p *Processor) Recover() (int, error) {
 			if err != nil {
 				return err
 			}
-			if _, late := p.put(m); !late {
+			if ws, late := p.put(m); !late {
 				n++
+				if m.ID != "" {
+					if p.recovered == nil {
+						p.recovered = map[string]time.Time{}
+					}
+					p.recovered[m.ID] = ws[len(ws)-1].End.Add(p.cfg.AllowedLateness)
+				}
 			}
 		case recWatermark:
 			r := &reader{b: rec[1:]}
@@ -91,6 +102,11 @@ func (p *Processor) Recover() (int, error) {
 func (p *Processor) Add(msgs []isb.Message) (late int, err error) {
 	l := p.cfg.Log
 	for i := range msgs {
+		if _, ok := p.recovered[msgs[i].ID]; ok && msgs[i].ID != "" {
+			delete(p.recovered, msgs[i].ID) // delivered again after a crash: logged already
+			p.dups++
+			continue
+		}
 		ws, dropped := p.put(msgs[i])
 		if dropped {
 			late++
@@ -132,6 +148,14 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 	closed := p.book.Advance(wm)
 	if len(closed) == 0 {
 		return nil, nil
+	}
+	for id, at := range p.recovered {
+		if !wm.Before(at) {
+			delete(p.recovered, id) // its windows are closed: what comes again is late
+		}
+	}
+	if len(p.recovered) == 0 {
+		p.recovered = nil
 	}
 	var out []isb.Message
 	for _, c := range closed {
@@ -193,6 +217,10 @@ func (p *Processor) Commit() error {
 
 // Late is the number of messages dropped as late since the Processor began.
 func (p *Processor) Late() int64 { return p.late }
+
+// Duplicates is the number of messages the reader delivered again after a
+// restart that the log had given back already, and that were dropped.
+func (p *Processor) Duplicates() int64 { return p.dups }
 
 // Open is the number of windows open.
 func (p *Processor) Open() int { return p.book.Open() }
