@@ -44,6 +44,13 @@
 // [Options.FrameSize] a pull asks for as many JetStream messages as the
 // Read has room for when they are full frames.
 //
+// # Stream sequences
+//
+// [Consumer.Sequence] returns the stream sequence of the JetStream message a
+// message read came in, as its ack reply subject carries it: the messages
+// of a frame share one, and a message delivered again keeps its own.
+// Sequences grow in the order the stream stores messages.
+//
 // # Delivery guarantee
 //
 // Delivery is at least once. Ack returns once the server has received the

@@ -14,6 +14,7 @@ import (
 // naked.
 type heldMsg struct {
 	reply string
+	seq   uint64 // its stream sequence, from reply
 	batch *heldBatch
 	// Guarded by Consumer.mu:
 	held  bool          // read, and not yet acked nor naked

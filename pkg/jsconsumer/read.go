@@ -275,7 +275,7 @@ func (c *Consumer) put(msg *nats.Msg, p *openPull, buf []isb.ReadMessage, n int)
 		p.held = &heldBatch{msgs: make([]heldMsg, 0, 8)}
 	}
 	c.mu.Lock() // the in-progress loop reads the batch
-	p.held.msgs = append(p.held.msgs, heldMsg{reply: msg.Reply, batch: p.held, left: len(msgs)})
+	p.held.msgs = append(p.held.msgs, heldMsg{reply: msg.Reply, seq: streamSeq(msg.Reply), batch: p.held, left: len(msgs)})
 	h := &p.held.msgs[len(p.held.msgs)-1]
 	c.hold(h)
 	c.mu.Unlock()
