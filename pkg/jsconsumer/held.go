@@ -18,8 +18,8 @@ type heldMsg struct {
 	batch *heldBatch
 	// Guarded by Consumer.mu:
 	held  bool          // read, and not yet acked nor naked
-	left  int           // its messages not yet acked nor naked
 	naked bool          // one of them was naked: nak it all
+	left  int           // its messages not yet acked nor naked
 	delay time.Duration // the longest delay they were naked with
 }
 
