@@ -66,6 +66,21 @@
 // decoded without copying: their values and strings alias the bodies
 // received.
 //
+// # Offsets
+//
+// A message's offset ([isb.OffsetReader]) is the stream sequence of the
+// JetStream message it is in: sequences grow in the order the stream stores
+// messages, the messages of a frame share one, and a message delivered
+// again keeps its own. [Reader.Offset] reads it from the ack reply subject
+// of the JetStream message when it is received. [Writer.LastOffset] is the
+// largest sequence in the server's answers to the Writer's publishes (an
+// answer to a duplicate carries the sequence of the message stored first),
+// so every message a Write reported stored is at or before it.
+// [Reader.StartOffset] is the consumer's ack floor when the Reader was
+// made: every message at or before it was acked. Watermarks pair a writer's
+// watermark with its LastOffset, and a reader applies it once it has
+// processed every message up to that offset.
+//
 // # Full detection
 //
 // As in Numaflow, a writer treats a buffer as full once it holds

@@ -16,7 +16,8 @@ import (
 
 // Reader reads one buffer through its durable consumer, with a
 // [jsconsumer.Consumer] that fetches ahead. It implements [isb.Reader],
-// [isb.Naker] and [isb.Closer] and is safe for concurrent use. Readers of
+// [isb.Naker], [isb.OffsetReader] and [isb.Closer] and is safe for
+// concurrent use. Readers of
 // the same buffer, in one process or many, share the consumer: each message
 // goes to one of them.
 //
@@ -39,14 +40,16 @@ import (
 // handed back; if its process dies, it is delivered again once AckWait has
 // passed.
 type Reader struct {
-	name string
-	c    *jsconsumer.Consumer
+	name  string
+	c     *jsconsumer.Consumer
+	start int64 // the consumer's ack floor when the Reader was made
 }
 
 var (
-	_ isb.Reader = (*Reader)(nil)
-	_ isb.Naker  = (*Reader)(nil)
-	_ isb.Closer = (*Reader)(nil)
+	_ isb.Reader       = (*Reader)(nil)
+	_ isb.Naker        = (*Reader)(nil)
+	_ isb.OffsetReader = (*Reader)(nil)
+	_ isb.Closer       = (*Reader)(nil)
 )
 
 // Reader returns a reader of the buffer name (created with CreateBuffer)
@@ -63,10 +66,11 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 	if err != nil {
 		return nil, bufferErr("read", name, err)
 	}
+	ci := cons.CachedInfo()
 	jc, err := jsconsumer.New(c.nc, name, name, jsconsumer.Options{
 		Decode:      decode,
 		ReadTimeout: readTimeout,
-		AckWait:     cons.CachedInfo().Config.AckWait,
+		AckWait:     ci.Config.AckWait,
 		FrameSize:   c.cfg.FrameSize,
 		FetchAhead:  true,
 		Logger:      c.log.With(zap.String("buffer", name)),
@@ -74,7 +78,7 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 	if err != nil {
 		return nil, bufferErr("read", name, err)
 	}
-	return &Reader{name: name, c: jc}, nil
+	return &Reader{name: name, c: jc, start: int64(ci.AckFloor.Stream)}, nil
 }
 
 // decode is a buffer's [jsconsumer.DecodeFunc]: the body of a JetStream
@@ -132,6 +136,16 @@ func (r *Reader) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Dur
 	}
 	return nil
 }
+
+// Offset returns the stream sequence of the JetStream message m came in,
+// m being a message Read returned: the messages of a frame share it, and a
+// message delivered again keeps it. It implements [isb.OffsetReader].
+func (r *Reader) Offset(m *isb.ReadMessage) int64 { return int64(r.c.Sequence(m)) }
+
+// StartOffset returns the consumer's ack floor when the Reader was made: the
+// stream sequence at or before which every message was acked. It
+// implements [isb.OffsetReader].
+func (r *Reader) StartOffset() int64 { return r.start }
 
 // Close stops the in-progress acks and hands back every message read and not
 // yet acked (with the whole frame it came in), so that it is delivered again

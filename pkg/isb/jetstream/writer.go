@@ -33,8 +33,8 @@ const (
 // description "maximum messages exceeded".
 const errCodeStoreFailed jetstream.ErrorCode = 10077
 
-// Writer writes messages to one buffer. It implements [isb.Writer] and
-// [isb.Closer] and is safe for concurrent use.
+// Writer writes messages to one buffer. It implements [isb.Writer],
+// [isb.OffsetWriter] and [isb.Closer] and is safe for concurrent use.
 //
 // Write publishes every message of the batch without waiting, then waits for
 // the server's acknowledgements (bounded by ctx and [PublishTimeout]), and
@@ -95,6 +95,8 @@ type Writer struct {
 	sentMsgs  atomic.Int64 // messages this writer has had stored, in all
 	sentUnits atomic.Int64 // the JetStream messages that held them
 
+	last atomic.Int64 // the largest stream sequence the server answered with
+
 	closed    atomic.Bool
 	stop      context.CancelFunc
 	done      chan struct{} // closed when the refresh goroutine has returned
@@ -129,8 +131,9 @@ type slot struct {
 type unit struct{ first, count int }
 
 var (
-	_ isb.Writer = (*Writer)(nil)
-	_ isb.Closer = (*Writer)(nil)
+	_ isb.Writer       = (*Writer)(nil)
+	_ isb.OffsetWriter = (*Writer)(nil)
+	_ isb.Closer       = (*Writer)(nil)
 )
 
 // Writer returns a writer to the buffer spec describes (created with
@@ -436,6 +439,9 @@ func (w *Writer) onAnswer(m *nats.Msg) {
 		return
 	}
 	err := w.answerErr(m)
+	if err == nil {
+		w.noteSeq(m.Data)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if b := w.batches[id]; b != nil {
@@ -460,6 +466,36 @@ func (w *Writer) answerErr(m *nats.Msg) error {
 	}
 	return w.publishErr(ans.Error)
 }
+
+// noteSeq raises w.last to the stream sequence in ans, the server's answer
+// to a message it stored (or dropped as a duplicate of the one at that
+// sequence): {"stream":...,"seq":N,...}. A JSON string never holds "seq":
+// unescaped, so the first one is the field.
+func (w *Writer) noteSeq(ans []byte) {
+	i := bytes.Index(ans, []byte(`"seq":`))
+	if i < 0 {
+		return
+	}
+	var seq int64
+	for _, c := range bytes.TrimLeft(ans[i+len(`"seq":`):], " ") {
+		if c < '0' || c > '9' {
+			break
+		}
+		seq = seq*10 + int64(c-'0')
+	}
+	for {
+		last := w.last.Load()
+		if seq <= last || w.last.CompareAndSwap(last, seq) {
+			return
+		}
+	}
+}
+
+// LastOffset returns the largest stream sequence the server stored a
+// message of this Writer at (or had stored one it dropped as a duplicate
+// at), 0 before any: every message a Write reported written is at or before
+// it. It implements [isb.OffsetWriter].
+func (w *Writer) LastOffset() int64 { return w.last.Load() }
 
 // publishErr classifies a failed publish: a full stream gives w.errFull.
 func (w *Writer) publishErr(err error) error {
