@@ -1,6 +1,15 @@
 // Package memory is an in-memory, bounded inter-step buffer for one process: a
 // vertex's output written to it is read by the next vertex in the same process. It
 // is also what tests use as a source and a sink that count what they see.
+//
+// # Offsets
+//
+// Write gives each message the buffer's next offset (1, 2, 3...), which it
+// keeps when it is naked and read again: [Buffer.Offset] returns it.
+// [Buffer.LastOffset] is the offset of the last message written by any
+// writer, at or after that of every message the caller wrote. A message
+// without an ID is read with the ID <buffer name>-<offset>. The buffer
+// starts empty, so [Buffer.StartOffset] is 0.
 package memory
 
 import (
@@ -8,6 +17,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
@@ -16,7 +26,9 @@ import (
 
 // Buffer is a bounded FIFO of messages with acks. Messages read and not acked are
 // in flight; they count against the capacity until acked, and Nak puts them back.
-// Buffer is safe for concurrent use.
+// Each message has the offset Write gave it (see the package doc). Buffer
+// implements [isb.Reader], [isb.Writer], [isb.Naker], [isb.OffsetReader] and
+// [isb.OffsetWriter], and is safe for concurrent use.
 type Buffer struct {
 	name        string
 	capacity    int
@@ -24,18 +36,30 @@ type Buffer struct {
 	clk         clock.Clock
 
 	mu       sync.Mutex
-	pending  []isb.Message
-	inflight map[string]isb.Message
-	seq      uint64
+	pending  []entry
+	inflight map[*handle]isb.Message
+	last     atomic.Int64 // the offset of the last message written; raised with mu held
 	acked    uint64
 	closed   bool
 	notify   chan struct{} // closed and replaced at every write, ack, nak and Close
 }
 
+// entry is a message in the buffer with its offset.
+type entry struct {
+	msg isb.Message
+	off int64
+}
+
+// handle is the Handle of a message read. Every read makes a new one, so a
+// handle from a read before a Nak acks nothing.
+type handle struct{ off int64 }
+
 var (
-	_ isb.Reader = (*Buffer)(nil)
-	_ isb.Writer = (*Buffer)(nil)
-	_ isb.Naker  = (*Buffer)(nil)
+	_ isb.Reader       = (*Buffer)(nil)
+	_ isb.Writer       = (*Buffer)(nil)
+	_ isb.Naker        = (*Buffer)(nil)
+	_ isb.OffsetReader = (*Buffer)(nil)
+	_ isb.OffsetWriter = (*Buffer)(nil)
 )
 
 // New returns an empty buffer holding at most capacity messages, whose reads wait at
@@ -45,14 +69,15 @@ func New(name string, capacity int, readTimeout time.Duration, clk clock.Clock) 
 		clk = clock.Real()
 	}
 	return &Buffer{name: name, capacity: capacity, readTimeout: readTimeout, clk: clk,
-		inflight: map[string]isb.Message{}, notify: make(chan struct{})}
+		inflight: map[*handle]isb.Message{}, notify: make(chan struct{})}
 }
 
 // ErrClosed is returned for messages written to a closed buffer.
 var ErrClosed = errors.New("memory: buffer closed")
 
-// Write appends msgs in order while there is room; the rest get [isb.ErrBufferFull]
-// (or [ErrClosed] once the buffer is closed).
+// Write appends msgs in order while there is room, each with the buffer's next
+// offset; the rest get [isb.ErrBufferFull] (or [ErrClosed] once the buffer is
+// closed).
 func (b *Buffer) Write(_ context.Context, msgs []isb.Message, errs []error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -66,7 +91,7 @@ func (b *Buffer) Write(_ context.Context, msgs []isb.Message, errs []error) erro
 			errs[i] = isb.ErrBufferFull
 			continue
 		}
-		b.pending = append(b.pending, msgs[i])
+		b.pending = append(b.pending, entry{msg: msgs[i], off: b.last.Add(1)})
 		errs[i] = nil
 		room--
 	}
@@ -85,14 +110,13 @@ func (b *Buffer) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		b.mu.Lock()
 		if n := min(len(buf), len(b.pending)); n > 0 || b.closed {
 			for i := range n {
-				b.seq++
-				key := b.name + "-" + strconv.FormatUint(b.seq, 10)
-				m := b.pending[i]
-				if m.ID == "" {
-					m.ID = key
+				e := b.pending[i]
+				if e.msg.ID == "" {
+					e.msg.ID = b.name + "-" + strconv.FormatInt(e.off, 10)
 				}
-				buf[i] = isb.ReadMessage{Message: m, Handle: key}
-				b.inflight[key] = m // a message read again after Nak keeps its id
+				h := &handle{off: e.off}
+				buf[i] = isb.ReadMessage{Message: e.msg, Handle: h}
+				b.inflight[h] = e.msg
 			}
 			clear(b.pending[:n])
 			b.pending = b.pending[n:]
@@ -122,9 +146,9 @@ func (b *Buffer) Ack(_ context.Context, msgs []isb.ReadMessage) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i := range msgs {
-		key, _ := msgs[i].Handle.(string)
-		if _, ok := b.inflight[key]; ok {
-			delete(b.inflight, key)
+		h, _ := msgs[i].Handle.(*handle)
+		if _, ok := b.inflight[h]; ok {
+			delete(b.inflight, h)
 			b.acked++
 		}
 	}
@@ -163,34 +187,52 @@ func (b *Buffer) waitUntil(ctx context.Context, cond func() bool) error {
 // at once, or once delay has passed on the buffer's clock (they stay in flight,
 // and count against the capacity, until then).
 func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	keys := make([]string, 0, len(msgs))
+	hs := make([]*handle, 0, len(msgs))
 	for i := range msgs {
-		if key, ok := msgs[i].Handle.(string); ok {
-			keys = append(keys, key)
+		if h, ok := msgs[i].Handle.(*handle); ok {
+			hs = append(hs, h)
 		}
 	}
 	if delay <= 0 {
-		b.putBack(keys)
+		b.putBack(hs)
 		return nil
 	}
-	b.clk.AfterFunc(delay, func() { b.putBack(keys) })
+	b.clk.AfterFunc(delay, func() { b.putBack(hs) })
 	return nil
 }
 
-// putBack moves the messages of keys that are still in flight to the front.
-func (b *Buffer) putBack(keys []string) {
+// putBack moves the messages of hs that are still in flight to the front,
+// with their offsets and IDs.
+func (b *Buffer) putBack(hs []*handle) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	back := make([]isb.Message, 0, len(keys)+len(b.pending))
-	for _, key := range keys {
-		if m, ok := b.inflight[key]; ok {
-			delete(b.inflight, key)
-			back = append(back, m)
+	back := make([]entry, 0, len(hs)+len(b.pending))
+	for _, h := range hs {
+		if m, ok := b.inflight[h]; ok {
+			delete(b.inflight, h)
+			back = append(back, entry{msg: m, off: h.off})
 		}
 	}
 	b.pending = append(back, b.pending...)
 	b.wake()
 }
+
+// Offset returns the offset Write gave m, a message Read returned; 0 for a
+// message this buffer did not return. It implements [isb.OffsetReader].
+func (b *Buffer) Offset(m *isb.ReadMessage) int64 {
+	if h, ok := m.Handle.(*handle); ok {
+		return h.off
+	}
+	return 0
+}
+
+// StartOffset returns 0: a buffer starts empty. It implements
+// [isb.OffsetReader].
+func (b *Buffer) StartOffset() int64 { return 0 }
+
+// LastOffset returns the offset of the last message written to the buffer by
+// any writer, 0 before any. It implements [isb.OffsetWriter].
+func (b *Buffer) LastOffset() int64 { return b.last.Load() }
 
 // Close makes reads return at once and writes fail; messages left stay readable.
 func (b *Buffer) Close() error {
@@ -218,7 +260,11 @@ func (b *Buffer) Stats() Stats {
 func (b *Buffer) Messages() []isb.Message {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]isb.Message(nil), b.pending...)
+	out := make([]isb.Message, len(b.pending))
+	for i := range b.pending {
+		out[i] = b.pending[i].msg
+	}
+	return out
 }
 
 func (b *Buffer) wake() {
