@@ -31,7 +31,10 @@ type Buffers interface {
 // Memory is the buffers of a pipeline running in one process: a bounded
 // in-memory buffer per partition, holding bufferUsageLimit percent of
 // bufferMaxLength (so that it is full where a JetStream buffer would count as
-// full). Messages in it live as long as the process.
+// full). Messages in it live as long as the process. Its readers implement
+// [isb.Naker] and [isb.OffsetReader], its writers [isb.OffsetWriter]: a
+// writer's LastOffset is that of the last message any writer wrote to the
+// partition.
 type Memory struct {
 	buffers map[string]*memory.Buffer
 	order   []*memory.Buffer
@@ -68,12 +71,14 @@ func (m *Memory) get(name string) (*memory.Buffer, error) {
 	return b, nil
 }
 
-// shared is a memory buffer as one of the vertices that use it sees it: with
-// no Close, since the buffers close it.
+// shared is a memory buffer as one of the vertices that use it sees it, with
+// its offsets: with no Close, since the buffers close it.
 type shared struct {
 	isb.Reader
 	isb.Writer
 	isb.Naker
+	isb.OffsetReader
+	isb.OffsetWriter
 }
 
 func (m *Memory) shared(name string) (shared, error) {
@@ -81,7 +86,7 @@ func (m *Memory) shared(name string) (shared, error) {
 	if err != nil {
 		return shared{}, err
 	}
-	return shared{b, b, b}, nil
+	return shared{b, b, b, b, b}, nil
 }
 
 // Reader implements [Buffers].
