@@ -215,6 +215,15 @@ type OffsetReader interface {
 	StartOffset() int64
 }
 
+// AckFloorer is implemented by the readers of a buffer partition that
+// several readers share (the replicas of a vertex) and whose buffer knows
+// what all of them have acked.
+type AckFloorer interface {
+	// AckFloor returns the offset at or before which every message of the
+	// partition is acked, by any reader of it.
+	AckFloor(ctx context.Context) (int64, error)
+}
+
 // OffsetWriter is implemented by the writers to an inter-step buffer
 // partition whose messages have offsets (see [OffsetReader]).
 type OffsetWriter interface {

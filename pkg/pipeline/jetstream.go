@@ -94,12 +94,22 @@ func (j *JetStream) Reader(ctx context.Context, b BufferSpec, readTimeout time.D
 	return j.conn.Reader(b.Name, readTimeout)
 }
 
-// Writer implements [Buffers]: a [*jetstream.Writer].
+// Writer implements [Buffers]: a [*jetstream.Writer], whose LastOffset
+// starts at the buffer's last offset.
 func (j *JetStream) Writer(ctx context.Context, b BufferSpec, from string, maxLength, usageLimit int) (isb.Writer, error) {
 	if err := j.ensure(ctx, b); err != nil {
 		return nil, err
 	}
-	return j.conn.Writer(jetstream.BufferSpec{Name: b.Name, MaxLength: maxLength, UsageLimit: usageLimit}, from), nil
+	w := j.conn.Writer(jetstream.BufferSpec{Name: b.Name, MaxLength: maxLength, UsageLimit: usageLimit}, from)
+	// What the processor wrote before a restart is behind the watermarks it
+	// publishes from now on.
+	info, err := j.conn.BufferInfo(ctx, b.Name)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.RaiseLastOffset(info.LastOffset)
+	return w, nil
 }
 
 // Marks implements [Buffers]: the JetStream key-value bucket called name,

@@ -3,6 +3,7 @@ package vertex
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -22,6 +23,10 @@ type tracker struct {
 	off  isb.OffsetReader  // nil for a source
 	src  *watermark.Source // nil for a buffer partition
 	part int32             // the source's partition
+	// floorer, for a partition the vertex's replicas share, knows what they
+	// have all acked; floor is what it said last.
+	floorer isb.AckFloorer
+	floor   atomic.Int64
 
 	mu      sync.Mutex
 	batches []*readBatch // not finished, in the order read
@@ -50,6 +55,10 @@ func newTracker(r isb.Reader, src *watermark.Source, part int32) *tracker {
 	if o, ok := r.(isb.OffsetReader); ok && src == nil {
 		t.off = o
 		t.done = o.StartOffset()
+		if f, ok := r.(isb.AckFloorer); ok {
+			t.floorer = f
+			t.floor.Store(t.done)
+		}
 	}
 	return t
 }
@@ -156,12 +165,31 @@ func (t *tracker) finish(msgs, own []isb.ReadMessage, naked bool) {
 	t.batches = append(t.batches[:0], t.batches[i:]...)
 }
 
+// refreshFloor asks the buffer what every reader of the partition has
+// acked.
+func (t *tracker) refreshFloor(ctx context.Context) error {
+	if t.floorer == nil {
+		return nil
+	}
+	f, err := t.floorer.AckFloor(ctx)
+	if err != nil {
+		return err
+	}
+	t.floor.Store(f)
+	return nil
+}
+
 // frontier returns the offset up to which every message of the partition
-// read is finished.
+// is finished: every message this reader read and, for a partition the
+// vertex's replicas share, every message they have all acked (which leaves
+// out messages a replica that died had read, until they come again).
 func (t *tracker) frontier() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.done
+	if t.floorer != nil {
+		f = min(f, t.floor.Load())
+	}
 	for _, b := range t.batches {
 		f = min(f, b.minOff-1)
 	}

@@ -181,8 +181,8 @@ func (v *Vertex) runMarks(ctx context.Context) error {
 func (v *Vertex) tickMarks(ctx context.Context, outs []WatermarkOutput, pubs map[watermark.Store]*watermark.Publisher) error {
 	m := v.marks
 	var errs []error
-	for _, f := range m.spec.Inputs {
-		errs = append(errs, f.Refresh(ctx))
+	for i, f := range m.spec.Inputs {
+		errs = append(errs, f.Refresh(ctx), m.trackers[i].refreshFloor(ctx))
 	}
 	// The watermark first, the offsets after: every message written by
 	// then at or before an offset comes from what the watermark counts as

@@ -147,6 +147,15 @@ type BufferInfo struct {
 	// Redelivered is how many of the AckPending messages have been given
 	// more than once.
 	Redelivered int
+	// LastOffset is the stream sequence of the last message stored, and
+	// AckFloor the one at or before which every message is acked.
+	LastOffset, AckFloor int64
+}
+
+// Empty reports whether the buffer holds no message, none pending or being
+// read.
+func (b BufferInfo) Empty() bool {
+	return b.Messages == 0 && b.Pending == 0 && b.AckPending == 0 && b.Redelivered == 0
 }
 
 // BufferInfo returns the buffer's counts from the server, for tests and
@@ -169,6 +178,8 @@ func (c *Conn) BufferInfo(ctx context.Context, name string) (BufferInfo, error) 
 		Pending:     ci.NumPending,
 		AckPending:  ci.NumAckPending,
 		Redelivered: ci.NumRedelivered,
+		LastOffset:  int64(si.State.LastSeq),
+		AckFloor:    int64(ci.AckFloor.Stream),
 	}, nil
 }
 

@@ -157,7 +157,7 @@ func waitEmpty(t testing.TB, c *Conn, name string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		bi := info(t, c, name)
-		if bi == (BufferInfo{}) {
+		if bi.Empty() {
 			return
 		}
 		if time.Now().After(deadline) {

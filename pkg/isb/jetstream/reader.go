@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -42,6 +43,7 @@ import (
 type Reader struct {
 	name  string
 	c     *jsconsumer.Consumer
+	cons  jetstream.Consumer
 	start int64 // the consumer's ack floor when the Reader was made
 }
 
@@ -49,6 +51,7 @@ var (
 	_ isb.Reader       = (*Reader)(nil)
 	_ isb.Naker        = (*Reader)(nil)
 	_ isb.OffsetReader = (*Reader)(nil)
+	_ isb.AckFloorer   = (*Reader)(nil)
 	_ isb.Closer       = (*Reader)(nil)
 )
 
@@ -78,7 +81,7 @@ func (c *Conn) Reader(name string, readTimeout time.Duration) (*Reader, error) {
 	if err != nil {
 		return nil, bufferErr("read", name, err)
 	}
-	return &Reader{name: name, c: jc, start: int64(ci.AckFloor.Stream)}, nil
+	return &Reader{name: name, c: jc, cons: cons, start: int64(ci.AckFloor.Stream)}, nil
 }
 
 // decode is a buffer's [jsconsumer.DecodeFunc]: the body of a JetStream
@@ -146,6 +149,17 @@ func (r *Reader) Offset(m *isb.ReadMessage) int64 { return int64(r.c.Sequence(m)
 // stream sequence at or before which every message was acked. It
 // implements [isb.OffsetReader].
 func (r *Reader) StartOffset() int64 { return r.start }
+
+// AckFloor returns the consumer's ack floor: the stream sequence at or
+// before which every message of the buffer is acked, by any Reader of it. It
+// asks the server, in one round trip. It implements [isb.AckFloorer].
+func (r *Reader) AckFloor(ctx context.Context) (int64, error) {
+	ci, err := r.cons.Info(ctx)
+	if err != nil {
+		return 0, r.err("info", err)
+	}
+	return int64(ci.AckFloor.Stream), nil
+}
 
 // Close stops the in-progress acks and hands back every message read and not
 // yet acked (with the whole frame it came in), so that it is delivered again

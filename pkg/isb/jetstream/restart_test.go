@@ -153,7 +153,7 @@ func ackAll(t *testing.T, r *Reader, c *Conn, name string) map[string]int {
 			seen[m.ID]++
 		}
 		ack(t, r, buf[:n])
-		if n == 0 && info(t, c, name) == (BufferInfo{}) {
+		if n == 0 && info(t, c, name).Empty() {
 			return seen
 		}
 		if time.Now().After(deadline) {

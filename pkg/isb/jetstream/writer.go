@@ -491,6 +491,18 @@ func (w *Writer) noteSeq(ans []byte) {
 	}
 }
 
+// RaiseLastOffset makes LastOffset at least o: the last offset of the
+// buffer when the writer is made, so that it covers what an earlier writer
+// of the same processor (before a restart) wrote.
+func (w *Writer) RaiseLastOffset(o int64) {
+	for {
+		last := w.last.Load()
+		if o <= last || w.last.CompareAndSwap(last, o) {
+			return
+		}
+	}
+}
+
 // LastOffset returns the largest stream sequence the server stored a
 // message of this Writer at (or had stored one it dropped as a duplicate
 // at), 0 before any: every message a Write reported written is at or before
