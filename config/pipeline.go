@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 )
 
 func (c *checker) pipeline(p *Pipeline) {
@@ -23,6 +24,7 @@ func (c *checker) pipeline(p *Pipeline) {
 	kinds, ambiguous := c.vertices(p)
 	in, out := c.edges(s, kinds)
 	c.connected(s, kinds, in, out, ambiguous)
+	c.reduceAfterCycle(s)
 	if isb := s.ISB; isb != nil && isb.JetStream != nil {
 		c.jetStream("spec.isb.jetstream", isb.JetStream)
 	}
@@ -120,6 +122,48 @@ func (c *checker) connected(s *PipelineSpec, kinds map[string]string, in, out ma
 	}
 }
 
+// reduceAfterCycle reports each reduce vertex at or after a cycle, as
+// Numaflow's controller does: a cycle brings messages back later than the
+// watermark, to windows that may have closed.
+func (c *checker) reduceAfterCycle(s *PipelineSpec) {
+	next := map[string][]string{}
+	for _, e := range s.Edges {
+		next[e.From] = append(next[e.From], e.To)
+	}
+	// reach returns the vertices reachable from name by one edge or more.
+	reach := func(name string) map[string]bool {
+		seen := map[string]bool{}
+		todo := slices.Clone(next[name])
+		for len(todo) > 0 {
+			v := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if !seen[v] {
+				seen[v] = true
+				todo = append(todo, next[v]...)
+			}
+		}
+		return seen
+	}
+	after := map[string]string{} // a vertex at or after a cycle: a vertex of that cycle
+	for _, v := range s.Vertices {
+		r := reach(v.Name)
+		if !r[v.Name] {
+			continue
+		}
+		for w := range r {
+			if _, ok := after[w]; !ok || v.Name < after[w] {
+				after[w] = v.Name
+			}
+		}
+	}
+	for i, v := range s.Vertices {
+		if at, ok := after[v.Name]; ok && v.UDF != nil && v.UDF.GroupBy != nil {
+			c.add(fmt.Sprintf("spec.vertices[%d].udf.groupBy", i), "reduce vertex %q is at or after the cycle through %q: "+
+				"a cycle brings messages back after their windows may have closed; reduce before the cycle", v.Name, at)
+		}
+	}
+}
+
 // jetStream checks spec.isb.jetstream, at path.
 func (c *checker) jetStream(path string, js *JetStreamISB) {
 	if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
@@ -182,8 +226,13 @@ func (c *checker) vertex(path string, v *Vertex, p *Pipeline) string {
 			c.rateLimit(path+".limits.rateLimit", merged)
 		}
 	}
-	if v.Partitions != nil && *v.Partitions < 1 {
-		c.add(path+".partitions", "(%d) must be at least 1", *v.Partitions)
+	switch n := v.Partitions; {
+	case n == nil:
+	case *n < 1:
+		c.add(path+".partitions", "(%d) must be at least 1", *n)
+	case *n > 1 && v.UDF != nil && v.UDF.GroupBy != nil && !v.UDF.GroupBy.GetKeyed():
+		c.add(path+".partitions", "(%d) must be 1 for a reduce that is not keyed: every message of a window meets in one partition; "+
+			"set udf.groupBy.keyed: true to reduce each key set on its own", *n)
 	}
 	if v.SideInputs.IsSet() {
 		c.add(path+".sideInputs", "side inputs are not supported by sluice")

@@ -475,6 +475,17 @@ type GroupBy struct {
 	Storage *PBQStorage `yaml:"storage"`
 }
 
+// GetKeyed returns keyed, or false when it is not set.
+func (g *GroupBy) GetKeyed() bool { return g != nil && g.Keyed != nil && *g.Keyed }
+
+// GetAllowedLateness returns allowedLateness, or 0 when it is not set.
+func (g *GroupBy) GetAllowedLateness() time.Duration {
+	if g == nil || g.AllowedLateness == nil {
+		return 0
+	}
+	return g.AllowedLateness.Duration
+}
+
 // Window is a reduce's windowing: fixed or sliding; session and accumulator
 // windows load and are reported by validation.
 type Window struct {

@@ -89,8 +89,10 @@ func (c *checker) monoVertex(m *MonoVertex) {
 	} else {
 		c.sink("spec.sink", s.Sink)
 	}
-	if s.UDF != nil {
-		c.udf("spec.udf", s.UDF)
+	if u := s.UDF; u != nil && u.GroupBy != nil {
+		c.add("spec.udf.groupBy", "a MonoVertex has no reduce; run it in a vertex of a Pipeline")
+	} else if u != nil {
+		c.udf("spec.udf", u)
 	}
 	if s.Limits != nil {
 		c.limits("spec.limits", s.Limits)
@@ -248,19 +250,24 @@ func (c *checker) container(path string, ctr *Container) {
 }
 
 func (c *checker) udf(path string, u *UDF) {
-	if g := u.GroupBy; g != nil {
-		c.groupBy(path+".groupBy", g)
-		return
-	}
 	c.function(path, u.Container, u.Builtin)
 	if u.RetryStrategy.IsSet() {
 		c.add(path+".retryStrategy", "is not supported by sluice")
 	}
+	if g := u.GroupBy; g != nil {
+		c.groupBy(path+".groupBy", g, u.Container != nil)
+	}
 }
 
-// groupBy checks a reduce's windowing and storage, then reports that
-// reduce vertices do not run yet.
-func (c *checker) groupBy(path string, g *GroupBy) {
+// notYet is what a reduce leaves for later, named in the errors of what is
+// not supported yet.
+const notYet = "session windows, accumulators and side inputs come next"
+
+// groupBy checks a reduce's windowing and storage, as Numaflow's controller
+// does: one window, fixed or sliding, with its lengths, and one storage.
+// container says whether the function is a container: a built-in reduces
+// whole windows and cannot stream.
+func (c *checker) groupBy(path string, g *GroupBy, container bool) {
 	w, wpath := &g.Window, path+".window"
 	c.oneOf(wpath, "window", map[string]bool{"fixed": w.Fixed != nil, "sliding": w.Sliding != nil,
 		"session": w.Session.IsSet(), "accumulator": w.Accumulator.IsSet()}, nil, "fixed or sliding")
@@ -269,11 +276,17 @@ func (c *checker) groupBy(path string, g *GroupBy) {
 		set  bool
 	}{{"session", w.Session.IsSet()}, {"accumulator", w.Accumulator.IsSet()}} {
 		if k.set {
-			c.add(wpath+"."+k.name, "%s windows are not supported yet; use fixed or sliding", k.name)
+			c.add(wpath+"."+k.name, "%s windows are not supported yet (%s); use fixed or sliding", k.name, notYet)
+		}
+	}
+	streaming := func(p string, s *bool) {
+		if s != nil && *s && !container {
+			c.add(p, "(true) needs a reduce streamer container; a built-in reduces whole windows")
 		}
 	}
 	if f := w.Fixed; f != nil {
 		c.positive(wpath+".fixed.length", f.Length)
+		streaming(wpath+".fixed.streaming", f.Streaming)
 	}
 	if sl := w.Sliding; sl != nil {
 		c.positive(wpath+".sliding.length", sl.Length)
@@ -281,15 +294,23 @@ func (c *checker) groupBy(path string, g *GroupBy) {
 		if sl.Length != nil && sl.Slide != nil && sl.Slide.Duration > sl.Length.Duration {
 			c.add(wpath+".sliding.slide", "(%v) must be at most the length (%v)", sl.Slide.Duration, sl.Length.Duration)
 		}
+		streaming(wpath+".sliding.streaming", sl.Streaming)
 	}
 	if l := g.AllowedLateness; l != nil && l.Duration < 0 {
 		c.add(path+".allowedLateness", "(%v) must not be negative", l.Duration)
 	}
-	if st := g.Storage; st != nil {
-		c.oneOf(path+".storage", "storage", map[string]bool{"persistentVolumeClaim": st.PersistentVolumeClaim != nil,
-			"emptyDir": st.EmptyDir != nil, "no_store": st.NoStore != nil}, nil, "persistentVolumeClaim, emptyDir or no_store")
+	const storages = "persistentVolumeClaim, emptyDir or no_store"
+	st := g.Storage
+	if st == nil {
+		if c.nulls[path+".storage"] {
+			c.add(path+".storage", "is required (%s); null sets nothing", storages)
+			return
+		}
+		c.add(path+".storage", "is required (%s)", storages)
+		return
 	}
-	c.add(path, "reduce vertices are not supported yet; use a map function")
+	c.oneOf(path+".storage", "storage", map[string]bool{"persistentVolumeClaim": st.PersistentVolumeClaim != nil,
+		"emptyDir": st.EmptyDir != nil, "no_store": st.NoStore != nil}, nil, storages)
 }
 
 // positive checks a required duration that must be above zero.

@@ -19,6 +19,11 @@ import (
 // have.
 var ErrNoVertex = errors.New("no vertex")
 
+// ErrNoWatermark is matched by the error of a pipeline with a reduce vertex:
+// a reduce closes its windows by the vertex's watermark, which the pipeline
+// does not give its vertices.
+var ErrNoWatermark = errors.New("watermarks are not wired")
+
 // Pipeline is the vertices of a Pipeline that run in this process, one
 // replica each, with their buffers: every vertex on in-memory buffers, every
 // vertex on JetStream, or one vertex on JetStream ([WithVertex]).

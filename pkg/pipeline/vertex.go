@@ -46,6 +46,9 @@ func (g Graph) vertexSpec(ctx context.Context, name string, replica int, alone b
 	if err != nil {
 		return vertex.Spec{}, err
 	}
+	if v.UDF != nil && v.UDF.GroupBy != nil {
+		return vertex.Spec{}, fmt.Errorf("reduce vertex %s: %w", name, ErrNoWatermark)
+	}
 	s, err := vertexconfig.PipelineVertex(g.p, name)
 	if err != nil {
 		return vertex.Spec{}, err

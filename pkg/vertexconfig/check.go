@@ -14,12 +14,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/kafka"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // Check is the runtime's validation of a decoded config, which [Load] and
-// [Parse] run after the schema's: the built-in transformers and map
-// functions it names, the properties of its Kafka clients, its rate limits
+// [Parse] run after the schema's: the built-in transformers, map functions
+// and reducers it names, the properties of its Kafka clients, its rate limits
 // by the limiter's own rules, and the throttle signals of adaptive. It
 // reports each problem at its YAML path through r.
 func Check(f *config.File, r config.Reporter) {
@@ -80,8 +81,13 @@ func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *co
 			c.enum(path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[jsconsumer.DeliverFrom])
 		}
 	}
-	if u != nil && u.GroupBy == nil && u.Container == nil && u.Builtin != nil {
-		_, err := udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, nil)
+	if u != nil && u.Container == nil && u.Builtin != nil {
+		var err error
+		if u.GroupBy != nil {
+			_, err = reduce.Builtin(u.Builtin.Name, u.Builtin.KWArgs)
+		} else {
+			_, err = udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, nil)
+		}
 		c.builtin(path+".udf", err)
 	}
 	if sink != nil {

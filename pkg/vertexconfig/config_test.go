@@ -183,12 +183,14 @@ func TestBadConfigs(t *testing.T) {
 	}
 }
 
-// goodFiles are the corpus of good configs and the examples shipped with sluice.
+// goodFiles are the corpus of good configs, the examples shipped with sluice
+// and Numaflow's reduce pipelines that sluice runs.
 func goodFiles(t *testing.T) []string {
 	t.Helper()
 	good := corpus(t, 6, "../../config/testdata/good/*.yaml")
 	examples := corpus(t, 1, "../../config/examples/*.yaml")
-	return append(good, examples...)
+	reduce := corpus(t, 14, "../../config/testdata/numaflow/reduce/example-*.yaml", "../../config/testdata/numaflow/reduce/e2e-*.yaml")
+	return slices.Concat(good, examples, reduce)
 }
 
 func TestGoodConfigs(t *testing.T) {

@@ -117,7 +117,7 @@ func TestParseMonoVertexObjectErrors(t *testing.T) {
 		{"bad name", `{"metadata":{"name":"X_1"},"spec":{"source":{"generator":{}},"sink":{"log":{}}}}`,
 			[]string{`metadata.name ("X_1") must be lowercase`}},
 		{"reduce", `{"metadata":{"name":"x"},"spec":{"source":{"generator":{}},"udf":{"container":{"image":"r"},"groupBy":{"window":{"fixed":{"length":"60s"}}}},"sink":{"log":{}}}}`,
-			[]string{"spec.udf.groupBy: reduce vertices are not supported yet"}},
+			[]string{"spec.udf.groupBy: a MonoVertex has no reduce"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
