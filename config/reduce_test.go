@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,6 +95,11 @@ func TestGroupBy(t *testing.T) {
         container: {image: my/sum:v1}
         groupBy: {window: {fixed: {length: 10s}}, storage: null}
 `, []string{"spec.vertices[1].udf.groupBy.storage: is required (persistentVolumeClaim, emptyDir or no_store); null sets nothing"}},
+		{"a typo in a volume", `    - name: sum
+      udf:
+        container: {image: my/sum:v1}
+        groupBy: {window: {fixed: {length: 10s}}, storage: {persistentVolumeClaim: {volumSize: 1Gi}}}
+`, []string{`spec.vertices[1].udf.groupBy.storage.persistentVolumeClaim.volumSize: unknown field "volumSize"; did you mean "volumeSize"?`}},
 		{"no function", `    - name: sum
       udf:
         groupBy: {window: {fixed: {length: 10s}}, storage: {emptyDir: {}}}
@@ -123,10 +129,13 @@ func TestGroupBy(t *testing.T) {
 `, []string{"spec.vertices[1]: set exactly one of source, udf and sink"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(reducePipeline(tt.vertex)), nil)
+			f, err := Parse([]byte(reducePipeline(tt.vertex)), nil)
 			var ce *Error
 			switch {
 			case err == nil && len(tt.want) == 0:
+				if slices.ContainsFunc(f.Ignored, func(p string) bool { return strings.HasSuffix(p, "Dir") }) {
+					t.Errorf("Ignored %q: the storage is used, only its volume's settings are ignored", f.Ignored)
+				}
 				return
 			case err == nil:
 				t.Fatalf("valid; want %q", tt.want)

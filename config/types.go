@@ -514,9 +514,24 @@ type SlidingWindow struct {
 // windows: a volume (persistentVolumeClaim or emptyDir, whose settings
 // concern Kubernetes), or no_store, memory alone.
 type PBQStorage struct {
-	PersistentVolumeClaim *K8s      `yaml:"persistentVolumeClaim"`
-	EmptyDir              *K8s      `yaml:"emptyDir"`
-	NoStore               *struct{} `yaml:"no_store"`
+	PersistentVolumeClaim *PersistenceStrategy `yaml:"persistentVolumeClaim"`
+	EmptyDir              *EmptyDir            `yaml:"emptyDir"`
+	NoStore               *struct{}            `yaml:"no_store"`
+}
+
+// PersistenceStrategy is the persistent volume claim of a reduce's storage;
+// its settings concern Kubernetes.
+type PersistenceStrategy struct {
+	StorageClassName K8s `yaml:"storageClassName"`
+	AccessMode       K8s `yaml:"accessMode"`
+	VolumeSize       K8s `yaml:"volumeSize"`
+}
+
+// EmptyDir is the emptyDir volume of a reduce's storage; its settings concern
+// Kubernetes.
+type EmptyDir struct {
+	Medium    K8s `yaml:"medium"`
+	SizeLimit K8s `yaml:"sizeLimit"`
 }
 
 // Sink is where a vertex writes to: one kind, and optionally a fallback.
