@@ -29,9 +29,9 @@ import (
 
 // runFlags are the flags of `vertex run`.
 type runFlags struct {
-	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb string
-	spawn                                                                     bool
-	reloadInterval                                                            time.Duration
+	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir string
+	spawn                                                                               bool
+	reloadInterval                                                                      time.Duration
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
@@ -143,6 +143,8 @@ flags:
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
+	fs.StringVar(&fl.stateDir, "state-dir", "", "Pipeline only: where reduce vertices keep the windows they have read, each in DIR/<vertex>, "+
+		"unless its storage is no_store (default $TMPDIR/sluice-state/<pipeline>; in a pod, the reduce's volume, such as /var/numaflow/pbq)")
 	fs.DurationVar(&fl.reloadInterval, "reload-interval", reload.DefaultInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
@@ -161,6 +163,8 @@ func checkRunFlags(fl runFlags, f *config.File) error {
 	switch {
 	case f.MonoVertex != nil && fl.vertex != "":
 		return usagef("run: --vertex %q: %s is a MonoVertex; --vertex picks a vertex of a Pipeline", fl.vertex, fl.file)
+	case f.MonoVertex != nil && fl.stateDir != "":
+		return usagef("run: --state-dir %q: %s is a MonoVertex, which has no reduce", fl.stateDir, fl.file)
 	case f.MonoVertex != nil && fl.isb != "":
 		return usagef("run: --isb %q: %s is a MonoVertex, which has no buffers", fl.isb, fl.file)
 	case fl.vertex != "" && fl.isb != "" && fl.isb != "jetstream":
@@ -228,6 +232,9 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	}
 	if r.flags.vertex != "" {
 		opts = append(opts, pipeline.WithVertex(r.flags.vertex), pipeline.WithReplica(r.replica))
+	}
+	if r.flags.stateDir != "" {
+		opts = append(opts, pipeline.WithStateDir(r.flags.stateDir))
 	}
 	pl, err := pipeline.New(ctx, p, opts...)
 	if err != nil {

@@ -50,6 +50,7 @@ type options struct {
 	registerer   prometheus.Registerer
 	socketDir    string
 	replica      int
+	stateDir     string
 	vertexOpts   []vertex.Option
 }
 
@@ -90,6 +91,18 @@ func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { 
 // user-defined containers, those of each vertex are in a directory of its own
 // in it, [SocketDir]; see [SocketDirs].
 func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = dir } }
+
+// WithStateDir is where reduce vertices keep the windows they have read and
+// not yet reduced: each in a directory of its own,
+// [vertexconfig.StateDir](dir, vertex), unless its storage is no_store
+// (default: [DefaultStateDir] of the pipeline).
+func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
+
+// DefaultStateDir is the state directory of pipeline when [WithStateDir]
+// gives none: sluice-state/<pipeline> in [os.TempDir].
+func DefaultStateDir(pipeline string) string {
+	return filepath.Join(os.TempDir(), "sluice-state", pipeline)
+}
 
 // WithVertexOptions adds options of every vertex: the replica, a tracer, a
 // clock, an http source's address, the log sink (default: one on stdout, for
@@ -140,7 +153,7 @@ const sharedSocketDirHint = "such servers serve one vertex per process, and this
 	"with user-defined containers, each in a directory of its own: run each of those vertices as a process of its own " +
 	"(vertex run -f FILE --vertex NAME, with the buffers on JetStream)"
 
-func buildOptions(opts []Option) (options, error) {
+func buildOptions(p *config.Pipeline, opts []Option) (options, error) {
 	o := options{drainTimeout: DefaultDrainTimeout}
 	for _, opt := range opts {
 		opt(&o)
@@ -153,6 +166,9 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	if o.socketDir == "" {
 		o.socketDir = serverinfo.DefaultDir
+	}
+	if o.stateDir == "" {
+		o.stateDir = DefaultStateDir(p.Metadata.Name)
 	}
 	if o.only != "" && o.backend != OnJetStream {
 		return o, fmt.Errorf("pipeline: vertex %q alone runs on jetstream, not on %s", o.only, o.backend)

@@ -47,7 +47,7 @@ type Pipeline struct {
 // shows only now is a [*config.FieldError]; a vertex p does not have matches
 // [ErrNoVertex].
 func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, err error) {
-	o, err := buildOptions(opts)
+	o, err := buildOptions(p, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]
 		pl.closers = append(pl.closers, js.Close)
 		b = js
 	}
-	spec, err := pl.g.vertexSpec(ctx, name, pl.o.replica, pl.o.only != "", b, pl.o.registerer, &pl.closers)
+	spec, err := pl.g.vertexSpec(ctx, name, b, pl.o, &pl.closers)
 	if err != nil {
 		return err
 	}

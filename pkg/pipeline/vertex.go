@@ -32,12 +32,13 @@ func (c *closers) closeAll() {
 	*c = nil
 }
 
-// vertexSpec returns the [vertex.Spec] of the vertex called name, replica
-// replica of it, reading and writing buffers b; the metrics of its edges go
-// to reg. What it opens of b is added to cl. A reduce vertex running alone
-// (alone) reads the partition of its replica; otherwise a vertex reads every
-// partition of its input buffer.
-func (g Graph) vertexSpec(ctx context.Context, name string, replica int, alone bool, b Buffers, reg prometheus.Registerer, cl *closers) (vertex.Spec, error) {
+// vertexSpec returns the [vertex.Spec] of the vertex called name, reading and
+// writing buffers b, a reduce keeping its windows under o's state directory;
+// the metrics of its edges go to o's registerer. What it opens of b is added
+// to cl. A reduce vertex running alone ([WithVertex]) reads the partition of
+// its replica ([WithReplica]); otherwise a vertex reads every partition of
+// its input buffer.
+func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, o options, cl *closers) (vertex.Spec, error) {
 	v, _, err := g.vertex(name)
 	if err != nil {
 		return vertex.Spec{}, err
@@ -46,10 +47,7 @@ func (g Graph) vertexSpec(ctx context.Context, name string, replica int, alone b
 	if err != nil {
 		return vertex.Spec{}, err
 	}
-	if v.UDF != nil && v.UDF.GroupBy != nil {
-		return vertex.Spec{}, fmt.Errorf("reduce vertex %s: %w", name, ErrNoWatermark)
-	}
-	s, err := vertexconfig.PipelineVertex(g.p, name)
+	s, err := vertexconfig.PipelineVertex(g.p, name, o.stateDir)
 	if err != nil {
 		return vertex.Spec{}, err
 	}
@@ -59,12 +57,12 @@ func (g Graph) vertexSpec(ctx context.Context, name string, replica int, alone b
 		s.Watermark = ws
 	}
 	if v.Source == nil {
-		if err := g.inputs(ctx, name, replica, alone && s.Reduce != nil, b, limits, &s, cl); err != nil {
+		if err := g.inputs(ctx, name, o.replica, o.only != "" && s.Reduce != nil, b, limits, &s, cl); err != nil {
 			return vertex.Spec{}, err
 		}
 	}
 	if v.Sink == nil {
-		metrics := newRouteMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"vertex": name}, reg))
+		metrics := newRouteMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"vertex": name}, o.registerer))
 		var outs []vertex.WatermarkOutput
 		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, limits, b, metrics, cl, &outs) }
 		if ws != nil {

@@ -33,6 +33,9 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		return err
 	}
 	cfg := reduce.Config{Strategy: rs.Strategy, AllowedLateness: rs.AllowedLateness, Keyed: rs.Keyed, Reducer: fn}
+	if rs.Dir == "" && i == 0 {
+		v.log.Info("reduce windows are kept in memory alone (no_store): a restart loses the open ones")
+	}
 	if rs.Dir != "" {
 		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(i)), wal.Options{})
 		if err != nil {

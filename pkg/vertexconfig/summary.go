@@ -19,6 +19,7 @@ import (
 //	generator → udf my/map:v1 → blackhole; rate limit 2000/s from 2000 over 0s, relaxed; streaming, 500 in flight
 //	generator → log; rate limit 100/s from 100 over 0s, relaxed, per key 10/s
 //	3 vertices, 2 edges; in: generator; even: filter; out: log
+//	3 vertices, 2 edges; in: http; sum: reduce my/sum:v1 (sliding 1m0s every 10s, keyed); out: log
 func Summary(f *config.File) string {
 	if m := f.MonoVertex; m != nil {
 		spec := &m.Spec
@@ -53,7 +54,10 @@ func flow(src *config.Source, udf *config.UDF, sink *config.Sink) string {
 			steps = append(steps, function("transformer", tr.Container, tr.Builtin))
 		}
 	}
-	if udf != nil {
+	switch {
+	case udf != nil && udf.GroupBy != nil:
+		steps = append(steps, reduceSummary(udf))
+	case udf != nil:
 		steps = append(steps, function("udf", udf.Container, udf.Builtin))
 	}
 	if sink != nil {
@@ -64,6 +68,33 @@ func flow(src *config.Source, udf *config.UDF, sink *config.Sink) string {
 		steps = append(steps, s)
 	}
 	return strings.Join(steps, " → ")
+}
+
+// reduceSummary describes a reduce: its function, window, keying, lateness
+// and storage: "reduce count (fixed 1m0s, keyed, late 5s, no_store)".
+func reduceSummary(u *config.UDF) string {
+	s := describeContainer("reduce", u.Container)
+	if u.Builtin != nil {
+		s = "reduce " + u.Builtin.Name
+	}
+	g := u.GroupBy
+	var w []string
+	switch f, sl := g.Window.Fixed, g.Window.Sliding; {
+	case f != nil:
+		w = append(w, "fixed "+f.Length.Duration.String())
+	case sl != nil:
+		w = append(w, "sliding "+sl.Length.Duration.String()+" every "+sl.Slide.Duration.String())
+	}
+	if g.GetKeyed() {
+		w = append(w, "keyed")
+	}
+	if l := g.GetAllowedLateness(); l > 0 {
+		w = append(w, "late "+l.String())
+	}
+	if g.Storage != nil && g.Storage.NoStore != nil {
+		w = append(w, "no_store")
+	}
+	return s + " (" + strings.Join(w, ", ") + ")"
 }
 
 func sourceKind(s *config.Source) string {

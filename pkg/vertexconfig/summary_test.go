@@ -153,6 +153,33 @@ spec:
 			"4 vertices, 4 edges; in: udsource my/source:v1 → transformer my/transformer:v1; " +
 				"even: udf my/map:v1; odd: cat; out: udsink bin/sink, fallback log",
 		},
+		{
+			"reduce",
+			`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: p
+spec:
+  vertices:
+    - {name: in, source: {http: {}}}
+    - name: sum
+      partitions: 2
+      udf:
+        container: {image: my/sum:v1}
+        groupBy: {window: {sliding: {length: 60s, slide: 10s}}, keyed: true, storage: {emptyDir: {}}}
+    - name: count
+      udf:
+        builtin: {name: count}
+        groupBy: {window: {fixed: {length: 1m}}, allowedLateness: 5s, storage: {no_store: {}}}
+    - {name: out, sink: {log: {}}}
+  edges:
+    - {from: in, to: sum}
+    - {from: sum, to: count}
+    - {from: count, to: out}
+`,
+			"4 vertices, 3 edges; in: http; sum: reduce my/sum:v1 (sliding 1m0s every 10s, keyed); " +
+				"count: reduce count (fixed 1m0s, late 5s, no_store); out: log",
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := vertexconfig.Parse([]byte(tt.yaml))

@@ -24,8 +24,10 @@ func FromMonoVertex(m *config.MonoVertex) vertex.Spec {
 
 // PipelineVertex returns the Spec of the vertex called name of a validated
 // pipeline, without its Inputs and Output: package pipeline sets those to
-// the vertex's buffers.
-func PipelineVertex(p *config.Pipeline, name string) (vertex.Spec, error) {
+// the vertex's buffers. A reduce vertex (udf.groupBy) gets a Reduce, as
+// [Reduce] makes it: its windows are kept in [StateDir](stateDir, name)
+// unless its storage is no_store.
+func PipelineVertex(p *config.Pipeline, name, stateDir string) (vertex.Spec, error) {
 	i := vertexIndex(p, name)
 	if i < 0 {
 		return vertex.Spec{}, fmt.Errorf("no vertex %q in pipeline %q", name, p.Metadata.Name)
@@ -39,6 +41,11 @@ func PipelineVertex(p *config.Pipeline, name string) (vertex.Spec, error) {
 	spec := parts(path, v.Source, v.UDF, v.Sink)
 	spec.Name, spec.StoreKey = name, p.Metadata.Name+"-"+name
 	spec.Limits = limits(&l.Limits, rateLimitPath(p, v, path))
+	if u := v.UDF; u != nil && u.GroupBy != nil {
+		if spec.Reduce, err = Reduce(path+".udf", u, name, stateDir); err != nil {
+			return vertex.Spec{}, err
+		}
+	}
 	return spec, nil
 }
 
@@ -78,7 +85,7 @@ func parts(path string, src *config.Source, u *config.UDF, sink *config.Sink) ve
 			s.Transformer = transformerFunc(path+".source.transformer", t)
 		}
 	}
-	if u != nil {
+	if u != nil && u.GroupBy == nil {
 		s.Map = mapFunc(path+".udf", u)
 	}
 	if sink != nil {

@@ -1,0 +1,93 @@
+package vertexconfig
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/reduce"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/window"
+)
+
+// ErrNoStateDir is matched by the error of a reduce vertex whose storage is a
+// volume (persistentVolumeClaim or emptyDir) when no state directory is given.
+var ErrNoStateDir = errors.New("no state directory")
+
+// Reduce returns the Reduce of the validated groupBy of u, the function of
+// the vertex called name at path in the YAML: its window strategy, lateness
+// and keying, its reducer (a built-in, or a reduce or reduce-stream server in
+// the vertex's socket directory) and its state directory, [StateDir] for a
+// volume storage and "" (memory alone) for no_store. The Reduce's Watermark
+// is left to the caller; the remote reducer sends the watermark it gives.
+func Reduce(path string, u *config.UDF, name, stateDir string) (*vertex.Reduce, error) {
+	g := u.GroupBy
+	strategy, streaming, err := strategy(&g.Window)
+	if err != nil {
+		return nil, &config.FieldError{Path: path + ".groupBy.window", Err: err}
+	}
+	r := &vertex.Reduce{Strategy: strategy, AllowedLateness: g.GetAllowedLateness(), Keyed: g.GetKeyed()}
+	if st := g.Storage; st != nil && st.NoStore == nil {
+		if stateDir == "" {
+			return nil, &config.FieldError{Path: path + ".groupBy.storage", Err: ErrNoStateDir}
+		}
+		r.Dir = StateDir(stateDir, name)
+	}
+	r.Reducer = reducerFunc(path, u, streaming, func() (wm time.Time) {
+		if r.Watermark != nil {
+			if t, ok := r.Watermark(); ok {
+				wm = t
+			}
+		}
+		return wm
+	})
+	return r, nil
+}
+
+// StateDir is the directory of the windows of the reduce vertex called
+// vertex, base being the pipeline's state directory.
+func StateDir(base, vertex string) string { return filepath.Join(base, vertex) }
+
+// strategy returns the strategy of a validated window, and whether its
+// function is a reduce streamer.
+func strategy(w *config.Window) (window.Strategy, bool, error) {
+	if f := w.Fixed; f != nil {
+		s, err := window.Fixed(f.Length.Duration)
+		return s, f.Streaming != nil && *f.Streaming, err
+	}
+	if sl := w.Sliding; sl != nil {
+		s, err := window.Sliding(sl.Length.Duration, sl.Slide.Duration)
+		return s, sl.Streaming != nil && *sl.Streaming, err
+	}
+	return window.Strategy{}, false, fmt.Errorf("%w: set fixed or sliding", window.ErrInvalid)
+}
+
+// reducerFunc makes the reducer of one reader of the reduce at path: the
+// built-in u names, or a client of the reduce server (reduce-stream server
+// when streaming) in the vertex's socket directory, whose messages carry the
+// watermark wm returns (the zero time: none).
+func reducerFunc(path string, u *config.UDF, streaming bool, wm func() time.Time) vertex.ReducerFunc {
+	return func(env vertex.Env) (reduce.Reducer, error) {
+		if u.Container == nil {
+			r, err := reduce.Builtin(u.Builtin.Name, u.Builtin.KWArgs)
+			if err != nil {
+				return nil, &config.FieldError{Path: path + ".builtin", Err: err}
+			}
+			return r, nil
+		}
+		kind := serverinfo.KindReduce
+		if streaming {
+			kind = serverinfo.KindReduceStream
+		}
+		c, err := udfreduce.New(env.SocketDir, kind, env.Log)
+		if err != nil {
+			return nil, err
+		}
+		env.Remote(kind, c)
+		return reduce.Remote(c, wm), nil
+	}
+}
