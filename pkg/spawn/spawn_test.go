@@ -197,12 +197,13 @@ func connectedTo(logs *observer.ObservedLogs) string {
 func TestClearFiles(t *testing.T) {
 	dir := shortDir(t)
 	path := func(name string) string { return filepath.Join(dir, name) }
-	for _, name := range []string{serverinfo.MapInfoFile, serverinfo.SinkInfoFile} {
+	for _, name := range []string{serverinfo.MapInfoFile, serverinfo.ReduceInfoFile, serverinfo.SinkInfoFile} {
 		if err := serverinfo.Write(path(name), serverinfo.Default(serverinfo.KindSink, "old")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	staleSocket(t, path(serverinfo.MapStreamSocket))
+	staleSocket(t, path(serverinfo.ReduceStreamSocket))
 	staleSocket(t, path(serverinfo.SinkSocket))
 	live, err := net.Listen("unix", path(serverinfo.MapSocket))
 	if err != nil {
@@ -223,6 +224,8 @@ func TestClearFiles(t *testing.T) {
 	}{
 		{serverinfo.MapInfoFile, false},
 		{serverinfo.MapStreamSocket, false},
+		{serverinfo.ReduceInfoFile, false},
+		{serverinfo.ReduceStreamSocket, false},
 		{serverinfo.MapSocket, true},
 		{serverinfo.BatchMapSocket, true},
 		{serverinfo.SinkInfoFile, true},
