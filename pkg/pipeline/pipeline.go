@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -18,11 +19,6 @@ import (
 // ErrNoVertex is matched by the error of a vertex name the pipeline does not
 // have.
 var ErrNoVertex = errors.New("no vertex")
-
-// ErrNoWatermark is matched by the error of a pipeline with a reduce vertex:
-// a reduce closes its windows by the vertex's watermark, which the pipeline
-// does not give its vertices.
-var ErrNoWatermark = errors.New("watermarks are not wired")
 
 // Pipeline is the vertices of a Pipeline that run in this process, one
 // replica each, with their buffers: every vertex on in-memory buffers, every
@@ -78,11 +74,15 @@ func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, 
 
 // names lists the vertices that run in this process.
 func (pl *Pipeline) names() ([]string, error) {
-	if pl.o.only != "" {
-		if _, _, err := pl.g.vertex(pl.o.only); err != nil {
+	if only := pl.o.only; only != "" {
+		v, _, err := pl.g.vertex(only)
+		if err != nil {
 			return nil, err
 		}
-		return []string{pl.o.only}, nil
+		if n := pl.g.Partitions(only); v.UDF != nil && v.UDF.GroupBy != nil && pl.o.replica >= n {
+			return nil, fmt.Errorf("vertex %s: replica %d: a reduce vertex has a replica per partition, and it has %d", only, pl.o.replica, n)
+		}
+		return []string{only}, nil
 	}
 	return pl.g.Vertices(), nil
 }

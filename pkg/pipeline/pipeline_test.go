@@ -226,11 +226,12 @@ func TestErrors(t *testing.T) {
 		{"a vertex alone in memory", threeVertices(""), []pipeline.Option{pipeline.WithVertex("cat")},
 			func(err error) bool { return strings.Contains(err.Error(), "alone runs on jetstream") }},
 		{"no isb", threeVertices(""), []pipeline.Option{js}, fieldError("spec.isb.jetstream")},
-		{"a reduce", strings.Replace(threeVertices(""), "      udf:\n        builtin:\n          name: cat\n",
+		{"a reduce alone beyond its partitions", strings.Replace(threeVertices("  isb:\n    jetstream:\n      url: "+nats.URL+"\n"), "      udf:\n        builtin:\n          name: cat\n",
 			"      udf:\n        builtin:\n          name: count\n        groupBy:\n          window:\n            fixed:\n              length: 10s\n"+
-				"          keyed: true\n          storage:\n            no_store: {}\n", 1), nil,
+				"          keyed: true\n          storage:\n            no_store: {}\n", 1),
+			[]pipeline.Option{js, pipeline.WithVertex("cat"), pipeline.WithReplica(2)},
 			func(err error) bool {
-				return errors.Is(err, pipeline.ErrNoWatermark) && strings.Contains(err.Error(), "reduce vertex cat: ")
+				return strings.Contains(err.Error(), "vertex cat: replica 2: a reduce vertex has a replica per partition, and it has 2")
 			}},
 		{"wrong password", threeVertices(isb("      password: {file: " + secret("wrong", "wrong") + "}\n")), []pipeline.Option{js},
 			fieldError("spec.isb.jetstream")},

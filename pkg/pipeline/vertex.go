@@ -78,11 +78,9 @@ func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, o options
 func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b Buffers, limits *config.PipelineLimits, s *vertex.Spec, cl *closers) error {
 	parts := g.Inputs(name)
 	first := 0
-	if one {
-		if replica >= len(parts) {
-			return fmt.Errorf("vertex %s: replica %d: a reduce vertex has a replica per partition, and it has %d", name, replica, len(parts))
-		}
+	if one { // New checked the replica
 		parts, first = parts[replica:replica+1], replica
+		s.Reduce.FirstPartition = first
 	}
 	var store watermark.Store
 	if s.Watermark != nil {

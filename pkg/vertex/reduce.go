@@ -37,7 +37,7 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		v.log.Info("reduce windows are kept in memory alone (no_store): a restart loses the open ones")
 	}
 	if rs.Dir != "" {
-		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(i)), wal.Options{})
+		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(rs.FirstPartition+i)), wal.Options{})
 		if err != nil {
 			return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
 		}
@@ -49,9 +49,9 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
 	}
 	if n, err := p.Recover(); err != nil {
-		return fmt.Errorf("vertex %s: recovering partition %d: %w", v.spec.Name, i, err)
+		return fmt.Errorf("vertex %s: recovering partition %d: %w", v.spec.Name, rs.FirstPartition+i, err)
 	} else if n > 0 {
-		v.log.Info("windows recovered from the log", zap.Int("partition", i), zap.Int("messages", n))
+		v.log.Info("windows recovered from the log", zap.Int("partition", rs.FirstPartition+i), zap.Int("messages", n))
 	}
 	var lim reduce.Limiter = forward.Noop{}
 	if l := v.limiter; l != nil {

@@ -104,7 +104,11 @@ type Reduce struct {
 	Keyed bool
 	// Reducer makes the reduce function of one reader.
 	Reducer ReducerFunc
-	// Dir holds the write-ahead log of each reader, in Dir/partition-<i>;
+	// FirstPartition is the partition of the vertex's input buffer that
+	// Inputs[0] reads; the other Inputs read the partitions after it.
+	FirstPartition int
+	// Dir holds the write-ahead log of each reader, in Dir/partition-<i>
+	// where i is the partition it reads;
 	// "" keeps the windows in memory alone (no_store): a crash loses them.
 	Dir string
 	// Watermark, for a vertex without Spec.Watermark, is its watermark,
