@@ -55,11 +55,11 @@ type Remote struct {
 	eots    []bool
 	// Requests, reused from batch to batch: a request is encoded before Send
 	// returns, and a batch's sends end before Map returns.
-	mapReqs  []mapRequest
-	stReqs   []stv1.SourceTransformRequest
-	stBods   []stv1.SourceTransformRequest_Request
-	times    []timestamppb.Timestamp
-	markTS   *timestamppb.Timestamp // the watermark a transformer's batch carries
+	mapReqs []mapRequest
+	stReqs  []stv1.SourceTransformRequest
+	stBods  []stv1.SourceTransformRequest_Request
+	times   []timestamppb.Timestamp
+	markTS  *timestamppb.Timestamp // the watermark a transformer's batch carries
 	// watermark returns the watermark requests carry; nil: none (-1).
 	watermark func() time.Time
 }
