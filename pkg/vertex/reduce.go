@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -63,7 +64,13 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 	if d.Sink == nil {
 		return errors.New("vertex " + v.spec.Name + ": a reduce needs a sink or an output")
 	}
-	wm := rs.Watermark
+	wm := func() (time.Time, bool) {
+		t, ok := rs.Watermark()
+		if ok {
+			v.marks.cur.Store(t.UnixMilli()) // the vertex's, which requests carry
+		}
+		return t, ok
+	}
 	if v.spec.Watermark != nil {
 		wm = v.marks.reduceMark(i)
 	}

@@ -49,7 +49,8 @@ type Status struct {
 	// while it has none.
 	Watermark    string  `json:"watermark,omitempty"`
 	WatermarkLag float64 `json:"watermarkLagSeconds,omitempty"`
-	// ReadTotal and WriteTotal count the messages read and written so far.
+	// ReadTotal and WriteTotal count the messages read and written so far
+	// (for a reduce vertex, the messages read and the results written).
 	ReadTotal  float64 `json:"readTotal"`
 	WriteTotal float64 `json:"writeTotal"`
 }
@@ -80,6 +81,10 @@ func (v *Vertex) Status() Status {
 	}
 	s.ReadTotal = counterValue(v.metrics.Read)
 	s.WriteTotal = counterValue(v.metrics.Written)
+	if m := v.reduceMetrics; m != nil { // read and late; the results written
+		s.ReadTotal = counterValue(m.Read) + counterValue(m.Late)
+		s.WriteTotal = counterValue(m.Results)
+	}
 	return s
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/reduce"
@@ -23,7 +22,7 @@ var ErrNoStateDir = errors.New("no state directory")
 // and keying, its reducer (a built-in, or a reduce or reduce-stream server in
 // the vertex's socket directory) and its state directory, [StateDir] for a
 // volume storage and "" (memory alone) for no_store. The Reduce's Watermark
-// is left to the caller; the remote reducer sends the watermark it gives.
+// is left to the caller; the remote reducer's messages carry the vertex's.
 func Reduce(path string, u *config.UDF, name, stateDir string) (*vertex.Reduce, error) {
 	g := u.GroupBy
 	strategy, streaming, err := strategy(&g.Window)
@@ -37,14 +36,7 @@ func Reduce(path string, u *config.UDF, name, stateDir string) (*vertex.Reduce, 
 		}
 		r.Dir = StateDir(stateDir, name)
 	}
-	r.Reducer = reducerFunc(path, u, streaming, func() (wm time.Time) {
-		if r.Watermark != nil {
-			if t, ok := r.Watermark(); ok {
-				wm = t
-			}
-		}
-		return wm
-	})
+	r.Reducer = reducerFunc(path, u, streaming)
 	return r, nil
 }
 
@@ -69,8 +61,8 @@ func strategy(w *config.Window) (window.Strategy, bool, error) {
 // reducerFunc makes the reducer of one reader of the reduce at path: the
 // built-in u names, or a client of the reduce server (reduce-stream server
 // when streaming) in the vertex's socket directory, whose messages carry the
-// watermark wm returns (the zero time: none).
-func reducerFunc(path string, u *config.UDF, streaming bool, wm func() time.Time) vertex.ReducerFunc {
+// vertex's watermark.
+func reducerFunc(path string, u *config.UDF, streaming bool) vertex.ReducerFunc {
 	return func(env vertex.Env) (reduce.Reducer, error) {
 		if u.Container == nil {
 			r, err := reduce.Builtin(u.Builtin.Name, u.Builtin.KWArgs)
@@ -88,6 +80,6 @@ func reducerFunc(path string, u *config.UDF, streaming bool, wm func() time.Time
 			return nil, err
 		}
 		env.Remote(kind, c)
-		return reduce.Remote(c, wm), nil
+		return reduce.Remote(c, env.Watermark), nil
 	}
 }
