@@ -107,22 +107,9 @@ func TestPipelineVertexWorkloads(t *testing.T) {
 func TestPipelineValidates(t *testing.T) {
 	objs := renderManifests(t, pipelineOverlay)
 	key, data := pipelineData(t, objs)
-	_, err := vertexconfig.Parse([]byte(data))
-	var ce *config.Error
-	if errors.As(err, &ce) && !slices.ContainsFunc(ce.Problems, func(p config.Problem) bool { return !reduceNotRunYet(p) }) {
-		// Every problem is that reduce vertices do not run yet: skip until
-		// vertex validate accepts groupBy; then this test checks the file.
-		t.Skipf("vertex validate does not accept reduce vertices yet, so the pipeline (%s) is not validated:\n%v", key, err)
-	}
-	if err != nil {
+	if _, err := vertexconfig.Parse([]byte(data)); err != nil {
 		t.Fatalf("ConfigMap %s: %v", key, err)
 	}
-}
-
-// reduceNotRunYet reports whether p is validation's refusal of a reduce
-// vertex, which the manifests already run.
-func reduceNotRunYet(p config.Problem) bool {
-	return strings.HasSuffix(p.Path, ".udf.groupBy") && strings.Contains(p.Msg, "reduce vertices are not supported yet")
 }
 
 // TestPipelineDisruptionBudgets checks that each vertex workload has a
@@ -526,21 +513,18 @@ func udContainers(v config.Vertex) map[string]string {
 func pipelineConfig(t *testing.T, objs manifests) *config.Pipeline {
 	t.Helper()
 	key, data := pipelineData(t, objs)
-	var p config.Pipeline
-	var kind struct{ Kind string }
-	if err := yaml.Unmarshal([]byte(data), &kind); err != nil {
+	f, err := config.Parse([]byte(data), nil)
+	if err != nil {
 		t.Fatalf("ConfigMap %s: %v", key, err)
 	}
-	if kind.Kind != "Pipeline" {
-		t.Fatalf("ConfigMap %s: a %s, not a Pipeline", key, kind.Kind)
+	if f.Pipeline == nil {
+		t.Fatalf("ConfigMap %s: a %s, not a Pipeline", key, f.Kind)
 	}
-	if err := yaml.Unmarshal([]byte(data), &p); err != nil {
-		t.Fatalf("ConfigMap %s: %v", key, err)
-	}
+	p := f.Pipeline
 	if p.Spec.ISB == nil || p.Spec.ISB.JetStream == nil {
 		t.Fatalf("ConfigMap %s: no spec.isb.jetstream, which vertex run --vertex needs", key)
 	}
-	return &p
+	return p
 }
 
 // pipelineData returns the one key of the ConfigMap the vertices mount, as
