@@ -14,6 +14,12 @@ func (c *checker) pipeline(p *Pipeline) {
 	}
 	if w := s.Watermark; w != nil {
 		c.watermark("spec.watermark", w)
+		for _, v := range s.Vertices {
+			if w.Disabled && v.UDF != nil && v.UDF.GroupBy != nil {
+				c.add("spec.watermark.disabled", "a reduce vertex (%s) closes its windows by the watermark", v.Name)
+				break
+			}
+		}
 	}
 	if s.SideInputs.IsSet() {
 		c.add("spec.sideInputs", "side inputs are not supported by sluice")
