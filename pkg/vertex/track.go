@@ -1,7 +1,9 @@
 package vertex
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,12 +14,15 @@ import (
 
 // tracker wraps a reader of a vertex with watermarks to know how far the
 // vertex has got: which messages it has read and not yet finished (acked,
-// or handed back). For a reader of a buffer partition that is its frontier,
-// the offset up to which every message read is finished; a source's
-// batches, once finished in the order they were read, move its watermark.
+// or handed back).
 //
-// Each message read gets a handle of the tracker's own, which wraps the
-// reader's; the tracker hands the reader its own handles back.
+// For a reader of a buffer partition that is its frontier, the offset up
+// to which every message read is finished: the tracker counts the messages
+// read and not finished at each offset, by their offsets, and leaves their
+// handles alone. A source's messages have no offsets: each one read gets a
+// handle of the tracker's own, which wraps the reader's (the reader gets its
+// own back), so that its batch is known when it is finished; the batches,
+// once finished in the order they were read, move the source's watermark.
 type tracker struct {
 	r    isb.Reader
 	off  isb.OffsetReader  // nil for a source
@@ -28,26 +33,38 @@ type tracker struct {
 	floorer isb.AckFloorer
 	floor   atomic.Int64
 
-	mu      sync.Mutex
-	batches []*readBatch // not finished, in the order read
-	done    int64        // the largest offset of a batch finished in order
-	naked   map[int64]int
+	mu sync.Mutex
+	// A buffer partition's: the offsets read and not finished, increasing,
+	// with how many messages at each (0: finished, not yet dropped); the
+	// largest offset read; the offsets handed back, to be read again.
+	open  []openOffset
+	hint  int
+	done  int64
+	naked map[int64]int
+	// A source's: its batches not finished, in the order read.
+	batches []*readBatch
 	scratch []isb.ReadMessage
+	free    []*readBatch
 }
 
-// readBatch is what one Read returned.
+// openOffset is an offset of a buffer partition with messages read and not
+// finished.
+type openOffset struct {
+	off int64
+	n   int
+}
+
+// readBatch is what one Read of a source returned.
 type readBatch struct {
-	left           int // messages not finished
-	minOff, maxOff int64
-	minET          time.Time
-	slots          []slot
+	left  int // messages not finished
+	minET time.Time
+	slots []slot
 }
 
-// slot is a message's handle while the tracker holds it.
+// slot is a source message's handle while the tracker holds it.
 type slot struct {
 	handle any
 	b      *readBatch
-	off    int64
 }
 
 func newTracker(r isb.Reader, src *watermark.Source, part int32) *tracker {
@@ -84,41 +101,75 @@ func (t *tracker) read(ctx context.Context, buf []isb.ReadMessage) (int, error) 
 	if n == 0 {
 		return n, err
 	}
-	b := &readBatch{left: n, slots: make([]slot, n)}
-	for i := range buf[:n] {
-		m := &buf[i]
-		var o int64
-		if t.off != nil {
-			o = t.off.Offset(m)
-			if i == 0 || o < b.minOff {
-				b.minOff = o
+	if t.off != nil {
+		t.readOffsets(buf[:n])
+	} else {
+		t.readBatch(buf[:n])
+	}
+	return n, err
+}
+
+// readOffsets counts the messages read at their offsets.
+func (t *tracker) readOffsets(msgs []isb.ReadMessage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range msgs {
+		o := t.off.Offset(&msgs[i])
+		t.done = max(t.done, o)
+		if k := len(t.open); k > 0 && t.open[k-1].off == o {
+			t.open[k-1].n++
+		} else if k == 0 || t.open[k-1].off < o {
+			t.open = append(t.open, openOffset{o, 1})
+		} else { // read again after a nak: in its place
+			j, found := slices.BinarySearchFunc(t.open, o, func(e openOffset, o int64) int { return cmp.Compare(e.off, o) })
+			if found {
+				t.open[j].n++
+			} else {
+				t.open = slices.Insert(t.open, j, openOffset{o, 1})
 			}
-			b.maxOff = max(b.maxOff, o)
 		}
+		if t.naked != nil && t.naked[o] > 0 {
+			if t.naked[o]--; t.naked[o] == 0 {
+				delete(t.naked, o)
+			}
+		}
+	}
+}
+
+// readBatch gives a source's messages handles of the tracker's own.
+func (t *tracker) readBatch(msgs []isb.ReadMessage) {
+	t.mu.Lock()
+	var b *readBatch
+	if k := len(t.free); k > 0 {
+		b, t.free = t.free[k-1], t.free[:k-1]
+	} else {
+		b = &readBatch{}
+	}
+	t.mu.Unlock()
+	if cap(b.slots) < len(msgs) {
+		b.slots = make([]slot, len(msgs))
+	}
+	b.slots, b.left, b.minET = b.slots[:len(msgs)], len(msgs), time.Time{}
+	for i := range msgs {
+		m := &msgs[i]
 		if et := m.EventTime; !et.IsZero() && (b.minET.IsZero() || et.Before(b.minET)) {
 			b.minET = et
 		}
-		b.slots[i] = slot{handle: m.Handle, b: b, off: o}
+		b.slots[i] = slot{handle: m.Handle, b: b}
 		m.Handle = &b.slots[i]
 	}
 	t.mu.Lock()
 	t.batches = append(t.batches, b)
-	if t.naked != nil {
-		for i := range b.slots {
-			if o := b.slots[i].off; t.naked[o] > 0 {
-				if t.naked[o]--; t.naked[o] == 0 {
-					delete(t.naked, o)
-				}
-			}
-		}
-	}
 	t.mu.Unlock()
-	return n, err
 }
 
-// unwrap returns msgs with the reader's own handles, in a slice of t's
-// (callers make one Ack or Nak call at a time; finish gives it back).
+// unwrap returns a source's msgs with the reader's own handles, in a slice
+// of t's (callers make one Ack or Nak call at a time; release gives it
+// back).
 func (t *tracker) unwrap(msgs []isb.ReadMessage) []isb.ReadMessage {
+	if t.off != nil {
+		return msgs
+	}
 	t.mu.Lock()
 	out := t.scratch
 	t.scratch = nil
@@ -132,23 +183,58 @@ func (t *tracker) unwrap(msgs []isb.ReadMessage) []isb.ReadMessage {
 	return out
 }
 
-// finish counts msgs finished; naked says they are handed back, to be
-// read again: a buffer partition's frontier stays before them until then.
-func (t *tracker) finish(msgs, own []isb.ReadMessage, naked bool) {
+// finish counts msgs finished, before the reader hears of them; naked says
+// they are handed back, to be read again: a buffer partition's frontier
+// stays before them until then.
+func (t *tracker) finish(msgs []isb.ReadMessage, naked bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if naked && t.off != nil {
-		if t.naked == nil {
-			t.naked = map[int64]int{}
+	if t.off == nil {
+		t.finishBatches(msgs)
+		return
+	}
+	for i := range msgs {
+		o := t.off.Offset(&msgs[i])
+		j := t.find(o)
+		if j < 0 {
+			continue
 		}
-		for i := range msgs {
-			if s, ok := msgs[i].Handle.(*slot); ok {
-				t.naked[s.off]++
+		t.open[j].n--
+		t.hint = j
+		if naked {
+			if t.naked == nil {
+				t.naked = map[int64]int{}
 			}
+			t.naked[o]++
 		}
 	}
-	clear(own)
-	t.scratch = own[:0]
+	k := 0
+	for k < len(t.open) && t.open[k].n <= 0 {
+		k++
+	}
+	if k > 0 {
+		t.open = append(t.open[:0], t.open[k:]...)
+		t.hint = 0
+	}
+}
+
+// find returns the index of offset o in t.open, -1 when it is not there.
+func (t *tracker) find(o int64) int {
+	for _, j := range [2]int{t.hint, t.hint + 1} {
+		if j < len(t.open) && t.open[j].off == o {
+			return j
+		}
+	}
+	j, found := slices.BinarySearchFunc(t.open, o, func(e openOffset, o int64) int { return cmp.Compare(e.off, o) })
+	if !found {
+		return -1
+	}
+	return j
+}
+
+// finishBatches counts a source's msgs finished, and moves its watermark by
+// the batches finished in the order they were read.
+func (t *tracker) finishBatches(msgs []isb.ReadMessage) {
 	for i := range msgs {
 		if s, ok := msgs[i].Handle.(*slot); ok && s.b.left > 0 {
 			s.b.left--
@@ -157,12 +243,25 @@ func (t *tracker) finish(msgs, own []isb.ReadMessage, naked bool) {
 	i := 0
 	for ; i < len(t.batches) && t.batches[i].left == 0; i++ {
 		b := t.batches[i]
-		t.done = max(t.done, b.maxOff)
 		if t.src != nil && !b.minET.IsZero() {
 			t.src.Observe(t.part, b.minET)
 		}
+		if len(t.free) < 4 {
+			t.free = append(t.free, b) // its messages are all acked or handed back
+		}
 	}
 	t.batches = append(t.batches[:0], t.batches[i:]...)
+}
+
+// release gives back what unwrap returned.
+func (t *tracker) release(own []isb.ReadMessage) {
+	if t.off != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(own)
+	t.scratch = own[:0]
 }
 
 // refreshFloor asks the buffer what every reader of the partition has
@@ -187,11 +286,11 @@ func (t *tracker) frontier() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.done
+	if len(t.open) > 0 {
+		f = t.open[0].off - 1
+	}
 	if t.floorer != nil {
 		f = min(f, t.floor.Load())
-	}
-	for _, b := range t.batches {
-		f = min(f, b.minOff-1)
 	}
 	for o := range t.naked {
 		f = min(f, o-1)
@@ -201,24 +300,27 @@ func (t *tracker) frontier() int64 {
 
 func (t *tracker) ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	own := t.unwrap(msgs)
-	err := t.r.Ack(ctx, own)
-	// A message whose ack failed is finished too: it is written, and what
+	// A message whose ack fails is finished too: it is written, and what
 	// comes again of it is a duplicate.
-	t.finish(msgs, own, false)
+	t.finish(msgs, false)
+	err := t.r.Ack(ctx, own)
+	t.release(own)
 	return err
 }
 
 func (t *tracker) nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	own := t.unwrap(msgs)
+	t.finish(msgs, true)
 	err := t.r.(isb.Naker).Nak(ctx, own, delay)
-	t.finish(msgs, own, true)
+	t.release(own)
 	return err
 }
 
 func (t *tracker) nakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	own := t.unwrap(msgs)
+	t.finish(msgs, true)
 	err := t.r.(isb.OptionsNaker).NakOptions(ctx, own, opts)
-	t.finish(msgs, own, true)
+	t.release(own)
 	return err
 }
 
