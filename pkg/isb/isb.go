@@ -215,6 +215,19 @@ type OffsetReader interface {
 	StartOffset() int64
 }
 
+// PartitionReader is implemented by sources whose messages come from
+// partitions, such as a Kafka topic's: a source vertex computes its
+// watermark per partition, so that a partition behind the others holds it.
+type PartitionReader interface {
+	// Partition returns the partition m came from, a message Read returned
+	// and not yet acked.
+	Partition(m *ReadMessage) int32
+	// OnPartitionsGone makes the reader call f with the partitions taken
+	// away from it (by a consumer group's rebalance), which then hold the
+	// watermark back no more. f must not block.
+	OnPartitionsGone(f func(partitions []int32))
+}
+
 // AckFloorer is implemented by the readers of a buffer partition that
 // several readers share (the replicas of a vertex) and whose buffer knows
 // what all of them have acked.

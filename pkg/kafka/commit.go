@@ -199,6 +199,7 @@ func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 // to RevokeWait for the ones read to be acked, commits what was acked, and
 // forgets the partitions. The rebalance waits for it.
 func (s *Source) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	defer s.partitionsGone(revoked)
 	parts, wait := s.startRevoke(revoked, s.cfg.RevokeWait > 0)
 	if len(parts) == 0 {
 		return
@@ -298,6 +299,7 @@ func (s *Source) forget(parts []*partition) {
 // such as when its session expired. Their messages not acked are read again
 // by their new owner.
 func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	defer s.partitionsGone(lost)
 	parts, _ := s.startRevoke(lost, false)
 	s.forget(parts)
 	if len(parts) > 0 {

@@ -73,12 +73,48 @@ type Source struct {
 	pollErr  error         // the last fetch error, for the next empty Read
 	closing  bool          // Close started: Read returns ErrClosed
 	closed   bool          // Close committed: Ack returns ErrClosed
+	gone     func([]int32) // told of partitions revoked or lost
 }
 
 var (
-	_ isb.Reader = (*Source)(nil)
-	_ isb.Closer = (*Source)(nil)
+	_ isb.Reader          = (*Source)(nil)
+	_ isb.Closer          = (*Source)(nil)
+	_ isb.PartitionReader = (*Source)(nil)
 )
+
+// Partition returns the partition of the record m came from. It
+// implements [isb.PartitionReader].
+func (s *Source) Partition(m *isb.ReadMessage) int32 {
+	if r, ok := m.Handle.(*kgo.Record); ok {
+		return r.Partition
+	}
+	return 0
+}
+
+// OnPartitionsGone makes the source call f with the partitions revoked or
+// lost in a rebalance. It implements [isb.PartitionReader].
+func (s *Source) OnPartitionsGone(f func(partitions []int32)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = f
+}
+
+// partitionsGone tells of the partitions in m taken away.
+func (s *Source) partitionsGone(m map[string][]int32) {
+	s.mu.Lock()
+	f := s.gone
+	s.mu.Unlock()
+	if f == nil {
+		return
+	}
+	var parts []int32
+	for _, ps := range m {
+		parts = append(parts, ps...)
+	}
+	if len(parts) > 0 {
+		f(parts)
+	}
+}
 
 // NewSource returns a source that joins cfg.Group and reads cfg.Topics. It
 // does not wait for the brokers: connecting, joining the group and fetching

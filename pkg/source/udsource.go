@@ -31,10 +31,24 @@ type UD struct {
 }
 
 var (
-	_ isb.Reader       = (*UD)(nil)
-	_ isb.Naker        = (*UD)(nil)
-	_ isb.OptionsNaker = (*UD)(nil)
+	_ isb.Reader          = (*UD)(nil)
+	_ isb.Naker           = (*UD)(nil)
+	_ isb.OptionsNaker    = (*UD)(nil)
+	_ isb.PartitionReader = (*UD)(nil)
 )
+
+// Partition returns the partition of m's offset, as the source gave it. It
+// implements [isb.PartitionReader].
+func (s *UD) Partition(m *isb.ReadMessage) int32 {
+	if o, ok := m.Handle.(*sourcev1.Offset); ok {
+		return o.GetPartitionId()
+	}
+	return 0
+}
+
+// OnPartitionsGone implements [isb.PartitionReader]: a user-defined source
+// does not say when partitions go, so f is never called.
+func (*UD) OnPartitionsGone(func(partitions []int32)) {}
 
 // ErrSourceRead is matched by read failures the source reports in its answer.
 var ErrSourceRead = errors.New("user-defined source failed the read")

@@ -27,7 +27,9 @@ type tracker struct {
 	r    isb.Reader
 	off  isb.OffsetReader  // nil for a source
 	src  *watermark.Source // nil for a buffer partition
-	part int32             // the source's partition
+	part int32             // the source's partition, unless parts tells
+	// parts tells the partition of a source's message, when it has them.
+	parts isb.PartitionReader
 	// floorer, for a partition the vertex's replicas share, knows what they
 	// have all acked; floor is what it said last.
 	floorer isb.AckFloorer
@@ -56,9 +58,31 @@ type openOffset struct {
 
 // readBatch is what one Read of a source returned.
 type readBatch struct {
-	left  int // messages not finished
-	minET time.Time
+	left  int        // messages not finished
+	marks []partMark // the oldest event time of each partition read
 	slots []slot
+}
+
+// partMark is the oldest event time a batch read from a partition.
+type partMark struct {
+	part  int32
+	minET time.Time
+}
+
+// mark notes event time et of partition part.
+func (b *readBatch) mark(part int32, et time.Time) {
+	if et.IsZero() {
+		return
+	}
+	for i := range b.marks {
+		if m := &b.marks[i]; m.part == part {
+			if et.Before(m.minET) {
+				m.minET = et
+			}
+			return
+		}
+	}
+	b.marks = append(b.marks, partMark{part, et})
 }
 
 // slot is a source message's handle while the tracker holds it.
@@ -69,6 +93,14 @@ type slot struct {
 
 func newTracker(r isb.Reader, src *watermark.Source, part int32) *tracker {
 	t := &tracker{r: r, src: src, part: part}
+	if p, ok := r.(isb.PartitionReader); ok && src != nil {
+		t.parts = p
+		p.OnPartitionsGone(func(parts []int32) {
+			for _, n := range parts {
+				src.Remove(n)
+			}
+		})
+	}
 	if o, ok := r.(isb.OffsetReader); ok && src == nil {
 		t.off = o
 		t.done = o.StartOffset()
@@ -149,12 +181,14 @@ func (t *tracker) readBatch(msgs []isb.ReadMessage) {
 	if cap(b.slots) < len(msgs) {
 		b.slots = make([]slot, len(msgs))
 	}
-	b.slots, b.left, b.minET = b.slots[:len(msgs)], len(msgs), time.Time{}
+	b.slots, b.left, b.marks = b.slots[:len(msgs)], len(msgs), b.marks[:0]
 	for i := range msgs {
 		m := &msgs[i]
-		if et := m.EventTime; !et.IsZero() && (b.minET.IsZero() || et.Before(b.minET)) {
-			b.minET = et
+		part := t.part
+		if t.parts != nil {
+			part = t.parts.Partition(m)
 		}
+		b.mark(part, m.EventTime)
 		b.slots[i] = slot{handle: m.Handle, b: b}
 		m.Handle = &b.slots[i]
 	}
@@ -243,8 +277,10 @@ func (t *tracker) finishBatches(msgs []isb.ReadMessage) {
 	i := 0
 	for ; i < len(t.batches) && t.batches[i].left == 0; i++ {
 		b := t.batches[i]
-		if t.src != nil && !b.minET.IsZero() {
-			t.src.Observe(t.part, b.minET)
+		if t.src != nil {
+			for _, m := range b.marks {
+				t.src.Observe(m.part, m.minET)
+			}
 		}
 		if len(t.free) < 4 {
 			t.free = append(t.free, b) // its messages are all acked or handed back

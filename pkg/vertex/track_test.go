@@ -138,3 +138,37 @@ func TestTrackerSource(t *testing.T) {
 		t.Fatalf("both finished: %s, want %s (the second batch's oldest event time)", wm, want)
 	}
 }
+
+// partitionedReader is offsetReader as a source of two partitions: even
+// handles from partition 0, odd ones from 1.
+type partitionedReader struct {
+	offsetReader
+	gone func([]int32)
+}
+
+func (r *partitionedReader) Partition(m *isb.ReadMessage) int32 { return int32(m.Handle.(int64) % 2) }
+func (r *partitionedReader) OnPartitionsGone(f func([]int32))   { r.gone = f }
+
+// A partitioned source's watermark is the oldest of its partitions', and a
+// partition taken away holds it back no more.
+func TestTrackerSourcePartitions(t *testing.T) {
+	ctx := context.Background()
+	src, err := watermark.NewSource(watermark.Config{}, watermark.WithClock(clock.NewManual(time.UnixMilli(0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &partitionedReader{offsetReader: offsetReader{queue: []int64{4, 9, 6, 11}}}
+	r := newTracker(inner, src, 0).reader()
+	buf := make([]isb.ReadMessage, 4)
+	if n, _ := r.Read(ctx, buf); n != 4 {
+		t.Fatalf("read %d", n)
+	}
+	_ = r.Ack(ctx, buf)
+	if wm, want := src.Watermark(), time.UnixMilli(4000).UTC(); !wm.Equal(want) {
+		t.Fatalf("watermark %s, want %s: partition 0's", wm, want)
+	}
+	inner.gone([]int32{0})
+	if wm, want := src.Watermark(), time.UnixMilli(9000).UTC(); !wm.Equal(want) {
+		t.Fatalf("partition 0 gone: watermark %s, want %s: partition 1's", wm, want)
+	}
+}
