@@ -16,8 +16,9 @@ import (
 // a generator of three keys (in) writes to a log sink (raw) and to the cat
 // map, whose output the counter reduces (count, two partitions), its results
 // going to a log sink (counts). window is the groupBy's window block at
-// indent 10, counter the counter command, isb added to spec.
-func reducePipeline(name, window, counter, isb string) string {
+// indent 10, counter the counter command, isb added to spec, countLimits
+// added to the count vertex (at indent 6).
+func reducePipeline(name, window, counter, isb, countLimits string) string {
 	return `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
 metadata:
@@ -53,7 +54,7 @@ spec:
 ` + window + `          storage:
             persistentVolumeClaim:
               volumeSize: 1Gi
-    - name: counts
+` + countLimits + `    - name: counts
       sink:
         log: {}
   edges:
@@ -192,20 +193,35 @@ func TestReduceInOneProcess(t *testing.T) {
 		name          string
 		window        string
 		length, slide int64
-	}{{"fixed", fixedWindow, 2000, 2000}, {"sliding", slidingWindow, 3000, 1000}} {
+		limits        string
+	}{
+		{"fixed", fixedWindow, 2000, 2000, ""},
+		{"sliding", slidingWindow, 3000, 1000, ""},
+		// Reads at 150 of the 200 messages a second generated: windows close
+		// later, with the same counts.
+		{"fixed,throttled", fixedWindow, 2000, 2000, "      limits:\n        rateLimit:\n          max: 150\n          min: 150\n          rampUpDuration: 0s\n"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := writeConfig(t, reducePipeline("red-"+tt.name, tt.window, example(t, "counter"), jetStreamISB("nats://127.0.0.1:9", "")))
+			cfg := writeConfig(t, reducePipeline("red-"+strings.ReplaceAll(tt.name, ",", "-"), tt.window, example(t, "counter"), jetStreamISB("nats://127.0.0.1:9", ""), tt.limits))
+			started := time.Now()
 			p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
+			addr := p.metricsAddr()
 			p.waitFor(60*time.Second, "four windows of each key", func() bool {
 				_, res := sinkLinesLocked(p.lines)
 				return enoughWindows(res, 4)
 			})
+			read := metricValues(t, addr, "sluice_reduce_read_total")["count"]
+			elapsed := time.Since(started)
 			if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 			}
 			raw, res := sinkLines(t, p.stdoutLines())
 			checkCounts(t, raw, res, tt.length, tt.slide, 4)
+			// Every second (epoch) the run touched, 150 at most.
+			if most := 150 * (elapsed.Seconds() + 2); tt.limits != "" && read > most {
+				t.Errorf("the count vertex read %.0f messages in %v; its rate limit lets it read %.0f at most", read, elapsed, most)
+			}
 		})
 	}
 }
@@ -253,7 +269,7 @@ func TestReduceOnJetStream(t *testing.T) {
 func testReduceOnJetStream(t *testing.T, window string, length, slide int64, kill bool) {
 	nats := natstest.Start(t, natstest.Options{})
 	state := t.TempDir()
-	cfg := writeConfig(t, reducePipeline("red", window, example(t, "counter"), jetStreamISB(nats.URL, "")))
+	cfg := writeConfig(t, reducePipeline("red", window, example(t, "counter"), jetStreamISB(nats.URL, ""), ""))
 	countProc := func(replica int) *proc { return vertexProc(t, cfg, "count", replica, "--state-dir", state) }
 	counts, raw := vertexProc(t, cfg, "counts", 0), vertexProc(t, cfg, "raw", 0)
 	reducers := []*proc{countProc(0), countProc(1)}
