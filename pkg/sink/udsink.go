@@ -31,6 +31,8 @@ type UD struct {
 	log    *zap.Logger
 	seq    uint64
 	once   sync.Once
+	// watermark returns the watermark requests carry; nil: none (-1).
+	watermark func() time.Time
 }
 
 var _ isb.Writer = (*UD)(nil)
@@ -57,6 +59,11 @@ func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger) *UD {
 	return s
 }
 
+// SetWatermark makes every request carry the watermark wm returns when its
+// batch is sent (before the first batch). Without it requests carry -1,
+// none.
+func (s *UD) SetWatermark(wm func() time.Time) { s.watermark = wm }
+
 // Connect waits until the server is up and ready, or ctx ends.
 func (s *UD) Connect(ctx context.Context) error {
 	_, _, err := s.conn.Get(ctx)
@@ -81,12 +88,17 @@ func (s *UD) Write(ctx context.Context, msgs []isb.Message, errs []error) error 
 	prefix := strconv.FormatUint(s.seq, 10) + "-"
 	answered := make([]bool, len(msgs))
 	pending := len(msgs)
+	wm := time.UnixMilli(-1)
+	if s.watermark != nil {
+		wm = s.watermark()
+	}
+	wmTS := timestamppb.New(wm)
 	send := func(send func(*sinkv1.SinkRequest) error) error {
 		for i := range msgs {
 			m := &msgs[i]
 			req := &sinkv1.SinkRequest{Request: &sinkv1.SinkRequest_Request{
 				Id: prefix + strconv.Itoa(i), Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
-				Watermark: timestamppb.New(time.UnixMilli(-1)), Headers: m.Headers, Metadata: isbproto.ToMetadata(m.Metadata)}}
+				Watermark: wmTS, Headers: m.Headers, Metadata: isbproto.ToMetadata(m.Metadata)}}
 			if err := send(req); err != nil {
 				return err
 			}

@@ -27,6 +27,7 @@ func sinkFunc(path string, s *config.AbstractSink, fallback bool) vertex.SinkFun
 			return env.LogSink, nil
 		case s.UDSink != nil:
 			c := sink.NewUD(env.SocketDir, kind, env.Log)
+			c.SetWatermark(env.Watermark)
 			env.Remote(kind, c)
 			return c, nil
 		case s.HTTP != nil:
