@@ -1,0 +1,248 @@
+package test
+
+import (
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// envNumaflowGo names a directory holding the source of numaflow-go
+// (Numaflow's Go SDK), whose examples TestReduceNumaflowGo builds and runs.
+const envNumaflowGo = "NUMAFLOW_GO_DIR"
+
+// numaflowGoExamples caches the numaflow-go examples built, by name; it
+// shares examplesMu with example.
+var numaflowGoExamples = map[string]string{}
+
+// numaflowGoExample builds numaflow-go's example examples/<name> of the
+// source tree src as it is: its files are copied to a module of their own
+// whose go.mod replaces numaflow-go with src, and built once per run.
+func numaflowGoExample(t *testing.T, src, name string) string {
+	t.Helper()
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	if bin, ok := numaflowGoExamples[name]; ok {
+		return bin
+	}
+	exampleDir := filepath.Join(src, "examples", name)
+	if _, err := os.Stat(filepath.Join(exampleDir, "go.mod")); err != nil {
+		t.Fatalf("%s=%s holds no examples/%s/go.mod", envNumaflowGo, src, name)
+	}
+	mod := filepath.Join(t.TempDir(), "example")
+	if err := os.CopyFS(mod, os.DirFS(exampleDir)); err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(mod, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := regexp.MustCompile(`(?m)^replace github.com/numaproj/numaflow-go => .*$`)
+	line := []byte("replace github.com/numaproj/numaflow-go => " + src)
+	if replace.Match(gomod) {
+		gomod = replace.ReplaceAll(gomod, line)
+	} else {
+		gomod = append(append(gomod, '\n'), line...)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), gomod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(vertexBin), "numaflow-go-"+strings.ReplaceAll(name, "/", "-"))
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building numaflow-go's %s example: %v\n%s", name, err, out)
+	}
+	numaflowGoExamples[name] = bin
+	return bin
+}
+
+// TestReduceNumaflowGo runs numaflow-go's reduce examples, unchanged, as
+// the container of the count vertex of the keyed pipeline, in one process
+// with --spawn and no --uds-dir, so that they serve in /var/run/numaflow,
+// the only directory they know. The counters' results add up, per window
+// and key, to the number of messages generated in it; the sums', with every
+// payload the number 7 (the generator's valueBlob), to 7 times that. The
+// reducers send one result per window, the reduce streamers several (every
+// 10 messages; whenever the sum reaches 100) and the rest at the end. It is
+// skipped without NUMAFLOW_GO_DIR, and when /var/run/numaflow cannot be
+// had (another sluice process holds it, or it cannot be created).
+func TestReduceNumaflowGo(t *testing.T) {
+	src := os.Getenv(envNumaflowGo)
+	if src == "" {
+		t.Skipf("%s is not set: numaflow-go's reduce examples are not run (set it to a numaflow-go source tree)", envNumaflowGo)
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		example       string
+		window        string
+		length, slide int64
+		value         int // the payload when not 0, else the generator's JSON
+		stream        bool
+	}{
+		{"reducer/counter", fixedWindow, 2000, 2000, 0, false},
+		{"reducer/counter", slidingWindow, 3000, 1000, 0, false},
+		{"reducer/sum", fixedWindow, 2000, 2000, 7, false},
+		{"reducestreamer/counter", slidingWindow, 3000, 1000, 0, true},
+		{"reducestreamer/sum", fixedWindow, 2000, 2000, 7, true},
+	} {
+		name := tt.example + "," + strings.TrimSuffix(strings.Fields(tt.window)[0], ":")
+		t.Run(name, func(t *testing.T) {
+			// Not parallel: each needs /var/run/numaflow for itself.
+			bin := numaflowGoExample(t, src, tt.example)
+			window := tt.window
+			if tt.stream {
+				window += "              streaming: true\n"
+			}
+			yaml := reducePipeline("red-nfgo", window, bin, jetStreamISB("nats://127.0.0.1:9", ""))
+			if tt.value != 0 {
+				blob := base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(tt.value)))
+				if !strings.Contains(yaml, "keyCount: 3\n") {
+					t.Fatal("the keyed pipeline's generator has no keyCount")
+				}
+				yaml = strings.Replace(yaml, "keyCount: 3\n", "keyCount: 3\n          valueBlob: "+blob+"\n", 1)
+			}
+			raw, res := runNumaflowGoPipeline(t, yaml, tt.example)
+			if tt.example == "reducer/counter" {
+				checkCounts(t, raw, res, tt.length, tt.slide, 4)
+				return
+			}
+			checkTotals(t, raw, res, tt.length, tt.slide, max(tt.value, 1), !tt.stream, 4)
+		})
+	}
+}
+
+// runNumaflowGoPipeline runs the pipeline yaml, whose only container is
+// numaflow-go's example, in one process with --spawn and no --uds-dir, until
+// each key has four windows, and returns what its log sinks printed. It
+// skips the test when /var/run/numaflow is not to be had.
+func runNumaflowGoPipeline(t *testing.T, yaml, example string) (raw, results []sinkLine) {
+	t.Helper()
+	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
+	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
+		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
+			strings.Contains(p.stderr.String(), "spawned containers' sockets")
+	})
+	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
+		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's %s cannot serve:\n%s", example, p.stderrText())
+	}
+	p.waitFor(90*time.Second, "four windows of each key", func() bool {
+		_, res := nfgoSinkLines(p.lines)
+		return enoughWindows(res, 4)
+	})
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	return nfgoSinkLines(p.stdoutLines())
+}
+
+// TestMapNumaflowGoInPipeline runs numaflow-go's cat example, unchanged, as
+// the map of the keyed pipeline, whose requests carry the vertex's
+// watermark, with the built-in count as the reduce: every window's count is
+// what was generated in it.
+func TestMapNumaflowGoInPipeline(t *testing.T) {
+	src := os.Getenv(envNumaflowGo)
+	if src == "" {
+		t.Skipf("%s is not set: numaflow-go's cat example is not run (set it to a numaflow-go source tree)", envNumaflowGo)
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := numaflowGoExample(t, src, "mapper/cat")
+	yaml := reducePipeline("map-nfgo", fixedWindow, "COUNTER", jetStreamISB("nats://127.0.0.1:9", ""))
+	for old, repl := range map[string]string{
+		"        builtin:\n          name: cat\n":                "        container:\n          command: [" + strconv.Quote(bin) + "]\n",
+		"        container:\n          command: [\"COUNTER\"]\n": "        builtin:\n          name: count\n",
+	} {
+		if !strings.Contains(yaml, old) {
+			t.Fatalf("the keyed pipeline has no %q", old)
+		}
+		yaml = strings.Replace(yaml, old, repl, 1)
+	}
+	raw, res := runNumaflowGoPipeline(t, yaml, "mapper/cat")
+	checkCounts(t, raw, res, 2000, 2000, 4)
+}
+
+// nfgoSinkLines parses log-sink lines as sinkLines does, but tells the
+// generator's messages from the results by their IDs (in-<replica>-<n>),
+// whatever their payloads.
+func nfgoSinkLines(lines []string) (raw, results []sinkLine) {
+	for _, l := range lines {
+		m := sinkLineRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		et, _ := strconv.ParseInt(m[3], 10, 64)
+		s := sinkLine{payload: m[1], keys: m[2], eventTime: et, id: m[4]}
+		if strings.HasPrefix(s.id, "in-") {
+			raw = append(raw, s)
+		} else {
+			results = append(results, s)
+		}
+	}
+	return raw, results
+}
+
+// checkTotals checks that the results of each window and key add up to per
+// times the number of messages of that key generated in it, with one result
+// per window when single; that no key misses a window before its last; and
+// that every key has at least minWindows. length and slide are the
+// window's, in ms.
+func checkTotals(t *testing.T, raw, results []sinkLine, length, slide int64, per int, single bool, minWindows int) {
+	t.Helper()
+	want := map[windowKey]int{}
+	for _, m := range raw {
+		for end := (m.eventTime/slide + 1) * slide; end-length <= m.eventTime; end += slide {
+			want[windowKey{m.keys, end}] += per
+		}
+	}
+	got, n := map[windowKey]int{}, map[windowKey]int{}
+	last := map[string]int64{}
+	for _, r := range results {
+		v, err := strconv.Atoi(r.payload)
+		if err != nil {
+			t.Fatalf("a result that is no number: %+v", r)
+		}
+		w := windowKey{r.keys, r.eventTime + 1}
+		got[w] += v
+		n[w]++
+		last[r.keys] = max(last[r.keys], w.end)
+	}
+	windows := map[string]int{}
+	for w, total := range got {
+		if total != want[w] {
+			t.Errorf("window ending %s of key %s: results add up to %d in %d results, generated %d", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, total, n[w], want[w])
+		}
+		if single && n[w] != 1 {
+			t.Errorf("window ending %s of key %s: %d results; want one", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, n[w])
+		}
+	}
+	for w, total := range want {
+		if total > 0 && w.end <= last[w.key] {
+			if _, ok := got[w]; !ok {
+				t.Errorf("window ending %s of key %s (%d) has no result", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, total)
+			}
+			windows[w.key]++
+		}
+	}
+	if len(windows) != 3 {
+		t.Errorf("results for keys %v; want 3 keys", windows)
+	}
+	for k, c := range windows {
+		if c < minWindows {
+			t.Errorf("key %s: %d windows; want at least %d", k, c, minWindows)
+		}
+	}
+	t.Logf("%d messages generated; %d results for %d windows: %v", len(raw), len(results), len(got), windows)
+}
