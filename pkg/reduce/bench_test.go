@@ -98,3 +98,45 @@ func BenchmarkOpenWindowKeys(b *testing.B) {
 	}
 	b.ReportMetric(perKey, "B/key")
 }
+
+// BenchmarkOpenKeys measures the heap that 100,000 keys in one open fixed
+// window take, in memory (no_store): one message a key, with an empty value
+// and with a value of 100 bytes, each message's ID, key and value allocated
+// as a reader hands them over. It reports the bytes per key, everything the
+// processor keeps for it included, the batch slice not.
+func BenchmarkOpenKeys(b *testing.B) {
+	const keys = 100_000
+	for _, size := range []int{0, 100} {
+		b.Run("value="+strconv.Itoa(size)+"B", func(b *testing.B) {
+			s, _ := window.Fixed(time.Second)
+			msgs := make([]isb.Message, keys)
+			var perKey float64
+			for b.Loop() {
+				clear(msgs)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				p, err := New(Config{Strategy: s, Keyed: true, Reducer: ReducerFunc(count)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range msgs {
+					msgs[i] = isb.Message{ID: "in-0-" + strconv.Itoa(1_000_000+i), Keys: []string{"key-" + strconv.Itoa(i)},
+						Value: make([]byte, size), EventTime: time.Unix(1, int64(i))}
+				}
+				if _, err := p.Add(msgs); err != nil {
+					b.Fatal(err)
+				}
+				clear(msgs) // the reader's batch, reused: the processor holds what it keeps
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				if p.Open() == 0 {
+					b.Fatal("no open window")
+				}
+				perKey = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / keys
+				runtime.KeepAlive(p)
+			}
+			b.ReportMetric(perKey, "B/key")
+		})
+	}
+}
