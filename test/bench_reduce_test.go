@@ -97,10 +97,10 @@ func groupBy1s(storage string) string {
 // with the write-ahead log and with no_store, and the SDK's counter example
 // with the log; counted as what the reduce reads, sluice_reduce_read_total).
 // Each of b.N rounds runs every case once, each first in turn, for 5s after
-// 2s of warm-up, and logs the reduce's late messages, windows closed, results
-// and the size of its state directory; it reports the medians, and the
-// ratios of each reduce to the map-only case of the same kind (built-in or
-// SDK).
+// 2s of warm-up, and logs a line of its rates, with each reduce's late
+// messages, windows closed, results and the size of its state directory. It
+// reports the median rates, and the median over the rounds of each reduce's
+// ratio to the map-only case of its kind (built-in or SDK) in the same round.
 func BenchmarkReducePipeline(b *testing.B) {
 	nats := natstest.Start(b, natstest.Options{})
 	bins := map[string]string{}
@@ -114,29 +114,36 @@ func BenchmarkReducePipeline(b *testing.B) {
 	rates := make([][]float64, len(cases))
 	b.ResetTimer()
 	for round := range b.N {
+		line := fmt.Sprintf("round %d of %d:", round+1, b.N)
 		for j := range cases {
 			i := (round + j) % len(cases) // each case first in turn
 			c := cases[i]
 			yaml := reduceBenchPipeline(fmt.Sprintf("rb%d-%d", round, i), nats.URL, c.udf(bins))
-			rate := reducePipelineRate(b, yaml, c.reduce)
-			b.Logf("round %d %s: %.0f msg/s", round, c.name, rate)
+			rate, note := reducePipelineRate(b, yaml, c.reduce)
+			line += fmt.Sprintf(" %s %.0f%s;", c.name, rate, note)
 			rates[i] = append(rates[i], rate)
 		}
+		b.Log(line)
 	}
 	b.StopTimer()
 	for i, c := range cases {
-		m := median(rates[i])
-		b.ReportMetric(m, c.name+"-msg/s")
+		b.ReportMetric(median(rates[i]), c.name+"-msg/s")
 		if c.base >= 0 {
-			b.ReportMetric(m/median(rates[c.base]), c.name+"/"+cases[c.base].name)
+			ratios := make([]float64, len(rates[i]))
+			for r := range ratios {
+				ratios[r] = rates[i][r] / rates[c.base][r]
+			}
+			b.ReportMetric(median(ratios), c.name+"/"+cases[c.base].name)
 		}
 	}
 	b.ReportMetric(0, "ns/op")
 }
 
 // reducePipelineRate runs the pipeline of yaml, one process a vertex, and
-// returns the messages a second mid reads (reduce) or out writes (not).
-func reducePipelineRate(b *testing.B, yaml string, reduce bool) float64 {
+// returns the messages a second mid reads (reduce) or out writes (not), and
+// for a reduce a note of its late messages, windows closed, results and the
+// bytes in its state directory.
+func reducePipelineRate(b *testing.B, yaml string, reduce bool) (rate float64, note string) {
 	cfg := writeConfig(b, yaml)
 	state := b.TempDir()
 	var procs []*proc
@@ -158,9 +165,9 @@ func reducePipelineRate(b *testing.B, yaml string, reduce bool) float64 {
 	time.Sleep(2 * time.Second) // warm up: every vertex running, buffers filled
 	from, start := count(), time.Now()
 	time.Sleep(5 * time.Second)
-	rate := (count() - from) / time.Since(start).Seconds()
+	rate = (count() - from) / time.Since(start).Seconds()
 	if reduce {
-		b.Logf("reduce: late %.0f, windows closed %.0f, results %.0f; state dir %d bytes", metricSum(b, mid, "sluice_reduce_late_total"),
+		note = fmt.Sprintf(" (late %.0f, windows closed %.0f, results %.0f, state %d B)", metricSum(b, mid, "sluice_reduce_late_total"),
 			metricSum(b, mid, "sluice_reduce_windows_closed_total"), metricSum(b, mid, "sluice_reduce_results_total"), dirSize(state))
 	}
 	for _, p := range procs {
@@ -168,7 +175,7 @@ func reducePipelineRate(b *testing.B, yaml string, reduce bool) float64 {
 			b.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 		}
 	}
-	return rate
+	return rate, note
 }
 
 // metricSum returns the sum of every series of a metric at addr's /metrics.
