@@ -59,6 +59,9 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/ratelimit/redisstore/
 	$(GO) test -run '^$$' -bench 'BenchmarkPipeline$$' -benchtime 5x ./cmd/vertex/
 	$(GO) test -run '^$$' -bench BenchmarkPipelineProcesses -benchtime 3x ./test/
+	$(GO) test -run '^$$' -bench 'BenchmarkAdd$$' -count 5 ./pkg/reduce/
+	$(GO) test -run '^$$' -bench BenchmarkOpenKeys -benchtime 3x ./pkg/reduce/
+	$(GO) test -run '^$$' -bench BenchmarkReducePipeline -benchtime 3x ./test/
 	$(GO) test -run '^$$' -bench 'BenchmarkKafkaSource|BenchmarkHTTPSink' -benchtime 1x -count 5 ./pkg/vertex/
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/kafka/ ./pkg/sink/ ./pkg/source/
 
