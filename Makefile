@@ -58,6 +58,7 @@ bench: build
 	$(GO) test -run '^$$' -bench BenchmarkStreamingSlowMap -benchtime 3x ./cmd/vertex/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/ratelimit/redisstore/
 	$(GO) test -run '^$$' -bench 'BenchmarkPipeline$$' -benchtime 5x ./cmd/vertex/
+	$(GO) test -run '^$$' -bench BenchmarkPipelineWatermarks -benchtime 5x ./cmd/vertex/
 	$(GO) test -run '^$$' -bench BenchmarkPipelineProcesses -benchtime 3x ./test/
 	for i in 1 2 3 4 5; do $(GO) test -run '^$$' -bench 'BenchmarkAdd$$' ./pkg/reduce/ || exit 1; done
 	$(GO) test -run '^$$' -bench BenchmarkOpenKeys -benchtime 3x ./pkg/reduce/
