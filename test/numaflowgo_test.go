@@ -104,7 +104,7 @@ func TestReduceNumaflowGo(t *testing.T) {
 			if tt.stream {
 				window += "              streaming: true\n"
 			}
-			yaml := reducePipeline("red-nfgo", window, bin, jetStreamISB("nats://127.0.0.1:9", ""))
+			yaml := reducePipeline("red-nfgo", window, bin, jetStreamISB("nats://127.0.0.1:9", ""), "")
 			if tt.value != 0 {
 				blob := base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(tt.value)))
 				if !strings.Contains(yaml, "keyCount: 3\n") {
@@ -160,7 +160,7 @@ func TestMapNumaflowGoInPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := numaflowGoExample(t, src, "mapper/cat")
-	yaml := reducePipeline("map-nfgo", fixedWindow, "COUNTER", jetStreamISB("nats://127.0.0.1:9", ""))
+	yaml := reducePipeline("map-nfgo", fixedWindow, "COUNTER", jetStreamISB("nats://127.0.0.1:9", ""), "")
 	for old, repl := range map[string]string{
 		"        builtin:\n          name: cat\n":                "        container:\n          command: [" + strconv.Quote(bin) + "]\n",
 		"        container:\n          command: [\"COUNTER\"]\n": "        builtin:\n          name: count\n",
