@@ -6,6 +6,7 @@
 //
 //	common/                 common                shared message metadata and nack options
 //	map/v1/                 map.v1                → mapv1 (unary, batch and streaming map)
+//	accumulator/v1/         accumulator.v1        → accumulatorv1 (accumulators, a window per key set)
 //	reduce/v1/              reduce.v1             → reducev1 (reduce and reduce stream, aligned windows)
 //	sink/v1/                sink.v1               → sinkv1 (sink, fallback sink, on-success sink)
 //	source/v1/              source.v1             → sourcev1
