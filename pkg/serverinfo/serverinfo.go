@@ -79,6 +79,7 @@ const (
 	SourceTransformerSocket = "sourcetransform.sock"
 	ReduceSocket            = "reduce.sock"
 	ReduceStreamSocket      = "reducestream.sock"
+	AccumulatorSocket       = "accumulator.sock"
 )
 
 // Server-info file names, relative to the socket directory. The three map
@@ -92,6 +93,7 @@ const (
 	SourceTransformerInfoFile = "sourcetransformer-server-info"
 	ReduceInfoFile            = "reducer-server-info"
 	ReduceStreamInfoFile      = "reducestreamer-server-info"
+	AccumulatorInfoFile       = "accumulator-server-info"
 )
 
 // MaxMessageSize is the gRPC message size limit, for sending and receiving,
@@ -145,6 +147,7 @@ const (
 	KindSourceTransformer Kind = "sourcetransformer"
 	KindReduce            Kind = "reduce"
 	KindReduceStream      Kind = "reducestream"
+	KindAccumulator       Kind = "accumulator"
 )
 
 type kindSpec struct {
@@ -162,12 +165,13 @@ var kinds = map[Kind]kindSpec{
 	KindSourceTransformer: {SourceTransformerSocket, SourceTransformerInfoFile, "", SDKMinimumNumaflowVersion},
 	KindReduce:            {ReduceSocket, ReduceInfoFile, "", SDKMinimumNumaflowVersion},
 	KindReduceStream:      {ReduceStreamSocket, ReduceStreamInfoFile, "", SDKMinimumNumaflowVersion},
+	KindAccumulator:       {AccumulatorSocket, AccumulatorInfoFile, "", SDKMinimumNumaflowVersion},
 }
 
 // Kinds lists every supported kind.
 func Kinds() []Kind {
 	return []Kind{KindMap, KindBatchMap, KindMapStream, KindSink, KindFallbackSink,
-		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream}
+		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream, KindAccumulator}
 }
 
 // Valid reports whether k is one of the supported kinds.

@@ -450,6 +450,7 @@ func TestKinds(t *testing.T) {
 		{KindSourceTransformer, "sourcetransform.sock", "sourcetransformer-server-info", ""},
 		{KindReduce, "reduce.sock", "reducer-server-info", ""},
 		{KindReduceStream, "reducestream.sock", "reducestreamer-server-info", ""},
+		{KindAccumulator, "accumulator.sock", "accumulator-server-info", ""},
 	}
 	if len(cases) != len(Kinds()) {
 		t.Fatalf("Kinds() has %d entries, test covers %d", len(Kinds()), len(cases))
