@@ -27,8 +27,8 @@ type Loop struct {
 	// Reader is the partition read; Writer takes the results.
 	Reader isb.Reader
 	Writer isb.Writer
-	// Processor keeps the windows; its log, if any, recovered.
-	Processor *Processor
+	// Processor keeps the windows or key sets; its log, if any, recovered.
+	Processor Stage
 	// Watermark is the vertex's watermark, false while there is none.
 	Watermark func() (time.Time, bool)
 	// Limiter takes a token for each message read.

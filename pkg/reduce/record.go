@@ -21,7 +21,11 @@ var errRecord = errors.New("reduce: a log record cut short")
 // appendMessage encodes m as a message record: its ID, keys, value, event
 // time and headers, which is what a reduce reads of it.
 func appendMessage(b []byte, m *isb.Message) []byte {
-	b = append(b, recMessage)
+	return appendMessageBody(append(b, recMessage), m)
+}
+
+// appendMessageBody encodes m without a record kind.
+func appendMessageBody(b []byte, m *isb.Message) []byte {
 	b = appendString(b, m.ID)
 	b = binary.AppendUvarint(b, uint64(len(m.Keys)))
 	for _, k := range m.Keys {
@@ -132,3 +136,6 @@ func decodeMessage(b []byte) (isb.Message, error) {
 	}
 	return m, nil
 }
+
+// appendUvarint appends v as a uvarint.
+func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
