@@ -77,9 +77,18 @@ func TestGroupBy(t *testing.T) {
 		{"accumulator", `    - name: sum
       udf:
         container: {image: my/sum:v1}
+        groupBy: {window: {accumulator: {timeout: 0s}}, storage: {emptyDir: {}}}
+`, []string{"spec.vertices[1].udf.groupBy.window.accumulator.timeout (0s) must be positive"}},
+		{"accumulator without timeout", `    - name: sum
+      udf:
+        container: {image: my/sum:v1}
+        groupBy: {window: {accumulator: {}}, keyed: true, storage: {emptyDir: {}}}
+`, []string{"spec.vertices[1].udf.groupBy.window.accumulator.timeout: is required"}},
+		{"accumulator builtin", `    - name: sum
+      udf:
+        builtin: {name: count}
         groupBy: {window: {accumulator: {timeout: 10s}}, storage: {emptyDir: {}}}
-`, []string{"spec.vertices[1].udf.groupBy.window.accumulator: accumulator windows are not supported yet " +
-			"(session windows, accumulators and side inputs come next); use fixed or sliding"}},
+`, []string{"spec.vertices[1].udf.groupBy.window.accumulator: needs an accumulator container; a built-in reduces whole windows"}},
 		{"negative lateness", `    - name: sum
       udf:
         container: {image: my/sum:v1}

@@ -486,13 +486,19 @@ func (g *GroupBy) GetAllowedLateness() time.Duration {
 	return g.AllowedLateness.Duration
 }
 
-// Window is a reduce's windowing: fixed or sliding; session and accumulator
+// Window is a reduce's windowing: fixed, sliding or accumulator; session
 // windows load and are reported by validation.
 type Window struct {
 	Fixed       *FixedWindow   `yaml:"fixed"`
 	Sliding     *SlidingWindow `yaml:"sliding"`
 	Session     Unsupported    `yaml:"session"`
-	Accumulator Unsupported    `yaml:"accumulator"`
+	Accumulator *AccumulatorWindow `yaml:"accumulator"`
+}
+
+// AccumulatorWindow is one accumulator per key set, closed once the key set
+// has been idle for the timeout.
+type AccumulatorWindow struct {
+	Timeout *Duration `yaml:"timeout"`
 }
 
 // FixedWindow is windows of one length that do not overlap.

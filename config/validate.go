@@ -270,11 +270,11 @@ const notYet = "session windows, accumulators and side inputs come next"
 func (c *checker) groupBy(path string, g *GroupBy, container bool) {
 	w, wpath := &g.Window, path+".window"
 	c.oneOf(wpath, "window", map[string]bool{"fixed": w.Fixed != nil, "sliding": w.Sliding != nil,
-		"session": w.Session.IsSet(), "accumulator": w.Accumulator.IsSet()}, nil, "fixed or sliding")
+		"session": w.Session.IsSet(), "accumulator": w.Accumulator != nil}, nil, "fixed or sliding")
 	for _, k := range []struct {
 		name string
 		set  bool
-	}{{"session", w.Session.IsSet()}, {"accumulator", w.Accumulator.IsSet()}} {
+	}{{"session", w.Session.IsSet()}} {
 		if k.set {
 			c.add(wpath+"."+k.name, "%s windows are not supported yet (%s); use fixed or sliding", k.name, notYet)
 		}
@@ -295,6 +295,9 @@ func (c *checker) groupBy(path string, g *GroupBy, container bool) {
 			c.add(wpath+".sliding.slide", "(%v) must be at most the length (%v)", sl.Slide.Duration, sl.Length.Duration)
 		}
 		streaming(wpath+".sliding.streaming", sl.Streaming)
+	}
+	if a := w.Accumulator; a != nil {
+		c.accumulator(wpath+".accumulator", a, container)
 	}
 	if l := g.AllowedLateness; l != nil && l.Duration < 0 {
 		c.add(path+".allowedLateness", "(%v) must not be negative", l.Duration)
@@ -522,4 +525,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// accumulator checks an accumulator window: a positive timeout, and a
+// container, since a built-in has no accumulator.
+func (c *checker) accumulator(path string, a *AccumulatorWindow, container bool) {
+	c.positive(path+".timeout", a.Timeout)
+	if !container {
+		c.add(path, "needs an accumulator container; a built-in reduces whole windows")
+	}
 }

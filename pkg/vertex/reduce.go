@@ -22,30 +22,26 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 	switch {
 	case v.spec.Source != nil:
 		return fmt.Errorf("vertex %s: a reduce reads its input buffer, not a source", v.spec.Name)
-	case rs.Reducer == nil || (rs.Watermark == nil && v.spec.Watermark == nil):
+	case (rs.Reducer == nil && rs.Accumulator == nil) || (rs.Watermark == nil && v.spec.Watermark == nil):
 		return fmt.Errorf("vertex %s: a reduce needs a Reducer, and a Watermark or the vertex's", v.spec.Name)
-	}
-	fn, err := rs.Reducer(v.env())
-	if err != nil {
-		return err
 	}
 	var d forward.Deps
 	if err := v.buildWriters(&d); err != nil {
 		return err
 	}
-	cfg := reduce.Config{Strategy: rs.Strategy, AllowedLateness: rs.AllowedLateness, Keyed: rs.Keyed, Reducer: fn}
 	if rs.Dir == "" && i == 0 {
 		v.log.Info("reduce windows are kept in memory alone (no_store): a restart loses the open ones")
 	}
+	var log *wal.Log
 	if rs.Dir != "" {
 		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(rs.FirstPartition+i)), wal.Options{})
 		if err != nil {
 			return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
 		}
 		v.onClose(l.Close)
-		cfg.Log = l
+		log = l
 	}
-	p, err := reduce.New(cfg)
+	p, err := v.stage(log)
 	if err != nil {
 		return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
 	}
@@ -77,4 +73,31 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 	v.runs = append(v.runs, &reduce.Loop{Reader: r, Writer: d.Sink, Processor: p, Watermark: wm,
 		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log, Metrics: v.reduceMetrics})
 	return nil
+}
+
+// stage makes the state of one reader of the reduce vertex: an Accumulator,
+// or a Processor of windows, logged in log (nil: memory alone).
+func (v *Vertex) stage(log *wal.Log) (interface {
+	reduce.Stage
+	Recover() (int, error)
+}, error) {
+	rs := v.spec.Reduce
+	if a := rs.Accumulator; a != nil {
+		c, err := a.Client(v.env())
+		if err != nil {
+			return nil, err
+		}
+		acc, err := reduce.NewAccumulator(reduce.AccumulatorConfig{Timeout: a.Timeout, Client: c, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		v.onClose(acc.Close)
+		return acc, nil
+	}
+	fn, err := rs.Reducer(v.env())
+	if err != nil {
+		return nil, err
+	}
+	return reduce.New(reduce.Config{Strategy: rs.Strategy, AllowedLateness: rs.AllowedLateness, Keyed: rs.Keyed,
+		Reducer: fn, Log: log})
 }

@@ -2,6 +2,7 @@ package vertex
 
 import (
 	"fmt"
+	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/forward"
@@ -115,6 +116,18 @@ type Reduce struct {
 	// false while there is none; with Spec.Watermark, each reader's
 	// watermark is its input's.
 	Watermark func() (time.Time, bool)
+	// Accumulator, when set, is the vertex's function in place of Reducer
+	// and Strategy.
+	Accumulator *Accumulator
+}
+
+// Accumulator makes each reader of a reduce vertex an accumulator
+// (reduce.Accumulator): one accumulator per key set, closed once the key set
+// has been idle for Timeout, in place of windows.
+type Accumulator struct {
+	Timeout time.Duration
+	// Client makes the client of the accumulator server of one reader.
+	Client func(Env) (*udfacc.Client, error)
 }
 
 // ReducerFunc makes the reduce function of one reader of a reduce vertex.

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/window"
@@ -25,19 +27,41 @@ var ErrNoStateDir = errors.New("no state directory")
 // is left to the caller; the remote reducer's messages carry the vertex's.
 func Reduce(path string, u *config.UDF, name, stateDir string) (*vertex.Reduce, error) {
 	g := u.GroupBy
+	if a := g.Window.Accumulator; a != nil {
+		r := &vertex.Reduce{Keyed: g.GetKeyed(), Accumulator: accumulator(a.Timeout.Duration)}
+		return r, storage(r, path, g, name, stateDir)
+	}
 	strategy, streaming, err := strategy(&g.Window)
 	if err != nil {
 		return nil, &config.FieldError{Path: path + ".groupBy.window", Err: err}
 	}
 	r := &vertex.Reduce{Strategy: strategy, AllowedLateness: g.GetAllowedLateness(), Keyed: g.GetKeyed()}
-	if st := g.Storage; st != nil && st.NoStore == nil {
-		if stateDir == "" {
-			return nil, &config.FieldError{Path: path + ".groupBy.storage", Err: ErrNoStateDir}
-		}
-		r.Dir = StateDir(stateDir, name)
+	if err := storage(r, path, g, name, stateDir); err != nil {
+		return nil, err
 	}
 	r.Reducer = reducerFunc(path, u, streaming)
 	return r, nil
+}
+
+// storage sets r's state directory from g's storage.
+func storage(r *vertex.Reduce, path string, g *config.GroupBy, name, stateDir string) error {
+	if st := g.Storage; st != nil && st.NoStore == nil {
+		if stateDir == "" {
+			return &config.FieldError{Path: path + ".groupBy.storage", Err: ErrNoStateDir}
+		}
+		r.Dir = StateDir(stateDir, name)
+	}
+	return nil
+}
+
+// accumulator makes the Accumulator of a validated accumulator window: a
+// client of the accumulator server in the vertex's socket directory.
+func accumulator(timeout time.Duration) *vertex.Accumulator {
+	return &vertex.Accumulator{Timeout: timeout, Client: func(env vertex.Env) (*udfacc.Client, error) {
+		c := udfacc.New(env.SocketDir, env.Log)
+		env.Remote(serverinfo.KindAccumulator, c)
+		return c, nil
+	}}
 }
 
 // StateDir is the directory of the windows of the reduce vertex called
