@@ -1,6 +1,8 @@
 package test
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,4 +124,40 @@ func TestAccumulatorInOneProcess(t *testing.T) {
 	if strings.Contains(p.stderrText(), "panic") {
 		t.Errorf("stderr:\n%s", p.stderrText())
 	}
+}
+
+// TestAccumulatorNumaflowGo runs numaflow-go's examples/accumulator/
+// streamsorter, unchanged, as the accumulator vertex, in one process with
+// --spawn and no --uds-dir, so that it serves in /var/run/numaflow: each
+// key's messages come out in event-time order and none is lost, the
+// heartbeats letting it emit what it holds. It is skipped without
+// NUMAFLOW_GO_DIR, and when /var/run/numaflow cannot be had.
+func TestAccumulatorNumaflowGo(t *testing.T) {
+	src := os.Getenv(envNumaflowGo)
+	if src == "" {
+		t.Skipf("%s is not set: numaflow-go's stream sorter is not run (set it to a numaflow-go source tree)", envNumaflowGo)
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := numaflowGoExample(t, src, "accumulator/streamsorter")
+	p := start(t, "run", "-f", writeConfig(t, accumulatorPipeline("acc-nfgo", bin)), "--spawn",
+		"--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
+	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
+		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
+			strings.Contains(p.stderr.String(), "spawned containers' sockets")
+	})
+	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
+		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's stream sorter cannot serve:\n%s", p.stderrText())
+	}
+	p.waitFor(90*time.Second, "300 sorted messages", func() bool {
+		_, s := sortedLines(p.lines)
+		return len(s) >= 300
+	})
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	raw, sorted := sortedLines(p.stdoutLines())
+	checkSortedOutput(t, raw, sorted)
 }
