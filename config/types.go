@@ -489,9 +489,9 @@ func (g *GroupBy) GetAllowedLateness() time.Duration {
 // Window is a reduce's windowing: fixed, sliding or accumulator; session
 // windows load and are reported by validation.
 type Window struct {
-	Fixed       *FixedWindow   `yaml:"fixed"`
-	Sliding     *SlidingWindow `yaml:"sliding"`
-	Session     Unsupported    `yaml:"session"`
+	Fixed       *FixedWindow       `yaml:"fixed"`
+	Sliding     *SlidingWindow     `yaml:"sliding"`
+	Session     Unsupported        `yaml:"session"`
 	Accumulator *AccumulatorWindow `yaml:"accumulator"`
 }
 

@@ -60,9 +60,11 @@ func (s *service) IsReady(context.Context, *emptypb.Empty) (*accumulatorv1.Ready
 
 // task is one key set's accumulator on a stream.
 type task struct {
-	keys  []string
-	in    chan Datum
-	close *accumulatorv1.KeyedWindow // the CLOSE's window, echoed in the EOF
+	keys []string
+	in   chan Datum
+	mu   sync.Mutex
+	// closeW is the CLOSE's window, echoed in the EOF.
+	closeW *accumulatorv1.KeyedWindow
 }
 
 // AccumulateFn runs an accumulator per key set: OPEN makes one, APPEND
@@ -129,7 +131,9 @@ func (s *service) AccumulateFn(stream accumulatorv1.Accumulator_AccumulateFnServ
 			if fwdErr != nil {
 				return fwdErr
 			}
-			w := t.close
+			t.mu.Lock()
+			w := t.closeW
+			t.mu.Unlock()
 			if w == nil {
 				w = window()
 			}
@@ -170,7 +174,9 @@ func (s *service) AccumulateFn(stream accumulatorv1.Accumulator_AccumulateFnServ
 			recvErr = feed(t, req)
 		case accumulatorv1.AccumulatorRequest_WindowOperation_CLOSE:
 			if t != nil {
-				t.close = kw
+				t.mu.Lock()
+				t.closeW = kw
+				t.mu.Unlock()
 				close(t.in)
 				delete(tasks, key)
 			}
