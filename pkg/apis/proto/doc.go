@@ -8,6 +8,7 @@
 //	map/v1/                 map.v1                → mapv1 (unary, batch and streaming map)
 //	accumulator/v1/         accumulator.v1        → accumulatorv1 (accumulators, a window per key set)
 //	reduce/v1/              reduce.v1             → reducev1 (reduce and reduce stream, aligned windows)
+//	sessionreduce/v1/       sessionreduce.v1      → sessionreducev1 (session reduce, per-key session windows)
 //	sink/v1/                sink.v1               → sinkv1 (sink, fallback sink, on-success sink)
 //	source/v1/              source.v1             → sourcev1
 //	sourcetransformer/v1/   sourcetransformer.v1  → sourcetransformerv1
