@@ -17,6 +17,7 @@ type Book[T any] struct {
 	wm       time.Time // the highest watermark given to Advance
 	hasWM    bool
 	open     map[Window]map[string]*Group[T] // window → key set's id → its items
+	sessions *sessions[T]                    // of session windows, instead of open
 	scratch  []Window
 }
 
@@ -36,14 +37,30 @@ type Closed[T any] struct {
 // NewBook returns a Book for windows of strategy s that stay open for
 // allowedLateness past their end (negative counts as 0).
 func NewBook[T any](s Strategy, allowedLateness time.Duration) *Book[T] {
-	return &Book[T]{strategy: s, lateness: max(allowedLateness, 0), open: map[Window]map[string]*Group[T]{}}
+	b := &Book[T]{strategy: s, lateness: max(allowedLateness, 0), open: map[Window]map[string]*Group[T]{}}
+	if s.timeout > 0 {
+		b.sessions = newSessions[T](s.timeout)
+	}
+	return b
 }
 
 // Add adds item, of keys and event time t, to each of its windows that the
 // watermark has not closed, and returns those windows (valid until the next
 // call). late reports that the watermark had closed all of them: the item
 // belongs to no window and is to be dropped.
+//
+// With session windows, the one window returned is the item's session as
+// it is after the item: opened, grown or merged. An item is late when it
+// joins no open session of its key set and its event time is behind the
+// watermark less the allowed lateness.
 func (b *Book[T]) Add(keys []string, t time.Time, item T) (windows []Window, late bool) {
+	if b.sessions != nil {
+		w, late := b.sessions.add(keys, t, item, b.behind)
+		if late {
+			return nil, true
+		}
+		return append(b.scratch[:0], w), false
+	}
 	b.scratch = b.strategy.Assign(b.scratch[:0], t)
 	n := 0
 	for _, w := range b.scratch {
@@ -77,6 +94,9 @@ func (b *Book[T]) Advance(wm time.Time) []Closed[T] {
 	}
 	b.wm, b.hasWM = wm, true
 	var closed []Closed[T]
+	if b.sessions != nil {
+		closed = b.sessions.advance(closed, b.closes)
+	}
 	for w, groups := range b.open {
 		if !b.closes(w) {
 			continue
@@ -90,7 +110,8 @@ func (b *Book[T]) Advance(wm time.Time) []Closed[T] {
 		delete(b.open, w)
 	}
 	slices.SortFunc(closed, func(x, y Closed[T]) int {
-		return cmp.Or(x.Window.End.Compare(y.Window.End), x.Window.Start.Compare(y.Window.Start))
+		return cmp.Or(x.Window.End.Compare(y.Window.End), x.Window.Start.Compare(y.Window.Start),
+			slices.Compare(x.Groups[0].Keys, y.Groups[0].Keys))
 	})
 	return closed
 }
@@ -99,13 +120,39 @@ func (b *Book[T]) Advance(wm time.Time) []Closed[T] {
 // first.
 func (b *Book[T]) Watermark() (wm time.Time, ok bool) { return b.wm, b.hasWM }
 
-// Open is the number of windows open.
-func (b *Book[T]) Open() int { return len(b.open) }
+// Open is the number of windows open; with session windows, the number of
+// sessions of all key sets.
+func (b *Book[T]) Open() int {
+	if b.sessions != nil {
+		return b.sessions.n
+	}
+	return len(b.open)
+}
+
+// Oldest is the earliest start of an open window; ok is false when none
+// is open.
+func (b *Book[T]) Oldest() (start time.Time, ok bool) {
+	if b.sessions != nil {
+		return b.sessions.oldest()
+	}
+	for w := range b.open {
+		if !ok || w.Start.Before(start) {
+			start, ok = w.Start, true
+		}
+	}
+	return start, ok
+}
 
 // closes reports whether the watermark has closed w: it has reached w's end
 // plus the allowed lateness.
 func (b *Book[T]) closes(w Window) bool {
 	return b.hasWM && !b.wm.Before(w.End.Add(b.lateness))
+}
+
+// behind reports whether event time t is behind the watermark less the
+// allowed lateness: a message there opens no session.
+func (b *Book[T]) behind(t time.Time) bool {
+	return b.hasWM && t.Add(b.lateness).Before(b.wm)
 }
 
 // KeysID is a key set's identity, for a map key: each key's length and the

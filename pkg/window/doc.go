@@ -10,6 +10,17 @@
 // aligned to the Unix epoch: a fixed window of a minute starts on a whole
 // minute of Unix time, whatever the time a vertex starts.
 //
+// # Sessions
+//
+// [Session] windows are per key set and not aligned: a message at event
+// time t opens the session [t, t+timeout), or joins an open session of its
+// key set that [t, t+timeout) falls in or touches, and the session grows
+// to cover it; sessions that come to touch merge into one, their items
+// together. A session closes like any window, once the watermark reaches
+// its end plus the allowed lateness; a message that joins no open session
+// is late when its event time is behind the watermark less the allowed
+// lateness.
+//
 // # Closing
 //
 // A [Book] keeps the windows open in one reader of a reduce vertex, and in

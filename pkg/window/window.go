@@ -28,12 +28,29 @@ func (w Window) String() string {
 	return fmt.Sprintf("[%s, %s)", w.Start.UTC().Format(time.RFC3339Nano), w.End.UTC().Format(time.RFC3339Nano))
 }
 
-// Strategy assigns event times to windows of one length that start every
-// slide, aligned to the Unix epoch. The zero value assigns nothing; make
-// one with [Fixed] or [Sliding].
+// Strategy assigns event times to windows: of one length that start every
+// slide, aligned to the Unix epoch ([Fixed], [Sliding]), or sessions per
+// key set that a gap of a timeout ends ([Session]). The zero value assigns
+// nothing.
 type Strategy struct {
 	length, slide time.Duration
+	timeout       time.Duration // of session windows; 0 for aligned ones
 }
+
+// Session returns the strategy of session windows of timeout: per key set,
+// a message at event time t opens the session [t, t+timeout), or joins a
+// session it falls in or touches, which grows to cover [t, t+timeout) too;
+// sessions that come to overlap or touch merge into one. A [Book] keeps
+// the sessions; Assign gives the window a message opens on its own.
+func Session(timeout time.Duration) (Strategy, error) {
+	if timeout <= 0 {
+		return Strategy{}, fmt.Errorf("%w: session timeout (%v) must be positive", ErrInvalid, timeout)
+	}
+	return Strategy{length: timeout, slide: timeout, timeout: timeout}, nil
+}
+
+// Timeout is the timeout of session windows, 0 for aligned ones.
+func (s Strategy) Timeout() time.Duration { return s.timeout }
 
 // Fixed returns the strategy of fixed windows of length: each event time
 // is in exactly one.
@@ -59,17 +76,22 @@ func Sliding(length, slide time.Duration) (Strategy, error) {
 	return Strategy{length: length, slide: slide}, nil
 }
 
-// Length is the length of the strategy's windows.
+// Length is the length of the strategy's windows: the timeout for sessions,
+// the length a session has at the least.
 func (s Strategy) Length() time.Duration { return s.length }
 
 // Slide is how often a window starts: the length for fixed windows.
 func (s Strategy) Slide() time.Duration { return s.slide }
 
 // Assign appends the windows that contain event time t to dst, earliest
-// start first, and returns the extended slice.
+// start first, and returns the extended slice. For session windows it is
+// the one window [t, t+timeout).
 func (s Strategy) Assign(dst []Window, t time.Time) []Window {
 	if s.slide <= 0 {
 		return dst
+	}
+	if s.timeout > 0 {
+		return append(dst, Window{Start: t, End: t.Add(s.timeout)})
 	}
 	ns, slide, length := t.UnixNano(), int64(s.slide), int64(s.length)
 	last := floorDiv(ns, slide) * slide // the latest start at or before t
