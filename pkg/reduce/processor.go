@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -13,7 +14,8 @@ import (
 
 // Config is what a Processor reduces, and where it keeps its state.
 type Config struct {
-	// Strategy assigns messages to windows (window.Fixed, window.Sliding).
+	// Strategy assigns messages to windows (window.Fixed, window.Sliding,
+	// window.Session).
 	Strategy window.Strategy
 	// AllowedLateness keeps a window open this long past its end.
 	AllowedLateness time.Duration
@@ -48,7 +50,7 @@ func New(cfg Config) (*Processor, error) {
 		return nil, errors.New("reduce: Config.Reducer is nil")
 	}
 	if len(cfg.Strategy.Assign(nil, time.Unix(0, 0))) == 0 {
-		return nil, errors.New("reduce: Config.Strategy assigns no windows; make it with window.Fixed or window.Sliding")
+		return nil, errors.New("reduce: Config.Strategy assigns no windows; make it with window.Fixed, window.Sliding or window.Session")
 	}
 	return &Processor{cfg: cfg, book: window.NewBook[isb.Message](cfg.Strategy, cfg.AllowedLateness)}, nil
 }
@@ -77,7 +79,7 @@ func (p *Processor) Recover() (int, error) {
 					if p.recovered == nil {
 						p.recovered = map[string]time.Time{}
 					}
-					p.recovered[m.ID] = ws[len(ws)-1].End.Add(p.cfg.AllowedLateness)
+					p.recovered[m.ID] = p.settles(m, ws)
 				}
 			}
 		case recWatermark:
@@ -120,7 +122,7 @@ func (p *Processor) Add(msgs []isb.Message) (late int, err error) {
 		if err != nil {
 			return 0, err
 		}
-		l.Mark(seg, ws[len(ws)-1].End.Add(p.cfg.AllowedLateness).UnixNano())
+		l.Mark(seg, p.settles(msgs[i], ws).UnixNano())
 	}
 	if l != nil {
 		if err := l.Sync(); err != nil {
@@ -149,8 +151,9 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 	if len(closed) == 0 {
 		return nil, nil
 	}
+	bound := p.bound(wm)
 	for id, at := range p.recovered {
-		if !wm.Before(at) {
+		if !at.After(bound) {
 			delete(p.recovered, id) // its windows are closed: what comes again is late
 		}
 	}
@@ -196,8 +199,9 @@ func (p *Processor) Commit() error {
 	}
 	p.dirty = false
 	segs := l.Segments()
+	bound := p.bound(wm).UnixNano()
 	for i, s := range segs {
-		if s.Last > wm.UnixNano() {
+		if s.Last > bound {
 			continue
 		}
 		if i == len(segs)-1 {
@@ -213,6 +217,31 @@ func (p *Processor) Commit() error {
 		}
 	}
 	return nil
+}
+
+// settles is when m, put in windows ws, has its windows closed: with
+// aligned windows, the end of the last plus the allowed lateness; with
+// sessions, which grow, its event time, which [Processor.bound] passes once
+// every session that may hold it has closed.
+func (p *Processor) settles(m isb.Message, ws []window.Window) time.Time {
+	if p.cfg.Strategy.Timeout() > 0 {
+		return m.EventTime
+	}
+	return ws[len(ws)-1].End.Add(p.cfg.AllowedLateness)
+}
+
+// bound is the latest time that settles has passed under watermark wm: the
+// messages (and log segments) settled at or before it are in closed windows
+// alone. With sessions it is just before the start of the oldest open one,
+// or, with none open, the end of time.
+func (p *Processor) bound(wm time.Time) time.Time {
+	if p.cfg.Strategy.Timeout() == 0 {
+		return wm
+	}
+	if start, ok := p.book.Oldest(); ok {
+		return start.Add(-1)
+	}
+	return time.Unix(0, math.MaxInt64)
 }
 
 // Late is the number of messages dropped as late since the Processor began.

@@ -108,12 +108,18 @@ func TestSlidingSum(t *testing.T) {
 // ones on the same directory.
 func run(t *testing.T, dir string, batches [][]isb.Message, wms []int64, crashAfter int, commitBeforeCrash bool) []string {
 	t.Helper()
+	return runWith(t, newCounter, dir, batches, wms, crashAfter, commitBeforeCrash)
+}
+
+// runWith is run with the processors that mk makes.
+func runWith(t *testing.T, mk func(*testing.T, *wal.Log) *Processor, dir string, batches [][]isb.Message, wms []int64, crashAfter int, commitBeforeCrash bool) []string {
+	t.Helper()
 	open := func() (*Processor, *wal.Log) {
 		l, err := wal.Open(dir, wal.Options{SegmentSize: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := newCounter(t, l)
+		p := mk(t, l)
 		if _, err := p.Recover(); err != nil {
 			t.Fatal(err)
 		}
