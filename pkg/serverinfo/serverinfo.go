@@ -80,6 +80,7 @@ const (
 	ReduceSocket            = "reduce.sock"
 	ReduceStreamSocket      = "reducestream.sock"
 	AccumulatorSocket       = "accumulator.sock"
+	SessionReduceSocket     = "sessionreduce.sock"
 )
 
 // Server-info file names, relative to the socket directory. The three map
@@ -94,6 +95,7 @@ const (
 	ReduceInfoFile            = "reducer-server-info"
 	ReduceStreamInfoFile      = "reducestreamer-server-info"
 	AccumulatorInfoFile       = "accumulator-server-info"
+	SessionReduceInfoFile     = "sessionreducer-server-info"
 )
 
 // MaxMessageSize is the gRPC message size limit, for sending and receiving,
@@ -148,6 +150,7 @@ const (
 	KindReduce            Kind = "reduce"
 	KindReduceStream      Kind = "reducestream"
 	KindAccumulator       Kind = "accumulator"
+	KindSessionReduce     Kind = "sessionreducer"
 )
 
 type kindSpec struct {
@@ -166,12 +169,14 @@ var kinds = map[Kind]kindSpec{
 	KindReduce:            {ReduceSocket, ReduceInfoFile, "", SDKMinimumNumaflowVersion},
 	KindReduceStream:      {ReduceStreamSocket, ReduceStreamInfoFile, "", SDKMinimumNumaflowVersion},
 	KindAccumulator:       {AccumulatorSocket, AccumulatorInfoFile, "", SDKMinimumNumaflowVersion},
+	KindSessionReduce:     {SessionReduceSocket, SessionReduceInfoFile, "", SDKMinimumNumaflowVersion},
 }
 
 // Kinds lists every supported kind.
 func Kinds() []Kind {
 	return []Kind{KindMap, KindBatchMap, KindMapStream, KindSink, KindFallbackSink,
-		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream, KindAccumulator}
+		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream, KindAccumulator,
+		KindSessionReduce}
 }
 
 // Valid reports whether k is one of the supported kinds.

@@ -451,6 +451,7 @@ func TestKinds(t *testing.T) {
 		{KindReduce, "reduce.sock", "reducer-server-info", ""},
 		{KindReduceStream, "reducestream.sock", "reducestreamer-server-info", ""},
 		{KindAccumulator, "accumulator.sock", "accumulator-server-info", ""},
+		{KindSessionReduce, "sessionreduce.sock", "sessionreducer-server-info", ""},
 	}
 	if len(cases) != len(Kinds()) {
 		t.Fatalf("Kinds() has %d entries, test covers %d", len(Kinds()), len(cases))

@@ -16,7 +16,7 @@ type container struct {
 var roleKinds = map[string][]serverinfo.Kind{
 	"udsource":    {serverinfo.KindSource},
 	"transformer": {serverinfo.KindSourceTransformer},
-	"udf":         {serverinfo.KindMap, serverinfo.KindBatchMap, serverinfo.KindMapStream, serverinfo.KindReduce, serverinfo.KindReduceStream, serverinfo.KindAccumulator},
+	"udf":         {serverinfo.KindMap, serverinfo.KindBatchMap, serverinfo.KindMapStream, serverinfo.KindReduce, serverinfo.KindReduceStream, serverinfo.KindAccumulator, serverinfo.KindSessionReduce},
 	"udsink":      {serverinfo.KindSink},
 	"fb-udsink":   {serverinfo.KindFallbackSink},
 }
