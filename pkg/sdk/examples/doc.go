@@ -19,7 +19,9 @@
 //   - eventtime (sourcetransformer): takes event times from a JSON field and
 //     drops marked messages;
 //   - counter (reducer): counts the messages of each window and keys;
-//   - sum (reducer): adds up the integer payloads of each window and keys.
+//   - sum (reducer): adds up the integer payloads of each window and keys;
+//   - sessioncounter (sessionreducer): counts the messages of each session
+//     and keys, merged sessions adding up their counts.
 //
 // Each one listens in SLUICE_UDS_DIR when set (`vertex run --spawn` sets it),
 // else in /var/run/numaflow.
