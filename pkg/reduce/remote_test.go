@@ -4,13 +4,16 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
+	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
 	"github.com/sluiceflow/sluice/pkg/window"
 )
 
@@ -82,4 +85,65 @@ func slicesDeleteKey(msgs []isb.Message, key string) []isb.Message {
 		}
 	}
 	return out
+}
+
+// sessionCount counts a session's messages; a session of the key "drop"
+// gives a result to be dropped.
+type sessionCount struct{ n atomic.Int64 }
+
+func (c *sessionCount) SessionReduce(_ context.Context, keys []string, in <-chan sessionreducer.Datum) sessionreducer.Messages {
+	for range in {
+		c.n.Add(1)
+	}
+	if keys[0] == "drop" {
+		return sessionreducer.Messages{sessionreducer.MessageToDrop()}
+	}
+	return sessionreducer.Messages{sessionreducer.NewMessage([]byte(strconv.FormatInt(c.n.Load(), 10))).WithKeys(keys)}
+}
+
+func (c *sessionCount) Accumulator(context.Context) []byte { return nil }
+
+func (c *sessionCount) MergeAccumulator(context.Context, []byte) {}
+
+// TestRemoteSessionCount reduces keyed sessions with a session counter
+// served by sluice's SDK, and gets what the built-in count gets.
+func TestRemoteSessionCount(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	srv := sessionreducer.NewServer(sessionreducer.CreatorFunc(func() sessionreducer.SessionReducer { return &sessionCount{} }),
+		sessionreducer.WithSocketDir(dir), sessionreducer.WithShutdownTimeout(100*time.Millisecond))
+	go func() { served <- srv.Start(ctx) }()
+	t.Cleanup(func() { stop(); <-served })
+	c := udfsession.New(dir, nil)
+	t.Cleanup(func() { c.Close() })
+	if err := c.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := window.Session(5 * time.Second)
+	remote, err := New(Config{Strategy: s, Keyed: true, Reducer: RemoteSession(c, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := newSessionCounter(t, nil)
+	msgs := []isb.Message{msg("1", "a", 100), msg("2", "b", 100), msg("3", "a", 109), msg("4", "drop", 103),
+		msg("5", "a", 104), msg("6", "b", 107), msg("7", "a", 120)}
+	for _, p := range []*Processor{remote, local} {
+		if _, err := p.Add(msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := remote.Advance(ctx, time.Unix(130, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := local.Advance(ctx, time.Unix(130, 0))
+	want = slicesDeleteKey(want, "drop")
+	if text(got) != text(want) || text(got) != "b=1@104.999 b=1@111.999 a=3@113.999 a=1@124.999" {
+		t.Errorf("remote %q; built-in %q", text(got), text(want))
+	}
 }
