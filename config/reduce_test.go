@@ -67,13 +67,27 @@ func TestGroupBy(t *testing.T) {
       udf:
         container: {image: my/sum:v1}
         groupBy: {storage: {emptyDir: {}}}
-`, []string{"spec.vertices[1].udf.groupBy.window: set one window: fixed or sliding"}},
+`, []string{"spec.vertices[1].udf.groupBy.window: set one window: fixed, sliding, session or accumulator"}},
 		{"session", `    - name: sum
       udf:
         container: {image: my/sum:v1}
+        groupBy: {window: {session: {timeout: 10s}}, keyed: true, allowedLateness: 2s, storage: {emptyDir: {}}}
+`, nil},
+		{"session, built-in", `    - name: sum
+      udf:
+        builtin: {name: count}
+        groupBy: {window: {session: {timeout: 10s}}, keyed: true, storage: {no_store: {}}}
+`, nil},
+		{"session not keyed", `    - name: sum
+      udf:
+        container: {image: my/sum:v1}
         groupBy: {window: {session: {timeout: 10s}}, storage: {emptyDir: {}}}
-`, []string{"spec.vertices[1].udf.groupBy.window.session: session windows are not supported yet " +
-			"(session windows, accumulators and side inputs come next); use fixed or sliding"}},
+`, []string{"spec.vertices[1].udf.groupBy.keyed: must be true with a session window: sessions are per key"}},
+		{"session without a timeout", `    - name: sum
+      udf:
+        container: {image: my/sum:v1}
+        groupBy: {window: {session: {timeout: 0s}}, keyed: true, storage: {emptyDir: {}}}
+`, []string{"spec.vertices[1].udf.groupBy.window.session.timeout (0s) must be positive"}},
 		{"accumulator", `    - name: sum
       udf:
         container: {image: my/sum:v1}

@@ -486,18 +486,23 @@ func (g *GroupBy) GetAllowedLateness() time.Duration {
 	return g.AllowedLateness.Duration
 }
 
-// Window is a reduce's windowing: fixed, sliding or accumulator; session
-// windows load and are reported by validation.
+// Window is a reduce's windowing: fixed, sliding, session or accumulator.
 type Window struct {
 	Fixed       *FixedWindow       `yaml:"fixed"`
 	Sliding     *SlidingWindow     `yaml:"sliding"`
-	Session     Unsupported        `yaml:"session"`
+	Session     *SessionWindow     `yaml:"session"`
 	Accumulator *AccumulatorWindow `yaml:"accumulator"`
 }
 
 // AccumulatorWindow is one accumulator per key set, closed once the key set
 // has been idle for the timeout.
 type AccumulatorWindow struct {
+	Timeout *Duration `yaml:"timeout"`
+}
+
+// SessionWindow is sessions per key set that end after timeout without a
+// message.
+type SessionWindow struct {
 	Timeout *Duration `yaml:"timeout"`
 }
 

@@ -259,24 +259,19 @@ func (c *checker) udf(path string, u *UDF) {
 	}
 }
 
-// notYet is what a reduce leaves for later, named in the errors of what is
-// not supported yet.
-const notYet = "session windows, accumulators and side inputs come next"
-
 // groupBy checks a reduce's windowing and storage, as Numaflow's controller
-// does: one window, fixed or sliding, with its lengths, and one storage.
+// does: one window, fixed, sliding, session or accumulator, with its lengths
+// or timeout, and one storage; session windows are keyed.
 // container says whether the function is a container: a built-in reduces
 // whole windows and cannot stream.
 func (c *checker) groupBy(path string, g *GroupBy, container bool) {
 	w, wpath := &g.Window, path+".window"
 	c.oneOf(wpath, "window", map[string]bool{"fixed": w.Fixed != nil, "sliding": w.Sliding != nil,
-		"session": w.Session.IsSet(), "accumulator": w.Accumulator != nil}, nil, "fixed or sliding")
-	for _, k := range []struct {
-		name string
-		set  bool
-	}{{"session", w.Session.IsSet()}} {
-		if k.set {
-			c.add(wpath+"."+k.name, "%s windows are not supported yet (%s); use fixed or sliding", k.name, notYet)
+		"session": w.Session != nil, "accumulator": w.Accumulator != nil}, nil, "fixed, sliding, session or accumulator")
+	if s := w.Session; s != nil {
+		c.positive(wpath+".session.timeout", s.Timeout)
+		if !g.GetKeyed() {
+			c.add(path+".keyed", "must be true with a session window: sessions are per key")
 		}
 	}
 	streaming := func(p string, s *bool) {

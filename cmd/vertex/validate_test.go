@@ -82,25 +82,18 @@ func TestValidateLiveFrom(t *testing.T) {
 }
 
 // TestValidateNumaflowReduce runs vertex validate over Numaflow's own reduce
-// pipelines (its examples and e2e testdata, copied unchanged): those with
-// fixed and sliding windows are valid; those with session and accumulator
-// windows fail naming the window, exit 2.
+// pipelines (its examples and e2e testdata, copied unchanged), with fixed,
+// sliding, session and accumulator windows: each is valid.
 func TestValidateNumaflowReduce(t *testing.T) {
 	files, err := filepath.Glob("../../config/testdata/numaflow/reduce/*.yaml")
-	if err != nil || len(files) < 14 {
+	if err != nil || len(files) < 16 {
 		t.Fatalf("Numaflow's reduce pipelines: %d files, %v", len(files), err)
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
 			code, out, errOut := runVertex(t, "validate", "-f", path)
-			if !strings.HasPrefix(filepath.Base(path), "unsupported-") {
-				if code != 0 || !strings.Contains(out, " is valid (") {
-					t.Errorf("exit %d, %q (stderr %q); want valid", code, out, errOut)
-				}
-				return
-			}
-			if code != 2 || !strings.Contains(errOut, "windows are not supported yet (session windows, accumulators and side inputs come next); use fixed or sliding") {
-				t.Errorf("exit %d, stderr %q; want 2 naming the window that is not supported yet", code, errOut)
+			if code != 0 || !strings.Contains(out, " is valid (") {
+				t.Errorf("exit %d, %q (stderr %q); want valid", code, out, errOut)
 			}
 		})
 	}

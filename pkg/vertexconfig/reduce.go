@@ -11,6 +11,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/window"
 )
@@ -39,7 +40,7 @@ func Reduce(path string, u *config.UDF, name, stateDir string) (*vertex.Reduce, 
 	if err := storage(r, path, g, name, stateDir); err != nil {
 		return nil, err
 	}
-	r.Reducer = reducerFunc(path, u, streaming)
+	r.Reducer = reducerFunc(path, u, streaming, strategy.Timeout() > 0)
 	return r, nil
 }
 
@@ -79,14 +80,18 @@ func strategy(w *config.Window) (window.Strategy, bool, error) {
 		s, err := window.Sliding(sl.Length.Duration, sl.Slide.Duration)
 		return s, sl.Streaming != nil && *sl.Streaming, err
 	}
-	return window.Strategy{}, false, fmt.Errorf("%w: set fixed or sliding", window.ErrInvalid)
+	if se := w.Session; se != nil && se.Timeout != nil {
+		s, err := window.Session(se.Timeout.Duration)
+		return s, false, err
+	}
+	return window.Strategy{}, false, fmt.Errorf("%w: set fixed, sliding or session", window.ErrInvalid)
 }
 
 // reducerFunc makes the reducer of one reader of the reduce at path: the
 // built-in u names, or a client of the reduce server (reduce-stream server
-// when streaming) in the vertex's socket directory, whose messages carry the
-// vertex's watermark.
-func reducerFunc(path string, u *config.UDF, streaming bool) vertex.ReducerFunc {
+// when streaming, session reduce server for session windows) in the
+// vertex's socket directory, whose messages carry the vertex's watermark.
+func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.ReducerFunc {
 	return func(env vertex.Env) (reduce.Reducer, error) {
 		if u.Container == nil {
 			r, err := reduce.Builtin(u.Builtin.Name, u.Builtin.KWArgs)
@@ -94,6 +99,11 @@ func reducerFunc(path string, u *config.UDF, streaming bool) vertex.ReducerFunc 
 				return nil, &config.FieldError{Path: path + ".builtin", Err: err}
 			}
 			return r, nil
+		}
+		if session {
+			c := udfsession.New(env.SocketDir, env.Log)
+			env.Remote(serverinfo.KindSessionReduce, c)
+			return reduce.RemoteSession(c, env.Watermark), nil
 		}
 		kind := serverinfo.KindReduce
 		if streaming {

@@ -47,6 +47,7 @@ spec:
 func TestPipelineVertexReduce(t *testing.T) {
 	fixed, _ := window.Fixed(time.Minute)
 	sliding, _ := window.Sliding(time.Minute, 10*time.Second)
+	session, _ := window.Session(30 * time.Second)
 	for _, tt := range []struct {
 		name, udf string
 		want      vertex.Reduce
@@ -61,6 +62,9 @@ func TestPipelineVertexReduce(t *testing.T) {
           allowedLateness: 5s
           storage: {persistentVolumeClaim: {volumeSize: 1Gi, accessMode: ReadWriteOncePod}}
 `, vertex.Reduce{Strategy: sliding, AllowedLateness: 5 * time.Second, Keyed: true, Dir: "/state/sum"}},
+		{"session keyed container in a volume", `        container: {image: my/session:v1}
+        groupBy: {window: {session: {timeout: 30s}}, keyed: true, storage: {emptyDir: {}}}
+`, vertex.Reduce{Strategy: session, Keyed: true, Dir: "/state/sum"}},
 		{"no_store", `        builtin: {name: sum, kwargs: {field: n}}
         groupBy: {window: {fixed: {length: 1m}}, keyed: false, storage: {no_store: {}}}
 `, vertex.Reduce{Strategy: fixed}},

@@ -79,11 +79,13 @@ func reduceSummary(u *config.UDF) string {
 	}
 	g := u.GroupBy
 	var w []string
-	switch f, sl := g.Window.Fixed, g.Window.Sliding; {
+	switch f, sl, se := g.Window.Fixed, g.Window.Sliding, g.Window.Session; {
 	case f != nil:
 		w = append(w, "fixed "+f.Length.Duration.String())
 	case sl != nil:
 		w = append(w, "sliding "+sl.Length.Duration.String()+" every "+sl.Slide.Duration.String())
+	case se != nil:
+		w = append(w, "session "+se.Timeout.Duration.String())
 	}
 	if g.GetKeyed() {
 		w = append(w, "keyed")
