@@ -1,0 +1,158 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sessionTimeout is the session window of the session pipelines, in ms:
+// less than the generator's gap between bursts.
+const sessionTimeout = 300
+
+// sessionPipeline is the keyed pipeline of reducePipeline with a session
+// window of sessionTimeout, its generator making a burst of two messages a
+// key every second, so that each burst of a key is one session; counter is
+// the session counter's command, or "" for the built-in count.
+func sessionPipeline(t *testing.T, name, counter string) string {
+	t.Helper()
+	window := "            session:\n              timeout: " + strconv.Itoa(sessionTimeout) + "ms\n"
+	yaml := reducePipeline(name, window, cmpOr(counter, "COUNTER"), jetStreamISB("nats://127.0.0.1:9", ""), "")
+	repl := map[string]string{"          rpu: 20\n          duration: 100ms\n": "          rpu: 6\n          duration: 1s\n"}
+	if counter == "" {
+		repl["        container:\n          command: [\"COUNTER\"]\n"] = "        builtin:\n          name: count\n"
+	}
+	for old, s := range repl {
+		if !strings.Contains(yaml, old) {
+			t.Fatalf("the keyed pipeline has no %q", old)
+		}
+		yaml = strings.Replace(yaml, old, s, 1)
+	}
+	return yaml
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// checkSessions checks every result against the messages generated: the
+// sessions of each key are its event times, in order, each one joining the
+// session before when within timeout (ms) of its end; a session's result
+// has the event time of its end less 1 ms and counts its messages. No key
+// misses a session before its last result, and every key has at least
+// minSessions.
+func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, minSessions int) {
+	t.Helper()
+	times := map[string][]int64{}
+	for _, m := range raw {
+		times[m.keys] = append(times[m.keys], m.eventTime)
+	}
+	want := map[windowKey]int{}
+	for key, ts := range times {
+		slices.Sort(ts)
+		end, n := int64(0), 0
+		for i, et := range ts {
+			if i > 0 && et > end {
+				want[windowKey{key, end}] = n
+				n = 0
+			}
+			if n == 0 || et+timeout > end {
+				end = et + timeout
+			}
+			n++
+		}
+		want[windowKey{key, end}] = n
+	}
+	got := map[windowKey]int{}
+	last := map[string]int64{}
+	for _, r := range results {
+		n, err := strconv.Atoi(r.payload)
+		if err != nil {
+			t.Fatalf("a result that is no count: %+v", r)
+		}
+		w := windowKey{r.keys, r.eventTime + 1}
+		if prev, ok := got[w]; ok && prev != n {
+			t.Errorf("session %v delivered twice with counts %d and %d", w, prev, n)
+		}
+		got[w] = n
+		last[r.keys] = max(last[r.keys], w.end)
+		if n != want[w] {
+			t.Errorf("session ending %s of key %s: count %d, generated %d", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, n, want[w])
+		}
+	}
+	sessions := map[string]int{}
+	for w := range want {
+		if w.end <= last[w.key] {
+			if _, ok := got[w]; !ok {
+				t.Errorf("session ending %s of key %s (%d messages) has no result", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, want[w])
+			}
+			sessions[w.key]++
+		}
+	}
+	if len(sessions) != 3 {
+		t.Errorf("results for keys %v; want 3 keys", sessions)
+	}
+	for k, n := range sessions {
+		if n < minSessions {
+			t.Errorf("key %s: %d sessions; want at least %d", k, n, minSessions)
+		}
+	}
+	t.Logf("%d messages generated; %d results for %d sessions: %v", len(raw), len(results), len(got), sessions)
+}
+
+// TestSessionReduceInOneProcess runs the keyed count over session windows
+// in one process, with sluice's session counter and with the built-in
+// count: each burst of a key is one session, and each session's count is
+// what was generated in it.
+func TestSessionReduceInOneProcess(t *testing.T) {
+	for _, tt := range []struct{ name, counter string }{
+		{"sessioncounter", "sessioncounter"},
+		{"builtin", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			counter := ""
+			if tt.counter != "" {
+				counter = example(t, tt.counter)
+			}
+			cfg := writeConfig(t, sessionPipeline(t, "ses-"+tt.name, counter))
+			p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
+			p.waitFor(60*time.Second, "four sessions of each key", func() bool {
+				_, res := nfgoSinkLines(p.lines)
+				return enoughWindows(res, 4)
+			})
+			if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+			}
+			raw, res := nfgoSinkLines(p.stdoutLines())
+			checkSessions(t, raw, res, sessionTimeout, 4)
+		})
+	}
+}
+
+// TestSessionReduceNumaflowGo runs numaflow-go's session counter example,
+// unchanged, as the session reduce container of the keyed pipeline, in one
+// process with --spawn and no --uds-dir: each session's count is what was
+// generated in it. It is skipped without NUMAFLOW_GO_DIR, and when
+// /var/run/numaflow cannot be had.
+func TestSessionReduceNumaflowGo(t *testing.T) {
+	src := os.Getenv(envNumaflowGo)
+	if src == "" {
+		t.Skipf("%s is not set: numaflow-go's session reduce example is not run (set it to a numaflow-go source tree)", envNumaflowGo)
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := numaflowGoExample(t, src, "sessionreducer/counter")
+	raw, res := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin), "sessionreducer/counter")
+	checkSessions(t, raw, res, sessionTimeout, 4)
+}
