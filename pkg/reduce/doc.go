@@ -20,7 +20,18 @@
 //
 // [Builtin] makes the built-in count and sum; [Remote] runs a user-defined
 // reduce function (numaflow-go's reducers, or sluice's SDK) through a
-// client of its reduce.v1 server, a stream per window and key set.
+// client of its reduce.v1 server, a stream per window and key set;
+// [RemoteSession] runs a session reduce function through the one stream of
+// a sessionreduce.v1 client, each closing session opened, appended to and
+// closed on it.
+//
+// # Session windows
+//
+// With a [window.Session] strategy the Book keeps sessions per key set,
+// which grow and merge as messages come. The log's segments and the IDs
+// the log gave back are then settled by event time: they are kept until
+// the oldest open session starts after them, for a session that grows
+// keeps messages older than its first end.
 //
 // # Crash and restart
 //
