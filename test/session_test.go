@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,19 @@ const sessionTimeout = 300
 // sessionPipeline is the keyed pipeline of reducePipeline with a session
 // window of sessionTimeout, its generator making a burst of two messages a
 // key every second, so that each burst of a key is one session; counter is
-// the session counter's command, or "" for the built-in count.
-func sessionPipeline(t *testing.T, name, counter string) string {
+// the session reducer's command, or "" for the built-in count; value, when
+// not 0, is every payload (the generator's valueBlob).
+func sessionPipeline(t *testing.T, name, counter string, value int) string {
 	t.Helper()
 	window := "            session:\n              timeout: " + strconv.Itoa(sessionTimeout) + "ms\n"
 	yaml := reducePipeline(name, window, cmpOr(counter, "COUNTER"), jetStreamISB("nats://127.0.0.1:9", ""), "")
 	repl := map[string]string{"          rpu: 20\n          duration: 100ms\n": "          rpu: 6\n          duration: 1s\n"}
 	if counter == "" {
 		repl["        container:\n          command: [\"COUNTER\"]\n"] = "        builtin:\n          name: count\n"
+	}
+	if value != 0 {
+		blob := base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(value)))
+		repl["          keyCount: 3\n"] = "          keyCount: 3\n          valueBlob: " + blob + "\n"
 	}
 	for old, s := range repl {
 		if !strings.Contains(yaml, old) {
@@ -46,10 +52,10 @@ func cmpOr(s, or string) string {
 // checkSessions checks every result against the messages generated: the
 // sessions of each key are its event times, in order, each one joining the
 // session before when within timeout (ms) of its end; a session's result
-// has the event time of its end less 1 ms and counts its messages. No key
-// misses a session before its last result, and every key has at least
-// minSessions.
-func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, minSessions int) {
+// has the event time of its end less 1 ms and is per times the number of
+// its messages. No key misses a session before its last result, and every
+// key has at least minSessions.
+func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, per, minSessions int) {
 	t.Helper()
 	times := map[string][]int64{}
 	for _, m := range raw {
@@ -61,7 +67,7 @@ func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, minSess
 		end, n := int64(0), 0
 		for i, et := range ts {
 			if i > 0 && et > end {
-				want[windowKey{key, end}] = n
+				want[windowKey{key, end}] = n * per
 				n = 0
 			}
 			if n == 0 || et+timeout > end {
@@ -69,14 +75,14 @@ func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, minSess
 			}
 			n++
 		}
-		want[windowKey{key, end}] = n
+		want[windowKey{key, end}] = n * per
 	}
 	got := map[windowKey]int{}
 	last := map[string]int64{}
 	for _, r := range results {
 		n, err := strconv.Atoi(r.payload)
 		if err != nil {
-			t.Fatalf("a result that is no count: %+v", r)
+			t.Fatalf("a result that is no number: %+v", r)
 		}
 		w := windowKey{r.keys, r.eventTime + 1}
 		if prev, ok := got[w]; ok && prev != n {
@@ -85,14 +91,14 @@ func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, minSess
 		got[w] = n
 		last[r.keys] = max(last[r.keys], w.end)
 		if n != want[w] {
-			t.Errorf("session ending %s of key %s: count %d, generated %d", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, n, want[w])
+			t.Errorf("session ending %s of key %s: result %d, want %d", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, n, want[w])
 		}
 	}
 	sessions := map[string]int{}
 	for w := range want {
 		if w.end <= last[w.key] {
 			if _, ok := got[w]; !ok {
-				t.Errorf("session ending %s of key %s (%d messages) has no result", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, want[w])
+				t.Errorf("session ending %s of key %s (%d) has no result", time.UnixMilli(w.end).UTC().Format("15:04:05.000"), w.key, want[w])
 			}
 			sessions[w.key]++
 		}
@@ -111,11 +117,16 @@ func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, minSess
 // TestSessionReduceInOneProcess runs the keyed count over session windows
 // in one process, with sluice's session counter and with the built-in
 // count: each burst of a key is one session, and each session's count is
-// what was generated in it.
+// what was generated in it; and sluice's session sum, every payload 7,
+// whose sums are 7 times that.
 func TestSessionReduceInOneProcess(t *testing.T) {
-	for _, tt := range []struct{ name, counter string }{
-		{"sessioncounter", "sessioncounter"},
-		{"builtin", ""},
+	for _, tt := range []struct {
+		name, counter string
+		value         int
+	}{
+		{"sessioncounter", "sessioncounter", 0},
+		{"builtin", "", 0},
+		{"sessionsum", "sessionsum", 7},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -123,7 +134,7 @@ func TestSessionReduceInOneProcess(t *testing.T) {
 			if tt.counter != "" {
 				counter = example(t, tt.counter)
 			}
-			cfg := writeConfig(t, sessionPipeline(t, "ses-"+tt.name, counter))
+			cfg := writeConfig(t, sessionPipeline(t, "ses-"+tt.name, counter, tt.value))
 			p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 			p.waitFor(60*time.Second, "four sessions of each key", func() bool {
 				_, res := nfgoSinkLines(p.lines)
@@ -133,16 +144,17 @@ func TestSessionReduceInOneProcess(t *testing.T) {
 				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 			}
 			raw, res := nfgoSinkLines(p.stdoutLines())
-			checkSessions(t, raw, res, sessionTimeout, 4)
+			checkSessions(t, raw, res, sessionTimeout, max(tt.value, 1), 4)
 		})
 	}
 }
 
-// TestSessionReduceNumaflowGo runs numaflow-go's session counter example,
+// TestSessionReduceNumaflowGo runs numaflow-go's session reduce examples,
 // unchanged, as the session reduce container of the keyed pipeline, in one
 // process with --spawn and no --uds-dir: each session's count is what was
-// generated in it. It is skipped without NUMAFLOW_GO_DIR, and when
-// /var/run/numaflow cannot be had.
+// generated in it, and its sum, every payload 7, 7 times that. It is
+// skipped without NUMAFLOW_GO_DIR, and when /var/run/numaflow cannot be
+// had.
 func TestSessionReduceNumaflowGo(t *testing.T) {
 	src := os.Getenv(envNumaflowGo)
 	if src == "" {
@@ -152,7 +164,15 @@ func TestSessionReduceNumaflowGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := numaflowGoExample(t, src, "sessionreducer/counter")
-	raw, res := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin), "sessionreducer/counter")
-	checkSessions(t, raw, res, sessionTimeout, 4)
+	for _, tt := range []struct {
+		example string
+		value   int
+	}{{"sessionreducer/counter", 0}, {"sessionreducer/sum", 7}} {
+		t.Run(tt.example, func(t *testing.T) {
+			// Not parallel: each needs /var/run/numaflow for itself.
+			bin := numaflowGoExample(t, src, tt.example)
+			raw, res := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin, tt.value), tt.example)
+			checkSessions(t, raw, res, sessionTimeout, max(tt.value, 1), 4)
+		})
+	}
 }

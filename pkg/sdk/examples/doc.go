@@ -21,7 +21,9 @@
 //   - counter (reducer): counts the messages of each window and keys;
 //   - sum (reducer): adds up the integer payloads of each window and keys;
 //   - sessioncounter (sessionreducer): counts the messages of each session
-//     and keys, merged sessions adding up their counts.
+//     and keys, merged sessions adding up their counts;
+//   - sessionsum (sessionreducer): adds up the integer payloads of each
+//     session and keys.
 //
 // Each one listens in SLUICE_UDS_DIR when set (`vertex run --spawn` sets it),
 // else in /var/run/numaflow.
