@@ -81,6 +81,7 @@ const (
 	ReduceStreamSocket      = "reducestream.sock"
 	AccumulatorSocket       = "accumulator.sock"
 	SessionReduceSocket     = "sessionreduce.sock"
+	SideInputSocket         = "sideinput.sock"
 )
 
 // Server-info file names, relative to the socket directory. The three map
@@ -96,6 +97,7 @@ const (
 	ReduceStreamInfoFile      = "reducestreamer-server-info"
 	AccumulatorInfoFile       = "accumulator-server-info"
 	SessionReduceInfoFile     = "sessionreducer-server-info"
+	SideInputInfoFile         = "sideinput-server-info"
 )
 
 // MaxMessageSize is the gRPC message size limit, for sending and receiving,
@@ -151,6 +153,7 @@ const (
 	KindReduceStream      Kind = "reducestream"
 	KindAccumulator       Kind = "accumulator"
 	KindSessionReduce     Kind = "sessionreducer"
+	KindSideInput         Kind = "sideinput"
 )
 
 type kindSpec struct {
@@ -170,13 +173,14 @@ var kinds = map[Kind]kindSpec{
 	KindReduceStream:      {ReduceStreamSocket, ReduceStreamInfoFile, "", SDKMinimumNumaflowVersion},
 	KindAccumulator:       {AccumulatorSocket, AccumulatorInfoFile, "", SDKMinimumNumaflowVersion},
 	KindSessionReduce:     {SessionReduceSocket, SessionReduceInfoFile, "", SDKMinimumNumaflowVersion},
+	KindSideInput:         {SideInputSocket, SideInputInfoFile, "", SDKMinimumNumaflowVersion},
 }
 
 // Kinds lists every supported kind.
 func Kinds() []Kind {
 	return []Kind{KindMap, KindBatchMap, KindMapStream, KindSink, KindFallbackSink,
 		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream, KindAccumulator,
-		KindSessionReduce}
+		KindSessionReduce, KindSideInput}
 }
 
 // Valid reports whether k is one of the supported kinds.

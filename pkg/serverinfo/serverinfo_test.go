@@ -452,6 +452,7 @@ func TestKinds(t *testing.T) {
 		{KindReduceStream, "reducestream.sock", "reducestreamer-server-info", ""},
 		{KindAccumulator, "accumulator.sock", "accumulator-server-info", ""},
 		{KindSessionReduce, "sessionreduce.sock", "sessionreducer-server-info", ""},
+		{KindSideInput, "sideinput.sock", "sideinput-server-info", ""},
 	}
 	if len(cases) != len(Kinds()) {
 		t.Fatalf("Kinds() has %d entries, test covers %d", len(Kinds()), len(cases))
