@@ -21,9 +21,7 @@ func (c *checker) pipeline(p *Pipeline) {
 			}
 		}
 	}
-	if s.SideInputs.IsSet() {
-		c.add("spec.sideInputs", "side inputs are not supported by sluice")
-	}
+	c.sideInputs(s)
 	if s.Ordered.IsSet() {
 		c.add("spec.ordered", "is not supported by sluice")
 	}
@@ -240,9 +238,7 @@ func (c *checker) vertex(path string, v *Vertex, p *Pipeline) string {
 		c.add(path+".partitions", "(%d) must be 1 for a reduce that is not keyed: every message of a window meets in one partition; "+
 			"set udf.groupBy.keyed: true to reduce each key set on its own", *n)
 	}
-	if v.SideInputs.IsSet() {
-		c.add(path+".sideInputs", "side inputs are not supported by sluice")
-	}
+	c.vertexSideInputs(path, v, p.Spec.SideInputs)
 	if v.Ordered.IsSet() {
 		c.add(path+".ordered", "is not supported by sluice")
 	}

@@ -602,7 +602,7 @@ type PipelineSpec struct {
 	Limits                     *PipelineLimits `yaml:"limits"`
 	Watermark                  *Watermark      `yaml:"watermark"`
 	Templates                  K8s             `yaml:"templates"`
-	SideInputs                 Unsupported     `yaml:"sideInputs"`
+	SideInputs                 []SideInput     `yaml:"sideInputs"`
 	InterStepBuffer            K8s             `yaml:"interStepBuffer"`
 	Ordered                    Unsupported     `yaml:"ordered"`
 	// ISB is sluice's addition: how the vertices reach their buffers.
@@ -703,7 +703,7 @@ type Vertex struct {
 	Volumes                     K8s             `yaml:"volumes"`
 	InitContainers              K8s             `yaml:"initContainers"`
 	Sidecars                    K8s             `yaml:"sidecars"`
-	SideInputs                  Unsupported     `yaml:"sideInputs"`
+	SideInputs                  []string        `yaml:"sideInputs"`
 	SideInputsContainerTemplate K8s             `yaml:"sideInputsContainerTemplate"`
 	UpdateStrategy              K8s             `yaml:"updateStrategy"`
 	Ordered                     Unsupported     `yaml:"ordered"`

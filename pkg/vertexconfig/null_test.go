@@ -65,7 +65,7 @@ func TestNullSetsNothing(t *testing.T) {
 	t.Run("pipeline", func(t *testing.T) {
 		f := mustLoad(t, "../../config/testdata/good/pipeline-numaflow-nulls.yaml")
 		s := f.Pipeline.Spec
-		if s.ISB != nil || s.SideInputs.IsSet() || s.Ordered.IsSet() || s.InterStepBufferServiceName != "" || f.Pipeline.Metadata.Namespace != "" {
+		if s.ISB != nil || s.SideInputs != nil || s.Ordered.IsSet() || s.InterStepBufferServiceName != "" || f.Pipeline.Metadata.Namespace != "" {
 			t.Errorf("spec = %+v", s)
 		}
 		if l := s.Limits; l.GetReadBatchSize() != 100 || l.BufferMaxLength != nil || l.BufferUsageLimit != nil || l.RateLimit != nil {
@@ -75,10 +75,10 @@ func TestNullSetsNothing(t *testing.T) {
 		if g := in.Source.Generator; g.RPU == nil || *g.RPU != 10 || g.Duration != nil || g.MsgSize != nil || g.KeyCount != nil || g.ValueBlob != nil {
 			t.Errorf("generator = %+v", g)
 		}
-		if in.UDF != nil || in.Sink != nil || in.Limits != nil || in.Partitions != nil || in.Source.Transformer != nil || in.SideInputs.IsSet() {
+		if in.UDF != nil || in.Sink != nil || in.Limits != nil || in.Partitions != nil || in.Source.Transformer != nil || in.SideInputs != nil {
 			t.Errorf("vertex in = %+v", in)
 		}
-		if cat.UDF.GroupBy != nil || cat.UDF.Builtin != nil || cat.UDF.Container.Args != nil || cat.SideInputs.IsSet() {
+		if cat.UDF.GroupBy != nil || cat.UDF.Builtin != nil || cat.UDF.Container.Args != nil || cat.SideInputs != nil {
 			t.Errorf("vertex cat udf = %+v", cat.UDF)
 		}
 		rl, err := f.Pipeline.VertexRateLimit("cat")
