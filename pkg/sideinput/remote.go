@@ -1,0 +1,60 @@
+package sideinput
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	sideinputv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sideinput/v1"
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
+)
+
+// Remote is a [Retriever] that asks a side-input container over
+// sideinput.v1, on the socket its server-info file in a directory names. It
+// is safe for concurrent use.
+type Remote struct {
+	conn *udsconn.Conn
+}
+
+var _ Retriever = (*Remote)(nil)
+
+// NewRemote returns a Remote for the server whose files are in dir; it
+// connects at the first Retrieve, and again after a failure.
+func NewRemote(dir string, log *zap.Logger, clk clock.Clock) *Remote {
+	if clk == nil {
+		clk = clock.Real()
+	}
+	return &Remote{conn: udsconn.New(dir, serverinfo.KindSideInput, isReady, log, udsconn.WithClock(clk))}
+}
+
+func isReady(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+	r, err := sideinputv1.NewSideInputClient(cc).IsReady(ctx, &emptypb.Empty{})
+	return r.GetReady(), err
+}
+
+// Retrieve connects if needed (waiting for the server until ctx ends) and
+// calls RetrieveSideInput.
+func (r *Remote) Retrieve(ctx context.Context) ([]byte, bool, error) {
+	cc, _, err := r.conn.Get(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	resp, err := sideinputv1.NewSideInputClient(cc).RetrieveSideInput(ctx, &emptypb.Empty{})
+	if err != nil {
+		if ctx.Err() == nil {
+			r.conn.Broken(cc, err)
+		}
+		return nil, false, err
+	}
+	return resp.GetValue(), !resp.GetNoBroadcast(), nil
+}
+
+// Ready returns nil while connected, else what the connection waits for.
+func (r *Remote) Ready() error { return r.conn.Ready() }
+
+// Close closes the connection.
+func (r *Remote) Close() error { return r.conn.Close() }
