@@ -26,6 +26,7 @@ type options struct {
 	fixedDir   string
 	httpAddr   string
 	logSink    *sink.Log
+	sideInputs SideInputs
 
 	numaflowMetrics bool
 	readAhead       bool

@@ -42,7 +42,7 @@ type Status struct {
 	Running   bool     `json:"running"`
 	// NotReady says, while the replica is not ready, what it waits for, as
 	// /readyz does: the server-info file of each user-defined server that is
-	// not ready.
+	// not ready, and the side inputs without a value (WithSideInputs).
 	NotReady string `json:"notReady,omitempty"`
 	// Watermark is the vertex's watermark (RFC 3339, in milliseconds), and
 	// WatermarkLag how far it is behind the clock, in seconds; both absent

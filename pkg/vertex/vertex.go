@@ -228,6 +228,11 @@ func (v *Vertex) Run(ctx context.Context) error {
 	if err := v.connect(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
+	if si := v.o.sideInputs; si != nil {
+		if err := si.Wait(ctx); err != nil {
+			return nil // ctx ended
+		}
+	}
 	v.running.Store(true)
 	defer v.running.Store(false)
 	if v.pending != nil {
@@ -280,8 +285,9 @@ func (v *Vertex) connect(ctx context.Context) error {
 }
 
 // Ready reports whether the vertex is running with every user-defined server
-// ready; the error says what it waits for, naming the server-info file of
-// each server not ready.
+// ready and a value of every side input it names; the error says what it
+// waits for, naming the server-info file of each server not ready and the
+// side inputs without a value.
 func (v *Vertex) Ready() error {
 	var errs []error
 	if !v.running.Load() {
@@ -289,6 +295,9 @@ func (v *Vertex) Ready() error {
 	}
 	for _, c := range v.uds {
 		errs = append(errs, c.Ready())
+	}
+	if si := v.o.sideInputs; si != nil {
+		errs = append(errs, si.Ready())
 	}
 	return errors.Join(errs...)
 }
