@@ -32,6 +32,10 @@ type runFlags struct {
 	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir string
 	spawn                                                                               bool
 	reloadInterval                                                                      time.Duration
+	// sideInputsDir is where vertices find side-input files;
+	// sideInputsManager runs a pipeline's side inputs alone.
+	sideInputsDir     string
+	sideInputsManager bool
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
@@ -93,15 +97,19 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		r.vopts = append(r.vopts, vertex.WithReadAhead(on))
 	}
 	if fl.spawn {
-		stopContainers, err := spawnContainers(f, dir, spawn.Deps{Only: fl.vertex, Replica: rep, Stdout: stdout, Stderr: stderr, Log: log})
+		stopContainers, err := spawnContainers(f, dir, spawn.Deps{Only: fl.vertex, Replica: rep, Stdout: stdout, Stderr: stderr, Log: log,
+			SideInputsManager: fl.sideInputsManager, SideInputsDir: fl.sideInputsDir})
 		if err != nil {
 			return err
 		}
 		defer stopContainers()
 	}
-	if f.Pipeline != nil {
+	switch {
+	case fl.sideInputsManager:
+		err = r.sideInputsManager(ctx, f.Pipeline)
+	case f.Pipeline != nil:
 		err = r.pipeline(ctx, f.Pipeline)
-	} else {
+	default:
 		err = r.monoVertex(ctx, f.MonoVertex)
 	}
 	log.Info("stopped", zap.Error(err))
@@ -124,6 +132,12 @@ default) or on JetStream (--isb jetstream). On SIGTERM the sources stop first an
 the rest drain the in-memory buffers (for at most 30s) before they stop; a
 second signal exits at once.
 
+A Pipeline's side inputs (spec.sideInputs) run in the process that runs every
+vertex; with --vertex, they run in a process of their own,
+--side-inputs-manager, their values travelling in the JetStream bucket
+<pipeline>-side-inputs. Vertices that name side inputs find their values as
+files in --side-inputs-dir and read nothing until each has one.
+
 While it runs, a change of FILE (looked at every --reload-interval, and at
 once on SIGHUP) to the max, min, rampUpDuration, modes or shadow of a rate
 limit is applied without a restart: with a Redis store every replica switches
@@ -142,6 +156,8 @@ flags:
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
+	fs.BoolVar(&fl.sideInputsManager, "side-inputs-manager", false, "Pipeline only: run the side inputs alone, their values going to the vertices through JetStream")
+	fs.StringVar(&fl.sideInputsDir, "side-inputs-dir", "", "Pipeline only: where vertices that name side inputs find their values, a file each (default /var/numaflow/side-inputs)")
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
 	fs.StringVar(&fl.stateDir, "state-dir", "", "Pipeline only: where reduce vertices keep the windows they have read, each in DIR/<vertex>, "+
 		"unless its storage is no_store (default $TMPDIR/sluice-state/<pipeline>; in a pod, the reduce's volume, such as /var/numaflow/pbq)")
@@ -171,6 +187,12 @@ func checkRunFlags(fl runFlags, f *config.File) error {
 		return usagef("run: --isb %q: one vertex alone (--vertex) runs on jetstream", fl.isb)
 	case fl.isb != "" && fl.isb != "memory" && fl.isb != "jetstream":
 		return usagef("run: --isb %q: want memory or jetstream", fl.isb)
+	case f.MonoVertex != nil && (fl.sideInputsManager || fl.sideInputsDir != ""):
+		return usagef("run: --side-inputs-manager and --side-inputs-dir: %s is a MonoVertex, which has no side inputs", fl.file)
+	case fl.sideInputsManager && fl.vertex != "":
+		return usagef("run: --side-inputs-manager runs the side inputs alone, without a vertex (--vertex %q)", fl.vertex)
+	case fl.sideInputsManager && len(f.Pipeline.Spec.SideInputs) == 0:
+		return usagef("run: --side-inputs-manager: pipeline %q has no side inputs (spec.sideInputs)", f.Name())
 	case fl.vertex != "" && f.Pipeline.Vertex(fl.vertex) == nil:
 		return usagef("run: --vertex %q: no such vertex in pipeline %q (vertices: %s)", fl.vertex, f.Name(), strings.Join(pipeline.NewGraph(f.Pipeline).Vertices(), ", "))
 	}
@@ -235,6 +257,9 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	}
 	if r.flags.stateDir != "" {
 		opts = append(opts, pipeline.WithStateDir(r.flags.stateDir))
+	}
+	if r.flags.sideInputsDir != "" {
+		opts = append(opts, pipeline.WithSideInputsDir(r.flags.sideInputsDir))
 	}
 	pl, err := pipeline.New(ctx, p, opts...)
 	if err != nil {
@@ -378,4 +403,31 @@ func logIgnored(log *zap.Logger, f *config.File) {
 	if len(f.Ignored) > 0 {
 		log.Info("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
 	}
+}
+
+// sideInputsManager runs p's side inputs alone, their values going into the
+// pipeline's JetStream bucket.
+func (r runner) sideInputsManager(ctx context.Context, p *config.Pipeline) error {
+	m, err := pipeline.NewSideInputsManager(ctx, p, pipeline.WithLogger(r.log), pipeline.WithSocketDir(r.dir))
+	if err != nil {
+		return withJetStreamHint(err, p)
+	}
+	stopServing, err := r.serve(m.Ready, func() any {
+		return map[string]any{"sideInputsManager": p.Metadata.Name, "notReady": errString(m.Ready())}
+	})
+	if err != nil {
+		m.Close()
+		return err
+	}
+	defer stopServing()
+	r.log.Info("running the side inputs", zap.String("pipeline", p.Metadata.Name), zap.Int("sideInputs", len(p.Spec.SideInputs)))
+	return m.Run(ctx)
+}
+
+// errString is err's message, "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -52,6 +52,8 @@ type options struct {
 	replica      int
 	stateDir     string
 	vertexOpts   []vertex.Option
+
+	sideInputsDir string
 }
 
 // DefaultDrainTimeout is how long, once its sources have stopped, a pipeline
@@ -170,6 +172,7 @@ func buildOptions(p *config.Pipeline, opts []Option) (options, error) {
 	if o.stateDir == "" {
 		o.stateDir = DefaultStateDir(p.Metadata.Name)
 	}
+	o.sideInputsDir = sideInputsDirOrDefault(o.sideInputsDir)
 	if o.only != "" && o.backend != OnJetStream {
 		return o, fmt.Errorf("pipeline: vertex %q alone runs on jetstream, not on %s", o.only, o.backend)
 	}

@@ -35,6 +35,8 @@ type Pipeline struct {
 
 	mu      sync.Mutex
 	closers closers
+
+	si *sideInputs // nil without side inputs in this process
 }
 
 // New builds the vertices of p, which must be valid, and their buffers: on
@@ -62,6 +64,10 @@ func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, 
 			return nil, err
 		}
 		pl.closers = append(pl.closers, pl.mem.Close)
+	}
+	// With every vertex in this process, so is the side inputs' manager.
+	if pl.si, err = newSideInputs(ctx, p, o, o.only == "", names, &pl.closers); err != nil {
+		return nil, err
 	}
 	dirs := SocketDirs(p, o.socketDir, o.only)
 	for _, name := range names {
@@ -114,6 +120,7 @@ func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]
 	if len(dirs) > 1 {
 		opts = append(opts, vertex.WithSocketDirHint(sharedSocketDirHint))
 	}
+	opts = append(opts, pl.si.gate(pl.g.p.Vertex(name))...)
 	v, err := vertex.New(spec, opts...)
 	if err != nil {
 		return err
@@ -171,6 +178,9 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	for _, v := range pl.others {
 		grp.Go(func() error { return v.Run(restCtx) })
 	}
+	if si := pl.si; si != nil {
+		grp.Go(func() error { return si.run(restCtx) })
+	}
 	grp.Go(func() error {
 		for _, done := range []<-chan struct{}{ctx.Done(), srcDone} {
 			select {
@@ -220,6 +230,9 @@ func (pl *Pipeline) Ready() error {
 	var errs []error
 	for _, v := range pl.all {
 		errs = append(errs, v.Ready())
+	}
+	if si := pl.si; si != nil {
+		errs = append(errs, si.ready())
 	}
 	return errors.Join(errs...)
 }

@@ -19,6 +19,7 @@ var roleKinds = map[string][]serverinfo.Kind{
 	"udf":         {serverinfo.KindMap, serverinfo.KindBatchMap, serverinfo.KindMapStream, serverinfo.KindReduce, serverinfo.KindReduceStream, serverinfo.KindAccumulator, serverinfo.KindSessionReduce},
 	"udsink":      {serverinfo.KindSink},
 	"fb-udsink":   {serverinfo.KindFallbackSink},
+	"sideinput":   {serverinfo.KindSideInput},
 }
 
 // containersOf lists the user-defined containers of a vertex with source, udf
@@ -41,4 +42,9 @@ func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []contain
 		out = append(out, container{"fb-udsink", snk.Fallback.UDSink.Container})
 	}
 	return out
+}
+
+// sideInputContainer is the container of a pipeline's side input.
+func sideInputContainer(si config.SideInput) container {
+	return container{"sideinput", si.Container}
 }

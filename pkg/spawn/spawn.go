@@ -13,6 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
+	"github.com/sluiceflow/sluice/pkg/sideinput"
 )
 
 // EnvUDSDir tells sluice's SDK servers where to put their sockets; [Start]
@@ -35,6 +36,13 @@ type Deps struct {
 	// Clock times the pauses between restarts and the grace before SIGKILL;
 	// nil is the wall clock.
 	Clock clock.Clock
+	// SideInputsManager, for a Pipeline, starts the containers of its side
+	// inputs alone (vertex run --side-inputs-manager); without it, they start
+	// with every vertex's (no Only).
+	SideInputsManager bool
+	// SideInputsDir, when set, is given to every container as
+	// $SLUICE_SIDE_INPUTS_DIR: where sluice's SDK reads side-input files.
+	SideInputsDir string
 }
 
 // Group is the user-defined containers that [Start] started, each kept
@@ -51,9 +59,10 @@ type Group struct {
 // this process: the MonoVertex's, or those of the pipeline vertex d.Only, in
 // dir; or, without d.Only, those of every pipeline vertex, in the directories
 // [pipeline.SocketDirs] gives (dir itself when one vertex has containers,
-// else a directory of its own in dir for each). Each directory is created
-// when it is missing (a [*DirError] when it cannot be), and cleared of the
-// files that servers of the containers' roles left there. Every container
+// else a directory of its own in dir for each), and those of the side inputs,
+// in the directories [pipeline.SideInputSocketDirs] gives. Each directory is
+// created when it is missing (a [*DirError] when it cannot be), and cleared
+// of the files that servers of the containers' roles left there. Every container
 // needs a command ([ErrNoCommand]). On an error, the containers already
 // started are stopped.
 func Start(f *config.File, dir string, d Deps) (*Group, error) {
@@ -73,10 +82,17 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 		dirs := pipeline.SocketDirs(p, dir, d.Only)
 		for _, v := range p.Spec.Vertices {
 			vdir, ok := dirs[v.Name]
-			if err != nil || !ok {
+			if err != nil || !ok || d.SideInputsManager {
 				continue
 			}
 			err = g.start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
+		}
+		sdirs := pipeline.SideInputSocketDirs(p, dir)
+		for _, si := range p.Spec.SideInputs {
+			if err != nil || d.Only != "" {
+				continue
+			}
+			err = g.start(si.Name, sdirs[si.Name], []container{sideInputContainer(si)})
 		}
 	}
 	if err != nil {
@@ -107,6 +123,9 @@ func (g *Group) start(vertex, dir string, cs []container) error {
 		}
 	}
 	env := []string{EnvUDSDir + "=" + dir, "NUMAFLOW_REPLICA=" + strconv.Itoa(g.d.Replica), "NUMAFLOW_MONO_VERTEX_NAME=" + vertex}
+	if g.d.SideInputsDir != "" {
+		env = append(env, sideinput.EnvDir+"="+g.d.SideInputsDir)
+	}
 	for _, c := range cs {
 		g.wg.Add(1)
 		go func() {
