@@ -21,6 +21,9 @@
 //     (source.sock).
 //   - sourcetransformer: source transformer, which can also set event
 //     times (sourcetransform.sock).
+//   - sideinput: side input, a value the runtime asks for on a schedule and
+//     hands to vertices as a file (sideinput.sock); and the helpers a UDF
+//     reads that file with.
 //
 // The examples directory has one small program per kind to copy.
 //

@@ -23,7 +23,10 @@
 //   - sessioncounter (sessionreducer): counts the messages of each session
 //     and keys, merged sessions adding up their counts;
 //   - sessionsum (sessionreducer): adds up the integer payloads of each
-//     session and keys.
+//     session and keys;
+//   - ticker (sideinput): a side input whose value counts its retrievals;
+//   - sitag (mapper): appends a side input's value (SITAG_SIDE_INPUT,
+//     default ticker) to every payload, read from its file.
 //
 // Each one listens in SLUICE_UDS_DIR when set (`vertex run --spawn` sets it),
 // else in /var/run/numaflow.
