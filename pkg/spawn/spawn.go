@@ -42,6 +42,9 @@ type Deps struct {
 	SideInputsManager bool
 	// SideInputsDir, when set, is given to every container as
 	// $SLUICE_SIDE_INPUTS_DIR: where sluice's SDK reads side-input files.
+	// It (or sideinput.DefaultDir) is created before the containers of a
+	// vertex that names side inputs start, since a UDF may watch it from its
+	// start (numaflow-go's examples do).
 	SideInputsDir string
 }
 
@@ -86,6 +89,9 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 				continue
 			}
 			err = g.start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
+			if err == nil && len(v.SideInputs) > 0 {
+				err = makeSideInputsDir(d.SideInputsDir)
+			}
 		}
 		sdirs := pipeline.SideInputSocketDirs(p, dir)
 		for _, si := range p.Spec.SideInputs {
@@ -143,4 +149,15 @@ func (g *Group) Stop() {
 		g.cancel()
 		g.wg.Wait()
 	})
+}
+
+// makeSideInputsDir creates dir, or sideinput.DefaultDir when dir is "".
+func makeSideInputsDir(dir string) error {
+	if dir == "" {
+		dir = sideinput.DefaultDir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s, the side inputs' directory: %w", dir, err)
+	}
+	return nil
 }

@@ -1,0 +1,134 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sideInputPipeline is in (a generator) | tag (a map container naming the
+// side input) | out (log), with the side input's container asked every
+// second.
+func sideInputPipeline(name, sideInput, sideInputBin, mapBin string, mapEnv map[string]string) string {
+	return `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: ` + name + `
+spec:
+  sideInputs:
+    - name: ` + sideInput + `
+      container:
+        command: [` + strconv.Quote(sideInputBin) + `]
+      trigger:
+        schedule: "* * * * * *"
+  vertices:
+    - name: in
+      source:
+        generator:
+          rpu: 20
+          duration: 100ms
+    - name: tag
+      sideInputs: [` + sideInput + `]
+      udf:
+` + udContainer("        ", mapBin, mapEnv) + `    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: tag
+    - from: tag
+      to: out
+`
+}
+
+// TestSideInputsInOneProcess runs the SDK's ticker side input (a counter)
+// and its sitag map, which appends the side input's value to each payload, in
+// one process with --spawn: every message the sink prints carries a value
+// (the map reads nothing before the first), and the values grow as the
+// ticker is asked again each second.
+func TestSideInputsInOneProcess(t *testing.T) {
+	t.Parallel()
+	siDir := filepath.Join(t.TempDir(), "side-inputs")
+	yaml := sideInputPipeline("si-one", "ticker", example(t, "ticker"), example(t, "sitag"), nil)
+	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--uds-dir", udsDir(t), "--side-inputs-dir", siDir,
+		"--metrics-addr", "127.0.0.1:0")
+	tagged := regexp.MustCompile(`\|ticker=(\d+) Keys`)
+	maxValue := func(lines []string) int {
+		m := 0
+		for _, l := range lines {
+			if g := tagged.FindStringSubmatch(l); g != nil {
+				n, _ := strconv.Atoi(g[1])
+				m = max(m, n)
+			}
+		}
+		return m
+	}
+	p.waitFor(30*time.Second, "messages tagged with the ticker's third value", func() bool { return maxValue(p.lines) >= 3 })
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	lines := p.stdoutLines()
+	for _, l := range lines {
+		if strings.HasPrefix(l, "Payload - ") && !tagged.MatchString(l) {
+			t.Fatalf("a message without the side input's value: %q", l)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(siDir, "ticker"))
+	if n, _ := strconv.Atoi(string(b)); err != nil || n < maxValue(lines) {
+		t.Errorf("the side input's file holds %q (%v); want at least %d, the last value printed", b, err, maxValue(lines))
+	}
+}
+
+// TestSideInputNumaflowGo runs numaflow-go's map_sideinput example (a side
+// input that alternates "even" and "odd") and its udf (a map that appends
+// "-even-data" or "-odd-data" to each payload after the value it last read
+// from /var/numaflow/side-inputs/myticker, and drops messages before it has
+// one), both unchanged, in one process with --spawn and no --uds-dir, so that
+// both serve in /var/run/numaflow, the only directory they know; the side
+// input goes to /var/numaflow/side-inputs, the only one the udf reads. Both
+// values show in what the sink prints. It is skipped without
+// NUMAFLOW_GO_DIR, and when /var/run/numaflow cannot be had.
+func TestSideInputNumaflowGo(t *testing.T) {
+	src := os.Getenv(envNumaflowGo)
+	if src == "" {
+		t.Skipf("%s is not set: numaflow-go's side-input examples are not run (set it to a numaflow-go source tree)", envNumaflowGo)
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := numaflowGoExample(t, src, "sideinput/map_sideinput")
+	udf := numaflowGoExample(t, src, "sideinput/map_sideinput/udf")
+	yaml := sideInputPipeline("si-nfgo", "myticker", server, udf, nil)
+	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0")
+	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
+		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
+			strings.Contains(p.stderr.String(), "spawned containers' sockets")
+	})
+	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
+		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's side-input examples cannot serve:\n%s", p.stderrText())
+	}
+	count := func(lines []string, s string) int {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, s) {
+				n++
+			}
+		}
+		return n
+	}
+	p.waitFor(60*time.Second, "messages with -even-data and with -odd-data", func() bool {
+		return count(p.lines, "-even-data Keys") > 0 && count(p.lines, "-odd-data Keys") > 0
+	})
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	lines := p.stdoutLines()
+	t.Logf("%d messages printed: %d with -even-data, %d with -odd-data", count(lines, "Payload - "),
+		count(lines, "-even-data Keys"), count(lines, "-odd-data Keys"))
+}
