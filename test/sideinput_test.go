@@ -9,18 +9,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/natstest"
 )
 
 // sideInputPipeline is in (a generator) | tag (a map container naming the
 // side input) | out (log), with the side input's container asked every
-// second.
-func sideInputPipeline(name, sideInput, sideInputBin, mapBin string, mapEnv map[string]string) string {
+// second, on the buffers isb says ("" for memory).
+func sideInputPipeline(name, isb, sideInput, sideInputBin, mapBin string, mapEnv map[string]string) string {
 	return `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
 metadata:
   name: ` + name + `
 spec:
-  sideInputs:
+` + isb + `  sideInputs:
     - name: ` + sideInput + `
       container:
         command: [` + strconv.Quote(sideInputBin) + `]
@@ -54,34 +56,80 @@ spec:
 func TestSideInputsInOneProcess(t *testing.T) {
 	t.Parallel()
 	siDir := filepath.Join(t.TempDir(), "side-inputs")
-	yaml := sideInputPipeline("si-one", "ticker", example(t, "ticker"), example(t, "sitag"), nil)
+	yaml := sideInputPipeline("si-one", "", "ticker", example(t, "ticker"), example(t, "sitag"), nil)
 	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--uds-dir", udsDir(t), "--side-inputs-dir", siDir,
 		"--metrics-addr", "127.0.0.1:0")
-	tagged := regexp.MustCompile(`\|ticker=(\d+) Keys`)
-	maxValue := func(lines []string) int {
-		m := 0
-		for _, l := range lines {
-			if g := tagged.FindStringSubmatch(l); g != nil {
-				n, _ := strconv.Atoi(g[1])
-				m = max(m, n)
-			}
-		}
-		return m
-	}
-	p.waitFor(30*time.Second, "messages tagged with the ticker's third value", func() bool { return maxValue(p.lines) >= 3 })
+	p.waitFor(30*time.Second, "messages tagged with the ticker's third value", func() bool { return maxTicker(p.lines) >= 3 })
 	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 	}
-	lines := p.stdoutLines()
+	checkTicked(t, p.stdoutLines(), siDir)
+}
+
+// tagged matches a line the sink printed of a message sitag tagged.
+var tagged = regexp.MustCompile(`\|ticker=(\d+) Keys`)
+
+// maxTicker is the highest ticker value in lines.
+func maxTicker(lines []string) int {
+	m := 0
+	for _, l := range lines {
+		if g := tagged.FindStringSubmatch(l); g != nil {
+			n, _ := strconv.Atoi(g[1])
+			m = max(m, n)
+		}
+	}
+	return m
+}
+
+// checkTicked checks that every message in lines carries a ticker value, and
+// that the file in siDir holds the last value printed or a later one.
+func checkTicked(t *testing.T, lines []string, siDir string) {
+	t.Helper()
 	for _, l := range lines {
 		if strings.HasPrefix(l, "Payload - ") && !tagged.MatchString(l) {
 			t.Fatalf("a message without the side input's value: %q", l)
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(siDir, "ticker"))
-	if n, _ := strconv.Atoi(string(b)); err != nil || n < maxValue(lines) {
-		t.Errorf("the side input's file holds %q (%v); want at least %d, the last value printed", b, err, maxValue(lines))
+	if n, _ := strconv.Atoi(string(b)); err != nil || n < maxTicker(lines) {
+		t.Errorf("the side input's file holds %q (%v); want at least %d, the last value printed", b, err, maxTicker(lines))
 	}
+}
+
+// TestSideInputsAcrossProcesses runs the same pipeline on JetStream, a
+// process per vertex and one for the side inputs (--side-inputs-manager):
+// the ticker's values reach the tag vertex through the bucket
+// si-js-side-inputs, and tag waits for the first before it reads.
+func TestSideInputsAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	nats := natstest.Start(t, natstest.Options{})
+	siDir := filepath.Join(t.TempDir(), "side-inputs")
+	cfg := writeConfig(t, sideInputPipeline("si-js", jetStreamISB(nats.URL, ""), "ticker", example(t, "ticker"), example(t, "sitag"), nil))
+	out := vertexProc(t, cfg, "out", 0)
+	tag := vertexProc(t, cfg, "tag", 0, "--side-inputs-dir", siDir)
+	in := vertexProc(t, cfg, "in", 0)
+	// Until the manager runs, tag says what it waits for, and is not ready.
+	tagAddr := "http://" + tag.metricsAddr()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, body := httpGet(t, tagAddr+"/status")
+		if strings.Contains(string(body), "waiting for side inputs: ticker") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tag's /status never said it waits for the side input: %s", body)
+		}
+	}
+	if code, body := httpGet(t, tagAddr+"/readyz"); code == 200 {
+		t.Fatalf("tag ready without the side input's value: %s", body)
+	}
+	manager := start(t, "run", "-f", cfg, "--side-inputs-manager", "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0")
+	out.waitFor(30*time.Second, "messages tagged with the ticker's third value", func() bool { return maxTicker(out.lines) >= 3 })
+	for _, p := range []*proc{in, tag, out, manager} {
+		if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	checkTicked(t, out.stdoutLines(), siDir)
 }
 
 // TestSideInputNumaflowGo runs numaflow-go's map_sideinput example (a side
@@ -104,7 +152,7 @@ func TestSideInputNumaflowGo(t *testing.T) {
 	}
 	server := numaflowGoExample(t, src, "sideinput/map_sideinput")
 	udf := numaflowGoExample(t, src, "sideinput/map_sideinput/udf")
-	yaml := sideInputPipeline("si-nfgo", "myticker", server, udf, nil)
+	yaml := sideInputPipeline("si-nfgo", "", "myticker", server, udf, nil)
 	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0")
 	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
 		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
