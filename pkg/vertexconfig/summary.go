@@ -20,6 +20,7 @@ import (
 //	generator → log; rate limit 100/s from 100 over 0s, relaxed, per key 10/s
 //	3 vertices, 2 edges; in: generator; even: filter; out: log
 //	3 vertices, 2 edges; in: http; sum: reduce my/sum:v1 (sliding 1m0s every 10s, keyed); out: log
+//	3 vertices, 2 edges; in: generator; tag: udf my/map:v1 (side inputs ticker); out: log; side input ticker: container my/ticker:v1 on "*/5 * * * *"
 func Summary(f *config.File) string {
 	if m := f.MonoVertex; m != nil {
 		spec := &m.Spec
@@ -41,6 +42,15 @@ func Summary(f *config.File) string {
 	s := fmt.Sprintf("%d vertices, %d edges", len(spec.Vertices), len(spec.Edges))
 	for _, v := range spec.Vertices {
 		s += "; " + v.Name + ": " + flow(v.Source, v.UDF, v.Sink)
+		if len(v.SideInputs) > 0 {
+			s += " (side inputs " + strings.Join(v.SideInputs, ", ") + ")"
+		}
+	}
+	for _, si := range spec.SideInputs {
+		s += fmt.Sprintf("; side input %s: %s on %q", si.Name, describeContainer("container", si.Container), si.Trigger.Schedule)
+		if tz := si.Trigger.Timezone; tz != nil && *tz != "" {
+			s += " in " + *tz
+		}
 	}
 	return s
 }

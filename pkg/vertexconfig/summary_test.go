@@ -180,6 +180,21 @@ spec:
 			"4 vertices, 3 edges; in: http; sum: reduce my/sum:v1 (sliding 1m0s every 10s, keyed); " +
 				"count: reduce count (fixed 1m0s, late 5s, no_store); out: log",
 		},
+		{
+			"side inputs",
+			"apiVersion: numaflow.numaproj.io/v1alpha1\nkind: Pipeline\nmetadata:\n  name: p\nspec:\n" + `  sideInputs:
+    - {name: ticker, container: {image: my/ticker:v1}, trigger: {schedule: "*/5 * * * *", timezone: Europe/Paris}}
+  vertices:
+    - {name: in, source: {generator: {}}}
+    - {name: tag, sideInputs: [ticker], udf: {container: {image: my/map:v1}}}
+    - {name: out, sink: {log: {}}}
+  edges:
+    - {from: in, to: tag}
+    - {from: tag, to: out}
+`,
+			"3 vertices, 2 edges; in: generator; tag: udf my/map:v1 (side inputs ticker); out: log; " +
+				`side input ticker: container my/ticker:v1 on "*/5 * * * *" in Europe/Paris`,
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := vertexconfig.Parse([]byte(tt.yaml))
