@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,48 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/natstest"
 )
+
+// numaflowGoSrc is $NUMAFLOW_GO_DIR made absolute; the test is skipped
+// without it.
+func numaflowGoSrc(t *testing.T) string {
+	t.Helper()
+	src := os.Getenv(envNumaflowGo)
+	if src == "" {
+		t.Skipf("%s is not set: numaflow-go's side-input examples are not run (set it to a numaflow-go source tree)", envNumaflowGo)
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// startNumaflowGo runs the pipeline yaml in one process with --spawn and no
+// --uds-dir, so that numaflow-go's servers find /var/run/numaflow; it skips
+// the test when that directory is not to be had.
+func startNumaflowGo(t *testing.T, yaml string, extra ...string) *proc {
+	t.Helper()
+	p := start(t, append([]string{"run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0"}, extra...)...)
+	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
+		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
+			strings.Contains(p.stderr.String(), "spawned containers' sockets")
+	})
+	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
+		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's side-input examples cannot serve:\n%s", p.stderrText())
+	}
+	return p
+}
+
+// countLines is the number of lines holding s.
+func countLines(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
 
 // sideInputPipeline is in (a generator) | tag (a map container naming the
 // side input) | out (log), with the side input's container asked every
@@ -142,41 +185,46 @@ func TestSideInputsAcrossProcesses(t *testing.T) {
 // values show in what the sink prints. It is skipped without
 // NUMAFLOW_GO_DIR, and when /var/run/numaflow cannot be had.
 func TestSideInputNumaflowGo(t *testing.T) {
-	src := os.Getenv(envNumaflowGo)
-	if src == "" {
-		t.Skipf("%s is not set: numaflow-go's side-input examples are not run (set it to a numaflow-go source tree)", envNumaflowGo)
-	}
-	src, err := filepath.Abs(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := numaflowGoSrc(t)
 	server := numaflowGoExample(t, src, "sideinput/map_sideinput")
 	udf := numaflowGoExample(t, src, "sideinput/map_sideinput/udf")
-	yaml := sideInputPipeline("si-nfgo", "", "myticker", server, udf, nil)
-	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0")
-	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
-		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
-			strings.Contains(p.stderr.String(), "spawned containers' sockets")
-	})
-	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
-		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's side-input examples cannot serve:\n%s", p.stderrText())
-	}
-	count := func(lines []string, s string) int {
-		n := 0
-		for _, l := range lines {
-			if strings.Contains(l, s) {
-				n++
-			}
-		}
-		return n
-	}
+	p := startNumaflowGo(t, sideInputPipeline("si-nfgo", "", "myticker", server, udf, nil))
 	p.waitFor(60*time.Second, "messages with -even-data and with -odd-data", func() bool {
-		return count(p.lines, "-even-data Keys") > 0 && count(p.lines, "-odd-data Keys") > 0
+		return countLines(p.lines, "-even-data Keys") > 0 && countLines(p.lines, "-odd-data Keys") > 0
 	})
 	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 	}
 	lines := p.stdoutLines()
-	t.Logf("%d messages printed: %d with -even-data, %d with -odd-data", count(lines, "Payload - "),
-		count(lines, "-even-data Keys"), count(lines, "-odd-data Keys"))
+	t.Logf("%d messages printed: %d with -even-data, %d with -odd-data", countLines(lines, "Payload - "),
+		countLines(lines, "-even-data Keys"), countLines(lines, "-odd-data Keys"))
+}
+
+// TestReduceSideInputNumaflowGo runs numaflow-go's reduce_sideinput example
+// (a side input counting its retrievals) and its udf (a reducer that sums
+// each window's integer payloads and, once it has read the side input from
+// /var/numaflow/side-inputs/myticker, answers "reduce_sideinput"), both
+// unchanged, as the side input and the container of the keyed pipeline's
+// count vertex, in one process: the results arrive. Skipped as
+// TestSideInputNumaflowGo is.
+func TestReduceSideInputNumaflowGo(t *testing.T) {
+	src := numaflowGoSrc(t)
+	server := numaflowGoExample(t, src, "sideinput/reduce_sideinput")
+	udf := numaflowGoExample(t, src, "sideinput/reduce_sideinput/udf")
+	spec := jetStreamISB("nats://127.0.0.1:9", "") + "  sideInputs:\n    - name: myticker\n      container:\n        command: [" +
+		strconv.Quote(server) + "]\n      trigger:\n        schedule: \"* * * * * *\"\n"
+	yaml := reducePipeline("red-si-nfgo", fixedWindow, udf, spec, "      sideInputs: [myticker]\n")
+	blob := "          valueBlob: " + base64.StdEncoding.EncodeToString([]byte("7")) + "\n"
+	if !strings.Contains(yaml, "keyCount: 3\n") {
+		t.Fatal("the keyed pipeline's generator has no keyCount")
+	}
+	yaml = strings.Replace(yaml, "keyCount: 3\n", "keyCount: 3\n"+blob, 1)
+	p := startNumaflowGo(t, yaml, "--state-dir", t.TempDir())
+	p.waitFor(60*time.Second, "six reduce_sideinput results", func() bool {
+		return countLines(p.lines, "Payload - reduce_sideinput ") >= 6
+	})
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	t.Logf("%d reduce_sideinput results", countLines(p.stdoutLines(), "Payload - reduce_sideinput "))
 }
