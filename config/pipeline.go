@@ -250,8 +250,8 @@ func (c *checker) pipelineLimits(path string, l *PipelineLimits) {
 	if l.BufferMaxLength != nil && *l.BufferMaxLength < 1 {
 		c.add(path+".bufferMaxLength", "(0) must be at least 1")
 	}
-	if l.BufferUsageLimit != nil && (*l.BufferUsageLimit < 1 || *l.BufferUsageLimit > 99) {
-		c.add(path+".bufferUsageLimit", "(%d) must be a percentage between 1 and 99", *l.BufferUsageLimit)
+	if l.BufferUsageLimit != nil && (*l.BufferUsageLimit < 1 || *l.BufferUsageLimit > 100) {
+		c.add(path+".bufferUsageLimit", "(%d) must be a percentage between 1 and 100", *l.BufferUsageLimit)
 	}
 }
 

@@ -25,9 +25,9 @@ type BufferSpec struct {
 	// MaxLength is Numaflow's bufferMaxLength: the most messages the buffer
 	// holds, read or not, until they are acked. Writes beyond it fail.
 	MaxLength int
-	// UsageLimit is Numaflow's bufferUsageLimit in percent (1 to 99): the
+	// UsageLimit is Numaflow's bufferUsageLimit in percent (1 to 100): the
 	// buffer counts as full for writers once it holds MaxLength*UsageLimit/100
-	// messages.
+	// messages; at 100 only once it holds MaxLength.
 	UsageLimit int
 }
 
@@ -38,8 +38,8 @@ func (s BufferSpec) validate() error {
 	if s.MaxLength < 1 {
 		return fmt.Errorf("%w: buffer %s: maxLength (%d) < 1", ErrInvalidConfig, s.Name, s.MaxLength)
 	}
-	if s.UsageLimit < 1 || s.UsageLimit > 99 {
-		return fmt.Errorf("%w: buffer %s: usageLimit (%d) not in 1..99", ErrInvalidConfig, s.Name, s.UsageLimit)
+	if s.UsageLimit < 1 || s.UsageLimit > 100 {
+		return fmt.Errorf("%w: buffer %s: usageLimit (%d) not in 1..100", ErrInvalidConfig, s.Name, s.UsageLimit)
 	}
 	return nil
 }

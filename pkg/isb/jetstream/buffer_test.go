@@ -41,8 +41,9 @@ func TestBufferSpecValidate(t *testing.T) {
 		{BufferSpec{Name: "b", MaxLength: 30000, UsageLimit: 99}, ""},
 		{BufferSpec{Name: "b.c", MaxLength: 10, UsageLimit: 80}, `"b.c"`},
 		{BufferSpec{Name: "b", MaxLength: 0, UsageLimit: 80}, "maxLength (0) < 1"},
-		{BufferSpec{Name: "b", MaxLength: 10, UsageLimit: 0}, "usageLimit (0) not in 1..99"},
-		{BufferSpec{Name: "b", MaxLength: 10, UsageLimit: 100}, "usageLimit (100) not in 1..99"},
+		{BufferSpec{Name: "b", MaxLength: 10, UsageLimit: 100}, ""},
+		{BufferSpec{Name: "b", MaxLength: 10, UsageLimit: 0}, "usageLimit (0) not in 1..100"},
+		{BufferSpec{Name: "b", MaxLength: 10, UsageLimit: 101}, "usageLimit (101) not in 1..100"},
 	}
 	for _, c := range cases {
 		err := c.spec.validate()

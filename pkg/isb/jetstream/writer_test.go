@@ -149,6 +149,24 @@ func TestWriteSoftFull(t *testing.T) {
 	})
 }
 
+// A usage limit of 100: the buffer counts full only once it holds all of
+// MaxLength.
+func TestWriteFullAtHundred(t *testing.T) {
+	t.Parallel()
+	sp := BufferSpec{Name: "hundred-0", MaxLength: 10, UsageLimit: 100}
+	_, c := setup(t, sp, nil)
+	w := newWriter(t, c, sp, "up")
+	write(t, w, messages("a", 9))
+	write(t, w, messages("b", 1)) // 9 < 10: it goes in
+	errs := make([]error, 1)
+	if err := w.Write(testCtx(t), messages("c", 1), errs); err != nil || !errors.Is(errs[0], isb.ErrBufferFull) {
+		t.Fatalf("write at 10 of 10: %v, %v; want ErrBufferFull", err, errs[0])
+	}
+	if bi := info(t, c, sp.Name); bi.Messages != 10 {
+		t.Fatalf("%d messages, want 10", bi.Messages)
+	}
+}
+
 // Hard limit: a batch that passes the soft check but overflows MaxLength
 // has the overflowing messages refused with ErrBufferFull, one by one.
 func TestWriteHardFull(t *testing.T) {
