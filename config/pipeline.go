@@ -22,8 +22,8 @@ func (c *checker) pipeline(p *Pipeline) {
 		}
 	}
 	c.sideInputs(s)
-	if s.Ordered.IsSet() {
-		c.add("spec.ordered", "is not supported by sluice")
+	if s.Ordered.IsEnabled() {
+		c.add("spec.ordered", errOrdered)
 	}
 	kinds, ambiguous := c.vertices(p)
 	in, out := c.edges(s, kinds)
@@ -239,8 +239,8 @@ func (c *checker) vertex(path string, v *Vertex, p *Pipeline) string {
 			"set udf.groupBy.keyed: true to reduce each key set on its own", *n)
 	}
 	c.vertexSideInputs(path, v, p.Spec.SideInputs)
-	if v.Ordered.IsSet() {
-		c.add(path+".ordered", "is not supported by sluice")
+	if v.Ordered.IsEnabled() {
+		c.add(path+".ordered", errOrdered)
 	}
 	return kind
 }
@@ -363,3 +363,9 @@ func (c *checker) watermark(path string, w *Watermark) {
 		}
 	}
 }
+
+// errOrdered is why ordered.enabled is refused.
+const errOrdered = "ordered processing is not supported: sluice's replicas read a partition together and ack out of order, " +
+	"so a message may be processed before the one written ahead of it in its partition (Numaflow's ordered " +
+	"processing runs one replica per partition and processes its N-th message only once the (N-1)-th is done); " +
+	"remove ordered or set enabled: false"

@@ -604,7 +604,7 @@ type PipelineSpec struct {
 	Templates                  K8s             `yaml:"templates"`
 	SideInputs                 []SideInput     `yaml:"sideInputs"`
 	InterStepBuffer            K8s             `yaml:"interStepBuffer"`
-	Ordered                    Unsupported     `yaml:"ordered"`
+	Ordered                    *Ordered        `yaml:"ordered"`
 	// ISB is sluice's addition: how the vertices reach their buffers.
 	ISB *ISB `yaml:"isb"`
 }
@@ -706,7 +706,7 @@ type Vertex struct {
 	SideInputs                  []string        `yaml:"sideInputs"`
 	SideInputsContainerTemplate K8s             `yaml:"sideInputsContainerTemplate"`
 	UpdateStrategy              K8s             `yaml:"updateStrategy"`
-	Ordered                     Unsupported     `yaml:"ordered"`
+	Ordered                     *Ordered        `yaml:"ordered"`
 }
 
 // Edge connects two vertices, optionally only for messages with some tags.
@@ -730,3 +730,14 @@ type TagConditions struct {
 	Operator *string  `yaml:"operator"`
 	Values   []string `yaml:"values"`
 }
+
+// Ordered is Numaflow's ordered processing (spec.ordered and a vertex's
+// ordered): with Enabled, a map or sink vertex processes the messages of a
+// partition one after another, in the order they were written. sluice does
+// not; validation refuses Enabled and accepts false.
+type Ordered struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// IsEnabled reports whether ordered processing is asked for.
+func (o *Ordered) IsEnabled() bool { return o != nil && o.Enabled }

@@ -65,7 +65,7 @@ func TestNullSetsNothing(t *testing.T) {
 	t.Run("pipeline", func(t *testing.T) {
 		f := mustLoad(t, "../../config/testdata/good/pipeline-numaflow-nulls.yaml")
 		s := f.Pipeline.Spec
-		if s.ISB != nil || s.SideInputs != nil || s.Ordered.IsSet() || s.InterStepBufferServiceName != "" || f.Pipeline.Metadata.Namespace != "" {
+		if s.ISB != nil || s.SideInputs != nil || s.Ordered != nil || s.InterStepBufferServiceName != "" || f.Pipeline.Metadata.Namespace != "" {
 			t.Errorf("spec = %+v", s)
 		}
 		if l := s.Limits; l.GetReadBatchSize() != 100 || l.BufferMaxLength != nil || l.BufferUsageLimit != nil || l.RateLimit != nil {
