@@ -545,11 +545,12 @@ type EmptyDir struct {
 	SizeLimit K8s `yaml:"sizeLimit"`
 }
 
-// Sink is where a vertex writes to: one kind, and optionally a fallback.
+// Sink is where a vertex writes to: one kind, and optionally a fallback and
+// an on-success sink (where the messages the sink answers ON_SUCCESS go).
 type Sink struct {
 	AbstractSink  `yaml:",inline"`
 	Fallback      *AbstractSink  `yaml:"fallback"`
-	OnSuccess     Unsupported    `yaml:"onSuccess"`
+	OnSuccess     *AbstractSink  `yaml:"onSuccess"`
 	RetryStrategy *RetryStrategy `yaml:"retryStrategy"`
 }
 

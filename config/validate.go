@@ -342,8 +342,8 @@ func (c *checker) sink(path string, s *Sink) {
 	if s.Fallback != nil {
 		c.abstractSink(path+".fallback", s.Fallback)
 	}
-	if s.OnSuccess.IsSet() {
-		c.add(path+".onSuccess", "is not supported by sluice")
+	if s.OnSuccess != nil {
+		c.abstractSink(path+".onSuccess", s.OnSuccess)
 	}
 	if r := s.RetryStrategy; r != nil {
 		c.retry(path+".retryStrategy", r)

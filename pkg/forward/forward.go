@@ -84,6 +84,9 @@ type Deps struct {
 	Mapper      udf.Mapper // optional: the UDF
 	Sink        isb.Writer
 	Fallback    isb.Writer // optional: where failed or FALLBACK messages go
+	// OnSuccess is optional: where the messages the sink answers ON_SUCCESS
+	// (isb.ErrOnSuccess) go; without it they count as written.
+	OnSuccess isb.Writer
 	// Limiter throttles reads; nil is Noop.
 	Limiter Limiter
 	Metrics *Metrics
@@ -207,6 +210,8 @@ type Forwarder struct {
 	// of the reader, when batches are in flight at once.
 	writeMu, ackMu sync.Mutex
 	nackLog        atomic.Bool
+	// onSuccessLog is set once ON_SUCCESS without an on-success sink is logged.
+	onSuccessLog atomic.Bool
 }
 
 // worker moves batches through the functions and to the sinks. The
@@ -224,6 +229,9 @@ type worker struct {
 	failed   []isb.Message
 	tries    []int // tries[i]: the failed attempts of failed[i] that count as retry steps
 	fallback []isb.Message
+	// onSuccess are the messages of the batch in progress for the
+	// on-success sink.
+	onSuccess []isb.Message
 	// rejectDrops counts the messages of the batch in progress that the sink
 	// rejected and OnFailure dropped, and rejectErr is the first one's error.
 	rejectDrops int
@@ -542,7 +550,7 @@ func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, 
 // using a retry step, after the wait it asked for. It returns an error only
 // when hard is done before every message was written.
 func (f *worker) write(hard context.Context, msgs []isb.Message) error {
-	f.fallback = f.fallback[:0]
+	f.fallback, f.onSuccess = f.fallback[:0], f.onSuccess[:0]
 	f.tries = zeroed(f.tries, len(msgs))
 	pending := msgs
 	full := false
@@ -573,16 +581,17 @@ func (f *worker) write(hard context.Context, msgs []isb.Message) error {
 			return hard.Err()
 		}
 	}
-	if len(f.fallback) == 0 {
-		return nil
+	if err := f.writeAside(hard, f.d.Fallback, StageFallback, f.fallback); err != nil {
+		return err
 	}
-	return f.writeFallback(hard)
+	return f.writeAside(hard, f.d.OnSuccess, StageOnSuccess, f.onSuccess)
 }
 
 // writeOnce writes msgs to w once, counts the outcome, and returns the messages to
 // retry (in f.failed, with their failed attempts in f.tries, aligned with msgs on
 // the way in and with the result on the way out) and what became of the batch.
-// Messages w routes to the fallback sink are added to f.fallback.
+// Messages w routes to the fallback sink are added to f.fallback, and those it
+// routes to the on-success sink to f.onSuccess.
 func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, outcome) {
 	errs := f.errSlice(len(msgs))
 	f.writeMu.Lock()
@@ -600,8 +609,11 @@ func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msg
 	var o outcome
 	failed, tries := f.failed[:0], f.tries[:0]
 	for i, err := range errs {
-		if err == nil {
+		if err == nil || (errors.Is(err, isb.ErrOnSuccess) && f.succeeded(stage, &msgs[i], err)) {
 			o.written++
+			continue
+		}
+		if errors.Is(err, isb.ErrOnSuccess) {
 			continue
 		}
 		if !f.failedOne(stage, &msgs[i], err, &o) {
@@ -620,16 +632,16 @@ func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msg
 	return failed, o
 }
 
-// writeFallback writes f.fallback to the fallback sink until it takes all of them.
-func (f *worker) writeFallback(hard context.Context) error {
-	pending := f.fallback
-	if f.d.Fallback == nil {
+// writeAside writes pending to w, the fallback or the on-success sink of
+// stage, until it takes all of them.
+func (f *worker) writeAside(hard context.Context, w isb.Writer, stage string, pending []isb.Message) error {
+	if w == nil || len(pending) == 0 {
 		return nil
 	}
 	f.tries = zeroed(f.tries, len(pending))
 	for attempt := 0; len(pending) > 0; attempt++ {
 		var o outcome
-		pending, o = f.writeOnce(f.d.Fallback, StageFallback, hard, pending)
+		pending, o = f.writeOnce(w, stage, hard, pending)
 		if len(pending) > 0 && !f.pause(hard, o, attempt, len(pending)) {
 			return hard.Err()
 		}

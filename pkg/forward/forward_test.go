@@ -243,14 +243,17 @@ func TestDroppedMessagesAndExcludeDropped(t *testing.T) {
 }
 
 // flaky is a sink that fails the first failures writes of every message, then
-// writes it to out; fallback marks messages whose value is in fallbackFor.
+// writes it to out; fallback marks messages whose value is in fallbackFor,
+// and onSuccess writes those whose value it holds and answers ON_SUCCESS
+// with a receipt.
 type flaky struct {
-	mu       sync.Mutex
-	failures int
-	seen     map[string]int
-	fallback map[string]bool
-	out      *memory.Buffer
-	err      error
+	mu        sync.Mutex
+	failures  int
+	seen      map[string]int
+	fallback  map[string]bool
+	onSuccess map[string]bool
+	out       *memory.Buffer
+	err       error
 }
 
 func (s *flaky) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
@@ -265,6 +268,9 @@ func (s *flaky) Write(ctx context.Context, msgs []isb.Message, errs []error) err
 			errs[i] = fmt.Errorf("message %s: %w", v, isb.ErrFallback)
 		case s.seen[v] <= s.failures:
 			errs[i] = s.err
+		case s.onSuccess[v]:
+			ok = append(ok, m)
+			errs[i] = &isb.OnSuccessError{Message: &isb.Message{Value: []byte("receipt " + v)}}
 		default:
 			ok = append(ok, m)
 			errs[i] = nil
@@ -280,6 +286,33 @@ func newFlaky(failures int, fallback ...string) *flaky {
 	}
 	return &flaky{failures: failures, seen: map[string]int{}, fallback: fb,
 		out: memory.New("sink", 1<<20, time.Millisecond, nil), err: errors.New("sink is down")}
+}
+
+func TestOnSuccessSink(t *testing.T) {
+	t.Run("ON_SUCCESS to the on-success sink", func(t *testing.T) {
+		sink := newFlaky(1)
+		sink.onSuccess = map[string]bool{"2": true, "5": true}
+		ons := memory.New("ons", 100, time.Millisecond, nil)
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, OnSuccess: ons, Limiter: Noop{}},
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
+		h.waitAcked(t, 10)
+		got := ons.Messages()
+		if n := len(sink.out.Messages()); n != 10 || len(got) != 2 || string(got[0].Value) != "receipt 2" || string(got[1].Value) != "receipt 5" {
+			t.Fatalf("sink %d, on-success sink %v; want 10 and the receipts of 2 and 5", n, got)
+		}
+		if w, o := testutil.ToFloat64(h.m.Written), testutil.ToFloat64(h.m.OnSuccess); w != 8 || o != 2 {
+			t.Fatalf("written %v, on success %v; want 8 and 2", w, o)
+		}
+	})
+	t.Run("without an on-success sink, written", func(t *testing.T) {
+		sink := newFlaky(0)
+		sink.onSuccess = map[string]bool{"2": true}
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{})
+		h.waitAcked(t, 10)
+		if w := testutil.ToFloat64(h.m.Written); w != 10 {
+			t.Fatalf("written %v; want 10", w)
+		}
+	})
 }
 
 func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) {

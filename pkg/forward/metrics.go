@@ -6,13 +6,15 @@ import (
 
 // Metrics are a forwarder's Prometheus metrics. Every name is listed in docs/observability.md.
 type Metrics struct {
-	Read      prometheus.Counter
-	Written   prometheus.Counter
-	Fallback  prometheus.Counter
+	Read     prometheus.Counter
+	Written  prometheus.Counter
+	Fallback prometheus.Counter
+	// OnSuccess counts the messages written to the on-success sink.
+	OnSuccess prometheus.Counter
 	Acked     prometheus.Counter
 	Dropped   prometheus.Counter
 	Nacked    prometheus.Counter
-	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, ack, nack
+	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, onsuccess, ack, nack
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
 	// Retaken counts the tokens taken again for messages that went on in a
@@ -32,6 +34,7 @@ const (
 	StageMap       = "map"
 	StageWrite     = "write"
 	StageFallback  = "fallback"
+	StageOnSuccess = "onsuccess"
 	StageAck       = "ack"
 	StageNack      = "nack"
 )
@@ -66,8 +69,10 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		Read:     counter("sluice_forward_read_total", "Messages read from the source."),
 		Written:  counter("sluice_forward_write_total", "Messages written to the sink."),
 		Fallback: counter("sluice_forward_fallback_total", "Messages written to the fallback sink."),
-		Acked:    counter("sluice_forward_ack_total", "Messages acknowledged to the source."),
-		Dropped:  counter("sluice_forward_drop_total", "Messages dropped: by the transformer or the UDF (to_drop), by onFailure: drop, or nacked more often than their nack allows."),
+		OnSuccess: counter("sluice_forward_onsuccess_total",
+			"Messages written to the on-success sink, which the sink answered ON_SUCCESS (they are not in sluice_forward_write_total)."),
+		Acked:   counter("sluice_forward_ack_total", "Messages acknowledged to the source."),
+		Dropped: counter("sluice_forward_drop_total", "Messages dropped: by the transformer or the UDF (to_drop), by onFailure: drop, or nacked more often than their nack allows."),
 		Nacked: counter("sluice_forward_nack_total",
 			"Messages read that a function or the sink nacked, handed back to be delivered again (once per delivery)."),
 		Granted:         counter("sluice_ratelimit_granted_total", grantedHelp),
@@ -84,7 +89,7 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.Errors, m.Batch)
-	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageAck, StageNack} {
+	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageOnSuccess, StageAck, StageNack} {
 		m.Errors.WithLabelValues(stage)
 	}
 	for _, r := range reasons {

@@ -12,7 +12,8 @@ import (
 )
 
 // What a sink answers for each message decides what the forwarder does with
-// it: written (nil), to the fallback sink (isb.ErrFallback), handed back to
+// it: written (nil), to the on-success sink (isb.ErrOnSuccess), to the
+// fallback sink (isb.ErrFallback), handed back to
 // the source (isb.ErrNack), retried after the wait the sink asked for without
 // using a retry step (isb.ErrThrottled), to the fallback sink or dropped at
 // once, else retried (isb.ErrRejected), or retried as a failure (any other
@@ -96,11 +97,33 @@ func (f *worker) rejected(stage string, m *isb.Message, err error, o *outcome) b
 	return true
 }
 
+// succeeded sorts out a message the writer of stage wrote and answered ON_SUCCESS
+// with err: the sink's message goes to f.onSuccess when stage is the sink's
+// and there is an on-success sink. It reports whether the message counts as
+// written by stage instead: the fallback or on-success sink answered it, or
+// there is no on-success sink (which is logged once).
+func (f *worker) succeeded(stage string, m *isb.Message, err error) bool {
+	if stage != StageWrite {
+		return true
+	}
+	if f.d.OnSuccess == nil {
+		if f.onSuccessLog.CompareAndSwap(false, true) {
+			f.log.Warn("the sink answers ON_SUCCESS and the vertex has no on-success sink (sink.onSuccess); counting the messages as written")
+		}
+		return true
+	}
+	f.onSuccess = append(f.onSuccess, isb.OnSuccessMessage(*m, err))
+	return false
+}
+
 // count adds o to the metrics of stage and logs the failures to retry.
 func (f *Forwarder) count(stage string, o *outcome) {
-	if stage == StageWrite {
+	switch stage {
+	case StageWrite:
 		f.d.Metrics.Written.Add(float64(o.written))
-	} else {
+	case StageOnSuccess:
+		f.d.Metrics.OnSuccess.Add(float64(o.written))
+	default:
 		f.d.Metrics.Fallback.Add(float64(o.written))
 	}
 	if o.errors > 0 {

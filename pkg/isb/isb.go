@@ -255,6 +255,9 @@ var (
 	// ErrFallback marks a message that its sink asks to be written to the fallback
 	// sink instead.
 	ErrFallback = errors.New("isb: route to fallback sink")
+	// ErrOnSuccess marks a message its sink wrote and asks to be written to
+	// the on-success sink as well, as an [*OnSuccessError] says.
+	ErrOnSuccess = errors.New("isb: route to on-success sink")
 	// ErrBufferFull marks a message not written because the buffer is full: its
 	// usage is at or above bufferUsageLimit of bufferMaxLength. The writer may
 	// try again later (onFull: retryUntilSuccess) or give the message up
@@ -269,3 +272,31 @@ var (
 	// help.
 	ErrRejected = errors.New("isb: rejected by the downstream")
 )
+
+// OnSuccessError is a sink's answer ON_SUCCESS for one message: written, and
+// to be written to the on-success sink too, as Message when it is set (its
+// Value and Keys, and its Metadata when that is not nil), else as it is.
+// It matches [ErrOnSuccess].
+type OnSuccessError struct {
+	Message *Message
+}
+
+func (e *OnSuccessError) Error() string { return ErrOnSuccess.Error() }
+
+// Is reports whether target is ErrOnSuccess.
+func (e *OnSuccessError) Is(target error) bool { return target == ErrOnSuccess }
+
+// OnSuccessMessage returns what goes to the on-success sink for m, which its
+// sink answered with err (matching ErrOnSuccess): m itself, or m with the
+// value, keys and (when given) user metadata of the sink's message.
+func OnSuccessMessage(m Message, err error) Message {
+	var oe *OnSuccessError
+	if !errors.As(err, &oe) || oe.Message == nil {
+		return m
+	}
+	m.Value, m.Keys = oe.Message.Value, oe.Message.Keys
+	if oe.Message.Metadata != nil {
+		m.Metadata = oe.Message.Metadata
+	}
+	return m
+}

@@ -143,7 +143,7 @@ func (l *Loop) close(ctx context.Context) error {
 		if err := l.Writer.Write(ctx, res, errs); err == nil {
 			n := 0
 			for i, e := range errs {
-				if e != nil {
+				if e != nil && !errors.Is(e, isb.ErrOnSuccess) { // ON_SUCCESS: written
 					res[n] = res[i]
 					n++
 				}

@@ -23,8 +23,9 @@ import (
 // over one stream, ended by an end-of-transmission message; the server answers
 // each message with a status: SUCCESS, FAILURE (retried), FALLBACK (routed to
 // the fallback sink), or NACK (an error matching isb.ErrNack: not retried, the
-// message is handed back to its source). SERVE and ON_SUCCESS count as
-// written.
+// message is handed back to its source), ON_SUCCESS (written, and to be
+// written to the on-success sink too: an isb.OnSuccessError, with the
+// sink's on_success_msg if it sent one). SERVE counts as written.
 type UD struct {
 	conn   *udsconn.Conn
 	stream *udsconn.Stream[sinkv1.SinkRequest, sinkv1.SinkResponse]
@@ -38,7 +39,7 @@ type UD struct {
 var _ isb.Writer = (*UD)(nil)
 
 // NewUD returns the user-defined sink of kind (serverinfo.KindSink or
-// KindFallbackSink) served in dir.
+// KindFallbackSink or KindOnSuccessSink) served in dir.
 func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger) *UD {
 	if log == nil {
 		log = zap.NewNop()
@@ -139,9 +140,21 @@ func (s *UD) status(r *sinkv1.SinkResponse_Result) error {
 		return isb.ErrFallback
 	case sinkv1.Status_NACK:
 		return &isb.NackError{Options: isbproto.FromNackOptions(r.GetNackOptions())}
-	case sinkv1.Status_SERVE, sinkv1.Status_ON_SUCCESS:
+	case sinkv1.Status_ON_SUCCESS:
+		oe := &isb.OnSuccessError{}
+		if m := r.GetOnSuccessMsg(); m != nil {
+			oe.Message = &isb.Message{Value: m.GetValue(), Keys: m.GetKeys()}
+			if m.Metadata != nil {
+				oe.Message.Metadata = isbproto.FromMetadata(m.GetMetadata())
+				if oe.Message.Metadata == nil {
+					oe.Message.Metadata = isb.Metadata{}
+				}
+			}
+		}
+		return oe
+	case sinkv1.Status_SERVE:
 		s.once.Do(func() {
-			s.log.Warn("the sink answers " + r.GetStatus().String() + ", which sluice counts as written (it has no serving or on-success sink)")
+			s.log.Warn("the sink answers SERVE, which sluice counts as written (it has no serving store)")
 		})
 		return nil
 	default:

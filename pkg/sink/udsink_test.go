@@ -106,3 +106,58 @@ func TestUDSinkNackAndMetadata(t *testing.T) {
 		t.Fatalf("statuses %v; want nil, then a nack with a delay of 1.5s", errs)
 	}
 }
+
+// An ON_SUCCESS answer comes back as an isb.OnSuccessError: with the sink's
+// message when it sent one (its user metadata, or the input's when it sent
+// none), else the input as it is.
+func TestUDSinkOnSuccess(t *testing.T) {
+	onSuccess := sinker.SinkerFunc(func(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
+		var out sinker.Responses
+		for d := range datums {
+			switch v := string(d.Value()); v {
+			case "as is":
+				out = append(out, sinker.ResponseOnSuccess(d.ID()))
+			case "receipt":
+				md := sinker.NewUserMetadata()
+				md.AddKV("r", "k", []byte("v"))
+				out = append(out, sinker.ResponseOnSuccessMessage(d.ID(), sinker.OnSuccessMessage{
+					Value: []byte("receipt of " + v), Keys: []string{"r"}, UserMetadata: md}))
+			default:
+				out = append(out, sinker.ResponseOnSuccessMessage(d.ID(), sinker.OnSuccessMessage{Value: []byte("plain")}))
+			}
+		}
+		return out
+	})
+	dir, _ := startSinker(t, serverinfo.KindSink, onSuccess)
+	s := sink.NewUD(dir, serverinfo.KindSink, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := isb.Metadata{"g": {"k": []byte("in")}}
+	msgs := []isb.Message{
+		{ID: "0", Value: []byte("as is"), Keys: []string{"a"}, Metadata: in},
+		{ID: "1", Value: []byte("receipt"), Keys: []string{"a"}, Metadata: in},
+		{ID: "2", Value: []byte("other"), Keys: []string{"a"}, Metadata: in},
+	}
+	errs := make([]error, len(msgs))
+	if err := s.Write(ctx, msgs, errs); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, isb.ErrOnSuccess) {
+			t.Fatalf("message %d: %v; want ErrOnSuccess", i, err)
+		}
+	}
+	describe := func(m isb.Message) string {
+		return m.ID + " " + string(m.Value) + " " + strings.Join(m.Keys, ",") + " " + string(m.Metadata["g"]["k"]) + string(m.Metadata["r"]["k"])
+	}
+	want := []string{"0 as is a in", "1 receipt of receipt r v", "2 plain  in"}
+	for i, w := range want {
+		if got := describe(isb.OnSuccessMessage(msgs[i], errs[i])); got != w {
+			t.Errorf("message %d goes on as %q; want %q", i, got, w)
+		}
+	}
+}

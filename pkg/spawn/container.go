@@ -7,7 +7,7 @@ import (
 
 // container is a user-defined container of a vertex and the role it plays.
 type container struct {
-	role string // NUMAFLOW_UD_CONTAINER_TYPE: udsource, transformer, udf, udsink, fb-udsink
+	role string // NUMAFLOW_UD_CONTAINER_TYPE: udsource, transformer, udf, udsink, fb-udsink, ons-udsink
 	spec *config.Container
 }
 
@@ -20,6 +20,7 @@ var roleKinds = map[string][]serverinfo.Kind{
 	"udsink":      {serverinfo.KindSink},
 	"fb-udsink":   {serverinfo.KindFallbackSink},
 	"sideinput":   {serverinfo.KindSideInput},
+	"ons-udsink":  {serverinfo.KindOnSuccessSink},
 }
 
 // containersOf lists the user-defined containers of a vertex with source, udf
@@ -40,6 +41,9 @@ func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []contain
 	}
 	if snk != nil && snk.Fallback != nil && snk.Fallback.UDSink != nil {
 		out = append(out, container{"fb-udsink", snk.Fallback.UDSink.Container})
+	}
+	if snk != nil && snk.OnSuccess != nil && snk.OnSuccess.UDSink != nil {
+		out = append(out, container{"ons-udsink", snk.OnSuccess.UDSink.Container})
 	}
 	return out
 }

@@ -269,7 +269,8 @@ func TestRoleKinds(t *testing.T) {
 	spec := &config.Container{Command: []string{"x"}}
 	cs := containersOf(&config.Source{UDSource: &config.UDContainer{Container: spec}, Transformer: &config.Transformer{Container: spec}},
 		&config.UDF{Container: spec},
-		&config.Sink{AbstractSink: config.AbstractSink{UDSink: &config.UDContainer{Container: spec}}, Fallback: &config.AbstractSink{UDSink: &config.UDContainer{Container: spec}}})
+		&config.Sink{AbstractSink: config.AbstractSink{UDSink: &config.UDContainer{Container: spec}}, Fallback: &config.AbstractSink{UDSink: &config.UDContainer{Container: spec}},
+			OnSuccess: &config.AbstractSink{UDSink: &config.UDContainer{Container: spec}}})
 	cs = append(cs, sideInputContainer(config.SideInput{Name: "ticker", Container: spec}))
 	if len(cs) != len(roleKinds) {
 		t.Fatalf("%d containers, %d roles", len(cs), len(roleKinds))

@@ -53,7 +53,12 @@ func (v *Vertex) buildWriters(d *forward.Deps) (err error) {
 			return err
 		}
 		if fb := v.spec.Fallback; fb != nil {
-			d.Fallback, err = fb(v.env())
+			if d.Fallback, err = fb(v.env()); err != nil {
+				return err
+			}
+		}
+		if ons := v.spec.OnSuccess; ons != nil {
+			d.OnSuccess, err = ons(v.env())
 		}
 		return err
 	}

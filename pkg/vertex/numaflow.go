@@ -53,6 +53,7 @@ func newNumaflowCollector(v *Vertex) *numaflowCollector {
 	counter("monovtx_sink_write_errors_total", "Messages the sink failed to write, once per attempt (sluice_forward_error_total{stage=\"write\"}).",
 		m.Errors.WithLabelValues(forward.StageWrite))
 	counter("monovtx_fallback_sink_write_total", "Messages written to the fallback sink (sluice_forward_fallback_total).", m.Fallback)
+	counter("monovtx_onsuccess_sink_write_total", "Messages written to the on-success sink (sluice_forward_onsuccess_total).", m.OnSuccess)
 	counter("monovtx_udf_error_total", "Failed calls of the map UDF (sluice_forward_error_total{stage=\"map\"}).",
 		m.Errors.WithLabelValues(forward.StageMap))
 	return c

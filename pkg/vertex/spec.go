@@ -47,6 +47,9 @@ type Spec struct {
 	// Output. Fallback, if any, opens its fallback sink.
 	Sink     SinkFunc
 	Fallback SinkFunc
+	// OnSuccess, if any, opens the sink of one forwarder where the messages
+	// its sink answers ON_SUCCESS go.
+	OnSuccess SinkFunc
 	// Retry is how the forwarders retry failed sink writes; the zero value
 	// retries until the sink takes the message.
 	Retry forward.RetryPolicy

@@ -97,6 +97,9 @@ func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *co
 		if fb := sink.Fallback; fb != nil && fb.Kafka != nil {
 			c.kafkaConfig(path+".sink.fallback.kafka.config", fb.Kafka.Config, kafka.RoleSink)
 		}
+		if ons := sink.OnSuccess; ons != nil && ons.Kafka != nil {
+			c.kafkaConfig(path+".sink.onSuccess.kafka.config", ons.Kafka.Config, kafka.RoleSink)
+		}
 		c.onFailure(path+".sink", sink)
 	}
 }

@@ -37,7 +37,7 @@ func TestNullSetsNothing(t *testing.T) {
 			t.Errorf("udf = %+v; want a map container, no reduce", u)
 		}
 		sink := s.Sink
-		if sink.UDSink == nil || sink.Log != nil || sink.Blackhole != nil || sink.OnSuccess.IsSet() ||
+		if sink.UDSink == nil || sink.Log != nil || sink.Blackhole != nil || sink.OnSuccess != nil ||
 			sink.Fallback.Log == nil || sink.Fallback.UDSink != nil || sink.Fallback.Blackhole != nil {
 			t.Errorf("sink = %+v, fallback %+v", sink, sink.Fallback)
 		}

@@ -13,14 +13,11 @@ import (
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
-// sinkFunc returns the constructor of the sink s at path, a fallback sink
-// or not. A Kafka or http sink is opened once and shared by the vertex's
-// forwarders; the others are one per forwarder.
-func sinkFunc(path string, s *config.AbstractSink, fallback bool) vertex.SinkFunc {
-	kind := serverinfo.KindSink
-	if fallback {
-		kind = serverinfo.KindFallbackSink
-	}
+// sinkFunc returns the constructor of the sink s at path, the vertex's sink
+// of kind (serverinfo.KindSink, KindFallbackSink or KindOnSuccessSink). A
+// Kafka or http sink is opened once and shared by the vertex's forwarders;
+// the others are one per forwarder.
+func sinkFunc(path string, s *config.AbstractSink, kind serverinfo.Kind) vertex.SinkFunc {
 	return func(env vertex.Env) (isb.Writer, error) {
 		switch {
 		case s.Log != nil:

@@ -75,6 +75,9 @@ func flow(src *config.Source, udf *config.UDF, sink *config.Sink) string {
 		if sink.Fallback != nil {
 			s += ", fallback " + sinkKind(sink.Fallback)
 		}
+		if sink.OnSuccess != nil {
+			s += ", on success " + sinkKind(sink.OnSuccess)
+		}
 		steps = append(steps, s)
 	}
 	return strings.Join(steps, " → ")

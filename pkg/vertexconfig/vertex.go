@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -89,9 +90,12 @@ func parts(path string, src *config.Source, u *config.UDF, sink *config.Sink) ve
 		s.Map = mapFunc(path+".udf", u)
 	}
 	if sink != nil {
-		s.Sink = sinkFunc(path+".sink", &sink.AbstractSink, false)
+		s.Sink = sinkFunc(path+".sink", &sink.AbstractSink, serverinfo.KindSink)
 		if fb := sink.Fallback; fb != nil {
-			s.Fallback = sinkFunc(path+".sink.fallback", fb, true)
+			s.Fallback = sinkFunc(path+".sink.fallback", fb, serverinfo.KindFallbackSink)
+		}
+		if ons := sink.OnSuccess; ons != nil {
+			s.OnSuccess = sinkFunc(path+".sink.onSuccess", ons, serverinfo.KindOnSuccessSink)
 		}
 		s.Retry = RetryPolicy(sink)
 	}

@@ -31,6 +31,14 @@
 // Datum.UserMetadata is the user metadata that functions upstream attached
 // to the message (the headers meant for the sink's target, say).
 //
+// # On-success sink
+//
+// ResponseOnSuccess(id) answers status ON_SUCCESS: the message was written,
+// and the runtime writes it to the vertex's on-success sink (sink.onSuccess)
+// too. ResponseOnSuccessMessage(id, msg) sends on_success_msg as well: the
+// runtime writes msg's value and keys in place of the input's, with msg's
+// user metadata, or the input's when msg has none.
+//
 // # Socket directory and stopping
 //
 // The socket and the server-info file go to WithSocketDir's directory, else

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
+	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 )
 
@@ -21,6 +22,17 @@ type Response struct {
 	errMsg string
 	serve  []byte
 	nack   *NackOptions
+	// onSuccess is the message for the on-success sink; nil: the input.
+	onSuccess *OnSuccessMessage
+}
+
+// OnSuccessMessage is what ResponseOnSuccessMessage asks the runtime to
+// write to the on-success sink in place of the input: its Value and Keys,
+// and its UserMetadata (nil: the input's).
+type OnSuccessMessage struct {
+	Value        []byte
+	Keys         []string
+	UserMetadata *UserMetadata
 }
 
 // Responses are the answers to a batch, one per datum.
@@ -53,6 +65,13 @@ func ResponseServe(id string, payload []byte) Response {
 // asks the runtime to write it to the vertex's on-success sink as well.
 func ResponseOnSuccess(id string) Response {
 	return Response{id: id, status: sinkv1.Status_ON_SUCCESS}
+}
+
+// ResponseOnSuccessMessage reports that the message with ID id was written,
+// and asks the runtime to write msg to the vertex's on-success sink in its
+// place (on_success_msg). msg is not copied.
+func ResponseOnSuccessMessage(id string, msg OnSuccessMessage) Response {
+	return Response{id: id, status: sinkv1.Status_ON_SUCCESS, onSuccess: &msg}
 }
 
 // ResponseNack reports that the message with ID id was not written and
@@ -91,6 +110,13 @@ func (r Response) OK() bool {
 // Err is the error message of a failure; empty otherwise.
 func (r Response) Err() string { return r.errMsg }
 
+// IsOnSuccess reports whether r asks for the on-success sink.
+func (r Response) IsOnSuccess() bool { return r.status == sinkv1.Status_ON_SUCCESS }
+
+// OnSuccessMessage is the message r asks to write to the on-success sink in
+// place of the input; nil for other responses, or to write the input.
+func (r Response) OnSuccessMessage() *OnSuccessMessage { return r.onSuccess }
+
 // IsFallback reports whether r asks for the fallback sink.
 func (r Response) IsFallback() bool { return r.status == sinkv1.Status_FALLBACK }
 
@@ -108,6 +134,13 @@ func (r Response) result() *sinkv1.SinkResponse_Result {
 		res.ServeResponse = r.serve
 	case sinkv1.Status_NACK:
 		res.NackOptions = nack.ToProto(r.nack)
+	case sinkv1.Status_ON_SUCCESS:
+		if m := r.onSuccess; m != nil {
+			res.OnSuccessMsg = &sinkv1.SinkResponse_Result_Message{Value: m.Value, Keys: m.Keys}
+			if m.UserMetadata != nil {
+				res.OnSuccessMsg.Metadata = metadata.ToProto(m.UserMetadata)
+			}
+		}
 	}
 	return res
 }

@@ -1,0 +1,106 @@
+package vertex_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
+	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
+	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
+)
+
+// receipts is a user-defined sink that keeps what it is given and answers
+// ON_SUCCESS for the payloads ending in 3: with a receipt as the message for
+// the on-success sink when they end in 33, else with none.
+type receipts struct{ collector }
+
+func (r *receipts) Sink(ctx context.Context, datums <-chan sinker.Datum) sinker.Responses {
+	var rs sinker.Responses
+	for d := range datums {
+		v := string(d.Value())
+		r.mu.Lock()
+		r.got = append(r.got, v)
+		r.mu.Unlock()
+		switch {
+		case len(v) > 1 && v[len(v)-2:] == "33":
+			rs = append(rs, sinker.ResponseOnSuccessMessage(d.ID(), sinker.OnSuccessMessage{Value: []byte("receipt " + v)}))
+		case v[len(v)-1] == '3':
+			rs = append(rs, sinker.ResponseOnSuccess(d.ID()))
+		default:
+			rs = append(rs, sinker.ResponseOK(d.ID()))
+		}
+	}
+	return rs
+}
+
+// serveSinks serves sinks in dir, each under its container type.
+func serveSinks(t *testing.T, dir string, sinks map[string]sinker.Sinker) {
+	for ct, s := range sinks {
+		t.Setenv(serverinfo.EnvContainerType, ct)
+		srv := sinker.NewServer(s, sinker.WithSocketDir(dir))
+		serve(t, srv.Start)
+	}
+	t.Setenv(serverinfo.EnvContainerType, "")
+}
+
+// TestOnSuccessSink runs a MonoVertex whose user-defined sink answers
+// ON_SUCCESS for some messages, with a user-defined on-success sink (the
+// ons-udsink container): those messages, or the sink's message in their
+// place, reach the on-success sink, and every offset is acked.
+func TestOnSuccessSink(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	const count = 200
+	src := &counting{count: count, acked: map[int]bool{}}
+	primary, ons := &receipts{}, &collector{}
+	serveSinks(t, dir, map[string]sinker.Sinker{"udsink": primary, "ons-udsink": ons})
+	serve(t, sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start)
+
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "ons", `  limits:
+    readBatchSize: 50
+    readTimeout: 100ms
+  source:
+    udsource:
+      container: {image: source}
+  sink:
+    udsink:
+      container: {image: sink}
+    onSuccess:
+      udsink:
+        container: {image: on-success}
+`)), vertex.WithSocketDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runtest.Start(t, v)
+	runtest.WaitFor(t, "every message acked", func() bool { return src.ackedCount() == count })
+	if err := r.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(primary.values()); n != count {
+		t.Fatalf("sink got %d; want %d", n, count)
+	}
+	var want []string
+	for i := 3; i < count; i += 10 {
+		if i%100 == 33 {
+			want = append(want, fmt.Sprintf("receipt %d", i))
+		} else {
+			want = append(want, fmt.Sprint(i))
+		}
+	}
+	got := ons.values()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("on-success sink got %v; want %v", got, want)
+	}
+}
