@@ -93,20 +93,20 @@ type MonoVertex struct {
 // MonoVertexSpec is a MonoVertex's spec.
 type MonoVertexSpec struct {
 	PodTemplate       `yaml:",inline"`
-	Replicas          *int32      `yaml:"replicas"`
-	Source            *Source     `yaml:"source"`
-	Sink              *Sink       `yaml:"sink"`
-	UDF               *UDF        `yaml:"udf"`
-	Limits            *Limits     `yaml:"limits"`
-	Scale             K8s         `yaml:"scale"`
-	ContainerTemplate K8s         `yaml:"containerTemplate"`
-	DaemonTemplate    K8s         `yaml:"daemonTemplate"`
-	Volumes           K8s         `yaml:"volumes"`
-	InitContainers    K8s         `yaml:"initContainers"`
-	Sidecars          K8s         `yaml:"sidecars"`
-	UpdateStrategy    K8s         `yaml:"updateStrategy"`
-	Lifecycle         K8s         `yaml:"lifecycle"`
-	Bypass            Unsupported `yaml:"bypass"`
+	Replicas          *int32  `yaml:"replicas"`
+	Source            *Source `yaml:"source"`
+	Sink              *Sink   `yaml:"sink"`
+	UDF               *UDF    `yaml:"udf"`
+	Limits            *Limits `yaml:"limits"`
+	Scale             K8s     `yaml:"scale"`
+	ContainerTemplate K8s     `yaml:"containerTemplate"`
+	DaemonTemplate    K8s     `yaml:"daemonTemplate"`
+	Volumes           K8s     `yaml:"volumes"`
+	InitContainers    K8s     `yaml:"initContainers"`
+	Sidecars          K8s     `yaml:"sidecars"`
+	UpdateStrategy    K8s     `yaml:"updateStrategy"`
+	Lifecycle         K8s     `yaml:"lifecycle"`
+	Bypass            *Bypass `yaml:"bypass"`
 	// Streaming reads on while earlier messages are mapped, written and
 	// acked, with up to limits.concurrency messages in flight, acked out of
 	// order (default false: one batch at a time).
@@ -742,3 +742,13 @@ type Ordered struct {
 
 // IsEnabled reports whether ordered processing is asked for.
 func (o *Ordered) IsEnabled() bool { return o != nil && o.Enabled }
+
+// Bypass is a MonoVertex's bypass: conditions on a message's tags, checked
+// after the source (and its transformer) and after the UDF, that send the
+// message straight to the sink, the fallback sink or the on-success sink,
+// tried in that order.
+type Bypass struct {
+	Sink      *EdgeConditions `yaml:"sink"`
+	Fallback  *EdgeConditions `yaml:"fallback"`
+	OnSuccess *EdgeConditions `yaml:"onSuccess"`
+}

@@ -97,8 +97,8 @@ func (c *checker) monoVertex(m *MonoVertex) {
 	if s.Limits != nil {
 		c.limits("spec.limits", s.Limits)
 	}
-	if s.Bypass.IsSet() {
-		c.add("spec.bypass", "is not supported by sluice")
+	if b := s.Bypass; b != nil {
+		c.bypass("spec.bypass", b, s.Sink)
 	}
 	if s.Replicas != nil && *s.Replicas < 0 {
 		c.add("spec.replicas", "(%d) must not be negative", *s.Replicas)
@@ -528,5 +528,25 @@ func (c *checker) accumulator(path string, a *AccumulatorWindow, container bool)
 	c.positive(path+".timeout", a.Timeout)
 	if !container {
 		c.add(path, "needs an accumulator container; a built-in reduces whole windows")
+	}
+}
+
+// bypass checks a MonoVertex's bypass: each condition as an edge's, and a
+// fallback or on-success sink for the conditions that lead there.
+func (c *checker) bypass(path string, b *Bypass, sink *Sink) {
+	if b.Sink != nil {
+		c.conditions(path+".sink", b.Sink)
+	}
+	if b.Fallback != nil {
+		c.conditions(path+".fallback", b.Fallback)
+		if sink != nil && sink.Fallback == nil {
+			c.add(path+".fallback", "needs a fallback sink: set spec.sink.fallback")
+		}
+	}
+	if b.OnSuccess != nil {
+		c.conditions(path+".onSuccess", b.OnSuccess)
+		if sink != nil && sink.OnSuccess == nil {
+			c.add(path+".onSuccess", "needs an on-success sink: set spec.sink.onSuccess")
+		}
 	}
 }

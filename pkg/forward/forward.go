@@ -87,6 +87,8 @@ type Deps struct {
 	// OnSuccess is optional: where the messages the sink answers ON_SUCCESS
 	// (isb.ErrOnSuccess) go; without it they count as written.
 	OnSuccess isb.Writer
+	// Bypass, optional, sends messages straight to a sink by their tags.
+	Bypass *Bypass
 	// Limiter throttles reads; nil is Noop.
 	Limiter Limiter
 	Metrics *Metrics
@@ -232,6 +234,9 @@ type worker struct {
 	// onSuccess are the messages of the batch in progress for the
 	// on-success sink.
 	onSuccess []isb.Message
+	// bySink, byFallback and byOnSuccess are the messages of the batch in
+	// progress that Bypass sends to each sink.
+	bySink, byFallback, byOnSuccess []isb.Message
 	// rejectDrops counts the messages of the batch in progress that the sink
 	// rejected and OnFailure dropped, and rejectErr is the first one's error.
 	rejectDrops int
@@ -495,6 +500,7 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	clear(f.nacks)
 	f.nacked = 0
 	msgs, dropped := f.in, 0
+	f.bySink, f.byFallback, f.byOnSuccess = f.bySink[:0], f.byFallback[:0], f.byOnSuccess[:0]
 	if f.transformer != nil {
 		var n int
 		var err error
@@ -505,6 +511,7 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		f.mid = f.takeNacks(f.mid)
 		msgs, dropped = f.mid, dropped+n
 	}
+	msgs = f.bypass(msgs)
 	if f.mapper != nil {
 		var n int
 		var err error
@@ -513,7 +520,13 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 			return nil, err
 		}
 		f.out = f.takeNacks(f.out)
-		msgs, dropped = f.out, dropped+n
+		msgs = f.bypass(f.out)
+		dropped += n
+	}
+	if b := f.d.Bypass; b != nil && b.Sink != nil {
+		// As in Numaflow, with a bypass to the sink only what it sends
+		// there is written; the rest is dropped.
+		msgs, dropped = f.bySink, dropped+len(msgs)
 	}
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
@@ -550,7 +563,8 @@ func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, 
 // using a retry step, after the wait it asked for. It returns an error only
 // when hard is done before every message was written.
 func (f *worker) write(hard context.Context, msgs []isb.Message) error {
-	f.fallback, f.onSuccess = f.fallback[:0], f.onSuccess[:0]
+	f.fallback = append(f.fallback[:0], f.byFallback...)
+	f.onSuccess = append(f.onSuccess[:0], f.byOnSuccess...)
 	f.tries = zeroed(f.tries, len(msgs))
 	pending := msgs
 	full := false

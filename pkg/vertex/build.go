@@ -52,6 +52,7 @@ func (v *Vertex) buildWriters(d *forward.Deps) (err error) {
 		if d.Sink, err = s(v.env()); err != nil {
 			return err
 		}
+		d.Bypass = v.spec.Bypass
 		if fb := v.spec.Fallback; fb != nil {
 			if d.Fallback, err = fb(v.env()); err != nil {
 				return err

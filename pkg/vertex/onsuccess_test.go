@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
@@ -102,5 +103,82 @@ func TestOnSuccessSink(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("on-success sink got %v; want %v", got, want)
+	}
+}
+
+// TestBypass runs a MonoVertex whose map, a real gRPC server, tags the
+// messages ending in 1 "invalid" and those ending in 2 "done": bypass sends
+// them to the fallback and on-success sinks, user-defined too, and the rest
+// to the sink.
+func TestBypass(t *testing.T) {
+	dir, err := os.MkdirTemp("", "byp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	const count = 100
+	src := &counting{count: count, acked: map[int]bool{}}
+	primary, fallback, ons := &collector{}, &collector{}, &collector{}
+	serveSinks(t, dir, map[string]sinker.Sinker{"udsink": primary, "fb-udsink": fallback, "ons-udsink": ons})
+	serve(t, sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start)
+	serve(t, mapper.NewServer(mapper.MapperFunc(func(_ context.Context, _ []string, d mapper.Datum) mapper.Messages {
+		m := mapper.NewMessage(d.Value())
+		switch d.Value()[len(d.Value())-1] {
+		case '1':
+			m = m.WithTags([]string{"invalid"})
+		case '2':
+			m = m.WithTags([]string{"done", "x"})
+		}
+		return mapper.Messages{m}
+	}), mapper.WithSocketDir(dir)).Start)
+
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "byp", `  limits:
+    readBatchSize: 20
+    readTimeout: 100ms
+  source:
+    udsource:
+      container: {image: source}
+  udf:
+    container: {image: map}
+  sink:
+    udsink:
+      container: {image: sink}
+    fallback:
+      udsink:
+        container: {image: fallback}
+    onSuccess:
+      udsink:
+        container: {image: on-success}
+  bypass:
+    fallback:
+      tags:
+        values: [invalid]
+    onSuccess:
+      tags:
+        operator: and
+        values: [done, x]
+`)), vertex.WithSocketDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runtest.Start(t, v)
+	runtest.WaitFor(t, "every message acked", func() bool { return src.ackedCount() == count })
+	if err := r.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		got    []string
+		ending byte
+		want   int
+	}{{"sink", primary.values(), 0, 80}, {"fallback sink", fallback.values(), '1', 10}, {"on-success sink", ons.values(), '2', 10}} {
+		if len(c.got) != c.want {
+			t.Errorf("%s got %d messages; want %d", c.name, len(c.got), c.want)
+		}
+		for _, v := range c.got {
+			if e := v[len(v)-1]; (c.ending == 0 && (e == '1' || e == '2')) || (c.ending != 0 && e != c.ending) {
+				t.Errorf("%s got %q", c.name, v)
+			}
+		}
 	}
 }

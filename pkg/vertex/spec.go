@@ -50,6 +50,9 @@ type Spec struct {
 	// OnSuccess, if any, opens the sink of one forwarder where the messages
 	// its sink answers ON_SUCCESS go.
 	OnSuccess SinkFunc
+	// Bypass, if any, routes messages by their tags straight to Sink,
+	// Fallback or OnSuccess (a MonoVertex's spec.bypass).
+	Bypass *forward.Bypass
 	// Retry is how the forwarders retry failed sink writes; the zero value
 	// retries until the sink takes the message.
 	Retry forward.RetryPolicy

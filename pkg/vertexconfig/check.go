@@ -28,6 +28,13 @@ func Check(f *config.File, r config.Reporter) {
 	if m := f.MonoVertex; m != nil {
 		s := &m.Spec
 		c.vertex("spec", s.Source, s.UDF, s.Sink)
+		if b := s.Bypass; b != nil {
+			for name, e := range map[string]*config.EdgeConditions{"sink": b.Sink, "fallback": b.Fallback, "onSuccess": b.OnSuccess} {
+				if e != nil && e.Tags != nil {
+					c.enum("spec.bypass."+name+".tags.operator", e.Tags.Operator, parseErr[route.Operator])
+				}
+			}
+		}
 		if s.Limits != nil && s.Limits.RateLimit != nil {
 			c.rateLimit("spec.limits.rateLimit", s.Limits.RateLimit)
 		}

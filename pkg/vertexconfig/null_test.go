@@ -20,8 +20,8 @@ func TestNullSetsNothing(t *testing.T) {
 		if m.Labels != nil || m.Annotations != nil || m.Namespace != "payments" {
 			t.Errorf("metadata = %+v", m)
 		}
-		if s.Replicas != nil || s.Bypass.IsSet() {
-			t.Errorf("replicas %v, bypass %v; want neither set", s.Replicas, s.Bypass.IsSet())
+		if s.Replicas != nil || (s.Bypass != nil) {
+			t.Errorf("replicas %v, bypass %v; want neither set", s.Replicas, (s.Bypass != nil))
 		}
 		src := s.Source
 		if src.UDSource == nil || src.Generator != nil || src.HTTP != nil || src.Kafka != nil || src.SQS.IsSet() {
@@ -116,7 +116,7 @@ func TestNullForms(t *testing.T) {
 			"  limits:\n    rateLimit: %s\n",        // an object, deeper
 			"  limits:\n    readTimeout: %s\n",      // a duration
 			"  metadata: %s\n",                      // a Kubernetes-only field
-			"  bypass: %s\n",                        // a field sluice does not run
+			"  bypass: %s\n",                        // a MonoVertex-only object
 			"  sink:\n    log: {}\n    kafka: %s\n", // one of several kinds
 			"  udf:\n    container:\n      image: x\n      command: %s\n      env: [{name: A, value: %s}]\n", // a list, a list item's field
 		} {
@@ -131,7 +131,7 @@ func TestNullForms(t *testing.T) {
 				if u := s.UDF; u != nil && (u.Container.Command != nil || len(u.Container.Env) != 1 || u.Container.Env[0] != config.EnvVar{Name: "A"}) {
 					t.Errorf("null set something: udf container %+v", u.Container)
 				}
-				if s.Replicas != nil || (s.UDF != nil && s.UDF.Container.Image != "x") || s.Bypass.IsSet() || s.Sink.Kafka != nil || len(f.Ignored) != 0 ||
+				if s.Replicas != nil || (s.UDF != nil && s.UDF.Container.Image != "x") || (s.Bypass != nil) || s.Sink.Kafka != nil || len(f.Ignored) != 0 ||
 					s.Limits.GetRateLimit() != nil || s.Limits.GetReadTimeout() != time.Second {
 					t.Errorf("null set something: %+v, ignored %q", s, f.Ignored)
 				}

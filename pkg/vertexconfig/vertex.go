@@ -2,9 +2,11 @@ package vertexconfig
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
@@ -18,6 +20,7 @@ func FromMonoVertex(m *config.MonoVertex) vertex.Spec {
 	s := &m.Spec
 	spec := parts("spec", s.Source, s.UDF, s.Sink)
 	spec.Name = m.Metadata.Name
+	spec.Bypass = Bypass(s.Bypass)
 	spec.Limits = limits(s.Limits, "spec.limits.rateLimit")
 	spec.Streaming = s.Streaming != nil && *s.Streaming
 	return spec
@@ -164,4 +167,19 @@ func RetryPolicy(s *config.Sink) forward.RetryPolicy {
 		p.OnFailure = f
 	}
 	return p
+}
+
+// Bypass returns the forwarder's bypass of a validated MonoVertex's
+// spec.bypass; nil for none.
+func Bypass(b *config.Bypass) *forward.Bypass {
+	if b == nil {
+		return nil
+	}
+	cond := func(e *config.EdgeConditions) *route.Condition {
+		if e == nil || e.Tags == nil {
+			return nil
+		}
+		return &route.Condition{Operator: Operator(e.Tags), Values: slices.Clone(e.Tags.Values)}
+	}
+	return &forward.Bypass{Sink: cond(b.Sink), Fallback: cond(b.Fallback), OnSuccess: cond(b.OnSuccess)}
 }
