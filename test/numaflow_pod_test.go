@@ -155,6 +155,12 @@ func TestNumaflowPodFixture(t *testing.T) {
 		for _, m := range c.VolumeMounts {
 			mounts[m.Name] = m.MountPath
 		}
+		if c.Name == "monitor" { // the runtime volume alone, as Numaflow mounts it
+			if len(mounts) != 1 || mounts["runtime-vol"] != "/var/numaflow/runtime" {
+				t.Errorf("monitor mounts %v; want runtime-vol alone", mounts)
+			}
+			continue
+		}
 		if mounts["var-run-numaflow"] != "/var/run/numaflow" || mounts["runtime-vol"] != "/var/numaflow/runtime" {
 			t.Errorf("%s mounts %v; want both volumes", c.Name, mounts)
 		}
@@ -195,6 +201,10 @@ func TestNumaflowPodFixture(t *testing.T) {
 	images := map[string]string{}
 	var names []string
 	for _, c := range pod.Spec.InitContainers {
+		if c.Name == "monitor" {
+			checkMonitor(t, c)
+			continue
+		}
 		names = append(names, c.Name)
 		images[c.Name] = c.Image
 		if c.RestartPolicy != "Always" {
@@ -259,7 +269,7 @@ func TestNumaflowPodFixture(t *testing.T) {
 			t.Errorf("sidecar %s runs %q; the object says %q", ctr, images[ctr], image)
 		}
 	}
-	src := pod.Spec.InitContainers[0]
+	src := pod.Spec.InitContainers[slices.IndexFunc(pod.Spec.InitContainers, func(c k8sContainer) bool { return c.Name == "udsource" })]
 	batch, _ := src.env("NUMAFLOW_READ_BATCH_SIZE")
 	timeout, _ := src.env("NUMAFLOW_READ_TIMEOUT_MS")
 	if batch != strconv.Itoa(m.Spec.Limits.GetReadBatchSize()) || timeout != strconv.FormatInt(m.Spec.Limits.GetReadTimeout().Milliseconds(), 10) {
@@ -268,5 +278,18 @@ func TestNumaflowPodFixture(t *testing.T) {
 	}
 	if m.Spec.Limits.GetRateLimit() == nil {
 		t.Error("the object has no rate limit")
+	}
+}
+
+// checkMonitor checks the monitor sidecar as Numaflow's controller builds it,
+// with sluice's image: numaflow-rs monitor, a native sidecar with the runtime
+// volume, no probes.
+func checkMonitor(t *testing.T, c k8sContainer) {
+	t.Helper()
+	if c.Image != "sluice:dev" || !slices.Equal(c.Command, []string{"/bin/numaflow-rs"}) || !slices.Equal(c.Args, []string{"monitor"}) {
+		t.Errorf("monitor runs %s %v %v; want sluice:dev /bin/numaflow-rs monitor", c.Image, c.Command, c.Args)
+	}
+	if c.RestartPolicy != "Always" || c.LivenessProbe != nil || c.ReadinessProbe != nil {
+		t.Errorf("monitor: restartPolicy %q, probes %v %v; want a native sidecar without probes", c.RestartPolicy, c.LivenessProbe, c.ReadinessProbe)
 	}
 }

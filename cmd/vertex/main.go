@@ -35,6 +35,7 @@ const usage = `usage: vertex <command> [flags]
 commands:
   run        run one replica of a MonoVertex or of a pipeline vertex, or a whole pipeline
   processor  run the MonoVertex in $NUMAFLOW_MONO_VERTEX_OBJECT, as the numa container of a Numaflow pod
+  monitor    serve the runtime errors the processor records, as the monitor sidecar of a Numaflow pod
   validate   check a MonoVertex or Pipeline YAML and print every problem
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
   bench      measure a MonoVertex's or a pipeline's throughput with its rate limit off and on
@@ -60,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRun(args[1:], stdout, stderr)
 	case "processor":
 		err = runProcessor(args[1:], stdout, stderr)
+	case "monitor":
+		err = runMonitor(args[1:], stdout, stderr)
 	case "validate":
 		err = runValidate(args[1:], stdout, stderr)
 	case "simulate":
@@ -74,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, validate, simulate, bench, isb, version; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, monitor, validate, simulate, bench, isb, version; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

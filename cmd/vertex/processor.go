@@ -9,8 +9,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/monitor"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
@@ -59,6 +61,18 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The errors of the user-defined containers go where the monitor
+	// sidecar serves them from.
+	errs := monitor.NewStore(fl.runtimeErrorsDir, 0)
+	udsconn.ReportFailures(func(err error) {
+		if !monitor.IsUDFError(err) {
+			return
+		}
+		if rerr := errs.Record(monitor.EntryOf(err, time.Now())); rerr != nil {
+			log.Warn("cannot record the error for the monitor", zap.Error(rerr))
+		}
+	})
+	defer udsconn.ReportFailures(nil)
 	return execute(f, runner{flags: fl, log: log, replica: rep, reg: observe.NewRegistry(), tls: tlsConfig, numaflow: true}, stdout, stderr)
 }
 
@@ -84,6 +98,7 @@ flags:
 	fs.StringVar(&fl.udsDir, "uds-dir", serverinfo.DefaultDir, "directory of the user-defined containers' sockets and server-info files, created if missing")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+envDebug+" is true)")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
+	fs.StringVar(&fl.runtimeErrorsDir, "runtime-errors-dir", monitor.DefaultDir, "directory where the user-defined containers' errors are recorded for the monitor sidecar")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
 	}

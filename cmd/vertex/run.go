@@ -36,6 +36,9 @@ type runFlags struct {
 	// sideInputsManager runs a pipeline's side inputs alone.
 	sideInputsDir     string
 	sideInputsManager bool
+	// runtimeErrorsDir is where the processor records the user-defined
+	// containers' errors for the monitor sidecar.
+	runtimeErrorsDir string
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {

@@ -290,7 +290,7 @@ func TestRunCommandErrors(t *testing.T) {
 		firstLine string // the first line on stderr
 	}{
 		{"no command", nil, "usage: vertex <command> [flags]"},
-		{"unknown command", []string{"frobnicate", "--max", "10"}, `vertex: unknown command "frobnicate" (commands: run, processor, validate, simulate, bench, isb, version; see 'vertex help')`},
+		{"unknown command", []string{"frobnicate", "--max", "10"}, `vertex: unknown command "frobnicate" (commands: run, processor, monitor, validate, simulate, bench, isb, version; see 'vertex help')`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -229,6 +230,9 @@ func (c *Conn) Broken(cc *grpc.ClientConn, err error) bool {
 		return false
 	}
 	c.log.Warn("UDF server failed; reconnecting", zap.String("error", Message(err)))
+	if r := failures.Load(); r != nil {
+		(*r)(err)
+	}
 	c.cc.Close()
 	c.cc, c.broken = nil, err
 	return true
@@ -297,4 +301,19 @@ func Message(err error) string {
 		return s.Code().String() + ": " + s.Message()
 	}
 	return err.Error()
+}
+
+// failures is the reporter ReportFailures set.
+var failures atomic.Pointer[func(error)]
+
+// ReportFailures makes every connection hand report the error a UDF server
+// failed with, each time one is dropped for it (nil: none). The numa
+// container of a Numaflow pod records them for the monitor sidecar. report
+// is called with a connection's lock held and must not block.
+func ReportFailures(report func(error)) {
+	if report == nil {
+		failures.Store(nil)
+		return
+	}
+	failures.Store(&report)
 }
