@@ -55,6 +55,21 @@ func (c *Consumer) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.D
 	return bad
 }
 
+// NakMax is Nak, but for the messages delivered maxDeliveries times already
+// (when it is more than 0), which it terminates: the server drops them and
+// delivers them no more. A frame one of whose messages is terminated is
+// terminated whole.
+func (c *Consumer) NakMax(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration, maxDeliveries uint32) error {
+	done, bad := c.resolveMax(msgs, true, delay, maxDeliveries)
+	if len(done) == 0 {
+		return bad
+	}
+	if err := c.send(ctx, done); err != nil {
+		return err
+	}
+	return bad
+}
+
 // send sends what ends each of hs and waits until the server has received
 // them.
 func (c *Consumer) send(ctx context.Context, hs []*heldMsg) error {

@@ -19,6 +19,7 @@ type heldMsg struct {
 	// Guarded by Consumer.mu:
 	held  bool          // read, and not yet acked nor naked
 	naked bool          // one of them was naked: nak it all
+	term  bool          // naked past its deliveries: terminate it
 	left  int           // its messages not yet acked nor naked
 	delay time.Duration // the longest delay they were naked with
 }
@@ -50,6 +51,8 @@ var (
 // body is what ends h: an ack, or a nak with its delay.
 func (h *heldMsg) body() []byte {
 	switch {
+	case h.term:
+		return termBody
 	case !h.naked:
 		return ackBody
 	case h.delay > 0:
@@ -91,6 +94,12 @@ func (c *Consumer) release(h *heldMsg) {
 // what is no longer held (acked, or naked and perhaps delivered again
 // already, when a second nak would have the server deliver it once more).
 func (c *Consumer) resolve(msgs []isb.ReadMessage, nak bool, delay time.Duration) ([]*heldMsg, error) {
+	return c.resolveMax(msgs, nak, delay, 0)
+}
+
+// resolveMax is resolve, a nak terminating the messages delivered
+// maxDeliveries times already (0: none).
+func (c *Consumer) resolveMax(msgs []isb.ReadMessage, nak bool, delay time.Duration, maxDeliveries uint32) ([]*heldMsg, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	done := make([]*heldMsg, 0, len(msgs))
@@ -124,6 +133,9 @@ func (c *Consumer) resolve(msgs []isb.ReadMessage, nak bool, delay time.Duration
 		}
 		if nak {
 			h.naked, h.delay = true, max(h.delay, delay)
+			if maxDeliveries > 0 && deliveries(h.reply) >= uint64(maxDeliveries) {
+				h.term = true
+			}
 		}
 		if h.left <= 0 && h.held {
 			c.release(h)

@@ -36,32 +36,42 @@ const (
 
 // streamSeq returns the stream sequence in reply, an ack reply subject, or 0
 // when reply is not one. It does not allocate.
-func streamSeq(reply string) uint64 {
+func streamSeq(reply string) uint64 { return replyToken(reply, ackSeqToken, ackV2Seq) }
+
+// deliveries returns how many times the message of reply, an ack reply
+// subject, has been delivered, this time included, or 0 when reply is not
+// one.
+func deliveries(reply string) uint64 {
+	return replyToken(reply, ackSeqToken-1, ackV2Seq-1)
+}
+
+// replyToken returns the number at token at (v2 in the longer form) of
+// reply, an ack reply subject, or 0 when reply is not one. It does not
+// allocate.
+func replyToken(reply string, at, v2 int) uint64 {
 	if !strings.HasPrefix(reply, "$JS.ACK.") {
 		return 0
 	}
-	var at int
 	switch tokens := strings.Count(reply, ".") + 1; {
 	case tokens == ackTokens:
-		at = ackSeqToken
 	case tokens >= ackV2Tokens:
-		at = ackV2Seq
+		at = v2
 	default:
 		return 0
 	}
 	for range at {
 		reply = reply[strings.IndexByte(reply, '.')+1:]
 	}
-	var seq uint64
+	var n uint64
 	for i := range len(reply) {
 		d := reply[i] - '0'
 		if reply[i] == '.' && i > 0 {
-			return seq
+			return n
 		}
 		if d > 9 {
 			return 0
 		}
-		seq = seq*10 + uint64(d)
+		n = n*10 + uint64(d)
 	}
-	return 0 // the last token: not the sequence
+	return 0 // the last token: not a number this reads
 }

@@ -38,6 +38,13 @@ func TestStreamSeq(t *testing.T) {
 			if fromMeta != tt.want {
 				t.Errorf("Msg.Metadata reads %d (%v), this test wants %d", fromMeta, err, tt.want)
 			}
+			var delivered uint64
+			if err == nil {
+				delivered = meta.NumDelivered
+			}
+			if got := deliveries(tt.reply); got != delivered {
+				t.Errorf("deliveries(%q) = %d, Msg.Metadata reads %d", tt.reply, got, delivered)
+			}
 		})
 	}
 }

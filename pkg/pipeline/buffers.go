@@ -77,6 +77,7 @@ type shared struct {
 	isb.Reader
 	isb.Writer
 	isb.Naker
+	isb.OptionsNaker
 	isb.OffsetReader
 	isb.OffsetWriter
 }
@@ -86,7 +87,7 @@ func (m *Memory) shared(name string) (shared, error) {
 	if err != nil {
 		return shared{}, err
 	}
-	return shared{b, b, b, b, b}, nil
+	return shared{b, b, b, b, b, b}, nil
 }
 
 // Reader implements [Buffers].

@@ -88,9 +88,10 @@ type JetStream struct {
 }
 
 var (
-	_ isb.Reader = (*JetStream)(nil)
-	_ isb.Naker  = (*JetStream)(nil)
-	_ isb.Closer = (*JetStream)(nil)
+	_ isb.Reader       = (*JetStream)(nil)
+	_ isb.Naker        = (*JetStream)(nil)
+	_ isb.OptionsNaker = (*JetStream)(nil)
+	_ isb.Closer       = (*JetStream)(nil)
 )
 
 // NewJetStream connects to the server and binds to the consumer (creating it
@@ -206,6 +207,16 @@ func (j *JetStream) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 // already acked or naked is left as it is.
 func (j *JetStream) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	if err := j.c.Nak(ctx, msgs, delay); err != nil {
+		return j.err("nak", err)
+	}
+	return nil
+}
+
+// NakOptions hands msgs back as Nak does, after opts.Delay, but for those
+// delivered opts.MaxDeliveries times already (when it is set), which the
+// server drops. It implements [isb.OptionsNaker].
+func (j *JetStream) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	if err := j.c.NakMax(ctx, msgs, opts.Delay, opts.MaxDeliveries); err != nil {
 		return j.err("nak", err)
 	}
 	return nil

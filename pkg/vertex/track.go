@@ -354,7 +354,9 @@ func (t *tracker) nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Du
 
 func (t *tracker) nakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	own := t.unwrap(msgs)
-	t.finish(msgs, true)
+	// With MaxDeliveries the reader may drop them, and they would hold the
+	// frontier for ever: they count as finished.
+	t.finish(msgs, opts.MaxDeliveries == 0)
 	err := t.r.(isb.OptionsNaker).NakOptions(ctx, own, opts)
 	t.release(own)
 	return err

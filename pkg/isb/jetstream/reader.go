@@ -50,6 +50,7 @@ type Reader struct {
 var (
 	_ isb.Reader       = (*Reader)(nil)
 	_ isb.Naker        = (*Reader)(nil)
+	_ isb.OptionsNaker = (*Reader)(nil)
 	_ isb.OffsetReader = (*Reader)(nil)
 	_ isb.AckFloorer   = (*Reader)(nil)
 	_ isb.Closer       = (*Reader)(nil)
@@ -149,6 +150,16 @@ func (r *Reader) Offset(m *isb.ReadMessage) int64 { return int64(r.c.Sequence(m)
 // stream sequence at or before which every message was acked. It
 // implements [isb.OffsetReader].
 func (r *Reader) StartOffset() int64 { return r.start }
+
+// NakOptions hands msgs back as Nak does, after opts.Delay, but for those
+// delivered opts.MaxDeliveries times already (when it is set), which the
+// server drops (a frame whole). It implements [isb.OptionsNaker].
+func (r *Reader) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	if err := r.c.NakMax(ctx, msgs, opts.Delay, opts.MaxDeliveries); err != nil {
+		return r.err("nak", err)
+	}
+	return nil
+}
 
 // AckFloor returns the consumer's ack floor: the stream sequence at or
 // before which every message of the buffer is acked, by any Reader of it. It

@@ -380,3 +380,27 @@ func TestReadGivenUpHandsBackLateMessage(t *testing.T) {
 	ack(t, r2, got)
 	waitEmpty(t, c, sp.Name)
 }
+
+// NakOptions with MaxDeliveries hands a message back until it has been
+// delivered that many times, then the server drops it.
+func TestNakOptionsMaxDeliveries(t *testing.T) {
+	t.Parallel()
+	sp := spec("nakmax-0", 10)
+	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = 10 * time.Second })
+	write(t, newWriter(t, c, sp, "up"), messages("m", 1))
+	r := newReader(t, c, sp.Name, 2*time.Second)
+	opts := isb.NackOptions{MaxDeliveries: 3}
+	for delivery := 1; delivery <= 3; delivery++ {
+		got := readN(t, r, 1, 1)
+		if got[0].ID != "m0" {
+			t.Fatalf("delivery %d: got %s", delivery, got[0].ID)
+		}
+		if err := r.NakOptions(testCtx(t), got, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := r.Read(testCtx(t), make([]isb.ReadMessage, 1)); n != 0 || err != nil {
+		t.Fatalf("read after the third delivery: %d, %v; want the message dropped", n, err)
+	}
+	waitEmpty(t, c, sp.Name)
+}

@@ -44,20 +44,27 @@ type Buffer struct {
 	notify   chan struct{} // closed and replaced at every write, ack, nak and Close
 }
 
-// entry is a message in the buffer with its offset.
+// entry is a message in the buffer with its offset, and how many times it
+// was read before.
 type entry struct {
-	msg isb.Message
-	off int64
+	msg        isb.Message
+	off        int64
+	deliveries uint32
 }
 
-// handle is the Handle of a message read. Every read makes a new one, so a
-// handle from a read before a Nak acks nothing.
-type handle struct{ off int64 }
+// handle is the Handle of a message read, with how many times it has been
+// read, this time included. Every read makes a new one, so a handle from a
+// read before a Nak acks nothing.
+type handle struct {
+	off        int64
+	deliveries uint32
+}
 
 var (
 	_ isb.Reader       = (*Buffer)(nil)
 	_ isb.Writer       = (*Buffer)(nil)
 	_ isb.Naker        = (*Buffer)(nil)
+	_ isb.OptionsNaker = (*Buffer)(nil)
 	_ isb.OffsetReader = (*Buffer)(nil)
 	_ isb.OffsetWriter = (*Buffer)(nil)
 )
@@ -114,7 +121,7 @@ func (b *Buffer) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 				if e.msg.ID == "" {
 					e.msg.ID = b.name + "-" + strconv.FormatInt(e.off, 10)
 				}
-				h := &handle{off: e.off}
+				h := &handle{off: e.off, deliveries: e.deliveries + 1}
 				buf[i] = isb.ReadMessage{Message: e.msg, Handle: h}
 				b.inflight[h] = e.msg
 			}
@@ -201,6 +208,27 @@ func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Durat
 	return nil
 }
 
+// NakOptions hands msgs back as Nak does, after opts.Delay, but for those
+// read opts.MaxDeliveries times already (when it is set), which it drops as
+// acked. It implements [isb.OptionsNaker].
+func (b *Buffer) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	if opts.MaxDeliveries == 0 {
+		return b.Nak(ctx, msgs, opts.Delay)
+	}
+	var again, done []isb.ReadMessage
+	for i := range msgs {
+		if h, ok := msgs[i].Handle.(*handle); ok && h.deliveries >= opts.MaxDeliveries {
+			done = append(done, msgs[i])
+		} else {
+			again = append(again, msgs[i])
+		}
+	}
+	if err := b.Ack(ctx, done); err != nil {
+		return err
+	}
+	return b.Nak(ctx, again, opts.Delay)
+}
+
 // putBack moves the messages of hs that are still in flight to the front,
 // with their offsets and IDs.
 func (b *Buffer) putBack(hs []*handle) {
@@ -210,7 +238,7 @@ func (b *Buffer) putBack(hs []*handle) {
 	for _, h := range hs {
 		if m, ok := b.inflight[h]; ok {
 			delete(b.inflight, h)
-			back = append(back, entry{msg: m, off: h.off})
+			back = append(back, entry{msg: m, off: h.off, deliveries: h.deliveries})
 		}
 	}
 	b.pending = append(back, b.pending...)

@@ -715,3 +715,24 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("Stats() = %+v, want all %d acked", s, total)
 	}
 }
+
+// NakOptions with MaxDeliveries puts a message back until it has been read
+// that many times, then drops it as acked.
+func TestNakOptionsMaxDeliveries(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New("buf", 10, time.Millisecond, clock.NewManual(t0))
+	write(t, b, "a")
+	opts := isb.NackOptions{MaxDeliveries: 2}
+	for delivery := 1; delivery <= 2; delivery++ {
+		got := read(t, b, 1)
+		if err := b.NakOptions(ctx, got, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := b.Stats(); s.Pending != 0 || s.InFlight != 0 {
+		t.Fatalf("after the second delivery: %+v; want the message dropped", s)
+	}
+	if err := b.WaitAcked(ctx, 1); err != nil {
+		t.Fatalf("the dropped message is not counted acked: %v", err)
+	}
+}
