@@ -202,7 +202,9 @@ func (c *Client) closeOn(ctx context.Context, st *stream, ws ...KeyedWindow) ([]
 		case <-w.done:
 			out[i] = w.res
 		case <-st.done:
-			return nil, st.failure()
+			err := st.failure()
+			c.drop(st, err) // told: the next operation opens a new stream
+			return nil, err
 		case <-ctx.Done():
 			// The session's results may still come: the stream is of no
 			// more use, and the caller sends its sessions again.
