@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/natstest"
 )
 
 // sessionTimeout is the session window of the session pipelines, in ms:
@@ -20,11 +22,13 @@ const sessionTimeout = 300
 // window of sessionTimeout, its generator making a burst of two messages a
 // key every second, so that each burst of a key is one session; counter is
 // the session reducer's command, or "" for the built-in count; value, when
-// not 0, is every payload (the generator's valueBlob).
-func sessionPipeline(t *testing.T, name, counter string, value int) string {
+// not 0, is every payload (the generator's valueBlob); natsURL is the
+// JetStream ISB's server, or "" for one at an address nothing listens on
+// (a pipeline run in one process uses the memory ISB).
+func sessionPipeline(t *testing.T, name, counter string, value int, natsURL string) string {
 	t.Helper()
 	window := "            session:\n              timeout: " + strconv.Itoa(sessionTimeout) + "ms\n"
-	yaml := reducePipeline(name, window, cmpOr(counter, "COUNTER"), jetStreamISB("nats://127.0.0.1:9", ""), "")
+	yaml := reducePipeline(name, window, cmpOr(counter, "COUNTER"), jetStreamISB(cmpOr(natsURL, "nats://127.0.0.1:9"), ""), "")
 	repl := map[string]string{"          rpu: 20\n          duration: 100ms\n": "          rpu: 6\n          duration: 1s\n"}
 	if counter == "" {
 		repl["        container:\n          command: [\"COUNTER\"]\n"] = "        builtin:\n          name: count\n"
@@ -134,7 +138,7 @@ func TestSessionReduceInOneProcess(t *testing.T) {
 			if tt.counter != "" {
 				counter = example(t, tt.counter)
 			}
-			cfg := writeConfig(t, sessionPipeline(t, "ses-"+tt.name, counter, tt.value))
+			cfg := writeConfig(t, sessionPipeline(t, "ses-"+tt.name, counter, tt.value, ""))
 			p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 			p.waitFor(60*time.Second, "four sessions of each key", func() bool {
 				_, res := nfgoSinkLines(p.lines)
@@ -171,8 +175,82 @@ func TestSessionReduceNumaflowGo(t *testing.T) {
 		t.Run(tt.example, func(t *testing.T) {
 			// Not parallel: each needs /var/run/numaflow for itself.
 			bin := numaflowGoExample(t, src, tt.example)
-			raw, res := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin, tt.value), tt.example)
+			raw, res := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin, tt.value, ""), tt.example)
 			checkSessions(t, raw, res, sessionTimeout, max(tt.value, 1), 4)
 		})
+	}
+}
+
+// TestSessionOnJetStreamKilled runs the keyed session count with every
+// vertex its own process on JetStream, the count vertex as two replicas,
+// one per partition, sharing a state directory. Right after a burst, while
+// its sessions are open, replica 0 is killed with SIGKILL; a second later
+// it is started again on the same state directory. Every session's count is
+// what was generated in it, a session delivered twice has the same count,
+// and each key has at least five sessions.
+func TestSessionOnJetStreamKilled(t *testing.T) {
+	nats := natstest.Start(t, natstest.Options{})
+	state := t.TempDir()
+	cfg := writeConfig(t, sessionPipeline(t, "ses-killed", example(t, "sessioncounter"), 0, nats.URL))
+	countProc := func(replica int) *proc { return vertexProc(t, cfg, "count", replica, "--state-dir", state) }
+	counts, raw := vertexProc(t, cfg, "counts", 0), vertexProc(t, cfg, "raw", 0)
+	reducers := []*proc{countProc(0), countProc(1)}
+	cat := vertexProc(t, cfg, "cat", 0)
+	in := vertexProc(t, cfg, "in", 0)
+	sessions := func(n int) func() bool {
+		return func() bool {
+			_, res := sinkLinesLocked(counts.lines)
+			return enoughWindows(res, n)
+		}
+	}
+	counts.waitFor(60*time.Second, "two sessions of each key", sessions(2))
+
+	// Kill replica 0 half a timeout after the next burst reaches raw: the
+	// burst's sessions are open in count, or its messages on their way.
+	seen := len(raw.stdoutLines())
+	raw.waitFor(10*time.Second, "the next burst", func() bool { return len(raw.lines) > seen })
+	time.Sleep(sessionTimeout / 2 * time.Millisecond)
+	_, before := sinkLines(t, counts.stdoutLines())
+	killed := time.Now()
+	reducers[0].stop(syscall.SIGKILL, 10*time.Second)
+	time.Sleep(time.Second) // bursts come and sessions stay open while it is down
+	reducers[0] = countProc(0)
+	t.Logf("count-0 killed at %s with %d results out, started again", killed.UTC().Format("15:04:05.000"), len(before))
+
+	counts.waitFor(60*time.Second, "five sessions of each key", sessions(5))
+	if code, _ := in.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("in: exit code %d; stderr:\n%s", code, in.stderrText())
+	}
+	// raw gets what in wrote before it stopped: wait until it has it all.
+	for prev, i := -1, 0; i < 50; i++ {
+		n := len(raw.stdoutLines())
+		if n == prev {
+			break
+		}
+		prev = n
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i, p := range append([]*proc{cat, counts, raw}, reducers...) {
+		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+			t.Fatalf("%s: exit code %d; stderr:\n%s", []string{"cat", "counts", "raw", "count-0", "count-1"}[i], code, p.stderrText())
+		}
+	}
+	rawLines, _ := sinkLines(t, raw.stdoutLines())
+	_, res := sinkLines(t, counts.stdoutLines())
+	checkSessions(t, rawLines, res, sessionTimeout, 1, 5)
+	// Event times are the generator's clock, this machine's: a message
+	// within the timeout before the kill was in a session still open then.
+	open := map[string]int{}
+	for _, m := range rawLines {
+		if at := killed.UnixMilli(); m.eventTime <= at && m.eventTime+sessionTimeout > at {
+			open[m.keys]++
+		}
+	}
+	if len(open) == 0 {
+		t.Errorf("no session was open when count-0 was killed at %s", killed.UTC().Format("15:04:05.000"))
+	}
+	t.Logf("messages of sessions open at the kill: %v", open)
+	if t.Failed() {
+		t.Logf("count-0 stderr:\n%s", reducers[0].stderrText())
 	}
 }
