@@ -8,12 +8,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/natstest"
 )
 
 // accumulatorPipeline is the YAML of a pipeline whose generator of three
 // keys (in) writes to a log sink (raw) and to an accumulator vertex (sort)
-// running sorter, whose output goes to a log sink (sorted).
-func accumulatorPipeline(name, sorter string) string {
+// running sorter, whose output goes to a log sink (sorted). isb is the
+// spec's isb block.
+func accumulatorPipeline(name, sorter, isb string) string {
 	return `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
 metadata:
@@ -24,7 +27,7 @@ spec:
     readTimeout: 100ms
   watermark:
     maxDelay: 0s
-` + jetStreamISB("nats://127.0.0.1:9", "") + `  vertices:
+` + isb + `  vertices:
     - name: in
       source:
         generator:
@@ -110,7 +113,7 @@ func checkSortedOutput(t *testing.T, raw, sorted []sinkLine) {
 // vertex under vertex run in one process: each key's messages come out in
 // event-time order, and none is lost.
 func TestAccumulatorInOneProcess(t *testing.T) {
-	cfg := writeConfig(t, accumulatorPipeline("acc", example(t, "streamsorter")))
+	cfg := writeConfig(t, accumulatorPipeline("acc", example(t, "streamsorter"), jetStreamISB("nats://127.0.0.1:9", "")))
 	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 	p.waitFor(60*time.Second, "300 sorted messages", func() bool {
 		_, s := sortedLines(p.lines)
@@ -142,7 +145,7 @@ func TestAccumulatorNumaflowGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := numaflowGoExample(t, src, "accumulator/streamsorter")
-	p := start(t, "run", "-f", writeConfig(t, accumulatorPipeline("acc-nfgo", bin)), "--spawn",
+	p := start(t, "run", "-f", writeConfig(t, accumulatorPipeline("acc-nfgo", bin, jetStreamISB("nats://127.0.0.1:9", ""))), "--spawn",
 		"--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
 		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
@@ -160,4 +163,128 @@ func TestAccumulatorNumaflowGo(t *testing.T) {
 	}
 	raw, sorted := sortedLines(p.stdoutLines())
 	checkSortedOutput(t, raw, sorted)
+}
+
+// TestAccumulatorOnJetStreamKilled runs the stream sorter as an accumulator
+// vertex with every vertex its own process on JetStream; the sort vertex is
+// killed with SIGKILL once sorted messages come out, and started again on
+// the same state directory, from which it recovers the messages of the key
+// sets still open; what it had read and not acked is delivered again after
+// the ISB's ackWait (3s here, so that waiting for it is short). Outputs are
+// at-least-once, so a message may come out again after the crash; with
+// those later duplicates left out, each key's messages come out in
+// event-time order, every message at or below the latest event time that
+// came out of its key comes out, and nothing comes out that was not
+// generated.
+func TestAccumulatorOnJetStreamKilled(t *testing.T) {
+	nats := natstest.Start(t, natstest.Options{})
+	state := t.TempDir()
+	cfg := writeConfig(t, accumulatorPipeline("acc-killed", example(t, "streamsorter"), jetStreamISB(nats.URL, "      ackWait: 3s\n")))
+	sortProc := func() *proc { return vertexProc(t, cfg, "sort", 0, "--state-dir", state) }
+	sorted, raw := vertexProc(t, cfg, "sorted", 0), vertexProc(t, cfg, "raw", 0)
+	sorter := sortProc()
+	in := vertexProc(t, cfg, "in", 0)
+	distinct := func() int {
+		out, _ := sinkLinesLocked(sorted.lines)
+		ids := map[string]bool{}
+		for _, s := range out {
+			ids[s.id] = true
+		}
+		return len(ids)
+	}
+	sorted.waitFor(90*time.Second, "100 sorted messages", func() bool { return distinct() >= 100 })
+	sorter.stop(syscall.SIGKILL, 10*time.Second)
+	sorted.mu.Lock()
+	before := distinct()
+	sorted.mu.Unlock()
+	time.Sleep(time.Second) // key sets stay open while it is down
+	sorter = sortProc()
+	sorted.waitFor(90*time.Second, "200 sorted messages more after the restart", func() bool { return distinct() >= before+200 })
+	if code, _ := in.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("in: exit code %d; stderr:\n%s", code, in.stderrText())
+	}
+	for _, p := range []*proc{sorter, sorted} {
+		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	// raw gets what in wrote before it stopped: wait until it has every
+	// message sorted has, then until it takes no more.
+	out, _ := sinkLines(t, sorted.stdoutLines())
+	raw.waitFor(30*time.Second, "every sorted message in raw", func() bool {
+		got, _ := sinkLinesLocked(raw.lines)
+		ids := map[string]bool{}
+		for _, r := range got {
+			ids[r.id] = true
+		}
+		for _, s := range out {
+			if !ids[s.id] {
+				return false
+			}
+		}
+		return true
+	})
+	for prev, i := -1, 0; i < 50; i++ {
+		n := len(raw.stdoutLines())
+		if n == prev {
+			break
+		}
+		prev = n
+		time.Sleep(200 * time.Millisecond)
+	}
+	if code, _ := raw.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("raw: exit code %d; stderr:\n%s", code, raw.stderrText())
+	}
+	rawLines, _ := sinkLines(t, raw.stdoutLines())
+	sortedLines, _ := sinkLines(t, sorted.stdoutLines())
+	checkSortedAtLeastOnce(t, rawLines, sortedLines)
+	if !strings.Contains(sorter.stderrText(), "windows recovered from the log") {
+		t.Errorf("the restarted sort vertex recovered nothing from its state directory")
+	}
+	if t.Failed() {
+		t.Logf("sort stderr:\n%s", sorter.stderrText())
+	}
+}
+
+// checkSortedAtLeastOnce checks sorted against raw when a message may come
+// out more than once: with each ID's later outputs left out, each key's
+// messages are in event-time order, and every raw message at or below the
+// latest event time of its key in sorted is there.
+func checkSortedAtLeastOnce(t *testing.T, raw, sorted []sinkLine) {
+	t.Helper()
+	last := map[string]int64{}
+	got := map[string]bool{}
+	dups := 0
+	for _, s := range sorted {
+		if got[s.id] {
+			dups++
+			continue
+		}
+		got[s.id] = true
+		if prev, ok := last[s.keys]; ok && s.eventTime < prev {
+			t.Errorf("key %s: %s at %d after %d", s.keys, s.id, s.eventTime, prev)
+		}
+		last[s.keys] = max(last[s.keys], s.eventTime)
+	}
+	generated := map[string]bool{}
+	for _, r := range raw {
+		generated[r.id] = true
+	}
+	for id := range got {
+		if !generated[id] {
+			t.Errorf("%s came out and was never generated", id)
+		}
+	}
+	lost := 0
+	for _, r := range raw {
+		if reached, ok := last[r.keys]; ok && r.eventTime <= reached && !got[r.id] {
+			if lost++; lost <= 10 {
+				t.Errorf("key %s: %s at %d (at or below %d) never came out", r.keys, r.id, r.eventTime, reached)
+			}
+		}
+	}
+	if lost > 0 || len(last) != 3 {
+		t.Errorf("%d of %d messages lost; %d sorted for %d keys", lost, len(raw), len(got), len(last))
+	}
+	t.Logf("%d messages generated; %d sorted, %d of them again after the crash", len(raw), len(got), dups)
 }
