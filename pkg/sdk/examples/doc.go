@@ -24,6 +24,8 @@
 //     and keys, merged sessions adding up their counts;
 //   - sessionsum (sessionreducer): adds up the integer payloads of each
 //     session and keys;
+//   - streamsorter (accumulator): emits each key set's messages in
+//     event-time order as the watermark passes them;
 //   - ticker (sideinput): a side input whose value counts its retrievals;
 //   - sitag (mapper): appends a side input's value (SITAG_SIDE_INPUT,
 //     default ticker) to every payload, read from its file.
