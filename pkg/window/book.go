@@ -55,11 +55,11 @@ func NewBook[T any](s Strategy, allowedLateness time.Duration) *Book[T] {
 // watermark less the allowed lateness.
 func (b *Book[T]) Add(keys []string, t time.Time, item T) (windows []Window, late bool) {
 	if b.sessions != nil {
-		w, late := b.sessions.add(keys, t, item, b.behind)
+		c, late := b.sessions.add(keys, t, item, b.behind)
 		if late {
 			return nil, true
 		}
-		return append(b.scratch[:0], w), false
+		return append(b.scratch[:0], c.Window), false
 	}
 	b.scratch = b.strategy.Assign(b.scratch[:0], t)
 	n := 0
@@ -83,6 +83,28 @@ func (b *Book[T]) Add(keys []string, t time.Time, item T) (windows []Window, lat
 		n++
 	}
 	return b.scratch[:n], n == 0 && len(b.scratch) > 0
+}
+
+// AddSession adds item, of keys and event time t, as Add does to a Book of
+// session windows, and returns what it did to the sessions of its key set:
+// opened one, joined one, expanded one or merged several. late reports
+// that the item joins no open session and is behind the watermark less
+// the allowed lateness. It panics on a Book of aligned windows.
+func (b *Book[T]) AddSession(keys []string, t time.Time, item T) (c Change, late bool) {
+	if b.sessions == nil {
+		panic("window: AddSession on a Book of aligned windows")
+	}
+	return b.sessions.add(keys, t, item, b.behind)
+}
+
+// EachSession calls f with each open session of a Book of session windows
+// and its group, the items in the order the session holds them; the key
+// sets come in no order, each one's sessions in the order of their starts.
+// f must not change the Book. A Book of aligned windows has no sessions.
+func (b *Book[T]) EachSession(f func(w Window, g *Group[T])) {
+	if b.sessions != nil {
+		b.sessions.each(f)
+	}
 }
 
 // Advance moves the watermark to wm, unless it is behind the last one (a

@@ -33,9 +33,9 @@ func joins(w Window, t time.Time, timeout time.Duration) bool {
 // that [t, t+timeout) falls in or touches, grown to cover it, merging the
 // sessions it comes to touch; or in a new session. behind says whether an
 // event time is behind the watermark less the allowed lateness. It returns
-// the item's session, or late when the item joins no open session and is
-// behind.
-func (s *sessions[T]) add(keys []string, t time.Time, item T, behind func(time.Time) bool) (Window, bool) {
+// what it did to the sessions, or late when the item joins no open session
+// and is behind.
+func (s *sessions[T]) add(keys []string, t time.Time, item T, behind func(time.Time) bool) (Change, bool) {
 	id := KeysID(keys)
 	list := s.byKeys[id]
 	w := Window{Start: t, End: t.Add(s.timeout)}
@@ -50,24 +50,41 @@ func (s *sessions[T]) add(keys []string, t time.Time, item T, behind func(time.T
 	}
 	if first < 0 {
 		if behind(t) {
-			return Window{}, true
+			return Change{}, true
 		}
 		ss := &session[T]{w: w, g: &Group[T]{Keys: slices.Clone(keys), Items: []T{item}}}
 		i, _ := slices.BinarySearchFunc(list, t, func(x *session[T], t time.Time) int { return x.w.Start.Compare(t) })
 		s.byKeys[id] = slices.Insert(list, i, ss)
 		s.n++
-		return w, false
+		return Change{Op: Opened, Window: w}, false
 	}
 	into := list[first]
+	c := Change{Op: Joined}
+	if last > first {
+		c.Op = Merged
+		for _, ss := range list[first : last+1] {
+			c.Old = append(c.Old, ss.w)
+		}
+	} else {
+		c.Old = []Window{into.w}
+	}
 	for _, ss := range list[first+1 : last+1] { // merged into the first
 		into.w = union(into.w, ss.w)
 		into.g.Items = append(into.g.Items, ss.g.Items...)
 	}
-	into.w = union(into.w, w)
+	grown := union(into.w, w)
+	if c.Op == Joined && grown != into.w {
+		c.Op = Expanded
+	}
+	into.w = grown
 	into.g.Items = append(into.g.Items, item)
 	s.byKeys[id] = slices.Delete(list, first+1, last+1)
 	s.n -= last - first
-	return into.w, false
+	c.Window = into.w
+	if c.Op == Joined {
+		c.Old = nil
+	}
+	return c, false
 }
 
 // union is the smallest window that covers a and b.
@@ -103,6 +120,16 @@ func (s *sessions[T]) advance(closed []Closed[T], closes func(Window) bool) []Cl
 		}
 	}
 	return closed
+}
+
+// each calls f with each open session and its group, the key sets in no
+// order, each key set's sessions in the order of their starts.
+func (s *sessions[T]) each(f func(Window, *Group[T])) {
+	for _, list := range s.byKeys {
+		for _, ss := range list {
+			f(ss.w, ss.g)
+		}
+	}
 }
 
 // oldest is the earliest start of an open session; ok is false when none

@@ -2,6 +2,8 @@ package window
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -149,5 +151,46 @@ func TestSessionStrategy(t *testing.T) {
 	}
 	if f, _ := Fixed(time.Minute); f.Timeout() != 0 {
 		t.Error("a fixed strategy has a timeout")
+	}
+}
+
+// TestAddSessionChanges checks what each AddSession reports it did to the
+// sessions of its key set.
+func TestAddSessionChanges(t *testing.T) {
+	s, _ := Session(10 * time.Second)
+	b := NewBook[int](s, 0)
+	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
+	win := func(start, end int64) Window { return Window{Start: at(start), End: at(end)} }
+	steps := []struct {
+		key  string
+		t    int64
+		want Change
+	}{
+		{"a", 100, Change{Op: Opened, Window: win(100, 110)}},
+		{"a", 105, Change{Op: Expanded, Window: win(100, 115), Old: []Window{win(100, 110)}}},
+		{"a", 101, Change{Op: Joined, Window: win(100, 115)}},
+		{"b", 101, Change{Op: Opened, Window: win(101, 111)}},
+		{"a", 124, Change{Op: Opened, Window: win(124, 134)}},
+		{"a", 95, Change{Op: Expanded, Window: win(95, 115), Old: []Window{win(100, 115)}}},
+		{"a", 115, Change{Op: Merged, Window: win(95, 134), Old: []Window{win(95, 115), win(124, 134)}}},
+	}
+	for i, st := range steps {
+		got, late := b.AddSession([]string{st.key}, at(st.t), i)
+		if late || got.Op != st.want.Op || got.Window != st.want.Window || !slices.Equal(got.Old, st.want.Old) {
+			t.Errorf("step %d (%s at %d): %v %v %v (late %v); want %v %v %v", i, st.key, st.t,
+				got.Op, got.Window, got.Old, late, st.want.Op, st.want.Window, st.want.Old)
+		}
+	}
+	var open []string
+	b.EachSession(func(w Window, g *Group[int]) { open = append(open, fmt.Sprint(g.Keys, w, g.Items)) })
+	slices.Sort(open)
+	if want := []string{
+		"[a] [1970-01-01T00:01:35Z, 1970-01-01T00:02:14Z) [0 1 2 5 4 6]",
+		"[b] [1970-01-01T00:01:41Z, 1970-01-01T00:01:51Z) [3]",
+	}; !slices.Equal(open, want) {
+		t.Errorf("open sessions %q; want %q", open, want)
+	}
+	if Merged.String() != "merged" || Op(9).String() != "Op(9)" {
+		t.Errorf("Op names %q %q", Merged, Op(9))
 	}
 }
