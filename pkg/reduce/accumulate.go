@@ -218,7 +218,7 @@ func (a *Accumulator) release(m accMsg) {
 // message whose event time is before the watermark is late and dropped; a
 // message whose ID is held already (delivered again) is dropped too. Once
 // Add returns without error, msgs may be acked upstream.
-func (a *Accumulator) Add(msgs []isb.Message) (late int, err error) {
+func (a *Accumulator) Add(_ context.Context, msgs []isb.Message) (late int, err error) {
 	l := a.cfg.Log
 	for i := range msgs {
 		m := msgs[i]

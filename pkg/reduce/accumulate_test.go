@@ -106,7 +106,7 @@ func runAcc(t *testing.T, a *Accumulator, msgs []isb.Message, wm time.Time) ([]i
 	}
 	for len(msgs) > 0 {
 		n := min(6, len(msgs))
-		if _, err := a.Add(msgs[:n]); err != nil {
+		if _, err := a.Add(context.Background(), msgs[:n]); err != nil {
 			t.Fatal(err)
 		}
 		msgs = msgs[n:]
@@ -221,7 +221,7 @@ func TestAccumulatorCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, wm := runAcc(t, a1, msgs[:30], time.Time{})
-	if _, err := a1.Add(msgs[30:36]); err != nil { // logged, never committed nor acked
+	if _, err := a1.Add(context.Background(), msgs[30:36]); err != nil { // logged, never committed nor acked
 		t.Fatal(err)
 	}
 	a1.Close()

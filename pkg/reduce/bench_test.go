@@ -53,7 +53,7 @@ func BenchmarkAdd(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				base := int64(i/20) * 60
-				if _, err := p.Add(batchOf(500, 100, base)); err != nil {
+				if _, err := p.Add(context.Background(), batchOf(500, 100, base)); err != nil {
 					b.Fatal(err)
 				}
 				if i%20 == 19 {
@@ -88,7 +88,7 @@ func BenchmarkOpenWindowKeys(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		p, _ := New(Config{Strategy: s, Keyed: true, Reducer: ReducerFunc(count)})
-		if _, err := p.Add(msgs); err != nil {
+		if _, err := p.Add(context.Background(), msgs); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
@@ -124,7 +124,7 @@ func BenchmarkOpenKeys(b *testing.B) {
 					msgs[i] = isb.Message{ID: "in-0-" + strconv.Itoa(1_000_000+i), Keys: []string{"key-" + strconv.Itoa(i)},
 						Value: make([]byte, size), EventTime: time.Unix(1, int64(i))}
 				}
-				if _, err := p.Add(msgs); err != nil {
+				if _, err := p.Add(context.Background(), msgs); err != nil {
 					b.Fatal(err)
 				}
 				clear(msgs) // the reader's batch, reused: the processor holds what it keeps

@@ -22,8 +22,13 @@
 // reduce function (numaflow-go's reducers, or sluice's SDK) through a
 // client of its reduce.v1 server, a stream per window and key set;
 // [RemoteSession] runs a session reduce function through the one stream of
-// a sessionreduce.v1 client, each closing session opened, appended to and
-// closed on it.
+// a sessionreduce.v1 client: it is a [SessionReducer], which the Processor
+// tells, as it adds each message, whether the message opened a session,
+// was appended to one, expanded one or merged several, and asks to close
+// each session the watermark closes. After [Processor.Recover], and after
+// a call fails (the stream is gone, and the server's sessions with it),
+// the open sessions are sent again, each opened with its first message and
+// its others appended, before anything else.
 //
 // # Session windows
 //

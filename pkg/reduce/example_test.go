@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	p.Add([]isb.Message{
+	p.Add(context.Background(), []isb.Message{
 		{Keys: []string{"a"}, EventTime: time.Unix(1, 0)},
 		{Keys: []string{"b"}, EventTime: time.Unix(4, 0)},
 		{Keys: []string{"a"}, EventTime: time.Unix(9, 0)},

@@ -80,7 +80,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			for i := range buf[:n] {
 				msgs = append(msgs, buf[i].Message)
 			}
-			late, err := l.Processor.Add(msgs)
+			late, err := l.Processor.Add(ctx, msgs)
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,9 @@ type Config struct {
 	// Keyed reduces each key set of a window on its own; without, all of a
 	// window's messages are reduced together, with no keys.
 	Keyed bool
-	// Reducer reduces a window's messages.
+	// Reducer reduces a window's messages. With session windows, a Reducer
+	// that is a SessionReducer (RemoteSession's) is told of each session's
+	// operations as messages are added, and reduces a session as it closes.
 	Reducer Reducer
 	// Log is the write-ahead log; nil keeps state in memory alone.
 	Log *wal.Log
@@ -41,6 +43,11 @@ type Processor struct {
 	// logged, not acked before a crash), and they are not to count twice.
 	recovered map[string]time.Time
 	dups      int64
+	// live is the Reducer when it is a SessionReducer of session windows;
+	// stale says that its server may lack open sessions (after a restart,
+	// or a failed call), which go again before anything else.
+	live  SessionReducer
+	stale bool
 }
 
 // New returns a Processor for cfg. With a log, call [Processor.Recover]
@@ -52,12 +59,17 @@ func New(cfg Config) (*Processor, error) {
 	if len(cfg.Strategy.Assign(nil, time.Unix(0, 0))) == 0 {
 		return nil, errors.New("reduce: Config.Strategy assigns no windows; make it with window.Fixed, window.Sliding or window.Session")
 	}
-	return &Processor{cfg: cfg, book: window.NewBook[isb.Message](cfg.Strategy, cfg.AllowedLateness)}, nil
+	p := &Processor{cfg: cfg, book: window.NewBook[isb.Message](cfg.Strategy, cfg.AllowedLateness)}
+	if live, ok := cfg.Reducer.(SessionReducer); ok && cfg.Strategy.Timeout() > 0 {
+		p.live, p.stale = live, true
+	}
+	return p, nil
 }
 
 // Recover replays the log: messages come back to their open windows, and
 // the windows a committed watermark closed stay closed, their state
-// dropped. It returns how many messages came back.
+// dropped. It returns how many messages came back. A SessionReducer is
+// sent the sessions still open by the next Add or Advance.
 func (p *Processor) Recover() (int, error) {
 	if p.cfg.Log == nil {
 		return 0, nil
@@ -73,7 +85,7 @@ func (p *Processor) Recover() (int, error) {
 			if err != nil {
 				return err
 			}
-			if ws, late := p.put(m); !late {
+			if ws, _, late := p.put(m); !late {
 				n++
 				if m.ID != "" {
 					if p.recovered == nil {
@@ -100,19 +112,30 @@ func (p *Processor) Recover() (int, error) {
 
 // Add puts msgs in their open windows and makes them durable in the log.
 // It returns how many were late (their windows had all closed) and dropped.
-// Once it returns without error, msgs may be acked upstream.
-func (p *Processor) Add(msgs []isb.Message) (late int, err error) {
+// Once it returns without error, msgs may be acked upstream. A
+// SessionReducer is told what each message did to its sessions.
+func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err error) {
 	l := p.cfg.Log
+	if p.live != nil && p.stale {
+		if err := p.resend(ctx, nil); err != nil {
+			return 0, err
+		}
+	}
 	for i := range msgs {
 		if _, ok := p.recovered[msgs[i].ID]; ok && msgs[i].ID != "" {
 			delete(p.recovered, msgs[i].ID) // delivered again after a crash: logged already
 			p.dups++
 			continue
 		}
-		ws, dropped := p.put(msgs[i])
+		ws, c, dropped := p.put(msgs[i])
 		if dropped {
 			late++
 			continue
+		}
+		if p.live != nil {
+			if err := p.tellOrResend(ctx, c, msgs[i]); err != nil {
+				return 0, err
+			}
 		}
 		if l == nil {
 			continue
@@ -133,13 +156,41 @@ func (p *Processor) Add(msgs []isb.Message) (late int, err error) {
 	return late, nil
 }
 
-// put puts m in its open windows and returns them; late when it has none.
-func (p *Processor) put(m isb.Message) (windows []window.Window, late bool) {
-	var keys []string
-	if p.cfg.Keyed {
-		keys = m.Keys
+// put puts m in its open windows and returns them, with sessions what it
+// did to them; late when it has none.
+func (p *Processor) put(m isb.Message) (windows []window.Window, c window.Change, late bool) {
+	keys := p.keys(m)
+	if p.cfg.Strategy.Timeout() > 0 {
+		c, late = p.book.AddSession(keys, m.EventTime, m)
+		if late {
+			return nil, c, true
+		}
+		return []window.Window{c.Window}, c, false
 	}
-	return p.book.Add(keys, m.EventTime, m)
+	windows, late = p.book.Add(keys, m.EventTime, m)
+	return windows, c, late
+}
+
+// keys are the keys m is grouped by: its own when keyed, else none.
+func (p *Processor) keys(m isb.Message) []string {
+	if p.cfg.Keyed {
+		return m.Keys
+	}
+	return nil
+}
+
+// tellOrResend tells the SessionReducer what m did to its sessions; when
+// that fails, it sends the open sessions (m's included) again.
+func (p *Processor) tellOrResend(ctx context.Context, c window.Change, m isb.Message) error {
+	err := p.tell(ctx, p.keys(m), c, m)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	p.stale = true
+	return p.resend(ctx, nil)
 }
 
 // Advance moves the watermark to wm and reduces each window it closes, in
@@ -160,10 +211,21 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 	if len(p.recovered) == 0 {
 		p.recovered = nil
 	}
+	if p.live != nil && p.stale {
+		if err := p.resend(ctx, closed); err != nil {
+			return nil, err
+		}
+	}
 	var out []isb.Message
-	for _, c := range closed {
+	for i, c := range closed {
 		for _, g := range c.Groups {
-			res, err := p.cfg.Reducer.Reduce(ctx, c.Window, g.Keys, g.Items)
+			var res []isb.Message
+			var err error
+			if p.live != nil {
+				res, err = p.closeSession(ctx, closed[i:], g)
+			} else {
+				res, err = p.cfg.Reducer.Reduce(ctx, c.Window, g.Keys, g.Items)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("reduce: window %v, keys %q: %w", c.Window, g.Keys, err)
 			}

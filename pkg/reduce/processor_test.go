@@ -52,7 +52,7 @@ func advance(t *testing.T, p *Processor, sec int64) []isb.Message {
 
 func add(t *testing.T, p *Processor, msgs ...isb.Message) int {
 	t.Helper()
-	late, err := p.Add(msgs)
+	late, err := p.Add(context.Background(), msgs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestRemoteCount(t *testing.T) {
 	local := newCounter(t, nil)
 	msgs := []isb.Message{msg("1", "a", 101), msg("2", "b", 102), msg("3", "a", 109), msg("4", "drop", 103), msg("5", "a", 111)}
 	for _, p := range []*Processor{remote, local} {
-		if _, err := p.Add(msgs); err != nil {
+		if _, err := p.Add(ctx, msgs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,9 +101,16 @@ func (c *sessionCount) SessionReduce(_ context.Context, keys []string, in <-chan
 	return sessionreducer.Messages{sessionreducer.NewMessage([]byte(strconv.FormatInt(c.n.Load(), 10))).WithKeys(keys)}
 }
 
-func (c *sessionCount) Accumulator(context.Context) []byte { return nil }
+// Accumulator and MergeAccumulator carry a merged session's count into the
+// session it merges into.
+func (c *sessionCount) Accumulator(context.Context) []byte {
+	return strconv.AppendInt(nil, c.n.Load(), 10)
+}
 
-func (c *sessionCount) MergeAccumulator(context.Context, []byte) {}
+func (c *sessionCount) MergeAccumulator(_ context.Context, acc []byte) {
+	n, _ := strconv.ParseInt(string(acc), 10, 64)
+	c.n.Add(n)
+}
 
 // TestRemoteSessionCount reduces keyed sessions with a session counter
 // served by sluice's SDK, and gets what the built-in count gets.
@@ -133,7 +140,7 @@ func TestRemoteSessionCount(t *testing.T) {
 	msgs := []isb.Message{msg("1", "a", 100), msg("2", "b", 100), msg("3", "a", 109), msg("4", "drop", 103),
 		msg("5", "a", 104), msg("6", "b", 107), msg("7", "a", 120)}
 	for _, p := range []*Processor{remote, local} {
-		if _, err := p.Add(msgs); err != nil {
+		if _, err := p.Add(ctx, msgs); err != nil {
 			t.Fatal(err)
 		}
 	}

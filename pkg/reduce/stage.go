@@ -13,7 +13,7 @@ import (
 // written; Commit records that it is written. Open is how many windows or
 // key sets are open.
 type Stage interface {
-	Add(msgs []isb.Message) (late int, err error)
+	Add(ctx context.Context, msgs []isb.Message) (late int, err error)
 	Advance(ctx context.Context, wm time.Time) ([]isb.Message, error)
 	Commit() error
 	Open() int
