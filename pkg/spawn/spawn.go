@@ -88,9 +88,11 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 			if err != nil || !ok || d.SideInputsManager {
 				continue
 			}
-			err = g.start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
-			if err == nil && len(v.SideInputs) > 0 {
+			if len(v.SideInputs) > 0 {
 				err = makeSideInputsDir(d.SideInputsDir)
+			}
+			if err == nil {
+				err = g.start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
 			}
 		}
 		sdirs := pipeline.SideInputSocketDirs(p, dir)

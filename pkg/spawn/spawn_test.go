@@ -21,6 +21,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/sideinput"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -279,5 +280,34 @@ func TestRoleKinds(t *testing.T) {
 		if len(roleKinds[c.role]) == 0 {
 			t.Errorf("role %s has no kinds", c.role)
 		}
+	}
+}
+
+// A udsink, udsource or UDF of a vertex that names side inputs may watch the
+// side inputs' directory from its first instruction (numaflow-go's
+// sink_sideinput and simple_source_with_sideinput exit when they cannot):
+// Start creates the directory before it starts the vertex's containers.
+func TestSideInputsDirBeforeContainers(t *testing.T) {
+	siDir := filepath.Join(shortDir(t), "side-inputs")
+	check := &config.Container{Image: "check", Command: []string{"/bin/sh", "-c",
+		`if test -d "$` + sideinput.EnvDir + `"; then echo there; else echo missing; fi; exec sleep 60`}}
+	f := &config.File{Pipeline: &config.Pipeline{Metadata: config.Metadata{Name: "si"}, Spec: config.PipelineSpec{
+		Vertices: []config.Vertex{{Name: "out", SideInputs: []string{"t"},
+			Sink: &config.Sink{AbstractSink: config.AbstractSink{UDSink: &config.UDContainer{Container: check}}}}},
+		SideInputs: []config.SideInput{{Name: "t", Container: &config.Container{Image: "t", Command: []string{"/bin/sh", "-c", "exec sleep 60"}}}},
+	}}}
+	var out lockedBuffer
+	g, err := Start(f, shortDir(t), Deps{Stdout: &out, Stderr: &out, SideInputsDir: siDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	for deadline := time.Now().Add(spawnWait); out.String() == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the udsink container wrote nothing")
+		}
+	}
+	if got := strings.TrimSpace(out.String()); got != "there" {
+		t.Fatalf("the udsink container found %s missing at its start (it wrote %q)", siDir, got)
 	}
 }
