@@ -228,3 +228,120 @@ func TestReduceSideInputNumaflowGo(t *testing.T) {
 	}
 	t.Logf("%d reduce_sideinput results", countLines(p.stdoutLines(), "Payload - reduce_sideinput "))
 }
+
+// numaflowGoSideInputSpec is the spec.sideInputs block of numaflow-go's e2e
+// pipelines for its sink and source examples: sideinput_function (which
+// answers "e2e-odd" and "e2e-even" in turn) as myticker, asked every second.
+func numaflowGoSideInputSpec(bin string) string {
+	return `  sideInputs:
+    - name: myticker
+      container:
+        command: [` + strconv.Quote(bin) + `]
+      trigger:
+        schedule: "* * * * * *"
+`
+}
+
+// TestSinkSideInputNumaflowGo runs numaflow-go's sink_sideinput example (a
+// sink that watches /var/numaflow/side-inputs with fsnotify, keeps the
+// content of myticker each time that file is created, and for each message
+// adds one to that content's count in redis at redis:6379, logging the
+// outcome and acknowledging the message either way) as the udsink of a
+// vertex naming myticker, with sideinput_function as myticker, both
+// unchanged, in one process, as numaflow-go's e2e pipeline pairs them. The
+// sink starts (it exits when the directory is missing), logs the file's
+// creation, and handles messages after it; the counts it keeps are in a
+// redis this test does not reach, so a line per message says "Set Error"
+// unless redis:6379 answers, when it names e2e-even or e2e-odd. Skipped as
+// TestSideInputNumaflowGo is. The generator makes five messages a second, so
+// that the sink, which opens a redis client for each, keeps up and the
+// process drains its buffers in the seconds it is given to stop.
+func TestSinkSideInputNumaflowGo(t *testing.T) {
+	src := numaflowGoSrc(t)
+	server := numaflowGoExample(t, src, "sideinput/sideinput_function")
+	sink := numaflowGoExample(t, src, "sideinput/sink_sideinput")
+	yaml := `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: si-sink-nfgo
+spec:
+` + numaflowGoSideInputSpec(server) + `  vertices:
+    - name: in
+      source:
+        generator:
+          rpu: 5
+          duration: 1s
+    - name: out
+      sideInputs: [myticker]
+      sink:
+        udsink:
+` + udContainer("          ", sink, map[string]string{"SINK_HASH_KEY": "si-sink-nfgo-out"}) + `  edges:
+    - from: in
+      to: out
+`
+	const created = "Side input file has been created: /var/numaflow/side-inputs/myticker"
+	handled := regexp.MustCompile(`Set Error - |Incremented by 1 the no\. of occurrences of e2e-(even|odd) under hash key si-sink-nfgo-out`)
+	handledAfterCreated := func(s string) int {
+		i := strings.Index(s, created)
+		if i < 0 {
+			return 0
+		}
+		return len(handled.FindAllStringIndex(s[i:], -1))
+	}
+	p := startNumaflowGo(t, yaml)
+	p.waitFor(60*time.Second, "the side input's file created, then 10 messages handled", func() bool {
+		return handledAfterCreated(p.stderr.String()) >= 10
+	})
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	stderr := p.stderrText()
+	t.Logf("myticker's file created %d times; %d messages handled after the first, %d counted in redis",
+		strings.Count(stderr, created), handledAfterCreated(stderr), strings.Count(stderr, "Incremented by 1 "))
+}
+
+// TestSourceSideInputNumaflowGo runs numaflow-go's
+// simple_source_with_sideinput example (a source that watches
+// /var/numaflow/side-inputs with fsnotify and emits one message holding the
+// content of myticker each time that file is created) as the udsource of a
+// vertex naming myticker, with sideinput_function as myticker, both
+// unchanged, in one process, as numaflow-go's e2e pipeline pairs them, and a
+// log sink: the sink prints e2e-even and e2e-odd, and nothing else. Skipped as
+// TestSideInputNumaflowGo is.
+func TestSourceSideInputNumaflowGo(t *testing.T) {
+	src := numaflowGoSrc(t)
+	server := numaflowGoExample(t, src, "sideinput/sideinput_function")
+	source := numaflowGoExample(t, src, "sideinput/simple_source_with_sideinput")
+	yaml := `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: si-source-nfgo
+spec:
+` + numaflowGoSideInputSpec(server) + `  vertices:
+    - name: in
+      sideInputs: [myticker]
+      source:
+        udsource:
+` + udContainer("          ", source, nil) + `    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: out
+`
+	p := startNumaflowGo(t, yaml)
+	p.waitFor(60*time.Second, "two messages of e2e-even and two of e2e-odd", func() bool {
+		return countLines(p.lines, "Payload - e2e-even Keys") >= 2 && countLines(p.lines, "Payload - e2e-odd Keys") >= 2
+	})
+	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	}
+	lines := p.stdoutLines()
+	for _, l := range lines {
+		if strings.HasPrefix(l, "Payload - ") && !strings.HasPrefix(l, "Payload - e2e-even Keys") && !strings.HasPrefix(l, "Payload - e2e-odd Keys") {
+			t.Errorf("the sink printed a message that is not a value of myticker: %q", l)
+		}
+	}
+	t.Logf("%d messages printed: %d e2e-even, %d e2e-odd", countLines(lines, "Payload - "),
+		countLines(lines, "Payload - e2e-even Keys"), countLines(lines, "Payload - e2e-odd Keys"))
+}
