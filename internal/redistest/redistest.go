@@ -80,6 +80,7 @@ type Server struct {
 
 	opts     Options
 	sentinel bool
+	cluster  bool          // a cluster node: cluster-enabled, nodes-<port>.conf in Dir
 	confFile string        // sentinel only: the config file (rewritten by sentinel)
 	conf     func() string // sentinel only: initial config for the current port
 	authConf []string      // sentinel only: correctly quoted "sentinel auth-*" lines
@@ -233,6 +234,10 @@ func (s *Server) args() []string {
 			host, port = o.ReplicaOf, "" // redis-server reports the bad value
 		}
 		a = append(a, "--replicaof", host, port)
+	}
+	if s.cluster {
+		a = append(a, "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(s.Dir, "nodes-"+strconv.Itoa(s.Port)+".conf"))
 	}
 	return append(a, o.Args...)
 }

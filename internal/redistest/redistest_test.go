@@ -465,3 +465,20 @@ func TestPortTaken(t *testing.T) {
 		t.Fatalf("PING = %v", got)
 	}
 }
+
+func TestCluster(t *testing.T) {
+	c := StartCluster(t, Options{Password: "s3cret"})
+	client := c.Client(t)
+	ctx := ctx(t)
+	// Keys in every slot range land on all three masters.
+	for i := range 30 {
+		if err := client.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range c.Nodes {
+		if n := s.Do(t, "DBSIZE"); n == int64(0) {
+			t.Fatalf("node %s holds no keys", s.Addr)
+		}
+	}
+}
