@@ -25,21 +25,28 @@ const KeyLinger = 2 * time.Second
 var _ pool.KeyStore = (*Store)(nil)
 
 // KeyPrefix returns the base name of the store's per-key counts: the count of
-// message key k in epoch e is the string KeyPrefix():e:k, which expires
-// KeyLinger after the epoch ends.
+// message key k is the string KeyPrefix():k, which holds "<epoch>:<tokens>"
+// for the epoch of its last grant and expires KeyLinger after that epoch ends.
+// It has the store's hash tag, so that the counts of a batch, whatever their
+// message keys, are in one Redis Cluster slot.
 func (s *Store) KeyPrefix() string { return s.keyBase }
+
+// KeyName returns the name of the count of message key k.
+func (s *Store) KeyName(k string) string { return s.keyBase + ":" + k }
 
 // TakeKeys implements [pool.KeyStore] with one run of a script
 // (perkey.lua, EVALSHA), whatever the number of keys: it takes up to Want
 // tokens of each key in the epoch of Redis TIME, never more than max per key
 // per epoch over every replica, and returns Redis's time.
 func (s *Store) TakeKeys(ctx context.Context, max int64, reqs []ratelimit.KeyRequest, granted []int) (time.Time, error) {
-	args := make([]any, 0, 2+2*len(reqs))
+	keys := make([]string, len(reqs))
+	args := make([]any, 0, 2+len(reqs))
 	args = append(args, max, KeyLinger.Milliseconds())
-	for _, r := range reqs {
-		args = append(args, r.Key, r.Want)
+	for i, r := range reqs {
+		keys[i] = s.KeyName(r.Key)
+		args = append(args, r.Want)
 	}
-	res, err := perKeyScript.Run(ctx, s.client, []string{s.keyBase}, args...).Int64Slice()
+	res, err := perKeyScript.Run(ctx, s.client, keys, args...).Int64Slice()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("redisstore: per-key take: %w", err)
 	}

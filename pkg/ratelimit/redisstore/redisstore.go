@@ -11,9 +11,11 @@
 // last cut and pause of throttle signals). Every key expires after the ttl (and
 // at least twice the longest lease) unless a replica keeps syncing. The first
 // three are sorted sets, so that a sync costs O(log n) in the number of replicas.
-// With per-key limits ([Store.TakeKeys]) it also keeps a count per epoch and
-// message key, sluice:{prefix}:perkey:<epoch>:<key>, for two seconds after the
-// epoch.
+// With per-key limits ([Store.TakeKeys]) it also keeps a count per message
+// key, sluice:{prefix}:perkey:<key>, holding the epoch of its last grant and the
+// tokens granted in it, for two seconds after that epoch. Every script names
+// all the keys it touches in KEYS, and they share the hash tag, so each run is
+// on one Redis Cluster slot.
 //
 // # Connecting
 //
@@ -39,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,6 +128,10 @@ func (s *Store) Close() error {
 func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	if prefix == "" {
 		return nil, errors.New("redisstore: empty key prefix")
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		// The prefix is the keys' hash tag: a brace would cut it short.
+		return nil, fmt.Errorf("redisstore: key prefix %q has a brace", prefix)
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = pool.DefaultTTL
