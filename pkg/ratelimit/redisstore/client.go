@@ -15,8 +15,9 @@ import (
 )
 
 // Conn says how to reach Redis. The mode follows from the fields: with
-// MasterName set, Redis is the master that the sentinels at Endpoints name
-// (sentinel mode); otherwise it is the one server at URL (single mode).
+// ClusterAddrs set, Redis is the Redis Cluster those nodes belong to (cluster
+// mode); with MasterName set, the master that the sentinels at Endpoints name
+// (sentinel mode); otherwise the one server at URL (single mode).
 type Conn struct {
 	// URL is redis://[user:password@]host:port[/db] or rediss://... (TLS), in
 	// single mode.
@@ -28,6 +29,11 @@ type Conn struct {
 	// the sentinels at Endpoints (host:port) report it.
 	MasterName string
 	Endpoints  []string
+
+	// ClusterAddrs, when set, selects cluster mode: the host:port of some
+	// nodes of a Redis Cluster, from which the client learns the others. TLS
+	// and the Redis credentials apply to every node; DB must be nil or 0.
+	ClusterAddrs []string
 
 	// Credentials of the Redis servers and of the sentinels; empty for none.
 	Username, Password                 string
@@ -44,6 +50,9 @@ type Conn struct {
 func newClient(c Conn) (redis.UniversalClient, string, error) {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 2 * time.Second
+	}
+	if len(c.ClusterAddrs) > 0 {
+		return newClusterClient(c)
 	}
 	if c.MasterName != "" {
 		if len(c.Endpoints) == 0 {
@@ -99,6 +108,25 @@ func newClient(c Conn) (redis.UniversalClient, string, error) {
 	return redis.NewClient(opt), opt.Addr, nil
 }
 
+// newClusterClient returns a client of the Redis Cluster at c.ClusterAddrs.
+func newClusterClient(c Conn) (redis.UniversalClient, string, error) {
+	switch {
+	case c.MasterName != "" || c.URL != "":
+		return nil, "", fmt.Errorf("%w: cluster addresses with a URL or a sentinel master name", ErrInvalidConn)
+	case c.DB != nil && *c.DB != 0:
+		return nil, "", fmt.Errorf("%w: database %d in cluster mode, which has only database 0", ErrInvalidConn, *c.DB)
+	}
+	opt := &redis.ClusterOptions{
+		Addrs: c.ClusterAddrs, Username: c.Username, Password: c.Password,
+		DialTimeout: c.DialTimeout, MaxRetries: 1, DialerRetries: 1,
+		ContextTimeoutEnabled: true,
+	}
+	if c.TLS != nil {
+		opt.TLSConfig = c.TLS.Clone()
+	}
+	return redis.NewClusterClient(opt), fmt.Sprintf("cluster of %v", c.ClusterAddrs), nil
+}
+
 // tlsDialer dials sentinels with c.SentinelTLS and servers with c.TLS.
 func tlsDialer(c Conn) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: c.DialTimeout, KeepAlive: 5 * time.Minute}
@@ -133,8 +161,9 @@ var (
 	ErrTLS = errors.New("TLS handshake with redis failed")
 	// ErrHost: the host name does not resolve.
 	ErrHost = errors.New("redis host not found")
-	// ErrInvalidConn: the [Conn] cannot be used: no URL and no master name, a URL
-	// that does not parse, or sentinel mode without endpoints.
+	// ErrInvalidConn: the [Conn] cannot be used: no URL, master name or cluster
+	// address, a URL that does not parse, sentinel mode without endpoints, or
+	// cluster mode with a URL, a master name or a database other than 0.
 	ErrInvalidConn = errors.New("invalid redis connection settings")
 )
 

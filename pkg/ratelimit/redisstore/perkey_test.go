@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 )
@@ -38,15 +37,12 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // TestKeyLimitersShareThroughRedis runs three replicas' key limiters on one
 // Redis: each batch of 40 keys is one EVALSHA, whatever the number of keys,
 // and no key gets more than its max in an epoch over the three.
-func TestKeyLimitersShareThroughRedis(t *testing.T) {
-	srv := redistest.Start(t, redistest.Options{})
-	client := srv.Client(t)
+func TestKeyLimitersShareThroughRedis(t *testing.T) { forEachMode(t, testKeyLimitersShareThroughRedis) }
+
+func testKeyLimitersShareThroughRedis(t *testing.T, d deployment) {
 	var sent commandCounter
-	client.AddHook(&sent)
-	s, err := redisstore.New(client, "mv", redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d.client.AddHook(&sent)
+	s := d.store(t, "mv", redisstore.Options{})
 	const max, keys, batches = 25, 40, 30
 	var limiters []*ratelimit.KeyLimiter
 	for range 3 {
@@ -78,7 +74,7 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(e)
-	if err := client.ConfigResetStat(ctx).Err(); err != nil {
+	if err := d.eachServer(ctx, func(c *redis.Client) error { return c.ConfigResetStat(ctx).Err() }); err != nil {
 		t.Fatal(err)
 	}
 	calls := int64(0)
@@ -95,14 +91,20 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 		calls += n
 		add(e)
 	}
-	info, err := client.Info(ctx, "commandstats").Result()
-	if total := infoFields(info, "cmdstat_evalsha")["calls"] + infoFields(info, "cmdstat_eval")["calls"]; total != float64(calls) {
-		t.Fatalf("%v scripts run for %d calls", total, calls)
-	}
+	// Over every server, or every master of a cluster.
+	var evalsha, eval float64
+	err = d.eachServer(ctx, func(c *redis.Client) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		evalsha += infoFields(info, "cmdstat_evalsha")["calls"]
+		eval += infoFields(info, "cmdstat_eval")["calls"]
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evalsha := infoFields(info, "cmdstat_evalsha")["calls"]
+	if total := evalsha + eval; total != float64(calls) {
+		t.Fatalf("%v scripts run for %d calls", total, calls)
+	}
 	if evalsha != float64(calls) || calls == 0 {
 		t.Fatalf("%v EVALSHA for %d batches of %d keys that made %d calls; want one EVALSHA per call, nothing else", evalsha, batches, keys, calls)
 	}
@@ -112,7 +114,7 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 			if n > max {
 				t.Errorf("epoch %d: key %s granted %d; max %d", e, key, n, max)
 			}
-			if stored := srv.Do(t, "GET", s.KeyName(key)); stored != nil && strings.HasPrefix(stored.(string), fmt.Sprint(e, ":")) && stored != fmt.Sprint(e, ":", n) {
+			if stored := d.do(t, "GET", s.KeyName(key)); stored != nil && strings.HasPrefix(stored.(string), fmt.Sprint(e, ":")) && stored != fmt.Sprint(e, ":", n) {
 				t.Errorf("epoch %d: key %s granted %d, Redis counted %v", e, key, n, stored)
 			}
 		}
@@ -120,9 +122,10 @@ func TestKeyLimitersShareThroughRedis(t *testing.T) {
 }
 
 // TestKeyCountsExpire: the counts of an epoch expire KeyLinger after it ends.
-func TestKeyCountsExpire(t *testing.T) {
-	srv := redistest.Start(t, redistest.Options{})
-	s := newStore(t, srv, "mv", redisstore.Options{})
+func TestKeyCountsExpire(t *testing.T) { forEachMode(t, testKeyCountsExpire) }
+
+func testKeyCountsExpire(t *testing.T, d deployment) {
+	s := d.store(t, "mv", redisstore.Options{})
 	granted := make([]int, 2)
 	at, err := s.TakeKeys(context.Background(), 3, []ratelimit.KeyRequest{{Key: "a", Want: 5}, {Key: "b", Want: 2}}, granted)
 	if err != nil {
@@ -134,11 +137,11 @@ func TestKeyCountsExpire(t *testing.T) {
 	count := s.KeyName("a")
 	want := (at.Unix()+1)*1000 + redisstore.KeyLinger.Milliseconds()
 	for _, key := range []string{count, s.KeyName("b")} {
-		if got := srv.Do(t, "PEXPIRETIME", key); got != want {
+		if got := d.do(t, "PEXPIRETIME", key); got != want {
 			t.Fatalf("%s expires at %v ms; want %d, KeyLinger after the epoch", key, got, want)
 		}
 	}
-	if got, want := srv.Do(t, "GET", count), fmt.Sprint(at.Unix(), ":3"); got != want {
+	if got, want := d.do(t, "GET", count), fmt.Sprint(at.Unix(), ":3"); got != want {
 		t.Fatalf("%s = %v; want %s", count, got, want)
 	}
 	if s.KeyPrefix() != "sluice:{mv}:perkey" {
@@ -149,7 +152,7 @@ func TestKeyCountsExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for srv.Do(t, "EXISTS", count) != int64(0) {
+	for d.do(t, "EXISTS", count) != int64(0) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s still there", count)
 		}

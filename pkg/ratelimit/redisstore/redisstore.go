@@ -19,9 +19,10 @@
 //
 // # Connecting
 //
-// [Open] connects to the Redis a [Conn] describes, one server or the master of a
-// set of sentinels, and fails only on a configuration Redis rejects; [New] builds
-// a store on a client of the caller's.
+// [Open] connects to the Redis a [Conn] describes, one server, the master of a
+// set of sentinels or a Redis Cluster (from some of its nodes' addresses), and
+// fails only on a configuration Redis rejects; [New] builds a store on a client
+// of the caller's, a *redis.ClusterClient as well as a *redis.Client.
 //
 // # Scripts
 //

@@ -33,9 +33,10 @@ func newStore(t *testing.T, srv *redistest.Server, prefix string, opts redisstor
 	return s
 }
 
-func TestSyncAgreement(t *testing.T) {
-	srv := redistest.Start(t, redistest.Options{})
-	s := newStore(t, srv, "mv", redisstore.Options{})
+func TestSyncAgreement(t *testing.T) { forEachMode(t, testSyncAgreement) }
+
+func testSyncAgreement(t *testing.T, d deployment) {
+	s := d.store(t, "mv", redisstore.Options{})
 	ctx := context.Background()
 	sync := func(id string, size int) pool.View {
 		t.Helper()
@@ -112,9 +113,10 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	}
 }
 
-func TestLeaveAndResume(t *testing.T) {
-	srv := redistest.Start(t, redistest.Options{})
-	s := newStore(t, srv, "mv", redisstore.Options{TTL: 2 * time.Second})
+func TestLeaveAndResume(t *testing.T) { forEachMode(t, testLeaveAndResume) }
+
+func testLeaveAndResume(t *testing.T, d deployment) {
+	s := d.store(t, "mv", redisstore.Options{TTL: 2 * time.Second})
 	ctx := context.Background()
 	s.Sync(ctx, pool.Report{ID: "a", PoolSize: 0})
 	s.Sync(ctx, pool.Report{ID: "b", PoolSize: 0})
@@ -130,7 +132,7 @@ func TestLeaveAndResume(t *testing.T) {
 	if v, _ := s.Sync(ctx, pool.Report{ID: "c"}); v.Resume != 42_500 {
 		t.Fatalf("resume %d after a leave without a pool", v.Resume)
 	}
-	if ttl := srv.Do(t, "PTTL", s.Keys()[3]).(int64); ttl <= 0 || ttl > 2000 {
+	if ttl := d.do(t, "PTTL", s.Keys()[3]).(int64); ttl <= 0 || ttl > 2000 {
 		t.Fatalf("resume key ttl %dms; want at most the store's 2s", ttl)
 	}
 }
@@ -171,15 +173,16 @@ func TestScriptsReloadAfterFlush(t *testing.T) {
 // TestLimitersShareOneLimit runs three limiters on one Redis in real time: once
 // they agree, every epoch's shares sum to exactly the pool and no epoch grants
 // more than it.
-func TestLimitersShareOneLimit(t *testing.T) {
-	srv := redistest.Start(t, redistest.Options{})
+func TestLimitersShareOneLimit(t *testing.T) { forEachMode(t, testLimitersShareOneLimit) }
+
+func testLimitersShareOneLimit(t *testing.T, d deployment) {
 	const max = 997
 	type summary = ratelimit.EpochSummary
 	var mu sync.Mutex
 	byEpoch := map[int64][]summary{}
 	var limiters []*ratelimit.Limiter
 	for i := range 3 {
-		store := newStore(t, srv, "shared", redisstore.Options{})
+		store := d.store(t, "shared", redisstore.Options{})
 		l, err := ratelimit.New(ratelimit.Config{Max: max, Min: max}, ratelimit.WithStore(store),
 			ratelimit.WithReplicaID(fmt.Sprint("replica-", i)),
 			ratelimit.WithEpochObserver(func(s summary) {
@@ -379,6 +382,57 @@ func TestSentinel(t *testing.T) {
 			t.Fatalf("no sync after the failover: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond) // the client finds the new master on its own
+	}
+}
+
+// TestCluster opens a store on a Redis Cluster from its seed addresses: every
+// key of a vertex, per-key counts included, is in one slot, and Open tells a
+// wrong password and a database other than 0 apart from Redis being away.
+func TestCluster(t *testing.T) {
+	c := redistest.StartCluster(t, redistest.Options{Password: "s3cret"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// ClusterAddrs selects cluster mode; one seed is enough to find the rest.
+	s, err := open(t, ctx, redisstore.Conn{ClusterAddrs: c.Addrs()[:1], Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+		t.Fatalf("sync on the cluster: %v", err)
+	}
+	granted := make([]int, 3)
+	reqs := []ratelimit.KeyRequest{{Key: "a", Want: 1}, {Key: "{b}", Want: 1}, {Key: "c}", Want: 1}}
+	if _, err := s.TakeKeys(ctx, 5, reqs, granted); err != nil || fmt.Sprint(granted) != "[1 1 1]" {
+		t.Fatalf("TakeKeys on the cluster = %v, %v; want [1 1 1]", granted, err)
+	}
+	client := c.Client(t)
+	keys := s.Keys()
+	for _, r := range reqs {
+		keys = append(keys, s.KeyName(r.Key))
+	}
+	want, err := client.ClusterKeySlot(ctx, keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if slot, err := client.ClusterKeySlot(ctx, k).Result(); err != nil || slot != want {
+			t.Errorf("key %s in slot %d (%v); want %d, the slot of %s", k, slot, err, want, keys[0])
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		conn redisstore.Conn
+		want error
+	}{
+		{"wrong password", redisstore.Conn{ClusterAddrs: c.Addrs(), Password: "nope"}, redisstore.ErrAuth},
+		{"database 1", redisstore.Conn{ClusterAddrs: c.Addrs(), Password: "s3cret", DB: new(int(1))}, redisstore.ErrInvalidConn},
+		{"with a URL", redisstore.Conn{ClusterAddrs: c.Addrs(), URL: "redis://" + c.Addrs()[0]}, redisstore.ErrInvalidConn},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := open(t, ctx, tt.conn); !errors.Is(err, tt.want) {
+				t.Fatalf("Open = %v; want %v", err, tt.want)
+			}
+		})
 	}
 }
 
