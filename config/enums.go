@@ -24,14 +24,18 @@ const (
 	RedisModeSingle
 	// RedisModeSentinel is the master a set of sentinels name.
 	RedisModeSentinel
+	// RedisModeCluster is a Redis Cluster, reached from the nodes at
+	// cluster.addrs; it is sluice's addition.
+	RedisModeCluster
 )
 
-var redisModeNames = [...]string{RedisModeUnset: "", RedisModeSingle: "single", RedisModeSentinel: "sentinel"}
+var redisModeNames = [...]string{RedisModeUnset: "", RedisModeSingle: "single", RedisModeSentinel: "sentinel", RedisModeCluster: "cluster"}
 
-// String returns the mode's YAML name: single or sentinel, or "" when unset.
+// String returns the mode's YAML name: single, sentinel or cluster, or "" when
+// unset.
 func (m RedisMode) String() string { return enum.Name(redisModeNames[:], m, "RedisMode") }
 
-// UnmarshalText parses single or sentinel, and rejects any other name.
+// UnmarshalText parses single, sentinel or cluster, and rejects any other name.
 func (m *RedisMode) UnmarshalText(b []byte) error {
 	return enum.Parse(m, redisModeNames[:], b, "mode")
 }

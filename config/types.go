@@ -271,18 +271,29 @@ type RateStore struct {
 	ReplicaCountStore *ReplicaCountStore `yaml:"replicaCountStore"`
 }
 
-// RedisStore is a Redis server or a sentinel-managed Redis.
+// RedisStore is a Redis server, a sentinel-managed Redis or a Redis Cluster.
 type RedisStore struct {
-	// Mode is single or sentinel; it is required.
+	// Mode is single, sentinel or cluster; it is required.
 	Mode     RedisMode      `yaml:"mode"`
 	URL      *string        `yaml:"url"`
 	DB       *int32         `yaml:"db"`
 	Sentinel *RedisSentinel `yaml:"sentinel"`
-	// RedisAuth and RedisTLS are sluice's additions for single mode: credentials
-	// from secrets instead of the URL, and a CA or client certificate for
-	// rediss:// URLs. In sentinel mode they are set under sentinel.
+	// Cluster is sluice's addition: the nodes of a Redis Cluster, in cluster
+	// mode.
+	Cluster *RedisCluster `yaml:"cluster"`
+	// RedisAuth and RedisTLS are sluice's additions for single and cluster
+	// mode: credentials from secrets instead of the URL, and a CA or client
+	// certificate for rediss:// URLs (in cluster mode, redisTLS turns TLS on
+	// for every node). In sentinel mode they are set under sentinel.
 	RedisAuth *RedisAuth `yaml:"redisAuth"`
 	RedisTLS  *TLS       `yaml:"redisTLS"`
+}
+
+// RedisCluster is a Redis Cluster, sluice's addition.
+type RedisCluster struct {
+	// Addrs are the host:port of some of its nodes (at least one); the client
+	// learns the others from them.
+	Addrs []string `yaml:"addrs"`
 }
 
 // RedisSentinel is a sentinel deployment.

@@ -453,15 +453,23 @@ func (c *checker) redis(path string, r *RedisStore) {
 		if r.Sentinel != nil {
 			c.add(path+".sentinel", "is for sentinel mode; remove it or set mode: sentinel")
 		}
+		if r.Cluster != nil {
+			c.add(path+".cluster", "is for cluster mode; remove it or set mode: cluster")
+		}
 		if r.RedisAuth != nil {
 			c.auth(path+".redisAuth", r.RedisAuth)
 		}
+	case RedisModeCluster:
+		c.redisCluster(path, r)
 	case RedisModeSentinel:
 		if r.URL != nil {
 			c.add(path+".url", "is for single mode; remove it or set mode: single")
 		}
 		if r.RedisAuth != nil || r.RedisTLS != nil {
 			c.add(path, "in sentinel mode, set redisAuth and redisTLS under sentinel")
+		}
+		if r.Cluster != nil {
+			c.add(path+".cluster", "is for cluster mode; remove it or set mode: cluster")
 		}
 		if r.Sentinel == nil {
 			c.add(path+".sentinel", "is required in sentinel mode")
@@ -488,10 +496,39 @@ func (c *checker) redis(path string, r *RedisStore) {
 			}
 		}
 	default:
-		c.add(path+".mode", "is required (single or sentinel)")
+		c.add(path+".mode", "is required (single, sentinel or cluster)")
 	}
 	if r.DB != nil && *r.DB < 0 {
 		c.add(path+".db", "(%d) must not be negative", *r.DB)
+	}
+}
+
+// redisCluster checks a redisStore in cluster mode: nodes under cluster.addrs,
+// the credentials and TLS of single mode, and no database but 0.
+func (c *checker) redisCluster(path string, r *RedisStore) {
+	if r.URL != nil {
+		c.add(path+".url", "is for single mode; in cluster mode, list the nodes under cluster.addrs")
+	}
+	if r.Sentinel != nil {
+		c.add(path+".sentinel", "is for sentinel mode; remove it or set mode: sentinel")
+	}
+	if r.DB != nil && *r.DB != 0 {
+		c.add(path+".db", "(%d) must be 0 in cluster mode: a Redis Cluster has only database 0", *r.DB)
+	}
+	if r.RedisAuth != nil {
+		c.auth(path+".redisAuth", r.RedisAuth)
+	}
+	if r.Cluster == nil {
+		c.add(path+".cluster", "is required in cluster mode")
+		return
+	}
+	if len(r.Cluster.Addrs) == 0 {
+		c.add(path+".cluster.addrs", "needs at least one host:port")
+	}
+	for i, a := range r.Cluster.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			c.add(fmt.Sprintf("%s.cluster.addrs[%d]", path, i), "(%q) must be host:port", a)
+		}
 	}
 }
 

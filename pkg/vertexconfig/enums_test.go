@@ -29,7 +29,7 @@ func TestEnumNames(t *testing.T) {
 		want  string   // the list an unknown name's error gives
 		zero  string   // the zero value's String
 	}{
-		{"config.RedisMode", func() named { return new(config.RedisMode) }, []string{"", "single", "sentinel"}, "single or sentinel", ""},
+		{"config.RedisMode", func() named { return new(config.RedisMode) }, []string{"", "single", "sentinel", "cluster"}, "single, sentinel or cluster", ""},
 		{"forward.OnFailure", func() named { return new(forward.OnFailure) }, []string{"retry", "fallback", "drop"}, "retry, fallback or drop", "retry"},
 		{"isb.SignalKind", func() named { return new(isb.SignalKind) }, []string{"", "http429", "http503", "sinkRateLimited", "mapRateLimited"},
 			"http429, http503, sinkRateLimited or mapRateLimited", ""},

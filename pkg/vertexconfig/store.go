@@ -151,6 +151,17 @@ func redisConn(rs *config.RedisStore, path string) (redisstore.Conn, redisFields
 		}
 		return conn, redisFields{store: path, creds: sp + ".redisAuth", tls: sp + ".redisTLS", host: sp + ".endpoints"}, nil
 	}
+	if rs.Mode == config.RedisModeCluster {
+		conn.ClusterAddrs = rs.Cluster.Addrs
+		f := redisFields{store: path, creds: path + ".redisAuth", tls: path + ".redisTLS", host: path + ".cluster.addrs"}
+		if conn.Username, conn.Password, err = readAuth(rs.RedisAuth, path+".redisAuth"); err != nil {
+			return conn, f, err
+		}
+		if conn.TLS, err = readTLS(rs.RedisTLS, path+".redisTLS"); err != nil {
+			return conn, f, err
+		}
+		return conn, f, nil
+	}
 	conn.URL = *rs.URL
 	f := redisFields{store: path, creds: path + ".url", tls: path + ".url", host: path + ".url"}
 	if conn.Username, conn.Password, err = readAuth(rs.RedisAuth, path+".redisAuth"); err != nil {
