@@ -3,7 +3,6 @@ package reduce
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/window"
@@ -46,7 +45,7 @@ func (p *Processor) tell(ctx context.Context, keys []string, c window.Change, m 
 		}
 		merged := c.Old[0]
 		for _, w := range c.Old[1:] {
-			merged.Start, merged.End = minTime(merged.Start, w.Start), maxTime(merged.End, w.End)
+			merged = merged.Union(w)
 		}
 		if merged != c.Window {
 			return p.live.Expand(ctx, keys, merged, c.Window, m)
@@ -101,18 +100,4 @@ func (p *Processor) closeSession(ctx context.Context, closing []window.Closed[is
 		return nil, err
 	}
 	return p.live.Reduce(ctx, c.Window, g.Keys, g.Items)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

@@ -69,10 +69,10 @@ func (s *sessions[T]) add(keys []string, t time.Time, item T, behind func(time.T
 		c.Old = []Window{into.w}
 	}
 	for _, ss := range list[first+1 : last+1] { // merged into the first
-		into.w = union(into.w, ss.w)
+		into.w = into.w.Union(ss.w)
 		into.g.Items = append(into.g.Items, ss.g.Items...)
 	}
-	grown := union(into.w, w)
+	grown := into.w.Union(w)
 	if c.Op == Joined && grown != into.w {
 		c.Op = Expanded
 	}
@@ -85,17 +85,6 @@ func (s *sessions[T]) add(keys []string, t time.Time, item T, behind func(time.T
 		c.Old = nil
 	}
 	return c, false
-}
-
-// union is the smallest window that covers a and b.
-func union(a, b Window) Window {
-	if b.Start.Before(a.Start) {
-		a.Start = b.Start
-	}
-	if b.End.After(a.End) {
-		a.End = b.End
-	}
-	return a
 }
 
 // advance removes the sessions that closes says are closed and appends

@@ -113,3 +113,14 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// Union returns the smallest window that covers w and o.
+func (w Window) Union(o Window) Window {
+	if o.Start.Before(w.Start) {
+		w.Start = o.Start
+	}
+	if o.End.After(w.End) {
+		w.End = o.End
+	}
+	return w
+}
