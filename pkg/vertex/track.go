@@ -119,11 +119,11 @@ func (t *tracker) reader() isb.Reader {
 	_, opts := t.r.(isb.OptionsNaker)
 	switch {
 	case nak && opts:
-		return trackedNakers{t}
+		return trackedNakers{trackedNaker{trackedReader{t}}}
 	case nak:
-		return trackedNaker{t}
+		return trackedNaker{trackedReader{t}}
 	case opts:
-		return trackedOptionsNaker{t}
+		return trackedOptionsNaker{trackedReader{t}}
 	}
 	return trackedReader{t}
 }
@@ -362,6 +362,8 @@ func (t *tracker) nakOptions(ctx context.Context, msgs []isb.ReadMessage, opts i
 	return err
 }
 
+// trackedReader is a tracker as an isb.Reader; the types that embed it add
+// the optional methods of the reader it wraps.
 type trackedReader struct{ t *tracker }
 
 func (r trackedReader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
@@ -371,41 +373,20 @@ func (r trackedReader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return r.t.ack(ctx, msgs)
 }
 
-type trackedNaker struct{ t *tracker }
+type trackedNaker struct{ trackedReader }
 
-func (r trackedNaker) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
-	return r.t.read(ctx, buf)
-}
-func (r trackedNaker) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
-	return r.t.ack(ctx, msgs)
-}
 func (r trackedNaker) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	return r.t.nak(ctx, msgs, delay)
 }
 
-type trackedOptionsNaker struct{ t *tracker }
+type trackedOptionsNaker struct{ trackedReader }
 
-func (r trackedOptionsNaker) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
-	return r.t.read(ctx, buf)
-}
-func (r trackedOptionsNaker) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
-	return r.t.ack(ctx, msgs)
-}
 func (r trackedOptionsNaker) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	return r.t.nakOptions(ctx, msgs, opts)
 }
 
-type trackedNakers struct{ t *tracker }
+type trackedNakers struct{ trackedNaker }
 
-func (r trackedNakers) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
-	return r.t.read(ctx, buf)
-}
-func (r trackedNakers) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
-	return r.t.ack(ctx, msgs)
-}
-func (r trackedNakers) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	return r.t.nak(ctx, msgs, delay)
-}
 func (r trackedNakers) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	return r.t.nakOptions(ctx, msgs, opts)
 }
