@@ -102,6 +102,19 @@ type Config struct {
 	// signal only pauses.
 	CutPercentage int
 
+	// Lend exchanges spare tokens through the store (see [pool.Spare]): at
+	// each sync, a replica that granted nothing since the last one lends
+	// what is left of its epoch's share, less ReservePercentage of the
+	// share, and a replica that ran out asks for as many as its share. The
+	// tokens lent are of the current epoch only, and a replica never grants
+	// what it lent: the replicas together never grant more than the pool.
+	// The replicas of a limit's regions (see [WithRegion]) lend to each
+	// other through one spare, and take from their own region's first.
+	Lend bool
+	// ReservePercentage (0-100) is the part of its share a replica keeps
+	// when it lends, for its own callers should they come back in the epoch.
+	ReservePercentage int
+
 	// Shadow makes a [Shadow] way into the limiter never make its caller
 	// wait: the pool, shares and grants are computed as usual, and what the
 	// limit would have throttled is counted instead. It does not change the
@@ -221,6 +234,9 @@ func (c Config) Validate() error {
 	}
 	if c.RampDownPercentage < 0 || c.RampDownPercentage > 100 {
 		bad("RampDownPercentage", c.RampDownPercentage, "must be between 0 and 100")
+	}
+	if c.ReservePercentage < 0 || c.ReservePercentage > 100 {
+		bad("ReservePercentage", c.ReservePercentage, "must be between 0 and 100")
 	}
 	if c.CutPercentage < 0 || c.CutPercentage > 100 {
 		bad("CutPercentage", c.CutPercentage, "must be between 0 and 100")

@@ -84,6 +84,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		if whole {
 			l.ramp.hold(cur.epoch, cur.pool)
 		}
+		l.lendEnded(cur)
 		if l.obs.fn != nil && cur.epoch < e {
 			l.obs.ended = append(l.obs.ended, cur.summary())
 		}

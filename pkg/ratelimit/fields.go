@@ -49,6 +49,8 @@ var Fields = []Field{
 	{YAML: "resumedRampUp", Go: "ResumedRampUp"},
 	{YAML: "adaptive", Go: "Adaptive"},
 	{YAML: "adaptive.cutPercentage", Go: "CutPercentage"},
+	{YAML: "regions", Go: "Lend"},
+	{YAML: "regions.reservePercentage", Go: "ReservePercentage"},
 
 	// The vertex's, not the limiter's.
 	{YAML: "adaptive.signals"},
@@ -57,6 +59,8 @@ var Fields = []Field{
 	{YAML: "syncInterval"},
 	{YAML: "excludeDropped"},
 	{YAML: "perKey"},
+	{YAML: "regions.proportions"},
+	{YAML: "groups"},
 }
 
 // FieldOf returns the setting of Fields that sets the Config field named

@@ -48,6 +48,7 @@ type Limiter struct {
 	link    link        // the store, when the limiter shares its pool
 	signals signalState // closed-loop throttling (Config.Adaptive)
 	live    liveState   // live changes of the limit (Limiter.Update)
+	lend    lendState   // the exchange of spare tokens (Config.Lend)
 	obs     observer    // the epoch observer
 
 	shadow atomic.Int64 // tokens granted in shadow and kept, in all
@@ -144,6 +145,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
+	l.lend.region = o.region
 	l.obs.fn = o.observe
 	l.clock = newStoreClock(l.clk.Now())
 	l.link.lease.margin = leaseMargin(cfg.StaleAfter)
@@ -288,6 +290,9 @@ func (l *Limiter) takeLocked(k int64) (*epochState, Grant, error) {
 		if g := st.gather(k, noLane); g > 0 {
 			return st, Grant{Tokens: int(g), epoch: st.epoch}, nil
 		}
+	}
+	if l.cfg.Lend && st.eligible && !st.dry.Load() {
+		st.dry.Store(true)
 	}
 	return st, Grant{}, nil
 }
@@ -484,6 +489,9 @@ type Status struct {
 	// Max is the limit in force, and Shadow whether it is in shadow.
 	Max    int64
 	Shadow bool
+	// Lent is the tokens this replica lent to its store's spare since it
+	// started, and Borrowed those it took from it (Config.Lend).
+	Lent, Borrowed int64
 }
 
 // Pool returns PoolMilli in tokens.
@@ -499,6 +507,7 @@ func (l *Limiter) Status() Status {
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
 		Cuts: l.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
+		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(),
 	}
 	if l.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
 		s.PausedUntil = time.Unix(0, l.signals.pauseUntil)

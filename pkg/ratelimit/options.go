@@ -29,6 +29,7 @@ type options struct {
 	observe      func(EpochSummary)
 	fixedSize    int
 	fixedRank    int
+	region       string
 
 	// A KeyLimiter's (perkey.go).
 	keyStore   pool.KeyStore
@@ -67,6 +68,12 @@ func WithEpochObserver(f func(EpochSummary)) Option { return func(o *options) { 
 func WithFixedPool(size, rank int) Option {
 	return func(o *options) { o.fixedSize, o.fixedRank = size, rank }
 }
+
+// WithRegion puts the replica in region name of its limit: what it lends
+// goes to the region's spare, and it takes from its own region's spare
+// before any other's (see [Config.Lend]). The store is the region's pool,
+// such as memstore's Store.Region or a redisstore with Options.Region.
+func WithRegion(name string) Option { return func(o *options) { o.region = name } }
 
 var replicaSeq atomic.Uint64
 

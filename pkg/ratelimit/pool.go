@@ -33,6 +33,11 @@ type epochState struct {
 	switched bool  // the first epoch of a change of the limit
 	slice    int   // pacing slice whose allowance is released; l.mu guards it
 	closed   bool
+	// given is the tokens lent to the store's spare, and received those the
+	// spare lent this replica (Config.Lend); l.mu guards them. dry is set
+	// when a caller found no token left.
+	given, received int64
+	dry             atomic.Bool
 	// held is set while a throttle signal's pause holds the epoch's tokens
 	// back, heldStart when it did so from the epoch's start, heldAny when it
 	// did at some time, and cut when the epoch's pool is the first after a
@@ -85,7 +90,7 @@ func (st *epochState) unspent() int64 {
 
 // granted returns the tokens granted in the epoch, less deposits.
 func (st *epochState) granted() int64 {
-	return min(max(st.allow.Load()-st.unspent()-st.withheld.Load(), 0), st.share)
+	return min(max(st.allow.Load()+st.received-st.given-st.unspent()-st.withheld.Load(), 0), st.share+st.received)
 }
 
 // drain takes every token left in every counter, for a pause, and returns

@@ -42,7 +42,8 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal}
+	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal,
+		Lend: l.lendReport()}
 	l.signals.pending = nil
 	l.mu.Unlock()
 
@@ -103,6 +104,7 @@ func (l *Limiter) syncOnce() error {
 		l.live.proposal = nil // taken; a change since is sent at the next sync
 	}
 	l.learnLimits(v.Limits, !l.link.registered)
+	l.borrow(rep.Lend, v.Lent)
 	if !l.link.registered {
 		l.link.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before

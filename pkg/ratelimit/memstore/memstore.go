@@ -39,6 +39,16 @@ type Store struct {
 	keyEpoch  int64
 	keyCounts map[string]int64
 	keyCalls  int
+
+	spare *spareBook // shared with the stores of the other regions
+}
+
+// spareBook is the spare tokens of a limit's regions, which the stores of
+// its regions share (see [Store.Region]).
+type spareBook struct {
+	mu      sync.Mutex
+	spare   pool.Spare
+	regions map[string]*Store
 }
 
 type replica struct {
@@ -56,7 +66,25 @@ func New(clk clock.Clock) *Store {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Store{clk: clk, ttl: pool.DefaultTTL, replicas: map[string]*replica{}}
+	return &Store{clk: clk, ttl: pool.DefaultTTL, replicas: map[string]*replica{}, spare: &spareBook{regions: map[string]*Store{}}}
+}
+
+// Region returns the pool of region name of the same limit: a store of its
+// own, which shares the spare tokens of s and of every other region of s
+// (see [pool.Spare]). The same name returns the same store.
+func (s *Store) Region(name string) *Store {
+	s.mu.Lock()
+	ttl := s.ttl
+	s.mu.Unlock()
+	b := s.spare
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.regions[name]
+	if !ok {
+		r = &Store{clk: s.clk, ttl: ttl, replicas: map[string]*replica{}, spare: b}
+		b.regions[name] = r
+	}
+	return r
 }
 
 // SetTTL sets how long the pool of a replica that left is kept for resuming.
@@ -106,6 +134,11 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 		Limits: slices.Clone(s.limits)}
 	if now.Before(s.resumeUntil) {
 		v.Resume = s.resume
+	}
+	if r.Lend != nil {
+		s.spare.mu.Lock()
+		v.Lent = s.spare.spare.Apply(*r.Lend, now)
+		s.spare.mu.Unlock()
 	}
 	return v, nil
 }

@@ -82,6 +82,28 @@ type Report struct {
 	// the store to apply with [ProposeLimit]: its config at registration,
 	// then each ratelimit.Limiter.Update.
 	Limit *LimitChange
+	// Lend is the replica's exchange of spare tokens, if any: what it gives
+	// to the pool's spare and asks of it (see [Spare]).
+	Lend *Lend
+}
+
+// Lend is a replica's exchange of spare tokens with the others that share
+// its store's spare: the replicas of its pool, and those of the pools of the
+// other regions of the same limit.
+type Lend struct {
+	// Epoch is the epoch of the tokens, by the replica's store clock. A
+	// store whose clock is in another epoch takes none of Give and grants
+	// none of Want: tokens are of one epoch only.
+	Epoch int64
+	// Give is the tokens of Epoch the replica no longer grants itself, for
+	// the others to take.
+	Give int64
+	// Want is the most tokens of Epoch the replica asks for.
+	Want int64
+	// Region is the replica's region ("" without regions): what it gives
+	// goes to its region's spare, and it takes from its own region's spare
+	// before any other's.
+	Region string
 }
 
 // Lease returns the replica's lease: StaleAfter, or DefaultStaleAfter when
@@ -156,6 +178,54 @@ type View struct {
 	// Limits is the last changes of the live limit, oldest first, at most
 	// [MaxLiveLimits].
 	Limits []LiveLimit
+	// Lent is the tokens of Report.Lend.Epoch the store granted the replica
+	// from the spare, at most its Want.
+	Lent int64
+}
+
+// Spare is the spare tokens of one epoch as a store keeps them, by region
+// ("" without regions), and how every store applies a [Lend]: tokens
+// given go to the giver's region; tokens asked for come from the asker's
+// own region first, then from the other regions, the fullest first (the
+// first by name among equals). A lend of an epoch other than the store's
+// gives and takes nothing, and the spare of an epoch is dropped when the
+// next one's first lend comes. Tokens are never granted twice: what a
+// store grants it takes out of the spare.
+type Spare struct {
+	Epoch    int64
+	ByRegion map[string]int64
+}
+
+// Apply applies l at the store's time now and returns the tokens granted.
+func (s *Spare) Apply(l Lend, now time.Time) int64 {
+	e := floorDiv(now.UnixNano(), epochNanos)
+	if l.Epoch != e {
+		return 0
+	}
+	if s.Epoch != e || s.ByRegion == nil {
+		s.Epoch, s.ByRegion = e, map[string]int64{}
+	}
+	if l.Give > 0 {
+		s.ByRegion[l.Region] += l.Give
+	}
+	want := max(l.Want, 0)
+	got := min(want, s.ByRegion[l.Region])
+	s.ByRegion[l.Region] -= got
+	for want > got {
+		best, most := "", int64(0)
+		for r, n := range s.ByRegion {
+			if r != l.Region && (n > most || (n == most && n > 0 && r < best)) {
+				best, most = r, n
+			}
+		}
+		if most == 0 {
+			break
+		}
+		g := min(want-got, most)
+		s.ByRegion[best] -= g
+		got += g
+	}
+	return got
 }
 
 // LimitChange is a change of the live limit a replica reports to its store.

@@ -68,6 +68,11 @@ type Options struct {
 	// lease), and how long the pool of a replica that left is kept for resuming
 	// (0 for pool.DefaultTTL).
 	TTL time.Duration
+	// Region is the region of the limit whose pool the store is ("" for a
+	// limit without regions): each region's pool has keys of its own,
+	// sluice:{prefix}:region:<name>:..., and the regions of a limit share
+	// the spare tokens of sluice:{prefix}:spare (see pool.Spare).
+	Region string
 }
 
 // Store is one vertex's pool in Redis. It is safe for concurrent use. Open one
@@ -134,12 +139,19 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 		// The prefix is the keys' hash tag: a brace would cut it short.
 		return nil, fmt.Errorf("redisstore: key prefix %q has a brace", prefix)
 	}
+	if strings.ContainsAny(opts.Region, "{}") {
+		return nil, fmt.Errorf("redisstore: region %q has a brace", opts.Region)
+	}
 	if opts.TTL <= 0 {
 		opts.TTL = pool.DefaultTTL
 	}
 	base := "sluice:{" + prefix + "}:"
+	keys := base
+	if opts.Region != "" {
+		keys += "region:" + opts.Region + ":"
+	}
 	return &Store{client: client, opts: opts, keyBase: base + "perkey",
-		keys: []string{base + "heartbeats", base + "sizes", base + "members", base + "resume", base + "adaptive", base + "limit"}}, nil
+		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare"}}, nil
 }
 
 // Keys returns the store's keys.
@@ -147,7 +159,7 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [pool.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
-	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0}
+	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, "", 0, 0, ""}
 	if sig := r.Signal; sig != nil {
 		cut := 0
 		if sig.Cut {
@@ -162,11 +174,14 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	if c := r.Limit; c != nil {
 		args[9], args[10] = c.Spec, c.Lead.Microseconds()
 	}
+	if l := r.Lend; l != nil {
+		args[11], args[12], args[13], args[14] = l.Epoch, max(l.Give, 0), max(l.Want, 0), l.Region
+	}
 	vals, err := syncScript.Run(ctx, s.client, s.keys, args...).Slice()
 	if err != nil {
 		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
-	res, limits, err := syncResult(vals)
+	res, limits, lent, err := syncResult(vals)
 	if err != nil {
 		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
@@ -183,21 +198,27 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 		Time:       time.Unix(res[4], res[5]*int64(time.Microsecond)),
 		Resume:     res[6],
 		Limits:     limits,
+		Lent:       lent,
 	}, nil
 }
 
 // syncResult reads the values of the sync script: ten numbers, then the two
-// last changes of the live limit as gen, spec, from.
-func syncResult(vals []any) ([]int64, []pool.LiveLimit, error) {
+// last changes of the live limit as gen, spec, from, then the tokens lent.
+func syncResult(vals []any) ([]int64, []pool.LiveLimit, int64, error) {
 	const nums, limits = 10, pool.MaxLiveLimits
-	if len(vals) != nums+3*limits {
-		return nil, nil, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits)
+	if len(vals) != nums+3*limits+1 {
+		return nil, nil, 0, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits+1)
 	}
+	lent, ok := vals[len(vals)-1].(int64)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("value %d from the script is %T, want an integer", len(vals), vals[len(vals)-1])
+	}
+	vals = vals[:len(vals)-1]
 	res := make([]int64, nums)
 	for i := range res {
 		n, ok := vals[i].(int64)
 		if !ok {
-			return nil, nil, fmt.Errorf("value %d from the script is %T, want an integer", i+1, vals[i])
+			return nil, nil, 0, fmt.Errorf("value %d from the script is %T, want an integer", i+1, vals[i])
 		}
 		res[i] = n
 	}
@@ -207,13 +228,13 @@ func syncResult(vals []any) ([]int64, []pool.LiveLimit, error) {
 		spec, ok2 := vals[i+1].(string)
 		from, ok3 := vals[i+2].(int64)
 		if !ok1 || !ok2 || !ok3 {
-			return nil, nil, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
+			return nil, nil, 0, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
 		}
 		if gen > 0 {
 			ls = append(ls, pool.LiveLimit{Gen: gen, Spec: spec, From: from})
 		}
 	}
-	return res, ls, nil
+	return res, ls, lent, nil
 }
 
 // Leave implements [pool.Store].

@@ -19,13 +19,18 @@
 -- KEYS[6] limit:      hash: the last two changes of the live limit
 --                     (ratelimit.LiveLimit), gen, spec and from for the last,
 --                     pgen, pspec and pfrom for the one before
+-- KEYS[7] spare:      hash: epoch (of the spare tokens), and r:<region> the
+--                     tokens of that epoch the replicas of each region gave
+--                     (pool.Spare); a limit's regions share it
 -- The first three keys hold the same ids.
 -- ARGV[1] id, ARGV[2] reported size, ARGV[3] the replica's staleAfter (ms),
 -- ARGV[4] ttl (ms); a throttle signal, or ARGV[5] empty: ARGV[5] its epoch,
 -- ARGV[6] 1 to ask for a cut to ARGV[7] (milli-tokens), ARGV[8] the pause's end
 -- (us, 0 for none), ARGV[9] the lead (us) of the replicas before a cut applies;
 -- ARGV[10] a change of the live limit the replica proposes (its spec), or
--- empty, and ARGV[11] its lead (us)
+-- empty, and ARGV[11] its lead (us); a lend of spare tokens (pool.Lend), or
+-- ARGV[12] empty: ARGV[12] its epoch, ARGV[13] the tokens given, ARGV[14] the
+-- most tokens wanted, ARGV[15] the replica's region
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -92,5 +97,38 @@ if ARGV[10] ~= '' and (gen == 0 or ARGV[10] ~= spec) then
   redis.call('HSET', KEYS[6], 'gen', gen, 'spec', spec, 'from', lfrom, 'pgen', pgen, 'pspec', pspec, 'pfrom', pfrom)
 end
 if gen > 0 then redis.call('PEXPIRE', KEYS[6], keyttl) end
+-- Spare tokens (pool.Spare): only of the store's current epoch; given to the
+-- giver's region, taken from the taker's own region first, then from the
+-- fullest other region.
+local lent = 0
+if ARGV[12] ~= '' and tonumber(ARGV[12]) == math.floor(nowus / 1000000) then
+  local e = tonumber(ARGV[12])
+  if (tonumber(redis.call('HGET', KEYS[7], 'epoch') or '0') or 0) ~= e then
+    redis.call('DEL', KEYS[7])
+    redis.call('HSET', KEYS[7], 'epoch', e)
+  end
+  local own = 'r:' .. ARGV[15]
+  local give, want = tonumber(ARGV[13]), tonumber(ARGV[14])
+  if give > 0 then redis.call('HINCRBY', KEYS[7], own, give) end
+  if want > 0 then
+    lent = math.min(want, tonumber(redis.call('HGET', KEYS[7], own) or '0') or 0)
+    if lent > 0 then redis.call('HINCRBY', KEYS[7], own, -lent) end
+    while lent < want do
+      local all = redis.call('HGETALL', KEYS[7])
+      local best, most = nil, 0
+      for i = 1, #all, 2 do
+        local f, n = all[i], tonumber(all[i + 1])
+        if f ~= 'epoch' and f ~= own and (n > most or (n == most and n > 0 and f < best)) then
+          best, most = f, n
+        end
+      end
+      if not best then break end
+      local g = math.min(want - lent, most)
+      redis.call('HINCRBY', KEYS[7], best, -g)
+      lent = lent + g
+    end
+  end
+  redis.call('PEXPIRE', KEYS[7], 3000)
+end
 return {agreed, hi, live, rank, tonumber(t[1]), tonumber(t[2]), resume, from, pool, pause,
-  pgen, pspec, pfrom, gen, spec, lfrom}
+  pgen, pspec, pfrom, gen, spec, lfrom, lent}

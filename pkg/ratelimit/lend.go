@@ -1,0 +1,87 @@
+package ratelimit
+
+import (
+	"sync/atomic"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+)
+
+// lendState is a replica's side of the exchange of spare tokens
+// (Config.Lend). l.mu guards it but for the totals.
+type lendState struct {
+	region string
+	// The epoch and the tokens granted in it at the last sync, to tell
+	// whether the replica granted any since.
+	markEpoch   int64
+	markGranted int64
+	// endedActive is whether the replica granted tokens in the last epoch
+	// that ended after the last sync.
+	endedActive bool
+	// Totals since the start, for Status.
+	lent, borrowed atomic.Int64
+}
+
+// lendReport takes the tokens the replica lends at this sync out of the
+// current epoch and returns the lend to report, or nil when it neither
+// lends nor asks. l.mu is held.
+func (l *Limiter) lendReport() *pool.Lend {
+	if !l.cfg.Lend || l.link.store == nil {
+		return nil
+	}
+	st := l.state.Load()
+	granted := st.granted()
+	idle := granted == l.lend.markGranted
+	if st.epoch != l.lend.markEpoch {
+		idle = granted == 0 && !l.lend.endedActive
+	}
+	dry := st.dry.Swap(false) || len(l.waiters) > 0
+	l.lend.markEpoch, l.lend.markGranted = st.epoch, granted
+	if !st.eligible || st.held || st.closed || st.revoked {
+		return nil
+	}
+	r := &pool.Lend{Epoch: st.epoch, Region: l.lend.region}
+	switch {
+	case dry:
+		r.Want = max(st.share, 1)
+		for _, w := range l.waiters {
+			r.Want = max(r.Want, w.n)
+		}
+	case idle:
+		keep := mulDiv(st.share, int64(l.cfg.ReservePercentage), 100)
+		if give := st.unspent() - keep; give > 0 {
+			r.Give = st.gather(give, noLane)
+			st.given += r.Give
+			l.lend.lent.Add(r.Give)
+		}
+	}
+	if r.Give == 0 && r.Want == 0 {
+		return nil
+	}
+	return r
+}
+
+// lendEnded notes, as epoch st ends, whether the replica granted tokens in
+// it since its last sync. l.mu is held.
+func (l *Limiter) lendEnded(st *epochState) {
+	if !l.cfg.Lend {
+		return
+	}
+	g := st.granted()
+	l.lend.endedActive = st.dry.Load() || (g > 0 && (st.epoch != l.lend.markEpoch || g != l.lend.markGranted))
+}
+
+// borrow takes the tokens the store lent for r's epoch, when it is still
+// the current one: they go to waiting callers first. Tokens of an epoch
+// that has ended are dropped. l.mu is held.
+func (l *Limiter) borrow(r *pool.Lend, lent int64) {
+	if r == nil || lent <= 0 {
+		return
+	}
+	st := l.state.Load()
+	if st.epoch != r.Epoch || !st.eligible || st.held || st.closed || st.revoked {
+		return
+	}
+	st.received += lent
+	l.lend.borrowed.Add(lent)
+	l.hand(st, lent)
+}

@@ -1,0 +1,111 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+)
+
+// TestSpareAsTheGoStoreDoes runs lends of three regions through the script
+// and through pool.Spare, the reference, and checks that each is granted the
+// same. A lend is applied at the store's time, so one that the epoch's end
+// overtakes is dropped by both.
+func TestSpareAsTheGoStoreDoes(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	stores := map[string]*redisstore.Store{}
+	for _, r := range []string{"eu", "us", "ap"} {
+		stores[r] = newStore(t, srv, "mv", redisstore.Options{Region: r})
+	}
+	ctx := context.Background()
+	v, err := stores["eu"].Sync(ctx, pool.Report{ID: "eu-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := v.Time.Unix()
+	var ref pool.Spare
+	for i, l := range []pool.Lend{
+		{Epoch: e, Give: 40, Region: "us"},
+		{Epoch: e, Give: 10, Region: "ap"},
+		{Epoch: e, Want: 5, Region: "ap"}, // its own first
+		{Epoch: e, Give: 3, Want: 0, Region: "eu"},
+		{Epoch: e, Want: 20, Region: "eu"},             // its own 3, then the fullest: us
+		{Epoch: e, Want: 30, Region: "ap"},             // its own 5, then us 20, then eu 0
+		{Epoch: e - 1, Give: 7, Want: 9, Region: "eu"}, // of an epoch gone: nothing
+		{Epoch: e, Want: 100, Region: "us"},
+	} {
+		v, err := stores[l.Region].Sync(ctx, pool.Report{ID: fmt.Sprint(l.Region, "-", i), Lend: &l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ref.Apply(l, v.Time); v.Lent != want {
+			t.Fatalf("lend %d %+v: lent %d; want %d as pool.Spare grants", i, l, v.Lent, want)
+		}
+	}
+	if keys := stores["us"].Keys(); keys[0] != "sluice:{mv}:region:us:heartbeats" || keys[6] != "sluice:{mv}:spare" {
+		t.Errorf("keys of region us: %v", keys)
+	}
+}
+
+// TestRegionsLendThroughRedis runs two regions of two replicas each, one
+// busy and one idle, on the real clock: no epoch grants more than max, and
+// the busy region takes most of the idle one's proportion.
+func TestRegionsLendThroughRedis(t *testing.T) { forEachMode(t, testRegionsLend) }
+
+func testRegionsLend(t *testing.T, d deployment) {
+	const max = 1000
+	var mu sync.Mutex
+	byEpoch := map[int64]map[string]int64{}
+	cfg := ratelimit.Config{Max: max / 2, Min: max / 2, Lend: true, ReservePercentage: 10}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var limiters []*ratelimit.Limiter
+	for _, id := range []string{"eu-1", "eu-2", "us-1", "us-2"} {
+		region := id[:2]
+		l, err := ratelimit.New(cfg, ratelimit.WithStore(d.store(t, "regions", redisstore.Options{Region: region})),
+			ratelimit.WithReplicaID(id), ratelimit.WithRegion(region))
+		if err != nil {
+			t.Fatal(err)
+		}
+		limiters = append(limiters, l)
+		if region == "us" {
+			continue // idle
+		}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				g, err := l.Acquire(ctx, 10)
+				if err == nil && g.Tokens > 0 {
+					mu.Lock()
+					if byEpoch[g.Epoch()] == nil {
+						byEpoch[g.Epoch()] = map[string]int64{}
+					}
+					byEpoch[g.Epoch()][region] += int64(g.Tokens)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range limiters {
+		l.Close(context.Background())
+	}
+	lending := 0
+	for e, by := range byEpoch {
+		if n := by["eu"] + by["us"]; n > max {
+			t.Errorf("epoch %d granted %d (%v); max %d", e, n, by, max)
+		}
+		if by["eu"] >= 850 {
+			lending++
+		}
+	}
+	if lending < 2 {
+		t.Errorf("the busy region took 85%% of the whole in %d epochs; want 2 or more: %v", lending, byEpoch)
+	}
+}
