@@ -246,7 +246,48 @@ type RateLimit struct {
 	Shadow *bool `yaml:"shadow"`
 	// PerKey (sluice's addition) limits each message key too: see PerKeyLimit.
 	PerKey *PerKeyLimit `yaml:"perKey"`
+	// Groups (sluice's addition) are the shared limits the vertex joins:
+	// each message passes only when the vertex's limit and every group's
+	// allow it. See GroupLimit.
+	Groups []GroupLimit `yaml:"groups"`
+	// Regions (sluice's addition) splits the limit among the regions of
+	// the replicas by proportions, and lets a region use the tokens another
+	// leaves unused. See Regions.
+	Regions *Regions `yaml:"regions"`
 }
+
+// GroupLimit is a shared limit (a resource group): one pool that every
+// replica of every vertex that joins it by name shares through the vertex's
+// store, beside each vertex's own limit.
+type GroupLimit struct {
+	// Name names the group in the store: vertices and pipelines that give
+	// the same name (and the same store) share it.
+	Name string `yaml:"name"`
+	// Max, Min, RampUpDuration and Modes are the group's limit, as a
+	// rateLimit block's. The store holds one definition: the last member
+	// to start or change it sets it for all, from one epoch.
+	Max            *uint64   `yaml:"max"`
+	Min            *uint64   `yaml:"min"`
+	RampUpDuration *Duration `yaml:"rampUpDuration"`
+	Modes          *Modes    `yaml:"modes"`
+	// ReservePercentage is the part of its share of the group an idle
+	// replica keeps when it lends the rest to the group (default 10).
+	ReservePercentage *uint32 `yaml:"reservePercentage"`
+}
+
+// Regions splits a rate limit among regions.
+type Regions struct {
+	// Proportions are each region's weight: region r's pool is
+	// max * proportions[r] / (the sum of the weights).
+	Proportions map[string]uint32 `yaml:"proportions"`
+	// ReservePercentage is the part of its share an idle replica keeps when
+	// it lends the rest to the other regions (default 10).
+	ReservePercentage *uint32 `yaml:"reservePercentage"`
+}
+
+// DefaultReservePercentage is the part of its share an idle replica keeps
+// when it lends, for groups and regions.
+const DefaultReservePercentage = 10
 
 // IsShadow reports whether shadow is on.
 func (r *RateLimit) IsShadow() bool { return r != nil && r.Shadow != nil && *r.Shadow }

@@ -29,9 +29,9 @@ import (
 
 // runFlags are the flags of `vertex run`.
 type runFlags struct {
-	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir string
-	spawn                                                                               bool
-	reloadInterval                                                                      time.Duration
+	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir, region string
+	spawn                                                                                       bool
+	reloadInterval                                                                              time.Duration
 	// sideInputsDir is where vertices find side-input files;
 	// sideInputsManager runs a pipeline's side inputs alone.
 	sideInputsDir     string
@@ -91,7 +91,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	r.dir = dir
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
-		vertex.WithSocketDirHint(socketDirHint)}
+		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region)}
 	if v := os.Getenv(envReadAhead); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
@@ -152,6 +152,7 @@ flags:
 	var fl runFlags
 	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
 	fs.StringVar(&fl.replica, "replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
+	fs.StringVar(&fl.region, "region", os.Getenv("SLUICE_REGION"), "this replica's region, for a rate limit with regions (default: $SLUICE_REGION)")
 	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz and /status")
 	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")

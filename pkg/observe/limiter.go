@@ -43,4 +43,37 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 			}
 			return 0
 		})
+	registerLending(reg, "sluice_ratelimit", status)
+}
+
+// RegisterGroup registers the gauges of a replica of a shared limit (a
+// group) the vertex joined with reg, labelled with the group's name.
+func RegisterGroup(reg prometheus.Registerer, group string, status func() ratelimit.Status) {
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{"group": group}, reg)
+	gauge := func(name, help string, value func(ratelimit.Status) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return value(status()) }))
+	}
+	gauge("sluice_ratelimit_group_pool_tokens", "The shared limit's token pool P for the current epoch, all its members together.",
+		func(s ratelimit.Status) float64 { return s.Pool() })
+	gauge("sluice_ratelimit_group_share_tokens", "This replica's share of the shared limit's pool in the current epoch.",
+		func(s ratelimit.Status) float64 { return float64(s.Share) })
+	gauge("sluice_ratelimit_group_epoch_granted_tokens", "Tokens of the shared limit granted in the current epoch, less deposits.",
+		func(s ratelimit.Status) float64 { return float64(s.Granted) })
+	gauge("sluice_ratelimit_group_max_tokens", "The shared limit's max.",
+		func(s ratelimit.Status) float64 { return float64(s.Max) })
+	gauge("sluice_ratelimit_group_pool_size", "Number of replicas, of all member vertices, the shared limit is split among.",
+		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
+	registerLending(reg, "sluice_ratelimit_group", status)
+}
+
+// registerLending registers the counters of tokens lent and borrowed
+// through the store's spare under prefix.
+func registerLending(reg prometheus.Registerer, prefix string, status func() ratelimit.Status) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: prefix + "_lent_tokens_total",
+		Help: "Tokens this replica did not use and lent to the others through the store's spare."},
+		func() float64 { return float64(status().Lent) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: prefix + "_borrowed_tokens_total",
+		Help: "Tokens this replica borrowed from the store's spare, which others did not use."},
+		func() float64 { return float64(status().Borrowed) }))
 }

@@ -20,6 +20,9 @@ type Env struct {
 	Name     string
 	StoreKey string
 	Replica  int
+	// Region is the replica's region ([WithRegion]), "" for none: a store
+	// opens the region's pool of a limit with regions.
+	Region string
 	// Limits are the vertex's.
 	Limits Limits
 	// Log is the vertex's logger, Clock its clock.
@@ -80,7 +83,7 @@ func (e Env) RetryAfter() time.Duration { return e.v.retryAfter() }
 
 // env returns the Env of v's constructors.
 func (v *Vertex) env() Env {
-	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Limits: v.spec.Limits,
+	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Region: v.region(), Limits: v.spec.Limits,
 		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, LogSink: v.o.logSink,
 		Watermark: v.watermark, v: v}
 }

@@ -17,6 +17,7 @@ type Option func(*options)
 
 type options struct {
 	replica    int
+	region     string
 	log        *zap.Logger
 	registerer prometheus.Registerer
 	tracer     trace.Tracer
@@ -39,6 +40,11 @@ func WithReadAhead(on bool) Option { return func(o *options) { o.readAhead = on 
 // WithReplica sets the replica's index (default 0): it ranks the replica in
 // its rate limiter's pool and numbers the messages of a generator.
 func WithReplica(n int) Option { return func(o *options) { o.replica = n } }
+
+// WithRegion sets the replica's region, for a rate limit with regions
+// (RateLimit.Regions): the replica takes its region's part of the limit and
+// lends to and borrows from the other regions.
+func WithRegion(name string) Option { return func(o *options) { o.region = name } }
 
 // WithLogger logs the vertex's changes of state and failures (default: no logs).
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }

@@ -190,6 +190,30 @@ type RateLimit struct {
 	Signals []isb.SignalKind
 	// PerKey limits each message key too; nil for no per-key limit.
 	PerKey *PerKey
+	// Groups are the shared limits the vertex joins, each a pool of its
+	// own in the vertex's store: a message passes only when the vertex's
+	// limit and every group's allow it.
+	Groups []Group
+	// Regions splits Config among the regions of the replicas
+	// ([WithRegion]); nil for none.
+	Regions *Regions
+}
+
+// Group is a shared limit a vertex joins (a resource group).
+type Group struct {
+	// Name names the group's pool in the store: sluice:{group-<name>}:...
+	Name string
+	// Config is the group's limit, all its members together.
+	Config ratelimit.Config
+}
+
+// Regions splits a vertex's limit among regions.
+type Regions struct {
+	// Proportions are each region's weight.
+	Proportions map[string]int
+	// ReservePercentage is the part of its share an idle replica keeps when
+	// it lends the rest.
+	ReservePercentage int
 }
 
 // PerKey is a per-key limit beside the vertex's.

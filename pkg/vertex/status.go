@@ -30,6 +30,14 @@ type Status struct {
 	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
 	// PerKey is the per-key limit (rateLimit.perKey), if any.
 	PerKey *KeyStatus `json:"perKey,omitempty"`
+	// Region is the replica's region (rateLimit.regions), and Lent and
+	// Borrowed the tokens it lent to the other replicas of the limit and
+	// borrowed from them through the store's spare so far.
+	Region   string `json:"region,omitempty"`
+	Lent     int64  `json:"lent,omitempty"`
+	Borrowed int64  `json:"borrowed,omitempty"`
+	// Groups are the shared limits (rateLimit.groups) the vertex joined.
+	Groups []GroupStatus `json:"groups,omitempty"`
 	// PoolSize is the number of replicas the pool is split among, and Rank
 	// this one's rank among them.
 	PoolSize int `json:"poolSize,omitempty"`
@@ -55,6 +63,26 @@ type Status struct {
 	WriteTotal float64 `json:"writeTotal"`
 }
 
+// GroupStatus is a replica's part of a shared limit (a group) in the
+// current epoch.
+type GroupStatus struct {
+	Name string `json:"name"`
+	// Max is the group's limit and Pool its pool P, all its members
+	// together; Share this replica's share and Granted what it took of it.
+	Max     int64   `json:"max"`
+	Pool    float64 `json:"pool"`
+	Share   int64   `json:"share"`
+	Granted int64   `json:"grantedThisEpoch"`
+	// PoolSize is the number of replicas, of every member vertex, the pool
+	// is split among, and Rank this one's rank among them.
+	PoolSize int `json:"poolSize"`
+	Rank     int `json:"rank"`
+	// Lent and Borrowed are the tokens of the group this replica lent and
+	// borrowed so far.
+	Lent     int64 `json:"lent"`
+	Borrowed int64 `json:"borrowed"`
+}
+
 // Status returns a snapshot of the replica.
 func (v *Vertex) Status() Status {
 	s := Status{Vertex: v.spec.Name, Replica: v.o.replica, Running: v.running.Load(), Reasons: []string{}}
@@ -66,6 +94,12 @@ func (v *Vertex) Status() Status {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
 		s.PerKey = v.keyStatus()
+		s.Region, s.Lent, s.Borrowed = v.region(), ls.Lent, ls.Borrowed
+		for _, g := range v.groups {
+			gs := g.l.Status()
+			s.Groups = append(s.Groups, GroupStatus{Name: g.name, Max: gs.Max, Pool: gs.Pool(), Share: gs.Share,
+				Granted: gs.Granted, PoolSize: gs.PoolSize, Rank: gs.Rank, Lent: gs.Lent, Borrowed: gs.Borrowed})
+		}
 	}
 	throttled, reasons := v.tracker.Throttled()
 	s.Throttled = throttled

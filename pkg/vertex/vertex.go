@@ -40,6 +40,7 @@ type Vertex struct {
 	tracker       *forward.Tracker
 	metrics       *forward.Metrics
 	limiter       *ratelimit.Limiter // nil without a rate limit
+	groups        []groupLimiter     // the shared limits it joined
 	// The per-key limit (rateLimit.perKey) and its metrics; nil without.
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics

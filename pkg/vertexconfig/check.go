@@ -3,6 +3,8 @@ package vertexconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
 // Check is the runtime's validation of a decoded config, which [Load] and
@@ -169,6 +172,8 @@ func (c checker) rateLimit(path string, r *config.RateLimit) {
 		c.enum(path+".perKey.keys", r.PerKey.Keys, parseErr[ratelimit.KeyMode])
 	}
 	c.limiterConfig(path, r)
+	c.groups(path, r)
+	c.regions(path, r)
 	if a := r.Adaptive; a != nil && a.Signals != nil {
 		if len(a.Signals) == 0 {
 			c.r.Add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", signalNames())
@@ -180,6 +185,76 @@ func (c checker) rateLimit(path string, r *config.RateLimit) {
 				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, signalNames())
 			case slices.Index(a.Signals, s) < i:
 				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
+			}
+		}
+	}
+}
+
+// poolName matches a group's or a region's name: it goes into the store's
+// keys.
+var poolName = regexp.MustCompile(`^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$`)
+
+// groups checks the shared limits of the rateLimit block at path.
+func (c checker) groups(path string, r *config.RateLimit) {
+	if len(r.Groups) > 0 && r.Store != nil && r.Store.ReplicaCountStore != nil {
+		c.r.Add(path+".groups", "need a redisStore, or no store for the vertices of one process: replicaCountStore shares nothing among vertices")
+	}
+	seen := map[string]bool{}
+	for i, g := range r.Groups {
+		p := fmt.Sprintf("%s.groups[%d]", path, i)
+		switch {
+		case g.Name == "":
+			c.r.Add(p+".name", "is required")
+		case !poolName.MatchString(g.Name):
+			c.r.Add(p+".name", "(%q) must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", g.Name)
+		case seen[g.Name]:
+			c.r.Add(p+".name", "(%q) is listed twice", g.Name)
+		}
+		seen[g.Name] = true
+		cfg := GroupConfig(&g)
+		switch {
+		case g.Max == nil:
+			c.r.Add(p+".max", "is required: the group's limit, all its members together")
+			cfg.Max = ratelimit.MaxTokens
+		case *g.Max > ratelimit.MaxTokens:
+			c.r.Add(p+".max", "(%d) must be at most %d", *g.Max, int64(ratelimit.MaxTokens))
+			cfg.Max = ratelimit.MaxTokens
+		}
+		c.limiterErrors(p, cfg, g.Max, true)
+	}
+}
+
+// regions checks the regions block of the rateLimit block at path.
+func (c checker) regions(path string, r *config.RateLimit) {
+	rg := r.Regions
+	if rg == nil {
+		return
+	}
+	p := path + ".regions"
+	if r.Store != nil && r.Store.ReplicaCountStore != nil {
+		c.r.Add(p, "needs a redisStore: replicaCountStore lends nothing among regions")
+	}
+	if len(rg.Proportions) == 0 {
+		c.r.Add(p+".proportions", "is empty; give each region a weight, such as {eu-west: 50, us-east: 50}")
+		return
+	}
+	names := slices.Sorted(maps.Keys(rg.Proportions))
+	for _, name := range names {
+		switch w := rg.Proportions[name]; {
+		case !poolName.MatchString(name):
+			c.r.Add(p+".proportions", "region %q must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", name)
+		case w == 0:
+			c.r.Add(p+".proportions."+name, "(0) must be at least 1")
+		}
+	}
+	if r.Max != nil && *r.Max <= ratelimit.MaxTokens {
+		weights := map[string]int{}
+		for name, w := range rg.Proportions {
+			weights[name] = clampInt(w)
+		}
+		for _, name := range names {
+			if m := vertex.RegionShare(clampInt64(*r.Max), weights, name); m < 1 && weights[name] > 0 {
+				c.r.Add(p+".proportions."+name, "(%d) gives the region no token of max (%d): raise max or the weight", weights[name], *r.Max)
 			}
 		}
 	}
@@ -206,13 +281,20 @@ func (c checker) limiterConfig(path string, r *config.RateLimit) {
 		c.r.Add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
 		cfg.Max = ratelimit.MaxTokens
 	}
+	c.limiterErrors(path, cfg, r.Max, false)
+}
+
+// limiterErrors reports the errors of the limiter's validation of cfg, made
+// from the block at path whose max is max (a group's when group), under
+// their YAML paths.
+func (c checker) limiterErrors(path string, cfg ratelimit.Config, max *uint64, group bool) {
 	for _, err := range unjoin(cfg.Validate()) {
 		var fe *ratelimit.FieldError
 		if !errors.As(err, &fe) {
 			c.r.Add(path, "%v", err)
 			continue
 		}
-		if (fe.Field == "Max" || fe.Other == "Max") && (r.Max == nil || *r.Max > ratelimit.MaxTokens) {
+		if (fe.Field == "Max" || fe.Other == "Max") && (max == nil || *max > ratelimit.MaxTokens) {
 			continue // max itself is the problem, reported above
 		}
 		if fe.Field == "StaleAfter" {
@@ -222,7 +304,11 @@ func (c checker) limiterConfig(path string, r *config.RateLimit) {
 		if fe.Other != "" {
 			msg += fmt.Sprintf(" %s (%v)", limiterPath(fe.Other, cfg.Mode), fe.OtherValue)
 		}
-		c.r.Add(path+"."+limiterPath(fe.Field, cfg.Mode), "%s", msg)
+		field := limiterPath(fe.Field, cfg.Mode)
+		if group && fe.Field == "ReservePercentage" {
+			field = "reservePercentage"
+		}
+		c.r.Add(path+"."+field, "%s", msg)
 	}
 }
 

@@ -144,7 +144,9 @@ func TestLiveChangeFollowsFields(t *testing.T) {
 			next := parse(t, liveBase)
 			rl := reflect.ValueOf(next.MonoVertex.Spec.Limits.RateLimit).Elem()
 			v := fieldByYAML(t, rl, f.YAML)
-			if v.IsNil() {
+			if v.Kind() == reflect.Slice {
+				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			} else if v.IsNil() {
 				v.Set(reflect.New(v.Type().Elem()))
 			} else {
 				v.SetZero()

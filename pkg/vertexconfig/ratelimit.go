@@ -37,7 +37,43 @@ func LimiterConfig(r *config.RateLimit) ratelimit.Config {
 			cfg.CutPercentage = clampInt(*a.CutPercentage)
 		}
 	}
-	if m := r.Modes; m != nil {
+	setMode(&cfg, r.Modes)
+	if r.Regions != nil {
+		cfg.Lend, cfg.ReservePercentage = true, reserve(r.Regions.ReservePercentage)
+	}
+	return cfg
+}
+
+// GroupConfig returns the limiter's config of a shared limit (a group):
+// its max, min, ramp and mode, with the defaults of a rateLimit block, and
+// lending on (see ratelimit.Config.Lend).
+func GroupConfig(g *config.GroupLimit) ratelimit.Config {
+	cfg := ratelimit.DefaultConfig(0)
+	if g.Max != nil {
+		cfg.Max = clampInt64(*g.Max)
+	}
+	if g.Min != nil {
+		cfg.Min = clampInt64(*g.Min)
+	}
+	if g.RampUpDuration != nil {
+		cfg.RampUpDuration = g.RampUpDuration.Duration
+	}
+	setMode(&cfg, g.Modes)
+	cfg.Lend, cfg.ReservePercentage = true, reserve(g.ReservePercentage)
+	return cfg
+}
+
+// reserve returns a reservePercentage or its default.
+func reserve(p *uint32) int {
+	if p == nil {
+		return config.DefaultReservePercentage
+	}
+	return clampInt(*p)
+}
+
+// setMode sets cfg's mode and its parameters from a modes block.
+func setMode(cfg *ratelimit.Config, m *config.Modes) {
+	if m != nil {
 		switch {
 		case m.Scheduled != nil:
 			cfg.Mode = ratelimit.Scheduled
@@ -60,7 +96,6 @@ func LimiterConfig(r *config.RateLimit) ratelimit.Config {
 			}
 		}
 	}
-	return cfg
 }
 
 // KeyConfig returns the per-key limiter's config of a rateLimit block:

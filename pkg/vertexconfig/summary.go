@@ -2,6 +2,7 @@ package vertexconfig
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ func Summary(f *config.File) string {
 			if rl.IsShadow() {
 				s += ", shadow"
 			}
-			s += perKeySummary(rl)
+			s += perKeySummary(rl) + groupsSummary(rl)
 		}
 		if spec.Streaming != nil && *spec.Streaming {
 			s += fmt.Sprintf("; streaming, %d in flight", spec.Limits.GetConcurrency())
@@ -173,6 +174,23 @@ func describeContainer(what string, c *config.Container) string {
 		cmd = strconv.Quote(cmd)
 	}
 	return what + " " + cmd
+}
+
+// groupsSummary describes a rate limit's regions and shared limits, if
+// any: ", regions eu 60, us 40, in group partner-api 300/s".
+func groupsSummary(rl *config.RateLimit) string {
+	s := ""
+	if r := rl.Regions; r != nil {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(r.Proportions)) {
+			parts = append(parts, fmt.Sprintf("%s %d", name, r.Proportions[name]))
+		}
+		s += ", regions " + strings.Join(parts, ", ")
+	}
+	for _, g := range rl.Groups {
+		s += fmt.Sprintf(", in group %s %d/s", g.Name, GroupConfig(&g).Max)
+	}
+	return s
 }
 
 // perKeySummary describes a rate limit's per-key limit, if any: ", per key

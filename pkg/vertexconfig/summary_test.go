@@ -97,6 +97,20 @@ func TestSummary(t *testing.T) {
 			"generator → blackhole; rate limit 1000/s from 1000 over 0s, relaxed, per key 50/s",
 		},
 		{
+			"groups and regions",
+			head + `  limits:
+    rateLimit:
+      max: 1000
+      groups: [{name: partner-api, max: 300}]
+      regions: {proportions: {us: 40, eu: 60}}
+  source:
+    generator: {}
+  sink:
+    blackhole: {}
+`,
+			"generator → blackhole; rate limit 1000/s from 1 over 1s, relaxed, regions eu 60, us 40, in group partner-api 300/s",
+		},
+		{
 			"per key of all keys",
 			head + `  limits:
     rateLimit: {max: 1000, perKey: {max: 50, keys: all}}

@@ -129,6 +129,15 @@ func RateLimit(rl *config.RateLimit, path string, readBatchSize int) *vertex.Rat
 	if pk := rl.PerKey; pk != nil {
 		out.PerKey = &vertex.PerKey{Config: KeyConfig(rl), Keys: KeyMode(pk), MaxHeld: pk.GetMaxHeld(readBatchSize)}
 	}
+	for _, g := range rl.Groups {
+		out.Groups = append(out.Groups, vertex.Group{Name: g.Name, Config: GroupConfig(&g)})
+	}
+	if r := rl.Regions; r != nil {
+		out.Regions = &vertex.Regions{Proportions: map[string]int{}, ReservePercentage: reserve(r.ReservePercentage)}
+		for name, w := range r.Proportions {
+			out.Regions.Proportions[name] = clampInt(w)
+		}
+	}
 	return out
 }
 

@@ -1,0 +1,103 @@
+package vertex
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+)
+
+// groupLimiter is a shared limit the vertex joined: one replica of the
+// group's pool.
+type groupLimiter struct {
+	name string
+	l    *ratelimit.Limiter
+}
+
+// syncInterval is how often each of a vertex's limiters syncs with its
+// store: the configured interval, or the default once per pool, so that a
+// replica makes ratelimit.DefaultSyncInterval's round trips a second however
+// many groups it joins.
+func syncInterval(rl *RateLimit) time.Duration {
+	if rl.SyncInterval > 0 {
+		return rl.SyncInterval
+	}
+	return ratelimit.DefaultSyncInterval * time.Duration(1+len(rl.Groups))
+}
+
+// GroupStorePrefix is the store key of group name's pool: its keys are
+// sluice:{group-<name>}:... in Redis.
+func GroupStorePrefix(name string) string { return "group-" + name }
+
+// localGroups are the pools of the groups of the vertices of this process
+// that share no store: the vertices of one process share a group through
+// them.
+// (Vertices on different clocks, as tests run them, do not share one.)
+var localGroups = struct {
+	sync.Mutex
+	m map[localGroupKey]*memstore.Store
+}{m: map[localGroupKey]*memstore.Store{}}
+
+type localGroupKey struct {
+	name string
+	clk  clock.Clock
+}
+
+// localGroup returns this process's pool of group name.
+func localGroup(name string, v *Vertex) *memstore.Store {
+	localGroups.Lock()
+	defer localGroups.Unlock()
+	k := localGroupKey{name, v.o.clock}
+	s, ok := localGroups.m[k]
+	if !ok {
+		s = memstore.New(v.o.clock)
+		localGroups.m[k] = s
+	}
+	return s
+}
+
+// buildGroups makes a limiter for each group the vertex joins, a replica of
+// the group's pool in the vertex's store (or in this process without one),
+// and registers its gauges with reg.
+func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
+	host, _ := os.Hostname()
+	for _, g := range rl.Groups {
+		var s pool.Store
+		if rl.Store != nil {
+			env := v.env()
+			env.StoreKey, env.Region = GroupStorePrefix(g.Name), ""
+			st, err := rl.Store(env)
+			if err != nil {
+				return err
+			}
+			if st.Pool == nil {
+				return fmt.Errorf("vertex %s: group %s needs a store that its members share", v.spec.Name, g.Name)
+			}
+			s = st.Pool
+		} else {
+			s = localGroup(g.Name, v)
+		}
+		l, err := ratelimit.New(g.Config,
+			ratelimit.WithStore(s),
+			ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
+			ratelimit.WithLogger(v.log.Named("ratelimit.group."+g.Name)),
+			ratelimit.WithClock(v.o.clock),
+			ratelimit.WithSyncInterval(syncInterval(rl)))
+		if err != nil {
+			return fmt.Errorf("vertex %s: group %s: %w", v.spec.Name, g.Name, err)
+		}
+		v.groups = append(v.groups, groupLimiter{name: g.Name, l: l})
+		v.onClose(func() error { return l.Close(context.Background()) })
+		observe.RegisterGroup(reg, g.Name, l.Status)
+	}
+	return nil
+}
