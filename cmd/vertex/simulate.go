@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,12 @@ downstream answering 429 would send them, and turns adaptive throttling on.
 (its `+simulate.LiveSettings()+`), as vertex run applies it:
 epoch K is the first under it; give it once per change.
 
+With --group NAME and -f PIPELINE, it runs the vertices of PIPELINE that
+join the shared limit NAME (rateLimit.groups), one replica each, with the
+demand of each given by --demand-of VERTEX=LIST (a vertex without one is
+idle), and prints per epoch the group's pool, what each vertex sent, and
+the group's tokens lent and borrowed.
+
 flags:
 `)
 	cfg := ratelimit.DefaultConfig(0)
@@ -102,8 +109,14 @@ flags:
 	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
 	var changeArgs changeFlags
 	fs.Var(&changeArgs, "change", "K:FILE: from epoch K, the rate limit of FILE (a live change; repeatable)")
+	group := fs.String("group", "", "with -f PIPELINE: simulate the vertices that join this shared limit (rateLimit.groups)")
+	var demandOf changeFlags
+	fs.Var(&demandOf, "demand-of", "with --group: VERTEX=LIST, the demand of one member vertex per epoch (repeatable)")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
+	}
+	if fs.isSet("group") || len(demandOf) > 0 {
+		return simulateGroup(stdout, *file, *group, demandOf)
 	}
 	if *file != "" {
 		fileCfg, err := simulateConfigFromFile(*file, *vertex)
@@ -208,4 +221,73 @@ func writeSimulation(stdout io.Writer, sim simulate.Simulation, format simulate.
 		return err
 	}
 	return plotFile.Close()
+}
+
+// simulateGroup runs the vertices of the Pipeline in path that join group,
+// with the demands of demandOf (VERTEX=LIST each).
+func simulateGroup(stdout io.Writer, path, group string, demandOf []string) error {
+	switch {
+	case group == "":
+		return usagef("simulate: --demand-of needs --group NAME")
+	case path == "":
+		return usagef("simulate: --group needs -f PIPELINE, whose vertices join the group")
+	}
+	f, err := loadConfig(path)
+	if err != nil {
+		return err
+	}
+	if f.Pipeline == nil {
+		return usagef("simulate: --group: %s is a MonoVertex; give a Pipeline whose vertices join %s", path, group)
+	}
+	var gcfg *ratelimit.Config
+	var members []simulate.SimMember
+	for _, v := range f.Pipeline.Spec.Vertices {
+		rl, err := f.Pipeline.VertexRateLimit(v.Name)
+		if err != nil || rl == nil {
+			continue
+		}
+		for i := range rl.Groups {
+			if g := &rl.Groups[i]; g.Name == group {
+				c := vertexconfig.GroupConfig(g)
+				if gcfg == nil {
+					gcfg = &c
+				}
+				members = append(members, simulate.SimMember{Name: v.Name, Config: vertexconfig.LimiterConfig(rl)})
+			}
+		}
+	}
+	if len(members) == 0 {
+		return usagef("simulate: --group (%q): no vertex of %s joins it", group, path)
+	}
+	epochs := 0
+	for _, arg := range demandOf {
+		name, list, ok := strings.Cut(arg, "=")
+		i := slices.IndexFunc(members, func(m simulate.SimMember) bool { return m.Name == name })
+		if !ok || i < 0 {
+			return usagef("simulate: --demand-of (%q): want VERTEX=LIST, VERTEX one of %s", arg, memberNames(members))
+		}
+		d, err := simulate.ParseDemand(list)
+		if err != nil {
+			return usagef("simulate: --demand-of (%q): %v", arg, err)
+		}
+		members[i].Demand = d
+		epochs = max(epochs, len(d))
+	}
+	if epochs == 0 {
+		return usagef("simulate: --group needs --demand-of VERTEX=LIST for one member at least (%s)", memberNames(members))
+	}
+	out, err := simulate.SimulateGroup(*gcfg, members, epochs)
+	if err != nil {
+		return err
+	}
+	return simulate.WriteGroupTable(stdout, group, *gcfg, members, out)
+}
+
+// memberNames lists the members' names: "a, b".
+func memberNames(ms []simulate.SimMember) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ", ")
 }
