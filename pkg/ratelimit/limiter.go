@@ -492,6 +492,9 @@ type Status struct {
 	// Lent is the tokens this replica lent to its store's spare since it
 	// started, and Borrowed those it took from it (Config.Lend).
 	Lent, Borrowed int64
+	// Syncs is the calls this replica made to its store since it started
+	// (each one round trip to Redis), successful or not.
+	Syncs int64
 }
 
 // Pool returns PoolMilli in tokens.
@@ -507,7 +510,7 @@ func (l *Limiter) Status() Status {
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
 		Cuts: l.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
-		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(),
+		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,
 	}
 	if l.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
 		s.PausedUntil = time.Unix(0, l.signals.pauseUntil)

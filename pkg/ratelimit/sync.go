@@ -28,6 +28,7 @@ type link struct {
 	registered bool  // has synced with the store once
 	lease      lease // how long the last agreed view may be used
 	agreedSize int   // the last pool size agreed, for logging changes
+	syncs      int64 // calls to the store so far
 }
 
 // maxSyncBackoff is the longest a replica waits between syncs while its store
@@ -55,6 +56,7 @@ func (l *Limiter) syncOnce() error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.link.syncs++
 	if l.closed {
 		return ErrClosed
 	}

@@ -38,6 +38,10 @@ type Status struct {
 	Borrowed int64  `json:"borrowed,omitempty"`
 	// Groups are the shared limits (rateLimit.groups) the vertex joined.
 	Groups []GroupStatus `json:"groups,omitempty"`
+	// StoreSyncs is the calls the replica made to its rate limit's store
+	// so far, for its own pool and its groups' (each one round trip to
+	// Redis).
+	StoreSyncs int64 `json:"storeSyncs,omitempty"`
 	// PoolSize is the number of replicas the pool is split among, and Rank
 	// this one's rank among them.
 	PoolSize int `json:"poolSize,omitempty"`
@@ -94,9 +98,10 @@ func (v *Vertex) Status() Status {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
 		s.PerKey = v.keyStatus()
-		s.Region, s.Lent, s.Borrowed = v.region(), ls.Lent, ls.Borrowed
+		s.Region, s.Lent, s.Borrowed, s.StoreSyncs = v.region(), ls.Lent, ls.Borrowed, ls.Syncs
 		for _, g := range v.groups {
 			gs := g.l.Status()
+			s.StoreSyncs += gs.Syncs
 			s.Groups = append(s.Groups, GroupStatus{Name: g.name, Max: gs.Max, Pool: gs.Pool(), Share: gs.Share,
 				Granted: gs.Granted, PoolSize: gs.PoolSize, Rank: gs.Rank, Lent: gs.Lent, Borrowed: gs.Borrowed})
 		}
