@@ -297,6 +297,17 @@ type Adaptive struct {
 	// CutPercentage is the share of the pool a throttle signal takes off,
 	// 0 to 100 (default 50; 0 only pauses for the Retry-After).
 	CutPercentage *uint32 `yaml:"cutPercentage"`
+	// HoldBelowPercentage is how far below the learnt ceiling (the rate at
+	// which the last cut's signal came) the limit holds, 0 to 100 (default 1;
+	// at least one message a second).
+	HoldBelowPercentage *uint32 `yaml:"holdBelowPercentage"`
+	// ProbeAfter is how long the limit holds below the learnt ceiling after
+	// a cut before it probes above it, by little and then by more
+	// (default 10s).
+	ProbeAfter *Duration `yaml:"probeAfter"`
+	// ForgetAfter is how long after the last cut the learnt ceiling is
+	// forgotten, so that a quota that rose is found again (default 60s).
+	ForgetAfter *Duration `yaml:"forgetAfter"`
 	// Signals are the kinds of throttle signal that cut the limit: http429,
 	// http503, sinkRateLimited, mapRateLimited (default all of them; the
 	// names of isb.SignalKind).

@@ -15,7 +15,9 @@ import (
 // many signals come, and a signal with a Retry-After pauses the limiter: no
 // tokens until then, those left in the epoch taken back at once. The pool
 // then ramps back up as the mode says: additive increase, multiplicative
-// decrease.
+// decrease. The pool at which the signal came is the learnt ceiling: the
+// climb back slows near it, holds just below it, probes above it after
+// ProbeAfter and forgets it after ForgetAfter (ceiling.go).
 //
 // With a store, the signal goes to the store at once (a sync is brought
 // forward), which decides the cut for the whole vertex and keeps the pause;
@@ -31,6 +33,7 @@ type signalState struct {
 	planned    cutPlan      // a cut decided, to apply at its epoch
 	pauseUntil int64        // store-clock ns before which no tokens are granted
 	pending    *pool.Signal // to report at the next sync
+	last       int64        // the epoch of the last signal known, or before
 	cuts       atomic.Int64
 }
 
@@ -38,6 +41,8 @@ type signalState struct {
 type cutPlan struct {
 	ok         bool
 	from, pool int64
+	ceiling    int64 // the learnt ceiling, milli-tokens; 0 for none
+	floor      int64 // a pool below it known to pass, milli-tokens; 0 for none
 }
 
 // Signal tells the limiter that what the vertex protects refused work because
@@ -64,10 +69,13 @@ func (l *Limiter) Signal(retryAfter time.Duration) {
 		l.pauseTo(until, now)
 	}
 	cut := l.cfg.CutPercentage > 0 && e >= l.signals.cutFrom && !l.signals.planned.ok
+	floor := l.passed(e)
+	l.signals.last = max(l.signals.last, e)
 	if l.link.store == nil {
 		if cut {
 			l.signals.cutFrom = e + 1
-			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(l.state.Load().pool)}
+			p := l.state.Load().pool
+			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(p), ceiling: p, floor: floor}
 		}
 		return
 	}
@@ -78,12 +86,24 @@ func (l *Limiter) Signal(retryAfter time.Duration) {
 		l.signals.pending = &pool.Signal{Epoch: e, Lead: 2 * l.link.interval}
 	}
 	if cut && !l.signals.pending.Cut {
-		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.ramp.cutOf(l.state.Load().pool)
+		p := l.state.Load().pool
+		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.ramp.cutOf(p)
+		l.signals.pending.Ceiling, l.signals.pending.Floor = p, floor
 	}
 	if until > 0 {
 		l.signals.pending.PauseUntil = later(l.signals.pending.PauseUntil, time.Unix(0, until))
 	}
 	l.syncSoon()
+}
+
+// passed returns the pool of epoch e-1 when the replica called in it and
+// no signal came in it: a rate the downstream took; 0 when unknown. l.mu is
+// held.
+func (l *Limiter) passed(e int64) int64 {
+	if l.signals.last >= e-1 || !l.ramp.hasLast || l.ramp.last != e-1 {
+		return 0
+	}
+	return l.ramp.lastPool
 }
 
 func later(a, b time.Time) time.Time {
@@ -135,10 +155,11 @@ func (l *Limiter) unhold(st *epochState, now time.Time) {
 
 // applyCut makes the planned cut's pool that of epoch e. l.mu is held.
 func (l *Limiter) applyCut(e int64) {
-	l.ramp.cut(l.signals.planned.pool, e)
+	l.ramp.cut(l.signals.planned.pool, e, l.signals.planned.ceiling, l.signals.planned.floor)
 	l.signals.planned.ok = false
 	l.signals.cuts.Add(1)
-	l.log.Info("pool cut by a throttle signal", zap.Float64("pool", float64(l.signals.planned.pool)/milli), zap.Int64("fromEpoch", e))
+	l.log.Info("pool cut by a throttle signal", zap.Float64("pool", float64(l.signals.planned.pool)/milli),
+		zap.Float64("ceiling", float64(l.signals.planned.ceiling)/milli), zap.Int64("fromEpoch", e))
 }
 
 // syncSoon brings the next sync forward to now, unless one is under way.
@@ -160,8 +181,9 @@ func (l *Limiter) adapt(a pool.Adaptation, stamp int64, now time.Time, first boo
 	}
 	if a.From > l.signals.cutFrom {
 		l.signals.cutFrom = a.From
+		l.signals.last = max(l.signals.last, a.From-1)
 		if !first || a.From > stamp {
-			l.signals.planned = cutPlan{ok: true, from: a.From, pool: a.Pool}
+			l.signals.planned = cutPlan{ok: true, from: a.From, pool: a.Pool, ceiling: a.Ceiling, floor: a.Floor}
 		}
 	}
 	if !a.PauseUntil.IsZero() {
@@ -181,6 +203,7 @@ func (l *Limiter) unsent(s *pool.Signal) {
 	}
 	if s.Cut && (!l.signals.pending.Cut || s.Epoch < l.signals.pending.Epoch) {
 		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, s.Epoch, s.Pool
+		l.signals.pending.Ceiling, l.signals.pending.Floor = s.Ceiling, s.Floor
 	}
 	l.signals.pending.PauseUntil = later(l.signals.pending.PauseUntil, s.PauseUntil)
 }

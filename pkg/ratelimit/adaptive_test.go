@@ -12,12 +12,12 @@ import (
 	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
-// adaptive is a config that ramps from 10 to 100 in slopes of 10 and cuts by
-// half.
+// adaptive is a config that ramps from 10 to 100 in slopes of 10, cuts by
+// half and learns no ceiling (ceiling_test.go tests the ceiling).
 func adaptive(mode Mode) Config {
 	c := DefaultConfig(100)
 	c.Min, c.RampUpDuration, c.Mode = 10, 9*time.Second, mode
-	c.Adaptive = true
+	c.Adaptive, c.ForgetAfter = true, 0
 	return c
 }
 

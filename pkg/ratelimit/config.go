@@ -49,6 +49,9 @@ const (
 	DefaultCoolDownPeriod      = 5 * time.Second
 	DefaultRampDownPercentage  = 50
 	DefaultCutPercentage       = 50
+	DefaultHoldBelowPercentage = 1
+	DefaultProbeAfter          = 10 * time.Second
+	DefaultForgetAfter         = 60 * time.Second
 	// MaxTokens is the largest Max accepted: a trillion tokens per second.
 	MaxTokens = 1_000_000_000_000
 )
@@ -101,6 +104,21 @@ type Config struct {
 	// P := max(Min, floor(P*(100-CutPercentage)/100)). 0 cuts nothing, and a
 	// signal only pauses.
 	CutPercentage int
+	// HoldBelowPercentage (0-100) is how far below the learnt ceiling the
+	// pool holds after a cut: the ceiling is the pool at which the last cut's
+	// signal came, and the pool climbs back to the ceiling less
+	// max(1 token, HoldBelowPercentage of it), fast far below it and slowly
+	// near it (see [Limiter.Signal]).
+	HoldBelowPercentage int
+	// ProbeAfter is how long the pool holds below the learnt ceiling, from
+	// the cut, before it probes above it: by the hold's gap in the first
+	// epoch, then twice as much more in each epoch without a signal. 0
+	// probes as soon as the hold is reached.
+	ProbeAfter time.Duration
+	// ForgetAfter is how long after the last cut the learnt ceiling is
+	// forgotten, and the pool ramps as the mode says up to Max; 0 forgets it
+	// at once (no ceiling is learnt).
+	ForgetAfter time.Duration
 
 	// Lend exchanges spare tokens through the store (see [pool.Spare]): at
 	// each sync, a replica that granted nothing since the last one lends
@@ -167,6 +185,9 @@ func DefaultConfig(max int64) Config {
 		CoolDownPeriod:      DefaultCoolDownPeriod,
 		RampDownPercentage:  DefaultRampDownPercentage,
 		CutPercentage:       DefaultCutPercentage,
+		HoldBelowPercentage: DefaultHoldBelowPercentage,
+		ProbeAfter:          DefaultProbeAfter,
+		ForgetAfter:         DefaultForgetAfter,
 	}
 }
 
@@ -240,6 +261,15 @@ func (c Config) Validate() error {
 	}
 	if c.CutPercentage < 0 || c.CutPercentage > 100 {
 		bad("CutPercentage", c.CutPercentage, "must be between 0 and 100")
+	}
+	if c.HoldBelowPercentage < 0 || c.HoldBelowPercentage > 100 {
+		bad("HoldBelowPercentage", c.HoldBelowPercentage, "must be between 0 and 100")
+	}
+	if c.ProbeAfter < 0 {
+		bad("ProbeAfter", c.ProbeAfter, "must not be negative")
+	}
+	if c.ForgetAfter < 0 {
+		bad("ForgetAfter", c.ForgetAfter, "must not be negative")
 	}
 	if c.StaleAfter < 0 {
 		bad("StaleAfter", c.StaleAfter, "must not be negative")

@@ -49,6 +49,9 @@ var Fields = []Field{
 	{YAML: "resumedRampUp", Go: "ResumedRampUp"},
 	{YAML: "adaptive", Go: "Adaptive"},
 	{YAML: "adaptive.cutPercentage", Go: "CutPercentage"},
+	{YAML: "adaptive.holdBelowPercentage", Go: "HoldBelowPercentage"},
+	{YAML: "adaptive.probeAfter", Go: "ProbeAfter"},
+	{YAML: "adaptive.forgetAfter", Go: "ForgetAfter"},
 	{YAML: "regions", Go: "Lend"},
 	{YAML: "regions.reservePercentage", Go: "ReservePercentage"},
 

@@ -246,6 +246,7 @@ func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
 	p := l.ramp.poolAt(e)
 	r := newRamp(s.cfg, e)
 	r.resume(p, e)
+	r.ceil = l.ramp.ceil
 	l.ramp = r
 	old := l.cfg
 	l.cfg = s.cfg

@@ -22,6 +22,12 @@ type ramp struct {
 	rampDownPct int64 // percent of a slope per idle epoch
 	start       int64 // the limiter's first epoch (Scheduled counts from it)
 	cutPct      int64 // percent of the pool a throttle signal takes off
+	holdPct     int64 // percent below the learnt ceiling the pool holds at
+	probeAfter  int64 // epochs from a cut before the pool probes above the hold
+	forgetAfter int64 // epochs from a cut after which its ceiling is forgotten
+
+	// ceil is the ceiling the last cut taught, if any (ceiling.go).
+	ceil ceiling
 
 	// Scheduled after a cut: from epoch cutEpoch on, P is at most cutPool plus
 	// one slope per epoch since.
@@ -47,6 +53,9 @@ func newRamp(c Config, start int64) ramp {
 		rampDownPct: int64(c.RampDownPercentage),
 		start:       start,
 		cutPct:      int64(c.CutPercentage),
+		holdPct:     int64(c.HoldBelowPercentage),
+		probeAfter:  int64(c.ProbeAfter / time.Second),
+		forgetAfter: int64((c.ForgetAfter + time.Second - 1) / time.Second),
 	}
 	r.slope = slopeOf(c.Max-c.Min, c.RampUpDuration)
 	r.initial = r.min
@@ -112,7 +121,7 @@ func (r *ramp) poolAt(e int64) int64 {
 		if r.hasCut {
 			p = min(p, r.cutPool+min(r.max, mulDiv(r.slope, max(e-r.cutEpoch, 0), 1)))
 		}
-		return r.clamp(p)
+		return r.clamp(r.capped(p, e))
 	}
 	if !r.hasLast {
 		return r.initial
@@ -137,7 +146,7 @@ func (r *ramp) poolAt(e int64) int64 {
 			p -= min(p, r.slope)
 		}
 	}
-	return r.clamp(p)
+	return r.clamp(r.capped(p, e))
 }
 
 // resume starts the ramp from pool p (milli-tokens, clamped to [min, max]) at
@@ -165,10 +174,12 @@ func (r *ramp) cutOf(p int64) int64 {
 
 // cut makes p (milli-tokens) the pool of epoch e, the first epoch after a cut,
 // and of every epoch until the next one with a call; the ramp goes on from it
-// as the mode says. Scheduled climbs back from p one slope per epoch, never
-// above its schedule.
-func (r *ramp) cut(p, e int64) {
+// as the mode says, below the learnt ceiling c, above which f passed
+// (milli-tokens; 0 for none). Scheduled climbs back from p one slope per
+// epoch, never above its schedule.
+func (r *ramp) cut(p, e, c, f int64) {
 	p = r.clamp(p)
+	r.learn(c, f, p, e)
 	if r.mode == Scheduled {
 		r.hasCut, r.cutEpoch, r.cutPool = true, e, p
 		return

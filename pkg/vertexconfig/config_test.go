@@ -410,6 +410,9 @@ func TestDefaults(t *testing.T) {
 			CoolDownPeriod:      5 * time.Second,
 			RampDownPercentage:  50,
 			CutPercentage:       50, // used only with adaptive
+			HoldBelowPercentage: 1,
+			ProbeAfter:          10 * time.Second,
+			ForgetAfter:         time.Minute,
 		}
 		if got != want {
 			t.Errorf("LimiterConfig() = %+v, want %+v", got, want)
@@ -483,7 +486,7 @@ func TestLimiterConfig(t *testing.T) {
 		{
 			name:      "relaxed",
 			rateLimit: "max: 100\nmin: 10\nrampUpDuration: 10s\nmodes:\n  relaxed: {}\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 100, Min: 10, RampUpDuration: 10 * time.Second, Mode: ratelimit.Relaxed,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 100, Min: 10, RampUpDuration: 10 * time.Second, Mode: ratelimit.Relaxed,
 				ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
 		},
 		{
@@ -494,43 +497,43 @@ func TestLimiterConfig(t *testing.T) {
 		{
 			name:      "scheduled with pacing",
 			rateLimit: "max: 200\nmin: 20\nrampUpDuration: 9s\nmodes:\n  scheduled: {}\npacing: 50ms\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 200, Min: 20, RampUpDuration: 9 * time.Second, Mode: ratelimit.Scheduled,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 200, Min: 20, RampUpDuration: 9 * time.Second, Mode: ratelimit.Scheduled,
 				ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50, Pacing: 50 * time.Millisecond},
 		},
 		{
 			name:      "onlyIfUsed with its default threshold",
 			rateLimit: "max: 100\nmodes:\n  onlyIfUsed: {}\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 100, Min: 1, RampUpDuration: time.Second, Mode: ratelimit.OnlyIfUsed,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 100, Min: 1, RampUpDuration: time.Second, Mode: ratelimit.OnlyIfUsed,
 				ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
 		},
 		{
 			name:      "onlyIfUsed",
 			rateLimit: "max: 500\nmin: 50\nmodes:\n  onlyIfUsed:\n    thresholdPercentage: 80\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 500, Min: 50, RampUpDuration: time.Second, Mode: ratelimit.OnlyIfUsed,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 500, Min: 50, RampUpDuration: time.Second, Mode: ratelimit.OnlyIfUsed,
 				ThresholdPercentage: 80, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
 		},
 		{
 			name:      "onlyIfUsed threshold 0",
 			rateLimit: "max: 500\nmodes:\n  onlyIfUsed:\n    thresholdPercentage: 0\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 500, Min: 1, RampUpDuration: time.Second, Mode: ratelimit.OnlyIfUsed,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 500, Min: 1, RampUpDuration: time.Second, Mode: ratelimit.OnlyIfUsed,
 				ThresholdPercentage: 0, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
 		},
 		{
 			name:      "goBackN",
 			rateLimit: "max: 1000\nmin: 100\nrampUpDuration: 30s\nmodes:\n  goBackN:\n    thresholdPercentage: 70\n    coolDownPeriod: 10s\n    rampDownPercentage: 25\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 1000, Min: 100, RampUpDuration: 30 * time.Second, Mode: ratelimit.GoBackN,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 1000, Min: 100, RampUpDuration: 30 * time.Second, Mode: ratelimit.GoBackN,
 				ThresholdPercentage: 70, CoolDownPeriod: 10 * time.Second, RampDownPercentage: 25},
 		},
 		{
 			name:      "goBackN with defaults",
 			rateLimit: "max: 1000\nmodes:\n  goBackN:\n    coolDownPeriod: 1m\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 1000, Min: 1, RampUpDuration: time.Second, Mode: ratelimit.GoBackN,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 1000, Min: 1, RampUpDuration: time.Second, Mode: ratelimit.GoBackN,
 				ThresholdPercentage: 50, CoolDownPeriod: time.Minute, RampDownPercentage: 50},
 		},
 		{
 			name:      "min 0 and no ramp",
 			rateLimit: "max: 10\nmin: 0\nrampUpDuration: 0s\n",
-			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 10, Min: 0, RampUpDuration: 0, Mode: ratelimit.Relaxed,
+			want: ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 10, Min: 0, RampUpDuration: 0, Mode: ratelimit.Relaxed,
 				ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
 		},
 	}
@@ -564,11 +567,11 @@ func TestLimiterConfig(t *testing.T) {
 	// The good configs with one file per mode.
 	for file, want := range map[string]ratelimit.Config{
 		"monovertex-ratelimit-relaxed.yaml": ratelimit.DefaultConfig(50),
-		"monovertex-ratelimit-scheduled.yaml": {CutPercentage: ratelimit.DefaultCutPercentage, Max: 200, Min: 20, RampUpDuration: 9 * time.Second, Mode: ratelimit.Scheduled,
+		"monovertex-ratelimit-scheduled.yaml": {CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 200, Min: 20, RampUpDuration: 9 * time.Second, Mode: ratelimit.Scheduled,
 			ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50, Pacing: time.Millisecond},
-		"monovertex-ratelimit-onlyifused.yaml": {CutPercentage: ratelimit.DefaultCutPercentage, Max: 500, Min: 50, RampUpDuration: 10 * time.Second, Mode: ratelimit.OnlyIfUsed,
+		"monovertex-ratelimit-onlyifused.yaml": {CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 500, Min: 50, RampUpDuration: 10 * time.Second, Mode: ratelimit.OnlyIfUsed,
 			ThresholdPercentage: 80, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50},
-		"monovertex-ratelimit-gobackn.yaml": {CutPercentage: ratelimit.DefaultCutPercentage, Max: 1000, Min: 100, RampUpDuration: 30 * time.Second, Mode: ratelimit.GoBackN,
+		"monovertex-ratelimit-gobackn.yaml": {CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 1000, Min: 100, RampUpDuration: 30 * time.Second, Mode: ratelimit.GoBackN,
 			ThresholdPercentage: 70, CoolDownPeriod: 10 * time.Second, RampDownPercentage: 25, Pacing: 100 * time.Millisecond,
 			StaleAfter: 3 * time.Second, OnStoreFailure: ratelimit.Pause, ResumedRampUp: true},
 	} {
@@ -604,7 +607,7 @@ func TestLimiterConfig(t *testing.T) {
 	t.Run("example", func(t *testing.T) {
 		f := mustLoad(t, "../../config/examples/monovertex.yaml")
 		r := f.MonoVertex.Spec.Limits.GetRateLimit()
-		want := ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, Max: 20, Min: 5, RampUpDuration: 5 * time.Second, Mode: ratelimit.Relaxed,
+		want := ratelimit.Config{CutPercentage: ratelimit.DefaultCutPercentage, HoldBelowPercentage: ratelimit.DefaultHoldBelowPercentage, ProbeAfter: ratelimit.DefaultProbeAfter, ForgetAfter: ratelimit.DefaultForgetAfter, Max: 20, Min: 5, RampUpDuration: 5 * time.Second, Mode: ratelimit.Relaxed,
 			ThresholdPercentage: 50, CoolDownPeriod: 5 * time.Second, RampDownPercentage: 50}
 		if got := LimiterConfig(r); got != want {
 			t.Errorf("LimiterConfig() =\n %+v\nwant\n %+v", got, want)

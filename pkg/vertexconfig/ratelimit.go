@@ -36,6 +36,15 @@ func LimiterConfig(r *config.RateLimit) ratelimit.Config {
 		if a.CutPercentage != nil {
 			cfg.CutPercentage = clampInt(*a.CutPercentage)
 		}
+		if a.HoldBelowPercentage != nil {
+			cfg.HoldBelowPercentage = clampInt(*a.HoldBelowPercentage)
+		}
+		if a.ProbeAfter != nil {
+			cfg.ProbeAfter = a.ProbeAfter.Duration
+		}
+		if a.ForgetAfter != nil {
+			cfg.ForgetAfter = a.ForgetAfter.Duration
+		}
 	}
 	setMode(&cfg, r.Modes)
 	if r.Regions != nil {

@@ -19,7 +19,8 @@ type epochRecord struct {
 // 90 a second, and has one of them get a throttle signal with a Retry-After
 // of 1.2s: every replica is paused within a sync interval, the pool is cut to
 // 45 on all of them from the same epoch, no epoch grants more than floor(P),
-// and the replicas ramp back together.
+// and the replicas ramp back together to the hold just below the ceiling
+// they all learnt, 90 less 1%.
 func TestSignalReachesEveryReplica(t *testing.T) {
 	cfg := ratelimit.DefaultConfig(90)
 	cfg.Min, cfg.RampUpDuration, cfg.Adaptive = 10, 8*time.Second, true
@@ -93,7 +94,7 @@ func TestSignalReachesEveryReplica(t *testing.T) {
 	}
 	// The signal's epoch had its 90 taken at its start; the next one is cut to
 	// 45 and paused until 0.5s into it, then the pool climbs by 10 a second.
-	if want := "90/90 90/90 45/45 55/55 65/65 75/75 85/85 90/90"; fmt.Sprint(seq) != "["+want+"]" {
+	if want := "90/90 90/90 45/45 55/55 65/65 75/75 85/85 89/89"; fmt.Sprint(seq) != "["+want+"]" {
 		t.Errorf("granted/pool from the epoch before the signal: %v; want [%s]", seq, want)
 	}
 	for _, id := range ids {

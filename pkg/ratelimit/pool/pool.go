@@ -119,6 +119,14 @@ type Signal struct {
 	// taken effect since Epoch began.
 	Cut  bool
 	Pool int64
+	// Ceiling is the pool P (milli-tokens) of the epoch the signal came in:
+	// the rate the downstream refused, which a cut keeps as the learnt
+	// ceiling; 0 for none.
+	Ceiling int64
+	// Floor is the pool P (milli-tokens) of the epoch before, when that
+	// epoch passed without a signal: a rate the downstream took; 0 when
+	// unknown.
+	Floor int64
 	// PauseUntil is when the replicas may take tokens again, on the store
 	// clock (the Retry-After); zero for no pause.
 	PauseUntil time.Time
@@ -138,13 +146,21 @@ type Adaptation struct {
 	Pool int64
 	// PauseUntil is the latest end of a pause asked for, on the store clock.
 	PauseUntil time.Time
+	// Ceiling is the learnt ceiling of the last cut: the pool P
+	// (milli-tokens) at which its signal came ([Signal.Ceiling]); 0 for none.
+	// Every replica climbs back towards it from From the same way.
+	Ceiling int64
+	// Floor is the rate below the ceiling known to pass ([Signal.Floor]);
+	// 0 for none.
+	Floor int64
 }
 
 // Signaled returns a after signal s, applied by a store at its time now: the
 // pause is extended to s.PauseUntil, and a cut is made when s asks for one and
 // came in an epoch in which the last cut had already taken effect: at most
 // one cut per epoch, and none for signals that traffic sent before the last
-// cut caused. A cut takes effect from the first epoch that begins at least
+// cut caused. A cut keeps s.Ceiling and s.Floor as the learnt ceiling and
+// the rate known to pass below it. A cut takes effect from the first epoch that begins at least
 // s.Lead after now, and after s's epoch.
 func (a Adaptation) Signaled(s Signal, now time.Time) Adaptation {
 	if s.PauseUntil.After(a.PauseUntil) {
@@ -153,6 +169,7 @@ func (a Adaptation) Signaled(s Signal, now time.Time) Adaptation {
 	if s.Cut && s.Epoch >= a.From {
 		a.From = max(floorDiv(now.Add(s.Lead).UnixNano(), epochNanos)+1, s.Epoch+1)
 		a.Pool = s.Pool
+		a.Ceiling, a.Floor = s.Ceiling, s.Floor
 	}
 	return a
 }

@@ -8,7 +8,7 @@
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
 // sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the pool
 // size each reported), :members (for ranks by id), :resume and :adaptive (the
-// last cut and pause of throttle signals). Every key expires after the ttl (and
+// last cut, its learnt ceiling and the pause of throttle signals). Every key expires after the ttl (and
 // at least twice the longest lease) unless a replica keeps syncing. The first
 // three are sorted sets, so that a sync costs O(log n) in the number of replicas.
 // With per-key limits ([Store.TakeKeys]) it also keeps a count per message
@@ -159,7 +159,7 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [pool.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
-	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, "", 0, 0, ""}
+	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, ""}
 	if sig := r.Signal; sig != nil {
 		cut := 0
 		if sig.Cut {
@@ -170,18 +170,19 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 			pause = sig.PauseUntil.UnixMicro()
 		}
 		args[4], args[5], args[6], args[7], args[8] = sig.Epoch, cut, sig.Pool, pause, sig.Lead.Microseconds()
+		args[11], args[12] = sig.Ceiling, sig.Floor
 	}
 	if c := r.Limit; c != nil {
 		args[9], args[10] = c.Spec, c.Lead.Microseconds()
 	}
 	if l := r.Lend; l != nil {
-		args[11], args[12], args[13], args[14] = l.Epoch, max(l.Give, 0), max(l.Want, 0), l.Region
+		args[13], args[14], args[15], args[16] = l.Epoch, max(l.Give, 0), max(l.Want, 0), l.Region
 	}
 	vals, err := syncScript.Run(ctx, s.client, s.keys, args...).Slice()
 	if err != nil {
 		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
-	res, limits, lent, err := syncResult(vals)
+	res, limits, learnt, lent, err := syncResult(vals)
 	if err != nil {
 		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
@@ -190,7 +191,7 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 		pause = time.UnixMicro(res[9])
 	}
 	return pool.View{
-		Adaptation: pool.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause},
+		Adaptation: pool.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: learnt[0], Floor: learnt[1]},
 		Agreed:     res[0] == 1,
 		PoolSize:   int(res[1]),
 		Live:       int(res[2]),
@@ -203,22 +204,30 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 }
 
 // syncResult reads the values of the sync script: ten numbers, then the two
-// last changes of the live limit as gen, spec, from, then the tokens lent.
-func syncResult(vals []any) ([]int64, []pool.LiveLimit, int64, error) {
-	const nums, limits = 10, pool.MaxLiveLimits
-	if len(vals) != nums+3*limits+1 {
-		return nil, nil, 0, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits+1)
+// last changes of the live limit as gen, spec, from, then the learnt
+// ceiling and floor, then the tokens lent.
+func syncResult(vals []any) ([]int64, []pool.LiveLimit, [2]int64, int64, error) {
+	const nums, limits, tail = 10, pool.MaxLiveLimits, 3
+	var cf [2]int64
+	if len(vals) != nums+3*limits+tail {
+		return nil, nil, cf, 0, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits+tail)
 	}
-	lent, ok := vals[len(vals)-1].(int64)
-	if !ok {
-		return nil, nil, 0, fmt.Errorf("value %d from the script is %T, want an integer", len(vals), vals[len(vals)-1])
+	var last [tail]int64
+	for i := range last {
+		j := len(vals) - tail + i
+		n, ok := vals[j].(int64)
+		if !ok {
+			return nil, nil, cf, 0, fmt.Errorf("value %d from the script is %T, want an integer", j+1, vals[j])
+		}
+		last[i] = n
 	}
-	vals = vals[:len(vals)-1]
+	cf = [2]int64{last[0], last[1]}
+	vals = vals[:len(vals)-tail]
 	res := make([]int64, nums)
 	for i := range res {
 		n, ok := vals[i].(int64)
 		if !ok {
-			return nil, nil, 0, fmt.Errorf("value %d from the script is %T, want an integer", i+1, vals[i])
+			return nil, nil, cf, 0, fmt.Errorf("value %d from the script is %T, want an integer", i+1, vals[i])
 		}
 		res[i] = n
 	}
@@ -228,13 +237,13 @@ func syncResult(vals []any) ([]int64, []pool.LiveLimit, int64, error) {
 		spec, ok2 := vals[i+1].(string)
 		from, ok3 := vals[i+2].(int64)
 		if !ok1 || !ok2 || !ok3 {
-			return nil, nil, 0, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
+			return nil, nil, cf, 0, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
 		}
 		if gen > 0 {
 			ls = append(ls, pool.LiveLimit{Gen: gen, Spec: spec, From: from})
 		}
 	}
-	return res, ls, lent, nil
+	return res, ls, cf, last[2], nil
 }
 
 // Leave implements [pool.Store].

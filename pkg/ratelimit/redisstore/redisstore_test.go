@@ -455,12 +455,12 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 	lead := 200 * time.Millisecond
 	var want pool.Adaptation
 	for i, sig := range []*pool.Signal{
-		{Epoch: e, Cut: true, Pool: 50_000, Lead: lead},
-		{Epoch: e, Cut: true, Pool: 25_000, Lead: lead}, // before the cut took effect
+		{Epoch: e, Cut: true, Pool: 50_000, Ceiling: 100_000, Floor: 80_000, Lead: lead},
+		{Epoch: e, Cut: true, Pool: 25_000, Ceiling: 50_000, Lead: lead}, // before the cut took effect
 		nil,
 		{Epoch: e, PauseUntil: v.Time.Add(1500 * time.Millisecond)},
 		{Epoch: e, PauseUntil: v.Time.Add(700 * time.Millisecond)}, // the pause only grows
-		{Epoch: e + 5, Cut: true, Pool: 12_000, Lead: lead},
+		{Epoch: e + 5, Cut: true, Pool: 12_000, Ceiling: 24_500, Lead: lead},
 		{Epoch: e + 5, Cut: true, Pool: 6_000, Lead: lead},                            // before the cut took effect
 		{Epoch: e + 6, Cut: true, Pool: 1_000_000_000_000_000, Lead: 2 * time.Second}, // the largest pool, a long lead
 	} {
@@ -475,7 +475,7 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 			t.Fatalf("sync %d with %+v: %+v; want %+v", i, sig, v.Adaptation, want)
 		}
 	}
-	if want.From < e+7 || want.Pool != 1_000_000_000_000_000 {
+	if want.From < e+7 || want.Pool != 1_000_000_000_000_000 || want.Ceiling != 0 {
 		t.Fatalf("the rule itself: %+v; want the cut of the signal in epoch %d", want, e+6)
 	}
 	if ttl := srv.Do(t, "PTTL", s.Keys()[4]).(int64); ttl <= 0 || ttl > 60_000 {

@@ -15,7 +15,9 @@
 -- KEYS[4] resume:     string, pool in milli-tokens saved by a replica that left
 -- KEYS[5] adaptive:   hash: from (the epoch from which the last cut applies),
 --                     pool (the pool it set, milli-tokens), pause (the end of
---                     the pause, us of Redis TIME)
+--                     the pause, us of Redis TIME), ceil (the learnt ceiling:
+--                     the pool its signal came at, milli-tokens), floor (the
+--                     pool of the epoch before, when it passed, or 0)
 -- KEYS[6] limit:      hash: the last two changes of the live limit
 --                     (ratelimit.LiveLimit), gen, spec and from for the last,
 --                     pgen, pspec and pfrom for the one before
@@ -28,9 +30,10 @@
 -- ARGV[6] 1 to ask for a cut to ARGV[7] (milli-tokens), ARGV[8] the pause's end
 -- (us, 0 for none), ARGV[9] the lead (us) of the replicas before a cut applies;
 -- ARGV[10] a change of the live limit the replica proposes (its spec), or
--- empty, and ARGV[11] its lead (us); a lend of spare tokens (pool.Lend), or
--- ARGV[12] empty: ARGV[12] its epoch, ARGV[13] the tokens given, ARGV[14] the
--- most tokens wanted, ARGV[15] the replica's region
+-- empty, and ARGV[11] its lead (us); ARGV[12] the signal's ceiling and
+-- ARGV[13] its floor (milli-tokens, 0 for none); a lend of spare tokens
+-- (pool.Lend), or ARGV[14] empty: ARGV[14] its epoch, ARGV[15] the tokens
+-- given, ARGV[16] the most tokens wanted, ARGV[17] the replica's region
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -71,16 +74,18 @@ local resume = tonumber(redis.call('GET', KEYS[4]) or '0') or 0
 -- Throttle signals: the pause only grows; a cut is made when the signal came in
 -- an epoch in which the last cut had taken effect, and applies from the first
 -- epoch that begins at least the lead from now, after the signal's.
-local a = redis.call('HMGET', KEYS[5], 'from', 'pool', 'pause')
+local a = redis.call('HMGET', KEYS[5], 'from', 'pool', 'pause', 'ceil', 'floor')
 local from, pool, pause = tonumber(a[1] or '0') or 0, tonumber(a[2] or '0') or 0, tonumber(a[3] or '0') or 0
+local ceil, floor = tonumber(a[4] or '0') or 0, tonumber(a[5] or '0') or 0
 if ARGV[5] ~= '' then
   local epoch = tonumber(ARGV[5])
   pause = math.max(pause, tonumber(ARGV[8]))
   if ARGV[6] == '1' and epoch >= from then
     from = math.max(math.floor((nowus + tonumber(ARGV[9])) / 1000000) + 1, epoch + 1)
     pool = tonumber(ARGV[7])
+    ceil, floor = tonumber(ARGV[12]), tonumber(ARGV[13])
   end
-  redis.call('HSET', KEYS[5], 'from', from, 'pool', pool, 'pause', pause)
+  redis.call('HSET', KEYS[5], 'from', from, 'pool', pool, 'pause', pause, 'ceil', ceil, 'floor', floor)
 end
 if from > 0 or pause > 0 then redis.call('PEXPIRE', KEYS[5], keyttl) end
 
@@ -101,14 +106,14 @@ if gen > 0 then redis.call('PEXPIRE', KEYS[6], keyttl) end
 -- giver's region, taken from the taker's own region first, then from the
 -- fullest other region.
 local lent = 0
-if ARGV[12] ~= '' and tonumber(ARGV[12]) == math.floor(nowus / 1000000) then
-  local e = tonumber(ARGV[12])
+if ARGV[14] ~= '' and tonumber(ARGV[14]) == math.floor(nowus / 1000000) then
+  local e = tonumber(ARGV[14])
   if (tonumber(redis.call('HGET', KEYS[7], 'epoch') or '0') or 0) ~= e then
     redis.call('DEL', KEYS[7])
     redis.call('HSET', KEYS[7], 'epoch', e)
   end
-  local own = 'r:' .. ARGV[15]
-  local give, want = tonumber(ARGV[13]), tonumber(ARGV[14])
+  local own = 'r:' .. ARGV[17]
+  local give, want = tonumber(ARGV[15]), tonumber(ARGV[16])
   if give > 0 then redis.call('HINCRBY', KEYS[7], own, give) end
   if want > 0 then
     lent = math.min(want, tonumber(redis.call('HGET', KEYS[7], own) or '0') or 0)
@@ -131,4 +136,4 @@ if ARGV[12] ~= '' and tonumber(ARGV[12]) == math.floor(nowus / 1000000) then
   redis.call('PEXPIRE', KEYS[7], 3000)
 end
 return {agreed, hi, live, rank, tonumber(t[1]), tonumber(t[2]), resume, from, pool, pause,
-  pgen, pspec, pfrom, gen, spec, lfrom, lent}
+  pgen, pspec, pfrom, gen, spec, lfrom, ceil, floor, lent}

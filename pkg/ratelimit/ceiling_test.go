@@ -1,0 +1,138 @@
+package ratelimit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// issueConfig is the limit of issue 27's measurements: 20 to 400 over 10s
+// (slopes of 38), relaxed, cut by 20%, the ceiling's defaults.
+func issueConfig() Config {
+	c := DefaultConfig(400)
+	c.Min, c.RampUpDuration, c.Adaptive, c.CutPercentage = 20, 10*time.Second, true, 20
+	return c
+}
+
+// quotaRun drives a limiter on the manual clock against a downstream that
+// accepts quota(e) requests in epoch e and refuses the rest, which signals
+// once per epoch. It returns what was accepted and refused in each epoch.
+func quotaRun(t *testing.T, cfg Config, epochs int, quota func(e int) int64) (accepted, refused []int64) {
+	t.Helper()
+	tl := newTestLimiter(t, cfg)
+	for e := range epochs {
+		got := int64(takeAll(tl))
+		q := quota(e)
+		accepted = append(accepted, min(got, q))
+		refused = append(refused, max(got-q, 0))
+		if got > q {
+			tl.Signal(0)
+		}
+		tl.clk.Advance(time.Second)
+	}
+	return accepted, refused
+}
+
+func sum(s []int64) int64 {
+	n := int64(0)
+	for _, v := range s {
+		n += v
+	}
+	return n
+}
+
+func TestCapAt(t *testing.T) {
+	r := newRamp(issueConfig(), 0)
+	r.learn(150_000, 0, 120_000, 10)
+	for _, tt := range []struct {
+		e    int64
+		want int64 // milli-tokens; -1 for no cap
+	}{
+		{10, 120_000},         // the cut's epoch
+		{11, 149_000 - 3_625}, // an eighth of the 29 left to the hold
+		{12, 149_000},         // the hold: 1% below, in whole tokens
+		{19, 149_000},
+		{20, 149_000 + 1_000},   // probing: one gap
+		{21, 149_000 + 5*1_000}, // then 5, 21, ... gaps
+		{22, 149_000 + 21*1_000},
+		{69, -1}, // forgotten after 60s
+	} {
+		got, ok := r.capAt(tt.e)
+		if !ok {
+			got = -1
+		}
+		if got != tt.want {
+			t.Errorf("capAt(%d) = %d; want %d", tt.e, got, tt.want)
+		}
+	}
+}
+
+// TestCeilingSettlesBelowAQuota runs issue 27's fixed window of 150 a second
+// for 120 epochs: after 15 epochs of settling, at least 98% of the quota is
+// used and at most 1% of what is sent is refused.
+func TestCeilingSettlesBelowAQuota(t *testing.T) {
+	acc, ref := quotaRun(t, issueConfig(), 120, func(int) int64 { return 150 })
+	acc, ref = acc[15:], ref[15:]
+	used := float64(sum(acc)) / float64(150*len(acc))
+	refused := float64(sum(ref)) / float64(sum(acc)+sum(ref))
+	t.Logf("used %.1f%%, refused %.2f%%", 100*used, 100*refused)
+	if used < 0.98 || refused > 0.01 {
+		t.Errorf("used %.1f%% of the quota, refused %.2f%%; want >= 98%% and <= 1%%\naccepted %v\nrefused %v",
+			100*used, 100*refused, acc, ref)
+	}
+}
+
+// TestCeilingFollowsAQuotaThatChanges drops the quota from 150 to 75 at
+// epoch 20 and raises it back at epoch 40: the limit settles within 5
+// epochs of the drop and within ProbeAfter and 5 of the rise (it finds a
+// higher quota when it probes), and at most 3% of what is sent after the
+// first 15 epochs is refused (each request over the quota counts, as
+// though the sender sent them all: a sink that stops a batch at its first
+// refusal, and a Retry-After, send fewer). Settled is the first epoch from which, over
+// the next 10, at most 2% of the quota is refused in each and at least 95%
+// of it is accepted in all.
+func TestCeilingFollowsAQuotaThatChanges(t *testing.T) {
+	quota := func(e int) int64 {
+		if e >= 20 && e < 40 {
+			return 75
+		}
+		return 150
+	}
+	cfg := issueConfig()
+	acc, ref := quotaRun(t, cfg, 80, quota)
+	refused := float64(sum(ref[15:])) / float64(sum(acc[15:])+sum(ref[15:]))
+	t.Logf("accepted %v", acc)
+	t.Logf("refused %v (%.2f%% after epoch 15)", ref, 100*refused)
+	settledAt := func(from int) int {
+		for e := from; e+10 <= len(acc); e++ {
+			var a, q int64
+			ok := true
+			for i := e; i < e+10; i++ {
+				a, q = a+acc[i], q+quota(i)
+				ok = ok && ref[i]*100 <= 2*quota(i)
+			}
+			if ok && a*100 >= 95*q {
+				return e
+			}
+		}
+		return -1
+	}
+	probe := int(cfg.ProbeAfter / time.Second)
+	for _, c := range []struct{ change, within int }{{20, 5}, {40, probe + 5}} {
+		if e := settledAt(c.change); e < 0 || e-c.change > c.within {
+			t.Errorf("after the change at epoch %d: settled at epoch %d; want within %d", c.change, e, c.within)
+		}
+	}
+	if refused > 0.03 {
+		t.Errorf("refused %.2f%%; want at most 3%%", 100*refused)
+	}
+}
+
+// TestCeilingNeverSignaledReachesMax: an endpoint that never signals gets
+// max, and no epoch's pool exceeds it.
+func TestCeilingNeverSignaledReachesMax(t *testing.T) {
+	acc, _ := quotaRun(t, issueConfig(), 15, func(int) int64 { return 1_000 })
+	if got := fmt.Sprint(acc[10:]); got != "[400 400 400 400 400]" {
+		t.Errorf("accepted after the ramp: %s; want 400 each", got)
+	}
+}
