@@ -68,7 +68,10 @@ const (
 // joined by commas) and X-Numaflow-Event-Time (Unix milliseconds); then the
 // message's own headers (but for those of the connection, and those three,
 // which stay as the message says); then the configured ones, which win. Up to
-// Concurrency requests of a Write run at once.
+// Concurrency requests of a Write run at once, fewer after throttled
+// answers: the requests in flight have an AIMD limit, shared by the
+// Writes, that a 429 or 503 halves (once for the requests sent before it)
+// and each answer 2xx raises by 1/limit, back up to Concurrency.
 //
 // With Batch, a Write is one request with Content-Type: application/json and
 // a JSON array of objects {"id", "keys", "eventTime" (RFC 3339 with
@@ -79,8 +82,10 @@ const (
 // wait Retry-After asks for (seconds or an HTTP date; 0 when absent or
 // invalid; at most MaxRetryAfter), and the requests of the Write not yet
 // started are not sent but get the same error, so that a throttled endpoint
-// is not pressed by the rest of the batch; any other 4xx but 408 is an error
-// matching [isb.ErrRejected] with the status and the start of the body; 408,
+// is not pressed by the rest of the batch; until that Retry-After has
+// passed, a Write sends nothing and its messages get an *isb.ThrottledError
+// with the wait left and no Signal (the endpoint was heard once); any
+// other 4xx but 408 is an error matching [isb.ErrRejected] with the status and the start of the body; 408,
 // other 5xx, redirects (never followed), timeouts and connection errors are
 // plain errors, to be retried.
 //
@@ -93,6 +98,7 @@ type HTTP struct {
 	log      *zap.Logger
 	redirect sync.Once
 	bufs     sync.Pool // of *[]byte, batch bodies
+	flight   *inflight // the AIMD limit on requests in flight
 }
 
 var _ isb.Writer = (*HTTP)(nil)
@@ -117,7 +123,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	}
-	h := &HTTP{cfg: cfg, endpoint: u.Redacted(), log: cfg.Logger}
+	h := &HTTP{cfg: cfg, endpoint: u.Redacted(), log: cfg.Logger, flight: newInflight(cfg.Concurrency, cfg.Clock)}
 	h.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
@@ -222,8 +228,22 @@ func (h *HTTP) writeEach(ctx context.Context, msgs []isb.Message, errs []error) 
 				errs[i] = te
 				continue
 			}
+			n, err := h.flight.acquire(ctx)
+			if err != nil {
+				errs[i] = err
+				if te, ok := asThrottled(err); ok {
+					throttled.CompareAndSwap(nil, te)
+				}
+				continue
+			}
+			if te := throttled.Load(); te != nil { // came while waiting for a slot
+				h.flight.abandon()
+				errs[i] = te
+				continue
+			}
 			errs[i] = h.sendMessage(ctx, &msgs[i])
-			if te := (*isb.ThrottledError)(nil); errors.As(errs[i], &te) {
+			h.flight.release(n, errs[i])
+			if te, ok := asThrottled(errs[i]); ok {
 				throttled.CompareAndSwap(nil, te)
 			}
 		}
@@ -246,7 +266,12 @@ func (h *HTTP) sendMessage(ctx context.Context, m *isb.Message) error {
 }
 
 // writeBatch sends msgs as a JSON array in one request.
-func (h *HTTP) writeBatch(ctx context.Context, msgs []isb.Message) error {
+func (h *HTTP) writeBatch(ctx context.Context, msgs []isb.Message) (err error) {
+	n, err := h.flight.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { h.flight.release(n, err) }()
 	bp, _ := h.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)

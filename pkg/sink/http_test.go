@@ -654,3 +654,39 @@ func BenchmarkHTTPSink(b *testing.B) {
 		})
 	}
 }
+
+// TestHTTPHonoursRetryAfterAcrossWrites: after a 429 with Retry-After: 2,
+// a Write sends nothing until the two seconds have passed (its messages
+// are throttled for what is left, with no signal), then sends again, fewer
+// at a time.
+func TestHTTPHonoursRetryAfterAcrossWrites(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	var requests, refuse atomic.Int64
+	refuse.Store(1)
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if refuse.Load() == 1 {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	})
+	s := newHTTPSink(t, sink.HTTPConfig{URL: srv.URL, Concurrency: 1, Clock: clk})
+	write(t, s, messages(3))
+	refuse.Store(0)
+	clk.Advance(time.Second)
+	for i, err := range write(t, s, messages(3)) {
+		var te *isb.ThrottledError
+		if !errors.As(err, &te) || te.RetryAfter != time.Second || te.Signal != isb.SignalUnknown {
+			t.Fatalf("message %d during the Retry-After: %v; want throttled for 1s, no signal", i, err)
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("%d requests during the Retry-After; want only the first", n)
+	}
+	clk.Advance(time.Second)
+	for i, err := range write(t, s, messages(3)) {
+		if err != nil {
+			t.Fatalf("message %d after the Retry-After: %v", i, err)
+		}
+	}
+}
