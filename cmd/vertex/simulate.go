@@ -58,6 +58,9 @@ var simFlags = map[string]string{
 	"CoolDownPeriod":      "--cool-down",
 	"RampDownPercentage":  "--ramp-down",
 	"CutPercentage":       "--cut",
+	"HoldBelowPercentage": "--hold-below",
+	"ProbeAfter":          "--probe-after",
+	"ForgetAfter":         "--forget-after",
 }
 
 // overrideConfig returns base with the fields whose flags were set taken from
@@ -83,6 +86,12 @@ downstream answering 429 would send them, and turns adaptive throttling on.
 --change K:FILE replays a live change of the config to FILE's rate limit
 (its `+simulate.LiveSettings()+`), as vertex run applies it:
 epoch K is the first under it; give it once per change.
+--quota replays a downstream with a quota, fixed:RATE (a fixed window of RATE
+requests a second) or bucket:RATE:BURST (a token bucket), that takes the tokens
+granted at each epoch's start and signals when it refuses some (with
+--retry-after as its Retry-After); --quota-change K:RATE changes its rate from
+epoch K. It turns adaptive throttling on, and the table shows what it accepted
+and refused per epoch.
 
 With --group NAME and -f PIPELINE, it runs the vertices of PIPELINE that
 join the shared limit NAME (rateLimit.groups), one replica each, with the
@@ -101,10 +110,17 @@ flags:
 	fs.DurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
 	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
 	fs.IntVar(&cfg.CutPercentage, "cut", ratelimit.DefaultCutPercentage, "adaptive: percentage of the pool a throttle signal cuts")
+	fs.IntVar(&cfg.HoldBelowPercentage, "hold-below", ratelimit.DefaultHoldBelowPercentage, "adaptive: percentage below the learnt ceiling the pool holds at")
+	fs.DurationVar(&cfg.ProbeAfter, "probe-after", ratelimit.DefaultProbeAfter, "adaptive: time after a cut before the pool probes above the learnt ceiling")
+	fs.DurationVar(&cfg.ForgetAfter, "forget-after", ratelimit.DefaultForgetAfter, "adaptive: time after a cut when the learnt ceiling is forgotten (0: learn none)")
+	quotaArg := fs.String("quota", "", "a downstream with a quota: fixed:RATE or bucket:RATE:BURST")
+	var quotaChanges changeFlags
+	fs.Var(&quotaChanges, "quota-change", "K:RATE: from epoch K, the downstream's quota is RATE (repeatable, in order)")
+	retryAfter := fs.Duration("retry-after", 0, "the downstream's Retry-After when it refuses (0: none)")
 	signalsArg := fs.String("signals", "", `throttle signals per epoch, after its call, comma-separated: 0 or empty none, 1 a signal, a duration a signal with that Retry-After, e.g. "0,0,1,0,2s"`)
 	file := fs.String("f", "", "take the rate limit from this MonoVertex or Pipeline YAML")
 	vertex := fs.String("vertex", "", "with -f and a Pipeline: the vertex whose rate limit to use")
-	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call (required), e.g. "10,20,,60"`)
+	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call, NxK N in each of K epochs (required), e.g. "10,20,,60" or "1000x60"`)
 	formatArg := fs.String("format", "table", "output format: table or csv")
 	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
 	var changeArgs changeFlags
@@ -146,12 +162,22 @@ flags:
 		}
 		cfg.Adaptive = true
 	}
+	var down ratelimit.Downstream
+	switch {
+	case fs.isSet("quota"):
+		if down, err = simulate.ParseQuota(*quotaArg, quotaChanges, *retryAfter, len(demand)); err != nil {
+			return usagef("simulate: --quota %v", err)
+		}
+		cfg.Adaptive = true
+	case len(quotaChanges) > 0 || fs.isSet("retry-after"):
+		return usagef("simulate: --quota-change and --retry-after are for --quota")
+	}
 	if err := cfg.Validate(); err != nil {
 		return &usageError{msg: "simulate: " + simulate.RenderConfigError(err, simFlags)}
 	}
 	// What the flags set beside -f, and --signals, hold for the changes too.
 	same := func(c *ratelimit.Config) {
-		if fs.isSet("signals") {
+		if fs.isSet("signals") || fs.isSet("quota") {
 			c.Adaptive = true
 		}
 		if fs.isSet("cut") {
@@ -162,7 +188,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes}}, format, *plotPath)
+	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}, format, *plotPath)
 }
 
 // changeFlags are the --change K:FILE flags of simulate.

@@ -59,7 +59,8 @@ func TestSimulateCSV(t *testing.T) {
 				"--demand", "100,100,100,100,100,100,100,100", "--signals", "0,,1,0,0,1500ms"},
 			want: csvLines("epoch,pool,granted,signal,cut,paused",
 				"1,10,10,0,0,0", "2,20,20,0,0,0", "3,30,30,1,0,0", "4,15,15,0,1,0",
-				"5,25,25,0,0,0", "6,35,35,1,0,0", "7,17,17,0,1,1", "8,27,27,0,0,0"),
+				// Back towards the learnt ceiling of 30, bisecting from the 20 that passed.
+				"5,24.5,24,0,0,0", "6,26.75,26,1,0,0", "7,13,13,0,1,1", "8,23,23,0,0,0"),
 		},
 		{
 			name: "a cut of 20% with --cut",
@@ -258,6 +259,17 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"signal not 0, 1 or a duration", []string{"--max", "10", "--demand", "1", "--signals", "0,2"}, []string{"--signals", "entry 2", `"2"`}},
 		{"signal with a negative Retry-After", []string{"--max", "10", "--demand", "1", "--signals", "-1s"}, []string{"--signals", "entry 1", `"-1s"`}},
 		{"cut above 100", []string{"--max", "10", "--demand", "1", "--signals", "1", "--cut", "101"}, []string{"--cut (101)"}},
+		{"quota of no kind", []string{"--max", "10", "--demand", "1", "--quota", "window:5"}, []string{"--quota", `"window:5"`, "fixed:RATE or bucket:RATE:BURST"}},
+		{"quota not a number", []string{"--max", "10", "--demand", "1", "--quota", "fixed:lots"}, []string{"--quota", `"lots"`}},
+		{"bucket without a burst", []string{"--max", "10", "--demand", "1", "--quota", "bucket:150"}, []string{"--quota", `"bucket:150"`}},
+		{"bucket with a burst of 0", []string{"--max", "10", "--demand", "1", "--quota", "bucket:150:0"}, []string{"--quota", "burst"}},
+		{"quota change outside the demand", []string{"--max", "10", "--demand", "1x5", "--quota", "fixed:5", "--quota-change", "9:3"}, []string{"--quota change", `"9:3"`, "from 2 to 5"}},
+		{"quota changes out of order", []string{"--max", "10", "--demand", "1x5", "--quota", "fixed:5", "--quota-change", "4:3", "--quota-change", "3:2"}, []string{"--quota change", `"3:2"`, "not after"}},
+		{"quota change without quota", []string{"--max", "10", "--demand", "1", "--quota-change", "2:3"}, []string{"--quota-change", "for --quota"}},
+		{"negative retry-after", []string{"--max", "10", "--demand", "1", "--quota", "fixed:5", "--retry-after", "-1s"}, []string{"retry-after (-1s)"}},
+		{"demand repeated zero times", []string{"--max", "10", "--demand", "5x0"}, []string{"--demand", "entry 1", `"5x0"`}},
+		{"hold-below above 100", []string{"--max", "10", "--demand", "1", "--quota", "fixed:5", "--hold-below", "101"}, []string{"--hold-below (101)"}},
+		{"negative probe-after", []string{"--max", "10", "--demand", "1", "--quota", "fixed:5", "--probe-after", "-1s"}, []string{"--probe-after (-1s)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -419,5 +431,39 @@ func TestSimulateChange(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "--change") || !strings.Contains(stderr, tt.want) {
 			t.Errorf("--change %s: exit %d, %q; want 2 and %q", tt.change, code, stderr, tt.want)
 		}
+	}
+}
+
+// TestSimulateQuota replays issue 27's fixed window of 150 a second, which
+// drops to 75 at epoch 21 and rises back at epoch 41, against max 400, min
+// 20, a ramp of 10s and a cut of 20%: the table shows what the downstream
+// accepted and refused per epoch and in all, the limit holds just below
+// each quota, and finds the higher one again when it probes.
+func TestSimulateQuota(t *testing.T) {
+	code, stdout, stderr := runVertex(t, "simulate", "--max", "400", "--min", "20", "--ramp-up", "10s", "--cut", "20",
+		"--demand", "1000x60", "--quota", "fixed:150", "--retry-after", "1s", "--quota-change", "21:75", "--quota-change", "41:150")
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr %s", code, stderr)
+	}
+	lines := strings.Split(stdout, "\n")
+	if !strings.Contains(lines[1], "accepted") || !strings.Contains(lines[1], "refused") {
+		t.Fatalf("header %q; want accepted and refused columns", lines[1])
+	}
+	for _, want := range []string{
+		"     20     150      150       150        0",
+		"     21     150      150        75       75      signal",
+		"     30      75       75        75        0",
+		"     60     150      150       150        0",
+		"accepted 6435, refused 197 (2.97% of those sent)",
+	} {
+		if !strings.Contains(stdout, want+"\n") && !strings.Contains(stdout, want+" ") {
+			t.Errorf("no line %q in\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runVertex(t, "simulate", "--max", "400", "--min", "20", "--ramp-up", "10s", "--cut", "20",
+		"--demand", "1000x3", "--quota", "bucket:150:50", "--format", "csv")
+	if want := csvLines("epoch,pool,granted,accepted,refused,signal,cut,paused",
+		"1,20,20,20,0,0,0,0", "2,58,58,50,8,1,0,0", "3,46,46,46,0,0,1,0"); code != 0 || stdout != want {
+		t.Errorf("bucket: exit %d, CSV\n%s\nwant\n%s", code, stdout, want)
 	}
 }

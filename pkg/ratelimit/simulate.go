@@ -31,6 +31,9 @@ type SimEpoch struct {
 	// a [SimChange].
 	Max      int64
 	Switched bool
+	// Accepted and Refused are what the scenario's Downstream did with the
+	// tokens granted, when it has one.
+	Accepted, Refused int
 }
 
 // SimChange is a live change of the limit in a simulation: the config is
@@ -65,6 +68,10 @@ type Scenario struct {
 	// more and within Demand, and its config may differ from the first only
 	// where [Limiter.Update] allows.
 	Changes []SimChange
+	// Downstream, when not nil, is sent the tokens granted in each epoch;
+	// when it refuses some it is a throttle signal with its Retry-After,
+	// unless Signals has an entry for the epoch.
+	Downstream Downstream
 }
 
 // Simulate runs a real Limiter for cfg on a manual clock through a scenario,
@@ -112,9 +119,19 @@ func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
 		}
 		s := l.Status()
 		e.PoolMilli, e.Max = s.PoolMilli, s.Max
-		if i < len(signals) && signals[i] != NoSignal {
+		var refused bool
+		var retryAfter time.Duration
+		if sc.Downstream != nil && e.Called {
+			e.Accepted, refused, retryAfter = sc.Downstream.Take(i+1, e.Granted)
+			e.Refused = e.Granted - e.Accepted
+		}
+		switch {
+		case i < len(signals) && signals[i] != NoSignal:
 			e.Signal = true
 			l.Signal(signals[i])
+		case refused:
+			e.Signal = true
+			l.Signal(retryAfter)
 		}
 		if c, ok := at[i+2]; ok {
 			if err := l.Update(c); err != nil {

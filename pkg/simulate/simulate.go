@@ -13,27 +13,43 @@ import (
 )
 
 // ParseDemand parses a demand list, "10,20,,60": tokens asked per epoch, whole
-// numbers, an empty entry for an epoch without a call.
+// numbers, an empty entry for an epoch without a call; an entry NxK asks N
+// in each of K epochs ("1000x60").
 func ParseDemand(s string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("(%q) must list at least one epoch, e.g. \"10,20,,60\"", s)
 	}
-	parts := strings.Split(s, ",")
-	out := make([]int, len(parts))
-	for i, p := range parts {
+	var out []int
+	for i, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			out[i] = ratelimit.NoCall
+			out = append(out, ratelimit.NoCall)
 			continue
 		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("entry %d (%q) must be a whole number of tokens, 0 or more, or empty for no call", i+1, p)
+		v, times, rep := strings.Cut(p, "x")
+		k := 1
+		if rep {
+			var err error
+			if k, err = strconv.Atoi(times); err != nil || k < 1 || k > maxEpochs {
+				return nil, fmt.Errorf("entry %d (%q): the epochs after x must be a whole number from 1 to %d", i+1, p, maxEpochs)
+			}
 		}
-		out[i] = n
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("entry %d (%q) must be a whole number of tokens, 0 or more, NxK for N in K epochs, or empty for no call", i+1, p)
+		}
+		if len(out)+k > maxEpochs {
+			return nil, fmt.Errorf("lists more than %d epochs", maxEpochs)
+		}
+		for range k {
+			out = append(out, n)
+		}
 	}
 	return out, nil
 }
+
+// maxEpochs is the most epochs a demand list may have.
+const maxEpochs = 100_000
 
 // ParseSignals parses a throttle signal list, "0,0,1,0,2s": per epoch, 0 or
 // empty for none, 1 for a signal without a Retry-After, or a duration for a
@@ -83,6 +99,12 @@ func adapted(epochs []ratelimit.SimEpoch) bool {
 	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Signal || e.Cut || e.Paused })
 }
 
+// downstream reports whether the epochs had a downstream that accepted or
+// refused tokens: the outputs then have columns for them.
+func downstream(epochs []ratelimit.SimEpoch) bool {
+	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Accepted > 0 || e.Refused > 0 })
+}
+
 // changed reports whether any epoch began a live change: the CSV then has
 // columns for the max and the switch.
 func changed(epochs []ratelimit.SimEpoch) bool {
@@ -122,12 +144,16 @@ func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) 
 }
 
 // WriteCSV writes the epochs as CSV: epoch,pool,granted, with empty cells
-// where an epoch had no call, signal,cut,paused (0 or 1) when an epoch had
-// any, and max,switched when an epoch began a live change.
+// where an epoch had no call, accepted,refused with a downstream,
+// signal,cut,paused (0 or 1) when an epoch had any, and max,switched when an
+// epoch began a live change.
 func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
 	var b strings.Builder
-	more, live := adapted(epochs), changed(epochs)
+	more, live, down := adapted(epochs), changed(epochs), downstream(epochs)
 	b.WriteString("epoch,pool,granted")
+	if down {
+		b.WriteString(",accepted,refused")
+	}
 	if more {
 		b.WriteString(",signal,cut,paused")
 	}
@@ -138,6 +164,9 @@ func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) err
 	for _, e := range epochs {
 		pool, granted := simCells(mode, e)
 		fmt.Fprintf(&b, "%d,%s,%s", e.Epoch, pool, granted)
+		if down {
+			fmt.Fprintf(&b, ",%d,%d", e.Accepted, e.Refused)
+		}
 		if more {
 			fmt.Fprintf(&b, ",%d,%d,%d", flag01(e.Signal), flag01(e.Cut), flag01(e.Paused))
 		}
@@ -164,9 +193,12 @@ func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) 
 		fmt.Fprintf(w, ", adaptive, cut %d%%", cfg.CutPercentage)
 	}
 	fmt.Fprintln(w)
-	more := adapted(epochs) || changed(epochs)
+	more, down := adapted(epochs) || changed(epochs), downstream(epochs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "epoch\tpool\tgranted\t")
+	if down {
+		fmt.Fprint(tw, "accepted\trefused\t")
+	}
 	if more {
 		fmt.Fprint(tw, "\t")
 	}
@@ -180,10 +212,21 @@ func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) 
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t", e.Epoch, pool, granted)
+		if down {
+			fmt.Fprintf(tw, "%d\t%d\t", e.Accepted, e.Refused)
+		}
 		if more {
 			fmt.Fprintf(tw, "%s\t", notes(e))
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || !down {
+		return err
+	}
+	var acc, ref int
+	for _, e := range epochs {
+		acc, ref = acc+e.Accepted, ref+e.Refused
+	}
+	_, err := fmt.Fprintf(w, "accepted %d, refused %d (%.2f%% of those sent)\n", acc, ref, 100*float64(ref)/float64(max(acc+ref, 1)))
+	return err
 }
