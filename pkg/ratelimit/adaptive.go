@@ -51,7 +51,18 @@ type cutPlan struct {
 // to call for every refused request, and safe for concurrent use; a signal
 // that comes in an epoch in which a cut has not yet taken effect cuts nothing
 // more, but its Retry-After still extends the pause.
-func (l *Limiter) Signal(retryAfter time.Duration) {
+func (l *Limiter) Signal(retryAfter time.Duration) { l.signal(retryAfter, true) }
+
+// SignalUnavailable tells the limiter that what the vertex protects is
+// unavailable (an HTTP 503: down or overloaded, not over a quota), and asked
+// to be left alone for retryAfter (0 when it did not say). It cuts and
+// pauses as [Limiter.Signal] does, but teaches no ceiling: the pool climbs
+// back towards the ceiling learnt before, so that a short outage does not
+// leave the vertex below its quota.
+func (l *Limiter) SignalUnavailable(retryAfter time.Duration) { l.signal(retryAfter, false) }
+
+// signal is Signal, and SignalUnavailable without teach.
+func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 	if !l.cfg.Adaptive {
 		return
 	}
@@ -69,13 +80,16 @@ func (l *Limiter) Signal(retryAfter time.Duration) {
 		l.pauseTo(until, now)
 	}
 	cut := l.cfg.CutPercentage > 0 && e >= l.signals.cutFrom && !l.signals.planned.ok
-	floor := l.passed(e)
+	ceiling, floor := l.state.Load().pool, l.passed(e)
+	if !teach {
+		ceiling, floor = 0, 0
+	}
 	l.signals.last = max(l.signals.last, e)
 	if l.link.store == nil {
 		if cut {
 			l.signals.cutFrom = e + 1
 			p := l.state.Load().pool
-			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(p), ceiling: p, floor: floor}
+			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(p), ceiling: ceiling, floor: floor}
 		}
 		return
 	}
@@ -88,7 +102,7 @@ func (l *Limiter) Signal(retryAfter time.Duration) {
 	if cut && !l.signals.pending.Cut {
 		p := l.state.Load().pool
 		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.ramp.cutOf(p)
-		l.signals.pending.Ceiling, l.signals.pending.Floor = p, floor
+		l.signals.pending.Ceiling, l.signals.pending.Floor = ceiling, floor
 	}
 	if until > 0 {
 		l.signals.pending.PauseUntil = later(l.signals.pending.PauseUntil, time.Unix(0, until))

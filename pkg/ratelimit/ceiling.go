@@ -22,7 +22,8 @@ package ratelimit
 //
 // A signal that comes while the pool is capped cuts it again and teaches a
 // lower ceiling; one that comes while probing, a ceiling just above the
-// quota. The cap only ever lowers what the mode would give, never below the
+// quota. A signal that the resource is unavailable (SignalUnavailable, an
+// HTTP 503) teaches none: the cut climbs back towards the ceiling known. The cap only ever lowers what the mode would give, never below the
 // cut, so the pool stays in [Min, Max].
 
 // ceiling is what the last cut taught the ramp.
@@ -35,8 +36,13 @@ type ceiling struct {
 }
 
 // learn keeps ceiling c and the rate f that passed below it (milli-tokens;
-// 0 for none) of a cut to pool p from epoch e.
+// 0 for none) of a cut to pool p from epoch e. A cut without a ceiling (of
+// a signal that teaches none) keeps the ceiling known, if it is not yet
+// forgotten, and climbs back towards it from p.
 func (r *ramp) learn(c, f, p, e int64) {
+	if c <= 0 && r.ceil.known && e-r.ceil.from < r.forgetAfter {
+		c, f = r.ceil.pool, r.ceil.passed
+	}
 	if c <= 0 || r.forgetAfter <= 0 {
 		r.ceil = ceiling{}
 		return

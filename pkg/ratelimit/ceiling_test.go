@@ -42,7 +42,9 @@ func sum(s []int64) int64 {
 }
 
 func TestCapAt(t *testing.T) {
-	r := newRamp(issueConfig(), 0)
+	cfg := issueConfig()
+	cfg.ProbeAfter = 10 * time.Second
+	r := newRamp(cfg, 0)
 	r.learn(150_000, 0, 120_000, 10)
 	for _, tt := range []struct {
 		e    int64
@@ -84,8 +86,9 @@ func TestCeilingSettlesBelowAQuota(t *testing.T) {
 
 // TestCeilingFollowsAQuotaThatChanges drops the quota from 150 to 75 at
 // epoch 20 and raises it back at epoch 40: the limit settles within 5
-// epochs of the drop and within ProbeAfter and 5 of the rise (it finds a
-// higher quota when it probes), and at most 3% of what is sent after the
+// epochs of the drop and within ProbeAfter and 8 of the rise (it finds a
+// higher quota when it probes, at worst ProbeAfter after a probe just
+// before the rise, and then takes a few epochs to climb and settle), and at most 3% of what is sent after the
 // first 15 epochs is refused (each request over the quota counts, as
 // though the sender sent them all: a sink that stops a batch at its first
 // refusal, and a Retry-After, send fewer). Settled is the first epoch from which, over
@@ -118,7 +121,7 @@ func TestCeilingFollowsAQuotaThatChanges(t *testing.T) {
 		return -1
 	}
 	probe := int(cfg.ProbeAfter / time.Second)
-	for _, c := range []struct{ change, within int }{{20, 5}, {40, probe + 5}} {
+	for _, c := range []struct{ change, within int }{{20, 5}, {40, probe + 8}} {
 		if e := settledAt(c.change); e < 0 || e-c.change > c.within {
 			t.Errorf("after the change at epoch %d: settled at epoch %d; want within %d", c.change, e, c.within)
 		}
@@ -134,5 +137,28 @@ func TestCeilingNeverSignaledReachesMax(t *testing.T) {
 	acc, _ := quotaRun(t, issueConfig(), 15, func(int) int64 { return 1_000 })
 	if got := fmt.Sprint(acc[10:]); got != "[400 400 400 400 400]" {
 		t.Errorf("accepted after the ramp: %s; want 400 each", got)
+	}
+}
+
+// TestSignalUnavailableKeepsTheCeiling: after settling below a quota of
+// 150, three epochs of "unavailable" signals cut the pool, but it climbs
+// back to the hold below the ceiling learnt before, not to one learnt in
+// the outage.
+func TestSignalUnavailableKeepsTheCeiling(t *testing.T) {
+	tl := newTestLimiter(t, issueConfig())
+	var pools []int64
+	for e := range 30 {
+		got := int64(takeAll(tl))
+		pools = append(pools, got)
+		switch {
+		case e >= 16 && e < 19:
+			tl.SignalUnavailable(time.Second)
+		case got > 150:
+			tl.Signal(0)
+		}
+		tl.clk.Advance(time.Second)
+	}
+	if got := fmt.Sprint(pools[12:26]); got != "[150 150 150 150 150 120 96 76 114 150 150 150 150 150]" {
+		t.Errorf("granted from epoch 12: %s; want the outage's cuts, then back to 150 in two epochs", got)
 	}
 }

@@ -93,7 +93,11 @@ func (v *Vertex) signal() func(kind isb.SignalKind, retryAfter time.Duration) {
 		kinds = isb.Signals
 	}
 	return func(kind isb.SignalKind, retryAfter time.Duration) {
-		if slices.Contains(kinds, kind) {
+		switch {
+		case !slices.Contains(kinds, kind):
+		case kind == isb.SignalHTTP503:
+			v.limiter.SignalUnavailable(retryAfter)
+		default:
 			v.limiter.Signal(retryAfter)
 		}
 	}
