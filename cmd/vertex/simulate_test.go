@@ -438,10 +438,11 @@ func TestSimulateChange(t *testing.T) {
 // drops to 75 at epoch 21 and rises back at epoch 41, against max 400, min
 // 20, a ramp of 10s and a cut of 20%: the table shows what the downstream
 // accepted and refused per epoch and in all, the limit holds just below
-// each quota, and finds the higher one again when it probes.
+// each quota, and finds the higher one again when it probes, fifteen
+// epochs after its last cut.
 func TestSimulateQuota(t *testing.T) {
 	code, stdout, stderr := runVertex(t, "simulate", "--max", "400", "--min", "20", "--ramp-up", "10s", "--cut", "20",
-		"--demand", "1000x60", "--quota", "fixed:150", "--retry-after", "1s", "--quota-change", "21:75", "--quota-change", "41:150")
+		"--demand", "1000x70", "--quota", "fixed:150", "--retry-after", "1s", "--quota-change", "21:75", "--quota-change", "41:150")
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr %s", code, stderr)
 	}
@@ -453,8 +454,9 @@ func TestSimulateQuota(t *testing.T) {
 		"     20     150      150       150        0",
 		"     21     150      150        75       75      signal",
 		"     30      75       75        75        0",
-		"     60     150      150       150        0",
-		"accepted 6435, refused 197 (2.97% of those sent)",
+		"     60     172      172       150       22      signal",
+		"     70     150      150       150        0",
+		"accepted 7185, refused 197 (2.67% of those sent)",
 	} {
 		if !strings.Contains(stdout, want+"\n") && !strings.Contains(stdout, want+" ") {
 			t.Errorf("no line %q in\n%s", want, stdout)
