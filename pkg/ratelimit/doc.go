@@ -46,9 +46,15 @@
 // the tokens left in the epoch are taken back and none are granted before
 // that time. The pool then ramps back up as the mode says, so the vertex finds
 // the resource's capacity by additive increase and multiplicative decrease.
-// With a store, the store decides the cut for every replica and keeps the
-// pause (see [pool.Adaptation]); each replica pauses at its next sync and applies
-// the cut from the same epoch, so shares still sum to floor(P).
+// The cut learns a ceiling, the pool at which the signal came: the climb
+// back bisects towards a hold just below it (HoldBelowPercentage), probes
+// above it after ProbeAfter, by little and then by more, and forgets it
+// after ForgetAfter. [Limiter.SignalUnavailable] (an HTTP 503) cuts and
+// pauses but teaches no ceiling. With a store, the store decides the cut and
+// its ceiling for every replica and keeps the pause (see [pool.Adaptation]);
+// each replica pauses at its next sync and applies the cut from the same
+// epoch, so shares still sum to floor(P). [Simulate] replays a
+// [Downstream] with a quota ([FixedWindow], [TokenBucket]).
 //
 // # Live changes
 //
