@@ -36,6 +36,8 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 			}
 			return float64(s.PausedUntil.UnixNano()) / 1e9
 		})
+	gauge("sluice_ratelimit_ceiling_tokens", "The learnt ceiling (rateLimit.adaptive) that caps the pool's climb: the pool at which the last cut's throttle signal came; 0 when there is none.",
+		func(s ratelimit.Status) float64 { return float64(s.CeilingMilli) / 1000 })
 	gauge("sluice_ratelimit_store_up", "1 while the last sync with the rate limiter's store succeeded (always 1 without a store).",
 		func(s ratelimit.Status) float64 {
 			if s.StoreUp {

@@ -482,6 +482,10 @@ type Status struct {
 	// store clock, while it lasts (zero otherwise).
 	Cuts        int64
 	PausedUntil time.Time
+	// CeilingMilli is the learnt ceiling that caps the pool's climb in this
+	// epoch, in milli-tokens: the pool at which the last cut's signal came;
+	// 0 when there is none (none learnt, or forgotten).
+	CeilingMilli int64
 	// ShadowThrottled is the tokens granted through a [Gate] in shadow beyond what
 	// the limiter granted, and kept, since it started: what it would have
 	// throttled.
@@ -514,6 +518,9 @@ func (l *Limiter) Status() Status {
 	}
 	if l.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
 		s.PausedUntil = time.Unix(0, l.signals.pauseUntil)
+	}
+	if _, ok := l.ramp.capAt(st.epoch); ok {
+		s.CeilingMilli = l.ramp.ceil.pool
 	}
 	if st.unspent() == 0 {
 		s.Throttled = l.reasonOf(st)
