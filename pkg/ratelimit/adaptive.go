@@ -50,7 +50,8 @@ type cutPlan struct {
 // not say). With Config.Adaptive off it does nothing. Signal is cheap enough
 // to call for every refused request, and safe for concurrent use; a signal
 // that comes in an epoch in which a cut has not yet taken effect cuts nothing
-// more, but its Retry-After still extends the pause.
+// more, but its Retry-After still extends the pause. The pool of the epoch
+// in which a signal that cuts came is the learnt ceiling (ceiling.go).
 func (l *Limiter) Signal(retryAfter time.Duration) { l.signal(retryAfter, true) }
 
 // SignalUnavailable tells the limiter that what the vertex protects is

@@ -23,8 +23,9 @@ package ratelimit
 // A signal that comes while the pool is capped cuts it again and teaches a
 // lower ceiling; one that comes while probing, a ceiling just above the
 // quota. A signal that the resource is unavailable (SignalUnavailable, an
-// HTTP 503) teaches none: the cut climbs back towards the ceiling known. The cap only ever lowers what the mode would give, never below the
-// cut, so the pool stays in [Min, Max].
+// HTTP 503) teaches none: the cut climbs back towards the ceiling known.
+// The cap only ever lowers what the mode would give, never below the cut,
+// so the pool stays in [Min, Max].
 
 // ceiling is what the last cut taught the ramp.
 type ceiling struct {
