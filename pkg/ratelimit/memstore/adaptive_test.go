@@ -98,8 +98,8 @@ func TestSignalReachesEveryReplica(t *testing.T) {
 		t.Errorf("granted/pool from the epoch before the signal: %v; want [%s]", seq, want)
 	}
 	for _, id := range ids {
-		if c := p.reps[id].l.Status().Cuts; c != 1 {
-			t.Errorf("%s applied %d cuts; want 1", id, c)
+		if s := p.reps[id].l.Status(); s.Cuts != 1 || s.CeilingMilli != 90_000 {
+			t.Errorf("%s applied %d cuts and learnt a ceiling of %d milli-tokens; want 1 and 90000, the pool the signal came at", id, s.Cuts, s.CeilingMilli)
 		}
 	}
 }
