@@ -246,6 +246,13 @@ type RateLimit struct {
 	Shadow *bool `yaml:"shadow"`
 	// PerKey (sluice's addition) limits each message key too: see PerKeyLimit.
 	PerKey *PerKeyLimit `yaml:"perKey"`
+	// Bytes (sluice's addition) limits the payload bytes per second too:
+	// see ByteLimit.
+	Bytes *ByteLimit `yaml:"bytes"`
+	// Cost (sluice's addition) is an expression over a message whose value
+	// is the tokens it takes from the message limit (default 1 each), so
+	// that max counts cost units: see docs/throttling.md.
+	Cost *string `yaml:"cost"`
 	// Groups (sluice's addition) are the shared limits the vertex joins:
 	// each message passes only when the vertex's limit and every group's
 	// allow it. See GroupLimit.
