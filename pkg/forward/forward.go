@@ -107,6 +107,16 @@ type Deps struct {
 	// PerKey, when set, limits each message key too (rateLimit.perKey): see
 	// PerKey.
 	PerKey *PerKey
+	// Bytes, when set, limits the payload bytes read too (rateLimit.bytes):
+	// a batch takes its bytes from it after its read, before it goes on (see
+	// pay). A *ratelimit.Gate of the byte limiter, as Limiter is of the
+	// message limiter.
+	Bytes Limiter
+	// Cost, when set, is the tokens each message takes from Limiter
+	// (rateLimit.cost) in place of one: a batch takes the rest after its read,
+	// or gives back what costs less (see pay). An error counts as a cost
+	// error and the message costs 1. It is called from the loop's goroutine.
+	Cost func(m *isb.Message) (int, error)
 }
 
 // OnFailure is what a forwarder does with messages its sink keeps failing
@@ -214,6 +224,8 @@ type Forwarder struct {
 	nackLog        atomic.Bool
 	// onSuccessLog is set once ON_SUCCESS without an on-success sink is logged.
 	onSuccessLog atomic.Bool
+	// costLog is set once a cost expression's error is logged.
+	costLog atomic.Bool
 }
 
 // worker moves batches through the functions and to the sinks. The
@@ -249,6 +261,10 @@ type worker struct {
 	// ExcludeDropped (see spendOn).
 	grant ratelimit.Grant
 	kept  int
+	// paid is what the batch in progress paid after its read (see pay),
+	// and gone marks the messages of the batch that go on.
+	paid payment
+	gone []bool
 }
 
 // New returns a forwarder. Deps.Reader, Deps.Sink, Deps.Metrics and Deps.Tracker are
@@ -345,6 +361,7 @@ func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 // g. With turns, it writes and acks when turn seq comes, after the batches
 // read before it. It abandons the batch when hard ends first.
 func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, start time.Time, t *turns, seq uint64) {
+	defer func() { f.paid = payment{} }()
 	if f.d.Tracer != nil {
 		// A span per batch, from the start of its read; empty reads make none.
 		var span trace.Span
@@ -538,6 +555,7 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		f.grant = f.d.Limiter.Settle(g, len(batch)-dropped)
 		f.kept -= dropped
 		f.d.Metrics.Deposited.Add(float64(dropped))
+		f.refund(batch, msgs)
 	}
 	return msgs, nil
 }

@@ -36,6 +36,7 @@ type job struct {
 	read  []isb.ReadMessage // its buffer, readSize long
 	batch []isb.ReadMessage
 	g     ratelimit.Grant
+	paid  payment // what the batch paid after its read (see pay)
 	start time.Time
 	seq   uint64
 }
@@ -64,6 +65,7 @@ func (f *Forwarder) newLoop(hard context.Context) (l *loop, stop func()) {
 		go func() {
 			defer l.wg.Done()
 			for j := range l.jobs {
+				w.paid = j.paid
 				w.forward(hard, j.g, j.batch, j.start, l.order, j.seq)
 				l.done(j, true)
 			}
@@ -120,6 +122,19 @@ func (l *loop) step(ctx context.Context) error {
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
 	}
+	var paid payment
+	if f.paid() {
+		// Its bytes and cost, known now (see pay): a wait for them may
+		// make the read's tokens stale, which sendFresh then renews.
+		var ok bool
+		if g, paid, ok = f.pay(l.hard, g, batch); !ok {
+			f.keep(g, 0)
+			f.abandon(l.hard, "acquire", batch, l.hard.Err())
+			l.slots.give(len(batch))
+			l.free <- j
+			return nil
+		}
+	}
 	// The read's tokens, or the current epoch's when it returned in a later
 	// one: then the batch may go on in parts, each a job.
 	next := j
@@ -131,6 +146,7 @@ func (l *loop) step(ctx context.Context) error {
 			part = next.read[:copy(next.read, part)]
 		}
 		next.batch, next.g, next.start, next.seq = part, g, start, l.seq
+		next.paid, paid = paid, payment{}
 		l.seq++
 		l.dispatch(next)
 		next = nil
@@ -149,6 +165,7 @@ func (l *loop) dispatch(j *job) {
 		l.jobs <- j
 		return
 	}
+	l.inline.paid = j.paid
 	l.inline.forward(l.hard, j.g, j.batch, j.start, nil, 0)
 	l.done(j, false)
 }

@@ -14,13 +14,17 @@ type Metrics struct {
 	Acked     prometheus.Counter
 	Dropped   prometheus.Counter
 	Nacked    prometheus.Counter
-	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, onsuccess, ack, nack
+	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, onsuccess, ack, nack, cost
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
 	// Retaken counts the tokens taken again for messages that went on in a
 	// later epoch than their grant's (see sendFresh); they are in Granted too.
 	Retaken prometheus.Counter
 	Batch   prometheus.Histogram
+	// Bytes and BytesDeposited are Granted and Deposited of the byte limit
+	// (rateLimit.bytes): the payload bytes of the messages read, and those
+	// given back for dropped messages with excludeDropped.
+	Bytes, BytesDeposited prometheus.Counter
 
 	// ThrottleSignals counts the messages a sink refused with a throttle
 	// signal (isb.ErrThrottled), once per refusal.
@@ -37,6 +41,9 @@ const (
 	StageOnSuccess = "onsuccess"
 	StageAck       = "ack"
 	StageNack      = "nack"
+	// StageCost counts the messages whose cost expression (rateLimit.cost)
+	// gave no cost; they cost 1.
+	StageCost = "cost"
 )
 
 // The help of the token counters. Only tokens kept for messages read count: the
@@ -79,6 +86,10 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		Deposited:       counter("sluice_ratelimit_deposited_total", depositedHelp),
 		Retaken:         counter("sluice_ratelimit_retaken_total", retakenHelp),
 		ThrottleSignals: counter("sluice_forward_throttle_signals_total", throttleSignalsHelp),
+		Bytes: counter("sluice_ratelimit_bytes_granted_total",
+			"Payload bytes of the messages read, taken from the byte limit (rateLimit.bytes)."),
+		BytesDeposited: counter("sluice_ratelimit_bytes_deposited_total",
+			"Payload bytes given back to the byte limit: with excludeDropped, those of dropped messages."),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_forward_error_total", Help: "Errors by stage of the forward loop.",
 		}, []string{"stage"}),
@@ -89,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.Errors, m.Batch)
-	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageOnSuccess, StageAck, StageNack} {
+	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageOnSuccess, StageAck, StageNack, StageCost} {
 		m.Errors.WithLabelValues(stage)
 	}
 	for _, r := range reasons {

@@ -1,0 +1,179 @@
+package forward
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// A read batch's sizes and costs are known only once it is read, so it pays
+// for them after the read and before it goes on (pay): its payload bytes
+// from the byte limit (Deps.Bytes, rateLimit.bytes), and from the message
+// limit the cost of each message (Deps.Cost, rateLimit.cost) beyond the one
+// token per message taken before the read, or back when the costs come to
+// less. Each limit's tokens are taken all of one epoch when they can be: when
+// the current epoch has fewer left than the batch needs, the forwarder gives
+// back what it got and waits for the next epoch. When a whole epoch's share
+// is still too little (a batch, or a message, bigger than the replica's share
+// of an epoch) it keeps what each epoch grants and collects tokens over as
+// many epochs as it needs, then goes on: no epoch grants more than its share,
+// and the epoch the batch goes on in carries all of its bytes. The waits are
+// tracked as rate_limited.
+
+// payment is what a batch paid after its read: the last grants of its bytes
+// and of its cost beyond one token a message, settled, so that dropped
+// messages can give theirs back (Options.ExcludeDropped).
+type payment struct {
+	bytes, cost ratelimit.Grant
+}
+
+// paid reports whether reads pay after the read for their bytes or cost.
+func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil }
+
+// costOf returns the cost of m (1 when the cost expression gives none,
+// counted as an error of stage cost).
+func (f *Forwarder) costOf(m *isb.Message) int {
+	c, err := f.d.Cost(m)
+	if err != nil {
+		f.d.Metrics.Errors.WithLabelValues(StageCost).Inc()
+		if !f.costLog.Swap(true) {
+			f.log.Warn("the cost expression gave no cost; such messages cost 1 (logged once)", zap.Error(err))
+		}
+		return 1
+	}
+	return c
+}
+
+// pay takes the bytes and the extra cost of batch, read on g, and returns
+// g less the tokens a batch that costs less than a token a message gives
+// back. It reports false when hard ends first.
+func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) (ratelimit.Grant, payment, bool) {
+	var bytes, cost int
+	switch {
+	case f.d.Cost == nil:
+		for i := range batch {
+			bytes += len(batch[i].Value)
+		}
+	case f.d.Bytes == nil:
+		for i := range batch {
+			cost += f.costOf(&batch[i].Message)
+		}
+	default:
+		for i := range batch {
+			bytes += len(batch[i].Value)
+			cost += f.costOf(&batch[i].Message)
+		}
+	}
+	var p payment
+	ok := true
+	if f.d.Bytes != nil && bytes > 0 {
+		p.bytes, ok = f.take(hard, f.d.Bytes, bytes)
+		if ok {
+			f.d.Metrics.Bytes.Add(float64(bytes))
+		}
+	}
+	if extra := cost - len(batch); f.d.Cost != nil && ok {
+		switch {
+		case extra > 0:
+			p.cost, ok = f.take(hard, f.d.Limiter, extra)
+			if ok {
+				f.d.Metrics.Granted.Add(float64(extra))
+			}
+		case extra < 0:
+			// Messages that cost nothing give their read's tokens back.
+			g = f.d.Limiter.Settle(g, g.Tokens+extra)
+		}
+	}
+	return g, p, ok
+}
+
+// take takes n tokens of lim for what a batch read, waiting for them as
+// the package comment says, and returns the last grant, kept. It reports
+// false when hard ends first; a limiter that fails otherwise (closed) lets
+// the batch go without.
+func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Grant, bool) {
+	var last ratelimit.Grant
+	whole := true // until a whole epoch's share has proved too little
+	for n > 0 {
+		g, reason := lim.TryAcquire(n)
+		if g.Tokens == 0 {
+			var err error
+			f.d.Tracker.Begin(reason)
+			g, err = lim.Acquire(hard, n)
+			f.d.Tracker.End(reason)
+			switch {
+			case hard.Err() != nil:
+				return last, false
+			case err != nil && !errors.Is(err, ratelimit.ErrRateLimited):
+				f.log.Warn("no tokens for a read's bytes or cost; sending it without", zap.Error(err))
+				return last, true
+			case g.Tokens == 0:
+				continue
+			}
+			whole = false // the epoch's first grant to this caller: all it gets
+		}
+		if g.Tokens < n && whole {
+			// Fewer than n left in this epoch: all of them from the next.
+			lim.Settle(g, 0)
+			whole = false
+			_, left := lim.Epoch()
+			f.d.Tracker.Begin(ratelimit.ReasonRateLimited)
+			waited := f.sleep(hard, left)
+			f.d.Tracker.End(ratelimit.ReasonRateLimited)
+			if !waited {
+				return last, false
+			}
+			continue
+		}
+		last = lim.Settle(g, g.Tokens)
+		n -= g.Tokens
+	}
+	return last, true
+}
+
+// refund gives back, with Options.ExcludeDropped, the bytes and the extra
+// cost the dropped messages of batch paid: those that none of msgs (what goes
+// on to the sink) or the messages bypass sends to the other sinks came from,
+// and that were not nacked. They go back to the epoch of the batch's last
+// grant, while it is current.
+func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
+	if f.paid.bytes.Tokens == 0 && f.paid.cost.Tokens == 0 {
+		return
+	}
+	f.gone = zeroedBools(f.gone, len(batch))
+	for _, list := range [][]isb.Message{msgs, f.byFallback, f.byOnSuccess} {
+		for i := range list {
+			if o := list[i].Origin; o >= 0 && o < len(batch) {
+				f.gone[o] = true
+			}
+		}
+	}
+	var bytes, cost int
+	for i := range batch {
+		if f.gone[i] || f.nacks[i] != nil {
+			continue
+		}
+		bytes += len(batch[i].Value)
+		if f.d.Cost != nil && f.paid.cost.Tokens > 0 {
+			cost += f.costOf(&batch[i].Message) - 1
+		}
+	}
+	if b := min(bytes, f.paid.bytes.Tokens); b > 0 {
+		f.paid.bytes = f.d.Bytes.Settle(f.paid.bytes, f.paid.bytes.Tokens-b)
+		f.d.Metrics.BytesDeposited.Add(float64(b))
+	}
+	if c := min(cost, f.paid.cost.Tokens); c > 0 {
+		f.paid.cost = f.d.Limiter.Settle(f.paid.cost, f.paid.cost.Tokens-c)
+		f.d.Metrics.Deposited.Add(float64(c))
+	}
+}
+
+// zeroedBools returns b resized to n, all false.
+func zeroedBools(b []bool, n int) []bool {
+	b = append(b[:0], make([]bool, n)...)
+	return b
+}

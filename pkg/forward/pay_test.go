@@ -1,0 +1,273 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/udf"
+)
+
+// sizedBuffer returns a memory buffer holding n messages of size bytes each,
+// valued 0 to n-1 with leading zeros.
+func sizedBuffer(t *testing.T, n, size int) *memory.Buffer {
+	t.Helper()
+	b := memory.New("in", n+1, 20*time.Millisecond, nil)
+	msgs := make([]isb.Message, n)
+	for i := range msgs {
+		msgs[i] = isb.Message{Value: fmt.Appendf(nil, "%0*d", size, i)}
+	}
+	if err := b.Write(context.Background(), msgs, make([]error, n)); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// bytesPerEpoch returns the payload bytes written in each epoch from first.
+func (s *epochSink) bytesPerEpoch(first int64) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for _, w := range s.writes {
+		i := int(w.epoch - first)
+		for len(out) <= i {
+			out = append(out, 0)
+		}
+		out[i] += len(w.value)
+	}
+	return out
+}
+
+// epochLog records a limiter's epoch summaries.
+type epochLog struct {
+	mu  sync.Mutex
+	all []ratelimit.EpochSummary
+}
+
+func (l *epochLog) observe(s ratelimit.EpochSummary) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, s)
+}
+
+// check fails when an epoch granted more than its share or its pool, or
+// wrote more than its pool.
+func (l *epochLog) check(t *testing.T, written []int, first int64) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.all {
+		pool := s.PoolMilli / 1000
+		if s.Granted > s.Share || s.Granted > pool {
+			t.Errorf("epoch %d: granted %d; share %d, pool %d", s.Epoch-first, s.Granted, s.Share, pool)
+		}
+		if i := int(s.Epoch - first); i >= 0 && i < len(written) && int64(written[i]) > pool {
+			t.Errorf("epoch %d: %d written; pool %d (written %v)", i, written[i], pool, written)
+		}
+	}
+}
+
+// waitIdle waits, at most 10s, until the forwarder waits on clk with no
+// batch in flight: a limiter it was given has a caller waiting, or a timer
+// beyond the limiters' own is pending, and what it read is acked but for
+// the batch that waits.
+func (h *harness) waitIdle(t *testing.T, clk *clock.Manual, lims ...*ratelimit.Limiter) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		waiting := clk.Pending() > len(lims)
+		for _, l := range lims {
+			waiting = waiting || l.Status().Waiting > 0
+		}
+		// A batch that waits for its bytes or cost is read and not acked.
+		if waiting && uint64(testutil.ToFloat64(h.m.Read)) <= h.in.Stats().Acked+uint64(h.f.readSize()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ws := 0
+			for _, l := range lims {
+				ws += l.Status().Waiting
+			}
+			t.Fatalf("the forwarder does not wait on the clock: %d timers, %d waiting, read %v, acked %d",
+				clk.Pending(), ws, testutil.ToFloat64(h.m.Read), h.in.Stats().Acked)
+		}
+	}
+}
+
+// runEpochs advances clk a second at a time, each once the forwarder waits
+// with no batch in flight, until it has acked n messages, at most epochs
+// seconds.
+func (h *harness) runEpochs(t *testing.T, clk *clock.Manual, n uint64, epochs int, lims ...*ratelimit.Limiter) {
+	t.Helper()
+	for step := 0; step < epochs && h.in.Stats().Acked < n; step++ {
+		h.waitIdle(t, clk, lims...)
+		clk.Advance(time.Second)
+	}
+	h.waitAcked(t, n)
+}
+
+// newLimiter returns a limiter on clk that logs its epochs.
+func newLimiter(t *testing.T, cfg ratelimit.Config, clk *clock.Manual) (*ratelimit.Limiter, *epochLog) {
+	t.Helper()
+	log := &epochLog{}
+	l, err := ratelimit.New(cfg, ratelimit.WithClock(clk), ratelimit.WithEpochObserver(log.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	return l, log
+}
+
+// TestBytesLimit: with a byte limit beside a message limit that never
+// throttles, no epoch writes more payload bytes than its byte pool, in
+// every ramp mode and every way of forwarding, and every message is
+// written once.
+func TestBytesLimit(t *testing.T) {
+	modes := []ratelimit.Mode{ratelimit.Relaxed, ratelimit.Scheduled, ratelimit.OnlyIfUsed, ratelimit.GoBackN}
+	for _, mode := range modes {
+		for _, fm := range keyedModes {
+			t.Run(mode.String()+"/"+fm.name, func(t *testing.T) {
+				clk := clock.NewManual(t0)
+				msgs, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
+				cfg := ratelimit.DefaultConfig(100)
+				cfg.Min, cfg.RampUpDuration, cfg.Mode = 40, 3*time.Second, mode
+				bytes, log := newLimiter(t, cfg, clk)
+				in := sizedBuffer(t, 60, 10)
+				es := newEpochSink(clk)
+				opts := Options{BatchSize: 4, Clock: clk, MaxIdlePause: time.Millisecond}
+				fm.set(&opts)
+				h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: msgs.Gate(), Bytes: bytes.Gate()}, opts)
+				h.runEpochs(t, clk, 60, 30, msgs, bytes)
+				written := es.bytesPerEpoch(t0.Unix())
+				if sum(written) != 600 {
+					t.Fatalf("%d bytes written; want 600 (per epoch %v)", sum(written), written)
+				}
+				bytes.Close(context.Background()) // logs the last epoch
+				log.check(t, written, t0.Unix())
+				if written[0] != 40 {
+					t.Errorf("epoch 0: %d bytes written; want min, 40 (per epoch %v)", written[0], written)
+				}
+				if got := testutil.ToFloat64(h.m.Bytes); got != 600 {
+					t.Errorf("bytes_granted_total %v; want 600", got)
+				}
+			})
+		}
+	}
+}
+
+// TestBytesLargerThanAnEpoch: a message bigger than a whole epoch's share
+// collects the tokens of ceil(size/share) epochs and then goes on; no
+// epoch grants more than its share.
+func TestBytesLargerThanAnEpoch(t *testing.T) {
+	for _, size := range []int{350, 400} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			clk := clock.NewManual(t0)
+			msgs, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
+			bytes, log := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
+			in := sizedBuffer(t, 1, size)
+			es := newEpochSink(clk)
+			h := start(t, Deps{Reader: in, Sink: es, Limiter: msgs, Bytes: bytes},
+				Options{BatchSize: 4, Clock: clk, MaxIdlePause: time.Millisecond})
+			h.runEpochs(t, clk, 1, 10, msgs, bytes)
+			written := es.bytesPerEpoch(t0.Unix())
+			epochs := (size + 99) / 100
+			if len(written) != epochs+1 || written[epochs] != size {
+				t.Fatalf("bytes per epoch %v; want the %d in epoch %d", written, size, epochs)
+			}
+			bytes.Close(context.Background())
+			log.check(t, nil, t0.Unix())
+		})
+	}
+}
+
+// costOfLen is a cost of one token per payload byte.
+func costOfLen(m *isb.Message) (int, error) { return len(m.Value), nil }
+
+// TestCost: messages that cost their payload's length take that many tokens
+// of the message limit: ten 10-byte messages an epoch under a limit of 100
+// (batches of two, paid whole), and never more tokens than the pool in an
+// epoch. Messages that cost 0 give
+// their read's token back.
+func TestCost(t *testing.T) {
+	for _, fm := range keyedModes {
+		t.Run(fm.name, func(t *testing.T) {
+			clk := clock.NewManual(t0)
+			lim, log := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
+			in := sizedBuffer(t, 40, 10)
+			es := newEpochSink(clk)
+			opts := Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond}
+			fm.set(&opts)
+			h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: lim.Gate(), Cost: costOfLen}, opts)
+			h.runEpochs(t, clk, 40, 20, lim)
+			got, _ := es.perEpoch(t0.Unix())
+			if fmt.Sprint(got) != "[10 10 10 10]" {
+				t.Fatalf("messages per epoch %v; want [10 10 10 10]", got)
+			}
+			lim.Close(context.Background())
+			log.check(t, nil, t0.Unix())
+		})
+	}
+	t.Run("free", func(t *testing.T) {
+		clk := clock.NewManual(t0)
+		lim, _ := newLimiter(t, ratelimit.Config{Max: 10, Min: 10}, clk)
+		h := start(t, Deps{Reader: filledBuffer(t, 50), Limiter: lim, Cost: func(*isb.Message) (int, error) { return 0, nil }},
+			Options{BatchSize: 5, Clock: clk, MaxIdlePause: time.Millisecond})
+		h.waitAcked(t, 50) // in epoch 0: every message gives its token back
+		h.stop(t)
+		if g := lim.Status().Granted; g != 0 {
+			t.Fatalf("granted %d; want 0", g)
+		}
+	})
+}
+
+// TestBytesExcludeDropped: with excludeDropped the messages a function
+// drops give their bytes back; without, they keep them.
+func TestBytesExcludeDropped(t *testing.T) {
+	for _, exclude := range []bool{false, true} {
+		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
+			clk := clock.NewManual(t0)
+			bytes, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Bytes: bytes},
+				Options{ExcludeDropped: exclude, BatchSize: 10, Clock: clk, MaxIdlePause: time.Millisecond})
+			h.waitAcked(t, 40)
+			// 0-9 are 1 byte, 10-39 are 2: 70 bytes, 35 of them odd.
+			want, back := int64(70), 0.0
+			if exclude {
+				want, back = 35, 35
+			}
+			if g := bytes.Status().Granted; g != want {
+				t.Errorf("bytes granted %d; want %d", g, want)
+			}
+			if d := testutil.ToFloat64(h.m.BytesDeposited); d != back {
+				t.Errorf("bytes_deposited_total %v; want %v", d, back)
+			}
+		})
+	}
+}
+
+// TestBytesShadow: a byte limit in shadow never makes the forwarder wait,
+// and counts the bytes it would have throttled.
+func TestBytesShadow(t *testing.T) {
+	clk := clock.NewManual(t0)
+	bytes, _ := newLimiter(t, ratelimit.Config{Max: 100, Min: 100, Shadow: true}, clk)
+	in := sizedBuffer(t, 40, 10)
+	es := newEpochSink(clk)
+	h := start(t, Deps{Reader: in, Sink: es, Bytes: bytes.Gate()},
+		Options{BatchSize: 4, Clock: clk, MaxIdlePause: time.Millisecond})
+	h.waitAcked(t, 40)
+	if got := es.bytesPerEpoch(t0.Unix()); fmt.Sprint(got) != "[400]" {
+		t.Fatalf("bytes per epoch %v; want all 400 in epoch 0", got)
+	}
+	if s := bytes.Status(); s.ShadowThrottled != 300 || s.Granted != 100 {
+		t.Fatalf("shadow throttled %d, granted %d; want 300, 100", s.ShadowThrottled, s.Granted)
+	}
+}
