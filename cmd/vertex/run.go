@@ -241,7 +241,10 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 	defer r.watchConfig(ctx, func(f *config.File) error {
 		if rl := f.MonoVertex.Spec.Limits.GetRateLimit(); rl != nil {
 			cfg := vertexconfig.LimiterConfig(rl)
-			return v.UpdateRateLimit(&cfg)
+			if err := v.UpdateRateLimit(&cfg); err != nil {
+				return err
+			}
+			return v.UpdateByteLimit(vertexconfig.ByteConfig(rl))
 		}
 		return nil
 	})()

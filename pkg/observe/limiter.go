@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -9,8 +11,30 @@ import (
 // RegisterLimiter registers the gauges of a rate limiter with reg, which should
 // carry the vertex and replica labels. They read status at each scrape.
 func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) {
+	registerLimiter(reg, status, func(name, help string) (string, string) { return name, help })
+}
+
+// RegisterByteLimiter registers the gauges of a byte limiter (rateLimit.bytes)
+// with reg: those of [RegisterLimiter], named sluice_ratelimit_bytes_* in
+// place of sluice_ratelimit_*, whose tokens are payload bytes.
+func RegisterByteLimiter(reg prometheus.Registerer, status func() ratelimit.Status) {
+	registerLimiter(reg, status, func(name, help string) (string, string) {
+		return "sluice_ratelimit_bytes_" + strings.TrimPrefix(name, "sluice_ratelimit_"),
+			"The byte limit (rateLimit.bytes), in payload bytes: " + help
+	})
+}
+
+// registerLimiter registers the gauges of a limiter under the names and
+// helps rename gives.
+func registerLimiter(reg prometheus.Registerer, status func() ratelimit.Status, rename func(name, help string) (string, string)) {
 	gauge := func(name, help string, value func(ratelimit.Status) float64) {
+		name, help = rename(name, help)
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return value(status()) }))
+	}
+	counter := func(name, help string, value func(ratelimit.Status) float64) {
+		name, help = rename(name, help)
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return value(status()) }))
 	}
 	gauge("sluice_ratelimit_pool_tokens", "The vertex's token pool P for the current epoch.",
@@ -23,12 +47,10 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 		func(s ratelimit.Status) float64 { return float64(s.Max) })
 	gauge("sluice_ratelimit_pool_size", "Number of replicas the pool is split among.",
 		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_cuts_total",
-		Help: "Cuts of the pool by throttle signals (rateLimit.adaptive) this replica applied."},
-		func() float64 { return float64(status().Cuts) }))
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_shadow_throttled_total",
-		Help: "Tokens the rate limit would have throttled and let through (rateLimit.shadow)."},
-		func() float64 { return float64(status().ShadowThrottled) }))
+	counter("sluice_ratelimit_cuts_total", "Cuts of the pool by throttle signals (rateLimit.adaptive) this replica applied.",
+		func(s ratelimit.Status) float64 { return float64(s.Cuts) })
+	counter("sluice_ratelimit_shadow_throttled_total", "Tokens the rate limit would have throttled and let through (rateLimit.shadow).",
+		func(s ratelimit.Status) float64 { return float64(s.ShadowThrottled) })
 	gauge("sluice_ratelimit_paused_until_seconds", "End of the pause a throttle signal's Retry-After asked for, in Unix seconds of the store clock, while it lasts; 0 otherwise.",
 		func(s ratelimit.Status) float64 {
 			if s.PausedUntil.IsZero() {

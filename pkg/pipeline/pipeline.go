@@ -145,7 +145,9 @@ func (pl *Pipeline) UpdateRateLimits(p *config.Pipeline) error {
 		rl, err := p.VertexRateLimit(pl.allNames[i])
 		if err == nil && rl != nil {
 			cfg := vertexconfig.LimiterConfig(rl)
-			err = v.UpdateRateLimit(&cfg)
+			if err = v.UpdateRateLimit(&cfg); err == nil {
+				err = v.UpdateByteLimit(vertexconfig.ByteConfig(rl))
+			}
 		}
 		errs = append(errs, err)
 	}

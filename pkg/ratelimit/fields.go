@@ -62,6 +62,12 @@ var Fields = []Field{
 	{YAML: "syncInterval"},
 	{YAML: "excludeDropped"},
 	{YAML: "perKey"},
+	// A limit of payload bytes beside the messages' (a second limiter with
+	// this block's ramp), and the cost of a message in tokens.
+	{YAML: "bytes", Live: true},
+	{YAML: "bytes.max", Live: true},
+	{YAML: "bytes.min", Live: true},
+	{YAML: "cost"},
 	{YAML: "regions.proportions"},
 	{YAML: "groups"},
 }

@@ -40,6 +40,9 @@ func (v *Vertex) buildLimiter(reg prometheus.Registerer) error {
 	v.limiter = l
 	v.onClose(func() error { return l.Close(context.Background()) })
 	observe.RegisterLimiter(reg, l.Status)
+	if err := v.buildByteLimiter(reg, rl, store); err != nil {
+		return err
+	}
 	if err := v.buildGroups(reg, rl); err != nil {
 		return err
 	}

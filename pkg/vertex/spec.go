@@ -5,6 +5,7 @@ import (
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	"time"
 
+	"github.com/sluiceflow/sluice/pkg/expr"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -190,6 +191,12 @@ type RateLimit struct {
 	Signals []isb.SignalKind
 	// PerKey limits each message key too; nil for no per-key limit.
 	PerKey *PerKey
+	// Bytes limits the payload bytes per epoch too (rateLimit.bytes): the
+	// byte limiter's config, all replicas together; nil for none.
+	Bytes *ratelimit.Config
+	// Cost is the tokens each message takes from the limit
+	// (rateLimit.cost); nil for one each.
+	Cost *expr.Cost
 	// Groups are the shared limits the vertex joins, each a pool of its
 	// own in the vertex's store: a message passes only when the vertex's
 	// limit and every group's allow it.
@@ -235,6 +242,9 @@ type Store struct {
 	// Replicas, without a Pool, splits the limit among this many replicas,
 	// this one ranked by its index ([WithReplica]), which must be below it.
 	Replicas int
+	// Bytes is the store of the byte limit's pool (RateLimit.Bytes), beside
+	// Pool's: required with a Pool and a byte limit.
+	Bytes pool.Store
 }
 
 // SourceFunc opens a vertex's source.

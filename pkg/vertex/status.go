@@ -28,6 +28,8 @@ type Status struct {
 	// ShadowThrottled, while rateLimit.shadow is on, is what the limit would
 	// have throttled so far and let through.
 	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
+	// Bytes is the byte limit (rateLimit.bytes), if any.
+	Bytes *ByteStatus `json:"bytes,omitempty"`
 	// PerKey is the per-key limit (rateLimit.perKey), if any.
 	PerKey *KeyStatus `json:"perKey,omitempty"`
 	// Region is the replica's region (rateLimit.regions), and Lent and
@@ -98,6 +100,7 @@ func (v *Vertex) Status() Status {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
 		s.PerKey = v.keyStatus()
+		s.Bytes = v.byteStatus()
 		s.Region, s.Lent, s.Borrowed, s.StoreSyncs = v.region(), ls.Lent, ls.Borrowed, ls.Syncs
 		for _, g := range v.groups {
 			gs := g.l.Status()

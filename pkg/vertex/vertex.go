@@ -58,6 +58,9 @@ type Vertex struct {
 
 	mu      sync.Mutex
 	closers []func() error // closed in reverse order after the forwarders stop
+
+	// bytes is the byte limit (rateLimit.bytes); nil without.
+	bytes *ratelimit.Limiter
 }
 
 // ErrReplica is matched by the error of a replica index beyond the replicas
@@ -149,6 +152,7 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 			d.Limiter = l.Lane().Gate() // forwarders that share a limiter each take a lane
 		}
 	}
+	v.payDeps(&d, shared)
 	if err := v.buildFunctions(&d); err != nil {
 		return err
 	}

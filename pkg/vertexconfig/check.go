@@ -172,6 +172,7 @@ func (c checker) rateLimit(path string, r *config.RateLimit) {
 		c.enum(path+".perKey.keys", r.PerKey.Keys, parseErr[ratelimit.KeyMode])
 	}
 	c.limiterConfig(path, r)
+	c.bytesAndCost(path, r)
 	c.groups(path, r)
 	c.regions(path, r)
 	if a := r.Adaptive; a != nil && a.Signals != nil {
@@ -336,4 +337,24 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// bytesAndCost checks the byte limit (bytes) of the rateLimit block at path
+// by the limiter's rules, and compiles its cost expression.
+func (c checker) bytesAndCost(path string, r *config.RateLimit) {
+	if b := r.Bytes; b != nil {
+		switch {
+		case b.Max == nil:
+			c.r.Add(path+".bytes.max", "is required: the most payload bytes per second")
+		case *b.Max < 1 || *b.Max > ratelimit.MaxTokens:
+			c.r.Add(path+".bytes.max", "(%d) must be between 1 and %d", *b.Max, int64(ratelimit.MaxTokens))
+		case b.GetMin() > *b.Max:
+			c.r.Add(path+".bytes.min", "(%d) > bytes.max (%d)", b.GetMin(), *b.Max)
+		}
+	}
+	if r.Cost != nil {
+		if _, err := Cost(r); err != nil {
+			c.r.Add(path+".cost", "(%q) is not a cost expression: %s", *r.Cost, firstLine(err))
+		}
+	}
 }

@@ -862,3 +862,43 @@ func TestJetStreamGetters(t *testing.T) {
 		t.Errorf("getters: ackWait %v, duplicates %v", js.GetAckWait(), js.GetDuplicates())
 	}
 }
+
+// TestByteConfig: a byte limit takes the block's ramp, mode and shadow, its
+// own max and min (default 1% of max, at least 1), and neither pacing nor
+// adaptive cuts.
+func TestByteConfig(t *testing.T) {
+	f, err := Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata: {name: mv}
+spec:
+  limits:
+    rateLimit:
+      max: 10
+      rampUpDuration: 4s
+      modes: {goBackN: {coolDownPeriod: 2s}}
+      shadow: true
+      pacing: 100ms
+      adaptive: {}
+      bytes: {max: 150}
+  source: {generator: {}}
+  sink: {log: {}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := f.MonoVertex.Spec.Limits.RateLimit
+	c := ByteConfig(rl)
+	if c == nil || c.Max != 150 || c.Min != 1 || c.RampUpDuration != 4*time.Second || c.Mode != ratelimit.GoBackN ||
+		c.CoolDownPeriod != 2*time.Second || !c.Shadow || c.Pacing != 0 || c.Adaptive {
+		t.Fatalf("ByteConfig = %+v", c)
+	}
+	thousand := uint64(1000)
+	rl.Bytes.Max = &thousand
+	if c := ByteConfig(rl); c.Min != 10 {
+		t.Fatalf("min %d; want 1%% of 1000", c.Min)
+	}
+	rl.Bytes = nil
+	if c := ByteConfig(rl); c != nil {
+		t.Fatalf("ByteConfig of no bytes = %+v", c)
+	}
+}

@@ -2,6 +2,7 @@ package vertexconfig
 
 import (
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/expr"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -105,6 +106,34 @@ func setMode(cfg *ratelimit.Config, m *config.Modes) {
 			}
 		}
 	}
+}
+
+// ByteConfig returns the byte limiter's config of a rateLimit block
+// (rateLimit.bytes), nil without one: bytes.max and bytes.min (default 1%
+// of max, at least 1) with the block's ramp, mode and shadow, its store's
+// settings, neither pacing nor adaptive cuts. It does not validate: [Check]
+// does.
+func ByteConfig(r *config.RateLimit) *ratelimit.Config {
+	b := r.Bytes
+	if b == nil {
+		return nil
+	}
+	cfg := LimiterConfig(r)
+	cfg.Max, cfg.Min = 0, clampInt64(b.GetMin())
+	if b.Max != nil {
+		cfg.Max = clampInt64(*b.Max)
+	}
+	cfg.Pacing, cfg.Adaptive = 0, false
+	return &cfg
+}
+
+// Cost returns the compiled cost expression of a rateLimit block
+// (rateLimit.cost), nil without one, or its compile error.
+func Cost(r *config.RateLimit) (*expr.Cost, error) {
+	if r.Cost == nil {
+		return nil, nil
+	}
+	return expr.CompileCost(*r.Cost)
 }
 
 // KeyConfig returns the per-key limiter's config of a rateLimit block:

@@ -35,7 +35,11 @@ func storeFunc(rl *config.RateLimit, path string) vertex.StoreFunc {
 			if err != nil {
 				return vertex.Store{}, err
 			}
-			return vertex.Store{Pool: store}, nil
+			s := vertex.Store{Pool: store}
+			if rl.Bytes != nil {
+				s.Bytes = store.Pool("bytes") // the byte limit's, in the same slot
+			}
+			return s, nil
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 //	udsource my/source:v1 → transformer my/tr:v1 → udf my/map:v1 → udsink my/sink:v1; rate limit 20/s from 5 over 5s, relaxed
 //	generator → udf my/map:v1 → blackhole; rate limit 2000/s from 2000 over 0s, relaxed; streaming, 500 in flight
 //	generator → log; rate limit 100/s from 100 over 0s, relaxed, per key 10/s
+//	generator → log; rate limit 100/s from 1 over 1s, relaxed, bytes 1000000/s from 10000, cost len(payload)
 //	3 vertices, 2 edges; in: generator; even: filter; out: log
 //	3 vertices, 2 edges; in: http; sum: reduce my/sum:v1 (sliding 1m0s every 10s, keyed); out: log
 //	3 vertices, 2 edges; in: generator; tag: udf my/map:v1 (side inputs ticker); out: log; side input ticker: container my/ticker:v1 on "*/5 * * * *"
@@ -32,7 +33,8 @@ func Summary(f *config.File) string {
 			if rl.IsShadow() {
 				s += ", shadow"
 			}
-			s += perKeySummary(rl) + groupsSummary(rl)
+			s += perKeySummary(rl)
+			s += bytesSummary(rl) + groupsSummary(rl)
 		}
 		if spec.Streaming != nil && *spec.Streaming {
 			s += fmt.Sprintf("; streaming, %d in flight", spec.Limits.GetConcurrency())
@@ -202,6 +204,19 @@ func perKeySummary(rl *config.RateLimit) string {
 	s := fmt.Sprintf(", per key %d/s", KeyConfig(rl).Max)
 	if KeyMode(rl.PerKey) == ratelimit.AllKeys {
 		s += " of all keys"
+	}
+	return s
+}
+
+// bytesSummary describes the byte limit and the cost of a rateLimit block:
+// ", bytes 1000000/s from 10000, cost len(payload)", or "".
+func bytesSummary(rl *config.RateLimit) string {
+	var s string
+	if c := ByteConfig(rl); c != nil {
+		s += fmt.Sprintf(", bytes %d/s from %d", c.Max, c.Min)
+	}
+	if rl.Cost != nil {
+		s += ", cost " + *rl.Cost
 	}
 	return s
 }

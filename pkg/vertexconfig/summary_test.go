@@ -53,6 +53,17 @@ func TestSummary(t *testing.T) {
 				"udsink my/sink:v1, fallback udsink my/fallback:v1; rate limit 20/s from 5 over 5s, relaxed",
 		},
 		{
+			"bytes and cost",
+			head + `  limits:
+    rateLimit: {max: 100, bytes: {max: 50000}, cost: "len(payload)"}
+  source:
+    generator: {}
+  sink:
+    log: {}
+`,
+			"generator → log; rate limit 100/s from 1 over 1s, relaxed, bytes 50000/s from 500, cost len(payload)",
+		},
+		{
 			"containers by command",
 			head + `  source:
     udsource:

@@ -126,6 +126,8 @@ func RateLimit(rl *config.RateLimit, path string, readBatchSize int) *vertex.Rat
 	if rl.Adaptive != nil {
 		out.Signals = SignalKinds(rl.Adaptive)
 	}
+	out.Bytes = ByteConfig(rl)
+	out.Cost, _ = Cost(rl) // valid: Check compiled it
 	if pk := rl.PerKey; pk != nil {
 		out.PerKey = &vertex.PerKey{Config: KeyConfig(rl), Keys: KeyMode(pk), MaxHeld: pk.GetMaxHeld(readBatchSize)}
 	}

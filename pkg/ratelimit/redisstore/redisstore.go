@@ -81,6 +81,7 @@ type Options struct {
 type Store struct {
 	client  redis.Scripter
 	keys    []string
+	base    string // of every key: sluice:{prefix}:
 	keyBase string // of the per-key counts
 	opts    Options
 
@@ -145,13 +146,27 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	if opts.TTL <= 0 {
 		opts.TTL = pool.DefaultTTL
 	}
-	base := "sluice:{" + prefix + "}:"
+	return newStore(client, "sluice:{"+prefix+"}:", opts), nil
+}
+
+// newStore returns the store whose keys begin with base, and, with a
+// region, base + "region:<name>:", the spare key excepted.
+func newStore(client redis.Scripter, base string, opts Options) *Store {
 	keys := base
 	if opts.Region != "" {
 		keys += "region:" + opts.Region + ":"
 	}
-	return &Store{client: client, opts: opts, keyBase: base + "perkey",
-		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare"}}, nil
+	return &Store{client: client, opts: opts, base: base, keyBase: base + "perkey",
+		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare"}}
+}
+
+// Pool returns another pool of the same vertex, name, on the same client:
+// its keys are the store's with name after the hash tag
+// (sluice:{prefix}:name:heartbeats...), so they live in the vertex's slot.
+// A vertex's byte limit (rateLimit.bytes) shares through its store's pool
+// "bytes". Closing it does nothing; close s.
+func (s *Store) Pool(name string) *Store {
+	return newStore(s.client, s.base+name+":", s.opts)
 }
 
 // Keys returns the store's keys.

@@ -1,0 +1,114 @@
+package vertex
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluiceflow/sluice/pkg/expr"
+	"github.com/sluiceflow/sluice/pkg/forward"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// ByteStatus is the byte limit (rateLimit.bytes) in /status: its pool of
+// bytes and this replica's share of it in the current epoch.
+type ByteStatus struct {
+	Max     int64   `json:"max"`
+	Pool    float64 `json:"pool"`
+	Share   int64   `json:"share"`
+	Granted int64   `json:"grantedThisEpoch"`
+	// ShadowThrottled, while rateLimit.shadow is on, is the bytes the limit
+	// would have throttled so far and let through.
+	ShadowThrottled *int64 `json:"shadowThrottled,omitempty"`
+}
+
+// buildByteLimiter makes the vertex's byte limiter, if its rate limit has
+// one, sharing through store's byte pool (or its fixed pool), and registers
+// its gauges with reg.
+func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, store Store) error {
+	if rl.Bytes == nil {
+		return nil
+	}
+	host, _ := os.Hostname()
+	opts := []ratelimit.Option{
+		ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
+		ratelimit.WithLogger(v.log.Named("ratelimit.bytes")),
+		ratelimit.WithClock(v.o.clock),
+	}
+	if rl.SyncInterval > 0 {
+		opts = append(opts, ratelimit.WithSyncInterval(rl.SyncInterval))
+	}
+	switch {
+	case store.Bytes != nil:
+		opts = append(opts, ratelimit.WithStore(store.Bytes))
+	case store.Pool != nil:
+		return fmt.Errorf("vertex %s: the rate limit's store has no pool for the byte limit", v.spec.Name)
+	case store.Replicas > 0:
+		opts = append(opts, ratelimit.WithFixedPool(store.Replicas, v.o.replica))
+	}
+	l, err := ratelimit.New(*rl.Bytes, opts...)
+	if err != nil {
+		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
+	}
+	v.bytes = l
+	v.onClose(func() error { return l.Close(context.Background()) })
+	observe.RegisterByteLimiter(reg, l.Status)
+	return nil
+}
+
+// UpdateByteLimit changes the vertex's byte limit (rateLimit.bytes) to cfg
+// while it runs, as [Vertex.UpdateRateLimit] does the message limit. A
+// vertex without a byte limit cannot get one live, nor lose its own (cfg
+// nil); without either, it does nothing.
+func (v *Vertex) UpdateByteLimit(cfg *ratelimit.Config) error {
+	switch {
+	case v.bytes == nil && cfg == nil:
+		return nil
+	case v.bytes == nil || cfg == nil:
+		return fmt.Errorf("vertex %s: a byte limit cannot be added or removed while the vertex runs", v.spec.Name)
+	}
+	if err := v.bytes.Update(*cfg); err != nil {
+		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
+	}
+	return nil
+}
+
+// payDeps gives a forwarder the byte limit and the cost of the vertex's rate
+// limit, if any; shared says other forwarders share the limiters.
+func (v *Vertex) payDeps(d *forward.Deps, shared bool) {
+	if l := v.bytes; l != nil {
+		d.Bytes = l.Gate()
+		if shared {
+			d.Bytes = l.Lane().Gate()
+		}
+	}
+	if rl := v.spec.Limits.RateLimit; rl != nil && rl.Cost != nil && v.limiter != nil {
+		d.Cost = costFunc(rl.Cost)
+	}
+}
+
+// costFunc returns the forwarder's cost of a message by c.
+func costFunc(c *expr.Cost) func(*isb.Message) (int, error) {
+	return func(m *isb.Message) (int, error) {
+		n, err := c.Of(m.Value, m.Headers, m.Keys)
+		return int(min(n, math.MaxInt32)), err
+	}
+}
+
+// byteStatus returns the byte limit's status, or nil without one.
+func (v *Vertex) byteStatus() *ByteStatus {
+	if v.bytes == nil {
+		return nil
+	}
+	ls := v.bytes.Status()
+	s := &ByteStatus{Max: ls.Max, Pool: ls.Pool(), Share: ls.Share, Granted: ls.Granted}
+	if ls.Shadow {
+		s.ShadowThrottled = &ls.ShadowThrottled
+	}
+	return s
+}
