@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/expr"
 	"github.com/sluiceflow/sluice/pkg/forward"
@@ -35,10 +36,17 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 		return nil
 	}
 	host, _ := os.Hostname()
+	log := v.log.Named("ratelimit.bytes")
 	opts := []ratelimit.Option{
 		ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
-		ratelimit.WithLogger(v.log.Named("ratelimit.bytes")),
+		ratelimit.WithLogger(log),
 		ratelimit.WithClock(v.o.clock),
+		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+			log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
+				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max),
+				zap.Int64("shadowThrottled", s.ShadowThrottled))
+		}),
 	}
 	if rl.SyncInterval > 0 {
 		opts = append(opts, ratelimit.WithSyncInterval(rl.SyncInterval))

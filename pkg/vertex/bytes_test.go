@@ -1,0 +1,109 @@
+package vertex_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
+)
+
+// byteSink counts the payload bytes written.
+type byteSink struct {
+	mu    sync.Mutex
+	bytes int64
+}
+
+func (s *byteSink) Write(_ context.Context, msgs []isb.Message, _ []error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		s.bytes += int64(len(m.Value))
+	}
+	return nil
+}
+
+func (s *byteSink) total() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
+}
+
+// TestRedisByteLimit runs three replicas of a vertex with a byte limit
+// shared through a real redis-server: they agree on a pool of three for
+// the bytes, and in no epoch do their byte limiters grant more than
+// bytes.max together, counted exactly from each replica's epoch log.
+func TestRedisByteLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs redis-server for a few seconds")
+	}
+	const max = 3000
+	srv := redistest.Start(t, redistest.Options{})
+	spec := vertexconfig.FromMonoVertex(monoVertex(t, "bytes", `  limits:
+    readBatchSize: 5
+    readTimeout: 100ms
+    rateLimit:
+      max: 1000000
+      min: 1000000
+      rampUpDuration: 0s
+      syncInterval: 20ms
+      bytes: {max: 3000, min: 3000}
+      store:
+        redisStore:
+          mode: single
+          url: redis://`+srv.Addr+`
+  source:
+    generator:
+      rpu: 100000
+      msgSize: 100
+  sink:
+    blackhole: {}
+`))
+	core, logs := observer.New(zapcore.DebugLevel)
+	sink := &byteSink{}
+	spec.Sink = func(vertex.Env) (isb.Writer, error) { return sink, nil }
+	var vs []*vertex.Vertex
+	for i := range 3 {
+		v, err := vertex.New(spec, vertex.WithReplica(i), vertex.WithLogger(zap.New(core)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtest.Start(t, v)
+		vs = append(vs, v)
+	}
+	runtest.WaitFor(t, "a byte pool of three", func() bool {
+		for _, v := range vs {
+			if b := v.Status().Bytes; b == nil || b.Share != max/3 {
+				return false
+			}
+		}
+		return true
+	})
+	start := sink.total()
+	runtest.WaitFor(t, "three epochs' bytes written", func() bool { return sink.total()-start >= 3*max })
+	for _, v := range vs {
+		v.Close()
+	}
+	perEpoch := map[int64]int64{}
+	for _, e := range logs.FilterLoggerName("ratelimit.bytes").FilterMessage("epoch").All() {
+		m := e.ContextMap()
+		perEpoch[m["epoch"].(int64)] += m["granted"].(int64)
+	}
+	if len(perEpoch) < 3 {
+		t.Fatalf("%d epochs logged", len(perEpoch))
+	}
+	for e, granted := range perEpoch {
+		if granted > max {
+			t.Errorf("epoch %d: %d bytes granted; bytes.max %d", e, granted, max)
+		}
+	}
+	t.Logf("bytes granted per epoch: %v", perEpoch)
+}
