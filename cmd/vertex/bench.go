@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )
@@ -17,6 +20,8 @@ type benchFlags struct {
 	duration          time.Duration
 	runs              int
 	spawn             bool
+	// variants are measured beside off and on (--variants).
+	variants []string
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -51,6 +56,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 	each := fl.duration / time.Duration(fl.runs)
+	if len(fl.variants) > 0 {
+		return benchVariants(t, fl, each, stdout, stderr)
+	}
 	names := [2]string{"off", "on"}
 	off, on, err := t.Compare(context.Background(), fl.runs, each, func(run int, _ bool) {
 		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", run, 2*fl.runs, names[(run-1)%2], each)
@@ -87,8 +95,18 @@ flags:
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
+	var variants string
+	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost): a comma-separated list, and print each one's ratio to on")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
+	}
+	if variants != "" {
+		fl.variants = strings.Split(variants, ",")
+	}
+	for _, v := range fl.variants {
+		if _, ok := benchVariantOf[v]; !ok {
+			return fl, usagef("bench: --variants: %q is not a variant; want bytes or cost", v)
+		}
 	}
 	switch {
 	case fl.file == "":
@@ -101,4 +119,48 @@ flags:
 		return fl, usagef("bench: --isb %q: want memory or jetstream", fl.isb)
 	}
 	return fl, nil
+}
+
+// benchCost is the cost expression of the cost variant: it reads the
+// payload and gives 1 for any payload up to a megabyte, so that the limit
+// counts as it does without it.
+const benchCost = "len(payload) / 1000000"
+
+// benchVariantOf are the variants of --variants: how each changes a
+// rateLimit block.
+var benchVariantOf = map[string]func(*config.RateLimit){
+	"bytes": func(rl *config.RateLimit) {
+		max := uint64(ratelimit.MaxTokens) // far above what one process moves
+		rl.Bytes = &config.ByteLimit{Max: &max, Min: &max}
+	},
+	"cost": func(rl *config.RateLimit) {
+		cost := benchCost
+		rl.Cost = &cost
+	},
+}
+
+// benchVariants measures off, on and fl.variants side by side and prints
+// each one's rate and its ratio to on.
+func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, stderr io.Writer) error {
+	var vs []bench.Variant
+	for _, name := range fl.variants {
+		vs = append(vs, t.Variant(name, benchVariantOf[name]))
+	}
+	total := fl.runs * (len(vs) + 2)
+	runs, err := t.CompareVariants(context.Background(), fl.runs, each, vs, func(run int, name string) {
+		fmt.Fprintf(stderr, "\rbench: run %d of %d (%s, %v)...   ", run, total, name, each)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr)
+	names := append([]string{"off", "on"}, fl.variants...)
+	for i, r := range runs {
+		fmt.Fprintf(stdout, "%-6s %14.0f msg/s  (median of %d runs, %.0f messages)\n", names[i]+":", r.Median(), fl.runs, r.Messages)
+	}
+	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", runs[1].Median()/runs[0].Median())
+	for i, name := range fl.variants {
+		fmt.Fprintf(stdout, "%s/on ratio: %.3f\n", name, runs[i+2].Median()/runs[1].Median())
+	}
+	return nil
 }

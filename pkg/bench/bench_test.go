@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
@@ -93,5 +94,40 @@ spec:
 	}
 	if off.Median() <= on.Median() {
 		t.Errorf("median off %v, on %v; want off above on", off.Median(), on.Median())
+	}
+}
+
+// TestCompareVariants measures a MonoVertex off, on and with a variant of
+// its rate limit in one comparison, and each side writes.
+func TestCompareVariants(t *testing.T) {
+	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata: {name: variants}
+spec:
+  limits:
+    rateLimit: {max: 1000000000, min: 1000000000, rampUpDuration: 0s}
+  source: {generator: {rpu: 1000000000, duration: 1s, msgSize: 8}}
+  sink: {log: {}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := bench.NewTarget(f)
+	cost := "len(payload)"
+	v := tg.Variant("cost", func(rl *config.RateLimit) { rl.Cost = &cost })
+	if f.MonoVertex.Spec.Limits.RateLimit.Cost != nil {
+		t.Fatal("Variant changed the target's config")
+	}
+	runs, err := tg.CompareVariants(context.Background(), 1, 100*time.Millisecond, []bench.Variant{v}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 {
+		t.Fatalf("%d sides; want off, on and cost", len(runs))
+	}
+	for i, r := range runs {
+		if r.Messages == 0 {
+			t.Errorf("side %d wrote nothing", i)
+		}
 	}
 }

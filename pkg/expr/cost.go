@@ -27,6 +27,9 @@ type Cost struct {
 	src  string
 	prog *vm.Program
 	runs sync.Pool // *costRun
+	// size computes an expression of the payload's length alone, without
+	// the machine; nil for other expressions.
+	size func(float64) float64
 }
 
 // costEnv is what a cost expression sees.
@@ -63,7 +66,9 @@ func CompileCost(src string) (*Cost, error) {
 	default:
 		return nil, fmt.Errorf("expression gives a %s, not a number", t)
 	}
-	return &Cost{src: src, prog: p}, nil
+	c := &Cost{src: src, prog: p}
+	c.size, _ = sizeFunc(p.Node())
+	return c, nil
 }
 
 // String returns the expression's source.
@@ -74,6 +79,9 @@ func (c *Cost) String() string { return c.src }
 // is not a number, or a failed evaluation give 1 and an error matching
 // [ErrCost].
 func (c *Cost) Of(payload []byte, headers map[string]string, keys []string) (int64, error) {
+	if c.size != nil {
+		return costOfFloat(c.size(float64(len(payload))))
+	}
 	r, _ := c.runs.Get().(*costRun)
 	if r == nil {
 		r = &costRun{env: costEnv{Sprig: sprigFuncs()}}
@@ -115,6 +123,11 @@ func costOf(out any) (int64, error) {
 	default:
 		return 1, fmt.Errorf("%w: the expression gave %T, want a number", ErrCost, out)
 	}
+	return costOfFloat(f)
+}
+
+// costOfFloat converts a number an expression gave to a cost.
+func costOfFloat(f float64) (int64, error) {
 	switch {
 	case math.IsNaN(f) || f < 0:
 		return 1, fmt.Errorf("%w: the expression gave %v, want 0 or more", ErrCost, f)

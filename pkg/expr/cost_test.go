@@ -75,3 +75,32 @@ func BenchmarkCost(b *testing.B) {
 		_, _ = c.Of(payload, nil, nil)
 	}
 }
+
+// TestCostOfSize: an expression of the payload's length alone gives what
+// the expression machine gives, at no allocation.
+func TestCostOfSize(t *testing.T) {
+	for _, src := range []string{"len(payload)", "len(payload) / 1024", "len(payload) * 2 + 1", "3", "2.5",
+		"len(payload) - 100", "(len(payload) + 1023) / 1024", "len(payload) / 0"} {
+		c, err := expr.CompileCost(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := expr.CompileCost(src + " + len(keys) * 0") // not of the length alone
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int{0, 1, 99, 100, 1000, 1024, 5000} {
+			p := make([]byte, size)
+			got, gerr := c.Of(p, nil, nil)
+			want, werr := slow.Of(p, nil, nil)
+			if got != want || (gerr != nil) != (werr != nil) {
+				t.Errorf("%s at %d bytes: %d, %v; the machine gives %d, %v", src, size, got, gerr, want, werr)
+			}
+		}
+	}
+	c, _ := expr.CompileCost("len(payload) / 1000000")
+	p := make([]byte, 8)
+	if n := testing.AllocsPerRun(100, func() { _, _ = c.Of(p, nil, nil) }); n > 0 {
+		t.Errorf("Of allocates %v times", n)
+	}
+}
