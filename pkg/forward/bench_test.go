@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluiceflow/sluice/pkg/expr"
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/source"
@@ -17,7 +19,9 @@ import (
 // cat → blackhole): with the no-op limiter a vertex without a rate limit uses,
 // with a rate limiter far above capacity, and with
 // that and a per-key limit far above capacity too, counted in this process,
-// over 10 or 1,000 keys. Divide ns/op by 500 for the cost per message.
+// over 10 or 1,000 keys; and with a rate limiter and a byte limit far above
+// capacity, or a cost of the payload's length alone. Divide ns/op by 500 for
+// the cost per message.
 func BenchmarkForwardCycle(b *testing.B) {
 	rateLimiter := func(b *testing.B) Limiter {
 		l, err := ratelimit.New(ratelimit.Config{Max: ratelimit.MaxTokens})
@@ -32,13 +36,17 @@ func BenchmarkForwardCycle(b *testing.B) {
 		limiter func(b *testing.B) Limiter
 		keys    int  // of the messages, round robin
 		perKey  bool // a per-key limit
+		bytes   bool // a byte limit far above capacity
+		cost    bool // a cost of len(payload)/1000000, 1 a message
 	}{
-		{"noop-limiter", func(*testing.B) Limiter { return Noop{} }, 0, false},
-		{"rate-limiter", rateLimiter, 0, false},
-		{"rate-limiter-10-keys", rateLimiter, 10, false},
-		{"perkey-10-keys", rateLimiter, 10, true},
-		{"rate-limiter-1000-keys", rateLimiter, 1000, false},
-		{"perkey-1000-keys", rateLimiter, 1000, true},
+		{"noop-limiter", func(*testing.B) Limiter { return Noop{} }, 0, false, false, false},
+		{"rate-limiter", rateLimiter, 0, false, false, false},
+		{"rate-limiter-10-keys", rateLimiter, 10, false, false, false},
+		{"perkey-10-keys", rateLimiter, 10, true, false, false},
+		{"rate-limiter-1000-keys", rateLimiter, 1000, false, false, false},
+		{"perkey-1000-keys", rateLimiter, 1000, true, false, false},
+		{"bytes", rateLimiter, 0, false, true, false},
+		{"cost", rateLimiter, 0, false, false, true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			var keys []string
@@ -59,8 +67,22 @@ func BenchmarkForwardCycle(b *testing.B) {
 				pk = &PerKey{Limiter: kl}
 			}
 			tr := NewTracker(nil)
-			f, err := New(Deps{Reader: gen, Mapper: udf.Cat{}, Sink: sink.Blackhole{}, Limiter: tt.limiter(b),
-				Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr, PerKey: pk}, Options{BatchSize: 500})
+			d := Deps{Reader: gen, Mapper: udf.Cat{}, Sink: sink.Blackhole{}, Limiter: tt.limiter(b),
+				Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr, PerKey: pk}
+			if tt.bytes {
+				d.Bytes = rateLimiter(b)
+			}
+			if tt.cost {
+				c, err := expr.CompileCost("len(payload) / 1000000")
+				if err != nil {
+					b.Fatal(err)
+				}
+				d.Cost = func(m *isb.Message) (int, error) {
+					n, err := c.Of(m.Value, m.Headers, m.Keys)
+					return int(n), err
+				}
+			}
+			f, err := New(d, Options{BatchSize: 500})
 			if err != nil {
 				b.Fatal(err)
 			}

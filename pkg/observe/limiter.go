@@ -16,24 +16,32 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 
 // RegisterByteLimiter registers the gauges of a byte limiter (rateLimit.bytes)
 // with reg: those of [RegisterLimiter], named sluice_ratelimit_bytes_* in
-// place of sluice_ratelimit_*, whose tokens are payload bytes.
+// place of sluice_ratelimit_*, whose tokens are payload bytes, but for the
+// cuts and pauses of throttle signals, which never apply to it.
 func RegisterByteLimiter(reg prometheus.Registerer, status func() ratelimit.Status) {
 	registerLimiter(reg, status, func(name, help string) (string, string) {
+		if name == "sluice_ratelimit_cuts_total" || name == "sluice_ratelimit_paused_until_seconds" {
+			return "", ""
+		}
 		return "sluice_ratelimit_bytes_" + strings.TrimPrefix(name, "sluice_ratelimit_"),
 			"The byte limit (rateLimit.bytes), in payload bytes: " + help
 	})
 }
 
 // registerLimiter registers the gauges of a limiter under the names and
-// helps rename gives.
+// helps rename gives, but those it gives no name.
 func registerLimiter(reg prometheus.Registerer, status func() ratelimit.Status, rename func(name, help string) (string, string)) {
 	gauge := func(name, help string, value func(ratelimit.Status) float64) {
-		name, help = rename(name, help)
+		if name, help = rename(name, help); name == "" {
+			return
+		}
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return value(status()) }))
 	}
 	counter := func(name, help string, value func(ratelimit.Status) float64) {
-		name, help = rename(name, help)
+		if name, help = rename(name, help); name == "" {
+			return
+		}
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return value(status()) }))
 	}
