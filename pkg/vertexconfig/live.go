@@ -41,6 +41,19 @@ var (
 // that can change while a replica runs.
 var liveRateLimit = ratelimit.LiveYAML()
 
+// ownLimiter are the live settings of a rateLimit block that make a limiter
+// of their own (they set no field of the limiter's config): their values
+// change live, their presence does not.
+var ownLimiter = func() []string {
+	var names []string
+	for _, f := range ratelimit.Fields {
+		if f.Live && f.Go == "" && !strings.Contains(f.YAML, ".") {
+			names = append(names, f.YAML)
+		}
+	}
+	return names
+}()
+
 // firstDiff returns the path of the first field in which a and b differ,
 // in field order, and how, or "". The live settings of a rateLimit block
 // are skipped.
@@ -74,6 +87,11 @@ func firstDiff(path string, a, b reflect.Value) (string, string) {
 				continue
 			}
 			if isRL && slices.Contains(liveRateLimit, name) {
+				if slices.Contains(ownLimiter, name) && a.Field(i).IsNil() != b.Field(i).IsNil() {
+					// A limiter of its own (bytes) changes live, but is
+					// not added or removed.
+					return firstDiff(path+"."+name, a.Field(i), b.Field(i))
+				}
 				continue
 			}
 			p := path

@@ -53,6 +53,8 @@ func TestLiveChange(t *testing.T) {
 		{"source", "rpu: 100", "rpu: 200", "spec.source.generator.rpu changed"},
 		{"sync", "rampUpDuration: 0s", "rampUpDuration: 0s\n      syncInterval: 50ms", "spec.limits.rateLimit.syncInterval was added"},
 		{"udf", "  sink:", "  udf:\n    builtin:\n      name: cat\n  sink:", "spec.udf was added"},
+		{"bytes added", "rampUpDuration: 0s", "rampUpDuration: 0s\n      bytes: {max: 1000, min: 5}", "spec.limits.rateLimit.bytes was added"},
+		{"cost", "rampUpDuration: 0s", "rampUpDuration: 0s\n      cost: len(payload)", "spec.limits.rateLimit.cost was added"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			next := parse(t, strings.Replace(liveBase, tt.from, tt.to, 1))
@@ -141,6 +143,9 @@ func TestLiveChangeFollowsFields(t *testing.T) {
 			continue
 		}
 		t.Run(f.YAML, func(t *testing.T) {
+			if f.Live && f.Go == "" {
+				t.Skip("a limiter of its own: its values change live, its presence does not (TestLiveChangeBytes)")
+			}
 			next := parse(t, liveBase)
 			rl := reflect.ValueOf(next.MonoVertex.Spec.Limits.RateLimit).Elem()
 			v := fieldByYAML(t, rl, f.YAML)
@@ -172,4 +177,16 @@ func fieldByYAML(t *testing.T, v reflect.Value, name string) reflect.Value {
 	}
 	t.Fatalf("%s has no field %s", v.Type(), name)
 	return reflect.Value{}
+}
+
+// TestLiveChangeBytes: the byte limit's max and min change live.
+func TestLiveChangeBytes(t *testing.T) {
+	withBytes := strings.Replace(liveBase, "rampUpDuration: 0s", "rampUpDuration: 0s\n      bytes: {max: 1000}", 1)
+	next := strings.Replace(withBytes, "bytes: {max: 1000}", "bytes: {max: 2000, min: 100}", 1)
+	if err := vertexconfig.LiveChange(parse(t, withBytes), parse(t, next)); err != nil {
+		t.Fatalf("bytes.max and bytes.min changed: %v", err)
+	}
+	if err := vertexconfig.LiveChange(parse(t, withBytes), parse(t, liveBase)); err == nil || !strings.Contains(err.Error(), "spec.limits.rateLimit.bytes was removed") {
+		t.Fatalf("bytes removed: %v", err)
+	}
 }

@@ -405,8 +405,14 @@ func TestCluster(t *testing.T) {
 	if _, err := s.TakeKeys(ctx, 5, reqs, granted); err != nil || fmt.Sprint(granted) != "[1 1 1]" {
 		t.Fatalf("TakeKeys on the cluster = %v, %v; want [1 1 1]", granted, err)
 	}
+	// The byte limit's pool of the same vertex syncs on the cluster too, in
+	// the vertex's slot.
+	bytes := s.Pool("bytes")
+	if v, err := bytes.Sync(ctx, pool.Report{ID: "a"}); err != nil || v.Live != 1 {
+		t.Fatalf("sync of the bytes pool on the cluster = %+v, %v", v, err)
+	}
 	client := c.Client(t)
-	keys := s.Keys()
+	keys := append(s.Keys(), bytes.Keys()...)
 	for _, r := range reqs {
 		keys = append(keys, s.KeyName(r.Key))
 	}
@@ -636,5 +642,29 @@ func TestLiveLimitsAsTheGoStoreDoes(t *testing.T) {
 	}
 	if ttl := srv.Do(t, "PTTL", s.Keys()[5]).(int64); ttl <= 0 || ttl > 60_000 {
 		t.Errorf("PTTL of %s = %d; want it to expire within the ttl", s.Keys()[5], ttl)
+	}
+}
+
+// TestPool: another pool of a vertex has keys of its own, with the vertex's
+// hash tag, and its replicas are not the store's.
+func TestPool(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	client := srv.Client(t)
+	s, err := redisstore.New(client, "mv", redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.Pool("bytes")
+	for _, k := range b.Keys() {
+		if !strings.HasPrefix(k, "sluice:{mv}:bytes:") {
+			t.Errorf("key %s; want it under sluice:{mv}:bytes:", k)
+		}
+	}
+	ctx := context.Background()
+	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.Sync(ctx, pool.Report{ID: "b"}); err != nil || v.Live != 1 {
+		t.Fatalf("bytes pool: %+v, %v; want b alone", v, err)
 	}
 }
