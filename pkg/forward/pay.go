@@ -85,7 +85,7 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			}
 		case extra < 0:
 			// Messages that cost nothing give their read's tokens back.
-			g = f.d.Limiter.Settle(g, g.Tokens+extra)
+			g = f.d.Limiter.Settle(g, len(batch)+extra)
 		}
 	}
 	return g, p, ok

@@ -107,3 +107,44 @@ func TestRedisByteLimit(t *testing.T) {
 	}
 	t.Logf("bytes granted per epoch: %v", perEpoch)
 }
+
+// TestUpdateByteLimit: a byte limit's max changes while the vertex runs,
+// and a byte limit is not added or removed.
+func TestUpdateByteLimit(t *testing.T) {
+	spec := vertexconfig.FromMonoVertex(monoVertex(t, "live-bytes", `  limits:
+    rateLimit:
+      max: 100
+      rampUpDuration: 0s
+      bytes: {max: 1000, min: 1000}
+  source:
+    generator: {rpu: 10}
+  sink:
+    blackhole: {}
+`))
+	v, err := vertex.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtest.Start(t, v)
+	next := *spec.Limits.RateLimit.Bytes
+	next.Max, next.Min = 5000, 5000
+	if err := v.UpdateByteLimit(&next); err != nil {
+		t.Fatal(err)
+	}
+	runtest.WaitFor(t, "bytes.max 5000", func() bool { b := v.Status().Bytes; return b != nil && b.Max == 5000 })
+	if err := v.UpdateByteLimit(nil); err == nil {
+		t.Error("a byte limit was removed live")
+	}
+	plain := vertexconfig.FromMonoVertex(monoVertex(t, "plain", "  limits:\n    rateLimit: {max: 100}\n  source:\n    generator: {}\n  sink:\n    blackhole: {}\n"))
+	w, err := vertex.New(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.UpdateByteLimit(&next); err == nil {
+		t.Error("a byte limit was added live")
+	}
+	if err := w.UpdateByteLimit(nil); err != nil {
+		t.Errorf("no byte limit, none asked: %v", err)
+	}
+}
