@@ -4,6 +4,9 @@
 //	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
 //	read at most that many  Reader.Read
 //	settle the grant        Limiter.Settle: the unused go back to their epoch
+//	pay bytes and cost      Deps.Bytes and Deps.Cost, if set: the batch's payload
+//	                        bytes and its cost beyond a token a message, all of
+//	                        one epoch (see pay)
 //	late read?              its epoch ended: the current epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF
