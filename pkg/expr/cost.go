@@ -30,6 +30,8 @@ type Cost struct {
 	// size computes an expression of the payload's length alone, without
 	// the machine; nil for other expressions.
 	size func(float64) float64
+	// isLen is set for len(payload) itself.
+	isLen bool
 }
 
 // costEnv is what a cost expression sees.
@@ -66,7 +68,7 @@ func CompileCost(src string) (*Cost, error) {
 	default:
 		return nil, fmt.Errorf("expression gives a %s, not a number", t)
 	}
-	c := &Cost{src: src, prog: p}
+	c := &Cost{src: src, prog: p, isLen: isLen(p.Node())}
 	c.size, _ = sizeFunc(p.Node())
 	return c, nil
 }
@@ -79,6 +81,9 @@ func (c *Cost) String() string { return c.src }
 // is not a number, or a failed evaluation give 1 and an error matching
 // [ErrCost].
 func (c *Cost) Of(payload []byte, headers map[string]string, keys []string) (int64, error) {
+	if c.isLen {
+		return int64(len(payload)), nil
+	}
 	if c.size != nil {
 		return costOfFloat(c.size(float64(len(payload))))
 	}
