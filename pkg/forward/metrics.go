@@ -51,7 +51,7 @@ const (
 // counter, so that granted minus deposited is what counted against the limit and
 // a dry source moves neither.
 const (
-	grantedHelp   = "Tokens kept from the rate limiter's grants, one per message read; the tokens a read leaves unused go back at once and are not counted."
+	grantedHelp   = "Tokens kept from the rate limiter's grants, one per message read (its cost, with rateLimit.cost); the tokens a read leaves unused go back at once and are not counted."
 	depositedHelp = "Tokens kept and then given back to the rate limiter: with excludeDropped, those of dropped messages. Granted minus deposited is what counted against the limit."
 )
 
