@@ -100,6 +100,15 @@
 // round trip; a sync slower than the one the offset came from leaves it alone, and
 // a step of the local clock is followed at the next sync.
 //
+// # Bytes and costs
+//
+// A token is whatever the caller counts: a vertex's byte limit
+// (rateLimit.bytes) is a second Limiter whose tokens are payload bytes, with
+// a pool of its own in the same store (package redisstore's Store.Pool), and with a
+// cost (rateLimit.cost) a message takes as many tokens of the message limit
+// as its cost. Sizes and costs are known after the read, so the forwarder
+// takes them then, all of one epoch when a share allows.
+//
 // # Per-key limits
 //
 // A [KeyLimiter] grants tokens per key instead: at most Max per key per epoch, over
