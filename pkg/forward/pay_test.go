@@ -276,3 +276,25 @@ func TestBytesShadow(t *testing.T) {
 		t.Fatalf("shadow throttled %d, granted %d; want 300, 100", s.ShadowThrottled, s.Granted)
 	}
 }
+
+// TestBytesAndCost: with a byte limit and a cost, no epoch writes more
+// bytes than the byte pool or more cost than the message pool.
+func TestBytesAndCost(t *testing.T) {
+	clk := clock.NewManual(t0)
+	msgs, msgLog := newLimiter(t, ratelimit.Config{Max: 60, Min: 60}, clk)
+	bytes, byteLog := newLimiter(t, ratelimit.Config{Max: 70, Min: 70}, clk)
+	in := sizedBuffer(t, 30, 10)
+	es := newEpochSink(clk)
+	h := start(t, Deps{Reader: in, Sink: es, Limiter: msgs, Bytes: bytes, Cost: costOfLen},
+		Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond})
+	h.runEpochs(t, clk, 30, 40, msgs, bytes)
+	written := es.bytesPerEpoch(t0.Unix())
+	if sum(written) != 300 {
+		t.Fatalf("%d bytes written; want 300 (per epoch %v)", sum(written), written)
+	}
+	msgs.Close(context.Background())
+	bytes.Close(context.Background())
+	byteLog.check(t, written, t0.Unix())
+	msgLog.check(t, written, t0.Unix()) // a cost of a token a byte
+	t.Logf("bytes per epoch %v", written)
+}
