@@ -17,10 +17,13 @@ func RegisterLimiter(reg prometheus.Registerer, status func() ratelimit.Status) 
 // RegisterByteLimiter registers the gauges of a byte limiter (rateLimit.bytes)
 // with reg: those of [RegisterLimiter], named sluice_ratelimit_bytes_* in
 // place of sluice_ratelimit_*, whose tokens are payload bytes, but for the
-// cuts and pauses of throttle signals, which never apply to it.
+// cuts, pauses and ceiling of throttle signals, which never apply to it,
+// and the tokens lent and borrowed between regions.
 func RegisterByteLimiter(reg prometheus.Registerer, status func() ratelimit.Status) {
 	registerLimiter(reg, status, func(name, help string) (string, string) {
-		if name == "sluice_ratelimit_cuts_total" || name == "sluice_ratelimit_paused_until_seconds" {
+		switch name {
+		case "sluice_ratelimit_cuts_total", "sluice_ratelimit_paused_until_seconds", "sluice_ratelimit_ceiling_tokens",
+			"sluice_ratelimit_lent_tokens_total", "sluice_ratelimit_borrowed_tokens_total":
 			return "", ""
 		}
 		return "sluice_ratelimit_bytes_" + strings.TrimPrefix(name, "sluice_ratelimit_"),
@@ -75,7 +78,10 @@ func registerLimiter(reg prometheus.Registerer, status func() ratelimit.Status, 
 			}
 			return 0
 		})
-	registerLending(reg, "sluice_ratelimit", status)
+	counter("sluice_ratelimit_lent_tokens_total", "Tokens this replica did not use and lent to the others through the store's spare.",
+		func(s ratelimit.Status) float64 { return float64(s.Lent) })
+	counter("sluice_ratelimit_borrowed_tokens_total", "Tokens this replica borrowed from the store's spare, which others did not use.",
+		func(s ratelimit.Status) float64 { return float64(s.Borrowed) })
 }
 
 // RegisterGroup registers the gauges of a replica of a shared limit (a
@@ -96,16 +102,10 @@ func RegisterGroup(reg prometheus.Registerer, group string, status func() rateli
 		func(s ratelimit.Status) float64 { return float64(s.Max) })
 	gauge("sluice_ratelimit_group_pool_size", "Number of replicas, of all member vertices, the shared limit is split among.",
 		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
-	registerLending(reg, "sluice_ratelimit_group", status)
-}
-
-// registerLending registers the counters of tokens lent and borrowed
-// through the store's spare under prefix.
-func registerLending(reg prometheus.Registerer, prefix string, status func() ratelimit.Status) {
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: prefix + "_lent_tokens_total",
-		Help: "Tokens this replica did not use and lent to the others through the store's spare."},
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_group_lent_tokens_total",
+		Help: "Tokens of the shared limit this replica did not use and lent to the other members."},
 		func() float64 { return float64(status().Lent) }))
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: prefix + "_borrowed_tokens_total",
-		Help: "Tokens this replica borrowed from the store's spare, which others did not use."},
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_group_borrowed_tokens_total",
+		Help: "Tokens of the shared limit this replica borrowed, which other members did not use."},
 		func() float64 { return float64(status().Borrowed) }))
 }

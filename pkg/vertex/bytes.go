@@ -48,8 +48,13 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 				zap.Int64("shadowThrottled", s.ShadowThrottled))
 		}),
 	}
-	if rl.SyncInterval > 0 {
-		opts = append(opts, ratelimit.WithSyncInterval(rl.SyncInterval))
+	opts = append(opts, ratelimit.WithSyncInterval(syncInterval(rl)))
+	if r := v.region(); r != "" {
+		opts = append(opts, ratelimit.WithRegion(r))
+	}
+	cfg, err := v.regionConfig(*rl.Bytes)
+	if err != nil {
+		return err
 	}
 	switch {
 	case store.Bytes != nil:
@@ -59,7 +64,7 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	case store.Replicas > 0:
 		opts = append(opts, ratelimit.WithFixedPool(store.Replicas, v.o.replica))
 	}
-	l, err := ratelimit.New(*rl.Bytes, opts...)
+	l, err := ratelimit.New(cfg, opts...)
 	if err != nil {
 		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
 	}
@@ -80,7 +85,11 @@ func (v *Vertex) UpdateByteLimit(cfg *ratelimit.Config) error {
 	case v.bytes == nil || cfg == nil:
 		return fmt.Errorf("vertex %s: a byte limit cannot be added or removed while the vertex runs", v.spec.Name)
 	}
-	if err := v.bytes.Update(*cfg); err != nil {
+	c, err := v.regionConfig(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := v.bytes.Update(c); err != nil {
 		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
 	}
 	return nil

@@ -24,14 +24,19 @@ type groupLimiter struct {
 }
 
 // syncInterval is how often each of a vertex's limiters syncs with its
-// store: the configured interval, or the default once per pool, so that a
-// replica makes ratelimit.DefaultSyncInterval's round trips a second however
-// many groups it joins.
+// store: the configured interval, or the default once per pool (its
+// messages', its bytes', each group's), so that a replica makes
+// ratelimit.DefaultSyncInterval's round trips a second however many pools
+// it belongs to.
 func syncInterval(rl *RateLimit) time.Duration {
 	if rl.SyncInterval > 0 {
 		return rl.SyncInterval
 	}
-	return ratelimit.DefaultSyncInterval * time.Duration(1+len(rl.Groups))
+	pools := 1 + len(rl.Groups)
+	if rl.Bytes != nil {
+		pools++
+	}
+	return ratelimit.DefaultSyncInterval * time.Duration(pools)
 }
 
 // GroupStorePrefix is the store key of group name's pool: its keys are
