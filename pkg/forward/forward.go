@@ -117,6 +117,10 @@ type Deps struct {
 	// or gives back what costs less (see pay). An error counts as a cost
 	// error and the message costs 1. It is called from the loop's goroutine.
 	Cost func(m *isb.Message) (int, error)
+	// Groups are the shared limits the vertex joined (rateLimit.groups),
+	// one Limiter each: a batch takes a token a message from every one
+	// after its read, before it goes on (see pay).
+	Groups []Limiter
 }
 
 // OnFailure is what a forwarder does with messages its sink keeps failing

@@ -22,17 +22,20 @@ import (
 // of an epoch) it keeps what each epoch grants and collects tokens over as
 // many epochs as it needs, then goes on: no epoch grants more than its share,
 // and the epoch the batch goes on in carries all of its bytes. The waits are
-// tracked as rate_limited.
+// tracked as rate_limited. A vertex in shared limits (Deps.Groups) takes a
+// token a message from each of them the same way, after its bytes and cost.
 
-// payment is what a batch paid after its read: the last grants of its bytes
-// and of its cost beyond one token a message, settled, so that dropped
-// messages can give theirs back (Options.ExcludeDropped).
+// payment is what a batch paid after its read: the last grants of its bytes,
+// of its cost beyond one token a message and of each group, settled, so
+// that dropped messages can give theirs back (Options.ExcludeDropped).
 type payment struct {
 	bytes, cost ratelimit.Grant
+	groups      []ratelimit.Grant // in the order of Deps.Groups
 }
 
-// paid reports whether reads pay after the read for their bytes or cost.
-func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil }
+// paid reports whether reads pay after the read for their bytes, cost or
+// groups.
+func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil || len(f.d.Groups) > 0 }
 
 // costOf returns the cost of m (1 when the cost expression gives none,
 // counted as an error of stage cost).
@@ -93,6 +96,14 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			g = f.d.Limiter.Settle(g, len(batch)+extra)
 		}
 	}
+	if len(f.d.Groups) > 0 && ok {
+		p.groups = make([]ratelimit.Grant, len(f.d.Groups))
+		for i, grp := range f.d.Groups {
+			if p.groups[i], ok = f.take(hard, grp, len(batch)); !ok {
+				break
+			}
+		}
+	}
 	return g, p, ok
 }
 
@@ -114,7 +125,7 @@ func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Gr
 			case hard.Err() != nil:
 				return last, false
 			case err != nil && !errors.Is(err, ratelimit.ErrRateLimited):
-				f.log.Warn("no tokens for a read's bytes or cost; sending it without", zap.Error(err))
+				f.log.Warn("no tokens for a read's bytes, cost or shared limit; sending it without", zap.Error(err))
 				return last, true
 			case g.Tokens == 0:
 				continue
@@ -140,13 +151,13 @@ func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Gr
 	return last, true
 }
 
-// refund gives back, with Options.ExcludeDropped, the bytes and the extra
-// cost the dropped messages of batch paid: those that none of msgs (what goes
-// on to the sink) or the messages bypass sends to the other sinks came from,
-// and that were not nacked. They go back to the epoch of the batch's last
-// grant, while it is current.
+// refund gives back, with Options.ExcludeDropped, the bytes, the extra
+// cost and the groups' tokens the dropped messages of batch paid: those that
+// none of msgs (what goes on to the sink) or the messages bypass sends to
+// the other sinks came from, and that were not nacked. They go back to the
+// epoch of the batch's last grant, while it is current.
 func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
-	if f.paid.bytes.Tokens == 0 && f.paid.cost.Tokens == 0 {
+	if f.paid.bytes.Tokens == 0 && f.paid.cost.Tokens == 0 && len(f.paid.groups) == 0 {
 		return
 	}
 	f.gone = zeroedBools(f.gone, len(batch))
@@ -157,11 +168,12 @@ func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
 			}
 		}
 	}
-	var bytes, cost int
+	var bytes, cost, dropped int
 	for i := range batch {
 		if f.gone[i] || f.nacks[i] != nil {
 			continue
 		}
+		dropped++
 		bytes += len(batch[i].Value)
 		if f.d.Cost != nil && f.paid.cost.Tokens > 0 {
 			cost += f.costOf(&batch[i].Message) - 1
@@ -174,6 +186,11 @@ func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
 	if c := min(cost, f.paid.cost.Tokens); c > 0 {
 		f.paid.cost = f.d.Limiter.Settle(f.paid.cost, f.paid.cost.Tokens-c)
 		f.d.Metrics.Deposited.Add(float64(c))
+	}
+	for i, g := range f.paid.groups {
+		if d := min(dropped, g.Tokens); d > 0 {
+			f.paid.groups[i] = f.d.Groups[i].Settle(g, g.Tokens-d)
+		}
 	}
 }
 

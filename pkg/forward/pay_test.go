@@ -298,3 +298,40 @@ func TestBytesAndCost(t *testing.T) {
 	msgLog.check(t, written, t0.Unix()) // a cost of a token a byte
 	t.Logf("bytes per epoch %v", written)
 }
+
+// TestGroups: a vertex allowed 100 a second in a shared limit of 10 sends
+// 10 a second, the group's; with excludeDropped, the messages a function
+// drops give their group tokens back.
+func TestGroups(t *testing.T) {
+	t.Run("held by the group", func(t *testing.T) {
+		clk := clock.NewManual(t0)
+		lim, log := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
+		group, _ := newLimiter(t, ratelimit.Config{Max: 10, Min: 10}, clk)
+		in := sizedBuffer(t, 40, 10)
+		es := newEpochSink(clk)
+		h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: lim.Gate(), Groups: []Limiter{group.Gate()}},
+			Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond})
+		h.runEpochs(t, clk, 40, 20, lim, group)
+		if got, _ := es.perEpoch(t0.Unix()); fmt.Sprint(got) != "[10 10 10 10]" {
+			t.Fatalf("messages per epoch %v; want the group's [10 10 10 10]", got)
+		}
+		lim.Close(context.Background())
+		log.check(t, nil, t0.Unix())
+	})
+	for _, exclude := range []bool{false, true} {
+		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
+			clk := clock.NewManual(t0)
+			group, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Groups: []Limiter{group.Gate()}},
+				Options{ExcludeDropped: exclude, BatchSize: 10, Clock: clk, MaxIdlePause: time.Millisecond})
+			h.waitAcked(t, 40)
+			want := int64(40)
+			if exclude {
+				want = 20
+			}
+			if g := group.Status().Granted; g != want {
+				t.Errorf("group tokens granted %d; want %d", g, want)
+			}
+		})
+	}
+}

@@ -107,6 +107,13 @@ func (v *Vertex) payDeps(d *forward.Deps, shared bool) {
 	if rl := v.spec.Limits.RateLimit; rl != nil && rl.Cost != nil && v.limiter != nil {
 		d.Cost = costFunc(rl.Cost)
 	}
+	for _, g := range v.groups {
+		gate := g.l.Gate()
+		if shared {
+			gate = g.l.Lane().Gate()
+		}
+		d.Groups = append(d.Groups, gate)
+	}
 }
 
 // costFunc returns the forwarder's cost of a message by c.
