@@ -96,7 +96,7 @@ flags:
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
 	var variants string
-	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost): a comma-separated list, and print each one's ratio to on")
+	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost), and in a shared limit that never throttles (group): a comma-separated list, and print each one's ratio to on")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
 	}
@@ -105,7 +105,7 @@ flags:
 	}
 	for _, v := range fl.variants {
 		if _, ok := benchVariantOf[v]; !ok {
-			return fl, usagef("bench: --variants: %q is not a variant; want bytes or cost", v)
+			return fl, usagef("bench: --variants: %q is not a variant; want bytes, cost or group", v)
 		}
 	}
 	switch {
@@ -136,6 +136,10 @@ var benchVariantOf = map[string]func(*config.RateLimit){
 	"cost": func(rl *config.RateLimit) {
 		cost := benchCost
 		rl.Cost = &cost
+	},
+	"group": func(rl *config.RateLimit) {
+		max, ramp := uint64(ratelimit.MaxTokens), config.Duration{}
+		rl.Groups = append(rl.Groups, config.GroupLimit{Name: "bench", Max: &max, Min: &max, RampUpDuration: &ramp})
 	},
 }
 

@@ -113,22 +113,34 @@ func (l *loop) step(ctx context.Context) error {
 		l.free <- j
 		return err
 	}
+	var groups []ratelimit.Grant
+	if len(f.d.Groups) > 0 && g.Tokens > 0 {
+		// A token a message of each shared limit too, before the read, so
+		// that no more is read than every limit allows (see takeGroups).
+		g, groups = f.takeGroups(ctx, g)
+	}
 	start := time.Now()
 	batch := f.readBatch(ctx, j.read[:g.Tokens])
 	l.slots.give(k - len(batch))
+	for i := range groups {
+		groups[i] = f.d.Groups[i].Settle(groups[i], len(batch))
+	}
 	if len(batch) == 0 {
 		f.keep(g, 0) // unused tokens go back, same epoch
 		l.free <- j
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
 	}
-	var paid payment
+	paid := payment{groups: groups}
 	if f.paid() {
 		// Its bytes and cost, known now (see pay): a wait for them may
 		// make the read's tokens stale, which sendFresh then renews.
 		var ok bool
-		if g, paid, ok = f.pay(l.hard, g, batch); !ok {
+		if g, paid, ok = f.pay(l.hard, g, batch, groups); !ok {
 			f.keep(g, 0)
+			for i := range groups {
+				f.d.Groups[i].Settle(groups[i], 0)
+			}
 			f.abandon(l.hard, "acquire", batch, l.hard.Err())
 			l.slots.give(len(batch))
 			l.free <- j

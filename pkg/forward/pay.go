@@ -22,8 +22,11 @@ import (
 // of an epoch) it keeps what each epoch grants and collects tokens over as
 // many epochs as it needs, then goes on: no epoch grants more than its share,
 // and the epoch the batch goes on in carries all of its bytes. The waits are
-// tracked as rate_limited. A vertex in shared limits (Deps.Groups) takes a
-// token a message from each of them the same way, after its bytes and cost.
+// tracked as rate_limited.
+//
+// A vertex in shared limits (Deps.Groups) knows what a batch costs each of
+// them before the read, a token a message, and takes them then (takeGroups):
+// no more is read than every limit allows.
 
 // payment is what a batch paid after its read: the last grants of its bytes,
 // of its cost beyond one token a message and of each group, settled, so
@@ -33,9 +36,61 @@ type payment struct {
 	groups      []ratelimit.Grant // in the order of Deps.Groups
 }
 
-// paid reports whether reads pay after the read for their bytes, cost or
-// groups.
-func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil || len(f.d.Groups) > 0 }
+// paid reports whether reads pay after the read for their bytes or cost.
+func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil }
+
+// takeGroups takes as many tokens of every group as g holds and returns g
+// and the groups' grants cut to the fewest any of them granted: the read
+// takes no more. When a group has none left, it gives back all it holds
+// (the read's tokens would go stale while it waits), waits until that group
+// has tokens again (counted under the reason the group gives), and starts
+// over, with the vertex's tokens taken as a read takes them. When ctx ends
+// first, it returns no tokens.
+func (f *Forwarder) takeGroups(ctx context.Context, g ratelimit.Grant) (ratelimit.Grant, []ratelimit.Grant) {
+	want := g.Tokens
+	grants := make([]ratelimit.Grant, len(f.d.Groups))
+	for {
+		n, empty := g.Tokens, -1
+		var reason ratelimit.Reason
+		for i, grp := range f.d.Groups {
+			grants[i], reason = grp.TryAcquire(n)
+			if grants[i].Tokens == 0 {
+				empty = i
+				break
+			}
+			n = min(n, grants[i].Tokens)
+		}
+		if empty < 0 {
+			for i, grp := range f.d.Groups {
+				grants[i] = grp.Settle(grants[i], n)
+			}
+			if n < g.Tokens {
+				g = f.d.Limiter.Settle(g, n)
+			}
+			return g, grants
+		}
+		f.d.Limiter.Settle(g, 0)
+		for i := range empty {
+			f.d.Groups[i].Settle(grants[i], 0)
+		}
+		grp := f.d.Groups[empty]
+		f.d.Tracker.Begin(reason)
+		gg, err := grp.Acquire(ctx, 1) // waits until the group has tokens again
+		f.d.Tracker.End(reason)
+		grp.Settle(gg, 0)
+		if ctx.Err() != nil {
+			return ratelimit.Grant{}, make([]ratelimit.Grant, len(f.d.Groups))
+		}
+		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
+			f.log.Warn("no tokens of a shared limit; reading without it", zap.Error(err))
+			g, _ = f.acquire(ctx, want)
+			return g, make([]ratelimit.Grant, len(f.d.Groups))
+		}
+		if g, err = f.acquire(ctx, want); err != nil || g.Tokens == 0 {
+			return ratelimit.Grant{}, make([]ratelimit.Grant, len(f.d.Groups))
+		}
+	}
+}
 
 // costOf returns the cost of m (1 when the cost expression gives none,
 // counted as an error of stage cost).
@@ -54,7 +109,7 @@ func (f *Forwarder) costOf(m *isb.Message) int {
 // pay takes the bytes and the extra cost of batch, read on g, and returns
 // g less the tokens a batch that costs less than a token a message gives
 // back. It reports false when hard ends first.
-func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) (ratelimit.Grant, payment, bool) {
+func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, groups []ratelimit.Grant) (ratelimit.Grant, payment, bool) {
 	var bytes, cost int
 	switch {
 	case f.d.Cost == nil:
@@ -71,7 +126,7 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			cost += f.costOf(&batch[i].Message)
 		}
 	}
-	var p payment
+	p := payment{groups: groups}
 	ok := true
 	if f.d.Bytes != nil && bytes > 0 {
 		p.bytes, ok = f.take(hard, f.d.Bytes, bytes)
@@ -96,14 +151,6 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			g = f.d.Limiter.Settle(g, len(batch)+extra)
 		}
 	}
-	if len(f.d.Groups) > 0 && ok {
-		p.groups = make([]ratelimit.Grant, len(f.d.Groups))
-		for i, grp := range f.d.Groups {
-			if p.groups[i], ok = f.take(hard, grp, len(batch)); !ok {
-				break
-			}
-		}
-	}
 	return g, p, ok
 }
 
@@ -125,7 +172,7 @@ func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Gr
 			case hard.Err() != nil:
 				return last, false
 			case err != nil && !errors.Is(err, ratelimit.ErrRateLimited):
-				f.log.Warn("no tokens for a read's bytes, cost or shared limit; sending it without", zap.Error(err))
+				f.log.Warn("no tokens for a read's bytes or cost; sending it without", zap.Error(err))
 				return last, true
 			case g.Tokens == 0:
 				continue

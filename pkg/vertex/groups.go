@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/observe"
@@ -91,10 +92,16 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 		} else {
 			s = localGroup(g.Name, v)
 		}
+		log := v.log.Named("ratelimit.group." + g.Name)
 		l, err := ratelimit.New(g.Config,
 			ratelimit.WithStore(s),
 			ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
-			ratelimit.WithLogger(v.log.Named("ratelimit.group."+g.Name)),
+			ratelimit.WithLogger(log),
+			ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+				log.Debug("group epoch", zap.String("group", g.Name), zap.Int64("epoch", s.Epoch),
+					zap.Float64("pool", float64(s.PoolMilli)/1000), zap.Int64("share", s.Share), zap.Int64("granted", s.Granted),
+					zap.Int("poolSize", s.PoolSize), zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max))
+			}),
 			ratelimit.WithClock(v.o.clock),
 			ratelimit.WithSyncInterval(syncInterval(rl)))
 		if err != nil {

@@ -1,0 +1,115 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/redistest"
+)
+
+// groupEpoch is a replica's account of one epoch of a shared limit (the
+// debug log "group epoch").
+type groupEpoch struct {
+	Group    string
+	Epoch    int64
+	Granted  int64
+	PoolSize int
+	Eligible bool
+}
+
+// groupEpochs returns a replica's per-epoch accounting of its groups.
+func (p *proc) groupEpochs(t *testing.T) map[int64]groupEpoch {
+	t.Helper()
+	out := map[int64]groupEpoch{}
+	for _, line := range strings.Split(p.stderrText(), "\n") {
+		if !strings.Contains(line, `"msg":"group epoch"`) {
+			continue
+		}
+		var e groupEpoch
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("group epoch log %q: %v", line, err)
+		}
+		out[e.Epoch] = e
+	}
+	return out
+}
+
+// TestGroupThroughRedis runs three replicas of each of two MonoVertices,
+// each limited to 400 a second and both in the shared limit partner-api of
+// 500 a second, through one redis-server. No epoch grants more than 500 of
+// the group, neither vertex more than its 400, the group is used to 95% once
+// every replica is in it, and Redis sees at most 12 commands per replica per
+// second for both pools.
+func TestGroupThroughRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	store := "          mode: single\n          url: redis://" + srv.Addr
+	group := "      groups:\n        - {name: partner-api, max: 500, min: 500, rampUpDuration: 0s}\n"
+	var procs []*proc
+	byVertex := map[string][]*proc{}
+	for _, name := range []string{"orders", "refunds"} {
+		cfg := writeConfig(t, redisVertexYAML(name, 400, store, group))
+		for i := range 3 {
+			p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug")
+			procs = append(procs, p)
+			byVertex[name] = append(byVertex[name], p)
+		}
+	}
+	for _, p := range procs {
+		p.metricsAddr()
+	}
+	time.Sleep(3 * time.Second) // the pools agree
+	before, at := commandCalls(t, srv), time.Now()
+	time.Sleep(5 * time.Second)
+	perReplica := float64(commandCalls(t, srv)-before) / float64(len(procs)) / time.Since(at).Seconds()
+	for _, p := range procs {
+		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	}
+
+	groupGranted, groupEligible := map[int64]int64{}, map[int64]int{}
+	for _, p := range procs {
+		for e, l := range p.groupEpochs(t) {
+			groupGranted[e] += l.Granted
+			if l.Eligible && l.PoolSize == 6 {
+				groupEligible[e]++
+			}
+		}
+	}
+	var rows []string
+	full := 0
+	for _, e := range slices.Sorted(maps.Keys(groupGranted)) {
+		row := fmt.Sprintf("epoch %d: group %d", e, groupGranted[e])
+		if groupGranted[e] > 500 {
+			t.Errorf("epoch %d: the group granted %d; max 500", e, groupGranted[e])
+		}
+		for _, name := range []string{"orders", "refunds"} {
+			granted, _ := sumEpochs(t, byVertex[name])
+			row += fmt.Sprintf(", %s %d", name, granted[e])
+			if granted[e] > 400 {
+				t.Errorf("epoch %d: %s granted %d; max 400", e, name, granted[e])
+			}
+		}
+		rows = append(rows, row)
+		if groupEligible[e] == 6 {
+			full++
+			if groupGranted[e] < 475 {
+				t.Errorf("epoch %d: the group granted %d with every replica in it; want at least 95%% of 500", e, groupGranted[e])
+			}
+		}
+	}
+	t.Logf("%.1f Redis commands per replica per second\n%s", perReplica, strings.Join(rows, "\n"))
+	if full < 4 {
+		t.Errorf("only %d epochs with all six replicas in the group", full)
+	}
+	if perReplica > 12 {
+		t.Errorf("%.1f Redis commands per replica per second with a group; want at most 12", perReplica)
+	}
+}
