@@ -469,3 +469,41 @@ func TestSimulateQuota(t *testing.T) {
 		t.Errorf("bucket: exit %d, CSV\n%s\nwant\n%s", code, stdout, want)
 	}
 }
+
+// TestSimulateGroup runs the two members of config/examples/shared-limit.yaml
+// and refuses what cannot run, each with exit code 2 and one line naming the
+// flag.
+func TestSimulateGroup(t *testing.T) {
+	file := "../../config/examples/shared-limit.yaml"
+	code, out, errOut := runVertex(t, "simulate", "--group", "partner-api", "-f", file,
+		"--demand-of", "orders=80,80,80,80,80,80", "--demand-of", "refunds=,,,,80,80")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 8 || !strings.Contains(lines[1], "orders  refunds  sum") {
+		t.Fatalf("output:\n%s", out)
+	}
+	for _, want := range []string{"      3         100      80        0   80", "      6         100      50       50  100"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no line %q in:\n%s", want, out)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--group", "partner-api", "--demand-of", "orders=1"}, "--group needs -f PIPELINE"},
+		{[]string{"--demand-of", "orders=1", "-f", file}, "--demand-of needs --group NAME"},
+		{[]string{"--group", "nope", "-f", file, "--demand-of", "orders=1"}, `--group ("nope"): no vertex`},
+		{[]string{"--group", "partner-api", "-f", file, "--demand-of", "payments=1"}, `--demand-of ("payments=1"): want VERTEX=LIST, VERTEX one of orders, refunds`},
+		{[]string{"--group", "partner-api", "-f", file, "--demand-of", "orders=x"}, `--demand-of ("orders=x")`},
+		{[]string{"--group", "partner-api", "-f", file}, "needs --demand-of VERTEX=LIST"},
+		{[]string{"--group", "partner-api", "-f", "../../config/examples/bench.yaml", "--demand-of", "a=1"}, "is a MonoVertex"},
+	} {
+		code, _, errOut := runVertex(t, append([]string{"simulate"}, tt.args...)...)
+		if code != 2 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("simulate %v: exit %d, %q; want 2 and one line with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
