@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,33 +12,6 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/redistest"
 )
-
-// groupEpoch is a replica's account of one epoch of a shared limit (the
-// debug log "group epoch").
-type groupEpoch struct {
-	Group    string
-	Epoch    int64
-	Granted  int64
-	PoolSize int
-	Eligible bool
-}
-
-// groupEpochs returns a replica's per-epoch accounting of its groups.
-func (p *proc) groupEpochs(t *testing.T) map[int64]groupEpoch {
-	t.Helper()
-	out := map[int64]groupEpoch{}
-	for _, line := range strings.Split(p.stderrText(), "\n") {
-		if !strings.Contains(line, `"msg":"group epoch"`) {
-			continue
-		}
-		var e groupEpoch
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("group epoch log %q: %v", line, err)
-		}
-		out[e.Epoch] = e
-	}
-	return out
-}
 
 // TestGroupThroughRedis runs three replicas of each of two MonoVertices,
 // each limited to 400 a second and both in the shared limit partner-api of
@@ -76,7 +48,7 @@ func TestGroupThroughRedis(t *testing.T) {
 
 	groupGranted, groupEligible := map[int64]int64{}, map[int64]int{}
 	for _, p := range procs {
-		for e, l := range p.groupEpochs(t) {
+		for e, l := range p.logEpochs(t, "group epoch") {
 			groupGranted[e] += l.Granted
 			if l.Eligible && l.PoolSize == 6 {
 				groupEligible[e]++

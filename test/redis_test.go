@@ -39,8 +39,10 @@ spec:
 `, name, max, max, extra, store)
 }
 
-// epochLog is a replica's own account of one epoch (the debug log "epoch").
+// epochLog is a replica's own account of one epoch (the debug log "epoch",
+// or "group epoch" for a shared limit, named by Group).
 type epochLog struct {
+	Group    string
 	Epoch    int64
 	Granted  int64
 	Share    int64
@@ -76,9 +78,17 @@ func startReplicas(t *testing.T, cfg string, n int, args ...string) ([]*proc, []
 // epochs returns a replica's per-epoch accounting from its debug log.
 func (p *proc) epochs(t *testing.T) map[int64]epochLog {
 	t.Helper()
+	return p.logEpochs(t, "epoch")
+}
+
+// logEpochs returns a replica's per-epoch accounting from the debug log
+// lines of message msg: "epoch" for its own limit, "group epoch" for its
+// shared limits.
+func (p *proc) logEpochs(t *testing.T, msg string) map[int64]epochLog {
+	t.Helper()
 	out := map[int64]epochLog{}
 	for _, line := range strings.Split(p.stderrText(), "\n") {
-		if !strings.Contains(line, `"msg":"epoch"`) {
+		if !strings.Contains(line, `"msg":"`+msg+`"`) {
 			continue
 		}
 		var e epochLog

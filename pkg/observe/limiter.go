@@ -85,27 +85,19 @@ func registerLimiter(reg prometheus.Registerer, status func() ratelimit.Status, 
 }
 
 // RegisterGroup registers the gauges of a replica of a shared limit (a
-// group) the vertex joined with reg, labelled with the group's name.
+// group) the vertex joined with reg, labelled with the group's name: those
+// of [RegisterLimiter] of its pool, shares, grants and lending, named
+// sluice_ratelimit_group_* in place of sluice_ratelimit_*.
 func RegisterGroup(reg prometheus.Registerer, group string, status func() ratelimit.Status) {
 	reg = prometheus.WrapRegistererWith(prometheus.Labels{"group": group}, reg)
-	gauge := func(name, help string, value func(ratelimit.Status) float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
-			func() float64 { return value(status()) }))
-	}
-	gauge("sluice_ratelimit_group_pool_tokens", "The shared limit's token pool P for the current epoch, all its members together.",
-		func(s ratelimit.Status) float64 { return s.Pool() })
-	gauge("sluice_ratelimit_group_share_tokens", "This replica's share of the shared limit's pool in the current epoch.",
-		func(s ratelimit.Status) float64 { return float64(s.Share) })
-	gauge("sluice_ratelimit_group_epoch_granted_tokens", "Tokens of the shared limit granted in the current epoch, less deposits.",
-		func(s ratelimit.Status) float64 { return float64(s.Granted) })
-	gauge("sluice_ratelimit_group_max_tokens", "The shared limit's max.",
-		func(s ratelimit.Status) float64 { return float64(s.Max) })
-	gauge("sluice_ratelimit_group_pool_size", "Number of replicas, of all member vertices, the shared limit is split among.",
-		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_group_lent_tokens_total",
-		Help: "Tokens of the shared limit this replica did not use and lent to the other members."},
-		func() float64 { return float64(status().Lent) }))
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_ratelimit_group_borrowed_tokens_total",
-		Help: "Tokens of the shared limit this replica borrowed, which other members did not use."},
-		func() float64 { return float64(status().Borrowed) }))
+	registerLimiter(reg, status, func(name, help string) (string, string) {
+		switch name {
+		case "sluice_ratelimit_pool_tokens", "sluice_ratelimit_share_tokens", "sluice_ratelimit_epoch_granted_tokens",
+			"sluice_ratelimit_max_tokens", "sluice_ratelimit_pool_size",
+			"sluice_ratelimit_lent_tokens_total", "sluice_ratelimit_borrowed_tokens_total":
+			return "sluice_ratelimit_group_" + strings.TrimPrefix(name, "sluice_ratelimit_"),
+				"A shared limit (rateLimit.groups), all its members together: " + help
+		}
+		return "", ""
+	})
 }
