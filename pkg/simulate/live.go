@@ -28,10 +28,16 @@ func CheckLive(base, next ratelimit.Config) error {
 	return err
 }
 
-// LiveSettings lists the settings of a rate limit that can change live, by
-// their YAML names: "max, min, rampUpDuration, modes and shadow".
+// LiveSettings lists the settings of the limiter's config that can change
+// live, by their YAML names: "max, min, rampUpDuration, modes and shadow"
+// (not the byte limit, which a simulation has none of).
 func LiveSettings() string {
-	names := ratelimit.LiveYAML()
+	var names []string
+	for _, f := range ratelimit.Fields {
+		if f.Live && f.Go != "" && !strings.Contains(f.YAML, ".") {
+			names = append(names, f.YAML)
+		}
+	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
