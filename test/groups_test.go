@@ -20,6 +20,7 @@ import (
 // every replica is in it, and Redis sees at most 12 commands per replica per
 // second for both pools.
 func TestGroupThroughRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	store := "          mode: single\n          url: redis://" + srv.Addr
 	group := "      groups:\n        - {name: partner-api, max: 500, min: 500, rampUpDuration: 0s}\n"
