@@ -451,12 +451,13 @@ func TestSimulateQuota(t *testing.T) {
 		t.Fatalf("header %q; want accepted and refused columns", lines[1])
 	}
 	for _, want := range []string{
-		"     20     150      150       150        0",
-		"     21     150      150        75       75      signal",
-		"     30      75       75        75        0",
-		"     60     172      172       150       22      signal",
-		"     70     150      150       150        0",
-		"accepted 7185, refused 197 (2.67% of those sent)",
+		"     20   151      151       150        1      signal",
+		"     21   150      150        75       75  cut signal",
+		"     22    75       75        75        0         cut",
+		"     42    76       76        76        0",
+		"     43   150      150       150        0",
+		"     70   150      150       150        0",
+		"accepted 8546, refused 117 (1.35% of those sent)",
 	} {
 		if !strings.Contains(stdout, want+"\n") && !strings.Contains(stdout, want+" ") {
 			t.Errorf("no line %q in\n%s", want, stdout)

@@ -34,6 +34,8 @@ type signalState struct {
 	pauseUntil int64        // store-clock ns before which no tokens are granted
 	pending    *pool.Signal // to report at the next sync
 	last       int64        // the epoch of the last signal known, or before
+	taught     int64        // the epoch of the last signal of this replica's own that teaches a ceiling
+	trial      pacingTrial  // the trial of pacing (accepted.go)
 	cuts       atomic.Int64
 }
 
@@ -43,6 +45,8 @@ type cutPlan struct {
 	from, pool int64
 	ceiling    int64 // the learnt ceiling, milli-tokens; 0 for none
 	floor      int64 // a pool below it known to pass, milli-tokens; 0 for none
+	epoch      int64 // the epoch of the signal
+	probe      bool  // the signal came at a probe above the hold
 }
 
 // Signal tells the limiter that what the vertex protects refused work because
@@ -86,11 +90,16 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 		ceiling, floor = 0, 0
 	}
 	l.signals.last = max(l.signals.last, e)
+	if teach {
+		l.signals.taught = e
+	}
+	probe := teach && floor > 0 && l.ramp.probing(e)
 	if l.link.store == nil {
 		if cut {
 			l.signals.cutFrom = e + 1
 			p := l.state.Load().pool
-			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.ramp.cutOf(p), ceiling: ceiling, floor: floor}
+			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.cutTo(p, floor, probe), ceiling: ceiling, floor: floor,
+				epoch: e, probe: probe}
 		}
 		return
 	}
@@ -102,13 +111,24 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 	}
 	if cut && !l.signals.pending.Cut {
 		p := l.state.Load().pool
-		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.ramp.cutOf(p)
+		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.cutTo(p, floor, probe)
 		l.signals.pending.Ceiling, l.signals.pending.Floor = ceiling, floor
 	}
 	if until > 0 {
 		l.signals.pending.PauseUntil = later(l.signals.pending.PauseUntil, time.Unix(0, until))
 	}
 	l.syncSoon()
+}
+
+// cutTo returns the pool a signal at pool p cuts to: p less CutPercentage,
+// or, for a probe's signal (a pool above the hold of the learnt ceiling),
+// the rate floor that passed in the epoch before, so that a probe the
+// downstream refuses costs the probe and no more.
+func (l *Limiter) cutTo(p, floor int64, probe bool) int64 {
+	if probe && floor > 0 && floor < p {
+		return max(l.ramp.min, floor/milli*milli)
+	}
+	return l.ramp.cutOf(p)
 }
 
 // passed returns the pool of epoch e-1 when the replica called in it and
@@ -164,6 +184,16 @@ func (l *Limiter) unhold(st *epochState, now time.Time) {
 	}
 	st.paused.Store(false)
 	st.slice = l.sliceAt(st, now)
+	if l.pacing() > 0 {
+		// Paced, the slices the pause covered are not sent in a burst at
+		// its end: their tokens stay withheld, and the current slice's come.
+		if past := l.allowance(st.share, st.slice-1) - st.allow.Load(); st.slice > 0 && past > 0 {
+			st.allow.Add(past)
+			st.withheld.Add(past)
+		}
+		l.release(st, l.allowance(st.share, st.slice))
+		return
+	}
 	l.hand(st, st.withheld.Swap(0))
 	l.release(st, l.allowance(st.share, st.slice))
 }

@@ -1,5 +1,7 @@
 package ratelimit
 
+import "math"
+
 // The learnt ceiling. A throttle signal says the downstream refused the
 // rate the vertex sent at: the pool P of the epoch it came in. A cut keeps
 // that pool as the ceiling C, and from the cut's epoch F on the ramp's
@@ -34,6 +36,13 @@ type ceiling struct {
 	cut    int64 // the cut's pool, milli-tokens
 	passed int64 // B, milli-tokens; 0 for none
 	from   int64 // F, the cut's first epoch
+	// above is the highest hold of the ceilings that lower ones replaced
+	// since, milli-tokens; 0 for none: the rate a quota that dropped had,
+	// which the second probe tries at once.
+	above int64
+	// held is the first epoch whose pool was at the hold, 0 before: the
+	// pool probes from the epoch after it, and ProbeAfter from the cut.
+	held int64
 }
 
 // learn keeps ceiling c and the rate f that passed below it (milli-tokens;
@@ -48,7 +57,67 @@ func (r *ramp) learn(c, f, p, e int64) {
 		r.ceil = ceiling{}
 		return
 	}
+	above := int64(0)
+	if old := r.ceil; old.known && e-old.from < r.forgetAfter {
+		// The old hold counts when it passed: it is the rate known to pass,
+		// or the pool held at it an epoch before the signal. The rate
+		// above it counts until a probe has tried it.
+		if hold := r.holdOf(old); old.passed >= hold || (old.held > 0 && old.held < e-1) {
+			above = hold
+		}
+		if cp, ok := r.capAt(e - 1); old.above > 0 && !(ok && r.probing(e-1) && cp >= old.above) {
+			above = max(above, old.above)
+		}
+	}
 	r.ceil = ceiling{known: true, pool: c, cut: min(p, c), passed: min(f, c), from: e}
+	if above > r.holdOf(r.ceil) {
+		r.ceil.above = above
+	}
+}
+
+// gapOf returns the gap G of ceiling c: max(1, HoldBelowPercentage of its
+// whole tokens) tokens, in milli-tokens.
+func (r *ramp) gapOf(c ceiling) int64 { return max(1, c.pool/milli*r.holdPct/100) * milli }
+
+// holdOf returns the hold H of ceiling c: a whole number of tokens below
+// the ceiling's, never below the cut. A ceiling of 151.5 was refused at
+// 151 tokens, and holds at 150.
+func (r *ramp) holdOf(c ceiling) int64 { return max(c.cut, c.pool/milli*milli-r.gapOf(c)) }
+
+// climbAt returns the cap of the climb from the cut to the hold in the
+// k-th epoch after the cut (k >= 1), and whether it has reached the hold.
+func (r *ramp) climbAt(k int64) (int64, bool) {
+	c := r.ceil
+	hold := r.holdOf(c)
+	base, shift := c.cut, 3*k
+	if c.passed > 0 {
+		base, shift = min(max(c.passed, c.cut), hold), k
+	}
+	left := int64(0)
+	if shift < 63 {
+		left = (hold - base) >> shift
+	}
+	if left < milli {
+		return hold, true
+	}
+	return hold - left, false
+}
+
+// probeFrom returns the first epoch of probing, counted from the cut: at
+// least ProbeAfter, and after the pool has been at the hold an epoch.
+func (r *ramp) probeFrom() int64 {
+	if r.ceil.held == 0 {
+		return math.MaxInt64
+	}
+	return max(r.probeAfter, r.ceil.held-r.ceil.from+1)
+}
+
+// recordHeld notes that epoch e had pool p: the first at the hold starts
+// the wait for probing.
+func (r *ramp) recordHeld(e, p int64) {
+	if r.ceil.known && r.ceil.held == 0 && e >= r.ceil.from && p >= r.holdOf(r.ceil) {
+		r.ceil.held = e
+	}
 }
 
 // capAt returns the cap the learnt ceiling puts on the pool of epoch e, and
@@ -62,33 +131,36 @@ func (r *ramp) capAt(e int64) (int64, bool) {
 	if k <= 0 {
 		return c.cut, true
 	}
-	// The hold is a whole number of tokens below the ceiling's: a ceiling
-	// of 151.5 was refused at 151 tokens, and holds at 150.
-	gap := max(1, c.pool/milli*r.holdPct/100) * milli
-	hold := max(c.cut, c.pool/milli*milli-gap)
-	if k < r.probeAfter {
-		base, shift := c.cut, 3*k
-		if c.passed > 0 {
-			base, shift = min(max(c.passed, c.cut), hold), k
-		}
-		left := int64(0)
-		if shift < 63 {
-			left = (hold - base) >> shift
-		}
-		if left < milli {
-			return hold, true
-		}
-		return hold - left, true
+	from := r.probeFrom()
+	if k < from {
+		cp, _ := r.climbAt(k)
+		return cp, true
 	}
-	j := k - r.probeAfter + 1
+	hold, gap := r.holdOf(c), r.gapOf(c)
+	j := k - from + 1
 	if j >= 30 {
 		return 0, false
 	}
 	probe := mulDiv(gap, (1<<(2*j)-1)/3, 1)
+	if j >= 2 && c.above > hold {
+		// The second probe tries the rate a dropped quota had; the next
+		// ones probe above it as from a hold.
+		i := j - 2
+		probe = max(c.above-hold+mulDiv(gap, (1<<(2*i)-1)/3, 1), probe)
+		if i > 0 {
+			probe = c.above - hold + mulDiv(gap, (1<<(2*i)-1)/3, 1)
+		}
+	}
 	if probe >= r.max {
 		return 0, false
 	}
 	return hold + probe, true
+}
+
+// probing reports whether the cap of epoch e is a probe above the hold.
+func (r *ramp) probing(e int64) bool {
+	k := e - r.ceil.from
+	return r.ceil.known && k > 0 && k < r.forgetAfter && k >= r.probeFrom()
 }
 
 // capped returns p under the cap of epoch e, if any.

@@ -46,6 +46,10 @@ func TestCapAt(t *testing.T) {
 	cfg.ProbeAfter = 10 * time.Second
 	r := newRamp(cfg, 0)
 	r.learn(150_000, 0, 120_000, 10)
+	if r.probing(40) {
+		t.Error("probing before the pool was at the hold")
+	}
+	r.record(12, 149_000, 149, 149) // at the hold: probing may begin
 	for _, tt := range []struct {
 		e    int64
 		want int64 // milli-tokens; -1 for no cap
@@ -143,7 +147,7 @@ func TestCeilingNeverSignaledReachesMax(t *testing.T) {
 // TestSignalUnavailableKeepsTheCeiling: after settling below a quota of
 // 150, three epochs of "unavailable" signals cut the pool, but it climbs
 // back to the hold below the ceiling learnt before, not to one learnt in
-// the outage.
+// the outage, and probes it again one epoch in three.
 func TestSignalUnavailableKeepsTheCeiling(t *testing.T) {
 	tl := newTestLimiter(t, issueConfig())
 	var pools []int64
@@ -158,7 +162,7 @@ func TestSignalUnavailableKeepsTheCeiling(t *testing.T) {
 		}
 		tl.clk.Advance(time.Second)
 	}
-	if got := fmt.Sprint(pools[12:26]); got != "[150 150 150 150 150 120 96 76 114 150 150 150 150 150]" {
+	if got := fmt.Sprint(pools[12:26]); got != "[150 151 150 150 151 120 96 76 114 150 151 150 150 151]" {
 		t.Errorf("granted from epoch 12: %s; want the outage's cuts, then back to 150 in two epochs", got)
 	}
 }

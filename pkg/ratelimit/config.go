@@ -50,7 +50,7 @@ const (
 	DefaultRampDownPercentage  = 50
 	DefaultCutPercentage       = 50
 	DefaultHoldBelowPercentage = 1
-	DefaultProbeAfter          = 15 * time.Second
+	DefaultProbeAfter          = 2 * time.Second
 	DefaultForgetAfter         = 60 * time.Second
 	// MaxTokens is the largest Max accepted: a trillion tokens per second.
 	MaxTokens = 1_000_000_000_000

@@ -28,19 +28,21 @@ func floorDiv(a, b int64) int64 {
 
 // slices is the number of pacing slices in an epoch, or 1 without pacing.
 func (l *Limiter) slices() int64 {
-	if l.cfg.Pacing <= 0 {
+	pace := l.pacing()
+	if pace <= 0 {
 		return 1
 	}
-	return (epochNanos + int64(l.cfg.Pacing) - 1) / int64(l.cfg.Pacing)
+	return (epochNanos + int64(pace) - 1) / int64(pace)
 }
 
 // sliceAt returns the pacing slice of st's epoch that now falls in.
 func (l *Limiter) sliceAt(st *epochState, now time.Time) int {
-	if l.cfg.Pacing <= 0 {
+	pace := l.pacing()
+	if pace <= 0 {
 		return 0
 	}
 	into := l.storeNanos(now) - st.epoch*epochNanos
-	return int(min(max(into/int64(l.cfg.Pacing), 0), l.slices()-1))
+	return int(min(max(into/int64(pace), 0), l.slices()-1))
 }
 
 // allowance is how many of share tokens may be granted by the end of slice k.
@@ -61,8 +63,8 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 		next = (l.epochAt(now) + 1) * epochNanos
 	} else if st.held {
 		next = min(next, l.signals.pauseUntil)
-	} else if l.cfg.Pacing > 0 && int64(st.slice) < l.slices()-1 {
-		next = st.epoch*epochNanos + int64(st.slice+1)*int64(l.cfg.Pacing)
+	} else if pace := l.pacing(); pace > 0 && int64(st.slice) < l.slices()-1 {
+		next = st.epoch*epochNanos + int64(st.slice+1)*int64(pace)
 	}
 	if st.eligible && l.link.store != nil && l.link.registered {
 		if end := l.storeNanos(l.leaseEnd()); end < next && end > l.storeNanos(now) {
@@ -88,6 +90,9 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		if l.obs.fn != nil && cur.epoch < e {
 			l.obs.ended = append(l.obs.ended, cur.summary())
 		}
+	}
+	if cur := l.state.Load(); cur != nil && cur.epoch < e {
+		l.acceptedEnded(cur)
 	}
 	cut := l.signals.planned.ok && e >= l.signals.planned.from
 	if cut {

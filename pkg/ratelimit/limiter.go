@@ -51,7 +51,9 @@ type Limiter struct {
 	lend    lendState   // the exchange of spare tokens (Config.Lend)
 	obs     observer    // the epoch observer
 
-	shadow atomic.Int64 // tokens granted in shadow and kept, in all
+	shadow    atomic.Int64 // tokens granted in shadow and kept, in all
+	accepting atomic.Bool  // Accepted has been called
+	unpaced   bool         // Simulate's: no pacing, configured or learnt
 }
 
 // laneSet is the stripes of a limiter's epochs that its lanes take.

@@ -146,6 +146,9 @@ func (r *ramp) poolAt(e int64) int64 {
 			p -= min(p, r.slope)
 		}
 	}
+	if c, ok := r.capAt(e); ok && p > r.lastPool && r.lastPool >= r.holdOf(r.ceil) && r.probing(e) {
+		p = max(p, c) // from the hold, a probe climbs as the mode does, but not slower
+	}
 	return r.clamp(r.capped(p, e))
 }
 
@@ -199,6 +202,7 @@ func (r *ramp) hold(e, p int64) {
 // record notes that epoch e saw a call, with pool P, and that at its end used of
 // share tokens had been taken.
 func (r *ramp) record(e, pool, used, share int64) {
+	r.recordHeld(e, pool)
 	r.hasLast, r.last, r.lastPool, r.lastUsed, r.lastShare = true, e, pool, used, share
 }
 

@@ -19,6 +19,7 @@ type epochState struct {
 	called   atomic.Bool  // a call arrived in this epoch
 	paused   atomic.Bool  // held, for Deposit, which takes no lock
 	shadow   atomic.Int64 // tokens granted in shadow and kept (Gate)
+	accepted atomic.Int64 // messages the downstream accepted in the epoch (Limiter.Accepted)
 
 	epoch    int64
 	pool     int64 // P, milli-tokens

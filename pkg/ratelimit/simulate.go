@@ -76,8 +76,10 @@ type Scenario struct {
 
 // Simulate runs a real Limiter for cfg on a manual clock through a scenario,
 // one epoch per entry of sc.Demand: in epoch i it acquires sc.Demand[i]
-// tokens in one call and uses all it gets. Pacing, which changes when in an
-// epoch tokens come but not how many, is left out.
+// tokens in one call and uses all it gets, and tells the limiter what the
+// Downstream accepted of them. Pacing, which changes when in an epoch tokens
+// come but not how many, is left out, and so is the pacing a limiter learns
+// from a downstream that refuses bursts.
 func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
 	demand, signals, changes := sc.Demand, sc.Signals, sc.Changes
 	cfg.Pacing = 0
@@ -100,6 +102,7 @@ func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.unpaced = true
 
 	out := make([]SimEpoch, len(demand))
 	for i, d := range demand {
@@ -124,6 +127,7 @@ func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
 		if sc.Downstream != nil && e.Called {
 			e.Accepted, refused, retryAfter = sc.Downstream.Take(i+1, e.Granted)
 			e.Refused = e.Granted - e.Accepted
+			l.Accepted(e.Accepted)
 		}
 		switch {
 		case i < len(signals) && signals[i] != NoSignal:

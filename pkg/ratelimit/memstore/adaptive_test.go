@@ -24,6 +24,7 @@ type epochRecord struct {
 func TestSignalReachesEveryReplica(t *testing.T) {
 	cfg := ratelimit.DefaultConfig(90)
 	cfg.Min, cfg.RampUpDuration, cfg.Adaptive = 10, 8*time.Second, true
+	cfg.ProbeAfter = 15 * time.Second // no probe within the epochs checked
 	p := newPool(t, cfg)
 	ids := []string{"a", "b", "c"}
 	for _, id := range ids {

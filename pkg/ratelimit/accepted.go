@@ -1,0 +1,117 @@
+package ratelimit
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// What the downstream accepted. With Config.Adaptive, the caller that writes
+// to the downstream tells the limiter how many of its messages it accepted
+// ([Limiter.Accepted]); the replica counts them per epoch, and at the end
+// of an epoch in which one of its own signals came:
+//
+//   - without a store, the cut planned for the signal learns what the
+//     downstream accepted in the epoch, A: the ceiling is A+1 tokens, the
+//     rate known to pass A, and the cut is to A at most (to A at once for
+//     a probe's signal). So a fixed window's quota is learnt exactly,
+//     however far above it the pool was. Paced, A counts only when it is
+//     at least the rate that passed in the epoch before: a downstream that
+//     takes less in the epoch it refuses than in the one before lags (a
+//     token bucket's reserve), and the pool's ceiling is kept;
+//   - at the replica's first such signal, unless Config.Pacing is set, it
+//     tries pacing ([AdaptivePacing]) for up to pacingTrialEpochs epochs,
+//     and keeps it when an epoch with a pool above the signal's passes: a
+//     downstream whose burst is below its rate (a token bucket) takes
+//     spread over the second what it refused in a burst. A downstream that
+//     counts per second (a fixed window) does not, and the replica goes
+//     back to granting each epoch's share at its start.
+//
+// With a store the cut and its ceiling are decided when the signal comes,
+// for every replica, from the pool.
+
+// AdaptivePacing is the pacing a replica tries, and keeps, with
+// Config.Adaptive and no Config.Pacing, when a downstream refused a burst it
+// takes spread over the second.
+const AdaptivePacing = 100 * time.Millisecond
+
+// Accepted tells the limiter that the downstream accepted n messages now.
+// With Config.Adaptive off it does nothing. It is one atomic add, and safe
+// for concurrent use.
+func (l *Limiter) Accepted(n int) {
+	if !l.cfg.Adaptive || n <= 0 {
+		return
+	}
+	if st := l.state.Load(); st != nil {
+		st.accepted.Add(int64(n))
+	}
+	l.accepting.Store(true)
+}
+
+// pacing returns the length of a pacing slice: Config.Pacing, or the pacing
+// learnt from the downstream; 0 for none. l.mu is held.
+func (l *Limiter) pacing() time.Duration {
+	if l.unpaced {
+		return 0
+	}
+	if l.cfg.Pacing > 0 || !l.cfg.Adaptive {
+		return l.cfg.Pacing
+	}
+	return l.signals.trial.pace
+}
+
+// acceptedEnded looks at what the downstream accepted in cur, which is
+// ending: it tries pacing, and makes the cut planned for one of the
+// replica's own signals in cur learn the rate accepted. l.mu is held.
+func (l *Limiter) acceptedEnded(cur *epochState) {
+	if !l.cfg.Adaptive || !l.accepting.Load() || !cur.eligible {
+		return
+	}
+	l.tryPacing(cur)
+	a := cur.accepted.Load()
+	p := &l.signals.planned
+	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 ||
+		(a+1)*milli > p.ceiling || (l.pacing() > 0 && a*milli < p.floor) {
+		return
+	}
+	p.ceiling, p.floor = (a+1)*milli, a*milli
+	p.pool = min(p.pool, p.floor)
+	if p.probe {
+		p.pool = p.floor
+	}
+	p.pool = max(l.ramp.min, min(p.pool, l.ramp.max))
+}
+
+// pacingTrial is the replica's one trial of pacing, at the first of its own
+// signals that teach a ceiling: paced from the next epoch on, it keeps
+// pacing when, by epoch until, an epoch with a pool above the signal's
+// (base, milli-tokens) passed without a signal: the downstream takes
+// spread over the second a rate it refused in a burst.
+type pacingTrial struct {
+	pace        time.Duration // the pacing in force; 0 for none
+	base        int64
+	until       int64
+	started, in bool
+}
+
+// pacingTrialEpochs is how many epochs a trial of pacing lasts: long enough
+// for the pool to climb back and probe above the ceiling its signal taught.
+const pacingTrialEpochs = 10
+
+// tryPacing begins the trial of pacing at the replica's first signal, and
+// judges it by cur, which is ending. l.mu is held.
+func (l *Limiter) tryPacing(cur *epochState) {
+	t := &l.signals.trial
+	switch {
+	case l.cfg.Pacing > 0 || l.unpaced:
+	case t.in && l.signals.last < cur.epoch && cur.pool > t.base:
+		t.in = false
+		l.log.Info("pacing the pool: the downstream takes spread over the second a rate it refused in a burst",
+			zap.Float64("refusedInABurst", float64(t.base)/milli), zap.Float64("takenPaced", float64(cur.pool)/milli),
+			zap.Duration("pacing", t.pace))
+	case t.in && cur.epoch >= t.until:
+		t.in, t.pace = false, 0
+	case !t.started && l.signals.taught == cur.epoch && !l.ramp.probing(cur.epoch):
+		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, until: cur.epoch + pacingTrialEpochs, started: true, in: true}
+	}
+}
