@@ -104,6 +104,11 @@ type Deps struct {
 	// Delay). nil ignores them. It is called from the forwarder's goroutine
 	// and must not block.
 	Signal func(kind isb.SignalKind, retryAfter time.Duration)
+	// Accepted receives the number of messages the sink wrote, once per
+	// write attempt that wrote any, for a vertex to feed to its rate
+	// limiter (ratelimit.Limiter.Accepted). nil ignores them. It is called
+	// from the forwarder's goroutines and must not block.
+	Accepted func(n int)
 	// PerKey, when set, limits each message key too (rateLimit.perKey): see
 	// PerKey.
 	PerKey *PerKey

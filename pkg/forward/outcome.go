@@ -132,6 +132,9 @@ func (f *Forwarder) count(stage string, o *outcome) {
 	if o.throttled > 0 {
 		f.d.Metrics.ThrottleSignals.Add(float64(o.throttled))
 	}
+	if stage == StageWrite && o.written > 0 && f.d.Accepted != nil {
+		f.d.Accepted(o.written)
+	}
 	f.signal(o.signals)
 	if o.firstErr != nil && !o.full {
 		f.log.Warn("write failed; retrying", zap.String("stage", stage), zap.Int("messages", o.failed), zap.Error(o.firstErr))

@@ -80,6 +80,17 @@ func (v *Vertex) excludeDropped() bool {
 	return v.limiter != nil && rl.ExcludeDropped
 }
 
+// accepted returns what the forwarders do with the number of messages the
+// sink wrote: with an adaptive rate limit, give it to the limiter, which
+// learns from it the rate a refusing downstream takes; without, nil.
+func (v *Vertex) accepted() func(n int) {
+	rl := v.spec.Limits.RateLimit
+	if v.limiter == nil || rl == nil || !rl.Config.Adaptive {
+		return nil
+	}
+	return v.limiter.Accepted
+}
+
 // signal returns what the forwarders do with a throttle signal: with an
 // adaptive rate limit, give the kinds it lists to the limiter, which cuts the
 // pool and pauses for the Retry-After; without, nil.

@@ -143,7 +143,7 @@ type runner interface {
 // share the limiter.
 func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
-		Signal: v.signal(), PerKey: v.perKey()}
+		Signal: v.signal(), Accepted: v.accepted(), PerKey: v.perKey()}
 	if l := v.limiter; l != nil {
 		// The gate enforces the limit but in the epochs in which
 		// rateLimit.shadow is on, which a live change can turn on and off.
