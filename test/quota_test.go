@@ -189,8 +189,8 @@ type quotaRow struct {
 	pacing   string // rateLimit.pacing, if any
 	changes  []int  // seconds (since the start) at which the quota changes
 	settle   int    // seconds before the measured window
-	// settleWithin is the most seconds the first of changes may take to
-	// settle after; 0 for no check.
+	// settleWithin is the most seconds each of changes may take to settle
+	// after; 0 for no check.
 	settleWithin int
 	measured     int // seconds measured
 	// want: used of the quota at least, refused at most (fractions).
@@ -202,7 +202,10 @@ type quotaResult struct {
 	used, refused float64
 	seconds       []string
 	note          string
-	firstSettled  int // seconds after the first change, -1 for never
+	settled       []int // seconds after each change, -1 for never
+	// intoPause is the requests sent into a 503's Retry-After, -1 for a
+	// row without a storm.
+	intoPause int
 }
 
 func runQuotaRow(t *testing.T, row quotaRow, adaptive bool, redisAddr string) quotaResult {
@@ -255,17 +258,17 @@ func runQuotaRow(t *testing.T, row quotaRow, adaptive bool, redisAddr string) qu
 	}
 	r := quotaResult{used: float64(acc) / float64(capacity), refused: float64(ref) / float64(max(acc+ref, 1)), seconds: seconds}
 	q.mu.Lock()
+	r.intoPause = -1
 	if !q.firstStormAnswerAt.IsZero() {
 		r.note = fmt.Sprintf("%d requests sent into a Retry-After; ", q.sentIntoPause)
+		r.intoPause = q.sentIntoPause
 	}
 	q.mu.Unlock()
 	for _, c := range row.changes {
 		r.note += fmt.Sprintf("settled %s after the change at %ds; ", settledAfter(q, row, base, c), c)
+		r.settled = append(r.settled, settledAfterSeconds(q, row, base, c))
 	}
 	r.note = strings.TrimSuffix(r.note, "; ")
-	if len(row.changes) > 0 {
-		r.firstSettled = settledAfterSeconds(q, row, base, row.changes[0])
-	}
 	return r
 }
 
@@ -320,17 +323,15 @@ func quotaRows() []quotaRow {
 		fixedRow("150/s fixed window, Retry-After: 1", true),
 		noRA,
 		// The token buckets fall short of issue 27's 98% (see
-		// docs/throttling.md): their rows are measured, not checked.
-		{name: "token bucket 150/s, burst 50", replicas: 1, settle: 15, measured: 30, used: 0, refused: 1,
+		// docs/throttling.md): their rows check that the vertex paces and
+		// uses more than the burst a second, not the issue's figures.
+		{name: "token bucket 150/s, burst 50", replicas: 1, settle: 15, measured: 30, used: 0.6, refused: 0.02,
 			allow:    func() func(*quota, time.Time) (bool, int, string) { return tokenBucket(150, 50) },
 			capacity: func(int64) int { return 150 }},
-		{name: "token bucket 150/s, burst 50, pacing: 100ms", replicas: 1, pacing: "100ms", settle: 15, measured: 30, used: 0, refused: 1,
+		{name: "token bucket 150/s, burst 50, pacing: 100ms", replicas: 1, pacing: "100ms", settle: 15, measured: 30, used: 0.6, refused: 0.02,
 			allow:    func() func(*quota, time.Time) (bool, int, string) { return tokenBucket(150, 50) },
 			capacity: func(int64) int { return 150 }},
-		// The rise is found when the pool probes, up to probeAfter (15s)
-		// after the last cut and a few seconds to climb: issue 27's 5s is
-		// met for the drop, not for the rise.
-		{name: "150 -> 75 at 20s -> 150 at 40s", replicas: 1, changes: []int{20, 40}, settle: 15, measured: 60, used: 0.80, refused: 0.02, settleWithin: 5,
+		{name: "150 -> 75 at 20s -> 150 at 40s", replicas: 1, changes: []int{20, 40}, settle: 15, measured: 60, used: 0.95, refused: 0.02, settleWithin: 5,
 			allow: func() func(*quota, time.Time) (bool, int, string) {
 				start = time.Now().Truncate(time.Second).Add(time.Second)
 				return quotaWindow(func(t time.Time) int { return change(int64(t.Sub(start) / time.Second)) }, true)
@@ -341,7 +342,7 @@ func quotaRows() []quotaRow {
 				return quotaWindow(func(time.Time) int { return 150 }, true)
 			},
 			capacity: func(int64) int { return 150 }},
-		{name: "503 storm of 3s at 20s", replicas: 1, changes: []int{22}, settle: 15, measured: 30, used: 0.95, refused: 0.02, settleWithin: 5,
+		{name: "503 storm of 3s at 20s", replicas: 1, changes: []int{22}, settle: 15, measured: 30, used: 0.97, refused: 0.02, settleWithin: 5,
 			allow: func() func(*quota, time.Time) (bool, int, string) { return storm(150, 20*time.Second, 23*time.Second) },
 			capacity: func(sec int64) int {
 				if sec >= 19 && sec < 22 {
@@ -354,11 +355,11 @@ func quotaRows() []quotaRow {
 
 // TestQuotaFixedWindow is the default suite's row: a fixed window of 150
 // a second with Retry-After: 1, measured over 15s after 15s of settling:
-// at least 97% of the quota used and at most 1% of the requests refused.
+// at least 98% of the quota used and at most 1% of the requests refused.
 func TestQuotaFixedWindow(t *testing.T) {
 	t.Parallel()
 	row := fixedRow("150/s fixed window, Retry-After: 1", true)
-	row.measured, row.used = 15, 0.97
+	row.measured = 15
 	r := runQuotaRow(t, row, true, "")
 	t.Logf("used %.1f%% of the quota, refused %.2f%%; accepted/refused per second: %s",
 		100*r.used, 100*r.refused, strings.Join(r.seconds, " "))
@@ -405,8 +406,13 @@ func TestQuotaTable(t *testing.T) {
 	for i, row := range rows {
 		t.Logf("%s: adaptive on: %s %s", row.name, strings.Join(on[i].seconds, " "), on[i].note)
 		t.Logf("%s: adaptive off: %s %s", row.name, strings.Join(off[i].seconds, " "), off[i].note)
-		if row.settleWithin > 0 && (on[i].firstSettled < 0 || on[i].firstSettled > row.settleWithin) {
-			t.Errorf("%s: settled %ds after the change at %ds; want within %ds", row.name, on[i].firstSettled, row.changes[0], row.settleWithin)
+		if on[i].intoPause > 0 {
+			t.Errorf("%s: %d requests sent into a Retry-After; want none", row.name, on[i].intoPause)
+		}
+		for k, d := range on[i].settled {
+			if row.settleWithin > 0 && (d < 0 || d > row.settleWithin) {
+				t.Errorf("%s: settled %ds after the change at %ds; want within %ds", row.name, d, row.changes[k], row.settleWithin)
+			}
 		}
 		if on[i].used < row.used || on[i].refused > row.refused {
 			t.Errorf("%s: used %.1f%%, refused %.2f%%; want at least %.0f%% and at most %.0f%%",
