@@ -69,9 +69,22 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	}
 	l.tryPacing(cur)
 	a := cur.accepted.Load()
+	r := &l.signals.recent
+	copy(r[1:], r[:len(r)-1])
+	r[0] = a
 	p := &l.signals.planned
-	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 ||
-		(a+1)*milli > p.ceiling || (l.pacing() > 0 && a*milli < p.floor) {
+	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 {
+		return
+	}
+	if l.pacing() > 0 && a*milli < p.floor {
+		// A downstream that lags: its rate is what it took over the last
+		// epochs, not what it took in this one, nor what passed before.
+		if avg := sum(r[:]) / int64(len(r)); avg > 0 && (avg+1)*milli < p.ceiling {
+			p.ceiling, p.floor, p.pool = (avg+1)*milli, 0, max(l.ramp.min, min(p.pool, avg*milli))
+		}
+		return
+	}
+	if (a+1)*milli > p.ceiling {
 		return
 	}
 	p.ceiling, p.floor = (a+1)*milli, a*milli
@@ -114,4 +127,12 @@ func (l *Limiter) tryPacing(cur *epochState) {
 	case !t.started && l.signals.taught == cur.epoch && !l.ramp.probing(cur.epoch):
 		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, until: cur.epoch + pacingTrialEpochs, started: true, in: true}
 	}
+}
+
+func sum(s []int64) int64 {
+	n := int64(0)
+	for _, v := range s {
+		n += v
+	}
+	return n
 }

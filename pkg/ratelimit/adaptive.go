@@ -36,6 +36,7 @@ type signalState struct {
 	last       int64        // the epoch of the last signal known, or before
 	taught     int64        // the epoch of the last signal of this replica's own that teaches a ceiling
 	trial      pacingTrial  // the trial of pacing (accepted.go)
+	recent     [4]int64     // what the downstream accepted in the last epochs, the last first (accepted.go)
 	cuts       atomic.Int64
 }
 

@@ -33,14 +33,6 @@ func quotaRun(t *testing.T, cfg Config, epochs int, quota func(e int) int64) (ac
 	return accepted, refused
 }
 
-func sum(s []int64) int64 {
-	n := int64(0)
-	for _, v := range s {
-		n += v
-	}
-	return n
-}
-
 func TestCapAt(t *testing.T) {
 	cfg := issueConfig()
 	cfg.ProbeAfter = 10 * time.Second
