@@ -310,7 +310,7 @@ type Adaptive struct {
 	HoldBelowPercentage *uint32 `yaml:"holdBelowPercentage"`
 	// ProbeAfter is how long the limit holds below the learnt ceiling after
 	// a cut before it probes above it, by little and then by more
-	// (default 15s).
+	// (default 2s).
 	ProbeAfter *Duration `yaml:"probeAfter"`
 	// ForgetAfter is how long after the last cut the learnt ceiling is
 	// forgotten, so that a quota that rose is found again (default 60s).

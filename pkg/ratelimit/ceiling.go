@@ -15,19 +15,25 @@ import "math"
 //     came in it: a bisection between what passed and what was refused),
 //     else H - (H-cut)/8^k: the pool climbs at the mode's slope while far
 //     below the ceiling, and ever more slowly near it, until it holds at H;
-//   - from epoch F+ProbeAfter on it probes: H plus (4^j - 1)/3 times G in
-//     the j-th epoch of probing (G, 5G, 21G, 85G...), so by little at first
-//     and then by more, so that a quota that rose is found again within a
-//     few epochs;
+//   - once the pool has been at H an epoch, and from epoch F+ProbeAfter, it
+//     probes: H plus (4^j - 1)/3 times G in the j-th epoch of probing (G,
+//     5G, 21G, 85G...), so by little at first and then by more; from the
+//     hold a probe climbs faster than the mode's slope if it must. When
+//     the ceiling replaced a higher one whose hold passed (a quota that
+//     dropped), the second probe tries that hold at once, so that a quota
+//     that returns is found again within a few epochs;
 //   - from epoch F+ForgetAfter on the ceiling is forgotten, and the mode
 //     ramps up to Max.
 //
 // A signal that comes while the pool is capped cuts it again and teaches a
-// lower ceiling; one that comes while probing, a ceiling just above the
-// quota. A signal that the resource is unavailable (SignalUnavailable, an
-// HTTP 503) teaches none: the cut climbs back towards the ceiling known.
+// lower ceiling; one that comes while probing falls back to the rate that
+// passed the epoch before (Limiter.cutTo) and teaches a ceiling just above
+// the quota. A signal that the resource is unavailable (SignalUnavailable,
+// an HTTP 503) teaches none: the cut climbs back towards the ceiling known.
+// What the downstream accepted refines a replica's own cut (accepted.go).
 // The cap only ever lowers what the mode would give, never below the cut,
-// so the pool stays in [Min, Max].
+// but for a probe from the hold, and never above Max, so the pool stays in
+// [Min, Max].
 
 // ceiling is what the last cut taught the ramp.
 type ceiling struct {

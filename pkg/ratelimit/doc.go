@@ -49,7 +49,11 @@
 // The cut learns a ceiling, the pool at which the signal came: the climb
 // back bisects towards a hold just below it (HoldBelowPercentage), probes
 // above it after ProbeAfter, by little and then by more, and forgets it
-// after ForgetAfter. [Limiter.SignalUnavailable] (an HTTP 503) cuts and
+// after ForgetAfter; a probe's signal falls back to the rate that passed.
+// What the downstream accepted ([Limiter.Accepted]) makes a replica's own
+// cut learn a fixed window's quota exactly, and a replica tries pacing at
+// its first signal, for a downstream that takes spread over the second what
+// it refuses in a burst. [Limiter.SignalUnavailable] (an HTTP 503) cuts and
 // pauses but teaches no ceiling. With a store, the store decides the cut and
 // its ceiling for every replica and keeps the pause (see [pool.Adaptation]);
 // each replica pauses at its next sync and applies the cut from the same
