@@ -16,7 +16,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/redistest"
 )
 
-// The closed loop against a downstream with a quota (issue 27's figures):
+// The closed loop against a downstream with a quota (the figures of docs/throttling.md):
 // a generator at 1,000/s through the http sink (concurrency 32), max 400,
 // min 20, rampUpDuration 10s, adaptive {cutPercentage: 20, signals: [http429,
 // http503]} or no adaptive block, against an endpoint on loopback that
@@ -142,7 +142,7 @@ func (q *quota) window(from, to int64) (accepted, refused int, seconds []string)
 	return accepted, refused, seconds
 }
 
-// quotaVertexYAML is issue 27's MonoVertex: replicas share the limit
+// quotaVertexYAML is the measured MonoVertex: replicas share the limit
 // through the Redis at redisAddr, or an in-memory store without one.
 func quotaVertexYAML(name, redisAddr string, adaptive bool, pacing, url string) string {
 	store := "        inMemoryStore: {}\n"
@@ -308,7 +308,7 @@ func fixedRow(name string, retryAfter bool) quotaRow {
 		capacity: func(int64) int { return 150 }}
 }
 
-// quotaRows are issue 27's rows.
+// quotaRows are the rows of the table in docs/throttling.md.
 func quotaRows() []quotaRow {
 	noRA := fixedRow("150/s fixed window, no Retry-After", false)
 	noRA.used, noRA.refused = 0.95, 0.02
@@ -322,9 +322,9 @@ func quotaRows() []quotaRow {
 	return []quotaRow{
 		fixedRow("150/s fixed window, Retry-After: 1", true),
 		noRA,
-		// The token buckets fall short of issue 27's 98% (see
+		// The token buckets fall short of the 98% aimed at (see
 		// docs/throttling.md): their rows check that the vertex paces and
-		// uses more than the burst a second, not the issue's figures.
+		// uses more than the burst a second, not the figures aimed at.
 		{name: "token bucket 150/s, burst 50", replicas: 1, settle: 15, measured: 30, used: 0.45, refused: 0.02,
 			allow:    func() func(*quota, time.Time) (bool, int, string) { return tokenBucket(150, 50) },
 			capacity: func(int64) int { return 150 }},
@@ -369,7 +369,7 @@ func TestQuotaFixedWindow(t *testing.T) {
 	}
 }
 
-// TestQuotaTable runs every row of issue 27's table with adaptive on and
+// TestQuotaTable runs every row of the table of docs/throttling.md with adaptive on and
 // off, side by side, and prints the table. Set SLUICE_QUOTA_TABLE=1, and
 // -parallel 16 so that the rows run at once (about a minute).
 func TestQuotaTable(t *testing.T) {

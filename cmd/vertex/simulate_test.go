@@ -434,7 +434,7 @@ func TestSimulateChange(t *testing.T) {
 	}
 }
 
-// TestSimulateQuota replays issue 27's fixed window of 150 a second, which
+// TestSimulateQuota replays the measured fixed window of 150 a second, which
 // drops to 75 at epoch 21 and rises back at epoch 41, against max 400, min
 // 20, a ramp of 10s and a cut of 20%: the table shows what the downstream
 // accepted and refused per epoch and in all, the limit holds just below

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// issueConfig is the limit of issue 27's measurements: 20 to 400 over 10s
+// issueConfig is the limit of the quota measurements in docs/throttling.md: 20 to 400 over 10s
 // (slopes of 38), relaxed, cut by 20%, the ceiling's defaults.
 func issueConfig() Config {
 	c := DefaultConfig(400)
@@ -65,7 +65,7 @@ func TestCapAt(t *testing.T) {
 	}
 }
 
-// TestCeilingSettlesBelowAQuota runs issue 27's fixed window of 150 a second
+// TestCeilingSettlesBelowAQuota runs the measured fixed window of 150 a second
 // for 120 epochs: after 15 epochs of settling, at least 98% of the quota is
 // used and at most 1% of what is sent is refused.
 func TestCeilingSettlesBelowAQuota(t *testing.T) {
