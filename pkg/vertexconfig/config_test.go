@@ -411,7 +411,7 @@ func TestDefaults(t *testing.T) {
 			RampDownPercentage:  50,
 			CutPercentage:       50, // used only with adaptive
 			HoldBelowPercentage: 1,
-			ProbeAfter:          15 * time.Second,
+			ProbeAfter:          2 * time.Second,
 			ForgetAfter:         time.Minute,
 		}
 		if got != want {
