@@ -164,7 +164,23 @@ func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, s
 	}
 	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", runs[1].Median()/runs[0].Median())
 	for i, name := range fl.variants {
-		fmt.Fprintf(stdout, "%s/on ratio: %.3f\n", name, runs[i+2].Median()/runs[1].Median())
+		fmt.Fprintf(stdout, "%s/on ratio: %.3f (run by run: %.3f)\n", name, runs[i+2].Median()/runs[1].Median(),
+			pairedRatio(runs[i+2], runs[1]))
 	}
 	return nil
+}
+
+// pairedRatio is the median of the ratios of a's runs to b's, each to the
+// one run beside it: a load that comes and goes on a shared machine moves
+// both runs of a pair alike, so it sways this less than the ratio of the
+// medians.
+func pairedRatio(a, b bench.Runs) float64 {
+	n := min(len(a.Rates), len(b.Rates))
+	ratios := make([]float64, 0, n)
+	for i := range n {
+		if b.Rates[i] > 0 {
+			ratios = append(ratios, a.Rates[i]/b.Rates[i])
+		}
+	}
+	return bench.Median(ratios)
 }
