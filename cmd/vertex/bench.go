@@ -182,5 +182,8 @@ func pairedRatio(a, b bench.Runs) float64 {
 			ratios = append(ratios, a.Rates[i]/b.Rates[i])
 		}
 	}
+	if len(ratios) == 0 {
+		return 0
+	}
 	return bench.Median(ratios)
 }
