@@ -18,7 +18,12 @@ import (
 //     however far above it the pool was. Paced, A counts only when it is
 //     at least the rate that passed in the epoch before: a downstream that
 //     takes less in the epoch it refuses than in the one before lags (a
-//     token bucket's reserve), and the pool's ceiling is kept;
+//     token bucket's reserve): the ceiling is one above the average it
+//     accepted over the epochs since the replica's previous signal (but
+//     the paused one after it; up to lagWindow of them, the last lagMin
+//     when fewer), a reserve spread thin over them, and, for a probe's
+//     signal, at least half-way between the hold and the rate that passed
+//     the epoch before;
 //   - at the replica's first such signal, unless Config.Pacing is set, it
 //     tries pacing ([AdaptivePacing]) for up to pacingTrialEpochs epochs,
 //     and keeps it when an epoch with a pool above the signal's passes: a
@@ -68,10 +73,20 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 		return
 	}
 	l.tryPacing(cur)
+	l.ramp.paced = l.pacing() > 0 && !l.signals.trial.in
 	a := cur.accepted.Load()
 	r := &l.signals.recent
 	copy(r[1:], r[:len(r)-1])
 	r[0] = a
+	clean := l.signals.clean
+	switch {
+	case l.signals.taught == cur.epoch:
+		l.signals.clean = -1 // the epoch after a signal is paused: it does not count
+	case l.signals.taught == cur.epoch-1:
+		l.signals.clean = 0
+	default:
+		l.signals.clean = min(l.signals.clean+1, lagWindow-1)
+	}
 	p := &l.signals.planned
 	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 {
 		return
@@ -79,7 +94,21 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	if l.pacing() > 0 && a*milli < p.floor {
 		// A downstream that lags: its rate is what it took over the last
 		// epochs, not what it took in this one, nor what passed before.
-		if avg := sum(r[:]) / int64(len(r)); avg > 0 && (avg+1)*milli < p.ceiling {
+		// Over the epochs since its last refusal, a reserve it held is
+		// spread thin; with fewer than lagMin of them, the last lagMin
+		// epochs count.
+		w := r[:lagMin]
+		if clean >= lagMin {
+			w = r[1 : 1+clean]
+		}
+		// A refused probe climbed from a hold that passed to a pool that
+		// passed the epoch before (p.floor), on a reserve or not: the rate
+		// is at least half-way between them.
+		avg := sum(w) / int64(len(w))
+		if c := l.ramp.ceil; c.known && p.probe {
+			avg = max(avg, (l.ramp.holdOf(c)+p.floor)/2/milli)
+		}
+		if avg > 0 && (avg+1)*milli < p.ceiling {
 			p.ceiling, p.floor, p.pool = (avg+1)*milli, 0, max(l.ramp.min, min(p.pool, avg*milli))
 		}
 		return
@@ -94,6 +123,13 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	}
 	p.pool = max(l.ramp.min, min(p.pool, l.ramp.max))
 }
+
+// lagWindow is the most epochs whose acceptances a paced replica averages
+// to learn the rate of a downstream that lags, and lagMin the fewest.
+const (
+	lagWindow = 16
+	lagMin    = 4
+)
 
 // pacingTrial is the replica's one trial of pacing, at the first of its own
 // signals that teach a ceiling: paced from the next epoch on, it keeps

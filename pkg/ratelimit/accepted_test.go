@@ -166,3 +166,22 @@ func TestPauseEndsWithoutABurst(t *testing.T) {
 		t.Errorf("at the pause's end, in the sixth slice: %d tokens; want %d", got, want)
 	}
 }
+
+// TestPacedAgainstATokenBucket: against a token bucket of 150 a second
+// with a burst of 50, the replica paces, learns the bucket's rate from what
+// it accepted since its last refusal and probes above it by a token an
+// epoch, then by more, waiting longer after each probe refused, so that
+// it uses nearly all of the rate and is seldom refused.
+func TestPacedAgainstATokenBucket(t *testing.T) {
+	tl := newTestLimiter(t, issueConfig())
+	acc, ref := sendRun(t, tl, 120, &bucket{rate: 150, burst: 50}, time.Second)
+	t.Logf("accepted %v", acc)
+	t.Logf("refused %v", ref)
+	a, r := sum(acc[30:]), sum(ref[30:])
+	used := float64(a) / float64(150*len(acc[30:]))
+	refused := float64(r) / float64(a+r)
+	t.Logf("epochs 30-119: used %.1f%%, refused %.2f%%", 100*used, 100*refused)
+	if used < 0.90 || refused > 0.01 {
+		t.Errorf("epochs 30-119: used %.1f%%, refused %.2f%%; want at least 90%% and at most 1%%", 100*used, 100*refused)
+	}
+}

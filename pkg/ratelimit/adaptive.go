@@ -29,14 +29,15 @@ import (
 // signalState is what throttle signals did to a replica's pool and what it
 // is to report of them. l.mu guards it but for cuts.
 type signalState struct {
-	cutFrom    int64        // epoch from which the last cut known applies
-	planned    cutPlan      // a cut decided, to apply at its epoch
-	pauseUntil int64        // store-clock ns before which no tokens are granted
-	pending    *pool.Signal // to report at the next sync
-	last       int64        // the epoch of the last signal known, or before
-	taught     int64        // the epoch of the last signal of this replica's own that teaches a ceiling
-	trial      pacingTrial  // the trial of pacing (accepted.go)
-	recent     [4]int64     // what the downstream accepted in the last epochs, the last first (accepted.go)
+	cutFrom    int64            // epoch from which the last cut known applies
+	planned    cutPlan          // a cut decided, to apply at its epoch
+	pauseUntil int64            // store-clock ns before which no tokens are granted
+	pending    *pool.Signal     // to report at the next sync
+	last       int64            // the epoch of the last signal known, or before
+	taught     int64            // the epoch of the last signal of this replica's own that teaches a ceiling
+	trial      pacingTrial      // the trial of pacing (accepted.go)
+	recent     [lagWindow]int64 // what the downstream accepted in the last epochs, the last first (accepted.go)
+	clean      int              // epochs before the last that followed a signal of this replica's own by two or more (accepted.go)
 	cuts       atomic.Int64
 }
 

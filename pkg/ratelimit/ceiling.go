@@ -18,10 +18,15 @@ import "math"
 //   - once the pool has been at H an epoch, and from epoch F+ProbeAfter, it
 //     probes: H plus (4^j - 1)/3 times G in the j-th epoch of probing (G,
 //     5G, 21G, 85G...), so by little at first and then by more; from the
-//     hold a probe climbs faster than the mode's slope if it must. When
-//     the ceiling replaced a higher one whose hold passed (a quota that
-//     dropped), the second probe tries that hold at once, so that a quota
-//     that returns is found again within a few epochs;
+//     hold a probe climbs faster than the mode's slope if it must. Paced
+//     (Config.Pacing, or the pacing kept after its trial), it probes by
+//     G, 3G, 6G, 10G..., and each probe refused in a row doubles the wait
+//     for the next, ProbeAfter times 2^n from the cut, at most half of
+//     ForgetAfter: a token bucket's reserve hides an overshoot, and is
+//     probed seldom. Unpaced, when the ceiling replaced a higher one whose
+//     hold passed (a quota that dropped), the second probe tries that hold
+//     at once, so that a quota that returns is found again within a few
+//     epochs;
 //   - from epoch F+ForgetAfter on the ceiling is forgotten, and the mode
 //     ramps up to Max.
 //
@@ -49,6 +54,10 @@ type ceiling struct {
 	// held is the first epoch whose pool was at the hold, 0 before: the
 	// pool probes from the epoch after it, and ProbeAfter from the cut.
 	held int64
+	// backoff is how many probes in a row were refused paced: the next
+	// probe waits ProbeAfter times 2^backoff from the cut, at most half of
+	// ForgetAfter.
+	backoff int64
 }
 
 // learn keeps ceiling c and the rate f that passed below it (milli-tokens;
@@ -75,7 +84,12 @@ func (r *ramp) learn(c, f, p, e int64) {
 			above = max(above, old.above)
 		}
 	}
-	r.ceil = ceiling{known: true, pool: c, cut: min(p, c), passed: min(f, c), from: e}
+	back := int64(0)
+	if old := r.ceil; old.known && r.paced && r.probing(e-1) {
+		// Paced, a refused probe doubles the wait for the next one.
+		back = min(old.backoff+1, 8)
+	}
+	r.ceil = ceiling{known: true, pool: c, cut: min(p, c), passed: min(f, c), from: e, backoff: back}
 	if above > r.holdOf(r.ceil) {
 		r.ceil.above = above
 	}
@@ -115,7 +129,11 @@ func (r *ramp) probeFrom() int64 {
 	if r.ceil.held == 0 {
 		return math.MaxInt64
 	}
-	return max(r.probeAfter, r.ceil.held-r.ceil.from+1)
+	after := r.probeAfter
+	if b := r.ceil.backoff; b > 0 {
+		after = max(after, min(r.probeAfter<<b, r.forgetAfter/2))
+	}
+	return max(after, r.ceil.held-r.ceil.from+1)
 }
 
 // recordHeld notes that epoch e had pool p: the first at the hold starts
@@ -144,23 +162,36 @@ func (r *ramp) capAt(e int64) (int64, bool) {
 	}
 	hold, gap := r.holdOf(c), r.gapOf(c)
 	j := k - from + 1
-	if j >= 30 {
+	if j >= 30 && !r.paced {
 		return 0, false
 	}
-	probe := mulDiv(gap, (1<<(2*j)-1)/3, 1)
-	if j >= 2 && c.above > hold {
+	probe := mulDiv(gap, r.probeSteps(j), 1)
+	if j >= 2 && c.above > hold && !r.paced {
 		// The second probe tries the rate a dropped quota had; the next
-		// ones probe above it as from a hold.
+		// ones probe above it as from a hold. Paced, a rate that passed on
+		// a reserve is no quota: the probes climb from the hold.
 		i := j - 2
-		probe = max(c.above-hold+mulDiv(gap, (1<<(2*i)-1)/3, 1), probe)
+		probe = max(c.above-hold+mulDiv(gap, r.probeSteps(i), 1), probe)
 		if i > 0 {
-			probe = c.above - hold + mulDiv(gap, (1<<(2*i)-1)/3, 1)
+			probe = c.above - hold + mulDiv(gap, r.probeSteps(i), 1)
 		}
 	}
 	if probe >= r.max {
 		return 0, false
 	}
 	return hold + probe, true
+}
+
+// probeSteps returns how many gaps above the hold the j-th epoch of
+// probing is: (4^j - 1)/3, or j(j+1)/2 when paced (a downstream that takes
+// a rate spread over the second may hold a reserve that hides an overshoot
+// for seconds: the pool climbs above the hold by one more gap each epoch,
+// so that the overshoot it finds is small).
+func (r *ramp) probeSteps(j int64) int64 {
+	if r.paced {
+		return j * (j + 1) / 2
+	}
+	return (1<<(2*j) - 1) / 3
 }
 
 // probing reports whether the cap of epoch e is a probe above the hold.

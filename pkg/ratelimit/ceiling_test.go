@@ -158,3 +158,49 @@ func TestSignalUnavailableKeepsTheCeiling(t *testing.T) {
 		t.Errorf("granted from epoch 12: %s; want the outage's cuts, then back to 150 in two epochs", got)
 	}
 }
+
+// TestCapAtPaced checks that, paced, the probes above the hold climb by 1,
+// 3, 6, 10... gaps, so that a reserve that hides an overshoot hides a
+// small one, and that each probe refused paced doubles the wait for the
+// next, up to half of ForgetAfter.
+func TestCapAtPaced(t *testing.T) {
+	cfg := issueConfig()
+	r := newRamp(cfg, 0)
+	r.paced = true
+	r.learn(150_000, 0, 120_000, 10)
+	r.record(12, 149_000, 149, 149)
+	for _, tt := range []struct{ e, want int64 }{
+		{12, 149_000},
+		{13, 149_000 + 1_000}, // ProbeAfter (2s) from the cut, an epoch at the hold
+		{14, 149_000 + 3_000},
+		{15, 149_000 + 6_000},
+		{16, 149_000 + 10_000},
+		{30, 149_000 + 171_000}, // j = 18
+	} {
+		if got, ok := r.capAt(tt.e); !ok || got != tt.want {
+			t.Errorf("capAt(%d) = %d, %v; want %d", tt.e, got, ok, tt.want)
+		}
+	}
+	// Refused at the probes of epochs 15, and then of later ones: the wait
+	// from the cut doubles, 4, 8, 16, 30, 30 epochs.
+	e := int64(15)
+	for _, wait := range []int64{4, 8, 16, 30, 30} {
+		if !r.probing(e) {
+			t.Fatalf("epoch %d: not probing", e)
+		}
+		r.learn(150_000, 0, 149_000, e+1)
+		r.record(e+1, 149_000, 149, 149)
+		if r.probing(e+wait) || !r.probing(e+1+wait) {
+			t.Fatalf("cut at %d: probing at %d, %v, at %d, %v; want from %d", e+1,
+				e+wait, r.probing(e+wait), e+1+wait, r.probing(e+1+wait), e+1+wait)
+		}
+		e += 1 + wait
+	}
+	// Unpaced, a refused probe does not back off.
+	r.paced = false
+	r.learn(150_000, 0, 149_000, e+1)
+	r.record(e+1, 149_000, 149, 149)
+	if !r.probing(e + 3) {
+		t.Errorf("unpaced: not probing 2 epochs after the cut")
+	}
+}

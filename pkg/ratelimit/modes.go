@@ -28,6 +28,10 @@ type ramp struct {
 
 	// ceil is the ceiling the last cut taught, if any (ceiling.go).
 	ceil ceiling
+	// paced is whether the limiter paces its grants (configured, or kept
+	// after its trial): the probes above the hold climb by one more gap
+	// each epoch, and back off while they are refused (ceiling.go).
+	paced bool
 
 	// Scheduled after a cut: from epoch cutEpoch on, P is at most cutPool plus
 	// one slope per epoch since.
