@@ -16,9 +16,10 @@ import (
 //     rate known to pass A, and the cut is to A at most (to A at once for
 //     a probe's signal). So a fixed window's quota is learnt exactly,
 //     however far above it the pool was. Paced, A counts only when it is
-//     at least the rate that passed in the epoch before: a downstream that
-//     takes less in the epoch it refuses than in the one before lags (a
-//     token bucket's reserve): the ceiling is one above the average it
+//     at least the rate that passed in the epoch before and the signal
+//     came at no probe: a downstream that takes less in the epoch it
+//     refuses than in the one before lags (a token bucket's reserve), and
+//     so may one that refuses a probe paced: the ceiling is one above the average it
 //     accepted over the epochs since the replica's previous signal (but
 //     the paused one after it; up to lagWindow of them, the last lagMin
 //     when fewer), a reserve spread thin over them, and, for a probe's
@@ -91,9 +92,11 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 {
 		return
 	}
-	if l.pacing() > 0 && a*milli < p.floor {
-		// A downstream that lags: its rate is what it took over the last
-		// epochs, not what it took in this one, nor what passed before.
+	if l.pacing() > 0 && (a*milli < p.floor || p.probe) {
+		// A downstream that lags, or a probe refused paced (its refusal
+		// may come late in the epoch, after more than the rate passed):
+		// the rate is what it took over the last epochs, not what it took
+		// in this one, nor what passed before.
 		// Over the epochs since its last refusal, a reserve it held is
 		// spread thin; with fewer than lagMin of them, the last lagMin
 		// epochs count.
