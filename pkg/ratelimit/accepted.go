@@ -74,7 +74,10 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 		return
 	}
 	l.tryPacing(cur)
-	l.ramp.paced = l.pacing() > 0 && !l.signals.trial.in
+	// Without a store, paced, the probes above the hold climb by less and
+	// back off while refused (ceiling.go); with one, the ceiling is the
+	// pool's, the same on every replica.
+	l.ramp.paced = l.link.store == nil && l.pacing() > 0 && !l.signals.trial.in
 	a := cur.accepted.Load()
 	r := &l.signals.recent
 	copy(r[1:], r[:len(r)-1])

@@ -19,11 +19,11 @@ import "math"
 //     probes: H plus (4^j - 1)/3 times G in the j-th epoch of probing (G,
 //     5G, 21G, 85G...), so by little at first and then by more; from the
 //     hold a probe climbs faster than the mode's slope if it must. Paced
-//     (Config.Pacing, or the pacing kept after its trial), it probes by
-//     G, 3G, 6G, 10G..., and each probe refused in a row doubles the wait
-//     for the next, ProbeAfter times 2^n from the cut, at most half of
-//     ForgetAfter: a token bucket's reserve hides an overshoot, and is
-//     probed seldom. Unpaced, when the ceiling replaced a higher one whose
+//     without a store (Config.Pacing, or the pacing kept after its
+//     trial), it probes by G, 3G, 6G, 10G..., and each probe refused in a
+//     row doubles the wait for the next, ProbeAfter times 2^n from the
+//     cut, at most half of ForgetAfter: a token bucket's reserve hides an
+//     overshoot, and is probed seldom. Otherwise, when the ceiling replaced a higher one whose
 //     hold passed (a quota that dropped), the second probe tries that hold
 //     at once, so that a quota that returns is found again within a few
 //     epochs;
