@@ -53,12 +53,19 @@ func (e *capped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (e *capped) window(from, to int64) (accepted, rejected int, seconds []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return tallyPerSecond(e.accepted, e.rejected, from, to)
+}
+
+// tallyPerSecond sums what an endpoint accepted and turned away in the seconds
+// [from, to), counted per Unix second, and lists them as accepted/turned
+// away per second.
+func tallyPerSecond(accepted, turned map[int64]int, from, to int64) (a, r int, seconds []string) {
 	for s := from; s < to; s++ {
-		accepted += e.accepted[s]
-		rejected += e.rejected[s]
-		seconds = append(seconds, fmt.Sprintf("%d/%d", e.accepted[s], e.rejected[s]))
+		a += accepted[s]
+		r += turned[s]
+		seconds = append(seconds, fmt.Sprintf("%d/%d", accepted[s], turned[s]))
 	}
-	return accepted, rejected, seconds
+	return a, r, seconds
 }
 
 // adaptiveVertexYAML is a MonoVertex that calls url at most max a second,

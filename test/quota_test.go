@@ -134,12 +134,7 @@ func storm(c int, from, to time.Duration) func(*quota, time.Time) (bool, int, st
 func (q *quota) window(from, to int64) (accepted, refused int, seconds []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for s := from; s < to; s++ {
-		accepted += q.accepted[s]
-		refused += q.refused[s]
-		seconds = append(seconds, fmt.Sprintf("%d/%d", q.accepted[s], q.refused[s]))
-	}
-	return accepted, refused, seconds
+	return tallyPerSecond(q.accepted, q.refused, from, to)
 }
 
 // quotaVertexYAML is the measured MonoVertex: replicas share the limit
