@@ -136,7 +136,7 @@ func (l *loop) step(ctx context.Context) error {
 		// Its bytes and cost, known now (see pay): a wait for them may
 		// make the read's tokens stale, which sendFresh then renews.
 		var ok bool
-		if g, paid, ok = f.pay(l.hard, g, batch, groups); !ok {
+		if g, paid, ok = f.pay(l.hard, g, batch); !ok {
 			f.keep(g, 0)
 			for i := range groups {
 				f.d.Groups[i].Settle(groups[i], 0)
@@ -146,6 +146,7 @@ func (l *loop) step(ctx context.Context) error {
 			l.free <- j
 			return nil
 		}
+		paid.groups = groups
 	}
 	// The read's tokens, or the current epoch's when it returned in a later
 	// one: then the batch may go on in parts, each a job.

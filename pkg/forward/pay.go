@@ -109,7 +109,7 @@ func (f *Forwarder) costOf(m *isb.Message) int {
 // pay takes the bytes and the extra cost of batch, read on g, and returns
 // g less the tokens a batch that costs less than a token a message gives
 // back. It reports false when hard ends first.
-func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, groups []ratelimit.Grant) (ratelimit.Grant, payment, bool) {
+func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) (ratelimit.Grant, payment, bool) {
 	var bytes, cost int
 	switch {
 	case f.d.Cost == nil:
@@ -126,7 +126,7 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			cost += f.costOf(&batch[i].Message)
 		}
 	}
-	p := payment{groups: groups}
+	var p payment
 	ok := true
 	if f.d.Bytes != nil && bytes > 0 {
 		p.bytes, ok = f.take(hard, f.d.Bytes, bytes)

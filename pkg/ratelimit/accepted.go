@@ -51,7 +51,9 @@ func (l *Limiter) Accepted(n int) {
 	if st := l.state.Load(); st != nil {
 		st.accepted.Add(int64(n))
 	}
-	l.accepting.Store(true)
+	if !l.accepting.Load() { // written once: the workers share its cache line
+		l.accepting.Store(true)
+	}
 }
 
 // pacing returns the length of a pacing slice: Config.Pacing, or the pacing
