@@ -224,14 +224,7 @@ func TestAccumulatorOnJetStreamKilled(t *testing.T) {
 		}
 		return true
 	})
-	for prev, i := -1, 0; i < 50; i++ {
-		n := len(raw.stdoutLines())
-		if n == prev {
-			break
-		}
-		prev = n
-		time.Sleep(200 * time.Millisecond)
-	}
+	raw.waitQuiet()
 	if code, _ := raw.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Fatalf("raw: exit code %d; stderr:\n%s", code, raw.stderrText())
 	}

@@ -294,15 +294,7 @@ func testReduceOnJetStream(t *testing.T, window string, length, slide int64, kil
 	if code, _ := in.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Fatalf("in: exit code %d; stderr:\n%s", code, in.stderrText())
 	}
-	// raw gets what in wrote before it stopped: wait until it has it all.
-	for prev, i := -1, 0; i < 50; i++ {
-		n := len(raw.stdoutLines())
-		if n == prev {
-			break
-		}
-		prev = n
-		time.Sleep(200 * time.Millisecond)
-	}
+	raw.waitQuiet() // raw gets what in wrote before it stopped
 	for _, p := range append([]*proc{cat, counts, raw}, reducers...) {
 		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
@@ -313,5 +305,18 @@ func testReduceOnJetStream(t *testing.T, window string, length, slide int64, kil
 	checkCounts(t, rawLines, res, length, slide, 5)
 	if t.Failed() {
 		t.Logf("count-0 stderr:\n%s", reducers[0].stderrText())
+	}
+}
+
+// waitQuiet waits until p's stdout has stopped growing for 200 ms, for at
+// most 10 s: what a process upstream wrote before it stopped has come.
+func (p *proc) waitQuiet() {
+	for prev, i := -1, 0; i < 50; i++ {
+		n := len(p.stdoutLines())
+		if n == prev {
+			return
+		}
+		prev = n
+		time.Sleep(200 * time.Millisecond)
 	}
 }

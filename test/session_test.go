@@ -221,15 +221,7 @@ func TestSessionOnJetStreamKilled(t *testing.T) {
 	if code, _ := in.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Fatalf("in: exit code %d; stderr:\n%s", code, in.stderrText())
 	}
-	// raw gets what in wrote before it stopped: wait until it has it all.
-	for prev, i := -1, 0; i < 50; i++ {
-		n := len(raw.stdoutLines())
-		if n == prev {
-			break
-		}
-		prev = n
-		time.Sleep(200 * time.Millisecond)
-	}
+	raw.waitQuiet() // raw gets what in wrote before it stopped
 	for i, p := range append([]*proc{cat, counts, raw}, reducers...) {
 		if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 			t.Fatalf("%s: exit code %d; stderr:\n%s", []string{"cat", "counts", "raw", "count-0", "count-1"}[i], code, p.stderrText())
