@@ -96,11 +96,15 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 		l.signals.taught = e
 	}
 	probe := teach && floor > 0 && l.ramp.probing(e)
+	// Under a learnt ceiling, a signal at a pool above one that passed the
+	// epoch before refused the climb since, not the rate: it falls back.
+	_, capped := l.ramp.capAt(e)
+	back := probe || (teach && floor > 0 && capped)
 	if l.link.store == nil {
 		if cut {
 			l.signals.cutFrom = e + 1
 			p := l.state.Load().pool
-			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.cutTo(p, floor, probe), ceiling: ceiling, floor: floor,
+			l.signals.planned = cutPlan{ok: true, from: e + 1, pool: l.cutTo(p, floor, back), ceiling: ceiling, floor: floor,
 				epoch: e, probe: probe}
 		}
 		return
@@ -113,7 +117,7 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 	}
 	if cut && !l.signals.pending.Cut {
 		p := l.state.Load().pool
-		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.cutTo(p, floor, probe)
+		l.signals.pending.Cut, l.signals.pending.Epoch, l.signals.pending.Pool = true, e, l.cutTo(p, floor, back)
 		l.signals.pending.Ceiling, l.signals.pending.Floor = ceiling, floor
 	}
 	if until > 0 {
@@ -123,11 +127,12 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 }
 
 // cutTo returns the pool a signal at pool p cuts to: p less CutPercentage,
-// or, for a probe's signal (a pool above the hold of the learnt ceiling),
-// the rate floor that passed in the epoch before, so that a probe the
-// downstream refuses costs the probe and no more.
-func (l *Limiter) cutTo(p, floor int64, probe bool) int64 {
-	if probe && floor > 0 && floor < p {
+// or, with back (a probe's signal, or any under a learnt ceiling), the rate
+// floor that passed in the epoch before when it is below p, so that a probe
+// or a climb the downstream refuses costs the climb and no more. A signal
+// at the pool that passed (a quota that dropped) cuts.
+func (l *Limiter) cutTo(p, floor int64, back bool) int64 {
+	if back && floor > 0 && floor < p {
 		return max(l.ramp.min, floor/milli*milli)
 	}
 	return l.ramp.cutOf(p)

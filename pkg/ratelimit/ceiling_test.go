@@ -204,3 +204,45 @@ func TestCapAtPaced(t *testing.T) {
 		t.Errorf("unpaced: not probing 2 epochs after the cut")
 	}
 }
+
+// TestSignalUnderACeilingFallsBack: under a learnt ceiling, a signal at a
+// pool above the one that passed the epoch before falls back to that pool
+// instead of cutting by CutPercentage, and one at the pool that passed (a
+// quota that dropped) cuts.
+func TestSignalUnderACeilingFallsBack(t *testing.T) {
+	cfg := issueConfig()
+	cfg.ProbeAfter = time.Minute
+	tl := newTestLimiter(t, cfg)
+	var got []int64
+	quota := int64(150)
+	for e := 0; e < 40; e++ {
+		n := int64(takeAll(tl))
+		got = append(got, n)
+		if e == 30 {
+			quota = 100
+		}
+		if n > quota {
+			tl.Signal(0)
+		}
+		tl.clk.Advance(time.Second)
+	}
+	signals := 0
+	for e := 1; e+1 < len(got); e++ {
+		if got[e] <= 150 && !(e >= 30 && got[e] > 100) {
+			continue
+		}
+		signals++
+		switch {
+		case e >= 30 && got[e] == got[e-1]:
+			if want := got[e] * 80 / 100; got[e+1] != want {
+				t.Errorf("epoch %d: a signal at %d, the pool that passed, cut to %d; want %d\n%v", e, got[e], got[e+1], want, got)
+			}
+			return
+		case signals > 1 && got[e-1] <= 150:
+			if got[e+1] != got[e-1] {
+				t.Errorf("epoch %d: a signal at %d under a ceiling cut to %d; want %d, the pool that passed\n%v", e, got[e], got[e+1], got[e-1], got)
+			}
+		}
+	}
+	t.Errorf("no signal at the pool that passed: %v", got)
+}
