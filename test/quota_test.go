@@ -229,6 +229,9 @@ func runQuotaRow(t *testing.T, row quotaRow, adaptive bool, redisAddr string) qu
 		if row.replicas > 1 {
 			args = append(args, "--replica", strconv.Itoa(i))
 		}
+		if os.Getenv("SLUICE_QUOTA_LOG") != "" {
+			args = append(args, "--log-level", "debug")
+		}
 		procs = append(procs, start(t, args...))
 	}
 	for _, p := range procs {
@@ -245,6 +248,13 @@ func runQuotaRow(t *testing.T, row quotaRow, adaptive bool, redisAddr string) qu
 		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
 			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
 		}
+	}
+	if os.Getenv("SLUICE_QUOTA_LOG") != "" {
+		for _, p := range procs {
+			t.Log(p.stderrText())
+		}
+		_, _, all := q.window(base, end)
+		t.Log(strings.Join(all, " "))
 	}
 	acc, ref, seconds := q.window(first, end)
 	capacity := 0

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,12 +76,16 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	if !l.cfg.Adaptive || !l.accepting.Load() || !cur.eligible {
 		return
 	}
-	l.tryPacing(cur)
+	a := cur.accepted.Load()
+	l.tryPacing(cur, a)
 	// Without a store, paced, the probes above the hold climb by less and
 	// back off while refused (ceiling.go); with one, the ceiling is the
 	// pool's, the same on every replica.
 	l.ramp.paced = l.link.store == nil && l.pacing() > 0 && !l.signals.trial.in
-	a := cur.accepted.Load()
+	l.ramp.bucket = 0
+	if l.ramp.paced {
+		l.ramp.bucket = l.signals.bucket.burst * milli
+	}
 	r := &l.signals.recent
 	copy(r[1:], r[:len(r)-1])
 	r[0] = a
@@ -96,6 +101,37 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	p := &l.signals.planned
 	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 {
 		return
+	}
+	if t := &l.signals.trial; t.in && t.from == cur.epoch {
+		// The trial sends the refused pool again, paced: no cut, and no
+		// ceiling until it is judged.
+		p.ceiling, p.floor, p.pool = 0, 0, max(l.ramp.min, min(cur.pool, l.ramp.max))
+		return
+	}
+	if l.pacing() > 0 && !l.signals.trial.in {
+		// Paced, a token bucket: the rate is the one that drained it over
+		// the epochs since the last refusal; two drains of unlike lengths
+		// tell its burst too, when no burst refused unpaced told it.
+		// A drain longer than the epochs kept began with the bucket
+		// perhaps not full: it tells the rate, a little low, and not the
+		// burst.
+		d := drain{run: slices.Clone(r[1 : 1+max(clean, 0)]), a: a, at: l.refusedAt(cur)}
+		if whole := clean < lagWindow-1; !whole {
+			l.signals.drained = drain{}
+		} else {
+			if b, ok := burstOf(l.signals.drained, d, l.ramp.max); ok {
+				l.signals.bucket = bucketSeen{burst: b}
+			}
+			l.signals.drained = d
+		}
+		if rate := d.rate(l.signals.bucket, l.ramp.max); rate > 0 {
+			l.log.Debug("learnt the rate of a token bucket downstream", zap.Int64s("acceptedSinceRefused", d.run),
+				zap.Int64("acceptedInRefused", a), zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst),
+				zap.Float64("rate", float64(rate)/milli))
+			hold := max(l.ramp.min, min(l.ramp.holdOf(ceiling{pool: rate}), l.ramp.max))
+			p.ceiling, p.floor, p.pool = rate, hold, hold
+			return
+		}
 	}
 	if l.pacing() > 0 && (a*milli < p.floor || p.probe) {
 		// A downstream that lags, or a probe refused paced (its refusal
@@ -132,6 +168,93 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	p.pool = max(l.ramp.min, min(p.pool, l.ramp.max))
 }
 
+// drain is what a paced replica saw of a token bucket downstream from a
+// refusal to the next: what it accepted in each epoch between them, the
+// last first (the bucket full at the start), and in the epoch of the
+// second, a, which came at at of the way through it (the bucket empty).
+type drain struct {
+	run []int64
+	a   int64
+	at  float64
+}
+
+// bucketSeen is what a paced replica knows of a token bucket downstream: its
+// burst, tokens (0 for none known), told by what it accepted of a burst
+// refused at at of the way through its epoch, less what it gained since
+// the epoch began; or, with at 0, by two drains.
+type bucketSeen struct {
+	burst int64
+	at    float64
+}
+
+// size returns the bucket's burst if its rate is rate, tokens a second.
+func (b bucketSeen) size(rate float64) float64 { return float64(b.burst) - rate*b.at }
+
+// left returns how many tokens bucket b would hold at the refusal if its
+// rate were rate (tokens a second): negative when it would have refused
+// before. Each epoch the bucket gains the rate and loses what it accepted,
+// and holds no more than its burst.
+func (d drain) left(rate float64, b bucketSeen) float64 {
+	size := b.size(rate)
+	n := size
+	for i := len(d.run) - 1; i >= 0; i-- {
+		n = min(size, n+rate-float64(d.run[i]))
+	}
+	return n + rate*d.at - float64(d.a)
+}
+
+// rate returns the rate (milli-tokens a second) of bucket b that the drain
+// emptied; 0 when none up to most explains it.
+func (d drain) rate(b bucketSeen, most int64) int64 {
+	if b.burst <= 0 || d.a <= 0 {
+		return 0
+	}
+	lo, hi := 0.0, float64(most)/milli
+	if d.left(hi, b) < 0 {
+		return 0
+	}
+	for range 40 {
+		if mid := (lo + hi) / 2; d.left(mid, b) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return int64(hi * milli)
+}
+
+// burstOf returns the burst (tokens) of the bucket that both drains
+// emptied at one rate, and whether there is one: their lengths must differ
+// by two epochs or more, since a longer drain weighs the burst less.
+func burstOf(d1, d2 drain, most int64) (int64, bool) {
+	if d1.a <= 0 || d2.a <= 0 {
+		return 0, false
+	}
+	short, long := d1, d2
+	if len(short.run) > len(long.run) {
+		short, long = long, short
+	}
+	if len(long.run)-len(short.run) < 2 {
+		return 0, false
+	}
+	// The longer drain's rate less the shorter's grows with the burst.
+	gap := func(b int64) int64 {
+		return long.rate(bucketSeen{burst: b}, most) - short.rate(bucketSeen{burst: b}, most)
+	}
+	lo, hi := int64(1), max(1, most/milli)
+	if gap(lo) >= 0 || gap(hi) <= 0 {
+		return 0, false
+	}
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; gap(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, true
+}
+
 // lagWindow is the most epochs whose acceptances a paced replica averages
 // to learn the rate of a downstream that lags, and lagMin the fewest.
 const (
@@ -147,7 +270,9 @@ const (
 type pacingTrial struct {
 	pace        time.Duration // the pacing in force; 0 for none
 	base        int64
-	until       int64
+	burst       int64   // what the downstream accepted in the refused epoch, tokens
+	at          float64 // how far through it the refusal came
+	from, until int64   // the epoch of the signal, and the last of the trial
 	started, in bool
 }
 
@@ -156,21 +281,39 @@ type pacingTrial struct {
 const pacingTrialEpochs = 10
 
 // tryPacing begins the trial of pacing at the replica's first signal, and
-// judges it by cur, which is ending. l.mu is held.
-func (l *Limiter) tryPacing(cur *epochState) {
+// judges it by cur, which is ending and in which the downstream accepted
+// a. l.mu is held.
+func (l *Limiter) tryPacing(cur *epochState, a int64) {
 	t := &l.signals.trial
 	switch {
 	case l.cfg.Pacing > 0 || l.unpaced:
-	case t.in && l.signals.last < cur.epoch && cur.pool > t.base:
+	case t.in && l.signals.taught == cur.epoch && cur.epoch > t.from:
+		// Refused paced as in a burst: a quota per second.
+		t.in, t.pace = false, 0
+	case t.in && l.signals.last < cur.epoch && !cur.heldAny && cur.pool >= t.base:
 		t.in = false
+		l.signals.bucket = bucketSeen{burst: t.burst, at: t.at}
 		l.log.Info("pacing the pool: the downstream takes spread over the second a rate it refused in a burst",
 			zap.Float64("refusedInABurst", float64(t.base)/milli), zap.Float64("takenPaced", float64(cur.pool)/milli),
-			zap.Duration("pacing", t.pace))
+			zap.Int64("acceptedInTheBurst", t.burst), zap.Duration("pacing", t.pace))
 	case t.in && cur.epoch >= t.until:
 		t.in, t.pace = false, 0
 	case !t.started && l.signals.taught == cur.epoch && !l.ramp.probing(cur.epoch):
-		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, until: cur.epoch + pacingTrialEpochs, started: true, in: true}
+		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, burst: a, at: l.refusedAt(cur), from: cur.epoch,
+			until: cur.epoch + pacingTrialEpochs, started: true, in: true}
 	}
+}
+
+// refusedAt returns how far through cur, which is ending, the downstream
+// refused what the replica sent, as a fraction of it: when the first of its
+// own signals in it came if the pause it asked for covers the rest of the
+// epoch, else 1 (the replica went on sending, and the downstream went on
+// taking what it could). l.mu is held.
+func (l *Limiter) refusedAt(cur *epochState) float64 {
+	if l.signals.pauseUntil >= (cur.epoch+1)*epochNanos {
+		return float64(l.signals.at) / float64(epochNanos)
+	}
+	return 1
 }
 
 func sum(s []int64) int64 {

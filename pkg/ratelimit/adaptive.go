@@ -35,9 +35,12 @@ type signalState struct {
 	pending    *pool.Signal     // to report at the next sync
 	last       int64            // the epoch of the last signal known, or before
 	taught     int64            // the epoch of the last signal of this replica's own that teaches a ceiling
+	at         int64            // how far into its epoch the first of those came, ns
 	trial      pacingTrial      // the trial of pacing (accepted.go)
 	recent     [lagWindow]int64 // what the downstream accepted in the last epochs, the last first (accepted.go)
 	clean      int              // epochs before the last that followed a signal of this replica's own by two or more (accepted.go)
+	bucket     bucketSeen       // the token bucket found downstream (accepted.go)
+	drained    drain            // the last drain of that bucket (accepted.go)
 	cuts       atomic.Int64
 }
 
@@ -93,6 +96,9 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 	}
 	l.signals.last = max(l.signals.last, e)
 	if teach {
+		if l.signals.taught != e {
+			l.signals.at = ns - e*epochNanos
+		}
 		l.signals.taught = e
 	}
 	probe := teach && floor > 0 && l.ramp.probing(e)

@@ -188,6 +188,19 @@ func (r *ramp) capAt(e int64) (int64, bool) {
 // for seconds: the pool climbs above the hold by one more gap each epoch,
 // so that the overshoot it finds is small).
 func (r *ramp) probeSteps(j int64) int64 {
+	if r.paced && r.bucket > 0 {
+		// A token bucket of a known burst: each gap more lasts as long as
+		// the overshoot takes to drain a full bucket.
+		g := r.gapOf(r.ceil)
+		level := int64(1)
+		for rem := j; ; level++ {
+			d := max(1, (r.bucket+level*g-1)/(level*g))
+			if rem <= d {
+				return level
+			}
+			rem -= d
+		}
+	}
 	if r.paced {
 		return j * (j + 1) / 2
 	}

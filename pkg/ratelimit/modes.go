@@ -32,6 +32,9 @@ type ramp struct {
 	// after its trial): the probes above the hold climb by one more gap
 	// each epoch, and back off while they are refused (ceiling.go).
 	paced bool
+	// bucket is the burst of the token bucket a paced replica found
+	// downstream, milli-tokens; 0 for none known (ceiling.go).
+	bucket int64
 
 	// Scheduled after a cut: from epoch cutEpoch on, P is at most cutPool plus
 	// one slope per epoch since.
