@@ -10,29 +10,37 @@ import (
 // What the downstream accepted. With Config.Adaptive, the caller that writes
 // to the downstream tells the limiter how many of its messages it accepted
 // ([Limiter.Accepted]); the replica counts them per epoch, and at the end
-// of an epoch in which one of its own signals came:
+// of an epoch in which one of its own signals came, without a store:
 //
-//   - without a store, the cut planned for the signal learns what the
-//     downstream accepted in the epoch, A: the ceiling is A+1 tokens, the
-//     rate known to pass A, and the cut is to A at most (to A at once for
-//     a probe's signal). So a fixed window's quota is learnt exactly,
-//     however far above it the pool was. Paced, A counts only when it is
-//     at least the rate that passed in the epoch before and the signal
-//     came at no probe: a downstream that takes less in the epoch it
-//     refuses than in the one before lags (a token bucket's reserve), and
-//     so may one that refuses a probe paced: the ceiling is one above the average it
-//     accepted over the epochs since the replica's previous signal (but
-//     the paused one after it; up to lagWindow of them, the last lagMin
-//     when fewer), a reserve spread thin over them, and, for a probe's
-//     signal, at least half-way between the hold and the rate that passed
-//     the epoch before;
+//   - unpaced, the cut planned for the signal learns what the downstream
+//     accepted in the epoch, A: the ceiling is A+1 tokens, the rate known
+//     to pass A, and the cut is to A at most (to A at once for a probe's
+//     signal). So a fixed window's quota is learnt exactly, however far
+//     above it the pool was;
 //   - at the replica's first such signal, unless Config.Pacing is set, it
-//     tries pacing ([AdaptivePacing]) for up to pacingTrialEpochs epochs,
-//     and keeps it when an epoch with a pool above the signal's passes: a
-//     downstream whose burst is below its rate (a token bucket) takes
-//     spread over the second what it refused in a burst. A downstream that
-//     counts per second (a fixed window) does not, and the replica goes
-//     back to granting each epoch's share at its start.
+//     tries pacing ([AdaptivePacing]): the signal cuts nothing and teaches
+//     no ceiling, and from the next epoch the replica sends the refused
+//     pool again, spread over the second. When a whole epoch at that pool
+//     or above passes, the downstream is a token bucket whose burst is
+//     below its rate, and the replica keeps pacing: what it accepted of
+//     the refused burst, less what the bucket gained until the refusal,
+//     is the bucket's burst. When the downstream refuses paced too (a
+//     fixed window), or after pacingTrialEpochs epochs, the replica goes
+//     back to granting each epoch's share at its start, and the signal
+//     that ended the trial teaches the quota as above;
+//   - paced, the downstream is taken for a token bucket, full at the
+//     epoch after the pause that followed the replica's previous signal
+//     and empty at the new one (a drain): its rate is the one that
+//     drained it, each epoch gaining the rate and losing what was
+//     accepted in it, up to the burst, until the refusal, which came
+//     when the signal did. The ceiling is that rate, and the cut goes to
+//     the hold below it at once. Two drains whose lengths differ by two
+//     epochs or more tell the burst as well (the longer weighs it less),
+//     which a bucket found with Config.Pacing set learns so. Before any
+//     burst is known the ceiling is one above the average accepted over
+//     the epochs since the previous signal (up to lagWindow of them, the
+//     last lagMin when fewer), and for a probe's signal at least half-way
+//     between the hold and the rate that passed the epoch before.
 //
 // With a store the cut and its ceiling are decided when the signal comes,
 // for every replica, from the pool.

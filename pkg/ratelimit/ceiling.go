@@ -20,20 +20,23 @@ import "math"
 //     5G, 21G, 85G...), so by little at first and then by more; from the
 //     hold a probe climbs faster than the mode's slope if it must. Paced
 //     without a store (Config.Pacing, or the pacing kept after its
-//     trial), it probes by G, 3G, 6G, 10G..., and each probe refused in a
-//     row doubles the wait for the next, ProbeAfter times 2^n from the
-//     cut, at most half of ForgetAfter: a token bucket's reserve hides an
-//     overshoot, and is probed seldom. Otherwise, when the ceiling replaced a higher one whose
+//     trial), a token bucket's reserve hides an overshoot: with the
+//     bucket's burst Z known (accepted.go) the probe is one more gap
+//     above the hold after each Z/(jG) epochs at j gaps, the time an
+//     overshoot of jG takes to drain a full bucket; without, it probes by
+//     G, 3G, 6G, 10G..., and each probe refused in a row doubles the wait
+//     for the next, ProbeAfter times 2^n from the cut, at most half of
+//     ForgetAfter. Otherwise, when the ceiling replaced a higher one whose
 //     hold passed (a quota that dropped), the second probe tries that hold
 //     at once, so that a quota that returns is found again within a few
 //     epochs;
 //   - from epoch F+ForgetAfter on the ceiling is forgotten, and the mode
 //     ramps up to Max.
 //
-// A signal that comes while the pool is capped cuts it again and teaches a
-// lower ceiling; one that comes while probing falls back to the rate that
-// passed the epoch before (Limiter.cutTo) and teaches a ceiling just above
-// the quota. A signal that the resource is unavailable (SignalUnavailable,
+// A signal that comes while the pool is capped, at a pool above the one
+// that passed the epoch before (climbing or probing), falls back to that
+// pool (Limiter.cutTo) and teaches the refused one as the ceiling; one at
+// the pool that passed (a quota that dropped) cuts it by CutPercentage. A signal that the resource is unavailable (SignalUnavailable,
 // an HTTP 503) teaches none: the cut climbs back towards the ceiling known.
 // What the downstream accepted refines a replica's own cut (accepted.go).
 // The cap only ever lowers what the mode would give, never below the cut,
@@ -183,10 +186,11 @@ func (r *ramp) capAt(e int64) (int64, bool) {
 }
 
 // probeSteps returns how many gaps above the hold the j-th epoch of
-// probing is: (4^j - 1)/3, or j(j+1)/2 when paced (a downstream that takes
-// a rate spread over the second may hold a reserve that hides an overshoot
-// for seconds: the pool climbs above the hold by one more gap each epoch,
-// so that the overshoot it finds is small).
+// probing is: (4^j - 1)/3; paced, j(j+1)/2 (a downstream that takes a rate
+// spread over the second may hold a reserve that hides an overshoot for
+// seconds: the pool climbs above the hold by one more gap each epoch, so
+// that the overshoot it finds is small), or, with the burst of the token
+// bucket known, one more gap each time a full bucket would have drained.
 func (r *ramp) probeSteps(j int64) int64 {
 	if r.paced && r.bucket > 0 {
 		// A token bucket of a known burst: each gap more lasts as long as

@@ -113,10 +113,12 @@ type Config struct {
 	// ProbeAfter is how long the pool holds below the learnt ceiling, from
 	// the cut, before it probes above it, and at least one epoch at the
 	// hold: by the hold's gap in the first epoch, then four times as much
-	// more in each epoch without a signal (paced: one more gap each epoch,
-	// and each probe refused in a row doubles the wait, at most half of
-	// ForgetAfter). A probe's signal falls back to the rate that passed
-	// before it. 0 probes as soon as the hold is reached.
+	// more in each epoch without a signal (paced: one more gap each time a
+	// token bucket downstream would have drained, or, its burst unknown,
+	// each epoch, each probe refused in a row doubling the wait, at most
+	// half of ForgetAfter). A probe's signal, and any under the ceiling at
+	// a pool above the one that passed the epoch before, falls back to
+	// that pool. 0 probes as soon as the hold is reached.
 	ProbeAfter time.Duration
 	// ForgetAfter is how long after the last cut the learnt ceiling is
 	// forgotten, and the pool ramps as the mode says up to Max; 0 forgets it
