@@ -506,6 +506,20 @@ type Status struct {
 // Pool returns PoolMilli in tokens.
 func (s Status) Pool() float64 { return float64(s.PoolMilli) / milli }
 
+// Shares returns every replica's share of the pool in the epoch, by rank:
+// PoolSize shares that sum to the whole tokens of the pool; nil while the
+// pool size is not known.
+func (s Status) Shares() []int64 {
+	if s.PoolSize <= 0 {
+		return nil
+	}
+	out := make([]int64, s.PoolSize)
+	for r := range out {
+		out[r] = shareOf(s.PoolMilli, s.PoolSize, r)
+	}
+	return out
+}
+
 // Status returns a snapshot of the limiter.
 func (l *Limiter) Status() Status {
 	l.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -661,4 +662,22 @@ func TestGrantStaysInRegisters(t *testing.T) {
 		}
 	}
 	check(reflect.TypeOf(Grant{}))
+}
+
+func TestStatusShares(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Status
+		want []int64
+	}{
+		{"unknown size", Status{PoolMilli: 20_000}, nil},
+		{"even", Status{PoolMilli: 20_000, PoolSize: 2}, []int64{10, 10}},
+		{"remainder to the first ranks", Status{PoolMilli: 20_500, PoolSize: 3}, []int64{7, 7, 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.Shares(); !slices.Equal(got, tc.want) {
+				t.Errorf("Shares() = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
