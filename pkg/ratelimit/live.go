@@ -165,6 +165,15 @@ func (l *Limiter) Update(cfg Config) error {
 	return nil
 }
 
+// Config returns the config in force in the current epoch, with its
+// defaults filled in: the one New was given, or the last live change
+// ([Limiter.Update]) that has taken effect.
+func (l *Limiter) Config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg
+}
+
 // latest returns the config in force once every planned switch has applied.
 // l.mu is held.
 func (l *Limiter) latest() Config {

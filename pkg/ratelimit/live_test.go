@@ -192,3 +192,20 @@ func TestProposeLimit(t *testing.T) {
 		t.Fatalf("two more at once: %v; want the last two, one epoch apart", ls)
 	}
 }
+
+// TestConfigIsTheOneInForce reads Config before and after a live change
+// takes effect.
+func TestConfigIsTheOneInForce(t *testing.T) {
+	tl := newTestLimiter(t, flatLimit(300))
+	up := flatLimit(600)
+	if err := tl.Update(up); err != nil {
+		t.Fatal(err)
+	}
+	if got := tl.Config().Max; got != 300 {
+		t.Errorf("Config().Max before the next epoch = %d, want 300", got)
+	}
+	tl.clk.Advance(time.Second)
+	if got := tl.Config().Max; got != 600 {
+		t.Errorf("Config().Max in the next epoch = %d, want 600", got)
+	}
+}
