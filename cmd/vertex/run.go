@@ -232,7 +232,7 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 	if err != nil {
 		return err
 	}
-	stopServing, err := r.serve(v.Ready, func() any { return v.Status() })
+	stopServing, err := r.serve(v.Ready, func() any { return v.Status() }, func(since int64) any { return v.LiveView(since) })
 	if err != nil {
 		v.Close()
 		return err
@@ -273,10 +273,12 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		return withJetStreamHint(err, p)
 	}
 	status := func() any { return pl.Status() }
+	live := func(since int64) any { return pl.Live(since) }
 	if r.flags.vertex != "" {
 		status = func() any { return pl.Vertices()[0].Status() }
+		live = func(since int64) any { return pl.Vertices()[0].LiveView(since) }
 	}
-	stopServing, err := r.serve(pl.Ready, status)
+	stopServing, err := r.serve(pl.Ready, status, live)
 	if err != nil {
 		pl.Close()
 		return err
@@ -289,14 +291,14 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	return pl.Run(ctx)
 }
 
-// serve serves /metrics, /healthz, /livez, /sidecar-livez, /readyz and /status
-// on --metrics-addr, if set, over HTTPS when r.tls is set, until stop is
-// called.
-func (r runner) serve(ready func() error, status func() any) (stop func(), err error) {
+// serve serves /metrics, /healthz, /livez, /sidecar-livez, /readyz, /status,
+// /status/live and the live page on --metrics-addr, if set, over HTTPS when
+// r.tls is set, until stop is called.
+func (r runner) serve(ready func() error, status func() any, live func(since int64) any) (stop func(), err error) {
 	if r.flags.metricsAddr == "" {
 		return func() {}, nil
 	}
-	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status}, "http"
+	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status, Live: live}, "http"
 	var server *observe.Server
 	if r.tls != nil {
 		server, err = observe.ListenTLS(r.flags.metricsAddr, h, r.tls, r.log)
@@ -421,7 +423,7 @@ func (r runner) sideInputsManager(ctx context.Context, p *config.Pipeline) error
 	}
 	stopServing, err := r.serve(m.Ready, func() any {
 		return map[string]any{"sideInputsManager": p.Metadata.Name, "notReady": errString(m.Ready())}
-	})
+	}, nil)
 	if err != nil {
 		m.Close()
 		return err

@@ -23,7 +23,8 @@ import (
 // Numaflow's vertices serve metrics on.
 const DefaultAddr = ":2469"
 
-// Server serves /metrics, /healthz, /livez, /sidecar-livez, /readyz and /status.
+// Server serves /metrics, /healthz, /livez, /sidecar-livez, /readyz, /status,
+// /status/live and the live page on /.
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
@@ -39,6 +40,10 @@ type Handlers struct {
 	Ready func() error
 	// Status returns the value served as JSON on /status.
 	Status func() any
+	// Live returns the value served as JSON on /status/live, with the
+	// epochs after since (0 for all that are kept); the page on / polls it.
+	// nil serves an empty object.
+	Live func(since int64) any
 }
 
 // Listen binds addr (":0" picks a free port) and returns a server ready to
@@ -93,6 +98,7 @@ func listen(addr string, h Handlers, cfg *tls.Config, log *zap.Logger) (*Server,
 		enc.SetIndent("", "  ")
 		enc.Encode(v)
 	})
+	handleLive(mux, h.Live)
 	if log == nil {
 		log = zap.NewNop()
 	}

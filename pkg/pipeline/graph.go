@@ -119,3 +119,31 @@ func (g Graph) Vertices() []string {
 	}
 	return names
 }
+
+// Columns returns each vertex's column when the graph is drawn from left to
+// right: 0 for the sources, and for every other vertex one more than the
+// largest column of the vertices with edges to it. A vertex on a cycle
+// counts each edge of the cycle once at most.
+func (g Graph) Columns() map[string]int {
+	cols := make(map[string]int, len(g.p.Spec.Vertices))
+	for _, v := range g.p.Spec.Vertices {
+		cols[v.Name] = 0
+	}
+	// A longest path visits each vertex once: len(vertices) rounds settle
+	// every acyclic graph, and bound a cyclic one.
+	for range len(g.p.Spec.Vertices) {
+		moved := false
+		for _, e := range g.p.Spec.Edges {
+			if e.From == e.To {
+				continue
+			}
+			if c := cols[e.From] + 1; c > cols[e.To] && c < len(g.p.Spec.Vertices) {
+				cols[e.To], moved = c, true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	return cols
+}

@@ -248,6 +248,23 @@ func (pl *Pipeline) Status() []vertex.Status {
 	return out
 }
 
+// Live returns the JSON of /status/live: every vertex's [vertex.Live] with
+// the epochs after since, each in its column of the graph, with the
+// vertices it writes to.
+func (pl *Pipeline) Live(since int64) vertex.LiveView {
+	cols := pl.g.Columns()
+	out := vertex.LiveView{Pipeline: pl.g.p.Metadata.Name, Vertices: make([]vertex.Live, len(pl.all))}
+	for i, v := range pl.all {
+		lv := v.Live(since)
+		lv.Column = cols[pl.allNames[i]]
+		for _, e := range pl.g.OutEdges(pl.allNames[i]) {
+			lv.To = append(lv.To, e.To)
+		}
+		out.Vertices[i] = lv
+	}
+	return out
+}
+
 // Written is what the sink vertices have written.
 func (pl *Pipeline) Written() float64 {
 	var n float64

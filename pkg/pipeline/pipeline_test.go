@@ -272,6 +272,9 @@ func TestGraph(t *testing.T) {
 	if e := g.OutEdges("cat"); len(e) != 1 || e[0].To != "out" {
 		t.Fatalf("edges out of cat: %v", e)
 	}
+	if got := g.Columns(); got["in"] != 0 || got["cat"] != 1 || got["out"] != 2 {
+		t.Fatalf("columns %v; want in 0, cat 1, out 2", got)
+	}
 	if got := pipeline.SocketDir("/run", "cat"); got != "/run/cat" {
 		t.Fatal(got)
 	}

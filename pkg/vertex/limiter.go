@@ -104,11 +104,13 @@ func (v *Vertex) UpdateRateLimit(cfg *ratelimit.Config) error {
 func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error) {
 	host, _ := os.Hostname()
 	log := v.log
+	v.live.history = v.newHistory()
 	opts := []ratelimit.Option{
 		ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
 		ratelimit.WithLogger(log.Named("ratelimit")),
 		ratelimit.WithClock(v.o.clock),
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+			v.live.history.Observe(s)
 			fields := []zap.Field{zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
 				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max)}
@@ -137,6 +139,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 	switch {
 	case s.Pool != nil:
 		opts = append(opts, ratelimit.WithStore(s.Pool))
+		v.live.shared = true
 	case s.Replicas > 0:
 		if v.o.replica >= s.Replicas {
 			return nil, Store{}, fmt.Errorf("%w: %d is not below the %d replicas of the rate limit's store", ErrReplica, v.o.replica, s.Replicas)

@@ -29,6 +29,7 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *RateLimit, store
 		ratelimit.WithClock(v.o.clock),
 		ratelimit.WithLogger(log),
 		ratelimit.WithKeyEpochObserver(keyLogTop, func(s ratelimit.KeyEpochSummary) {
+			v.observeKeys(s)
 			log.Debug("perKey epoch", zap.Int64("epoch", s.Epoch), zap.Int64("granted", s.Granted),
 				zap.Int("keys", s.Keys), zap.Object("top", keyCounts(s.Top)), zap.Int64("held", metrics.Held()))
 		}),

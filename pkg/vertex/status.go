@@ -121,13 +121,17 @@ func (v *Vertex) Status() Status {
 		s.Watermark = v.watermark().Format("2006-01-02T15:04:05.000Z07:00")
 		s.WatermarkLag = lag.Seconds()
 	}
-	s.ReadTotal = counterValue(v.metrics.Read)
-	s.WriteTotal = counterValue(v.metrics.Written)
-	if m := v.reduceMetrics; m != nil { // read and late; the results written
-		s.ReadTotal = counterValue(m.Read) + counterValue(m.Late)
-		s.WriteTotal = counterValue(m.Results)
-	}
+	s.ReadTotal, s.WriteTotal = v.moved()
 	return s
+}
+
+// moved returns the messages read and written so far (for a reduce vertex,
+// the messages read and the results written).
+func (v *Vertex) moved() (read, written float64) {
+	if m := v.reduceMetrics; m != nil { // read and late; the results written
+		return counterValue(m.Read) + counterValue(m.Late), counterValue(m.Results)
+	}
+	return counterValue(v.metrics.Read), counterValue(v.metrics.Written)
 }
 
 // Written is how many messages the vertex has written to its sink or buffers.

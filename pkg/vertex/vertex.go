@@ -61,6 +61,8 @@ type Vertex struct {
 
 	// bytes is the byte limit (rateLimit.bytes); nil without.
 	bytes *ratelimit.Limiter
+	// live is what /status/live shows beyond the status.
+	live liveState
 }
 
 // ErrReplica is matched by the error of a replica index beyond the replicas
@@ -95,6 +97,13 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 		return nil, fmt.Errorf("vertex %s: %w", spec.Name, err)
 	}
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"vertex": spec.Name, "replica": strconv.Itoa(o.replica)}, o.registerer)
+	// The tracker and the counters come first: the limiter's epoch
+	// observer reads them into the vertex's history.
+	v.tracker = forward.NewTracker(o.clock)
+	v.metrics = forward.NewMetrics(reg, v.tracker)
+	if spec.Reduce != nil {
+		v.reduceMetrics = reduce.NewMetrics(reg)
+	}
 	if err := v.buildLimiter(reg); err != nil {
 		return nil, err
 	}
@@ -108,15 +117,10 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 		v.buildPending(reg, r)
 		buildDropped(reg, r)
 	}
-	v.tracker = forward.NewTracker(o.clock)
-	v.metrics = forward.NewMetrics(reg, v.tracker)
 	if o.numaflowMetrics {
 		if err := o.registerer.Register(newNumaflowCollector(v)); err != nil {
 			return nil, fmt.Errorf("vertex %s: registering Numaflow's metrics: %w", spec.Name, err)
 		}
-	}
-	if spec.Reduce != nil {
-		v.reduceMetrics = reduce.NewMetrics(reg)
 	}
 	if readers, err = v.buildMarks(readers); err != nil {
 		return nil, err

@@ -1,0 +1,166 @@
+package vertex
+
+import (
+	"sync/atomic"
+
+	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// LiveView is the JSON of /status/live: the vertices the process runs, one
+// for a MonoVertex, every vertex of a pipeline run in one process.
+type LiveView struct {
+	// Pipeline is the pipeline's name; absent for a MonoVertex.
+	Pipeline string `json:"pipeline,omitempty"`
+	Vertices []Live `json:"vertices"`
+}
+
+// LiveView returns the JSON of /status/live for this replica alone.
+func (v *Vertex) LiveView(since int64) LiveView {
+	return LiveView{Vertices: []Live{v.Live(since)}}
+}
+
+// Live is a replica's part of /status/live: every field of its [Status],
+// its rate limit as it stands, and its last epochs.
+type Live struct {
+	Status
+	// Column is the vertex's column in the pipeline's graph, its depth from
+	// the sources (0 for a MonoVertex and for sources), and To the
+	// vertices it writes to; the pipeline sets both.
+	Column int      `json:"column"`
+	To     []string `json:"to,omitempty"`
+	// Limit is the rate limit as it stands; nil without one.
+	Limit *LiveLimit `json:"limit,omitempty"`
+	// Epochs are the last epochs of the rate limit after the epoch asked
+	// for, oldest first, at most [observe.DefaultHistory]; empty without a
+	// rate limit.
+	Epochs []observe.Epoch `json:"epochs"`
+}
+
+// LiveLimit is a replica's rate limit as it stands: its config in force,
+// its pool and the replicas it is split among, its closed loop and its
+// per-key holds.
+type LiveLimit struct {
+	// Store is where the replicas agree on the pool: none (the replica
+	// alone), replicas (a fixed count of replicas), or shared (a store's
+	// pool, such as Redis). StoreUp is false while the last sync with the
+	// store failed.
+	Store   string `json:"store"`
+	StoreUp bool   `json:"storeUp"`
+	// Shares are the shares of the pool in the current epoch of every
+	// replica in it, by rank (this replica's is at Status.Rank).
+	Shares []int64 `json:"shares"`
+	// Config is the config in force.
+	Config LiveConfig `json:"config"`
+	// LastChange is the last live change of the config this replica saw
+	// take effect; nil when none did.
+	LastChange *LiveChange `json:"lastChange,omitempty"`
+	// Cuts is the cuts of the pool by throttle signals so far (adaptive),
+	// PausedUntil the end of the pause a signal asked for while it lasts
+	// (RFC 3339, store clock), and Ceiling the learnt ceiling that caps the
+	// pool's climb (0 when there is none).
+	Cuts        int64   `json:"cuts"`
+	PausedUntil string  `json:"pausedUntil,omitempty"`
+	Ceiling     float64 `json:"ceiling"`
+	// TopKeys are the keys granted the most in the last epoch, most first,
+	// with the per-key limit (perKey); absent without it.
+	TopKeys []KeyCount `json:"topKeys,omitempty"`
+}
+
+// LiveConfig is the rate limit's config in force.
+type LiveConfig struct {
+	Mode            string  `json:"mode"`
+	Max             int64   `json:"max"`
+	Min             int64   `json:"min"`
+	RampUpSeconds   float64 `json:"rampUpSeconds"`
+	Adaptive        bool    `json:"adaptive"`
+	Shadow          bool    `json:"shadow"`
+	OnStoreFailure  string  `json:"onStoreFailure"`
+	StaleAfterSecs  float64 `json:"staleAfterSeconds"`
+	CoolDownSeconds float64 `json:"coolDownSeconds"`
+}
+
+// LiveChange is a live change of the config: the epoch it took effect in
+// and the max it set.
+type LiveChange struct {
+	Epoch int64 `json:"epoch"`
+	Max   int64 `json:"max"`
+}
+
+// KeyCount is a key and the per-key tokens it was granted in an epoch.
+type KeyCount struct {
+	Key    string `json:"key"`
+	Tokens int64  `json:"tokens"`
+}
+
+// liveState is what the vertex keeps for /status/live: its history, fed
+// by the limiter's epoch observer, and the per-key limit's last top keys,
+// fed by its own.
+type liveState struct {
+	history *observe.History
+	topKeys atomic.Pointer[[]KeyCount]
+	// shared is true when the pool is a store's, which the replicas share.
+	shared bool
+}
+
+// newHistory returns the vertex's history of epochs, which reads its
+// counters once per epoch.
+func (v *Vertex) newHistory() *observe.History {
+	return observe.NewHistory(observe.DefaultHistory, func() observe.Totals {
+		read, written := v.moved()
+		return observe.Totals{Read: read, Written: written, Throttled: observe.ThrottledBy(v.tracker.Seconds)}
+	})
+}
+
+// observeKeys keeps the top keys of the per-key limit's last epoch.
+func (v *Vertex) observeKeys(s ratelimit.KeyEpochSummary) {
+	top := make([]KeyCount, len(s.Top))
+	for i, k := range s.Top {
+		top[i] = KeyCount{Key: k.Key, Tokens: k.Tokens}
+	}
+	v.live.topKeys.Store(&top)
+}
+
+// Live returns the replica's part of /status/live, with the epochs after
+// since.
+func (v *Vertex) Live(since int64) Live {
+	lv := Live{Status: v.Status(), Epochs: []observe.Epoch{}}
+	l := v.limiter
+	if l == nil {
+		return lv
+	}
+	lv.Epochs = v.live.history.Since(since)
+	s, cfg := l.Status(), l.Config()
+	ll := &LiveLimit{Store: v.storeKind(), StoreUp: s.StoreUp, Shares: s.Shares(), Cuts: s.Cuts,
+		Ceiling: float64(s.CeilingMilli) / 1000,
+		Config: LiveConfig{Mode: cfg.Mode.String(), Max: cfg.Max, Min: cfg.Min, RampUpSeconds: cfg.RampUpDuration.Seconds(),
+			Adaptive: cfg.Adaptive, Shadow: cfg.Shadow, OnStoreFailure: cfg.OnStoreFailure.String(),
+			StaleAfterSecs: cfg.StaleAfter.Seconds(), CoolDownSeconds: cfg.CoolDownPeriod.Seconds()}}
+	if ll.Shares == nil {
+		ll.Shares = []int64{}
+	}
+	if !s.PausedUntil.IsZero() {
+		ll.PausedUntil = s.PausedUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	if e, m, ok := v.live.history.LastChange(); ok {
+		ll.LastChange = &LiveChange{Epoch: e, Max: m}
+	}
+	if top := v.live.topKeys.Load(); top != nil {
+		ll.TopKeys = *top
+	}
+	lv.Limit = ll
+	return lv
+}
+
+// storeKind names where the replicas agree on the pool: none, replicas or
+// shared.
+func (v *Vertex) storeKind() string {
+	switch rl := v.spec.Limits.RateLimit; {
+	case rl == nil || rl.Store == nil:
+		return "none"
+	case v.live.shared:
+		return "shared"
+	default:
+		return "replicas"
+	}
+}
