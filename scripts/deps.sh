@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs when it is missing: redis-server and
-# nats-server, and podman, buildah and runc for the container tests, from
-# Debian's packages. Without apt-get or root it prints a one-line hint.
+# nats-server, podman, buildah and runc for the container tests, and
+# chromium for the live page's test, from Debian's packages. Without apt-get or root it prints a one-line hint.
 set -u
 
 missing=()
@@ -11,6 +11,7 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 for c in podman buildah runc; do # test/podman, skipped without them
   command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ] || missing+=("$c")
 done
+command -v chromium >/dev/null 2>&1 || missing+=(chromium) # test/page_test.go, skipped without it
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -20,5 +21,5 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     exit 0
   fi
 fi
-echo "hint: install ${missing[*]} (Debian: apt-get install ${missing[*]}); tests that need them will fail (podman's are skipped) without them" >&2
+echo "hint: install ${missing[*]} (Debian: apt-get install ${missing[*]}); tests that need them will fail (podman's and chromium's are skipped) without them" >&2
 exit 0

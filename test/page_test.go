@@ -1,0 +1,180 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pagePipeline is a pipeline of three vertices in one process: in, without
+// a rate limit; cat, with 20 a second split between two replicas of a
+// fixed count (this process is replica 0); and out, whose Redis cannot be
+// reached.
+const pagePipeline = `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: page
+spec:
+  vertices:
+    - name: in
+      source:
+        generator:
+          rpu: 100
+          duration: 1s
+    - name: cat
+      udf:
+        builtin:
+          name: cat
+      limits:
+        rateLimit:
+          max: 20
+          min: 20
+          rampUpDuration: 0s
+          store:
+            replicaCountStore:
+              replicas: 2
+    - name: out
+      sink:
+        blackhole: {}
+      limits:
+        rateLimit:
+          max: 50
+          min: 50
+          rampUpDuration: 0s
+          onStoreFailure: pause
+          store:
+            redisStore:
+              mode: single
+              url: redis://127.0.0.1:1
+  edges:
+    - from: in
+      to: cat
+    - from: cat
+      to: out
+`
+
+// chromium returns the path of a headless-capable Chromium, or skips the
+// test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium not installed: `make deps` installs Debian's chromium, which the page test drives headless")
+	return ""
+}
+
+// headless runs Chromium on url with args (--dump-dom or --screenshot),
+// giving the page's script 3 seconds of virtual time, and returns its
+// stdout.
+func headless(t *testing.T, bin, url string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=3000"}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+var panelRE = regexp.MustCompile(`<section class="vertex"[^>]*>`)
+
+// panels returns the attributes of each vertex panel of dom, by vertex, and
+// the vertices in the order the page lays them out.
+func panels(dom string) (map[string]map[string]string, []string) {
+	attrRE := regexp.MustCompile(`([a-z-]+)="([^"]*)"`)
+	out := map[string]map[string]string{}
+	var order []string
+	for _, tag := range panelRE.FindAllString(dom, -1) {
+		attrs := map[string]string{}
+		for _, m := range attrRE.FindAllStringSubmatch(tag, -1) {
+			attrs[m[1]] = m[2]
+		}
+		out[attrs["data-vertex"]] = attrs
+		order = append(order, attrs["data-vertex"])
+	}
+	return out, order
+}
+
+// TestPage runs a pipeline and opens its live page in headless Chromium:
+// one panel per vertex, left to right as the graph goes, cat's pool of 20
+// split between two replicas and rate limited, in's rate limit off and
+// out's store unreachable, each said on the page. With
+// SLUICE_PAGE_SCREENSHOT=FILE it also saves the page as a PNG in FILE
+// (docs/page.png is made so, from test/: SLUICE_PAGE_SCREENSHOT=../docs/page.png).
+func TestPage(t *testing.T) {
+	t.Parallel()
+	bin := chromium(t)
+	p := start(t, "run", "-f", writeConfig(t, pagePipeline), "--metrics-addr", "127.0.0.1:0")
+	url := "http://" + p.metricsAddr() + "/"
+
+	// cat has ended two epochs: the page has something to draw.
+	deadline := time.Now().Add(8 * time.Second)
+	for ; ; time.Sleep(200 * time.Millisecond) {
+		var live struct {
+			Vertices []struct {
+				Vertex string            `json:"vertex"`
+				Epochs []json.RawMessage `json:"epochs"`
+			} `json:"vertices"`
+		}
+		if code, body := httpGet(t, url+"status/live"); code == 200 && json.Unmarshal(body, &live) == nil &&
+			len(live.Vertices) == 3 && len(live.Vertices[1].Epochs) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cat ended fewer than 2 epochs in 8s; stderr:\n%s", p.stderrText())
+		}
+	}
+
+	dom := headless(t, bin, url, "--dump-dom")
+	if !strings.Contains(dom, `data-state="ok"`) || !strings.Contains(dom, `data-vertices="3"`) {
+		t.Fatalf("the page did not draw 3 vertices:\n%s", dom)
+	}
+	got, order := panels(dom)
+	if strings.Join(order, " ") != "in cat out" {
+		t.Errorf("panels %v; want in, cat, out, left to right", order)
+	}
+	want := map[string]map[string]string{
+		"in":  {"data-limit": "off"},
+		"cat": {"data-limit": "on", "data-pool": "20", "data-replicas": "2", "data-top-reason": "rate_limited", "data-store": "up"},
+		"out": {"data-limit": "on", "data-store": "down"},
+	}
+	for v, attrs := range want {
+		for k, w := range attrs {
+			if g := got[v][k]; g != w {
+				t.Errorf("%s's panel: %s=%q, want %q", v, k, g, w)
+			}
+		}
+	}
+	for _, text := range []string{"Store unreachable for out", "Rate limit off (no rateLimit block) for in", "rank 1"} {
+		if !strings.Contains(dom, text) {
+			t.Errorf("the page does not say %q", text)
+		}
+	}
+	if n := strings.Count(dom, `<svg class="chart"`); n != 6 {
+		t.Errorf("%d charts drawn, want 3 each for cat and out", n)
+	}
+
+	if path := os.Getenv("SLUICE_PAGE_SCREENSHOT"); path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headless(t, bin, url, "--screenshot="+abs, "--window-size=1280,900", "--hide-scrollbars")
+		t.Logf("screenshot in %s", abs)
+	}
+}
