@@ -96,7 +96,7 @@ flags:
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
 	var variants string
-	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost), and in a shared limit that never throttles (group): a comma-separated list, and print each one's ratio to on")
+	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost), and in a shared limit that never throttles (group), and with the live page open, /status/live served and polled once a second (live): a comma-separated list, and print each one's ratio to on")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
 	}
@@ -104,8 +104,8 @@ flags:
 		fl.variants = strings.Split(variants, ",")
 	}
 	for _, v := range fl.variants {
-		if _, ok := benchVariantOf[v]; !ok {
-			return fl, usagef("bench: --variants: %q is not a variant; want bytes, cost or group", v)
+		if _, ok := benchVariantOf[v]; !ok && v != benchLive {
+			return fl, usagef("bench: --variants: %q is not a variant; want bytes, cost, group or live", v)
 		}
 	}
 	switch {
@@ -126,8 +126,13 @@ flags:
 // counts as it does without it.
 const benchCost = "len(payload) / 1000000"
 
-// benchVariantOf are the variants of --variants: how each changes a
-// rateLimit block.
+// benchLive is the variant of --variants that measures the rate limit as
+// configured with the live page open: /status/live served and polled once
+// a second (bench.Target.LiveVariant).
+const benchLive = "live"
+
+// benchVariantOf are the variants of --variants but live: how each changes
+// a rateLimit block.
 var benchVariantOf = map[string]func(*config.RateLimit){
 	"bytes": func(rl *config.RateLimit) {
 		max := uint64(ratelimit.MaxTokens) // far above what one process moves
@@ -148,6 +153,10 @@ var benchVariantOf = map[string]func(*config.RateLimit){
 func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, stderr io.Writer) error {
 	var vs []bench.Variant
 	for _, name := range fl.variants {
+		if name == benchLive {
+			vs = append(vs, t.LiveVariant(name))
+			continue
+		}
 		vs = append(vs, t.Variant(name, benchVariantOf[name]))
 	}
 	total := fl.runs * (len(vs) + 2)
@@ -164,8 +173,12 @@ func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, s
 	}
 	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", runs[1].Median()/runs[0].Median())
 	for i, name := range fl.variants {
-		fmt.Fprintf(stdout, "%s/on ratio: %.3f (run by run: %.3f)\n", name, runs[i+2].Median()/runs[1].Median(),
+		fmt.Fprintf(stdout, "%s/on ratio: %.3f (run by run: %.3f)", name, runs[i+2].Median()/runs[1].Median(),
 			pairedRatio(runs[i+2], runs[1]))
+		if name == benchLive {
+			fmt.Fprintf(stdout, ", %d answers of /status/live read", runs[i+2].Polls)
+		}
+		fmt.Fprintln(stdout)
 	}
 	return nil
 }

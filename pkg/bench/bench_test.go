@@ -131,3 +131,29 @@ spec:
 		}
 	}
 }
+
+// TestLiveVariant measures a MonoVertex with its live page open: the
+// variant writes, and /status/live answered at least the poll at the start
+// of each run.
+func TestLiveVariant(t *testing.T) {
+	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata: {name: live}
+spec:
+  limits:
+    rateLimit: {max: 1000000000, min: 1000000000, rampUpDuration: 0s}
+  source: {generator: {rpu: 1000000000, duration: 1s, msgSize: 8}}
+  sink: {log: {}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := bench.NewTarget(f)
+	runs, err := tg.CompareVariants(context.Background(), 2, 100*time.Millisecond, []bench.Variant{tg.LiveVariant("live")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live := runs[2]; live.Messages == 0 || live.Polls < 2 || runs[0].Polls != 0 || runs[1].Polls != 0 {
+		t.Errorf("off %+v, on %+v, live %+v; want live to write and read /status/live in each of its 2 runs, and the others never", runs[0], runs[1], live)
+	}
+}

@@ -11,6 +11,9 @@ type Runs struct {
 	Rates []float64
 	// Messages are the messages written in all the runs, as measured.
 	Messages float64
+	// Polls are the answers of /status/live read during the runs of the
+	// live variant ([Target.LiveVariant]); 0 for the others.
+	Polls int
 }
 
 // Median returns the median of the runs' rates, which decides: on a shared

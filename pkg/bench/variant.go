@@ -18,6 +18,10 @@ import (
 type Variant struct {
 	Name string
 	file *config.File
+	// open, when set, starts what runs beside each run once it is built
+	// (the live variant's polling), and its close stops it and returns
+	// the count for Runs.Polls.
+	open func(Runner) (close func() int, err error)
 }
 
 // Variant returns the variant name of t whose rateLimit blocks change
@@ -81,11 +85,21 @@ func (t *Target) CompareVariants(ctx context.Context, runs int, each time.Durati
 		if progress != nil {
 			progress(i+1, s.Name)
 		}
-		n, elapsed, err := Measure(func() (Runner, error) { return t.build(ctx, s.file) }, each)
+		closeSide := func() int { return 0 }
+		n, elapsed, err := Measure(func() (Runner, error) {
+			r, err := t.build(ctx, s.file)
+			if err != nil || s.open == nil {
+				return r, err
+			}
+			closeSide, err = s.open(r)
+			return r, err
+		}, each)
+		polls := closeSide()
 		if err != nil {
 			return nil, err
 		}
 		r := &out[i%len(sides)]
+		r.Polls += polls
 		r.Rates = append(r.Rates, n/elapsed.Seconds())
 		r.Messages += n
 	}
