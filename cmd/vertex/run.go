@@ -153,7 +153,7 @@ flags:
 	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
 	fs.StringVar(&fl.replica, "replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
 	fs.StringVar(&fl.region, "region", os.Getenv("SLUICE_REGION"), "this replica's region, for a rate limit with regions (default: $SLUICE_REGION)")
-	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz and /status")
+	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz, /status, /status/live and the live page on /")
 	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")

@@ -1,0 +1,60 @@
+package vertex_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
+)
+
+// TestLive runs generator → cat → log at 10 a second on a manual clock for
+// two epochs: LiveView lists both, each with its pool, grants, messages
+// read and written and its second throttled, and the rate limit's config
+// and shares; since keeps the later one.
+func TestLive(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	out, sinkOpt := logSink()
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "live", generatorToLog)), vertex.WithClock(clk), sinkOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runtest.Start(t, v)
+	for epoch := 1; epoch <= 2; epoch++ {
+		runtest.WaitFor(t, "a full epoch", func() bool { return len(out.Lines()) >= 10*epoch && v.Status().Throttled })
+		clk.Advance(time.Second)
+	}
+	lv := v.LiveView(0)
+	if len(lv.Vertices) != 1 || lv.Pipeline != "" {
+		t.Fatalf("LiveView: %d vertices, pipeline %q; want one, none", len(lv.Vertices), lv.Pipeline)
+	}
+	l := lv.Vertices[0]
+	if l.Vertex != "live" || l.Column != 0 || l.Limit == nil {
+		t.Fatalf("vertex %q, column %d, limit %v; want live, 0 and a limit", l.Vertex, l.Column, l.Limit)
+	}
+	if c := l.Limit.Config; c.Max != 10 || c.Min != 10 || c.Mode != "relaxed" || l.Limit.Store != "none" ||
+		len(l.Limit.Shares) != 1 || l.Limit.Shares[0] != 10 || !l.Limit.StoreUp || l.Limit.LastChange != nil {
+		t.Errorf("limit %+v; want max and min 10, relaxed, no store, one share of 10, no change", *l.Limit)
+	}
+	if len(l.Epochs) != 2 {
+		t.Fatalf("%d epochs, want 2: %+v", len(l.Epochs), l.Epochs)
+	}
+	for i, e := range l.Epochs {
+		if e.Epoch != 1_700_000_000+int64(i) || e.Pool != 10 || e.Granted != 10 || e.Read != 10 || e.Written != 10 {
+			t.Errorf("epoch %d: %+v; want pool, grants, read and written 10", i, e)
+		}
+		// The share is gone at once on the manual clock: the rest of the
+		// epoch, all of it, waits.
+		if got := e.Throttled.RateLimited; got != 1 {
+			t.Errorf("epoch %d: %vs rate limited, want 1", i, got)
+		}
+	}
+	if later := v.LiveView(1_700_000_000).Vertices[0].Epochs; len(later) != 1 || later[0].Epoch != 1_700_000_001 {
+		t.Errorf("since the first epoch: %+v; want the second alone", later)
+	}
+	if err := r.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
