@@ -112,8 +112,9 @@ func panels(dom string) (map[string]map[string]string, []string) {
 
 // TestPage runs a pipeline and opens its live page in headless Chromium:
 // one panel per vertex, left to right as the graph goes, cat's pool of 20
-// split between two replicas and rate limited, in's rate limit off and
-// out's store unreachable, each said on the page. With
+// split between two replicas and rate limited, in's rate limit off (with
+// what it reads each second) and out's store unreachable, each said on the
+// page. With
 // SLUICE_PAGE_SCREENSHOT=FILE it also saves the page as a PNG in FILE
 // (docs/page.png is made so, from test/: SLUICE_PAGE_SCREENSHOT=../docs/page.png).
 func TestPage(t *testing.T) {
@@ -165,8 +166,11 @@ func TestPage(t *testing.T) {
 			t.Errorf("the page does not say %q", text)
 		}
 	}
-	if n := strings.Count(dom, `<svg class="chart"`); n != 6 {
-		t.Errorf("%d charts drawn, want 3 each for cat and out", n)
+	if n := strings.Count(dom, `<svg class="chart"`); n != 8 {
+		t.Errorf("%d charts drawn, want 3 each for cat and out, 2 for in", n)
+	}
+	if got["in"]["data-epochs"] == "0" || got["in"]["data-epochs"] == "" {
+		t.Errorf("in's panel has no seconds of what it read and wrote")
 	}
 
 	if path := os.Getenv("SLUICE_PAGE_SCREENSHOT"); path != "" {

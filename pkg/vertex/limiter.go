@@ -104,7 +104,6 @@ func (v *Vertex) UpdateRateLimit(cfg *ratelimit.Config) error {
 func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error) {
 	host, _ := os.Hostname()
 	log := v.log
-	v.live.history = v.newHistory()
 	opts := []ratelimit.Option{
 		ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
 		ratelimit.WithLogger(log.Named("ratelimit")),

@@ -1,8 +1,11 @@
 package vertex
 
 import (
+	"context"
 	"sync/atomic"
+	"time"
 
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -32,8 +35,9 @@ type Live struct {
 	// Limit is the rate limit as it stands; nil without one.
 	Limit *LiveLimit `json:"limit,omitempty"`
 	// Epochs are the last epochs of the rate limit after the epoch asked
-	// for, oldest first, at most [observe.DefaultHistory]; empty without a
-	// rate limit.
+	// for, oldest first, at most [observe.DefaultHistory]; without a rate
+	// limit, the last seconds of the vertex's clock, with only what was
+	// read, written and throttled.
 	Epochs []observe.Epoch `json:"epochs"`
 }
 
@@ -94,8 +98,8 @@ type KeyCount struct {
 }
 
 // liveState is what the vertex keeps for /status/live: its history, fed
-// by the limiter's epoch observer, and the per-key limit's last top keys,
-// fed by its own.
+// by the limiter's epoch observer (or, without a rate limit, by
+// recordSeconds), and the per-key limit's last top keys, fed by its own.
 type liveState struct {
 	history *observe.History
 	topKeys atomic.Pointer[[]KeyCount]
@@ -124,12 +128,11 @@ func (v *Vertex) observeKeys(s ratelimit.KeyEpochSummary) {
 // Live returns the replica's part of /status/live, with the epochs after
 // since.
 func (v *Vertex) Live(since int64) Live {
-	lv := Live{Status: v.Status(), Epochs: []observe.Epoch{}}
+	lv := Live{Status: v.Status(), Epochs: v.live.history.Since(since)}
 	l := v.limiter
 	if l == nil {
 		return lv
 	}
-	lv.Epochs = v.live.history.Since(since)
 	s, cfg := l.Status(), l.Config()
 	ll := &LiveLimit{Store: v.storeKind(), StoreUp: s.StoreUp, Shares: s.Shares(), Cuts: s.Cuts,
 		Ceiling: float64(s.CeilingMilli) / 1000,
@@ -162,5 +165,19 @@ func (v *Vertex) storeKind() string {
 		return "shared"
 	default:
 		return "replicas"
+	}
+}
+
+// recordSeconds, for a vertex without a rate limit, records what it read,
+// wrote and was throttled for in each second of its clock, at the second's
+// end, until ctx is done.
+func (v *Vertex) recordSeconds(ctx context.Context) {
+	for {
+		now := v.o.clock.Now()
+		end := now.Truncate(time.Second).Add(time.Second)
+		if !clock.Sleep(ctx, v.o.clock, end.Sub(now)) {
+			return
+		}
+		v.live.history.Observe(ratelimit.EpochSummary{Epoch: end.Unix() - 1})
 	}
 }

@@ -104,6 +104,7 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	if spec.Reduce != nil {
 		v.reduceMetrics = reduce.NewMetrics(reg)
 	}
+	v.live.history = v.newHistory()
 	if err := v.buildLimiter(reg); err != nil {
 		return nil, err
 	}
@@ -254,6 +255,18 @@ func (v *Vertex) Run(ctx context.Context) error {
 		defer func() {
 			stopPolling()
 			<-polled
+		}()
+	}
+	if v.limiter == nil {
+		sctx, stopSeconds := context.WithCancel(ctx)
+		recorded := make(chan struct{})
+		go func() {
+			defer close(recorded)
+			v.recordSeconds(sctx)
+		}()
+		defer func() {
+			stopSeconds()
+			<-recorded
 		}()
 	}
 	g, gctx := errgroup.WithContext(ctx)
