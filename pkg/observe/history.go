@@ -38,7 +38,9 @@ type Epoch struct {
 	// Throttled is the seconds of the epoch the forwarder was paused, by
 	// reason.
 	Throttled Throttled `json:"throttledSeconds"`
-	// Read and Written are the messages read and written in the epoch.
+	// Read and Written are the messages read and written in the epoch,
+	// counted when it ends: what the forwarder reads of the next epoch's
+	// share in the moment before the count falls in this one.
 	Read    float64 `json:"read"`
 	Written float64 `json:"written"`
 }
