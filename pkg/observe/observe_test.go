@@ -66,6 +66,7 @@ func handlers(ready *atomic.Bool) Handlers {
 	c.Add(7)
 	reg.MustRegister(c)
 	return Handlers{Gatherer: reg, Status: func() any { return map[string]int{"n": 1} },
+		Live: func(since int64) any { return map[string]int64{"since": since} },
 		Ready: func() error {
 			if !ready.Load() {
 				return errors.New("waiting for sourcer-server-info")
@@ -76,7 +77,8 @@ func handlers(ready *atomic.Bool) Handlers {
 
 // TestRoutes checks every route over HTTP and over HTTPS with a self-signed
 // certificate: the liveness routes answer 200 at once, /readyz 503 with the
-// reason until ready, /metrics and /status their content.
+// reason until ready, /metrics, /status, /status/live and the live page
+// their content.
 func TestRoutes(t *testing.T) {
 	cfg, err := SelfSignedTLS(time.Now())
 	if err != nil {
@@ -112,6 +114,12 @@ func TestRoutes(t *testing.T) {
 			}
 			if code, body := get(t, tt.client, base+"/status"); code != 200 || !strings.Contains(body, `"n": 1`) {
 				t.Errorf("/status = %d %q", code, body)
+			}
+			if code, body := get(t, tt.client, base+"/status/live?since=0"); code != 200 || !strings.Contains(body, `"since":0`) {
+				t.Errorf("/status/live = %d %q", code, body)
+			}
+			if code, body := get(t, tt.client, base+"/"); code != 200 || !strings.Contains(body, "status/live") {
+				t.Errorf("/ = %d; want the live page", code)
 			}
 		})
 	}
