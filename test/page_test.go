@@ -182,3 +182,26 @@ func TestPage(t *testing.T) {
 		t.Logf("screenshot in %s", abs)
 	}
 }
+
+// TestPageBench checks `vertex bench --variants live`: the live variant's
+// rate, its ratio to on and the answers of /status/live it read, at least
+// one a run; an unknown variant is a usage error that lists live.
+func TestPageBench(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(vertexBin, "bench", "-f", "../config/examples/bench.yaml", "--variants", "live", "--duration", "400ms", "--runs", "2")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	out := stdout.String()
+	m := regexp.MustCompile(`(?m)^live/on ratio: [0-9]+\.[0-9]{3} \(run by run: [0-9]+\.[0-9]{3}\), ([0-9]+) answers of /status/live read$`).FindStringSubmatch(out)
+	if !regexp.MustCompile(`(?m)^live: +[0-9]+ msg/s`).MatchString(out) || m == nil || m[1] == "0" || m[1] == "1" {
+		t.Fatalf("bench --variants live output:\n%s", out)
+	}
+	bad := exec.Command(vertexBin, "bench", "-f", "../config/examples/bench.yaml", "--variants", "page")
+	msg, err := bad.CombinedOutput()
+	if code := bad.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(msg), `"page" is not a variant; want bytes, cost, group or live`) {
+		t.Fatalf("--variants page: exit %d (%v), %q", code, err, msg)
+	}
+}
