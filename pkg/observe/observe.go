@@ -1,8 +1,10 @@
 // Package observe serves what operators look at: Prometheus metrics, health and
-// readiness probes, and a JSON status of the vertex and its rate limiter, all on
-// one HTTP port, or one HTTPS port with a self-signed certificate as in
-// Numaflow's pods ([ListenTLS], [SelfSignedTLS]). [NewRegistry] holds the Go
-// runtime's and the process's metrics for a vertex's to join.
+// readiness probes, a JSON status of the vertex and its rate limiter, and a
+// live page of the limit on / that polls /status/live, all on one HTTP port,
+// or one HTTPS port with a self-signed certificate as in Numaflow's pods
+// ([ListenTLS], [SelfSignedTLS]). A [History] keeps the last epochs that
+// /status/live lists. [NewRegistry] holds the Go runtime's and the process's
+// metrics for a vertex's to join.
 package observe
 
 import (
