@@ -73,15 +73,15 @@ type LiveLimit struct {
 
 // LiveConfig is the rate limit's config in force.
 type LiveConfig struct {
-	Mode            string  `json:"mode"`
-	Max             int64   `json:"max"`
-	Min             int64   `json:"min"`
-	RampUpSeconds   float64 `json:"rampUpSeconds"`
-	Adaptive        bool    `json:"adaptive"`
-	Shadow          bool    `json:"shadow"`
-	OnStoreFailure  string  `json:"onStoreFailure"`
-	StaleAfterSecs  float64 `json:"staleAfterSeconds"`
-	CoolDownSeconds float64 `json:"coolDownSeconds"`
+	Mode              string  `json:"mode"`
+	Max               int64   `json:"max"`
+	Min               int64   `json:"min"`
+	RampUpSeconds     float64 `json:"rampUpSeconds"`
+	Adaptive          bool    `json:"adaptive"`
+	Shadow            bool    `json:"shadow"`
+	OnStoreFailure    string  `json:"onStoreFailure"`
+	StaleAfterSeconds float64 `json:"staleAfterSeconds"`
+	CoolDownSeconds   float64 `json:"coolDownSeconds"`
 }
 
 // LiveChange is a live change of the config: the epoch it took effect in
@@ -138,7 +138,7 @@ func (v *Vertex) Live(since int64) Live {
 		Ceiling: float64(s.CeilingMilli) / 1000,
 		Config: LiveConfig{Mode: cfg.Mode.String(), Max: cfg.Max, Min: cfg.Min, RampUpSeconds: cfg.RampUpDuration.Seconds(),
 			Adaptive: cfg.Adaptive, Shadow: cfg.Shadow, OnStoreFailure: cfg.OnStoreFailure.String(),
-			StaleAfterSecs: cfg.StaleAfter.Seconds(), CoolDownSeconds: cfg.CoolDownPeriod.Seconds()}}
+			StaleAfterSeconds: cfg.StaleAfter.Seconds(), CoolDownSeconds: cfg.CoolDownPeriod.Seconds()}}
 	if ll.Shares == nil {
 		ll.Shares = []int64{}
 	}
