@@ -133,11 +133,15 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 			l.signals.drained = d
 		}
 		if rate := d.rate(l.signals.bucket, l.ramp.max); rate > 0 {
+			// A short drain tells the rate less exactly: the ceiling is
+			// the rate less what a slice's timing and a token or two of
+			// the burst can make of it over the drain's length.
+			c := max(milli, rate-d.uncertainty(rate))
 			l.log.Debug("learnt the rate of a token bucket downstream", zap.Int64s("acceptedSinceRefused", d.run),
 				zap.Int64("acceptedInRefused", a), zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst),
-				zap.Float64("rate", float64(rate)/milli))
-			hold := max(l.ramp.min, min(l.ramp.holdOf(ceiling{pool: rate}), l.ramp.max))
-			p.ceiling, p.floor, p.pool = rate, hold, hold
+				zap.Float64("rate", float64(rate)/milli), zap.Float64("ceiling", float64(c)/milli))
+			hold := max(l.ramp.min, min(l.ramp.holdOf(ceiling{pool: c}), l.ramp.max))
+			p.ceiling, p.floor, p.pool = c, hold, hold
 			return
 		}
 	}
@@ -229,6 +233,13 @@ func (d drain) rate(b bucketSeen, most int64) int64 {
 		}
 	}
 	return int64(hi * milli)
+}
+
+// uncertainty returns how far from rate (milli-tokens a second) the rate
+// the drain tells may be: 1% of it and 2 tokens, over the drain's length in
+// seconds.
+func (d drain) uncertainty(rate int64) int64 {
+	return int64(float64(rate/100+2*milli) / (float64(len(d.run)) + max(d.at, 0.5)))
 }
 
 // burstOf returns the burst (tokens) of the bucket that both drains
