@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -34,6 +35,9 @@ type UD struct {
 	once   sync.Once
 	// watermark returns the watermark requests carry; nil: none (-1).
 	watermark func() time.Time
+	// limit is the AIMD limit on the messages sent in one exchange, 0 for
+	// none, and largest the most a batch has had (see Write).
+	limit, largest int
 }
 
 var _ isb.Writer = (*UD)(nil)
@@ -81,10 +85,75 @@ func (s *UD) Close() error {
 }
 
 // Write sends msgs as one batch and records each message's status in errs.
+//
+// The messages in flight at once have an AIMD limit: when the sink fails a
+// message because what it writes to is rate limited (see
+// [RateLimitedMarker]), the limit becomes half of what the exchange sent,
+// and the messages of the batch not sent yet are not sent: each gets an
+// [*isb.ThrottledError] with the sink's Retry-After and no signal of its
+// own, so the forwarder tries them again after the wait. Each exchange
+// without such a failure raises the limit by one, until it reaches the
+// largest batch, when there is none again. So after a sink's first
+// refusal, a batch is not all sent into the wall. Write is not safe for
+// concurrent use.
 func (s *UD) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	s.largest = max(s.largest, len(msgs))
+	for off := 0; off < len(msgs); {
+		n := len(msgs) - off
+		if s.limit > 0 {
+			n = min(n, s.limit)
+		}
+		if err := s.exchange(ctx, msgs[off:off+n], errs[off:off+n]); err != nil {
+			if off == 0 {
+				return err
+			}
+			for i := off; i < len(msgs); i++ {
+				errs[i] = err // the exchanges before were answered
+			}
+			return nil
+		}
+		off += n
+		te := refusedIn(errs[off-n : off])
+		if te == nil {
+			if s.limit > 0 {
+				if s.limit++; s.limit >= s.largest {
+					s.limit = 0
+				}
+			}
+			continue
+		}
+		s.limit = max(1, n/2)
+		for i := off; i < len(msgs); i++ {
+			errs[i] = &isb.ThrottledError{RetryAfter: te.RetryAfter,
+				Cause: "user-defined sink: not sent: the sink said what it writes to is rate limited"}
+		}
+		break
+	}
+	return nil
+}
+
+// Limit returns the limit on the messages sent to the sink in one
+// exchange, 0 for none.
+func (s *UD) Limit() int { return s.limit }
+
+// refusedIn returns the first of errs that says the sink is rate limited,
+// or nil.
+func refusedIn(errs []error) *isb.ThrottledError {
+	for _, err := range errs {
+		var te *isb.ThrottledError
+		if errors.As(err, &te) && te.Signal == isb.SignalSinkRateLimited {
+			return te
+		}
+	}
+	return nil
+}
+
+// exchange sends msgs over the stream as one batch and records each
+// message's status in errs.
+func (s *UD) exchange(ctx context.Context, msgs []isb.Message, errs []error) error {
 	s.seq++
 	prefix := strconv.FormatUint(s.seq, 10) + "-"
 	answered := make([]bool, len(msgs))

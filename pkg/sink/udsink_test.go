@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,5 +160,81 @@ func TestUDSinkOnSuccess(t *testing.T) {
 		if got := describe(isb.OnSuccessMessage(msgs[i], errs[i])); got != w {
 			t.Errorf("message %d goes on as %q; want %q", i, got, w)
 		}
+	}
+}
+
+// TestUDSinkLimitsInFlight: after the sink says it is rate limited, a
+// batch is sent half at a time and what follows a refused part is not sent;
+// exchanges without a refusal raise the limit by one until it is gone.
+func TestUDSinkLimitsInFlight(t *testing.T) {
+	var received atomic.Int64
+	var refusing atomic.Bool
+	refusing.Store(true)
+	dir, _ := startSinker(t, serverinfo.KindSink, sinker.SinkerFunc(func(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
+		var out sinker.Responses
+		for d := range datums {
+			received.Add(1)
+			if refusing.Load() {
+				out = append(out, sinker.ResponseRateLimited(d.ID(), 2*time.Second, "quota"))
+			} else {
+				out = append(out, sinker.ResponseOK(d.ID()))
+			}
+		}
+		return out
+	}))
+	s := sink.NewUD(dir, serverinfo.KindSink, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	write := func() []error {
+		t.Helper()
+		msgs := make([]isb.Message, 100)
+		for i := range msgs {
+			msgs[i].Value = []byte("m")
+		}
+		errs := make([]error, len(msgs))
+		received.Store(0)
+		if err := s.Write(ctx, msgs, errs); err != nil {
+			t.Fatal(err)
+		}
+		return errs
+	}
+	signalled := func(err error) bool {
+		var te *isb.ThrottledError
+		return errors.As(err, &te) && te.Signal == isb.SignalSinkRateLimited && te.RetryAfter == 2*time.Second
+	}
+	// The first batch is all sent, and all refused.
+	errs := write()
+	if got := received.Load(); got != 100 || !signalled(errs[0]) || !signalled(errs[99]) || s.Limit() != 50 {
+		t.Fatalf("first batch: the sink received %d, limit %d, errs[0] %v; want 100, 50, refused", got, s.Limit(), errs[0])
+	}
+	// The next one sends 50, refused, and not the other 50.
+	errs = write()
+	var te *isb.ThrottledError
+	if got := received.Load(); got != 50 || !signalled(errs[49]) || !errors.As(errs[50], &te) ||
+		te.Signal != isb.SignalUnknown || te.RetryAfter != 2*time.Second || s.Limit() != 25 {
+		t.Fatalf("second batch: the sink received %d, limit %d, errs[49] %v, errs[50] %v; want 50, 25, refused, not sent",
+			got, s.Limit(), errs[49], errs[50])
+	}
+	// Answered, the batches go in parts of 25, 26, 27 and the rest, then larger.
+	refusing.Store(false)
+	for i, want := range []int{29, 33, 36} {
+		for _, err := range write() {
+			if err != nil {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+		}
+		if got := received.Load(); got != 100 || s.Limit() != want {
+			t.Fatalf("answered batch %d: the sink received %d, limit %d; want 100, %d", i, got, s.Limit(), want)
+		}
+	}
+	for range 40 {
+		write()
+	}
+	if s.Limit() != 0 {
+		t.Errorf("limit %d after 43 batches answered; want none", s.Limit())
 	}
 }
