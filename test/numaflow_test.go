@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -137,6 +138,13 @@ func TestNumaflowProcessor(t *testing.T) {
 		if code, body := getTLS(t, base+path); code != 200 {
 			t.Errorf("%s = %d %q; want 200", path, code, body)
 		}
+	}
+	// The live page and its JSON, on the HTTPS port too.
+	if code, body := getTLS(t, base+"/"); code != 200 || !strings.Contains(string(body), "status/live") {
+		t.Errorf("/ = %d, %d bytes; want 200 and the live page", code, len(body))
+	}
+	if code, body := getTLS(t, base+"/status/live"); code != 200 || !strings.Contains(string(body), `"vertices"`) {
+		t.Errorf("/status/live = %d %.200q; want 200 and the vertex", code, body)
 	}
 	if code, body := httpGet(t, "http://"+base[len("https://"):]+"/livez"); code != http.StatusBadRequest {
 		t.Errorf("plain HTTP /livez = %d %q; want 400: the port speaks HTTPS only", code, body)

@@ -21,7 +21,8 @@ import (
 //     tries pacing ([AdaptivePacing]): the signal cuts nothing and teaches
 //     no ceiling, and from the next epoch the replica sends the refused
 //     pool again, spread over the second. When a whole epoch at that pool
-//     or above passes, the downstream is a token bucket whose burst is
+//     or above passes (and the downstream accepted something in it, not a
+//     replica that sent nothing), the downstream is a token bucket whose burst is
 //     below its rate, and the replica keeps pacing: what it accepted of
 //     the refused burst, less what the bucket gained until the refusal,
 //     is the bucket's burst. When the downstream refuses paced too (a
@@ -34,9 +35,14 @@ import (
 //     drained it, each epoch gaining the rate and losing what was
 //     accepted in it, up to the burst, until the refusal, which came
 //     when the signal did. The ceiling is that rate, and the cut goes to
-//     the hold below it at once. Two drains whose lengths differ by two
-//     epochs or more tell the burst as well (the longer weighs it less),
-//     which a bucket found with Config.Pacing set learns so. Before any
+//     the hold below it at once. A drain with fewer than two epochs in
+//     which the downstream accepted something tells too little: the
+//     signal's own cut stands. Two drains whose lengths differ by two
+//     epochs or more tell the burst as well (the longer weighs it less;
+//     it must be below the rate), which a bucket found with Config.Pacing
+//     set learns so, and which corrects a burst that was refused when the
+//     bucket was not full. A drain no rate explains with the burst known
+//     forgets the burst. Before any
 //     burst is known the ceiling is one above the average accepted over
 //     the epochs since the previous signal (up to lagWindow of them, the
 //     last lagMin when fewer), and for a probe's signal at least half-way
@@ -127,12 +133,29 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 		if whole := clean < lagWindow-1; !whole {
 			l.signals.drained = drain{}
 		} else {
-			if b, ok := burstOf(l.signals.drained, d, l.ramp.max); ok {
+			// The burst is below the rate (it is why pacing was kept).
+			if b, ok := burstOf(l.signals.drained, d, l.ramp.max); ok && b*milli <= d.rate(bucketSeen{burst: b}, l.ramp.max) {
 				l.signals.bucket = bucketSeen{burst: b}
 			}
 			l.signals.drained = d
 		}
-		if rate := d.rate(l.signals.bucket, l.ramp.max); rate > 0 {
+		rate := int64(0)
+		if d.sent() >= 2 {
+			rate = d.rate(l.signals.bucket, l.ramp.max)
+		} else if l.signals.bucket.burst > 0 {
+			// Too short a drain to tell the rate: the signal's own cut
+			// stands (to the pool that passed before it).
+			return
+		}
+		if rate <= 0 && l.signals.bucket.burst > 0 {
+			// No rate explains the drain with the burst known: the burst
+			// is not known after all, and the signal's own cut stands.
+			l.log.Debug("a drain no token bucket of the burst known explains", zap.Int64s("acceptedSinceRefused", d.run),
+				zap.Int64("acceptedInRefused", a), zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst))
+			l.signals.bucket, l.signals.drained = bucketSeen{}, drain{}
+			return
+		}
+		if rate > 0 {
 			// A short drain tells the rate less exactly: the ceiling is
 			// the rate less what a slice's timing and a token or two of
 			// the burst can make of it over the drain's length.
@@ -235,6 +258,18 @@ func (d drain) rate(b bucketSeen, most int64) int64 {
 	return int64(hi * milli)
 }
 
+// sent returns how many epochs of the drain before its refusal the
+// downstream accepted something in.
+func (d drain) sent() int {
+	n := 0
+	for _, a := range d.run {
+		if a > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // uncertainty returns how far from rate (milli-tokens a second) the rate
 // the drain tells may be: 1% of it and 2 tokens, over the drain's length in
 // seconds.
@@ -309,7 +344,7 @@ func (l *Limiter) tryPacing(cur *epochState, a int64) {
 	case t.in && l.signals.taught == cur.epoch && cur.epoch > t.from:
 		// Refused paced as in a burst: a quota per second.
 		t.in, t.pace = false, 0
-	case t.in && l.signals.last < cur.epoch && !cur.heldAny && cur.pool >= t.base:
+	case t.in && l.signals.last < cur.epoch && !cur.heldAny && cur.pool >= t.base && a > 0:
 		t.in = false
 		l.signals.bucket = bucketSeen{burst: t.burst, at: t.at}
 		l.log.Info("pacing the pool: the downstream takes spread over the second a rate it refused in a burst",
