@@ -20,7 +20,8 @@ import (
 //   - at the replica's first such signal, unless Config.Pacing is set, it
 //     tries pacing ([AdaptivePacing]): the signal cuts nothing and teaches
 //     no ceiling, and from the next epoch the replica sends the refused
-//     pool again, spread over the second. When a whole epoch at that pool
+//     pool again, spread over the second, and no more until the trial is
+//     judged. When a whole epoch at that pool
 //     or above passes (and the downstream accepted something in it, not a
 //     replica that sent nothing), the downstream is a token bucket whose burst is
 //     below its rate, and the replica keeps pacing: what it accepted of
@@ -120,6 +121,7 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 		// The trial sends the refused pool again, paced: no cut, and no
 		// ceiling until it is judged.
 		p.ceiling, p.floor, p.pool = 0, 0, max(l.ramp.min, min(cur.pool, l.ramp.max))
+		l.ramp.trial = p.pool
 		return
 	}
 	if l.pacing() > 0 && !l.signals.trial.in {
@@ -343,15 +345,15 @@ func (l *Limiter) tryPacing(cur *epochState, a int64) {
 	case l.cfg.Pacing > 0 || l.unpaced:
 	case t.in && l.signals.taught == cur.epoch && cur.epoch > t.from:
 		// Refused paced as in a burst: a quota per second.
-		t.in, t.pace = false, 0
+		t.in, t.pace, l.ramp.trial = false, 0, 0
 	case t.in && l.signals.last < cur.epoch && !cur.heldAny && cur.pool >= t.base && a > 0:
-		t.in = false
+		t.in, l.ramp.trial = false, 0
 		l.signals.bucket = bucketSeen{burst: t.burst, at: t.at}
 		l.log.Info("pacing the pool: the downstream takes spread over the second a rate it refused in a burst",
 			zap.Float64("refusedInABurst", float64(t.base)/milli), zap.Float64("takenPaced", float64(cur.pool)/milli),
 			zap.Int64("acceptedInTheBurst", t.burst), zap.Duration("pacing", t.pace))
 	case t.in && cur.epoch >= t.until:
-		t.in, t.pace = false, 0
+		t.in, t.pace, l.ramp.trial = false, 0, 0
 	case !t.started && l.signals.taught == cur.epoch && !l.ramp.probing(cur.epoch):
 		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, burst: a, at: l.refusedAt(cur), from: cur.epoch,
 			until: cur.epoch + pacingTrialEpochs, started: true, in: true}

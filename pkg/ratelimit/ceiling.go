@@ -220,7 +220,10 @@ func (r *ramp) probing(e int64) bool {
 // capped returns p under the cap of epoch e, if any.
 func (r *ramp) capped(p, e int64) int64 {
 	if c, ok := r.capAt(e); ok {
-		return min(p, c)
+		p = min(p, c)
+	}
+	if r.trial > 0 {
+		p = min(p, max(r.trial, r.min))
 	}
 	return p
 }

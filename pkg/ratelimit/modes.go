@@ -32,6 +32,9 @@ type ramp struct {
 	// after its trial): the probes above the hold climb by one more gap
 	// each epoch, and back off while they are refused (ceiling.go).
 	paced bool
+	// trial is the pool a trial of pacing sends again, milli-tokens: the
+	// pool stays there until the trial is judged; 0 for none (accepted.go).
+	trial int64
 	// bucket is the burst of the token bucket a paced replica found
 	// downstream, milli-tokens; 0 for none known (ceiling.go).
 	bucket int64
