@@ -59,8 +59,10 @@ func TestSimulateCSV(t *testing.T) {
 				"--demand", "100,100,100,100,100,100,100,100", "--signals", "0,,1,0,0,1500ms"},
 			want: csvLines("epoch,pool,granted,signal,cut,paused",
 				"1,10,10,0,0,0", "2,20,20,0,0,0", "3,30,30,1,0,0", "4,15,15,0,1,0",
-				// Back towards the learnt ceiling of 30, bisecting from the 20 that passed.
-				"5,24.5,24,0,0,0", "6,26.75,26,1,0,0", "7,13,13,0,1,1", "8,23,23,0,0,0"),
+				// Back towards the learnt ceiling of 30, bisecting from the 20
+				// that passed; a signal under it at 26.75 falls back to the 24
+				// that passed, and the pool climbs to the new hold, 25.
+				"5,24.5,24,0,0,0", "6,26.75,26,1,0,0", "7,24,24,0,1,1", "8,25,25,0,0,0"),
 		},
 		{
 			name: "a cut of 20% with --cut",

@@ -97,12 +97,13 @@ spec:
 	}
 }
 
-// TestCompareVariants measures a MonoVertex off, on and with a variant of
-// its rate limit in one comparison, and each side writes.
-func TestCompareVariants(t *testing.T) {
+// fastVertex returns a MonoVertex named name whose generator and limit
+// allow a billion messages a second, for a second.
+func fastVertex(t *testing.T, name string) *config.File {
+	t.Helper()
 	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
-metadata: {name: variants}
+metadata: {name: ` + name + `}
 spec:
   limits:
     rateLimit: {max: 1000000000, min: 1000000000, rampUpDuration: 0s}
@@ -112,6 +113,13 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestCompareVariants measures a MonoVertex off, on and with a variant of
+// its rate limit in one comparison, and each side writes.
+func TestCompareVariants(t *testing.T) {
+	f := fastVertex(t, "variants")
 	tg := bench.NewTarget(f)
 	cost := "len(payload)"
 	v := tg.Variant("cost", func(rl *config.RateLimit) { rl.Cost = &cost })
@@ -136,18 +144,7 @@ spec:
 // variant writes, and /status/live answered at least the poll at the start
 // of each run.
 func TestLiveVariant(t *testing.T) {
-	f, err := vertexconfig.Parse([]byte(`apiVersion: numaflow.numaproj.io/v1alpha1
-kind: MonoVertex
-metadata: {name: live}
-spec:
-  limits:
-    rateLimit: {max: 1000000000, min: 1000000000, rampUpDuration: 0s}
-  source: {generator: {rpu: 1000000000, duration: 1s, msgSize: 8}}
-  sink: {log: {}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fastVertex(t, "live")
 	tg := bench.NewTarget(f)
 	runs, err := tg.CompareVariants(context.Background(), 2, 100*time.Millisecond, []bench.Variant{tg.LiveVariant("live")}, nil)
 	if err != nil {

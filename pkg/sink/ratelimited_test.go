@@ -44,13 +44,7 @@ func TestUDSinkRateLimited(t *testing.T) {
 		return out
 	})
 	dir, _ := startSinker(t, serverinfo.KindSink, failAsTold)
-	s := sink.NewUD(dir, serverinfo.KindSink, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, ctx := connectUD(t, dir, serverinfo.KindSink)
 	msgs := make([]isb.Message, len(tests))
 	for i, tt := range tests {
 		msgs[i] = isb.Message{Value: []byte(tt.errMsg)}
@@ -93,13 +87,7 @@ func TestSDKResponseRateLimited(t *testing.T) {
 				return out
 			})
 			dir, _ := startSinker(t, serverinfo.KindSink, failWith)
-			s := sink.NewUD(dir, serverinfo.KindSink, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := s.Connect(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s, ctx := connectUD(t, dir, serverinfo.KindSink)
 			errs := make([]error, 1)
 			if err := s.Write(ctx, []isb.Message{{Value: []byte("x")}}, errs); err != nil {
 				t.Fatal(err)

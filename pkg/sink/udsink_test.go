@@ -33,6 +33,20 @@ func startSinker(t *testing.T, kind serverinfo.Kind, sk sinker.Sinker) (dir stri
 	return dir, got
 }
 
+// connectUD connects to the sink of kind served in dir, within 10s, and
+// closes it when the test ends; the context is the test's, until then.
+func connectUD(t *testing.T, dir string, kind serverinfo.Kind) (*sink.UD, context.Context) {
+	t.Helper()
+	s := sink.NewUD(dir, kind, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, ctx
+}
+
 // byPayload answers by the payload: "fail" fails, "fallback" falls back, and
 // everything else is written.
 func byPayload(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
@@ -54,13 +68,7 @@ func TestUDSinkStatuses(t *testing.T) {
 	for _, kind := range []serverinfo.Kind{serverinfo.KindSink, serverinfo.KindFallbackSink} {
 		t.Run(string(kind), func(t *testing.T) {
 			dir, _ := startSinker(t, kind, sinker.SinkerFunc(byPayload))
-			s := sink.NewUD(dir, kind, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := s.Connect(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s, ctx := connectUD(t, dir, kind)
 			for range 3 { // batch after batch on one stream
 				msgs := []isb.Message{{Value: []byte("ok")}, {Value: []byte("fail me")}, {Value: []byte("fallback")}, {Value: []byte("fine")}}
 				errs := make([]error, len(msgs))
@@ -90,13 +98,7 @@ func TestUDSinkNackAndMetadata(t *testing.T) {
 		return out
 	})
 	dir, _ := startSinker(t, serverinfo.KindSink, nackOdd)
-	s := sink.NewUD(dir, serverinfo.KindSink, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, ctx := connectUD(t, dir, serverinfo.KindSink)
 	msgs := []isb.Message{{Value: []byte("0")}, {Value: []byte("1"), Metadata: isb.Metadata{"g": {"k": []byte("odd")}}}}
 	errs := make([]error, len(msgs))
 	if err := s.Write(ctx, msgs, errs); err != nil {
@@ -130,13 +132,7 @@ func TestUDSinkOnSuccess(t *testing.T) {
 		return out
 	})
 	dir, _ := startSinker(t, serverinfo.KindSink, onSuccess)
-	s := sink.NewUD(dir, serverinfo.KindSink, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, ctx := connectUD(t, dir, serverinfo.KindSink)
 	in := isb.Metadata{"g": {"k": []byte("in")}}
 	msgs := []isb.Message{
 		{ID: "0", Value: []byte("as is"), Keys: []string{"a"}, Metadata: in},
@@ -182,13 +178,7 @@ func TestUDSinkLimitsInFlight(t *testing.T) {
 		}
 		return out
 	}))
-	s := sink.NewUD(dir, serverinfo.KindSink, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, ctx := connectUD(t, dir, serverinfo.KindSink)
 	write := func() []error {
 		t.Helper()
 		msgs := make([]isb.Message, 100)
