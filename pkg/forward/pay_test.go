@@ -217,6 +217,7 @@ func TestCost(t *testing.T) {
 			if sum(got) != 40 {
 				t.Fatalf("messages per epoch %v; want 40 in all", got)
 			}
+			h.stop(t) // before its limiter closes under it
 			lim.Close(context.Background())
 			log.check(t, nil, t0.Unix())
 		})
@@ -315,6 +316,7 @@ func TestGroups(t *testing.T) {
 		if got, _ := es.perEpoch(t0.Unix()); fmt.Sprint(got) != "[10 10 10 10]" {
 			t.Fatalf("messages per epoch %v; want the group's [10 10 10 10]", got)
 		}
+		h.stop(t) // before its limiter closes under it
 		lim.Close(context.Background())
 		log.check(t, nil, t0.Unix())
 	})
