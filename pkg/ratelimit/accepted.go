@@ -125,48 +125,11 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 		return
 	}
 	if l.pacing() > 0 && !l.signals.trial.in {
-		// Paced, a token bucket: the rate is the one that drained it over
-		// the epochs since the last refusal; two drains of unlike lengths
-		// tell its burst too, when no burst refused unpaced told it.
 		// A drain longer than the epochs kept began with the bucket
 		// perhaps not full: it tells the rate, a little low, and not the
 		// burst.
 		d := drain{run: slices.Clone(r[1 : 1+max(clean, 0)]), a: a, at: l.refusedAt(cur)}
-		if whole := clean < lagWindow-1; !whole {
-			l.signals.drained = drain{}
-		} else {
-			// The burst is below the rate (it is why pacing was kept).
-			if b, ok := burstOf(l.signals.drained, d, l.ramp.max); ok && b*milli <= d.rate(bucketSeen{burst: b}, l.ramp.max) {
-				l.signals.bucket = bucketSeen{burst: b}
-			}
-			l.signals.drained = d
-		}
-		rate := int64(0)
-		if d.sent() >= 2 {
-			rate = d.rate(l.signals.bucket, l.ramp.max)
-		} else if l.signals.bucket.burst > 0 {
-			// Too short a drain to tell the rate: the signal's own cut
-			// stands (to the pool that passed before it).
-			return
-		}
-		if rate <= 0 && l.signals.bucket.burst > 0 {
-			// No rate explains the drain with the burst known: the burst
-			// is not known after all, and the signal's own cut stands.
-			l.log.Debug("a drain no token bucket of the burst known explains", zap.Int64s("acceptedSinceRefused", d.run),
-				zap.Int64("acceptedInRefused", a), zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst))
-			l.signals.bucket, l.signals.drained = bucketSeen{}, drain{}
-			return
-		}
-		if rate > 0 {
-			// A short drain tells the rate less exactly: the ceiling is
-			// the rate less what a slice's timing and a token or two of
-			// the burst can make of it over the drain's length.
-			c := max(milli, rate-d.uncertainty(rate))
-			l.log.Debug("learnt the rate of a token bucket downstream", zap.Int64s("acceptedSinceRefused", d.run),
-				zap.Int64("acceptedInRefused", a), zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst),
-				zap.Float64("rate", float64(rate)/milli), zap.Float64("ceiling", float64(c)/milli))
-			hold := max(l.ramp.min, min(l.ramp.holdOf(ceiling{pool: c}), l.ramp.max))
-			p.ceiling, p.floor, p.pool = c, hold, hold
+		if l.learnBucket(p, d, clean < lagWindow-1) {
 			return
 		}
 	}
@@ -203,6 +166,51 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 		p.pool = p.floor
 	}
 	p.pool = max(l.ramp.min, min(p.pool, l.ramp.max))
+}
+
+// learnBucket makes the cut p planned for a signal, paced, learn the rate
+// of a token bucket downstream from d, the drain that ended with it, whole
+// when it began with the bucket full: the rate is the one that drained it;
+// two whole drains of unlike lengths tell its burst too, when no burst
+// refused unpaced told it. It reports false when no burst is known, and
+// the rate is to be learnt otherwise.
+func (l *Limiter) learnBucket(p *cutPlan, d drain, whole bool) bool {
+	prev := l.signals.drained
+	l.signals.drained = drain{}
+	if whole {
+		// The burst is below the rate (it is why pacing was kept).
+		if b, ok := burstOf(prev, d, l.ramp.max); ok && b*milli <= d.rate(bucketSeen{burst: b}, l.ramp.max) {
+			l.signals.bucket = bucketSeen{burst: b}
+		}
+		l.signals.drained = d
+	}
+	if l.signals.bucket.burst <= 0 {
+		return false
+	}
+	if d.sent() < 2 {
+		// Too short a drain to tell the rate: the signal's own cut stands
+		// (to the pool that passed before it).
+		return true
+	}
+	fields := []zap.Field{zap.Int64s("acceptedSinceRefused", d.run), zap.Int64("acceptedInRefused", d.a),
+		zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst)}
+	rate := d.rate(l.signals.bucket, l.ramp.max)
+	if rate <= 0 {
+		// No rate explains the drain with the burst known: the burst is
+		// not known after all, and the signal's own cut stands.
+		l.log.Debug("a drain no token bucket of the burst known explains", fields...)
+		l.signals.bucket, l.signals.drained = bucketSeen{}, drain{}
+		return true
+	}
+	// A short drain tells the rate less exactly: the ceiling is the rate
+	// less what a slice's timing and a token or two of the burst can make
+	// of it over the drain's length.
+	c := max(milli, rate-d.uncertainty(rate))
+	l.log.Debug("learnt the rate of a token bucket downstream",
+		append(fields, zap.Float64("rate", float64(rate)/milli), zap.Float64("ceiling", float64(c)/milli))...)
+	hold := max(l.ramp.min, min(l.ramp.holdOf(ceiling{pool: c}), l.ramp.max))
+	p.ceiling, p.floor, p.pool = c, hold, hold
+	return true
 }
 
 // drain is what a paced replica saw of a token bucket downstream from a
