@@ -246,28 +246,10 @@ func (v *Vertex) Run(ctx context.Context) error {
 	v.running.Store(true)
 	defer v.running.Store(false)
 	if v.pending != nil {
-		pctx, stopPolling := context.WithCancel(ctx)
-		polled := make(chan struct{})
-		go func() {
-			defer close(polled)
-			v.pollPending(pctx)
-		}()
-		defer func() {
-			stopPolling()
-			<-polled
-		}()
+		defer background(ctx, v.pollPending)()
 	}
 	if v.limiter == nil {
-		sctx, stopSeconds := context.WithCancel(ctx)
-		recorded := make(chan struct{})
-		go func() {
-			defer close(recorded)
-			v.recordSeconds(sctx)
-		}()
-		defer func() {
-			stopSeconds()
-			<-recorded
-		}()
+		defer background(ctx, v.recordSeconds)()
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range v.runs {
@@ -338,4 +320,19 @@ func (v *Vertex) Close() error {
 		errs = append(errs, closers[i]())
 	}
 	return errors.Join(errs...)
+}
+
+// background runs fn in a goroutine until the returned stop, which ends
+// fn's context and waits for fn to return.
+func background(ctx context.Context, fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
