@@ -151,6 +151,7 @@ func TestBytesLimit(t *testing.T) {
 				if sum(written) != 600 {
 					t.Fatalf("%d bytes written; want 600 (per epoch %v)", sum(written), written)
 				}
+				h.stop(t) // before its limiters close under it
 				bytes.Close(context.Background()) // logs the last epoch
 				log.check(t, written, t0.Unix())
 				if written[0] != 40 {
@@ -183,6 +184,7 @@ func TestBytesLargerThanAnEpoch(t *testing.T) {
 			if len(written) != epochs+1 || written[epochs] != size {
 				t.Fatalf("bytes per epoch %v; want the %d in epoch %d", written, size, epochs)
 			}
+			h.stop(t) // before its limiters close under it
 			bytes.Close(context.Background())
 			log.check(t, nil, t0.Unix())
 		})
@@ -293,6 +295,7 @@ func TestBytesAndCost(t *testing.T) {
 	if sum(written) != 300 {
 		t.Fatalf("%d bytes written; want 300 (per epoch %v)", sum(written), written)
 	}
+	h.stop(t) // before its limiters close under it
 	msgs.Close(context.Background())
 	bytes.Close(context.Background())
 	byteLog.check(t, written, t0.Unix())
