@@ -28,10 +28,12 @@ type stampedView struct {
 
 // learn applies the consensus rule to a view the store returned in epoch stamp:
 // on AGREE use the agreed size; on DISAGREE use the largest of the current, the
-// reported and the live sizes (a smaller share is always safe) and report the live
-// count, so that every replica converges on it.
+// reported and the live sizes, and the larger of the current and the store's
+// ranks (a smaller share is always safe: a store that lost replicas' writes
+// ranks the caller too low), and report the live count, so that every
+// replica converges on it.
 func (m *membership) learn(v pool.View, stamp int64) {
-	size := v.PoolSize
+	size, rank := v.PoolSize, v.Rank
 	if v.Agreed {
 		m.report = v.PoolSize
 		if !m.agreed {
@@ -40,9 +42,12 @@ func (m *membership) learn(v pool.View, stamp int64) {
 		}
 	} else {
 		size = max(v.PoolSize, v.Live, m.latest.size)
+		if m.latest.ok {
+			rank = max(rank, m.latest.rank)
+		}
 		m.report = v.Live
 	}
-	sv := stampedView{ok: true, stamp: stamp, size: size, rank: v.Rank}
+	sv := stampedView{ok: true, stamp: stamp, size: size, rank: rank}
 	if m.latest.ok && m.latest.stamp < stamp {
 		m.prev = m.latest
 	}

@@ -23,12 +23,14 @@ type link struct {
 	cancel context.CancelFunc
 	timer  clock.Timer // the next sync
 
-	fail       error // the last sync's error, nil after a success
-	fails      int   // consecutive failed syncs
-	registered bool  // has synced with the store once
-	lease      lease // how long the last agreed view may be used
-	agreedSize int   // the last pool size agreed, for logging changes
-	syncs      int64 // calls to the store so far
+	fail       error     // the last sync's error, nil after a success
+	fails      int       // consecutive failed syncs
+	registered bool      // has synced with the store once
+	storeLease time.Time // the lease deadline the store recorded at the last sync (pool.Report.LeaseUntil)
+	held       time.Time // the end of the store's hold the last sync saw (pool.View.Held)
+	lease      lease     // how long the last agreed view may be used
+	agreedSize int       // the last pool size agreed, for logging changes
+	syncs      int64     // calls to the store so far
 }
 
 // maxSyncBackoff is the longest a replica waits between syncs while its store
@@ -44,7 +46,7 @@ func (l *Limiter) syncOnce() error {
 		return ErrClosed
 	}
 	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal,
-		Lend: l.lendReport()}
+		Lend: l.lendReport(), LeaseUntil: l.link.storeLease}
 	l.signals.pending = nil
 	l.mu.Unlock()
 
@@ -76,6 +78,12 @@ func (l *Limiter) syncOnce() error {
 	// The lease runs from before the request: the store saw this heartbeat no
 	// earlier, so the replica stops using its view before the store drops it.
 	l.link.lease.renew(t0, l.cfg.StaleAfter)
+	l.link.storeLease = v.Time.Add(rep.Lease())
+	if !v.Held.IsZero() && l.link.held.IsZero() {
+		l.log.Warn("the store lost the pool's last writes (a failover or a restart): no pool size agrees until the leases it may have forgotten have run out; the pool agreed last stays in use",
+			zap.Time("until", v.Held), zap.Int("poolSize", l.member.latest.size))
+	}
+	l.link.held = v.Held
 	if away && l.member.agreed {
 		l.member.rejoin()
 		l.revoke(l.state.Load())

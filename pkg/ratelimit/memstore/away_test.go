@@ -316,3 +316,51 @@ func TestCutOffReplicaMissesACut(t *testing.T) {
 		})
 	}
 }
+
+// A store that lost its writes (a restart empty, a failover to a replica that
+// had not got them) forgets replicas that still take their shares: it holds
+// the pool, so the replica that finds itself alone in it keeps its share
+// until the leases it may have forgotten have run out, and takes the whole
+// pool only after them when the others are gone for good.
+func TestStoreThatLostWritesHoldsThePool(t *testing.T) {
+	for _, back := range []bool{true, false} {
+		t.Run(fmt.Sprint("othersBack=", back), func(t *testing.T) {
+			p := newPool(t, flat(300))
+			for _, id := range []string{"a", "b", "c"} {
+				p.join(id)
+			}
+			p.run(2 * time.Second)
+			if got := p.nextEpoch(); got["a"] != 100 || got["b"] != 100 || got["c"] != 100 {
+				t.Fatalf("before the loss: %v", got)
+			}
+			// b and c cannot reach the store for a while, and go on granting
+			// their shares within their leases; the store loses everything.
+			p.reps["b"].link.cut.Store(true)
+			p.reps["c"].link.cut.Store(true)
+			p.run(300 * time.Millisecond)
+			p.store.Flush()
+			p.run(1200 * time.Millisecond) // a alone in the store; b's and c's leases last
+			if got := p.nextEpoch(); got["a"] != 100 {
+				t.Fatalf("a took %d while b's and c's leases lasted; want its share of 100 (%v)", got["a"], got)
+			}
+			if s := p.reps["a"].l.Status(); s.PoolSize != 3 {
+				t.Fatalf("a: pool size %d in the hold; want the 3 agreed last", s.PoolSize)
+			}
+			if back {
+				p.reps["b"].link.cut.Store(false)
+				p.reps["c"].link.cut.Store(false)
+				p.run(3 * time.Second)
+				if got := p.nextEpoch(); got["a"] != 100 || got["b"] != 100 || got["c"] != 100 {
+					t.Fatalf("after the others came back: %v; want 100 each", got)
+				}
+				return
+			}
+			p.crash("b")
+			p.crash("c")
+			p.run(3 * time.Second)
+			if got := p.nextEpoch(); got["a"] != 300 {
+				t.Fatalf("a took %d once b's and c's leases ran out; want the whole 300", got["a"])
+			}
+		})
+	}
+}

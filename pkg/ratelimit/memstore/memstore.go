@@ -35,6 +35,7 @@ type Store struct {
 	resumeUntil time.Time
 	adapt       pool.Adaptation // what throttle signals did
 	limits      []pool.LiveLimit
+	holdUntil   time.Time // the end of a hold after lost writes (pool.View.Held)
 	// Per-key counts of the current epoch (perkey.go).
 	keyEpoch  int64
 	keyCounts map[string]int64
@@ -105,6 +106,15 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 		return pool.View{}, ErrUnavailable
 	}
 	now := s.clk.Now()
+	if until := r.LeaseUntil; until.After(now) {
+		if rep, ok := s.replicas[r.ID]; !ok || rep.lease.Before(until) {
+			// Writes were lost: see pool.Report.LeaseUntil.
+			if end := now.Add(r.Lease()); end.After(s.holdUntil) {
+				s.holdUntil = end
+			}
+		}
+	}
+	held := now.Before(s.holdUntil)
 	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.PoolSize}
 	if r.Signal != nil {
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
@@ -129,13 +139,16 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	slices.Sort(ids)
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
-	agreed := lo == hi && hi == live
+	agreed := lo == hi && hi == live && !held
 	v := pool.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
 		Limits: slices.Clone(s.limits)}
+	if held {
+		v.Held = s.holdUntil
+	}
 	if now.Before(s.resumeUntil) {
 		v.Resume = s.resume
 	}
-	if r.Lend != nil {
+	if r.Lend != nil && !held {
 		s.spare.mu.Lock()
 		v.Lent = s.spare.spare.Apply(*r.Lend, now)
 		s.spare.mu.Unlock()
@@ -174,7 +187,7 @@ func (s *Store) Flush() {
 	defer s.mu.Unlock()
 	clear(s.replicas)
 	s.resume, s.resumeUntil = 0, time.Time{}
-	s.adapt, s.limits = pool.Adaptation{}, nil
+	s.adapt, s.limits, s.holdUntil = pool.Adaptation{}, nil, time.Time{}
 	s.keyEpoch, s.keyCounts = 0, nil
 }
 

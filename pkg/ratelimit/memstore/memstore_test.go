@@ -541,6 +541,9 @@ type skewed struct {
 }
 
 func (s skewed) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
+	if !r.LeaseUntil.IsZero() {
+		r.LeaseUntil = r.LeaseUntil.Add(-s.skew) // on the store's clock, as it gave it
+	}
 	v, err := s.Store.Sync(ctx, r)
 	v.Time = v.Time.Add(s.skew)
 	return v, err

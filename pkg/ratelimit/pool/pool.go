@@ -85,6 +85,12 @@ type Report struct {
 	// Lend is the replica's exchange of spare tokens, if any: what it gives
 	// to the pool's spare and asks of it (see [Spare]).
 	Lend *Lend
+	// LeaseUntil is the lease deadline the store recorded for the replica at
+	// its last sync (that sync's View.Time plus its lease), or zero. A store
+	// that no longer holds it while it is still ahead lost writes, and may
+	// have forgotten the others' last heartbeats too: it holds the pool
+	// (View.Held) until any lease it can have forgotten has run out.
+	LeaseUntil time.Time
 }
 
 // Lend is a replica's exchange of spare tokens with the others that share
@@ -198,6 +204,11 @@ type View struct {
 	// Lent is the tokens of Report.Lend.Epoch the store granted the replica
 	// from the spare, at most its Want.
 	Lent int64
+	// Held is the end of the store's hold after it lost writes (see
+	// Report.LeaseUntil), on the store clock, or zero: until then no pool
+	// size agrees and no spare tokens are lent, so that no replica takes a
+	// share a replica the store forgot may still be taking.
+	Held time.Time
 }
 
 // Spare is the spare tokens of one epoch as a store keeps them, by region

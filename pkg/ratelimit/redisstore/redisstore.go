@@ -4,11 +4,13 @@
 //
 // # Keys
 //
-// A store keeps five keys per vertex, all with the hash tag of its prefix
+// A store keeps these keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
 // sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the pool
-// size each reported), :members (for ranks by id), :resume and :adaptive (the
-// last cut, its learnt ceiling and the pause of throttle signals). Every key expires after the ttl (and
+// size each reported), :members (for ranks by id), :resume, :adaptive (the
+// last cut, its learnt ceiling and the pause of throttle signals), :limit (the
+// live limit's last changes), :spare (spare tokens lent) and :hold (the end of
+// a hold after the store lost writes, below). Every key expires after the ttl (and
 // at least twice the longest lease) unless a replica keeps syncing. The first
 // three are sorted sets, so that a sync costs O(log n) in the number of replicas.
 // With per-key limits ([Store.TakeKeys]) it also keeps a count per message
@@ -34,6 +36,18 @@
 // agreement, the rank and Redis's clock, which defines the epochs of every
 // replica. A replica syncs once per sync interval from a
 // background goroutine, never per message.
+//
+// # Lost writes
+//
+// A Redis that fails over to a replica that had not yet got the last writes,
+// or restarts without them, forgets the latest heartbeats: the replicas it
+// then drops as stale may still be taking their shares, their own leases
+// running from the heartbeats it lost. Each sync carries the deadline the
+// store recorded for the replica at its last sync (pool.Report.LeaseUntil);
+// when that is still ahead and the store holds an earlier one or none, the
+// store lost writes, and it holds the pool for a lease from then: no size
+// agrees and no spare tokens are lent until every lease it may have forgotten
+// has run out, while the replicas keep the pool they last agreed on.
 package redisstore
 
 import (
@@ -157,7 +171,7 @@ func newStore(client redis.Scripter, base string, opts Options) *Store {
 		keys += "region:" + opts.Region + ":"
 	}
 	return &Store{client: client, opts: opts, base: base, keyBase: base + "perkey",
-		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare"}}
+		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare", keys + "hold"}}
 }
 
 // Pool returns another pool of the same vertex, name, on the same client:
@@ -174,7 +188,11 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [pool.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
-	args := []any{r.ID, r.PoolSize, max(r.Lease().Milliseconds(), 1), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, ""}
+	args := []any{r.ID, r.PoolSize, leaseMillis(r), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, "", 0}
+	if !r.LeaseUntil.IsZero() {
+		// The deadline as the script recorded it: its time in whole ms plus the lease's.
+		args[17] = r.LeaseUntil.Add(-r.Lease()).UnixMilli() + leaseMillis(r)
+	}
 	if sig := r.Signal; sig != nil {
 		cut := 0
 		if sig.Cut {
@@ -197,16 +215,20 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	if err != nil {
 		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
-	res, limits, learnt, lent, err := syncResult(vals)
+	res, limits, tail, err := syncResult(vals)
 	if err != nil {
 		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
-	var pause time.Time
+	var pause, hold time.Time
 	if res[9] > 0 {
 		pause = time.UnixMicro(res[9])
 	}
+	if tail[3] > 0 {
+		hold = time.UnixMilli(tail[3])
+	}
 	return pool.View{
-		Adaptation: pool.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: learnt[0], Floor: learnt[1]},
+		Held:       hold,
+		Adaptation: pool.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: tail[0], Floor: tail[1]},
 		Agreed:     res[0] == 1,
 		PoolSize:   int(res[1]),
 		Live:       int(res[2]),
@@ -214,51 +236,51 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 		Time:       time.Unix(res[4], res[5]*int64(time.Microsecond)),
 		Resume:     res[6],
 		Limits:     limits,
-		Lent:       lent,
+		Lent:       tail[2],
 	}, nil
 }
 
+// leaseMillis is r's lease in whole milliseconds, at least 1: the store's
+// deadline for it is its time then plus this.
+func leaseMillis(r pool.Report) int64 { return max(r.Lease().Milliseconds(), 1) }
+
 // syncResult reads the values of the sync script: ten numbers, then the two
-// last changes of the live limit as gen, spec, from, then the learnt
-// ceiling and floor, then the tokens lent.
-func syncResult(vals []any) ([]int64, []pool.LiveLimit, [2]int64, int64, error) {
-	const nums, limits, tail = 10, pool.MaxLiveLimits, 3
-	var cf [2]int64
-	if len(vals) != nums+3*limits+tail {
-		return nil, nil, cf, 0, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits+tail)
+// last changes of the live limit as gen, spec, from, then the tail: the
+// learnt ceiling and floor, the tokens lent and the end of the store's hold.
+func syncResult(vals []any) (res []int64, ls []pool.LiveLimit, tail []int64, err error) {
+	const nums, limits, tails = 10, pool.MaxLiveLimits, 4
+	if len(vals) != nums+3*limits+tails {
+		return nil, nil, nil, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits+tails)
 	}
-	var last [tail]int64
-	for i := range last {
-		j := len(vals) - tail + i
-		n, ok := vals[j].(int64)
-		if !ok {
-			return nil, nil, cf, 0, fmt.Errorf("value %d from the script is %T, want an integer", j+1, vals[j])
+	ints := func(from, n int) ([]int64, error) {
+		out := make([]int64, n)
+		for i := range out {
+			v, ok := vals[from+i].(int64)
+			if !ok {
+				return nil, fmt.Errorf("value %d from the script is %T, want an integer", from+i+1, vals[from+i])
+			}
+			out[i] = v
 		}
-		last[i] = n
+		return out, nil
 	}
-	cf = [2]int64{last[0], last[1]}
-	vals = vals[:len(vals)-tail]
-	res := make([]int64, nums)
-	for i := range res {
-		n, ok := vals[i].(int64)
-		if !ok {
-			return nil, nil, cf, 0, fmt.Errorf("value %d from the script is %T, want an integer", i+1, vals[i])
-		}
-		res[i] = n
+	if res, err = ints(0, nums); err != nil {
+		return nil, nil, nil, err
 	}
-	var ls []pool.LiveLimit
-	for i := nums; i < len(vals); i += 3 {
+	if tail, err = ints(len(vals)-tails, tails); err != nil {
+		return nil, nil, nil, err
+	}
+	for i := nums; i < len(vals)-tails; i += 3 {
 		gen, ok1 := vals[i].(int64)
 		spec, ok2 := vals[i+1].(string)
 		from, ok3 := vals[i+2].(int64)
 		if !ok1 || !ok2 || !ok3 {
-			return nil, nil, cf, 0, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
+			return nil, nil, nil, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
 		}
 		if gen > 0 {
 			ls = append(ls, pool.LiveLimit{Gen: gen, Spec: spec, From: from})
 		}
 	}
-	return res, ls, cf, last[2], nil
+	return res, ls, tail, nil
 }
 
 // Leave implements [pool.Store].

@@ -24,6 +24,8 @@
 -- KEYS[7] spare:      hash: epoch (of the spare tokens), and r:<region> the
 --                     tokens of that epoch the replicas of each region gave
 --                     (pool.Spare); a limit's regions share it
+-- KEYS[8] hold:       string, the end (ms of Redis TIME) of a hold: while it
+--                     lasts the pool agrees on no size and lends no tokens
 -- The first three keys hold the same ids.
 -- ARGV[1] id, ARGV[2] reported size, ARGV[3] the replica's staleAfter (ms),
 -- ARGV[4] ttl (ms); a throttle signal, or ARGV[5] empty: ARGV[5] its epoch,
@@ -33,11 +35,31 @@
 -- empty, and ARGV[11] its lead (us); ARGV[12] the signal's ceiling and
 -- ARGV[13] its floor (milli-tokens, 0 for none); a lend of spare tokens
 -- (pool.Lend), or ARGV[14] empty: ARGV[14] its epoch, ARGV[15] the tokens
--- given, ARGV[16] the most tokens wanted, ARGV[17] the replica's region
+-- given, ARGV[16] the most tokens wanted, ARGV[17] the replica's region;
+-- ARGV[18] the lease deadline (ms) this store recorded at the replica's last
+-- sync, or 0 (pool.Report.LeaseUntil)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local id = ARGV[1]
+
+-- A deadline still ahead that the store no longer holds is a write it lost
+-- (a failover to a replica that had not got it, a restart without it): it may
+-- have lost the others' last heartbeats too, and dropped replicas that still
+-- take their shares. It holds the pool as it is until any lease it can have
+-- forgotten has run out: a lease from before now, of the caller's length.
+local expect = tonumber(ARGV[18])
+if expect >= now then
+  local had = tonumber(redis.call('ZSCORE', KEYS[1], id) or '0') or 0
+  if had < expect then
+    local hold = now + tonumber(ARGV[3])
+    if hold > (tonumber(redis.call('GET', KEYS[8]) or '0') or 0) then
+      redis.call('SET', KEYS[8], hold, 'PX', tonumber(ARGV[3]))
+    end
+  end
+end
+local held = tonumber(redis.call('GET', KEYS[8]) or '0') or 0
+if held <= now then held = 0 end
 
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), id)
 redis.call('ZADD', KEYS[2], tonumber(ARGV[2]), id)
@@ -61,7 +83,7 @@ local swept = #stale < sweep or redis.call('ZCARD', KEYS[1]) == live
 local lo = tonumber(redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2])
 local hi = tonumber(redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2])
 local agreed = 0
-if swept and lo == hi and hi == live then agreed = 1 end
+if swept and lo == hi and hi == live and held == 0 then agreed = 1 end
 local rank = redis.call('ZRANK', KEYS[3], id)
 
 -- The keys outlive the ttl, and the longest lease by as much again.
@@ -106,7 +128,7 @@ if gen > 0 then redis.call('PEXPIRE', KEYS[6], keyttl) end
 -- giver's region, taken from the taker's own region first, then from the
 -- fullest other region.
 local lent = 0
-if ARGV[14] ~= '' and tonumber(ARGV[14]) == math.floor(nowus / 1000000) then
+if ARGV[14] ~= '' and held == 0 and tonumber(ARGV[14]) == math.floor(nowus / 1000000) then
   local e = tonumber(ARGV[14])
   if (tonumber(redis.call('HGET', KEYS[7], 'epoch') or '0') or 0) ~= e then
     redis.call('DEL', KEYS[7])
@@ -136,4 +158,4 @@ if ARGV[14] ~= '' and tonumber(ARGV[14]) == math.floor(nowus / 1000000) then
   redis.call('PEXPIRE', KEYS[7], 3000)
 end
 return {agreed, hi, live, rank, tonumber(t[1]), tonumber(t[2]), resume, from, pool, pause,
-  pgen, pspec, pfrom, gen, spec, lfrom, ceil, floor, lent}
+  pgen, pspec, pfrom, gen, spec, lfrom, ceil, floor, lent, held}
