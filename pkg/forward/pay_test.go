@@ -151,8 +151,10 @@ func TestBytesLimit(t *testing.T) {
 				if sum(written) != 600 {
 					t.Fatalf("%d bytes written; want 600 (per epoch %v)", sum(written), written)
 				}
-				h.stop(t) // before its limiters close under it
-				bytes.Close(context.Background()) // logs the last epoch
+				// The forwarder stops before its limiters close under it;
+				// closing logs the last epoch.
+				h.stop(t)
+				bytes.Close(context.Background())
 				log.check(t, written, t0.Unix())
 				if written[0] != 40 {
 					t.Errorf("epoch 0: %d bytes written; want min, 40 (per epoch %v)", written[0], written)
