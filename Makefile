@@ -37,9 +37,11 @@ images:
 deps:
 	@./scripts/deps.sh
 
+# The end-to-end packages are named first so that they start first: they wait
+# on real time, and the unit packages run beside them.
 test: deps
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+	$(GO) test -race -count=1 -timeout 9m ./test/ ./test/podman/ $(PKGS)
 
 # The fault suite (docs/faults.md): every fault of its table, FAULT_RUNS times
 # each, against real vertex processes, redis-server and nats-server; prints the
