@@ -26,7 +26,7 @@ func storeCases() []tokenFaultCase {
 			row:  faultRow{Fault: "store restarted, data lost", Policy: policy, Holds: storeHolds},
 			run: func(t *testing.T, round int, row *faultRow) {
 				srv := redistest.Start(t, redistest.Options{})
-				storeRun(t, round, row, tokenVertex{name: "restarted", policy: policy, stores: []string{singleStore(srv.Addr)}},
+				storeRun(t, round, row, true, tokenVertex{name: "restarted", policy: policy, stores: []string{singleStore(srv.Addr)}},
 					func(t *testing.T) {
 						srv.Kill()
 						time.Sleep(500 * time.Millisecond)
@@ -40,7 +40,7 @@ func storeCases() []tokenFaultCase {
 				sn := redistest.StartSentinel(t, redistest.Options{})
 				store := fmt.Sprintf("          mode: sentinel\n          sentinel:\n            masterName: %s\n            endpoints: [%s]",
 					sn.MasterName, strings.Join(sn.Endpoints(), ", "))
-				storeRun(t, round, row, tokenVertex{name: "failover", policy: policy, stores: []string{store}},
+				storeRun(t, round, row, false, tokenVertex{name: "failover", policy: policy, stores: []string{store}},
 					func(t *testing.T) { sn.Failover(t) })
 			},
 		})
@@ -51,8 +51,9 @@ func storeCases() []tokenFaultCase {
 // storeRun starts the replicas of v, lets fault hit their store at a phase
 // of the epoch that differs from round to round, and checks the epochs: none
 // over max, and all of them agreed from the third after the store is back
-// (when fault returns).
-func storeRun(t *testing.T, round int, row *faultRow, v tokenVertex, fault func(t *testing.T)) {
+// (when fault returns). When the fault surely loses the store's data (lost),
+// a replica must have seen the store hold the pool for it.
+func storeRun(t *testing.T, round int, row *faultRow, lost bool, v tokenVertex, fault func(t *testing.T)) {
 	g := startTokenGroup(t, v)
 	time.Sleep(2 * time.Second) // steady state before the fault
 	faultAt := untilPhase(roundPhase(round))
@@ -72,5 +73,15 @@ func storeRun(t *testing.T, round int, row *faultRow, v tokenVertex, fault func(
 	}
 	if !grid.checkAgreed(t, back.Unix()+3, lastFull, "agreed within 3 epochs of the store's return") {
 		row.Note = noteOnce(row.Note, "late agreement")
+	}
+	held := 0
+	for _, p := range g.procs {
+		if strings.Contains(p.stderrText(), "the store lost the pool's last writes") {
+			held++
+		}
+	}
+	t.Logf("%d of %d replicas saw the store hold the pool after it lost writes", held, len(g.procs))
+	if lost && held == 0 {
+		t.Errorf("no replica saw the store hold the pool, which lost its data:\n%s", g.logTails(12))
 	}
 }
