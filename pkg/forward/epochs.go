@@ -30,15 +30,20 @@ import (
 //     what is read next in that epoch leaves room for the messages the stall
 //     let through in it.
 //
+// At a write, a batch's bytes and its cost beyond a token a message are paid
+// again with them when they too are of an epoch that has ended (repay).
 // Tokens taken again are counted in the granted metric and in
 // sluice_ratelimit_retaken_total.
 
 // stale reports whether g's tokens are of an epoch that has ended.
-func (f *Forwarder) stale(g ratelimit.Grant) bool {
+func (f *Forwarder) stale(g ratelimit.Grant) bool { return staleIn(f.d.Limiter, g) }
+
+// staleIn reports whether g, a grant of lim, is of an epoch that has ended.
+func staleIn(lim Limiter, g ratelimit.Grant) bool {
 	if g.Tokens == 0 {
 		return false
 	}
-	now, _ := f.d.Limiter.Epoch()
+	now, _ := lim.Epoch()
 	return g.Epoch() < now
 }
 
@@ -141,15 +146,20 @@ func (f *Forwarder) sendFresh(hard context.Context, g ratelimit.Grant, batch []i
 // the tokens they take go one at a time.
 func (f *worker) spendOn(hard context.Context, stage string, n int) error {
 	n = min(n, f.kept)
-	if stage != StageWrite || n <= 0 || !f.stale(f.grant) {
+	if stage != StageWrite || n <= 0 {
 		return nil
 	}
-	g, ok := f.renew(hard, n, true)
-	if !ok {
+	if f.stale(f.grant) {
+		g, ok := f.renew(hard, n, true)
+		if !ok {
+			return hard.Err()
+		}
+		f.spend(g)
+		f.grant = g
+	}
+	if !f.repay(hard) {
 		return hard.Err()
 	}
-	f.spend(g)
-	f.grant = g
 	return nil
 }
 
@@ -160,13 +170,18 @@ func (f *worker) spendOn(hard context.Context, stage string, n int) error {
 // for them. A write that ends with hard is not charged. f.writeMu is held.
 func (f *worker) chargeFor(hard context.Context, stage string, n int) {
 	n = min(n, f.kept)
-	if stage != StageWrite || n <= 0 || !f.stale(f.grant) {
+	if stage != StageWrite || n <= 0 {
 		return
 	}
-	if g, ok := f.renew(hard, n, true); ok {
+	if f.stale(f.grant) {
+		g, ok := f.renew(hard, n, true)
+		if !ok {
+			return
+		}
 		f.spend(g)
 		f.grant = g
 	}
+	f.repay(hard)
 }
 
 // renewAll takes n tokens, all of one epoch when it can (see renew), for n

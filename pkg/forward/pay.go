@@ -34,6 +34,10 @@ import (
 type payment struct {
 	bytes, cost ratelimit.Grant
 	groups      []ratelimit.Grant // in the order of Deps.Groups
+	// nBytes and nCost are what the batch carries of each, less what its
+	// dropped messages gave back: what it pays again when it goes on in a
+	// later epoch than bytes' or cost's (see repay).
+	nBytes, nCost int
 }
 
 // paid reports whether reads pay after the read for their bytes or cost.
@@ -131,6 +135,7 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 	if f.d.Bytes != nil && bytes > 0 {
 		p.bytes, ok = f.take(hard, f.d.Bytes, bytes)
 		if ok {
+			p.nBytes = bytes
 			f.d.Metrics.Bytes.Add(float64(bytes))
 		}
 	}
@@ -139,6 +144,7 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 		case extra > 0:
 			p.cost, ok = f.take(hard, f.d.Limiter, extra)
 			if ok {
+				p.nCost = extra
 				f.d.Metrics.Granted.Add(float64(extra))
 			}
 			if ok && p.bytes.Tokens > 0 && p.bytes.Epoch() < p.cost.Epoch() {
@@ -198,6 +204,34 @@ func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Gr
 	return last, true
 }
 
+// repay pays again, for the batch in progress, the bytes and the extra
+// cost it carries when it goes on in a later epoch than the one it paid
+// them in (a slow function, a batch that waited for its turn to write, a
+// write that returned in a later epoch): the same amounts, from the current
+// epoch, all of one epoch (see take), as its message tokens are taken again
+// (spendOn, chargeFor). It reports false when hard ends first. f.writeMu is
+// held.
+func (f *worker) repay(hard context.Context) bool {
+	if f.paid.nBytes > 0 && staleIn(f.d.Bytes, f.paid.bytes) {
+		g, ok := f.take(hard, f.d.Bytes, f.paid.nBytes)
+		if !ok {
+			return false
+		}
+		f.paid.bytes = g
+		f.d.Metrics.Bytes.Add(float64(f.paid.nBytes))
+	}
+	if f.paid.nCost > 0 && staleIn(f.d.Limiter, f.paid.cost) {
+		g, ok := f.take(hard, f.d.Limiter, f.paid.nCost)
+		if !ok {
+			return false
+		}
+		f.paid.cost = g
+		f.d.Metrics.Granted.Add(float64(f.paid.nCost))
+		f.d.Metrics.Retaken.Add(float64(f.paid.nCost))
+	}
+	return true
+}
+
 // refund gives back, with Options.ExcludeDropped, the bytes, the extra
 // cost and the groups' tokens the dropped messages of batch paid: those that
 // none of msgs (what goes on to the sink) or the messages bypass sends to
@@ -226,6 +260,8 @@ func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
 			cost += f.costOf(&batch[i].Message) - 1
 		}
 	}
+	f.paid.nBytes = max(f.paid.nBytes-bytes, 0)
+	f.paid.nCost = max(f.paid.nCost-cost, 0)
 	if b := min(bytes, f.paid.bytes.Tokens); b > 0 {
 		f.paid.bytes = f.d.Bytes.Settle(f.paid.bytes, f.paid.bytes.Tokens-b)
 		f.d.Metrics.BytesDeposited.Add(float64(b))

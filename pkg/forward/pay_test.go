@@ -343,3 +343,75 @@ func TestGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestPaidAgainInTheirEpoch: a batch written in a later second than the one
+// it paid its bytes (or its cost) in, after a sink that stalled 3.5s, pays
+// them again in the second it is written in, as its message tokens are taken
+// again: no second writes more bytes than the byte limit, or more cost than
+// the message limit, and every message is written once.
+func TestPaidAgainInTheirEpoch(t *testing.T) {
+	for _, stall := range []string{"write", "function"} {
+		for _, paid := range []string{"bytes", "cost"} {
+			t.Run(stall+"/"+paid, func(t *testing.T) { testPaidAgain(t, stall, paid) })
+		}
+	}
+}
+
+// stallMapper is Cat whose first call blocks until the gate opens, as a
+// slow function.
+type stallMapper struct {
+	gate, blocked chan struct{}
+	once          sync.Once
+}
+
+func (m *stallMapper) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message, int, error) {
+	m.once.Do(func() {
+		close(m.blocked)
+		<-m.gate
+	})
+	return udf.Cat{}.Map(ctx, in, out)
+}
+
+func testPaidAgain(t *testing.T, stall, paid string) {
+	clk := clock.NewManual(t0)
+	in := sizedBuffer(t, 40, 10)
+	es := newEpochSink(clk)
+	d := Deps{Reader: in, Mapper: udf.Cat{}, Sink: es}
+	gate, blocked := make(chan struct{}), make(chan struct{})
+	if stall == "write" {
+		d.Sink = &stallSink{epochSink: es, gate: gate, blocked: blocked}
+	} else {
+		d.Mapper = &stallMapper{gate: gate, blocked: blocked}
+	}
+	// Batches of 3 cost 30: one token a message taken again for the
+	// stalled batch would leave room for three more in its epoch.
+	var lims []*ratelimit.Limiter
+	batch, inEpoch3 := 3, 90
+	if paid == "bytes" {
+		batch, inEpoch3 = 10, 100
+		lim, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
+		bytes, _ := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
+		d.Limiter, d.Bytes, lims = lim, bytes, []*ratelimit.Limiter{lim, bytes}
+	} else {
+		lim, _ := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
+		d.Limiter, d.Cost, lims = lim, costOfLen, []*ratelimit.Limiter{lim}
+	}
+	h := start(t, d, Options{BatchSize: batch, Clock: clk, MaxIdlePause: time.Millisecond})
+	waitClosed(t, blocked, "the "+stall+" to block")
+	for range 7 { // 3.5s, tick by tick of the limiters
+		clk.Advance(500 * time.Millisecond)
+	}
+	close(gate)
+	es.waitFor(t, batch)
+	h.runEpochs(t, clk, 40, 30, lims...)
+	h.stop(t)
+	got := es.bytesPerEpoch(t0.Unix())
+	for i, n := range got {
+		if n > 100 {
+			t.Fatalf("epoch %d: %d bytes written; limit 100 (per epoch: %v)", i, n, got)
+		}
+	}
+	if sum(got) != 400 || got[3] != inEpoch3 {
+		t.Fatalf("bytes per epoch %v; want %d in epoch 3, when the %s returned, and 400 in all", got, inEpoch3, stall)
+	}
+}
