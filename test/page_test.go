@@ -14,9 +14,9 @@ import (
 )
 
 // pagePipeline is a pipeline of three vertices in one process: in, without
-// a rate limit; cat, with 20 a second split between two replicas of a
-// fixed count (this process is replica 0); and out, whose Redis cannot be
-// reached.
+// a rate limit; cat, with 20 a second and 2000 bytes a second split
+// between two replicas of a fixed count (this process is replica 0); and
+// out, whose Redis cannot be reached.
 const pagePipeline = `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
 metadata:
@@ -37,6 +37,7 @@ spec:
           max: 20
           min: 20
           rampUpDuration: 0s
+          bytes: {max: 2000, min: 2000}
           store:
             replicaCountStore:
               replicas: 2
@@ -112,7 +113,7 @@ func panels(dom string) (map[string]map[string]string, []string) {
 
 // TestPage runs a pipeline and opens its live page in headless Chromium:
 // one panel per vertex, left to right as the graph goes, cat's pool of 20
-// split between two replicas and rate limited, in's rate limit off (with
+// split between two replicas and rate limited, with a chart of its bytes, in's rate limit off (with
 // what it reads each second) and out's store unreachable, each said on the
 // page. With
 // SLUICE_PAGE_SCREENSHOT=FILE it also saves the page as a PNG in FILE
@@ -151,7 +152,7 @@ func TestPage(t *testing.T) {
 	}
 	want := map[string]map[string]string{
 		"in":  {"data-limit": "off"},
-		"cat": {"data-limit": "on", "data-pool": "20", "data-replicas": "2", "data-top-reason": "rate_limited", "data-store": "up"},
+		"cat": {"data-limit": "on", "data-pool": "20", "data-replicas": "2", "data-top-reason": "rate_limited", "data-store": "up", "data-bytes-pool": "2000"},
 		"out": {"data-limit": "on", "data-store": "down"},
 	}
 	for v, attrs := range want {
@@ -161,13 +162,14 @@ func TestPage(t *testing.T) {
 			}
 		}
 	}
-	for _, text := range []string{"Store unreachable for out", "Rate limit off (no rateLimit block) for in", "rank 1"} {
+	for _, text := range []string{"Store unreachable for out", "Rate limit off (no rateLimit block) for in", "rank 1",
+		"Bytes: pool and grants per epoch", "2000 bytes a second, this replica's share 1000"} {
 		if !strings.Contains(dom, text) {
 			t.Errorf("the page does not say %q", text)
 		}
 	}
-	if n := strings.Count(dom, `<svg class="chart"`); n != 8 {
-		t.Errorf("%d charts drawn, want 3 each for cat and out, 2 for in", n)
+	if n := strings.Count(dom, `<svg class="chart"`); n != 9 {
+		t.Errorf("%d charts drawn, want 4 for cat (its bytes too), 3 for out, 2 for in", n)
 	}
 	if got["in"]["data-epochs"] == "0" || got["in"]["data-epochs"] == "" {
 		t.Errorf("in's panel has no seconds of what it read and wrote")

@@ -150,6 +150,33 @@ func (h *History) Since(since int64) []Epoch {
 	return out
 }
 
+// LimitEpoch is one ended epoch of a limit beside a vertex's message limit
+// (its byte limit, a shared limit it joined), as /status/live serves it.
+type LimitEpoch struct {
+	// Epoch is the epoch, whole seconds of the store clock.
+	Epoch int64 `json:"epoch"`
+	// Pool is the limit's pool P in the epoch, all replicas together,
+	// PoolSize the replicas it was split among, Share this replica's part,
+	// Granted what it took of it (less deposits) and Max the limit in force.
+	Pool     float64 `json:"pool"`
+	PoolSize int     `json:"poolSize"`
+	Share    int64   `json:"share"`
+	Granted  int64   `json:"granted"`
+	Max      int64   `json:"max"`
+}
+
+// LimitSince returns the epochs kept after epoch since, oldest first, as
+// [LimitEpoch]s: for a history of a limit beside the message limit, made
+// with no totals.
+func (h *History) LimitSince(since int64) []LimitEpoch {
+	es := h.Since(since)
+	out := make([]LimitEpoch, len(es))
+	for i, e := range es {
+		out[i] = LimitEpoch{Epoch: e.Epoch, Pool: e.Pool, PoolSize: e.PoolSize, Share: e.Share, Granted: e.Granted, Max: e.Max}
+	}
+	return out
+}
+
 // LastChange returns the epoch of the last live change of the config the
 // history saw take effect and the limit it set; ok is false when it saw
 // none.

@@ -37,11 +37,13 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	}
 	host, _ := os.Hostname()
 	log := v.log.Named("ratelimit.bytes")
+	hist := observe.NewHistory(observe.DefaultHistory, nil)
 	opts := []ratelimit.Option{
 		ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
 		ratelimit.WithLogger(log),
 		ratelimit.WithClock(v.o.clock),
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+			hist.Observe(s)
 			log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
 				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max),
@@ -68,7 +70,7 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	if err != nil {
 		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
 	}
-	v.bytes = l
+	v.bytes, v.live.bytes = l, hist
 	v.onClose(func() error { return l.Close(context.Background()) })
 	observe.RegisterByteLimiter(reg, l.Status)
 	return nil

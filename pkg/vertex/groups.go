@@ -20,8 +20,9 @@ import (
 // groupLimiter is a shared limit the vertex joined: one replica of the
 // group's pool.
 type groupLimiter struct {
-	name string
-	l    *ratelimit.Limiter
+	name    string
+	l       *ratelimit.Limiter
+	history *observe.History // its epochs, for /status/live
 }
 
 // syncInterval is how often each of a vertex's limiters syncs with its
@@ -93,11 +94,13 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 			s = localGroup(g.Name, v)
 		}
 		log := v.log.Named("ratelimit.group." + g.Name)
+		hist := observe.NewHistory(observe.DefaultHistory, nil)
 		l, err := ratelimit.New(g.Config,
 			ratelimit.WithStore(s),
 			ratelimit.WithReplicaID(fmt.Sprintf("%s-%d-%s-%d", v.spec.StoreKey, v.o.replica, host, os.Getpid())),
 			ratelimit.WithLogger(log),
 			ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
+				hist.Observe(s)
 				log.Debug("group epoch", zap.String("group", g.Name), zap.Int64("epoch", s.Epoch),
 					zap.Float64("pool", float64(s.PoolMilli)/1000), zap.Int64("share", s.Share), zap.Int64("granted", s.Granted),
 					zap.Int("poolSize", s.PoolSize), zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max))
@@ -107,7 +110,7 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 		if err != nil {
 			return fmt.Errorf("vertex %s: group %s: %w", v.spec.Name, g.Name, err)
 		}
-		v.groups = append(v.groups, groupLimiter{name: g.Name, l: l})
+		v.groups = append(v.groups, groupLimiter{name: g.Name, l: l, history: hist})
 		v.onClose(func() error { return l.Close(context.Background()) })
 		observe.RegisterGroup(reg, g.Name, l.Status)
 	}

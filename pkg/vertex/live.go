@@ -69,6 +69,12 @@ type LiveLimit struct {
 	// TopKeys are the keys granted the most in the last epoch, most first,
 	// with the per-key limit (perKey); absent without it.
 	TopKeys []KeyCount `json:"topKeys,omitempty"`
+	// BytesEpochs are the last epochs of the byte limit (rateLimit.bytes)
+	// after the epoch asked for, oldest first; absent without one.
+	// GroupEpochs are those of each shared limit (rateLimit.groups) the
+	// vertex joined, by its name.
+	BytesEpochs []observe.LimitEpoch            `json:"bytesEpochs,omitempty"`
+	GroupEpochs map[string][]observe.LimitEpoch `json:"groupEpochs,omitempty"`
 }
 
 // LiveConfig is the rate limit's config in force.
@@ -102,6 +108,9 @@ type KeyCount struct {
 // recordSeconds), and the per-key limit's last top keys, fed by its own.
 type liveState struct {
 	history *observe.History
+	// bytes is the byte limit's history, nil without one; each group
+	// limiter keeps its own.
+	bytes   *observe.History
 	topKeys atomic.Pointer[[]KeyCount]
 	// shared is true when the pool is a store's, which the replicas share.
 	shared bool
@@ -150,6 +159,15 @@ func (v *Vertex) Live(since int64) Live {
 	}
 	if top := v.live.topKeys.Load(); top != nil {
 		ll.TopKeys = *top
+	}
+	if v.live.bytes != nil {
+		ll.BytesEpochs = v.live.bytes.LimitSince(since)
+	}
+	for _, g := range v.groups {
+		if ll.GroupEpochs == nil {
+			ll.GroupEpochs = map[string][]observe.LimitEpoch{}
+		}
+		ll.GroupEpochs[g.name] = g.history.LimitSince(since)
 	}
 	lv.Limit = ll
 	return lv

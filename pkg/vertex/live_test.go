@@ -1,6 +1,7 @@
 package vertex_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,69 @@ func TestLive(t *testing.T) {
 	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLiveBesideLimits: /status/live has the epochs of the byte limit and
+// of each shared limit a vertex joined, beside its message limit's.
+func TestLiveBesideLimits(t *testing.T) {
+	t.Run("bytes", func(t *testing.T) {
+		clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+		out, sinkOpt := logSink()
+		spec := strings.Replace(generatorToLog, "      rampUpDuration: 0s\n", "      rampUpDuration: 0s\n      bytes: {max: 100000, min: 100000}\n", 1)
+		v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "bytes", spec)), vertex.WithClock(clk), sinkOpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runtest.Start(t, v)
+		for epoch := 1; epoch <= 2; epoch++ {
+			runtest.WaitFor(t, "a full epoch", func() bool { return len(out.Lines()) >= 10*epoch && v.Status().Throttled })
+			clk.Advance(time.Second)
+		}
+		runtest.WaitFor(t, "two epochs of the byte limit", func() bool { return len(v.LiveView(0).Vertices[0].Limit.BytesEpochs) >= 2 })
+		l := v.LiveView(0).Vertices[0].Limit
+		if l.GroupEpochs != nil {
+			t.Errorf("group epochs %+v without a group", l.GroupEpochs)
+		}
+		for i, e := range l.BytesEpochs[:2] {
+			if e.Epoch != 1_700_000_000+int64(i) || e.Pool != 100000 || e.Share != 100000 || e.Max != 100000 || e.Granted <= 0 {
+				t.Errorf("bytes epoch %d: %+v; want a pool of 100000 and bytes granted", i, e)
+			}
+		}
+		if later := v.LiveView(1_700_000_000).Vertices[0].Limit.BytesEpochs; len(later) != 1 || later[0].Epoch != 1_700_000_001 {
+			t.Errorf("since the first epoch: %+v; want the second alone", later)
+		}
+		if err := r.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("group", func(t *testing.T) {
+		clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+		_, sinkOpt := logSink()
+		spec := strings.Replace(generatorToLog, "      rampUpDuration: 0s\n", `      rampUpDuration: 0s
+      groups:
+        - {name: live-beside, max: 5, min: 5, rampUpDuration: 0s}
+`, 1)
+		v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "group", spec)), vertex.WithClock(clk), sinkOpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runtest.Start(t, v)
+		for range 40 { // the group's pool agrees at its syncs
+			clk.Advance(100 * time.Millisecond)
+		}
+		runtest.WaitFor(t, "three epochs of the group", func() bool {
+			return len(v.LiveView(0).Vertices[0].Limit.GroupEpochs["live-beside"]) >= 3
+		})
+		l := v.LiveView(0).Vertices[0].Limit
+		if l.BytesEpochs != nil {
+			t.Errorf("byte epochs %+v without a byte limit", l.BytesEpochs)
+		}
+		es := l.GroupEpochs["live-beside"]
+		if e := es[len(es)-1]; e.Pool != 5 || e.Share != 5 || e.Max != 5 || e.PoolSize != 1 {
+			t.Errorf("the group's last epoch %+v; want its pool, share and max of 5, one replica", e)
+		}
+		if err := r.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
