@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -212,22 +213,24 @@ func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Gr
 // (spendOn, chargeFor). It reports false when hard ends first. f.writeMu is
 // held.
 func (f *worker) repay(hard context.Context) bool {
-	if f.paid.nBytes > 0 && staleIn(f.d.Bytes, f.paid.bytes) {
-		g, ok := f.take(hard, f.d.Bytes, f.paid.nBytes)
-		if !ok {
-			return false
-		}
-		f.paid.bytes = g
-		f.d.Metrics.Bytes.Add(float64(f.paid.nBytes))
+	return f.payAgain(hard, f.d.Bytes, &f.paid.bytes, f.paid.nBytes, f.d.Metrics.Bytes) &&
+		f.payAgain(hard, f.d.Limiter, &f.paid.cost, f.paid.nCost, f.d.Metrics.Granted, f.d.Metrics.Retaken)
+}
+
+// payAgain takes n tokens of lim from the current epoch for a batch whose
+// grant *g of them is of an epoch that has ended, makes them *g and counts
+// them in counted. It reports false when hard ends first.
+func (f *worker) payAgain(hard context.Context, lim Limiter, g *ratelimit.Grant, n int, counted ...prometheus.Counter) bool {
+	if n <= 0 || !staleIn(lim, *g) {
+		return true
 	}
-	if f.paid.nCost > 0 && staleIn(f.d.Limiter, f.paid.cost) {
-		g, ok := f.take(hard, f.d.Limiter, f.paid.nCost)
-		if !ok {
-			return false
-		}
-		f.paid.cost = g
-		f.d.Metrics.Granted.Add(float64(f.paid.nCost))
-		f.d.Metrics.Retaken.Add(float64(f.paid.nCost))
+	ng, ok := f.take(hard, lim, n)
+	if !ok {
+		return false
+	}
+	*g = ng
+	for _, c := range counted {
+		c.Add(float64(n))
 	}
 	return true
 }

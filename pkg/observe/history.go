@@ -12,20 +12,11 @@ import (
 const DefaultHistory = 300
 
 // Epoch is one ended epoch of a replica's rate limiter, as /status/live
-// serves it: the limiter's summary of the epoch, and what the forwarder
-// read, wrote and was paused for during it.
+// serves it: the limiter's summary of the epoch (its pool, share and grants,
+// as a [LimitEpoch]'s), and what the forwarder read, wrote and was paused
+// for during it.
 type Epoch struct {
-	// Epoch is the epoch, whole seconds of the store clock.
-	Epoch int64 `json:"epoch"`
-	// Pool is the vertex's pool P in the epoch, all replicas together,
-	// PoolSize the replicas it was split among, Share this replica's part
-	// and Granted what it took of it (less deposits).
-	Pool     float64 `json:"pool"`
-	PoolSize int     `json:"poolSize"`
-	Share    int64   `json:"share"`
-	Granted  int64   `json:"granted"`
-	// Max is the limit in force in the epoch.
-	Max int64 `json:"max"`
+	LimitEpoch
 	// Cut is true in the first epoch after a cut of the pool by a throttle
 	// signal (adaptive), Paused when a signal's pause held tokens back in
 	// it, and Switched in the first epoch of a live change of the config.
@@ -123,8 +114,8 @@ func (h *History) Observe(s ratelimit.EpochSummary) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ring[h.next] = Epoch{Epoch: s.Epoch, Pool: float64(s.PoolMilli) / 1000, PoolSize: s.PoolSize,
-		Share: s.Share, Granted: s.Granted, Max: s.Max, Cut: s.Cut, Paused: s.Paused, Switched: s.Switched,
+	h.ring[h.next] = Epoch{LimitEpoch: LimitEpoch{Epoch: s.Epoch, Pool: float64(s.PoolMilli) / 1000, PoolSize: s.PoolSize,
+		Share: s.Share, Granted: s.Granted, Max: s.Max}, Cut: s.Cut, Paused: s.Paused, Switched: s.Switched,
 		ShadowThrottled: s.ShadowThrottled, Throttled: t.Throttled.minus(h.last.Throttled),
 		Read: t.Read - h.last.Read, Written: t.Written - h.last.Written}
 	h.last = t
@@ -150,8 +141,9 @@ func (h *History) Since(since int64) []Epoch {
 	return out
 }
 
-// LimitEpoch is one ended epoch of a limit beside a vertex's message limit
-// (its byte limit, a shared limit it joined), as /status/live serves it.
+// LimitEpoch is one ended epoch of a limit: a vertex's message limit (in
+// [Epoch]) or a limit beside it (its byte limit, a shared limit it joined),
+// as /status/live serves it.
 type LimitEpoch struct {
 	// Epoch is the epoch, whole seconds of the store clock.
 	Epoch int64 `json:"epoch"`
@@ -172,7 +164,7 @@ func (h *History) LimitSince(since int64) []LimitEpoch {
 	es := h.Since(since)
 	out := make([]LimitEpoch, len(es))
 	for i, e := range es {
-		out[i] = LimitEpoch{Epoch: e.Epoch, Pool: e.Pool, PoolSize: e.PoolSize, Share: e.Share, Granted: e.Granted, Max: e.Max}
+		out[i] = e.LimitEpoch
 	}
 	return out
 }

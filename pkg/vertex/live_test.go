@@ -16,17 +16,7 @@ import (
 // read and written and its second throttled, and the rate limit's config
 // and shares; since keeps the later one.
 func TestLive(t *testing.T) {
-	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	out, sinkOpt := logSink()
-	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "live", generatorToLog)), vertex.WithClock(clk), sinkOpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runtest.Start(t, v)
-	for epoch := 1; epoch <= 2; epoch++ {
-		runtest.WaitFor(t, "a full epoch", func() bool { return len(out.Lines()) >= 10*epoch && v.Status().Throttled })
-		clk.Advance(time.Second)
-	}
+	v, r := runTwoEpochs(t, "live", generatorToLog)
 	lv := v.LiveView(0)
 	if len(lv.Vertices) != 1 || lv.Pipeline != "" {
 		t.Fatalf("LiveView: %d vertices, pipeline %q; want one, none", len(lv.Vertices), lv.Pipeline)
@@ -71,18 +61,8 @@ func TestLive(t *testing.T) {
 // of each shared limit a vertex joined, beside its message limit's.
 func TestLiveBesideLimits(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
-		clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-		out, sinkOpt := logSink()
 		spec := strings.Replace(generatorToLog, "      rampUpDuration: 0s\n", "      rampUpDuration: 0s\n      bytes: {max: 100000, min: 100000}\n", 1)
-		v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "bytes", spec)), vertex.WithClock(clk), sinkOpt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := runtest.Start(t, v)
-		for epoch := 1; epoch <= 2; epoch++ {
-			runtest.WaitFor(t, "a full epoch", func() bool { return len(out.Lines()) >= 10*epoch && v.Status().Throttled })
-			clk.Advance(time.Second)
-		}
+		v, r := runTwoEpochs(t, "bytes", spec)
 		runtest.WaitFor(t, "two epochs of the byte limit", func() bool { return len(v.LiveView(0).Vertices[0].Limit.BytesEpochs) >= 2 })
 		l := v.LiveView(0).Vertices[0].Limit
 		if l.GroupEpochs != nil {
@@ -130,4 +110,22 @@ func TestLiveBesideLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// runTwoEpochs runs the MonoVertex of spec, 10 messages a second, on a
+// manual clock for two full epochs.
+func runTwoEpochs(t *testing.T, name, spec string) (*vertex.Vertex, *runtest.Run) {
+	t.Helper()
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	out, sinkOpt := logSink()
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, name, spec)), vertex.WithClock(clk), sinkOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runtest.Start(t, v)
+	for epoch := 1; epoch <= 2; epoch++ {
+		runtest.WaitFor(t, "a full epoch", func() bool { return len(out.Lines()) >= 10*epoch && v.Status().Throttled })
+		clk.Advance(time.Second)
+	}
+	return v, r
 }
