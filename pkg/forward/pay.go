@@ -148,11 +148,8 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 				p.nCost = extra
 				f.d.Metrics.Granted.Add(float64(extra))
 			}
-			if ok && p.bytes.Tokens > 0 && p.bytes.Epoch() < p.cost.Epoch() {
-				// The wait for the cost ended the bytes' epoch: the batch
-				// goes on in this one, which takes its bytes too.
-				p.bytes, ok = f.take(hard, f.d.Bytes, bytes)
-			}
+			// When the wait for the cost ended the bytes' epoch, the
+			// batch pays its bytes again as it is written (repay).
 		case extra < 0:
 			// Messages that cost nothing give their read's tokens back.
 			g = f.d.Limiter.Settle(g, len(batch)+extra)

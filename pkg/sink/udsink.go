@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -143,8 +142,7 @@ func (s *UD) Limit() int { return s.limit }
 // or nil.
 func refusedIn(errs []error) *isb.ThrottledError {
 	for _, err := range errs {
-		var te *isb.ThrottledError
-		if errors.As(err, &te) && te.Signal == isb.SignalSinkRateLimited {
+		if te, ok := asThrottled(err); ok && te.Signal == isb.SignalSinkRateLimited {
 			return te
 		}
 	}
