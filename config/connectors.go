@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 )
@@ -173,9 +172,7 @@ func (c *checker) kafkaClient(path string, brokers []string, t *TLS, s *SASL) {
 		c.required(path + ".brokers")
 	}
 	for i, b := range brokers {
-		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
-			c.add(fmt.Sprintf("%s.brokers[%d]", path, i), "(%q) must be host:port", b)
-		}
+		c.hostPort(fmt.Sprintf("%s.brokers[%d]", path, i), b)
 	}
 	if t != nil {
 		c.tls(path+".tls", t)
@@ -219,6 +216,8 @@ func (c *checker) sasl(path string, s *SASL) {
 		c.secretRequired(path+".oauth.clientSecret", o.ClientSecret)
 		if u, err := url.Parse(o.TokenEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			c.add(path+".oauth.tokenEndpoint", "(%q) must be an https:// URL", o.TokenEndpoint)
+		} else {
+			c.urlPort(path+".oauth.tokenEndpoint", o.TokenEndpoint, u)
 		}
 	}
 }
@@ -286,6 +285,9 @@ func (c *checker) natsURL(path, s string) {
 			c.add(path, "(%q) must be nats://host:port, tls://host:port or host[:port]", s)
 			return
 		}
+		if !c.urlPort(path, s, u) {
+			return
+		}
 	}
 }
 
@@ -321,6 +323,8 @@ func (c *checker) natsConn(path string, t *TLS, a *NatsAuth) {
 func (c *checker) httpSink(path string, h *HTTPSink) {
 	if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		c.add(path+".url", "(%q) must be an http:// or https:// URL", h.URL)
+	} else {
+		c.urlPort(path+".url", h.URL, u)
 	}
 	switch strings.ToUpper(h.Method) {
 	case "", "POST", "PUT", "PATCH":

@@ -172,6 +172,8 @@ func (c *checker) reduceAfterCycle(s *PipelineSpec) {
 func (c *checker) jetStream(path string, js *JetStreamISB) {
 	if u, err := url.Parse(js.URL); js.URL == "" || err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
 		c.add(path+".url", "(%q) must be nats://host:port or tls://host:port", js.URL)
+	} else {
+		c.urlPort(path+".url", js.URL, u)
 	}
 	for name, sec := range map[string]*SecretKeySelector{"user": js.User, "password": js.Password, "token": js.Token} {
 		if sec != nil {

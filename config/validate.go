@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -449,6 +448,8 @@ func (c *checker) redis(path string, r *RedisStore) {
 			c.add(path+".url", "is required in single mode")
 		} else if u, err := url.Parse(*r.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			c.add(path+".url", "(%q) must be redis://host:port[/db] or rediss://host:port[/db]", *r.URL)
+		} else {
+			c.urlPort(path+".url", *r.URL, u)
 		}
 		if r.Sentinel != nil {
 			c.add(path+".sentinel", "is for sentinel mode; remove it or set mode: sentinel")
@@ -483,9 +484,7 @@ func (c *checker) redis(path string, r *RedisStore) {
 			c.add(path+".sentinel.endpoints", "needs at least one host:port")
 		}
 		for i, e := range s.Endpoints {
-			if _, _, err := net.SplitHostPort(e); err != nil {
-				c.add(fmt.Sprintf("%s.sentinel.endpoints[%d]", path, i), "(%q) must be host:port", e)
-			}
+			c.hostPort(fmt.Sprintf("%s.sentinel.endpoints[%d]", path, i), e)
 		}
 		for _, a := range []struct {
 			name string
@@ -526,9 +525,7 @@ func (c *checker) redisCluster(path string, r *RedisStore) {
 		c.add(path+".cluster.addrs", "needs at least one host:port")
 	}
 	for i, a := range r.Cluster.Addrs {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			c.add(fmt.Sprintf("%s.cluster.addrs[%d]", path, i), "(%q) must be host:port", a)
-		}
+		c.hostPort(fmt.Sprintf("%s.cluster.addrs[%d]", path, i), a)
 	}
 }
 
