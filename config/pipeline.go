@@ -363,6 +363,18 @@ func (c *checker) watermark(path string, w *Watermark) {
 		if d := i.StepInterval; d != nil && d.Duration < 0 {
 			c.add(path+".idleSource.stepInterval", "(%v) must not be negative", d.Duration)
 		}
+		// Numaflow's rules: the threshold is at least a step, and a source
+		// is given at least the threshold before it counts as idle.
+		if i.Threshold != nil && i.IncrementBy != nil && i.IncrementBy.Duration > 0 && i.Threshold.Duration < i.IncrementBy.Duration {
+			c.add(path+".idleSource.threshold", "(%v) must be at least incrementBy (%v)", i.Threshold.Duration, i.IncrementBy.Duration)
+		}
+		switch d := i.InitSourceDelay; {
+		case d == nil:
+		case d.Duration <= 0:
+			c.add(path+".idleSource.initSourceDelay", "(%v) must be positive", d.Duration)
+		case i.Threshold != nil && d.Duration < i.Threshold.Duration:
+			c.add(path+".idleSource.initSourceDelay", "(%v) must be at least the threshold (%v)", d.Duration, i.Threshold.Duration)
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -92,6 +94,16 @@ func (c *checker) trigger(path string, t SideInputTrigger) {
 	if t.Schedule == "" {
 		c.required(path + ".schedule")
 		return
+	}
+	if every, ok := strings.CutPrefix(t.Schedule, "@every "); ok {
+		switch d, err := ParseDuration(strings.TrimSpace(every)); {
+		case errors.Is(err, ErrDurationRange):
+			c.add(path+".schedule", "(%q): the interval %v", t.Schedule, err)
+			return
+		case err == nil && d <= 0:
+			c.add(path+".schedule", "(%q): the interval must be positive", t.Schedule)
+			return
+		}
 	}
 	if _, err := scheduleParser.Parse(t.Schedule); err != nil {
 		c.add(path+".schedule", "(%q) is not a cron schedule (five fields, six with seconds first, or a descriptor such as @every 30s): %v", t.Schedule, err)

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"regexp"
 	"time"
 )
 
@@ -28,14 +30,38 @@ func (u Unsupported) IsSet() bool { return u.set }
 // Duration is a duration in Go and Kubernetes syntax ("1s", "500ms", "1m30s").
 type Duration struct{ time.Duration }
 
-// UnmarshalText parses a duration string.
+// UnmarshalText parses a duration string with [ParseDuration].
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := ParseDuration(string(b))
 	if err != nil {
 		return err
 	}
 	d.Duration = v
 	return nil
+}
+
+// ErrDurationRange is matched by the error of a duration that is well written
+// but longer than a time.Duration holds: more than MaxDuration either way.
+var ErrDurationRange = errors.New("is out of range: a duration is at most " + MaxDuration + " either way")
+
+// MaxDuration is the longest duration, as written in a config: about 292
+// years (2562047h47m16.854775807s).
+const MaxDuration = "2562047h47m16s"
+
+// durationSyntax is Go's duration syntax: an optional sign, then 0 or numbers
+// with units.
+var durationSyntax = regexp.MustCompile(`^[-+]?(0|((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$`)
+
+// ParseDuration parses a duration as time.ParseDuration does ("1s", "500ms",
+// "1m30s"). A duration that is well written but too long for a
+// time.Duration gives an error matching [ErrDurationRange]; any other error
+// is time.ParseDuration's.
+func ParseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil && durationSyntax.MatchString(s) {
+		return 0, ErrDurationRange
+	}
+	return v, err
 }
 
 // MarshalText writes a duration string.
@@ -654,6 +680,10 @@ type Backoff struct {
 	Cap      *Duration `yaml:"cap"`
 	Jitter   *float64  `yaml:"jitter"`
 }
+
+// DefaultRetryInterval is a backoff's first wait when it sets no interval,
+// Numaflow's and the forwarder's.
+const DefaultRetryInterval = time.Millisecond
 
 // Pipeline is a graph of vertices connected by buffers.
 type Pipeline struct {

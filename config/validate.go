@@ -363,8 +363,11 @@ func (c *checker) retry(path string, r *RetryStrategy) {
 		if b.Jitter != nil && (*b.Jitter < 0 || *b.Jitter >= 1) {
 			c.add(path+".backoff.jitter", "(%v) must be at least 0 and below 1", *b.Jitter)
 		}
-		if b.Cap != nil && b.Interval != nil && b.Cap.Duration < b.Interval.Duration {
+		switch {
+		case b.Cap != nil && b.Interval != nil && b.Cap.Duration < b.Interval.Duration:
 			c.add(path+".backoff.cap", "(%v) < interval (%v)", b.Cap.Duration, b.Interval.Duration)
+		case b.Cap != nil && b.Interval == nil && b.Cap.Duration < DefaultRetryInterval:
+			c.add(path+".backoff.cap", "(%v) < the default interval (%v)", b.Cap.Duration, DefaultRetryInterval)
 		}
 	}
 }
