@@ -21,6 +21,10 @@ type File struct {
 	// Ignored lists the paths of the Kubernetes-only fields the file sets, which
 	// sluice accepts and ignores.
 	Ignored []string
+	// Warnings are what the file allows that is likely a mistake, such as
+	// vertices that no source reaches, in line order: vertex validate prints
+	// them and vertex run logs them.
+	Warnings []Problem
 
 	lines map[string]int
 	nulls map[string]bool
@@ -90,10 +94,12 @@ func (f *File) check(decodeProblems []Problem, check Check) (*File, error) {
 			problems = append(problems, p)
 		}
 	}
+	byLine := func(a, b Problem) int { return a.Line - b.Line }
 	if len(problems) > 0 {
-		slices.SortStableFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
+		slices.SortStableFunc(problems, byLine)
 		return nil, &Error{Problems: problems}
 	}
+	slices.SortStableFunc(f.Warnings, byLine)
 	return f, nil
 }
 

@@ -2,8 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 func (c *checker) pipeline(p *Pipeline) {
@@ -28,6 +31,7 @@ func (c *checker) pipeline(p *Pipeline) {
 	kinds, ambiguous := c.vertices(p)
 	in, out := c.edges(s, kinds)
 	c.connected(s, kinds, in, out, ambiguous)
+	c.oneGraph(s, kinds, ambiguous)
 	c.reduceAfterCycle(s)
 	if isb := s.ISB; isb != nil && isb.JetStream != nil {
 		c.jetStream("spec.isb.jetstream", isb.JetStream)
@@ -126,6 +130,121 @@ func (c *checker) connected(s *PipelineSpec, kinds map[string]string, in, out ma
 	}
 }
 
+// oneGraph checks that the pipeline is one connected graph, as Numaflow's
+// controller does: it reports each group of vertices that no edge joins to
+// the group of the first source. In one graph, it warns of the vertices that no
+// source reaches (behind a cycle that nothing enters): Numaflow accepts them,
+// and they never get a message. It judges nothing while a vertex is
+// ambiguous or an edge names no vertex, which are reported already.
+func (c *checker) oneGraph(s *PipelineSpec, kinds map[string]string, ambiguous bool) {
+	if ambiguous || len(s.Vertices) == 0 {
+		return
+	}
+	next, linked := map[string][]string{}, map[string][]string{}
+	for _, e := range s.Edges {
+		if _, ok := kinds[e.From]; !ok {
+			return
+		}
+		if _, ok := kinds[e.To]; !ok {
+			return
+		}
+		next[e.From] = append(next[e.From], e.To)
+		linked[e.From] = append(linked[e.From], e.To)
+		linked[e.To] = append(linked[e.To], e.From)
+	}
+	index := map[string]int{}
+	for i, v := range s.Vertices {
+		index[v.Name] = i
+	}
+	// inOrder returns the vertices of set in the order of spec.vertices.
+	inOrder := func(set map[string]bool) []string {
+		names := slices.Collect(maps.Keys(set))
+		slices.SortFunc(names, func(a, b string) int { return index[a] - index[b] })
+		return names
+	}
+	var groups [][]string
+	grouped := map[string]bool{}
+	for _, v := range s.Vertices {
+		if !grouped[v.Name] {
+			g := walk([]string{v.Name}, linked)
+			maps.Copy(grouped, g)
+			groups = append(groups, inOrder(g))
+		}
+	}
+	if len(groups) > 1 {
+		// The pipeline is the first group with a source; a vertex without
+		// edges is reported already.
+		main := 0
+		for i, g := range groups {
+			if slices.ContainsFunc(g, func(v string) bool { return kinds[v] == "source" }) {
+				main = i
+				break
+			}
+		}
+		for i, g := range groups {
+			if i != main && (len(g) > 1 || len(linked[g[0]]) > 0) {
+				c.add(fmt.Sprintf("spec.vertices[%d]", index[g[0]]), "%s joined by no edge to the graph of vertex %q: a pipeline is one connected graph, "+
+					"as Numaflow requires; join them by an edge, or give them a pipeline of their own", vertexList(g, "is", "are"), groups[main][0])
+			}
+		}
+		return
+	}
+	var sources []string
+	for _, v := range s.Vertices {
+		if kinds[v.Name] == "source" {
+			sources = append(sources, v.Name)
+		}
+	}
+	reached := walk(sources, next)
+	var unreached []string
+	for _, v := range s.Vertices {
+		if !reached[v.Name] {
+			unreached = append(unreached, v.Name)
+		}
+	}
+	if len(unreached) > 0 {
+		they := "they never get"
+		if len(unreached) == 1 {
+			they = "it never gets"
+		}
+		c.warn(fmt.Sprintf("spec.vertices[%d]", index[unreached[0]]), "no source reaches %s: %s a message (Numaflow accepts such a pipeline)",
+			vertexList(unreached, "", ""), they)
+	}
+}
+
+// walk returns the vertices reached from start, start included, by the edges
+// of next.
+func walk(start []string, next map[string][]string) map[string]bool {
+	seen := map[string]bool{}
+	todo := slices.Clone(start)
+	for len(todo) > 0 {
+		v := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if !seen[v] {
+			seen[v] = true
+			todo = append(todo, next[v]...)
+		}
+	}
+	return seen
+}
+
+// vertexList names vertices in a sentence: vertex "a", or vertices "a",
+// "b" and "c", followed by the verb for one or for several, if any.
+func vertexList(names []string, one, several string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	s, verb := "vertex "+quoted[0], one
+	if len(names) > 1 {
+		s, verb = "vertices "+strings.Join(quoted[:len(quoted)-1], ", ")+" and "+quoted[len(quoted)-1], several
+	}
+	if verb != "" {
+		s += " " + verb
+	}
+	return s
+}
+
 // reduceAfterCycle reports each reduce vertex at or after a cycle, as
 // Numaflow's controller does: a cycle brings messages back later than the
 // watermark, to windows that may have closed.
@@ -135,19 +254,7 @@ func (c *checker) reduceAfterCycle(s *PipelineSpec) {
 		next[e.From] = append(next[e.From], e.To)
 	}
 	// reach returns the vertices reachable from name by one edge or more.
-	reach := func(name string) map[string]bool {
-		seen := map[string]bool{}
-		todo := slices.Clone(next[name])
-		for len(todo) > 0 {
-			v := todo[len(todo)-1]
-			todo = todo[:len(todo)-1]
-			if !seen[v] {
-				seen[v] = true
-				todo = append(todo, next[v]...)
-			}
-		}
-		return seen
-	}
+	reach := func(name string) map[string]bool { return walk(next[name], next) }
 	after := map[string]string{} // a vertex at or after a cycle: a vertex of that cycle
 	for _, v := range s.Vertices {
 		r := reach(v.Name)

@@ -9,14 +9,16 @@ import (
 	"strings"
 )
 
-// checker collects the problems of a decoded config.
+// checker collects the problems of a decoded config, and its warnings.
 type checker struct {
 	problems []Problem
+	warnings []Problem
 	lines    map[string]int
 	nulls    map[string]bool // paths the file gave null, which sets nothing
 }
 
-// validate checks f against the schema, then with check, if any.
+// validate checks f against the schema, then with check, if any; it sets
+// f.Warnings and returns the problems.
 func (f *File) validate(check Check) []Problem {
 	c := &checker{lines: f.lines, nulls: f.nulls}
 	if f.MonoVertex != nil {
@@ -27,11 +29,24 @@ func (f *File) validate(check Check) []Problem {
 	if check != nil {
 		check(f, Reporter{c})
 	}
+	f.Warnings = c.warnings
 	return c.problems
 }
 
 // add records a problem at path, with the line of path or of its nearest parent.
 func (c *checker) add(path, format string, args ...any) {
+	c.problems = append(c.problems, c.problem(path, format, args...))
+}
+
+// warn records a warning at path: something the config allows that is
+// likely a mistake.
+func (c *checker) warn(path, format string, args ...any) {
+	c.warnings = append(c.warnings, c.problem(path, format, args...))
+}
+
+// problem is what format and args say of path, with the line of path or of
+// its nearest parent.
+func (c *checker) problem(path, format string, args ...any) Problem {
 	line := 0
 	for p := path; ; {
 		if l, ok := c.lines[p]; ok && l > 0 {
@@ -44,7 +59,7 @@ func (c *checker) add(path, format string, args ...any) {
 		}
 		p = p[:i]
 	}
-	c.problems = append(c.problems, Problem{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)})
+	return Problem{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
 // required reports that path is missing, and that null set nothing when the
