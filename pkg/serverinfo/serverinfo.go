@@ -251,6 +251,17 @@ func (s ServerInfo) MapKind() Kind {
 // EndMarker, typically because the server is still writing it.
 var ErrIncomplete = errors.New("server-info file is incomplete (end marker missing)")
 
+// ErrMalformed reports a complete server-info file whose JSON does not decode
+// into a ServerInfo: a server that wrote it will not write another.
+var ErrMalformed = errors.New("malformed server info")
+
+// ErrUnreadable reports a server-info file that is there but cannot be read:
+// a directory, or a file this process may not read.
+var ErrUnreadable = errors.New("cannot be read")
+
+// maxQuoted is how much of a malformed file an error quotes.
+const maxQuoted = 200
+
 // Encode returns the exact bytes of a server-info file: the JSON encoding of
 // info immediately followed by EndMarker.
 func Encode(info ServerInfo) ([]byte, error) {
@@ -262,7 +273,9 @@ func Encode(info ServerInfo) ([]byte, error) {
 }
 
 // Decode parses the content of a server-info file. It returns an error
-// wrapping ErrIncomplete if the content does not end with EndMarker.
+// wrapping ErrIncomplete if the content does not end with EndMarker, and one
+// wrapping ErrMalformed, which says what is wrong and quotes the content, if
+// what comes before the marker is not a ServerInfo's JSON.
 func Decode(b []byte) (ServerInfo, error) {
 	body, ok := strings.CutSuffix(string(b), EndMarker)
 	if !ok {
@@ -270,7 +283,11 @@ func Decode(b []byte) (ServerInfo, error) {
 	}
 	var info ServerInfo
 	if err := json.Unmarshal([]byte(body), &info); err != nil {
-		return ServerInfo{}, fmt.Errorf("malformed server info %q: %w", body, err)
+		quoted := body
+		if len(quoted) > maxQuoted {
+			quoted = quoted[:maxQuoted] + "..."
+		}
+		return ServerInfo{}, fmt.Errorf("%w: %w, in %q", ErrMalformed, err, quoted)
 	}
 	return info, nil
 }
@@ -313,13 +330,22 @@ func Write(path string, info ServerInfo) (err error) {
 	return nil
 }
 
-// Read reads and parses the server-info file at path. The error wraps
-// fs.ErrNotExist if there is no such file and ErrIncomplete if the file does
-// not end with EndMarker (it is still being written).
+// Read reads and parses the server-info file at path. The error names the
+// file; it wraps fs.ErrNotExist if there is no such file, ErrIncomplete if the
+// file does not end with EndMarker (it is still being written), ErrUnreadable
+// if the file cannot be read for another reason and ErrMalformed if it is
+// not a server-info file.
 func Read(path string) (ServerInfo, error) {
 	b, err := os.ReadFile(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return ServerInfo{}, fmt.Errorf("reading server-info file: %w", err)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return ServerInfo{}, fmt.Errorf("server-info file %s %w: %w", path, ErrUnreadable, err)
 	}
 	info, err := Decode(b)
 	if err != nil {

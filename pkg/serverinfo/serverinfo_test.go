@@ -127,7 +127,16 @@ func TestReadErrors(t *testing.T) {
 		{"cut inside marker", ptr(json + EndMarker[:5]), func(err error) bool { return errors.Is(err, ErrIncomplete) }},
 		{"marker then newline", ptr(json + EndMarker + "\n"), func(err error) bool { return errors.Is(err, ErrIncomplete) }},
 		{"malformed json", ptr(`{"protocol":` + EndMarker), func(err error) bool {
-			return err != nil && !errors.Is(err, ErrIncomplete) && !errors.Is(err, fs.ErrNotExist)
+			return errors.Is(err, ErrMalformed) && strings.HasSuffix(err.Error(), `: malformed server info: unexpected end of JSON input, in "{\"protocol\":"`)
+		}},
+		{"json of another shape", ptr(`{"protocol":["uds"]}` + EndMarker), func(err error) bool {
+			return errors.Is(err, ErrMalformed) && strings.Contains(err.Error(), "cannot unmarshal array")
+		}},
+		{"a long malformed file", ptr(strings.Repeat("x", 1000) + EndMarker), func(err error) bool {
+			return errors.Is(err, ErrMalformed) && strings.HasSuffix(err.Error(), `, in "`+strings.Repeat("x", maxQuoted)+`..."`)
+		}},
+		{"a directory", nil, func(err error) bool {
+			return errors.Is(err, ErrUnreadable) && strings.HasSuffix(err.Error(), " cannot be read: is a directory")
 		}},
 	}
 	for _, c := range cases {
@@ -135,6 +144,11 @@ func TestReadErrors(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
 			if c.content != nil {
 				if err := os.WriteFile(path, []byte(*c.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.name == "a directory" {
+				if err := os.Mkdir(path, 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -59,7 +59,9 @@ import (
 // IsReady asks a server whether it takes work; each service has its own.
 type IsReady func(ctx context.Context, cc *grpc.ClientConn) (bool, error)
 
-// ErrIncompatible is matched by errors for servers sluice cannot talk to.
+// ErrIncompatible is matched by errors for servers sluice cannot talk to: a
+// server info that asks for what sluice does not speak, or a server-info file
+// that is malformed or cannot be read.
 var ErrIncompatible = errors.New("incompatible UDF server")
 
 // ErrClosed is matched by the errors of a Conn or Stream used after Close.

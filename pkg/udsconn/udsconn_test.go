@@ -480,3 +480,38 @@ func TestWaitingNamesTheInfoFile(t *testing.T) {
 		t.Errorf("logged the wait %d times; want once", n)
 	}
 }
+
+// A server-info file that is malformed or cannot be read ends the wait at
+// once with an ErrIncompatible error that names the file and what is wrong:
+// the server that wrote it will not write another.
+func TestBadInfoFile(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"malformed", func(path string) error {
+			return os.WriteFile(path, []byte("{protocol: uds}"+serverinfo.EndMarker), 0o644)
+		},
+			`: malformed server info: invalid character 'p' looking for beginning of object key string, in "{protocol: uds}"`},
+		{"a directory", func(path string) error { return os.Mkdir(path, 0o755) }, " cannot be read: is a directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := socketDir(t)
+			info := filepath.Join(dir, serverinfo.SourceInfoFile)
+			if err := tt.make(info); err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t, dir)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			_, _, err := c.conn.Get(ctx)
+			if !errors.Is(err, udsconn.ErrIncompatible) || ctx.Err() != nil {
+				t.Fatalf("Get = %v; want ErrIncompatible at once", err)
+			}
+			if want := "incompatible UDF server: server-info file " + info + tt.want; err.Error() != want {
+				t.Errorf("Get = %q;\nwant %q", err, want)
+			}
+		})
+	}
+}

@@ -68,8 +68,9 @@ func (p *pacer) logDue() bool {
 
 // waitInfo waits until the server-info file is there and complete, and
 // returns what it says; a file that cannot be read for another reason, or
-// that is malformed, is an error at once. It logs once, at the start, when
-// the file is not there, then as the wait goes on (pacer).
+// that is malformed, is an [ErrIncompatible] error at once, which names the
+// file and says what is wrong. It logs once, at the start, when the file is
+// not there, then as the wait goes on (pacer).
 func (c *Conn) waitInfo(ctx context.Context) (serverinfo.ServerInfo, error) {
 	c.setWaiting("waiting for the server-info file " + c.infoPath)
 	p := newPacer(c.clock)
@@ -79,7 +80,7 @@ func (c *Conn) waitInfo(ctx context.Context) (serverinfo.ServerInfo, error) {
 		case err == nil:
 			return info, nil
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, serverinfo.ErrIncomplete):
-			return serverinfo.ServerInfo{}, err
+			return serverinfo.ServerInfo{}, fmt.Errorf("%w: %w", ErrIncompatible, err)
 		case first && errors.Is(err, fs.ErrNotExist):
 			c.log.Info("waiting for the UDF server's server-info file", zap.String("file", c.infoPath))
 		case p.logDue():
