@@ -57,6 +57,7 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	if len(f.Ignored) > 0 {
 		log.Debug("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
 	}
+	logWarnings(log, f)
 	tlsConfig, err := observe.SelfSignedTLS(time.Now())
 	if err != nil {
 		return err

@@ -407,10 +407,19 @@ func loadConfig(path string) (*config.File, error) {
 	return nil, &usageError{msg: err.Error()}
 }
 
-// logIgnored names, in one log line, the Kubernetes-only fields the config sets.
+// logIgnored names, in one log line, the Kubernetes-only fields the config
+// sets, and logs each of its warnings.
 func logIgnored(log *zap.Logger, f *config.File) {
 	if len(f.Ignored) > 0 {
 		log.Info("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
+	}
+	logWarnings(log, f)
+}
+
+// logWarnings logs each warning of the config, a line each.
+func logWarnings(log *zap.Logger, f *config.File) {
+	for _, w := range f.Warnings {
+		log.Warn("the config allows this, but it is likely a mistake", zap.String("warning", w.String()))
 	}
 }
 

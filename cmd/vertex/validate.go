@@ -8,11 +8,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-func runValidate(args []string, stdout, _ io.Writer) error {
+func runValidate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", `usage: vertex validate -f FILE [--live-from RUNNING]
 
 Checks a MonoVertex or Pipeline YAML: prints a one-line summary and exits 0, or
-prints every problem with its path and line and exits 2. With --live-from, it
+prints every problem with its path and line and exits 2. What the file allows
+but is likely a mistake (vertices no source reaches) is a warning on stderr
+beside the summary. With --live-from, it
 also checks that replicas running RUNNING would take FILE on without a restart
 (vertex run applies such a change of its file live): only the max, min,
 rampUpDuration, modes and shadow of rate limits differ. Otherwise it names the
@@ -31,6 +33,9 @@ flags:
 	f, err := loadConfig(*file)
 	if err != nil {
 		return err
+	}
+	for _, w := range f.Warnings {
+		fmt.Fprintf(stderr, "vertex: warning: %s: %s\n", *file, w)
 	}
 	if *from != "" {
 		running, err := loadConfig(*from)

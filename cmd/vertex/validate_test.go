@@ -98,3 +98,50 @@ func TestValidateNumaflowReduce(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateRefuses checks that bad input that vertex run could not run is
+// refused by vertex validate, exit 2, with one line naming the field and its
+// value; and that what Numaflow accepts but is likely a mistake is a warning
+// on stderr beside the summary, exit 0.
+func TestValidateRefuses(t *testing.T) {
+	const mv = "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: mv\nspec:\n"
+	const pipeline = "apiVersion: numaflow.numaproj.io/v1alpha1\nkind: Pipeline\nmetadata:\n  name: p\nspec:\n  vertices:\n" +
+		"    - {name: in, source: {generator: {}}}\n    - {name: a, udf: {builtin: {name: cat}}}\n" +
+		"    - {name: b, udf: {builtin: {name: cat}}}\n    - {name: out, sink: {log: {}}}\n" +
+		"  edges:\n    - {from: in, to: out}\n    - {from: a, to: b}\n    - {from: b, to: a}\n"
+	for _, tt := range []struct {
+		name, yaml string
+		code       int
+		stderr     string // the line of the problem, or of the warning
+	}{
+		{"a redis url with port 99999", mv + "  limits:\n    rateLimit:\n      max: 10\n      store:\n        redisStore: {mode: single, url: \"redis://127.0.0.1:99999\"}\n" +
+			"  source:\n    generator: {}\n  sink:\n    log: {}\n", 2,
+			`: spec.limits.rateLimit.store.redisStore.url ("redis://127.0.0.1:99999"): port 99999 is out of range: a port to connect to is 1 to 65535 (line 10)`},
+		{"a ramp up out of range", mv + "  limits:\n    rateLimit: {max: 10, rampUpDuration: 9000000h}\n  source:\n    generator: {}\n  sink:\n    log: {}\n", 2,
+			`: spec.limits.rateLimit.rampUpDuration ("9000000h") is out of range: a duration is at most 2562047h47m16s either way (line 7)`},
+		{"a cycle no edge joins", pipeline, 2,
+			`: spec.vertices[1]: vertices "a" and "b" are joined by no edge to the graph of vertex "in": a pipeline is one connected graph, as Numaflow requires`},
+		{"a cycle no source reaches", pipeline + "    - {from: b, to: out}\n", 0,
+			`vertex: warning: `},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "v.yaml")
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runVertex(t, "validate", "-f", path)
+			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut, tt.code, tt.stderr)
+			}
+			if tt.code == 2 && strings.Count(errOut, "\n") != 2 {
+				t.Errorf("stderr %q; want one problem after the count", errOut)
+			}
+			if tt.code == 0 {
+				want := "vertex: warning: " + path + `: spec.vertices[1]: no source reaches vertices "a" and "b": they never get a message (Numaflow accepts such a pipeline) (line 8)` + "\n"
+				if errOut != want || !strings.Contains(out, " is valid (") {
+					t.Errorf("stdout %q, stderr %q; want the summary and %q", out, errOut, want)
+				}
+			}
+		})
+	}
+}
