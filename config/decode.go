@@ -258,7 +258,7 @@ func (d *decoder) decodeText(n *yaml.Node, v reflect.Value, path string) {
 	if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
 		if _, isDuration := v.Addr().Interface().(*Duration); isDuration {
 			if errors.Is(err, ErrDurationRange) {
-				d.fail(path, n, "(%q) %v", n.Value, err)
+				d.fail(path, n, "(%q) is %v", n.Value, err)
 				return
 			}
 			d.fail(path, n, "%q is not a duration (write it like 1s, 500ms or 1m30s)", n.Value)

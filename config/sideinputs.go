@@ -98,7 +98,7 @@ func (c *checker) trigger(path string, t SideInputTrigger) {
 	if every, ok := strings.CutPrefix(t.Schedule, "@every "); ok {
 		switch d, err := ParseDuration(strings.TrimSpace(every)); {
 		case errors.Is(err, ErrDurationRange):
-			c.add(path+".schedule", "(%q): the interval %v", t.Schedule, err)
+			c.add(path+".schedule", "(%q): the interval is %v", t.Schedule, err)
 			return
 		case err == nil && d <= 0:
 			c.add(path+".schedule", "(%q): the interval must be positive", t.Schedule)

@@ -42,7 +42,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // ErrDurationRange is matched by the error of a duration that is well written
 // but longer than a time.Duration holds: more than MaxDuration either way.
-var ErrDurationRange = errors.New("is out of range: a duration is at most " + MaxDuration + " either way")
+var ErrDurationRange = errors.New("out of range: a duration is at most " + MaxDuration + " either way")
 
 // MaxDuration is the longest duration, as written in a config: about 292
 // years (2562047h47m16.854775807s).

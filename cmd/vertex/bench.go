@@ -90,7 +90,7 @@ flags:
 `)
 	var fl benchFlags
 	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
-	fs.DurationVar(&fl.duration, "duration", 10*time.Second, "time to run each of off and on, split over the runs")
+	fs.durationVar(&fl.duration, "duration", 10*time.Second, "time to run each of off and on, split over the runs")
 	fs.IntVar(&fl.runs, "runs", 10, "runs of each of off and on, alternating")
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")

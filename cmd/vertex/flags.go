@@ -5,6 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/sluiceflow/sluice/config"
 )
 
 // flagSet is a command's flags: parse errors are returned once, as usage errors,
@@ -43,4 +48,66 @@ func (fs *flagSet) isSet(name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// durationVar defines a duration flag read as the durations of a config are
+// ([config.ParseDuration]): a value too long for Go is said to be out of
+// range, not to be no duration.
+func (fs *flagSet) durationVar(p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationValue{p}, name, usage)
+}
+
+// durationValue is a duration flag's value.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := config.ParseDuration(s)
+	switch {
+	case errors.Is(err, config.ErrDurationRange):
+		return err
+	case err != nil:
+		return errors.New("not a duration (write it like 1s, 500ms or 1m30s)")
+	}
+	*v.d = d
+	return nil
+}
+
+// Environment variables that give the OTLP endpoint without --otlp-endpoint.
+const (
+	envOTLPEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envOTLPTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+)
+
+// checkOTLP checks the OTLP endpoint traces go to: --otlp-endpoint, or else
+// the OTEL_EXPORTER_OTLP_* variables. The exporter would take a value that is
+// no URL, or has no host, for its default endpoint without a word.
+func checkOTLP(flagValue string) error {
+	for _, e := range []struct{ name, value string }{
+		{"--otlp-endpoint", flagValue}, {envOTLPEndpoint, os.Getenv(envOTLPEndpoint)}, {envOTLPTracesEndpoint, os.Getenv(envOTLPTracesEndpoint)},
+	} {
+		if e.value == "" {
+			continue
+		}
+		u, err := url.Parse(e.value)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return fmt.Errorf("%s (%q) must be an http:// or https:// URL, such as http://127.0.0.1:4317", e.name, e.value)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := config.ParsePort(p); err != nil || n == 0 {
+				return fmt.Errorf("%s (%q): port %s is out of range: a port to connect to is 1 to %d", e.name, e.value, p, config.MaxPort)
+			}
+		}
+		if e.name == "--otlp-endpoint" {
+			return nil // the variables are not read
+		}
+	}
+	return nil
 }

@@ -109,6 +109,9 @@ flags:
 	if fl.udsDir == "" {
 		return fl, usagef("processor: --uds-dir must not be empty")
 	}
+	if err := checkOTLP(fl.otlp); err != nil {
+		return fl, usagef("processor: %v", err)
+	}
 	return fl, nil
 }
 

@@ -165,7 +165,7 @@ flags:
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
 	fs.StringVar(&fl.stateDir, "state-dir", "", "Pipeline only: where reduce vertices keep the windows they have read, each in DIR/<vertex>, "+
 		"unless its storage is no_store (default $TMPDIR/sluice-state/<pipeline>; in a pod, the reduce's volume, such as /var/numaflow/pbq)")
-	fs.DurationVar(&fl.reloadInterval, "reload-interval", reload.DefaultInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
+	fs.durationVar(&fl.reloadInterval, "reload-interval", reload.DefaultInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
 	if err := fs.parse(args, stdout); err != nil {
 		return fl, err
 	}
@@ -174,6 +174,9 @@ flags:
 	}
 	if fl.reloadInterval < 0 {
 		return fl, usagef("run: --reload-interval (%v) must not be negative", fl.reloadInterval)
+	}
+	if err := checkOTLP(fl.otlp); err != nil {
+		return fl, usagef("run: %v", err)
 	}
 	return fl, nil
 }

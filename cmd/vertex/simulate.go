@@ -104,19 +104,20 @@ flags:
 	cfg := ratelimit.DefaultConfig(0)
 	fs.Int64Var(&cfg.Max, "max", 0, "most tokens per second for the whole vertex (required)")
 	fs.Int64Var(&cfg.Min, "min", ratelimit.DefaultMin, "tokens per second at start")
-	fs.DurationVar(&cfg.RampUpDuration, "ramp-up", ratelimit.DefaultRampUpDuration, "time to ramp from min to max (0: start at max)")
+	fs.durationVar(&cfg.RampUpDuration, "ramp-up", ratelimit.DefaultRampUpDuration, "time to ramp from min to max (0: start at max)")
 	fs.TextVar(&cfg.Mode, "mode", ratelimit.Relaxed, "ramp mode: relaxed, scheduled, onlyIfUsed or goBackN")
 	fs.IntVar(&cfg.ThresholdPercentage, "threshold", ratelimit.DefaultThresholdPercentage, "onlyIfUsed/goBackN: utilization percentage to ramp up")
-	fs.DurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
+	fs.durationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
 	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
 	fs.IntVar(&cfg.CutPercentage, "cut", ratelimit.DefaultCutPercentage, "adaptive: percentage of the pool a throttle signal cuts")
 	fs.IntVar(&cfg.HoldBelowPercentage, "hold-below", ratelimit.DefaultHoldBelowPercentage, "adaptive: percentage below the learnt ceiling the pool holds at")
-	fs.DurationVar(&cfg.ProbeAfter, "probe-after", ratelimit.DefaultProbeAfter, "adaptive: time after a cut before the pool probes above the learnt ceiling")
-	fs.DurationVar(&cfg.ForgetAfter, "forget-after", ratelimit.DefaultForgetAfter, "adaptive: time after a cut when the learnt ceiling is forgotten (0: learn none)")
+	fs.durationVar(&cfg.ProbeAfter, "probe-after", ratelimit.DefaultProbeAfter, "adaptive: time after a cut before the pool probes above the learnt ceiling")
+	fs.durationVar(&cfg.ForgetAfter, "forget-after", ratelimit.DefaultForgetAfter, "adaptive: time after a cut when the learnt ceiling is forgotten (0: learn none)")
 	quotaArg := fs.String("quota", "", "a downstream with a quota: fixed:RATE or bucket:RATE:BURST")
 	var quotaChanges changeFlags
 	fs.Var(&quotaChanges, "quota-change", "K:RATE: from epoch K, the downstream's quota is RATE (repeatable, in order)")
-	retryAfter := fs.Duration("retry-after", 0, "the downstream's Retry-After when it refuses (0: none)")
+	var retryAfter time.Duration
+	fs.durationVar(&retryAfter, "retry-after", 0, "the downstream's Retry-After when it refuses (0: none)")
 	signalsArg := fs.String("signals", "", `throttle signals per epoch, after its call, comma-separated: 0 or empty none, 1 a signal, a duration a signal with that Retry-After, e.g. "0,0,1,0,2s"`)
 	file := fs.String("f", "", "take the rate limit from this MonoVertex or Pipeline YAML")
 	vertex := fs.String("vertex", "", "with -f and a Pipeline: the vertex whose rate limit to use")
@@ -165,7 +166,7 @@ flags:
 	var down ratelimit.Downstream
 	switch {
 	case fs.isSet("quota"):
-		if down, err = simulate.ParseQuota(*quotaArg, quotaChanges, *retryAfter, len(demand)); err != nil {
+		if down, err = simulate.ParseQuota(*quotaArg, quotaChanges, retryAfter, len(demand)); err != nil {
 			return usagef("simulate: --quota %v", err)
 		}
 		cfg.Adaptive = true
