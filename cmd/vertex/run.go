@@ -76,6 +76,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 // TLS and Numaflow's metrics for the processor) until SIGTERM or SIGINT.
 func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	fl, log, rep := r.flags, r.log, r.replica
+	// What cannot be bound is refused before anything starts.
+	ls, err := bindListeners(fl, f)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	r.listeners = ls
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	tracer, shutdownTracing, err := observe.NewTracer(ctx, fl.otlp, f.Name(), rep)
@@ -91,7 +98,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	r.dir = dir
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
-		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region)}
+		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.listen)}
 	if v := os.Getenv(envReadAhead); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
@@ -221,8 +228,9 @@ type runner struct {
 	reload *reload.Watcher
 
 	// Set by execute.
-	dir   string // of the user-defined containers' sockets
-	vopts []vertex.Option
+	dir       string // of the user-defined containers' sockets
+	vopts     []vertex.Option
+	listeners *listeners // bound before anything starts
 }
 
 // monoVertex runs one replica of m.
@@ -295,23 +303,18 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 }
 
 // serve serves /metrics, /healthz, /livez, /sidecar-livez, /readyz, /status,
-// /status/live and the live page on --metrics-addr, if set, over HTTPS when
-// r.tls is set, until stop is called.
+// /status/live and the live page on --metrics-addr, if set (bound by
+// execute), over HTTPS when r.tls is set, until stop is called.
 func (r runner) serve(ready func() error, status func() any, live func(since int64) any) (stop func(), err error) {
-	if r.flags.metricsAddr == "" {
+	ln := r.listeners.metricsListener()
+	if ln == nil {
 		return func() {}, nil
 	}
 	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status, Live: live}, "http"
-	var server *observe.Server
 	if r.tls != nil {
-		server, err = observe.ListenTLS(r.flags.metricsAddr, h, r.tls, r.log)
 		scheme = "https"
-	} else {
-		server, err = observe.Listen(r.flags.metricsAddr, h, r.log)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", r.flags.metricsAddr, err)
-	}
+	server := observe.NewServer(ln, h, r.tls, r.log)
 	r.log.Info("serving metrics, health and status", zap.String("addr", server.Addr().String()), zap.String("scheme", scheme))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})

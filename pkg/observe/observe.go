@@ -70,6 +70,14 @@ func listen(addr string, h Handlers, cfg *tls.Config, log *zap.Logger) (*Server,
 	if err != nil {
 		return nil, err
 	}
+	return NewServer(ln, h, cfg, log), nil
+}
+
+// NewServer returns a server ready to Serve on ln, which it closes when Serve
+// returns: over HTTPS with cfg, for instance [SelfSignedTLS]'s, or over HTTP
+// when cfg is nil. A caller that binds its address early, to report one that
+// cannot be bound before anything starts, hands the listener over so.
+func NewServer(ln net.Listener, h Handlers, cfg *tls.Config, log *zap.Logger) *Server {
 	if cfg != nil {
 		ln = tls.NewListener(ln, cfg)
 	}
@@ -108,7 +116,7 @@ func listen(addr string, h Handlers, cfg *tls.Config, log *zap.Logger) (*Server,
 	// go to the debug log, not to stderr unstructured.
 	errLog, _ := zap.NewStdLogAt(log.Named("http"), zap.DebugLevel)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
-	return &Server{srv: srv, ln: ln, log: log}, nil
+	return &Server{srv: srv, ln: ln, log: log}
 }
 
 // Addr returns the address the server listens on.

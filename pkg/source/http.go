@@ -24,6 +24,9 @@ import (
 type HTTPConfig struct {
 	// Addr is the listen address, such as ":8090" or "127.0.0.1:0".
 	Addr string
+	// Listener, when set, is where the source serves instead of Addr: a
+	// caller that binds the address early hands it over. The source closes it.
+	Listener net.Listener
 	// Vertex is the vertex name: messages are posted to /vertices/<Vertex>.
 	Vertex string
 	// Token, when set, is the bearer token every request must carry.
@@ -104,7 +107,7 @@ type request struct {
 
 var _ isb.Reader = (*HTTP)(nil)
 
-// NewHTTP listens on cfg.Addr and starts serving.
+// NewHTTP listens on cfg.Addr, or takes cfg.Listener, and starts serving.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultHTTPQueue
@@ -124,9 +127,12 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, err
+		}
 	}
 	h := &HTTP{cfg: cfg, log: cfg.Logger, ln: ln, maxBody: min(cfg.MaxBodyBytes, cfg.MaxQueueBytes),
 		room:  queueRoom{maxCount: cfg.Queue, maxBytes: cfg.MaxQueueBytes},

@@ -2,6 +2,7 @@ package vertex
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +34,9 @@ type Env struct {
 	// HTTPAddr is the listen address [WithHTTPAddr] gives an http source,
 	// or "".
 	HTTPAddr string
+	// Listen is how an http source listens on its address ([WithListen];
+	// by default net.Listen).
+	Listen func(addr string) (net.Listener, error)
 	// LogSink is the log sink's writer ([WithLogSink]).
 	LogSink *sink.Log
 	// Watermark returns the vertex's watermark now, watermark.None while
@@ -84,6 +88,6 @@ func (e Env) RetryAfter() time.Duration { return e.v.retryAfter() }
 // env returns the Env of v's constructors.
 func (v *Vertex) env() Env {
 	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Region: v.region(), Limits: v.spec.Limits,
-		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, LogSink: v.o.logSink,
+		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, Listen: v.o.listen, LogSink: v.o.logSink,
 		Watermark: v.watermark, v: v}
 }

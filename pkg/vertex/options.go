@@ -1,6 +1,7 @@
 package vertex
 
 import (
+	"net"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ type options struct {
 	socketHint string
 	fixedDir   string
 	httpAddr   string
+	listen     func(addr string) (net.Listener, error)
 	logSink    *sink.Log
 	sideInputs SideInputs
 
@@ -76,6 +78,14 @@ func WithSocketDirHint(hint string) Option { return func(o *options) { o.socketH
 // ports.http (default :8090).
 func WithHTTPAddr(addr string) Option { return func(o *options) { o.httpAddr = addr } }
 
+// WithListen makes the vertex's http source listen with listen instead of
+// net.Listen: a caller that binds the source's address before anything
+// starts, to report an address that cannot be bound up front, hands the
+// listener over so.
+func WithListen(listen func(addr string) (net.Listener, error)) Option {
+	return func(o *options) { o.listen = listen }
+}
+
 // WithLogSink makes a log sink write through s: vertices of one process share
 // one, so that their lines never interleave (default: one on stdout).
 func WithLogSink(s *sink.Log) Option { return func(o *options) { o.logSink = s } }
@@ -105,6 +115,9 @@ func buildOptions(opts []Option) options {
 	}
 	if o.logSink == nil {
 		o.logSink = sink.NewLog(os.Stdout)
+	}
+	if o.listen == nil {
+		o.listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 	}
 	return o
 }

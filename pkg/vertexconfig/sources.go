@@ -69,18 +69,24 @@ func generator(env vertex.Env, path string, g *config.Generator) (isb.Reader, er
 	return source.NewGenerator(cfg)
 }
 
-// defaultHTTPPort is where an http source listens without ports.http.
-const defaultHTTPPort = 8090
+// DefaultHTTPPort is where an http source listens without ports.http.
+const DefaultHTTPPort = 8090
+
+// HTTPAddr is the address the http source h listens on: addr when it is not
+// "" (vertex run --http-addr), else :ports.http, else :DefaultHTTPPort.
+func HTTPAddr(addr string, h *config.HTTPSource) string {
+	if addr != "" {
+		return addr
+	}
+	port := int32(DefaultHTTPPort)
+	if h.Ports != nil && h.Ports.HTTP != nil {
+		port = *h.Ports.HTTP
+	}
+	return ":" + strconv.Itoa(int(port))
+}
 
 func httpSource(env vertex.Env, path string, h *config.HTTPSource) (isb.Reader, error) {
-	addr := env.HTTPAddr
-	if addr == "" {
-		port := int32(defaultHTTPPort)
-		if h.Ports != nil && h.Ports.HTTP != nil {
-			port = *h.Ports.HTTP
-		}
-		addr = ":" + strconv.Itoa(int(port))
-	}
+	addr := HTTPAddr(env.HTTPAddr, h)
 	cfg := source.HTTPConfig{Addr: addr, Vertex: env.Name, Queue: env.Limits.ReadBatchSize,
 		MaxQueueBytes: HTTPMaxQueueBytes(h), ReadTimeout: env.Limits.ReadTimeout, Logger: env.Log, RetryAfter: env.RetryAfter}
 	if h.Auth != nil && h.Auth.Token != nil {
@@ -90,8 +96,18 @@ func httpSource(env vertex.Env, path string, h *config.HTTPSource) (isb.Reader, 
 		}
 		cfg.Token = token
 	}
+	if env.Listen != nil {
+		ln, err := env.Listen(addr)
+		if err != nil {
+			return nil, fmt.Errorf("http source on %s: %w", addr, err)
+		}
+		cfg.Listener = ln
+	}
 	hs, err := source.NewHTTP(cfg)
 	if err != nil {
+		if cfg.Listener != nil {
+			cfg.Listener.Close()
+		}
 		return nil, fmt.Errorf("http source on %s: %w", addr, err)
 	}
 	env.OnClose(hs.Close)
