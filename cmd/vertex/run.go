@@ -123,7 +123,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		err = r.monoVertex(ctx, f.MonoVertex)
 	}
 	log.Info("stopped", zap.Error(err))
-	return runError(err, rep)
+	return runError(err, fl, rep)
 }
 
 func parseRunFlags(args []string, stdout io.Writer) (runFlags, error) {
@@ -366,9 +366,12 @@ func exitOnSecondSignal(ctx context.Context, log *zap.Logger) {
 }
 
 // runError names the flag a library error is about, where there is one.
-func runError(err error, replica int) error {
-	if errors.Is(err, vertex.ErrReplica) {
+func runError(err error, fl runFlags, replica int) error {
+	switch {
+	case errors.Is(err, vertex.ErrReplica):
 		return usagef("--replica (%d): %v", replica, err)
+	case errors.Is(err, vertex.ErrRegion):
+		return usagef("--region (%q): %v", fl.region, err)
 	}
 	return err
 }

@@ -46,6 +46,8 @@ func TestRunRefuses(t *testing.T) {
 	udf := write("udf.yaml", "  source:\n    generator: {}\n  udf:\n    container: {image: my/map:v1}\n  sink:\n    log: {}\n")
 	redis := write("redis.yaml", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        redisStore: {mode: single, url: \"redis://127.0.0.1:99999\"}\n"+
 		"  source:\n    generator: {}\n  sink:\n    log: {}\n")
+	regions := write("regions.yaml", "  limits:\n    rateLimit:\n      max: 10\n      regions: {proportions: {eu: 50, us: 50}}\n"+
+		"  source:\n    generator: {}\n  sink:\n    log: {}\n")
 	// udsDir returns a socket directory holding a mapper-server-info made by mk.
 	udsDir := func(mk func(path string) error) string {
 		d := t.TempDir()
@@ -82,6 +84,8 @@ func TestRunRefuses(t *testing.T) {
 			`vertex: run: OTEL_EXPORTER_OTLP_ENDPOINT ("localhost:4317") must be an http:// or https:// URL, such as http://127.0.0.1:4317`},
 		{"reload interval out of range", append([]string{"-f", gen, "--reload-interval", "9000000h"}, free...),
 			nil, `vertex: run: invalid value "9000000h" for flag -reload-interval: out of range: a duration is at most 2562047h47m16s either way`},
+		{"a region not of the rate limit", append([]string{"-f", regions, "--region", "mars"}, free...),
+			nil, `vertex: --region ("mars"): vertex mv: the replica's region: "mars" is not one of the rate limit's regions (eu, us)`},
 		{"a redis url with port 99999", append([]string{"-f", redis}, free...),
 			nil, `: spec.limits.rateLimit.store.redisStore.url ("redis://127.0.0.1:99999"): port 99999 is out of range: a port to connect to is 1 to 65535 (line 10)`},
 		{"a malformed server-info file", append([]string{"-f", udf, "--uds-dir", malformed}, free...),

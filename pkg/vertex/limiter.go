@@ -69,10 +69,10 @@ func (v *Vertex) regionConfig(cfg ratelimit.Config) (ratelimit.Config, error) {
 	r := v.o.region
 	switch {
 	case r == "":
-		return cfg, fmt.Errorf("vertex %s: its rate limit has regions (%s): give the replica's with --region or SLUICE_REGION",
-			v.spec.Name, strings.Join(names, ", "))
+		return cfg, fmt.Errorf("vertex %s: %w: none is given, and its rate limit has regions (%s): give the replica's with --region or SLUICE_REGION",
+			v.spec.Name, ErrRegion, strings.Join(names, ", "))
 	case rg.Proportions[r] <= 0:
-		return cfg, fmt.Errorf("vertex %s: region %q is not one of the rate limit's regions (%s)", v.spec.Name, r, strings.Join(names, ", "))
+		return cfg, fmt.Errorf("vertex %s: %w: %q is not one of the rate limit's regions (%s)", v.spec.Name, ErrRegion, r, strings.Join(names, ", "))
 	}
 	cfg.Max = RegionShare(cfg.Max, rg.Proportions, r)
 	cfg.Min = min(RegionShare(cfg.Min, rg.Proportions, r), cfg.Max)

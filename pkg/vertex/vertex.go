@@ -69,6 +69,10 @@ type Vertex struct {
 // of a replicaCountStore.
 var ErrReplica = errors.New("replica index out of range")
 
+// ErrRegion is matched by the error of a replica's region ([WithRegion])
+// that is missing or not one of its rate limit's regions.
+var ErrRegion = errors.New("the replica's region")
+
 // shutdownGrace is how long, beyond its readTimeout, the batch in flight may
 // take to be written and acked once Run's context is done.
 const shutdownGrace = 5 * time.Second
