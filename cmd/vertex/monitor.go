@@ -49,7 +49,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := bind(*addr)
 	if err != nil {
 		return usagef("monitor: --addr (%q): %v", *addr, err)
 	}
