@@ -272,12 +272,13 @@ func Encode(info ServerInfo) ([]byte, error) {
 	return append(b, EndMarker...), nil
 }
 
-// Decode parses the content of a server-info file. It returns an error
+// Decode parses the content of a server-info file. White space after the end
+// marker (a newline an editor or a shell added) is ignored. It returns an error
 // wrapping ErrIncomplete if the content does not end with EndMarker, and one
 // wrapping ErrMalformed, which says what is wrong and quotes the content, if
 // what comes before the marker is not a ServerInfo's JSON.
 func Decode(b []byte) (ServerInfo, error) {
-	body, ok := strings.CutSuffix(string(b), EndMarker)
+	body, ok := strings.CutSuffix(strings.TrimRight(string(b), " \t\r\n"), EndMarker)
 	if !ok {
 		return ServerInfo{}, ErrIncomplete
 	}

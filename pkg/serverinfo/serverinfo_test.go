@@ -125,7 +125,6 @@ func TestReadErrors(t *testing.T) {
 		{"json without marker", ptr(json), func(err error) bool { return errors.Is(err, ErrIncomplete) }},
 		{"cut inside json", ptr(json[:len(json)/2]), func(err error) bool { return errors.Is(err, ErrIncomplete) }},
 		{"cut inside marker", ptr(json + EndMarker[:5]), func(err error) bool { return errors.Is(err, ErrIncomplete) }},
-		{"marker then newline", ptr(json + EndMarker + "\n"), func(err error) bool { return errors.Is(err, ErrIncomplete) }},
 		{"malformed json", ptr(`{"protocol":` + EndMarker), func(err error) bool {
 			return errors.Is(err, ErrMalformed) && strings.HasSuffix(err.Error(), `: malformed server info: unexpected end of JSON input, in "{\"protocol\":"`)
 		}},
@@ -506,5 +505,18 @@ func TestKinds(t *testing.T) {
 	}
 	if MaxMessageSize != 64*1024*1024 || EndMarker != `U+005C__END__` || DefaultDir != "/var/run/numaflow" {
 		t.Error("contract constants changed")
+	}
+}
+
+func TestDecodeIgnoresSpaceAfterMarker(t *testing.T) {
+	full, err := Encode(Default(KindMap, "v0.12.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tail := range []string{"\n", "\r\n", " \n\n"} {
+		info, err := Decode(append(append([]byte{}, full...), tail...))
+		if err != nil || info.Protocol != "uds" {
+			t.Errorf("Decode(file + %q) = %+v, %v; want the file's info", tail, info, err)
+		}
 	}
 }
