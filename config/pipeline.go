@@ -404,6 +404,9 @@ func (p *Pipeline) VertexLimits(vertex string) (*PipelineLimits, error) {
 		if l.ReadTimeout != nil {
 			out.ReadTimeout = l.ReadTimeout
 		}
+		if l.UDFTimeout != nil {
+			out.UDFTimeout = l.UDFTimeout
+		}
 		if l.BufferMaxLength != nil {
 			out.BufferMaxLength = l.BufferMaxLength
 		}

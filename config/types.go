@@ -151,6 +151,13 @@ type Limits struct {
 	// flight; without, a read takes at most the smaller of it and
 	// readBatchSize.
 	Concurrency *uint64 `yaml:"concurrency"`
+
+	// sluice's addition.
+
+	// UDFTimeout is how long a call to a user-defined function may go
+	// unanswered before it is abandoned and retried (default
+	// DefaultUDFTimeout); a source's read has its readTimeout on top.
+	UDFTimeout *Duration `yaml:"udfTimeout"`
 }
 
 // PipelineLimits are the limits of a pipeline and of its vertices.
@@ -168,6 +175,8 @@ const (
 	DefaultReadTimeout      = time.Second
 	DefaultBufferMaxLength  = 30000
 	DefaultBufferUsageLimit = 80
+	// DefaultUDFTimeout is the default of udfTimeout, sluice's addition.
+	DefaultUDFTimeout = 60 * time.Second
 )
 
 // limits returns the MonoVertex-level part of l, nil when l is nil.
@@ -183,6 +192,9 @@ func (l *PipelineLimits) GetReadBatchSize() int { return l.limits().GetReadBatch
 
 // GetReadTimeout returns readTimeout or its default.
 func (l *PipelineLimits) GetReadTimeout() time.Duration { return l.limits().GetReadTimeout() }
+
+// GetUDFTimeout returns udfTimeout or its default.
+func (l *PipelineLimits) GetUDFTimeout() time.Duration { return l.limits().GetUDFTimeout() }
 
 // GetRateLimit returns the rate limit, or nil when there is none.
 func (l *PipelineLimits) GetRateLimit() *RateLimit { return l.limits().GetRateLimit() }
@@ -225,6 +237,14 @@ func (l *Limits) GetReadTimeout() time.Duration {
 		return DefaultReadTimeout
 	}
 	return l.ReadTimeout.Duration
+}
+
+// GetUDFTimeout returns udfTimeout or its default.
+func (l *Limits) GetUDFTimeout() time.Duration {
+	if l == nil || l.UDFTimeout == nil {
+		return DefaultUDFTimeout
+	}
+	return l.UDFTimeout.Duration
 }
 
 // GetRateLimit returns the rate limit, or nil when there is none.

@@ -397,6 +397,9 @@ func (c *checker) limits(path string, l *Limits) {
 	if l.Concurrency != nil && *l.Concurrency < 1 {
 		c.add(path+".concurrency", "(0) must be at least 1")
 	}
+	if l.UDFTimeout != nil && l.UDFTimeout.Duration <= 0 {
+		c.add(path+".udfTimeout", "(%v) must be positive", l.UDFTimeout.Duration)
+	}
 	if l.RateLimit != nil {
 		c.rateLimit(path+".rateLimit", l.RateLimit)
 	}

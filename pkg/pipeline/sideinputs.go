@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/sideinput"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -85,8 +86,10 @@ func newSideInputs(ctx context.Context, p *config.Pipeline, o options, manage bo
 	if manage {
 		retrievers := map[string]sideinput.Retriever{}
 		dirs := SideInputSocketDirs(p, o.socketDir)
+		// A retrieval has the pipeline's limits.udfTimeout as its deadline.
+		calls := udsconn.NewCalls(p.Spec.Limits.GetUDFTimeout(), nil)
 		for _, si := range p.Spec.SideInputs {
-			r := sideinput.NewRemote(dirs[si.Name], o.log.With(zap.String("sideInput", si.Name)), nil)
+			r := sideinput.NewRemote(dirs[si.Name], o.log.With(zap.String("sideInput", si.Name)), nil, udsconn.WithCalls(calls))
 			*cl = append(*cl, r.Close)
 			retrievers[si.Name] = r
 			s.remotes = append(s.remotes, r)

@@ -23,12 +23,14 @@ type Remote struct {
 var _ Retriever = (*Remote)(nil)
 
 // NewRemote returns a Remote for the server whose files are in dir; it
-// connects at the first Retrieve, and again after a failure.
-func NewRemote(dir string, log *zap.Logger, clk clock.Clock) *Remote {
+// connects at the first Retrieve, and again after a failure. opts configure
+// its connection (udsconn.WithCalls gives its calls their deadline).
+func NewRemote(dir string, log *zap.Logger, clk clock.Clock, opts ...udsconn.Option) *Remote {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Remote{conn: udsconn.New(dir, serverinfo.KindSideInput, isReady, log, udsconn.WithClock(clk))}
+	opts = append([]udsconn.Option{udsconn.WithClock(clk)}, opts...)
+	return &Remote{conn: udsconn.New(dir, serverinfo.KindSideInput, isReady, log, opts...)}
 }
 
 func isReady(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
@@ -37,17 +39,18 @@ func isReady(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 }
 
 // Retrieve connects if needed (waiting for the server until ctx ends) and
-// calls RetrieveSideInput.
+// calls RetrieveSideInput, a call with a deadline (see udsconn, Deadlines):
+// past it the error matches udsconn.ErrDeadline.
 func (r *Remote) Retrieve(ctx context.Context) ([]byte, bool, error) {
-	cc, _, err := r.conn.Get(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	resp, err := sideinputv1.NewSideInputClient(cc).RetrieveSideInput(ctx, &emptypb.Empty{})
-	if err != nil {
-		if ctx.Err() == nil {
+	var resp *sideinputv1.SideInputResponse
+	err := r.conn.Unary(ctx, "RetrieveSideInput", 0, func(cctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = sideinputv1.NewSideInputClient(cc).RetrieveSideInput(cctx, &emptypb.Empty{})
+		if err != nil && cctx.Err() == nil {
 			r.conn.Broken(cc, err)
 		}
+		return err
+	})
+	if err != nil {
 		return nil, false, err
 	}
 	return resp.GetValue(), !resp.GetNoBroadcast(), nil

@@ -42,8 +42,9 @@ type UD struct {
 var _ isb.Writer = (*UD)(nil)
 
 // NewUD returns the user-defined sink of kind (serverinfo.KindSink or
-// KindFallbackSink or KindOnSuccessSink) served in dir.
-func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger) *UD {
+// KindFallbackSink or KindOnSuccessSink) served in dir; opts configure its
+// connection (udsconn.WithCalls gives its calls their deadline).
+func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger, opts ...udsconn.Option) *UD {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -51,8 +52,9 @@ func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger) *UD {
 	s.conn = udsconn.New(dir, kind, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sinkv1.NewSinkClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	s.stream = udsconn.NewStream[sinkv1.SinkRequest, sinkv1.SinkResponse](s.conn)
+	s.stream.Name = "SinkFn"
 	s.stream.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sinkv1.SinkRequest, sinkv1.SinkResponse], error) {
 		return sinkv1.NewSinkClient(cc).SinkFn(ctx)
 	}
@@ -193,8 +195,8 @@ func (s *UD) exchange(ctx context.Context, msgs []isb.Message, errs []error) err
 		}
 		return false, nil
 	}
-	if err := s.stream.Exchange(ctx, send, recv); err != nil {
-		return fmt.Errorf("user-defined sink: %s", udsconn.Message(err))
+	if err := s.stream.Exchange(ctx, len(msgs), send, recv); err != nil {
+		return udsconn.Wrap("user-defined sink", err)
 	}
 	return nil
 }

@@ -54,14 +54,17 @@ func (*UD) OnPartitionsGone(func(partitions []int32)) {}
 var ErrSourceRead = errors.New("user-defined source failed the read")
 
 // NewUD returns the user-defined source served in dir; a read waits at most
-// readTimeout for records.
-func NewUD(dir string, readTimeout time.Duration, log *zap.Logger) *UD {
+// readTimeout for records, and the deadline of a read comes that much after
+// the others'. opts configure its connection (udsconn.WithCalls gives its
+// calls their deadline).
+func NewUD(dir string, readTimeout time.Duration, log *zap.Logger, opts ...udsconn.Option) *UD {
 	s := &UD{readTimeout: readTimeout}
 	s.conn = udsconn.New(dir, serverinfo.KindSource, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sourcev1.NewSourceClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	s.read = udsconn.NewStream[sourcev1.ReadRequest, sourcev1.ReadResponse](s.conn)
+	s.read.Name, s.read.Allowance = "ReadFn", readTimeout
 	s.read.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.ReadRequest, sourcev1.ReadResponse], error) {
 		return sourcev1.NewSourceClient(cc).ReadFn(ctx)
 	}
@@ -72,6 +75,7 @@ func NewUD(dir string, readTimeout time.Duration, log *zap.Logger) *UD {
 	// At shutdown the read in flight may take its timeout to finish.
 	s.read.Grace = readTimeout + udsconn.DefaultGrace
 	s.ack = udsconn.NewStream[sourcev1.AckRequest, sourcev1.AckResponse](s.conn)
+	s.ack.Name = "AckFn"
 	s.ack.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.AckRequest, sourcev1.AckResponse], error) {
 		return sourcev1.NewSourceClient(cc).AckFn(ctx)
 	}
@@ -104,19 +108,20 @@ const PendingUnknown int64 = -1
 
 // Pending asks the source how many messages are pending: not yet read, or due
 // to be read again. It is PendingUnknown when the source cannot tell (it
-// answers a negative count), and an error while the server is not connected or
-// fails the call; it does not wait for the server to connect.
+// answers a negative count), and an error while the server is not connected,
+// is stuck (see udsconn, Deadlines) or fails the call; it does not wait for
+// the server to connect.
 func (s *UD) Pending(ctx context.Context) (int64, error) {
 	if err := s.conn.Ready(); err != nil {
 		return PendingUnknown, err
 	}
-	cc, _, err := s.conn.Get(ctx)
+	var resp *sourcev1.PendingResponse
+	err := s.conn.Unary(ctx, "PendingFn", 0, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = sourcev1.NewSourceClient(cc).PendingFn(ctx, &emptypb.Empty{})
+		return err
+	})
 	if err != nil {
-		return PendingUnknown, err
-	}
-	resp, err := sourcev1.NewSourceClient(cc).PendingFn(ctx, &emptypb.Empty{})
-	if err != nil {
-		return PendingUnknown, fmt.Errorf("user-defined source pending: %s", udsconn.Message(err))
+		return PendingUnknown, udsconn.Wrap("user-defined source pending", err)
 	}
 	if n := resp.GetResult().GetCount(); n >= 0 {
 		return n, nil
@@ -150,13 +155,13 @@ func (s *UD) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		}
 		return resp.GetStatus().GetEot(), nil
 	}
-	if err := s.read.Exchange(ctx, send, recv); err != nil {
+	if err := s.read.Exchange(ctx, len(buf), send, recv); err != nil {
 		if ctx.Err() != nil && n > 0 {
 			// Shutting down mid-read: the records already read are not lost, the
 			// source delivers unacked records again.
 			return 0, nil
 		}
-		return 0, fmt.Errorf("user-defined source: %s", udsconn.Message(err))
+		return 0, udsconn.Wrap("user-defined source", err)
 	}
 	return n, nil
 }
@@ -176,8 +181,8 @@ func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 		return send(&sourcev1.AckRequest{Request: &sourcev1.AckRequest_Request{Offsets: offsets}})
 	}
 	recv := func(*sourcev1.AckResponse) (bool, error) { return true, nil }
-	if err := s.ack.Exchange(ctx, send, recv); err != nil {
-		return fmt.Errorf("user-defined source ack: %s", udsconn.Message(err))
+	if err := s.ack.Exchange(ctx, len(offsets), send, recv); err != nil {
+		return udsconn.Wrap("user-defined source ack", err)
 	}
 	return nil
 }
@@ -195,13 +200,13 @@ func (s *UD) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.Na
 	if len(offsets) == 0 {
 		return nil
 	}
-	cc, _, err := s.conn.Get(ctx)
-	if err == nil {
-		_, err = sourcev1.NewSourceClient(cc).NackFn(ctx, &sourcev1.NackRequest{Request: []*sourcev1.NackRequest_Request{
+	err := s.conn.Unary(ctx, "NackFn", len(offsets), func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := sourcev1.NewSourceClient(cc).NackFn(ctx, &sourcev1.NackRequest{Request: []*sourcev1.NackRequest_Request{
 			{Offsets: offsets, NackOptions: isbproto.ToNackOptions(opts)}}})
-	}
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("user-defined source nack: %s", udsconn.Message(err))
+		return udsconn.Wrap("user-defined source nack", err)
 	}
 	return nil
 }

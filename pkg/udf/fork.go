@@ -44,11 +44,11 @@ func (r *Remote) Fork() Mapper {
 	f := &Remote{conn: r.conn, kind: r.kind}
 	if r.mapS != nil {
 		f.mapS = udsconn.NewStream[mapRequest, mapResponse](r.conn)
-		f.mapS.Open, f.mapS.Handshake, f.mapS.Echoed = r.mapS.Open, r.mapS.Handshake, r.mapS.Echoed
+		f.mapS.Open, f.mapS.Handshake, f.mapS.Echoed, f.mapS.Name = r.mapS.Open, r.mapS.Handshake, r.mapS.Echoed, r.mapS.Name
 	}
 	if r.stS != nil {
 		f.stS = udsconn.NewStream[stv1.SourceTransformRequest, stv1.SourceTransformResponse](r.conn)
-		f.stS.Open, f.stS.Handshake, f.stS.Echoed = r.stS.Open, r.stS.Handshake, r.stS.Echoed
+		f.stS.Open, f.stS.Handshake, f.stS.Echoed, f.stS.Name = r.stS.Open, r.stS.Handshake, r.stS.Echoed, r.stS.Name
 	}
 	return forked{f}
 }

@@ -75,14 +75,16 @@ type result struct {
 
 var _ Mapper = (*Remote)(nil)
 
-// NewRemoteMap returns the map UDF served in dir.
-func NewRemoteMap(dir string, log *zap.Logger) *Remote {
+// NewRemoteMap returns the map UDF served in dir; opts configure its
+// connection (udsconn.WithCalls gives its calls their deadline).
+func NewRemoteMap(dir string, log *zap.Logger, opts ...udsconn.Option) *Remote {
 	r := &Remote{kind: serverinfo.KindMap}
 	r.conn = udsconn.New(dir, serverinfo.KindMap, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := mapv1.NewMapClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	r.mapS = udsconn.NewStream[mapRequest, mapResponse](r.conn)
+	r.mapS.Name = "MapFn"
 	r.mapS.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[mapRequest, mapResponse], error) {
 		// map.v1.Map/MapFn, with the requests and answers encoded by hand
 		// (mapwire.go) by the connection's codec.
@@ -97,14 +99,16 @@ func NewRemoteMap(dir string, log *zap.Logger) *Remote {
 	return r
 }
 
-// NewRemoteTransformer returns the source transformer served in dir.
-func NewRemoteTransformer(dir string, log *zap.Logger) *Remote {
+// NewRemoteTransformer returns the source transformer served in dir; opts
+// configure its connection.
+func NewRemoteTransformer(dir string, log *zap.Logger, opts ...udsconn.Option) *Remote {
 	r := &Remote{kind: serverinfo.KindSourceTransformer}
 	r.conn = udsconn.New(dir, serverinfo.KindSourceTransformer, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := stv1.NewSourceTransformClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	r.stS = udsconn.NewStream[stv1.SourceTransformRequest, stv1.SourceTransformResponse](r.conn)
+	r.stS.Name = "SourceTransformFn"
 	r.stS.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[stv1.SourceTransformRequest, stv1.SourceTransformResponse], error) {
 		return stv1.NewSourceTransformClient(cc).SourceTransformFn(ctx)
 	}
@@ -179,7 +183,7 @@ func (r *Remote) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message,
 		err = r.mapBatch(ctx, in, prefix, info.MapKind())
 	}
 	if err != nil {
-		return out, 0, fmt.Errorf("%s UDF: %s", r.kind, udsconn.Message(err))
+		return out, 0, udsconn.Wrap(string(r.kind)+" UDF", err)
 	}
 	return r.collect(in, out)
 }
@@ -274,7 +278,7 @@ func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, 
 		}
 		return false, nil
 	}
-	return r.mapS.Exchange(ctx, send, recv)
+	return r.mapS.Exchange(ctx, len(in), send, recv)
 }
 
 func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string) error {
@@ -311,7 +315,7 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 		pending--
 		return pending == 0, nil
 	}
-	return r.stS.Exchange(ctx, send, recv)
+	return r.stS.Exchange(ctx, len(in), send, recv)
 }
 
 // collect appends the answers, in the order of in, and counts the messages that

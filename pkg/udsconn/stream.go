@@ -15,9 +15,17 @@ import (
 // connection it was opened on, and opened again on the current connection once
 // that one was dropped. After an error it is dropped, together with its
 // connection if that is still the current one, so that the next exchange starts
-// afresh. A Stream carries one exchange at a time.
+// afresh. A Stream carries one exchange at a time, and each exchange is a
+// call with a deadline (see the package doc, Deadlines).
 type Stream[Req, Resp any] struct {
 	conn *Conn
+	// Name names the stream's calls in logs and status: its RPC, such as
+	// MapFn or ReadFn.
+	Name string
+	// Allowance is how long an exchange may take by design (a source's
+	// read waits up to its read timeout for records): its deadline, and its
+	// first warning, come that much later.
+	Allowance time.Duration
 	// Open opens the stream on a connection.
 	Open func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[Req, Resp], error)
 	// Handshake is the first request of a stream; Echoed checks the server's
@@ -129,22 +137,51 @@ func (s *Stream[Req, Resp]) open(ctx context.Context, cc *grpc.ClientConn) (*ope
 
 // Exchange sends requests with send (from its own goroutine, so that answers
 // never wait on requests) while it hands each answer to recv until recv says the
-// exchange is done. On an error the stream is dropped, with its connection if
+// exchange is done; n is the number of messages the exchange carries, for its
+// warnings and status. On an error the stream is dropped, with its connection if
 // that is still current, and the error returned.
+//
+// The exchange is a call with a deadline, from when the server is connected
+// (the wait for it to connect is not part of it): past the deadline the stream
+// is cancelled and dropped, keeping the connection, recv is handed no more
+// answers, and Exchange returns an error matching [ErrDeadline].
 //
 // When ctx ends first, that is no failure of the server: the stream is
 // half-closed once the requests are sent, and the server has the stream's
 // grace to finish the exchange. Exchange returns nil if it does, every answer
 // handed to recv, and ctx's error if not; either way the stream is not used
 // again, and it is cancelled once the server ends it or the grace is over.
-func (s *Stream[Req, Resp]) Exchange(ctx context.Context, send func(func(*Req) error) error, recv func(*Resp) (done bool, err error)) error {
+func (s *Stream[Req, Resp]) Exchange(ctx context.Context, n int, send func(func(*Req) error) error, recv func(*Resp) (done bool, err error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o, err := s.get(ctx)
+	if _, _, err := s.conn.Get(ctx); err != nil {
+		return err
+	}
+	call := s.conn.begin(s.name(), n, s.Allowance)
+	return call.End(s.exchange(ctx, call, send, recv))
+}
+
+func (s *Stream[Req, Resp]) name() string {
+	if s.Name == "" {
+		return "stream"
+	}
+	return s.Name
+}
+
+// errAbandoned stops an exchange whose call was abandoned.
+var errAbandoned = errors.New("the call was abandoned")
+
+// exchange is Exchange's exchange, as call.
+func (s *Stream[Req, Resp]) exchange(ctx context.Context, call *Call, send func(func(*Req) error) error, recv func(*Resp) (done bool, err error)) error {
+	opening, stopOpening := context.WithCancel(ctx)
+	defer stopOpening()
+	call.OnAbandon(stopOpening) // a handshake that does not come
+	o, err := s.get(opening)
 	if err != nil {
 		return err
 	}
+	call.OnAbandon(o.cancel)
 	var sendErr error
 	sent := make(chan struct{})
 	go func() {
@@ -162,7 +199,12 @@ func (s *Stream[Req, Resp]) Exchange(ctx context.Context, send func(func(*Req) e
 		case <-o.ctx.Done(): // the requests still not sent when the grace ended
 		}
 	})
-	err = receive(o, recv)
+	err = receive(o, func(r *Resp) (bool, error) {
+		if call.Abandoned() { // a late answer is not taken
+			return true, errAbandoned
+		}
+		return recv(r)
+	})
 	if !stop() {
 		<-halfClosed
 		<-sent
@@ -186,7 +228,7 @@ func (s *Stream[Req, Resp]) Exchange(ctx context.Context, send func(func(*Req) e
 	if err != nil {
 		s.drop(o)
 		o.cancel()
-		if !s.isClosed() {
+		if !s.isClosed() && !call.Abandoned() {
 			s.conn.Broken(o.cc, err)
 		}
 		return err

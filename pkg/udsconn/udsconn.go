@@ -26,6 +26,21 @@
 // one server (a source's read and ack streams) reconnect once per failure of
 // the server, never closing each other's new connection.
 //
+// # Deadlines
+//
+// Every call to a server has a deadline: the timeout of the [Calls] the
+// connection is part of ([WithCalls]; limits.udfTimeout, DefaultTimeout by
+// default), measured from when the call starts on a connected server
+// (waiting for the server to connect is not part of it). A call still
+// outstanding is logged with a warning naming the function, the call, its
+// messages and how long it has been outstanding, at 5s (or at half the
+// deadline, when that is sooner), then each time its age doubles, at least
+// every minute. At its deadline the call is abandoned: its stream is
+// cancelled and dropped, so that a late answer is never taken, the error
+// (matching [ErrDeadline]) is logged and returned, and the connection is
+// stuck: [Conn.Ready] says so until a call to the server succeeds. The
+// connection itself is kept; the caller's retry opens a new stream on it.
+//
 // # Shutdown
 //
 // A context that ends is not a failure of the server: the stream in use is
@@ -87,6 +102,8 @@ type Conn struct {
 	log      *zap.Logger
 	poll     time.Duration
 	clock    clock.Clock
+	kind     serverinfo.Kind
+	calls    *Calls
 
 	connecting sync.Mutex     // held while a Get connects, so that one connects at a time
 	retiring   sync.WaitGroup // streams being half-closed; Close waits for them
@@ -96,6 +113,7 @@ type Conn struct {
 	info    serverinfo.ServerInfo
 	waiting string // what a Get waits for now, "" when none does
 	broken  error  // why the last connection was dropped, nil while connected
+	stuck   error  // the last call abandoned at its deadline, until a call succeeds
 	closed  bool
 }
 
@@ -106,6 +124,12 @@ type Option func(*Conn)
 // with (default clock.Real()).
 func WithClock(c clock.Clock) Option { return func(conn *Conn) { conn.clock = c } }
 
+// WithCalls makes the connection's calls part of calls, which gives them
+// their deadline and tells the oldest of them (nil: the default). Without it
+// a connection has calls of its own, with DefaultTimeout, timed on the
+// connection's clock.
+func WithCalls(calls *Calls) Option { return func(conn *Conn) { conn.calls = calls } }
+
 // New returns a connection, not yet made, to the server of kind in dir. For the
 // map kinds, the socket is chosen by the MAP_MODE of the mapper's info file.
 func New(dir string, kind serverinfo.Kind, isReady IsReady, log *zap.Logger, opts ...Option) *Conn {
@@ -113,13 +137,16 @@ func New(dir string, kind serverinfo.Kind, isReady IsReady, log *zap.Logger, opt
 		log = zap.NewNop()
 	}
 	c := &Conn{dir: dir, infoPath: filepath.Join(dir, kind.InfoFile()), isReady: isReady,
-		log: log.With(zap.String("udf", string(kind))), poll: 100 * time.Millisecond, clock: clock.Real()}
+		log: log.With(zap.String("udf", string(kind))), poll: 100 * time.Millisecond, clock: clock.Real(), kind: kind}
 	c.socket = func(serverinfo.ServerInfo) string { return kind.Socket() }
 	if kind.IsMap() {
 		c.socket = func(info serverinfo.ServerInfo) string { return info.MapKind().Socket() }
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.calls == nil {
+		c.calls = NewCalls(DefaultTimeout, c.clock)
 	}
 	return c
 }
@@ -159,6 +186,7 @@ func (c *Conn) Get(ctx context.Context) (*grpc.ClientConn, serverinfo.ServerInfo
 		}
 		c.cc, c.info, c.broken = cc, info, nil
 		c.mu.Unlock()
+		c.calls.note(c.function())
 		c.log.Info("connected to UDF server", zap.String("socket", c.socketPath(info)), zap.String("language", info.Language),
 			zap.String("version", info.Version), zap.Any("metadata", info.Metadata))
 		return cc, info, nil
@@ -240,12 +268,15 @@ func (c *Conn) Broken(cc *grpc.ClientConn, err error) bool {
 	return true
 }
 
-// Ready returns nil while connected, or what the connection waits for and
-// why it is not connected; the message names the server-info file.
+// Ready returns nil while connected and not stuck, or what the connection
+// waits for and why it is not connected, or the call it is stuck on (see the
+// package doc, Deadlines); the message names the server-info file.
 func (c *Conn) Ready() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case c.cc != nil && c.stuck != nil:
+		return fmt.Errorf("%s: stuck until the server answers a call: %w", c.infoPath, c.stuck)
 	case c.cc != nil:
 		return nil
 	case c.closed:
@@ -258,6 +289,51 @@ func (c *Conn) Ready() error {
 		return fmt.Errorf("%s: %s", c.infoPath, Message(c.broken))
 	}
 	return fmt.Errorf("%s: not connected yet", c.infoPath)
+}
+
+// function is the function the connection's server serves: its kind, or
+// for a map server the kind of map its info says.
+func (c *Conn) function() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kind.IsMap() {
+		return string(c.info.MapKind())
+	}
+	return string(c.kind)
+}
+
+// setStuck notes that a call was abandoned at its deadline with err.
+func (c *Conn) setStuck(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stuck = err
+}
+
+// answered notes that a call succeeded: the connection is no longer stuck.
+func (c *Conn) answered() {
+	c.mu.Lock()
+	was := c.stuck
+	c.stuck = nil
+	c.mu.Unlock()
+	if was != nil {
+		c.log.Info("the UDF server answers calls again")
+	}
+}
+
+// Unary makes a unary call named name, of n messages, to the server,
+// connecting first if needed: call gets the connection and a context that
+// ends with ctx or at the call's deadline. It returns call's error, or the
+// deadline's (matching ErrDeadline) when the call was abandoned.
+func (c *Conn) Unary(ctx context.Context, name string, n int, call func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	cc, _, err := c.Get(ctx)
+	if err != nil {
+		return err
+	}
+	cl := c.Begin(name, n)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cl.OnAbandon(cancel)
+	return cl.End(call(cctx, cc))
 }
 
 // retire runs end in a goroutine of its own that Close waits for, and reports
@@ -304,6 +380,24 @@ func Message(err error) string {
 	}
 	return err.Error()
 }
+
+// Wrap returns err, said as what, a colon and Message(err), and matching
+// what err matches (ErrDeadline, ErrProtocol, a gRPC status); nil when err
+// is nil.
+func Wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &wrapped{what: what, err: err}
+}
+
+type wrapped struct {
+	what string
+	err  error
+}
+
+func (w *wrapped) Error() string { return w.what + ": " + Message(w.err) }
+func (w *wrapped) Unwrap() error { return w.err }
 
 // failures is the reporter ReportFailures set.
 var failures atomic.Pointer[func(error)]

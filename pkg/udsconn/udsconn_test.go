@@ -65,6 +65,8 @@ type server struct {
 	ends  []string      // per stream that ended: "eof", or the error
 	hold  chan struct{} // set at start
 	got   chan struct{} // gets a value when a read request arrives
+	// silent makes a read stream never answer, not even its handshake.
+	silent bool
 }
 
 // startServer serves in dir, as a server process that (re)started would: its
@@ -111,6 +113,17 @@ func (s *server) ended(err error) error {
 func (s *server) ReadFn(st sourcev1.Source_ReadFnServer) error {
 	if _, err := st.Recv(); err != nil {
 		return s.ended(err)
+	}
+	s.mu.Lock()
+	silent := s.silent
+	s.mu.Unlock()
+	if silent {
+		select {
+		case s.got <- struct{}{}:
+		default:
+		}
+		<-st.Context().Done()
+		return s.ended(st.Context().Err())
 	}
 	s.mu.Lock()
 	s.reads++
@@ -166,6 +179,22 @@ func (s *server) AckFn(st sourcev1.Source_AckFnServer) error {
 	}
 }
 
+// PendingFn answers 7 once hold, when not nil, is closed.
+func (s *server) PendingFn(ctx context.Context, _ *emptypb.Empty) (*sourcev1.PendingResponse, error) {
+	select {
+	case s.got <- struct{}{}:
+	default:
+	}
+	if s.hold != nil {
+		select {
+		case <-s.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &sourcev1.PendingResponse{Result: &sourcev1.PendingResponse_Result{Count: 7}}, nil
+}
+
 // streams returns how many read and ack streams were opened, and how they ended.
 func (s *server) streams() (reads, acks int, ends []string) {
 	s.mu.Lock()
@@ -182,20 +211,22 @@ type client struct {
 	logs *observer.ObservedLogs
 }
 
-func newClient(t *testing.T, dir string) *client {
+func newClient(t *testing.T, dir string, opts ...udsconn.Option) *client {
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := &client{logs: logs}
 	c.conn = udsconn.New(dir, serverinfo.KindSource, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sourcev1.NewSourceClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, zap.New(core))
+	}, zap.New(core), opts...)
 	c.rd = udsconn.NewStream[sourcev1.ReadRequest, sourcev1.ReadResponse](c.conn)
+	c.rd.Name = "ReadFn"
 	c.rd.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.ReadRequest, sourcev1.ReadResponse], error) {
 		return sourcev1.NewSourceClient(cc).ReadFn(ctx)
 	}
 	c.rd.Handshake = func() *sourcev1.ReadRequest { return &sourcev1.ReadRequest{Handshake: &sourcev1.Handshake{Sot: true}} }
 	c.rd.Echoed = func(m *sourcev1.ReadResponse) bool { return m.GetHandshake().GetSot() }
 	c.ak = udsconn.NewStream[sourcev1.AckRequest, sourcev1.AckResponse](c.conn)
+	c.ak.Name = "AckFn"
 	c.ak.Open = func(ctx context.Context, cc *grpc.ClientConn) (grpc.BidiStreamingClient[sourcev1.AckRequest, sourcev1.AckResponse], error) {
 		return sourcev1.NewSourceClient(cc).AckFn(ctx)
 	}
@@ -223,7 +254,7 @@ func (c *client) read(ctx context.Context, n int) (int, error) {
 		}
 		return r.GetStatus().GetEot(), nil
 	}
-	err := c.rd.Exchange(ctx, send, recv)
+	err := c.rd.Exchange(ctx, n, send, recv)
 	return got, err
 }
 
@@ -231,7 +262,7 @@ func (c *client) ack(ctx context.Context) error {
 	send := func(send func(*sourcev1.AckRequest) error) error {
 		return send(&sourcev1.AckRequest{Request: &sourcev1.AckRequest_Request{Offsets: []*sourcev1.Offset{{Offset: []byte{0}}}}})
 	}
-	return c.ak.Exchange(ctx, send, func(*sourcev1.AckResponse) (bool, error) { return true, nil })
+	return c.ak.Exchange(ctx, 1, send, func(*sourcev1.AckResponse) (bool, error) { return true, nil })
 }
 
 // count is how many log entries have the message msg.

@@ -11,6 +11,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // Env is what the constructors of a vertex's parts ([SourceFunc],
@@ -42,6 +43,11 @@ type Env struct {
 	// Watermark returns the vertex's watermark now, watermark.None while
 	// it has none: what requests to its functions carry.
 	Watermark func() time.Time
+	// Calls are the calls to the vertex's user-defined servers: a client
+	// given udsconn.WithCalls(Calls) has the vertex's UDFTimeout as its
+	// deadline, and its calls in /status and in the metric
+	// sluice_udf_call_oldest_seconds.
+	Calls *udsconn.Calls
 
 	v *Vertex
 }
@@ -89,5 +95,5 @@ func (e Env) RetryAfter() time.Duration { return e.v.retryAfter() }
 func (v *Vertex) env() Env {
 	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Region: v.region(), Limits: v.spec.Limits,
 		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, Listen: v.o.listen, LogSink: v.o.logSink,
-		Watermark: v.watermark, v: v}
+		Watermark: v.watermark, Calls: v.calls, v: v}
 }

@@ -60,7 +60,8 @@ func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { 
 func WithTracer(t trace.Tracer) Option { return func(o *options) { o.tracer = t } }
 
 // WithClock makes the rate limiter, the throttle tracker and a generator source
-// read time from c (default: the wall clock).
+// read time from c (default: the wall clock). The deadlines of calls to
+// user-defined servers, which answer in real time, run on the wall clock.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithSocketDir is where the vertex's user-defined containers have their

@@ -150,6 +150,11 @@ type Limits struct {
 	// (0: ReadBatchSize). With Streaming it is how many are kept in flight;
 	// without, a read takes at most the smaller of it and ReadBatchSize.
 	Concurrency int
+	// UDFTimeout is how long a call to one of the vertex's user-defined
+	// functions may go unanswered before it is abandoned and retried
+	// (0: udsconn.DefaultTimeout, 60s); a source's read has ReadTimeout on
+	// top. The clients that Env.Calls is given to take it from there.
+	UDFTimeout time.Duration
 	// RateLimit is the vertex's rate limit; nil for none.
 	RateLimit *RateLimit
 }
@@ -161,6 +166,8 @@ func (l Limits) check() error {
 		return fmt.Errorf("read batch size (%d) must be at least 1", l.ReadBatchSize)
 	case l.ReadTimeout <= 0:
 		return fmt.Errorf("read timeout (%v) must be positive", l.ReadTimeout)
+	case l.UDFTimeout < 0:
+		return fmt.Errorf("UDF timeout (%v) must not be negative", l.UDFTimeout)
 	}
 	return nil
 }

@@ -56,8 +56,12 @@ type Status struct {
 	Running   bool     `json:"running"`
 	// NotReady says, while the replica is not ready, what it waits for, as
 	// /readyz does: the server-info file of each user-defined server that is
-	// not ready, and the side inputs without a value (WithSideInputs).
+	// not ready or is stuck (a call abandoned at its deadline, until a call
+	// to it succeeds), and the side inputs without a value (WithSideInputs).
 	NotReady string `json:"notReady,omitempty"`
+	// UDFCalls is the oldest call outstanding to each user-defined
+	// function that has one, with its age.
+	UDFCalls []UDFCall `json:"udfCalls,omitempty"`
 	// Watermark is the vertex's watermark (RFC 3339, in milliseconds), and
 	// WatermarkLag how far it is behind the clock, in seconds; both absent
 	// while it has none.
@@ -117,6 +121,7 @@ func (v *Vertex) Status() Status {
 	if err := v.Ready(); err != nil {
 		s.NotReady = err.Error()
 	}
+	s.UDFCalls = v.udfCalls()
 	if lag, ok := v.watermarkLag(); ok {
 		s.Watermark = v.watermark().Format("2006-01-02T15:04:05.000Z07:00")
 		s.WatermarkLag = lag.Seconds()

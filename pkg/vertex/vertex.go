@@ -19,6 +19,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // Vertex is one replica of a vertex: its reader (a source, or a forwarder per
@@ -45,6 +46,8 @@ type Vertex struct {
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics
 	uds        []UDClient // user-defined servers, connected before the forwarders start
+	// calls are the calls to them (Env.Calls).
+	calls *udsconn.Calls
 	// infoFiles are the names of their server-info files.
 	infoFiles []string
 	// pending, when the source can tell its pending count, and its gauge.
@@ -105,6 +108,10 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	// observer reads them into the vertex's history.
 	v.tracker = forward.NewTracker(o.clock)
 	v.metrics = forward.NewMetrics(reg, v.tracker)
+	// The servers answer in real time: their calls' deadlines run on the
+	// wall clock, as the forwarder's pauses do, whatever WithClock says.
+	v.calls = udsconn.NewCalls(spec.Limits.UDFTimeout, nil)
+	reg.MustRegister(newCallsCollector(v.calls))
 	if spec.Reduce != nil {
 		v.reduceMetrics = reduce.NewMetrics(reg)
 	}
@@ -293,9 +300,10 @@ func (v *Vertex) connect(ctx context.Context) error {
 }
 
 // Ready reports whether the vertex is running with every user-defined server
-// ready and a value of every side input it names; the error says what it
-// waits for, naming the server-info file of each server not ready and the
-// side inputs without a value.
+// ready, none of them stuck (a call abandoned at its deadline, until a call
+// to it succeeds again), and a value of every side input it names; the error
+// says what it waits for, naming the server-info file of each server not
+// ready or stuck and the side inputs without a value.
 func (v *Vertex) Ready() error {
 	var errs []error
 	if !v.running.Load() {

@@ -373,6 +373,9 @@ func TestDefaults(t *testing.T) {
 	if got := nilLimits.GetRateLimit(); got != nil {
 		t.Errorf("nil GetRateLimit() = %+v, want nil", got)
 	}
+	if got := nilLimits.GetUDFTimeout(); got != time.Minute {
+		t.Errorf("nil GetUDFTimeout() = %v, want 1m", got)
+	}
 
 	for name, limits := range map[string]string{
 		"no limits":    "",
@@ -387,6 +390,9 @@ func TestDefaults(t *testing.T) {
 			}
 			if got := l.GetReadTimeout(); got != time.Second {
 				t.Errorf("GetReadTimeout() = %v, want 1s", got)
+			}
+			if got := l.GetUDFTimeout(); got != time.Minute {
+				t.Errorf("GetUDFTimeout() = %v, want 1m", got)
 			}
 			if got := l.GetRateLimit(); got != nil {
 				t.Errorf("GetRateLimit() = %+v, want nil", got)
@@ -791,6 +797,7 @@ spec:
   limits:
     readBatchSize: 100
     readTimeout: 2s
+    udfTimeout: 20s
     bufferMaxLength: 1000
     rateLimit:
       max: 50
@@ -806,6 +813,7 @@ spec:
       limits:
         readBatchSize: 10
         bufferUsageLimit: 60
+        udfTimeout: 5s
         rateLimit:
           max: 20
     - name: out
@@ -823,10 +831,11 @@ spec:
 		batch, maxLen, usage, rlMax int
 		timeout                     time.Duration
 		rlMin                       int
+		udfTimeout                  time.Duration
 	}{
-		{"in", 100, 1000, config.DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
-		{"mid", 10, 1000, 60, 20, 2 * time.Second, 5},
-		{"out", 100, 1000, config.DefaultBufferUsageLimit, 50, 2 * time.Second, 5},
+		{"in", 100, 1000, config.DefaultBufferUsageLimit, 50, 2 * time.Second, 5, 20 * time.Second},
+		{"mid", 10, 1000, 60, 20, 2 * time.Second, 5, 5 * time.Second},
+		{"out", 100, 1000, config.DefaultBufferUsageLimit, 50, 2 * time.Second, 5, 20 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.vertex, func(t *testing.T) {
@@ -836,7 +845,8 @@ spec:
 			}
 			rl := l.GetRateLimit()
 			if l.GetReadBatchSize() != tt.batch || l.GetBufferMaxLength() != tt.maxLen || l.GetBufferUsageLimit() != tt.usage ||
-				l.GetReadTimeout() != tt.timeout || rl == nil || int(*rl.Max) != tt.rlMax || int(*rl.Min) != tt.rlMin {
+				l.GetReadTimeout() != tt.timeout || rl == nil || int(*rl.Max) != tt.rlMax || int(*rl.Min) != tt.rlMin ||
+				l.GetUDFTimeout() != tt.udfTimeout {
 				t.Fatalf("limits = %+v, rate limit %+v", l, rl)
 			}
 		})

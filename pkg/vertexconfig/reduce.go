@@ -12,6 +12,7 @@ import (
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
 	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/window"
 )
@@ -59,7 +60,7 @@ func storage(r *vertex.Reduce, path string, g *config.GroupBy, name, stateDir st
 // client of the accumulator server in the vertex's socket directory.
 func accumulator(timeout time.Duration) *vertex.Accumulator {
 	return &vertex.Accumulator{Timeout: timeout, Client: func(env vertex.Env) (*udfacc.Client, error) {
-		c := udfacc.New(env.SocketDir, env.Log)
+		c := udfacc.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 		env.Remote(serverinfo.KindAccumulator, c)
 		return c, nil
 	}}
@@ -101,7 +102,7 @@ func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.Red
 			return r, nil
 		}
 		if session {
-			c := udfsession.New(env.SocketDir, env.Log)
+			c := udfsession.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 			env.Remote(serverinfo.KindSessionReduce, c)
 			return reduce.RemoteSession(c, env.Watermark), nil
 		}
@@ -109,7 +110,7 @@ func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.Red
 		if streaming {
 			kind = serverinfo.KindReduceStream
 		}
-		c, err := udfreduce.New(env.SocketDir, kind, env.Log)
+		c, err := udfreduce.New(env.SocketDir, kind, env.Log, udsconn.WithCalls(env.Calls))
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -23,7 +24,7 @@ func sinkFunc(path string, s *config.AbstractSink, kind serverinfo.Kind) vertex.
 		case s.Log != nil:
 			return env.LogSink, nil
 		case s.UDSink != nil:
-			c := sink.NewUD(env.SocketDir, kind, env.Log)
+			c := sink.NewUD(env.SocketDir, kind, env.Log, udsconn.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
 			env.Remote(kind, c)
 			return c, nil
@@ -41,7 +42,7 @@ func sinkFunc(path string, s *config.AbstractSink, kind serverinfo.Kind) vertex.
 func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if t.Container != nil {
-			c := udf.NewRemoteTransformer(env.SocketDir, env.Log)
+			c := udf.NewRemoteTransformer(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
 			env.Remote(serverinfo.KindSourceTransformer, c)
 			return c, nil
@@ -59,7 +60,7 @@ func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 func mapFunc(path string, u *config.UDF) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if u.Container != nil {
-			c := udf.NewRemoteMap(env.SocketDir, env.Log)
+			c := udf.NewRemoteMap(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
 			env.Remote(serverinfo.KindMap, c)
 			return c, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -25,7 +26,7 @@ func sourceFunc(path string, src *config.Source) vertex.SourceFunc {
 		case src.HTTP != nil:
 			return httpSource(env, path+".http", src.HTTP)
 		case src.UDSource != nil:
-			c := source.NewUD(env.SocketDir, env.Limits.ReadTimeout, env.Log)
+			c := source.NewUD(env.SocketDir, env.Limits.ReadTimeout, env.Log, udsconn.WithCalls(env.Calls))
 			env.Remote(serverinfo.KindSource, c)
 			return c, nil
 		case src.Nats != nil:

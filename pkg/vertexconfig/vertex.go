@@ -108,7 +108,8 @@ func parts(path string, src *config.Source, u *config.UDF, sink *config.Sink) ve
 // limits returns a vertex's limits, with the defaults of what l leaves out;
 // its rate limit sits at rlPath in the YAML.
 func limits(l *config.Limits, rlPath string) vertex.Limits {
-	out := vertex.Limits{ReadBatchSize: l.GetReadBatchSize(), ReadTimeout: l.GetReadTimeout(), Concurrency: l.GetConcurrency()}
+	out := vertex.Limits{ReadBatchSize: l.GetReadBatchSize(), ReadTimeout: l.GetReadTimeout(), Concurrency: l.GetConcurrency(),
+		UDFTimeout: l.GetUDFTimeout()}
 	if rl := l.GetRateLimit(); rl != nil {
 		out.RateLimit = RateLimit(rl, rlPath, out.ReadBatchSize)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
+	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // Slot is the slot every key set's window names.
@@ -86,12 +87,13 @@ type Client struct {
 }
 
 // New returns a client, not yet connected, of the accumulator server in
-// dir: it waits for the server-info file and socket there.
-func New(dir string, log *zap.Logger) *Client {
+// dir: it waits for the server-info file and socket there. opts configure
+// its connection (udsconn.WithCalls gives its calls their deadline).
+func New(dir string, log *zap.Logger, opts ...udsconn.Option) *Client {
 	conn := udsconn.New(dir, serverinfo.KindAccumulator, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := accumulatorv1.NewAccumulatorClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	return &Client{conn: conn}
 }
 
@@ -110,6 +112,10 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Stream is one AccumulateFn stream. Send and CloseSend are for one
 // goroutine, Recv for one, which may be another. A Stream that failed fails
 // every call after; Close ends it.
+//
+// Each Send, and each key set closed (OpClose) until its EOF comes back,
+// is a call with a deadline (see udsconn, Deadlines): past it the stream
+// fails with an error matching udsconn.ErrDeadline.
 type Stream struct {
 	c      *Client
 	cc     *grpc.ClientConn
@@ -120,6 +126,9 @@ type Stream struct {
 	mu         sync.Mutex
 	err        error
 	halfClosed bool
+	// closing are the calls of the key sets closed and not yet answered
+	// with their EOF, by window.KeysID, in the order closed.
+	closing map[string][]*udsconn.Call
 }
 
 // Open opens a stream, connecting first if needed, for no longer than ctx.
@@ -137,11 +146,11 @@ func (c *Client) Open(ctx context.Context) (*Stream, error) {
 		}
 		return nil, fmt.Errorf("accumulator: %w", err)
 	}
-	return &Stream{c: c, cc: cc, st: st, ctx: sctx, cancel: cancel}, nil
+	return &Stream{c: c, cc: cc, st: st, ctx: sctx, cancel: cancel, closing: map[string][]*udsconn.Call{}}, nil
 }
 
 // Send sends r.
-func (s *Stream) Send(r Request) error {
+func (s *Stream) Send(r Request) (err error) {
 	if err := s.failed(); err != nil {
 		return err
 	}
@@ -159,6 +168,18 @@ func (s *Stream) Send(r Request) error {
 		req.Payload = &accumulatorv1.Payload{Keys: m.Keys, Value: m.Value, EventTime: timestamppb.New(m.EventTime),
 			Watermark: timestamppb.New(wm), Id: m.ID, Headers: m.Headers, Metadata: isbproto.ToMetadata(m.Metadata)}
 	}
+	var call *udsconn.Call
+	if r.Op == OpClose {
+		call = s.c.conn.Begin("AccumulateFn close", 1)
+		s.mu.Lock()
+		id := window.KeysID(r.Keys)
+		s.closing[id] = append(s.closing[id], call)
+		s.mu.Unlock()
+	} else {
+		call = s.c.conn.BeginSend("AccumulateFn "+r.Op.String(), 1)
+		defer func() { call.End(err) }()
+	}
+	call.OnAbandon(func() { s.setErr(call.Err()) })
 	if err := s.st.Send(req); err != nil {
 		if errors.Is(err, io.EOF) {
 			_, err = s.st.Recv() // the server's reason
@@ -166,6 +187,23 @@ func (s *Stream) Send(r Request) error {
 		return s.setErr(err)
 	}
 	return nil
+}
+
+// answered ends the call of the first key set of keys closed and not yet
+// answered.
+func (s *Stream) answered(keys []string) {
+	id := window.KeysID(keys)
+	s.mu.Lock()
+	q := s.closing[id]
+	if len(q) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	if s.closing[id] = q[1:]; len(q) == 1 {
+		delete(s.closing, id)
+	}
+	s.mu.Unlock()
+	q[0].End(nil)
 }
 
 // CloseSend half-closes the stream: the server closes every accumulator
@@ -204,6 +242,9 @@ func (s *Stream) Recv() (Response, error) {
 		return Response{}, s.setErr(fmt.Errorf("%w: a response without a window", ErrProtocol))
 	}
 	r := Response{Keys: w.GetKeys(), End: w.GetEnd().AsTime(), EOF: resp.GetEOF()}
+	if r.EOF {
+		s.answered(r.Keys)
+	}
 	if p := resp.GetPayload(); p != nil && !r.EOF {
 		r.Message = isb.Message{Keys: p.GetKeys(), Value: p.GetValue(), EventTime: p.GetEventTime().AsTime(),
 			ID: p.GetId(), Headers: p.GetHeaders(), Tags: resp.GetTags(), Metadata: isbproto.FromMetadata(p.GetMetadata())}
@@ -213,7 +254,23 @@ func (s *Stream) Recv() (Response, error) {
 }
 
 // Close cancels the stream; it is safe to call twice.
-func (s *Stream) Close() { s.cancel() }
+func (s *Stream) Close() {
+	s.cancel()
+	s.endCalls(fmt.Errorf("accumulator: %w", context.Canceled))
+}
+
+// endCalls ends the calls of the key sets still closing with err.
+func (s *Stream) endCalls(err error) {
+	s.mu.Lock()
+	closing := s.closing
+	s.closing = map[string][]*udsconn.Call{}
+	s.mu.Unlock()
+	for _, q := range closing {
+		for _, call := range q {
+			call.End(err)
+		}
+	}
+}
 
 func (s *Stream) failed() error {
 	s.mu.Lock()
@@ -222,16 +279,23 @@ func (s *Stream) failed() error {
 }
 
 // setErr records the stream's first failure and returns it; a failure of
-// the server, not of the caller's context, drops the connection.
+// the server, not of the caller's context nor a call abandoned at its
+// deadline, drops the connection. The calls of the key sets still closing
+// end with it.
 func (s *Stream) setErr(err error) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err == nil {
-		if s.ctx.Err() == nil {
+	first := s.err == nil
+	if first {
+		if s.ctx.Err() == nil && !errors.Is(err, udsconn.ErrDeadline) {
 			s.c.conn.Broken(s.cc, err)
 		}
 		s.err = fmt.Errorf("accumulator: %w", err)
 		s.cancel()
 	}
-	return s.err
+	err = s.err
+	s.mu.Unlock()
+	if first {
+		s.endCalls(err)
+	}
+	return err
 }

@@ -58,15 +58,16 @@ type Client struct {
 // New returns a client, not yet connected, of the server of kind
 // (serverinfo.KindReduce or serverinfo.KindReduceStream) in dir: it waits for
 // the kind's server-info file and socket there. Any other kind gives an error
-// matching ErrKind.
-func New(dir string, kind serverinfo.Kind, log *zap.Logger) (*Client, error) {
+// matching ErrKind. opts configure its connection (udsconn.WithCalls gives
+// its calls their deadline).
+func New(dir string, kind serverinfo.Kind, log *zap.Logger, opts ...udsconn.Option) (*Client, error) {
 	if kind != serverinfo.KindReduce && kind != serverinfo.KindReduceStream {
 		return nil, fmt.Errorf("%w: %q (want %s or %s)", ErrKind, kind, serverinfo.KindReduce, serverinfo.KindReduceStream)
 	}
 	conn := udsconn.New(dir, kind, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := reducev1.NewReduceClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	return &Client{kind: kind, conn: conn}, nil
 }
 
@@ -85,9 +86,20 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // Reduce sends the messages of window w, each with its keys, ends the window
 // and returns its results in the order they came. It is Open, Send for each
-// message, CloseSend, and Recv until io.EOF.
+// message, CloseSend, and Recv until io.EOF, all one call with a deadline
+// (see udsconn, Deadlines): past it the stream is cancelled and the error
+// matches udsconn.ErrDeadline.
 func (c *Client) Reduce(ctx context.Context, w Window, in []Message) ([]Result, error) {
-	s, err := c.Open(ctx, w)
+	if _, _, err := c.conn.Get(ctx); err != nil {
+		return nil, fmt.Errorf("reduce: window %s: %w", w, err)
+	}
+	call := c.conn.Begin("ReduceFn", len(in))
+	out, err := c.reduce(ctx, call, w, in)
+	return out, call.End(err)
+}
+
+func (c *Client) reduce(ctx context.Context, call *udsconn.Call, w Window, in []Message) ([]Result, error) {
+	s, err := c.open(ctx, w, call)
 	if err != nil {
 		return nil, err
 	}

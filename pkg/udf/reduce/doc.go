@@ -25,6 +25,9 @@
 // Internal "UDF_EXECUTION_ERROR(...)" of a function that panicked) is wrapped
 // as it came, so that status.Code reads it, and the connection is dropped, to
 // be made again, once the server is back, by the next window. A server that
-// breaks the framing gives an error matching [ErrProtocol]. Nothing is retried
-// here: a window that failed is sent again whole by the caller.
+// breaks the framing gives an error matching [ErrProtocol]. A window the
+// server does not answer within the deadline of its call (see udsconn,
+// Deadlines) gives an error matching udsconn.ErrDeadline; its stream is
+// cancelled and the connection kept. Nothing is retried here: a window that
+// failed is sent again whole by the caller.
 package reduce

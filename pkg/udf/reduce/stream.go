@@ -14,6 +14,7 @@ import (
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
+	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/window"
 )
 
@@ -53,16 +54,28 @@ type Stream struct {
 	cancel context.CancelFunc
 
 	opened     map[string]bool // the keys sent so far; Send's
+	sent       int
 	halfClosed bool
 
 	mu  sync.Mutex
 	err error // the first failure, for Recv and Send alike
 	eof bool
+	// call is the call the window's results are awaited in: Reduce's, or
+	// from CloseSend, when own, to the results' EOF.
+	call *udsconn.Call
+	own  bool
 }
 
 // Open opens the stream of window w, connecting first if needed, for no longer
-// than ctx: once ctx ends, the stream is cancelled.
-func (c *Client) Open(ctx context.Context, w Window) (*Stream, error) {
+// than ctx: once ctx ends, the stream is cancelled. From CloseSend to the
+// results' EOF the stream is a call with a deadline (see udsconn,
+// Deadlines): past it the stream fails with an error matching
+// udsconn.ErrDeadline.
+func (c *Client) Open(ctx context.Context, w Window) (*Stream, error) { return c.open(ctx, w, nil) }
+
+// open opens the stream of window w, in call when not nil: abandoning the
+// call fails the stream.
+func (c *Client) open(ctx context.Context, w Window, call *udsconn.Call) (*Stream, error) {
 	cc, _, err := c.conn.Get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reduce: window %s: %w", w, err)
@@ -73,7 +86,11 @@ func (c *Client) Open(ctx context.Context, w Window) (*Stream, error) {
 		cancel()
 		return nil, c.fail(ctx, cc, w, err)
 	}
-	return &Stream{c: c, w: w, pw: w.proto(), cc: cc, st: st, ctx: sctx, cancel: cancel, opened: map[string]bool{}}, nil
+	s := &Stream{c: c, w: w, pw: w.proto(), cc: cc, st: st, ctx: sctx, cancel: cancel, opened: map[string]bool{}, call: call}
+	if call != nil {
+		call.OnAbandon(func() { s.setErr(call.Err()) })
+	}
+	return s, nil
 }
 
 // Window is the stream's window.
@@ -109,6 +126,7 @@ func (s *Stream) Send(m Message) error {
 		}
 		return s.setErr(err)
 	}
+	s.sent++
 	return nil
 }
 
@@ -119,6 +137,16 @@ func (s *Stream) CloseSend() error {
 		return nil
 	}
 	s.halfClosed = true
+	s.mu.Lock()
+	var call *udsconn.Call
+	if s.call == nil && s.err == nil {
+		call = s.c.conn.Begin("ReduceFn", s.sent)
+		s.call, s.own = call, true
+	}
+	s.mu.Unlock()
+	if call != nil {
+		call.OnAbandon(func() { s.setErr(call.Err()) })
+	}
 	if err := s.st.CloseSend(); err != nil {
 		return s.setErr(err)
 	}
@@ -139,6 +167,7 @@ func (s *Stream) Recv() (Result, error) {
 		switch {
 		case errors.Is(err, io.EOF) && eof:
 			s.cancel()
+			s.endCall(nil)
 			return Result{}, io.EOF
 		case errors.Is(err, io.EOF):
 			return Result{}, s.setErr(fmt.Errorf("%w: the stream ended without EOF", ErrProtocol))
@@ -175,7 +204,20 @@ func (s *Stream) checkWindow(w *reducev1.Window) error {
 // Close cancels the stream, if it has not ended; it is safe to call twice,
 // and after io.EOF it does nothing. A stream that is not read to io.EOF must be
 // closed.
-func (s *Stream) Close() { s.cancel() }
+func (s *Stream) Close() {
+	s.cancel()
+	s.endCall(ErrClosed)
+}
+
+// endCall ends the call CloseSend began, if any, with err.
+func (s *Stream) endCall(err error) {
+	s.mu.Lock()
+	call, own := s.call, s.own
+	s.mu.Unlock()
+	if own {
+		call.End(err)
+	}
+}
 
 func (s *Stream) failed() error {
 	s.mu.Lock()
@@ -191,14 +233,18 @@ func (s *Stream) setErr(err error) error {
 	if s.err == nil {
 		s.err = s.c.fail(s.ctx, s.cc, s.w, err)
 		s.cancel()
+		if s.own {
+			s.call.End(s.err)
+		}
 	}
 	return s.err
 }
 
 // fail wraps err with the window and, when it is the server's failure rather
-// than the end of the caller's context ctx, drops the connection cc.
+// than the end of the caller's context ctx or a call abandoned at its
+// deadline, drops the connection cc.
 func (c *Client) fail(ctx context.Context, cc *grpc.ClientConn, w Window, err error) error {
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !errors.Is(err, udsconn.ErrDeadline) {
 		c.conn.Broken(cc, err)
 	}
 	return fmt.Errorf("reduce: window %s: %w", w, err)

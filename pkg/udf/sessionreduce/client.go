@@ -119,12 +119,13 @@ type closing struct {
 }
 
 // New returns a client, not yet connected, of the session reduce server in
-// dir: it waits for the server-info file and socket there.
-func New(dir string, log *zap.Logger) *Client {
+// dir: it waits for the server-info file and socket there. opts configure
+// its connection (udsconn.WithCalls gives its calls their deadline).
+func New(dir string, log *zap.Logger, opts ...udsconn.Option) *Client {
 	conn := udsconn.New(dir, serverinfo.KindSessionReduce, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sessionreducev1.NewSessionReduceClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
-	}, log)
+	}, log, opts...)
 	return &Client{conn: conn}
 }
 
@@ -155,44 +156,55 @@ func (c *Client) Close() error {
 
 // Open opens session w on the server with its first message m.
 func (c *Client) Open(ctx context.Context, w KeyedWindow, m Message) error {
-	_, err := c.send(ctx, nil, sessionreducev1.SessionReduceRequest_WindowOperation_OPEN, &m, nil, w)
+	_, err := c.send(ctx, nil, nil, sessionreducev1.SessionReduceRequest_WindowOperation_OPEN, &m, nil, w)
 	return err
 }
 
 // Append adds m to the open session w.
 func (c *Client) Append(ctx context.Context, w KeyedWindow, m Message) error {
-	_, err := c.send(ctx, nil, sessionreducev1.SessionReduceRequest_WindowOperation_APPEND, &m, nil, w)
+	_, err := c.send(ctx, nil, nil, sessionreducev1.SessionReduceRequest_WindowOperation_APPEND, &m, nil, w)
 	return err
 }
 
 // Expand makes the open session old the session to, which covers it, and
 // adds m to it.
 func (c *Client) Expand(ctx context.Context, old, to KeyedWindow, m Message) error {
-	_, err := c.send(ctx, nil, sessionreducev1.SessionReduceRequest_WindowOperation_EXPAND, &m, nil, old, to)
+	_, err := c.send(ctx, nil, nil, sessionreducev1.SessionReduceRequest_WindowOperation_EXPAND, &m, nil, old, to)
 	return err
 }
 
 // Merge merges the open sessions ws, of one key set, into one session: the
 // smallest window that covers them all, which later operations name.
 func (c *Client) Merge(ctx context.Context, ws ...KeyedWindow) error {
-	_, err := c.send(ctx, nil, sessionreducev1.SessionReduceRequest_WindowOperation_MERGE, nil, nil, ws...)
+	_, err := c.send(ctx, nil, nil, sessionreducev1.SessionReduceRequest_WindowOperation_MERGE, nil, nil, ws...)
 	return err
 }
 
 // CloseSessions closes the open sessions ws and returns the results of
 // each, in the order of ws, each in the order the server sent them, once
-// the server has ended every one.
+// the server has ended every one. That is a call with a deadline (see
+// udsconn, Deadlines): past it the stream fails, with its open sessions,
+// and the error matches udsconn.ErrDeadline.
 func (c *Client) CloseSessions(ctx context.Context, ws ...KeyedWindow) ([][]Result, error) {
 	return c.closeOn(ctx, nil, ws...)
 }
 
-// closeOn closes ws on stream st (nil: the current one).
+// closeOn closes ws on stream st (nil: the current one), in one call.
 func (c *Client) closeOn(ctx context.Context, st *stream, ws ...KeyedWindow) ([][]Result, error) {
+	if _, _, err := c.conn.Get(ctx); err != nil {
+		return nil, fmt.Errorf("sessionreduce: %w", err)
+	}
+	call := c.conn.Begin("SessionReduceFn CLOSE", len(ws))
+	res, err := c.closeIn(ctx, st, call, ws)
+	return res, call.End(err)
+}
+
+func (c *Client) closeIn(ctx context.Context, st *stream, call *udsconn.Call, ws []KeyedWindow) ([][]Result, error) {
 	waits := make([]*closing, len(ws))
 	for i, w := range ws {
 		waits[i] = &closing{w: w, done: make(chan struct{})}
 	}
-	st, err := c.send(ctx, st, sessionreducev1.SessionReduceRequest_WindowOperation_CLOSE, nil, waits, ws...)
+	st, err := c.send(ctx, st, call, sessionreducev1.SessionReduceRequest_WindowOperation_CLOSE, nil, waits, ws...)
 	if err != nil {
 		return nil, err
 	}
@@ -222,12 +234,12 @@ func (c *Client) Reduce(ctx context.Context, w KeyedWindow, in []Message) ([]Res
 	if len(in) == 0 {
 		return nil, nil
 	}
-	st, err := c.send(ctx, nil, sessionreducev1.SessionReduceRequest_WindowOperation_OPEN, &in[0], nil, w)
+	st, err := c.send(ctx, nil, nil, sessionreducev1.SessionReduceRequest_WindowOperation_OPEN, &in[0], nil, w)
 	if err != nil {
 		return nil, err
 	}
 	for i := range in[1:] {
-		if _, err := c.send(ctx, st, sessionreducev1.SessionReduceRequest_WindowOperation_APPEND, &in[1+i], nil, w); err != nil {
+		if _, err := c.send(ctx, st, nil, sessionreducev1.SessionReduceRequest_WindowOperation_APPEND, &in[1+i], nil, w); err != nil {
 			return nil, err
 		}
 	}
@@ -241,8 +253,9 @@ func (c *Client) Reduce(ctx context.Context, w KeyedWindow, in []Message) ([]Res
 // send sends one operation on ws, with m when not nil, on stream on, or
 // with on nil on the current stream, opened first when there is none (or
 // it failed); waits, for CLOSE, are registered before the request goes. It
-// returns the stream used.
-func (c *Client) send(ctx context.Context, on *stream, ev sessionreducev1.SessionReduceRequest_WindowOperation_Event, m *Message, waits []*closing, ws ...KeyedWindow) (*stream, error) {
+// returns the stream used. The send is part of call, which abandoned fails
+// the stream; with call nil it is a call of its own (BeginSend).
+func (c *Client) send(ctx context.Context, on *stream, call *udsconn.Call, ev sessionreducev1.SessionReduceRequest_WindowOperation_Event, m *Message, waits []*closing, ws ...KeyedWindow) (_ *stream, err error) {
 	req := &sessionreducev1.SessionReduceRequest{Operation: &sessionreducev1.SessionReduceRequest_WindowOperation{Event: ev}}
 	for _, w := range ws {
 		req.Operation.KeyedWindows = append(req.Operation.KeyedWindows, w.proto())
@@ -267,6 +280,15 @@ func (c *Client) send(ctx context.Context, on *stream, ev sessionreducev1.Sessio
 	} else if err := st.failure(); err != nil {
 		return nil, fmt.Errorf("sessionreduce: %s %v: %w", ev, ws, err)
 	}
+	if call == nil {
+		n := len(ws)
+		if m != nil {
+			n = 1
+		}
+		call = c.conn.BeginSend("SessionReduceFn "+ev.String(), n)
+		defer func() { err = call.End(err) }()
+	}
+	call.OnAbandon(func() { st.fail(call.Err()) })
 	if len(waits) > 0 {
 		st.mu.Lock()
 		for _, w := range waits {
@@ -334,7 +356,8 @@ func (c *Client) dropLocked(st *stream, err error) {
 	if c.st == st {
 		c.st = nil
 	}
-	if !errors.Is(st.failure(), ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if f := st.failure(); !errors.Is(f, ErrClosed) && !errors.Is(f, udsconn.ErrDeadline) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		c.conn.Broken(st.cc, err)
 	}
 }
