@@ -15,8 +15,8 @@ import (
 // How many connections an http source holds, and which it gives up first.
 
 // DefaultHTTPMaxConnections is the MaxConnections of an HTTPConfig that gives
-// none. A connection costs the source about 10 KiB (its buffers and a
-// goroutine) besides the bytes of its request, and the process one file
+// none. A connection costs the source about 8 KiB of buffers and a
+// goroutine besides the bytes of its request, and the process one file
 // descriptor.
 const DefaultHTTPMaxConnections = 4096
 
