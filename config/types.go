@@ -509,6 +509,25 @@ type HTTPSource struct {
 	// MinHTTPMaxQueueBytes). A request that does not fit gets 429 with
 	// Retry-After before its body is read; a body larger than it gets 413.
 	MaxQueueBytes *uint64 `yaml:"maxQueueBytes"`
+	// ReadHeaderTimeout (sluice's addition) is how long a request's headers
+	// may take to arrive (default the source package's
+	// DefaultHTTPReadHeaderTimeout, 10s); a connection whose headers are late
+	// is closed.
+	ReadHeaderTimeout *Duration `yaml:"readHeaderTimeout"`
+	// ReadBodyTimeout and MinBodyBytesPerSecond (sluice's additions) are the
+	// pace a body keeps: it must arrive within readBodyTimeout plus one
+	// second for every minBodyBytesPerSecond bytes that have arrived
+	// (defaults 10s and 500). A body that falls behind gets 408 Request
+	// Timeout.
+	ReadBodyTimeout       *Duration `yaml:"readBodyTimeout"`
+	MinBodyBytesPerSecond *uint64   `yaml:"minBodyBytesPerSecond"`
+	// IdleTimeout (sluice's addition) is how long a connection kept alive
+	// may wait for its next request before it is closed (default 60s).
+	IdleTimeout *Duration `yaml:"idleTimeout"`
+	// MaxConnections (sluice's addition) is how many connections the source
+	// holds open at most (default 4096): a new one closes the one that has
+	// waited longest for a request, or gets 503 when every one is busy.
+	MaxConnections *uint32 `yaml:"maxConnections"`
 }
 
 // MinHTTPMaxQueueBytes is the smallest maxQueueBytes accepted: a smaller

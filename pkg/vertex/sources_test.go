@@ -1,7 +1,9 @@
 package vertex_test
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -9,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/redistest"
@@ -74,6 +79,64 @@ func TestHTTPSource(t *testing.T) {
 	}
 	if lines := out.Lines(); len(lines) != 1 || !strings.HasPrefix(lines[0], "Payload - hello ") {
 		t.Fatalf("log sink: %q", lines)
+	}
+}
+
+// TestHTTPSourcePace: the http source's pace comes from its config, and a
+// body that misses it gets 408 and is counted in
+// sluice_source_http_body_timeouts_total.
+func TestHTTPSourcePace(t *testing.T) {
+	addr := freeAddr(t)
+	reg := prometheus.NewRegistry()
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "web", `  source:
+    http:
+      readBodyTimeout: 200ms
+      minBodyBytesPerSecond: 100
+      maxConnections: 10
+  sink:
+    log: {}
+`)), vertex.WithHTTPAddr(addr), vertex.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtest.Start(t, v)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	began := time.Now()
+	if _, err := io.WriteString(c, "POST /vertices/web HTTP/1.1\r\nHost: sluice\r\nContent-Length: 10\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(wait))
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", res.StatusCode)
+	}
+	if took := time.Since(began); took < 200*time.Millisecond {
+		t.Errorf("cut after %v, before readBodyTimeout", took)
+	}
+	const want = `# HELP sluice_source_http_body_timeouts_total Requests the http source answered 408 because their body did not arrive at the pace of readBodyTimeout and minBodyBytesPerSecond.
+# TYPE sluice_source_http_body_timeouts_total counter
+sluice_source_http_body_timeouts_total{replica="0",vertex="web"} 1
+# HELP sluice_source_http_connections_evicted_total Connections the http source closed at maxConnections to make room for a new one, the longest waiting for a request first.
+# TYPE sluice_source_http_connections_evicted_total counter
+sluice_source_http_connections_evicted_total{replica="0",vertex="web"} 0
+# HELP sluice_source_http_connections_refused_total Connections the http source refused with 503 at maxConnections, every open one being busy with a request.
+# TYPE sluice_source_http_connections_refused_total counter
+sluice_source_http_connections_refused_total{replica="0",vertex="web"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_source_http_body_timeouts_total",
+		"sluice_source_http_connections_evicted_total", "sluice_source_http_connections_refused_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "sluice_source_http_connections"); err != nil || n != 2 {
+		t.Errorf("sluice_source_http_connections: %d series, %v; want waiting and busy", n, err)
 	}
 }
 

@@ -128,6 +128,7 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 		readers = []isb.Reader{r}
 		v.buildPending(reg, r)
 		buildDropped(reg, r)
+		buildHTTPStats(reg, r)
 	}
 	if o.numaflowMetrics {
 		if err := o.registerer.Register(newNumaflowCollector(v)); err != nil {

@@ -476,6 +476,24 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("nil HTTPMaxQueueBytes = %d", got)
 		}
 	})
+
+	t.Run("http pace", func(t *testing.T) {
+		for yaml, want := range map[string]source.HTTPConfig{
+			"{}": {},
+			"{readHeaderTimeout: 2s, readBodyTimeout: 3s, minBodyBytesPerSecond: 100, idleTimeout: 1m, maxConnections: 10}": {
+				ReadHeaderTimeout: 2 * time.Second, ReadBodyTimeout: 3 * time.Second, MinBodyBytesPerSecond: 100,
+				IdleTimeout: time.Minute, MaxConnections: 10},
+		} {
+			f := mustParse(t, strings.Replace(minimalMonoVertex, "generator: {}", "http: "+yaml, 1))
+			var got source.HTTPConfig
+			httpPace(&got, f.MonoVertex.Spec.Source.HTTP)
+			if got.ReadHeaderTimeout != want.ReadHeaderTimeout || got.ReadBodyTimeout != want.ReadBodyTimeout ||
+				got.MinBodyBytesPerSecond != want.MinBodyBytesPerSecond || got.IdleTimeout != want.IdleTimeout ||
+				got.MaxConnections != want.MaxConnections {
+				t.Errorf("%s: httpPace = %+v, want %+v", yaml, got, want)
+			}
+		}
+	})
 }
 
 func TestLimiterConfig(t *testing.T) {

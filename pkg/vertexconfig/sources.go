@@ -90,6 +90,7 @@ func httpSource(env vertex.Env, path string, h *config.HTTPSource) (isb.Reader, 
 	addr := HTTPAddr(env.HTTPAddr, h)
 	cfg := source.HTTPConfig{Addr: addr, Vertex: env.Name, Queue: env.Limits.ReadBatchSize,
 		MaxQueueBytes: HTTPMaxQueueBytes(h), ReadTimeout: env.Limits.ReadTimeout, Logger: env.Log, RetryAfter: env.RetryAfter}
+	httpPace(&cfg, h)
 	if h.Auth != nil && h.Auth.Token != nil {
 		token, err := readSecret(h.Auth.Token, path+".auth.token")
 		if err != nil {
@@ -114,6 +115,26 @@ func httpSource(env vertex.Env, path string, h *config.HTTPSource) (isb.Reader, 
 	env.OnClose(hs.Close)
 	env.Log.Info("http source listening", zap.String("addr", hs.Addr().String()), zap.String("path", "/vertices/"+env.Name))
 	return hs, nil
+}
+
+// httpPace sets in cfg the timeouts and limits of h that are given: the
+// source's defaults stand for the others.
+func httpPace(cfg *source.HTTPConfig, h *config.HTTPSource) {
+	if d := h.ReadHeaderTimeout; d != nil {
+		cfg.ReadHeaderTimeout = d.Duration
+	}
+	if d := h.ReadBodyTimeout; d != nil {
+		cfg.ReadBodyTimeout = d.Duration
+	}
+	if n := h.MinBodyBytesPerSecond; n != nil {
+		cfg.MinBodyBytesPerSecond = clampInt64(*n)
+	}
+	if d := h.IdleTimeout; d != nil {
+		cfg.IdleTimeout = d.Duration
+	}
+	if n := h.MaxConnections; n != nil {
+		cfg.MaxConnections = clampInt(*n)
+	}
 }
 
 // natsSource opens the core NATS source at path.
