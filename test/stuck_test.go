@@ -19,30 +19,42 @@ import (
 type posted struct {
 	body  string
 	code  int
+	id    string // the answer's X-Numaflow-Id
 	after time.Duration
 }
 
-// postAll posts bodies to url at once, each with a client that waits 45s,
-// and returns their answers once all have one.
-func postAll(t *testing.T, url string, bodies []string) []posted {
+// postAll posts bodies to url at once, each with a client that waits 45s and
+// the X-Numaflow-Id of ids[i] when ids is given, and returns their answers
+// once all have one.
+func postAll(t *testing.T, url string, bodies, ids []string) []posted {
 	t.Helper()
 	out := make([]posted, len(bodies))
 	var wg sync.WaitGroup
 	for i, body := range bodies {
 		wg.Go(func() {
 			start := time.Now()
-			resp, err := (&http.Client{Timeout: 45 * time.Second}).Post(url, "application/json", strings.NewReader(body))
+			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ids != nil {
+				req.Header.Set("X-Numaflow-Id", ids[i])
+			}
+			resp, err := (&http.Client{Timeout: 45 * time.Second}).Do(req)
 			if err != nil {
 				t.Errorf("post %s: %v", body, err)
 				return
 			}
 			resp.Body.Close()
-			out[i] = posted{body: body, code: resp.StatusCode, after: time.Since(start)}
+			out[i] = posted{body: body, code: resp.StatusCode, id: resp.Header.Get("X-Numaflow-Id"), after: time.Since(start)}
 		})
 	}
 	wg.Wait()
 	return out
 }
+
+var rejoinedRE = regexp.MustCompile(`(?m)^sluice_source_http_rejoined_total\{[^}]*\} (\S+)$`)
 
 var warnRE = regexp.MustCompile(`"msg":"a call to the UDF server is outstanding".*"function":"map","call":"MapFn","messages":[1-5],"outstanding"`)
 
@@ -53,11 +65,12 @@ var oldestRE = regexp.MustCompile(`(?m)^sluice_udf_call_oldest_seconds\{function
 // hour's delay), with limits.udfTimeout 3s. The stuck call is warned about
 // within seconds and abandoned at 3s, again at each retry; /readyz says the
 // map is stuck, /status and sluice_udf_call_oldest_seconds show the call.
-// The http clients get 504 at the http source's 30s, nothing written. Once
-// the map is replaced by one that answers, the batch retried is written (the
-// 504'd messages, which a client that retried would now have twice), new
-// posts are answered 204, and every message reaches the sink once: none
-// lost.
+// The http clients get 504 at the http source's 30s with their message's
+// X-Numaflow-Id, nothing written, and post again with it: each retry waits
+// for its message in flight. Once the map is replaced by one that answers,
+// the batch retried is written and the retries are answered 204, new posts
+// are answered 204, and every message reaches the sink once: none lost, no
+// duplicate.
 func TestStuckMapHTTPSource(t *testing.T) {
 	t.Parallel()
 	dir := udsDir(t)
@@ -102,7 +115,7 @@ spec:
 	}
 	postedAt := time.Now()
 	answers := make(chan []posted, 1)
-	go func() { answers <- postAll(t, url, first) }()
+	go func() { answers <- postAll(t, url, first, nil) }()
 
 	p.waitFor(20*time.Second, "the first warning", func() bool {
 		return strings.Contains(p.stderr.String(), `"msg":"a call to the UDF server is outstanding"`)
@@ -159,9 +172,27 @@ spec:
 
 	got := <-answers
 	for _, a := range got {
-		if a.code != http.StatusGatewayTimeout || a.after < 29*time.Second || a.after > 40*time.Second {
-			t.Errorf("%s: %d after %v; want 504 at the http source's 30s", a.body, a.code, a.after)
+		if a.code != http.StatusGatewayTimeout || a.id == "" || a.after < 29*time.Second || a.after > 40*time.Second {
+			t.Errorf("%s: %d with id %q after %v; want 504 with the message's id at the http source's 30s", a.body, a.code, a.id, a.after)
 		}
+	}
+	// The clients post again with the ids their 504s gave: each waits for
+	// its message in flight.
+	ids := make([]string, n)
+	for i, a := range got {
+		ids[i] = a.id
+	}
+	retried := make(chan []posted, 1)
+	go func() { retried <- postAll(t, url, first, ids) }()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, m := httpGet(t, obs+"/metrics")
+		if g := rejoinedRE.FindSubmatch(m); g != nil && string(g[1]) == strconv.Itoa(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the retries did not join their messages in flight within 20s; metrics:\n%s", m)
+		}
+		time.Sleep(50 * time.Millisecond) // a real process, real time
 	}
 	if _, b := httpGet(t, obs+"/status"); json.Unmarshal(b, &st) != nil || st.WriteTotal != 0 || len(p.stdoutLines()) != 0 {
 		t.Fatalf("written %v, %d sink lines while the map never answered", st.WriteTotal, len(p.stdoutLines()))
@@ -177,7 +208,13 @@ spec:
 	runMap("cat")
 	p.waitFor(30*time.Second, "the retried batch at the sink", func() bool { return len(p.lines) >= n })
 	waitReady(t, obs+"/readyz", true, "")
-	after := postAll(t, url, second)
+	retries := <-retried
+	for _, a := range retries {
+		if a.code != http.StatusNoContent {
+			t.Errorf("retry of %s: %d after %v; want 204 once its message is written", a.body, a.code, a.after)
+		}
+	}
+	after := postAll(t, url, second, nil)
 	for _, a := range after {
 		if a.code != http.StatusNoContent || a.after > 5*time.Second {
 			t.Errorf("%s: %d after %v; want 204 at once", a.body, a.code, a.after)
@@ -204,9 +241,9 @@ spec:
 		}
 	}
 	t.Logf("udfTimeout 3s: first warning %v and first abandon %v after the posts; %d warnings and %d abandons in the 30s stuck; "+
-		"clients got %d at %v; after the map came back: %d written, then %d posts got %d within %v; fed %d, written %d, lost %d",
+		"clients got %d at %v, their retries with the same id %d; after the map came back: %d written, then %d posts got %d within %v; fed %d, written %d, lost %d",
 		firstWarn.Round(time.Millisecond), abandoned.Round(time.Millisecond), warnings, abandons, got[0].code, slowest(got).Round(time.Millisecond),
-		n, n, after[0].code, slowest(after).Round(time.Millisecond), 2*n, len(p.stdoutLines()), lost)
+		retries[0].code, n, n, after[0].code, slowest(after).Round(time.Millisecond), 2*n, len(p.stdoutLines()), lost)
 }
 
 // slowest is the longest any of answers took.

@@ -87,6 +87,14 @@ type HTTPConfig struct {
 // Content once its message has been written to the sink and acked, so that an
 // answered request is never lost. GET /health answers 204.
 //
+// A request whose message is not written within RequestTimeout gets 504
+// Gateway Timeout with the message's X-Numaflow-Id: the message stays in
+// flight and may still be written. A request that carries the X-Numaflow-Id
+// of a message still in flight (a client that retries after a 504) is not a
+// second message: its body is dropped and it waits for that message, and is
+// answered as that one is. An id posted again after its message was acked is
+// a new message.
+//
 // # Admission
 //
 // A request is admitted before its body is read, in this order: the vertex
@@ -130,11 +138,17 @@ type HTTP struct {
 	handling counter
 
 	bodyTimeouts atomic.Uint64
+	rejoined     atomic.Uint64
 
-	queue   chan *request
-	closed  chan struct{}
-	closing sync.Once
-	serving sync.WaitGroup
+	queue chan *request
+	// posted are the requests queued and not yet acked, by id: a request
+	// posted again with the same X-Numaflow-Id waits for the first in place
+	// of being a second message.
+	postedMu sync.Mutex
+	posted   map[string]*request
+	closed   chan struct{}
+	closing  sync.Once
+	serving  sync.WaitGroup
 }
 
 type request struct {
@@ -252,12 +266,51 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the source is shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	if first := h.join(req); first != req {
+		// The same message, posted again while the first is in flight (a
+		// client that retried after a 504): it waits for the first.
+		h.room.free(req.held)
+		h.rejoined.Add(1)
+		h.answer(w, r, first)
+		return
+	}
 	if err := h.room.enqueue(); err != nil {
+		h.forget(req)
 		h.room.free(req.held)
 		h.refuse(w, r, err, true)
 		return
 	}
 	h.queue <- req // never blocks: the room had a place for it
+	h.answer(w, r, req)
+}
+
+// join returns the request in flight with req's id, or req, then in flight
+// itself, when there is none.
+func (h *HTTP) join(req *request) *request {
+	h.postedMu.Lock()
+	defer h.postedMu.Unlock()
+	if first, ok := h.posted[req.id]; ok {
+		return first
+	}
+	if h.posted == nil {
+		h.posted = map[string]*request{}
+	}
+	h.posted[req.id] = req
+	return req
+}
+
+// forget ends what join began for req: its id is no longer in flight.
+func (h *HTTP) forget(req *request) {
+	h.postedMu.Lock()
+	if h.posted[req.id] == req {
+		delete(h.posted, req.id)
+	}
+	h.postedMu.Unlock()
+}
+
+// answer waits for req's message to be acked and answers 204, or 504 after
+// the request timeout, or 503 when the source closes first.
+func (h *HTTP) answer(w http.ResponseWriter, r *http.Request, req *request) {
 	t := time.NewTimer(h.cfg.RequestTimeout)
 	defer t.Stop()
 	select {
@@ -265,7 +318,8 @@ func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Numaflow-Id", req.id)
 		w.WriteHeader(http.StatusNoContent)
 	case <-t.C:
-		http.Error(w, "accepted but not yet written to the sink", http.StatusGatewayTimeout)
+		w.Header().Set("X-Numaflow-Id", req.id)
+		http.Error(w, "accepted but not yet written to the sink; post it again with the same X-Numaflow-Id to wait for it without a second message", http.StatusGatewayTimeout)
 	case <-h.closed:
 		// Close comes after the forwarder's last ack: unless it was acked just now,
 		// this message was not written.
@@ -421,6 +475,7 @@ func (h *HTTP) Ack(_ context.Context, msgs []isb.ReadMessage) error {
 		if req, ok := msgs[i].Handle.(*request); ok {
 			req.ack.Do(func() {
 				h.room.free(req.held)
+				h.forget(req)
 				close(req.done)
 			})
 		}

@@ -50,13 +50,18 @@ type HTTPStats struct {
 	// of ReadBodyTimeout and MinBodyBytesPerSecond: they got 408 Request
 	// Timeout.
 	BodyTimeouts uint64
+	// Rejoined counts the requests that carried the X-Numaflow-Id of a
+	// message still in flight and waited for it instead of being a second
+	// message (a client retrying after a 504).
+	Rejoined uint64
 }
 
 // Stats returns the source's counts.
 func (h *HTTP) Stats() HTTPStats {
 	open, waiting := h.conns.count()
 	return HTTPStats{Connections: open, Waiting: waiting, ConnectionsRefused: h.conns.refused.Load(),
-		ConnectionsEvicted: h.conns.evicted.Load(), BodyTimeouts: h.bodyTimeouts.Load()}
+		ConnectionsEvicted: h.conns.evicted.Load(), BodyTimeouts: h.bodyTimeouts.Load(),
+		Rejoined: h.rejoined.Load()}
 }
 
 // connLimit is the listener of an [HTTP] source: it holds at most max

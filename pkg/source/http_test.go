@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
@@ -703,4 +704,74 @@ func TestHTTPConcurrentPosts(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestHTTPRetryWaitsForTheMessageInFlight: a client that posts again, with
+// the X-Numaflow-Id its 504 gave, a message still in flight gets that
+// message's answer and makes no second message; an id posted again after its
+// message was acked is a new message.
+func TestHTTPRetryWaitsForTheMessageInFlight(t *testing.T) {
+	s := startHTTP(t, source.HTTPConfig{RequestTimeout: 100 * time.Millisecond})
+	late := awaitResponse(t, s.post("late", nil))
+	id := late.header.Get("X-Numaflow-Id")
+	if late.status != http.StatusGatewayTimeout || id == "" {
+		t.Fatalf("first post: %d with id %q (%q), want 504 with the message's id", late.status, id, late.body)
+	}
+	msgs := readMessages(t, s, 1) // read, not yet acked: in flight
+
+	// Retries until one has joined the message in flight, each answered 504
+	// as the message is still not written; none is read as a message.
+	deadline := time.Now().Add(wait)
+	for s.Stats().Rejoined == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no retry joined the message in flight")
+		}
+		r := awaitResponse(t, s.post("again", http.Header{"X-Numaflow-Id": {id}}))
+		if r.status != http.StatusGatewayTimeout || r.header.Get("X-Numaflow-Id") != id {
+			t.Fatalf("retry: %d with id %q (%q), want 504 with id %q", r.status, r.header.Get("X-Numaflow-Id"), r.body, id)
+		}
+	}
+	assertEmpty(t, s)
+	if n, bytes := s.Held(); n != 0 || bytes != int64(len("late")) {
+		t.Errorf("Held = %d messages, %d bytes; want 0 and the first message's %d", n, bytes, len("late"))
+	}
+	if err := s.Ack(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if n, bytes := s.Held(); n != 0 || bytes != 0 {
+		t.Errorf("Held after the ack = %d messages, %d bytes; want none", n, bytes)
+	}
+
+	// Acked: the same id is a message again.
+	after := s.post("after", http.Header{"X-Numaflow-Id": {id}})
+	got := readMessages(t, s, 1)
+	if string(got[0].Value) != "after" || got[0].ID != id {
+		t.Fatalf("read %q with id %q, want after with id %q", got[0].Value, got[0].ID, id)
+	}
+	if err := s.Ack(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	if r := awaitResponse(t, after); r.status != http.StatusNoContent {
+		t.Fatalf("post after the ack: %d (%q), want 204", r.status, r.body)
+	}
+}
+
+// TestHTTPRetryAnsweredWithTheMessage: a retry waiting for a message in
+// flight is answered 204 when that message is acked.
+func TestHTTPRetryAnsweredWithTheMessage(t *testing.T) {
+	s := startHTTP(t, source.HTTPConfig{RequestTimeout: time.Minute})
+	first := s.post("one", http.Header{"X-Numaflow-Id": {"order-7"}})
+	msgs := readMessages(t, s, 1)
+	retry := s.post("one", http.Header{"X-Numaflow-Id": {"order-7"}})
+	runtest.WaitFor(t, "the retry to join the message in flight", func() bool { return s.Stats().Rejoined == 1 })
+	assertPending(t, retry)
+	assertEmpty(t, s)
+	if err := s.Ack(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan response{first, retry} {
+		if r := awaitResponse(t, ch); r.status != http.StatusNoContent || r.header.Get("X-Numaflow-Id") != "order-7" {
+			t.Fatalf("answer %d with id %q (%q), want 204 with order-7", r.status, r.header.Get("X-Numaflow-Id"), r.body)
+		}
+	}
 }

@@ -60,6 +60,8 @@ func buildHTTPStats(reg prometheus.Registerer, r isb.Reader) {
 			func(st source.HTTPStats) uint64 { return st.ConnectionsEvicted }},
 		{"sluice_source_http_body_timeouts_total", "Requests the http source answered 408 because their body did not arrive at the pace of readBodyTimeout and minBodyBytesPerSecond.",
 			func(st source.HTTPStats) uint64 { return st.BodyTimeouts }},
+		{"sluice_source_http_rejoined_total", "Requests to the http source that carried the X-Numaflow-Id of a message still in flight and waited for it, instead of being a second message.",
+			func(st source.HTTPStats) uint64 { return st.Rejoined }},
 	} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
 			func() float64 { return float64(c.value(h.Stats())) }))
