@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,15 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// No test of this package looks a name up in DNS: a query fails at
+	// once, and the host names tests use (redistest.UnresolvableHost) are
+	// answered without one.
+	net.DefaultResolver = &net.Resolver{PreferGo: true, Dial: func(_ context.Context, network, addr string) (net.Conn, error) {
+		return nil, fmt.Errorf("redisstore tests send no DNS query (%s %s)", network, addr)
+	}}
+	goleak.VerifyTestMain(m)
+}
 
 func newStore(t *testing.T, srv *redistest.Server, prefix string, opts redisstore.Options) *redisstore.Store {
 	t.Helper()
@@ -257,7 +266,7 @@ func TestOpenClassifiesErrors(t *testing.T) {
 		{"right password", redisstore.Conn{URL: "redis://" + srv.Addr, Password: "s3cret"}, nil},
 		{"wrong password", redisstore.Conn{URL: "redis://:nope@" + srv.Addr}, redisstore.ErrAuth},
 		{"no password", redisstore.Conn{URL: "redis://" + srv.Addr}, redisstore.ErrAuth},
-		{"unknown host", redisstore.Conn{URL: "redis://no-such-host.invalid:6379"}, redisstore.ErrHost},
+		{"unknown host", redisstore.Conn{URL: "redis://" + redistest.UnresolvableHost + ":6379"}, redisstore.ErrHost},
 		{"nothing listening", redisstore.Conn{URL: "redis://127.0.0.1:1"}, nil},
 		{"bad URL", redisstore.Conn{URL: "http://:s3cret@" + srv.Addr}, redisstore.ErrInvalidConn},
 		{"no URL", redisstore.Conn{}, redisstore.ErrInvalidConn},
