@@ -179,10 +179,20 @@ func TestScriptsReloadAfterFlush(t *testing.T) {
 	}
 }
 
-// TestLimitersShareOneLimit runs three limiters on one Redis in real time: once
-// they agree, every epoch's shares sum to exactly the pool and no epoch grants
-// more than it.
+// TestLimitersShareOneLimit runs three limiters on one Redis in real time,
+// each taking tokens as fast as it can, until they have agreed in two epochs
+// and granted the whole pool in one (within shareTimeout). No epoch grants
+// more than the pool, and in every epoch where all three are in it their
+// shares sum to exactly the pool: no token is lost to rounding. Whether a
+// replica takes all of its share in a given wall-clock second is the
+// scheduler's business, not the limiter's: the test waits for an epoch in
+// which all three did, and does not ask it of every epoch.
 func TestLimitersShareOneLimit(t *testing.T) { forEachMode(t, testLimitersShareOneLimit) }
+
+// shareTimeout bounds the real-time tests of this package that wait for the
+// limiters to reach a rate: a few seconds on an idle machine, many more on
+// one whose cores other processes hold.
+const shareTimeout = 30 * time.Second
 
 func testLimitersShareOneLimit(t *testing.T, d deployment) {
 	const max = 997
@@ -204,7 +214,38 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 		}
 		limiters = append(limiters, l)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// check goes over the epochs that have ended and reports the epochs with
+	// all three in the pool and those of them that granted the whole pool.
+	check := func(report bool) (full, used int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for e, ss := range byEpoch {
+			var shares, granted int64
+			eligible := 0
+			for _, s := range ss {
+				shares += s.Share
+				granted += s.Granted
+				if s.Eligible {
+					eligible++
+				}
+			}
+			if report && granted > max {
+				t.Errorf("epoch %d granted %d; max %d (%+v)", e, granted, max, ss)
+			}
+			if eligible == 3 && len(ss) == 3 {
+				full++
+				if report && shares != max {
+					t.Errorf("epoch %d: shares %d; want exactly %d (%+v)", e, shares, max, ss)
+				}
+				if granted == max {
+					used++
+				}
+			}
+		}
+		return full, used
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, l := range limiters {
@@ -214,33 +255,32 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 			}
 		})
 	}
+	waitUntil(ctx, func() bool { full, used := check(false); return full >= 2 && used >= 1 })
+	waited := time.Since(began)
+	cancel()
 	wg.Wait()
 	for _, l := range limiters {
 		l.Close(context.Background())
 	}
-	full := 0
-	for e, ss := range byEpoch {
-		var shares, granted int64
-		eligible := 0
-		for _, s := range ss {
-			shares += s.Share
-			granted += s.Granted
-			if s.Eligible {
-				eligible++
-			}
-		}
-		if granted > max {
-			t.Errorf("epoch %d granted %d; max %d (%+v)", e, granted, max, ss)
-		}
-		if eligible == 3 && len(ss) == 3 {
-			full++
-			if shares != max || granted != max {
-				t.Errorf("epoch %d: shares %d, granted %d; want exactly %d (%+v)", e, shares, granted, max, ss)
-			}
-		}
+	full, used := check(true)
+	if full < 2 || used < 1 {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("in %v, %d epochs with all three replicas in the pool, %d of them granting all %d; want 2 and 1: %v",
+			waited.Round(time.Millisecond), full, used, max, byEpoch)
 	}
-	if full < 2 {
-		t.Fatalf("only %d epochs with all three replicas in the pool", full)
+}
+
+// waitUntil calls done every 100 ms until it returns true or ctx ends.
+func waitUntil(ctx context.Context, done func() bool) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 
