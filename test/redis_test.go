@@ -378,7 +378,7 @@ func TestRedisConfigErrors(t *testing.T) {
 			"spec.limits.rateLimit.store.redisStore.redisTLS"},
 		{"CA of another authority", "          mode: single\n          url: rediss://" + secure.Addr,
 			"spec.limits.rateLimit.store.redisStore.url"},
-		{"unknown host", "          mode: single\n          url: redis://no-such-host.invalid:6379",
+		{"unknown host", "          mode: single\n          url: redis://" + redistest.UnresolvableHost + ":6379",
 			"spec.limits.rateLimit.store.redisStore.url"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

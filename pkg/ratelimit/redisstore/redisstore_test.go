@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,15 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// No test of this package looks a name up in DNS: a query fails at
+	// once, and the host names tests use (redistest.UnresolvableHost) are
+	// answered without one.
+	net.DefaultResolver = &net.Resolver{PreferGo: true, Dial: func(_ context.Context, network, addr string) (net.Conn, error) {
+		return nil, fmt.Errorf("redisstore tests send no DNS query (%s %s)", network, addr)
+	}}
+	goleak.VerifyTestMain(m)
+}
 
 func newStore(t *testing.T, srv *redistest.Server, prefix string, opts redisstore.Options) *redisstore.Store {
 	t.Helper()
@@ -170,10 +179,20 @@ func TestScriptsReloadAfterFlush(t *testing.T) {
 	}
 }
 
-// TestLimitersShareOneLimit runs three limiters on one Redis in real time: once
-// they agree, every epoch's shares sum to exactly the pool and no epoch grants
-// more than it.
+// TestLimitersShareOneLimit runs three limiters on one Redis in real time,
+// each taking tokens as fast as it can, until they have agreed in two epochs
+// and granted the whole pool in one (within shareTimeout). No epoch grants
+// more than the pool, and in every epoch where all three are in it their
+// shares sum to exactly the pool: no token is lost to rounding. Whether a
+// replica takes all of its share in a given wall-clock second is the
+// scheduler's business, not the limiter's: the test waits for an epoch in
+// which all three did, and does not ask it of every epoch.
 func TestLimitersShareOneLimit(t *testing.T) { forEachMode(t, testLimitersShareOneLimit) }
+
+// shareTimeout bounds the real-time tests of this package that wait for the
+// limiters to reach a rate: a few seconds on an idle machine, many more on
+// one whose cores other processes hold.
+const shareTimeout = 30 * time.Second
 
 func testLimitersShareOneLimit(t *testing.T, d deployment) {
 	const max = 997
@@ -195,7 +214,38 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 		}
 		limiters = append(limiters, l)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// check goes over the epochs that have ended and reports the epochs with
+	// all three in the pool and those of them that granted the whole pool.
+	check := func(report bool) (full, used int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for e, ss := range byEpoch {
+			var shares, granted int64
+			eligible := 0
+			for _, s := range ss {
+				shares += s.Share
+				granted += s.Granted
+				if s.Eligible {
+					eligible++
+				}
+			}
+			if report && granted > max {
+				t.Errorf("epoch %d granted %d; max %d (%+v)", e, granted, max, ss)
+			}
+			if eligible == 3 && len(ss) == 3 {
+				full++
+				if report && shares != max {
+					t.Errorf("epoch %d: shares %d; want exactly %d (%+v)", e, shares, max, ss)
+				}
+				if granted == max {
+					used++
+				}
+			}
+		}
+		return full, used
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, l := range limiters {
@@ -205,33 +255,32 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 			}
 		})
 	}
+	waitUntil(ctx, func() bool { full, used := check(false); return full >= 2 && used >= 1 })
+	waited := time.Since(began)
+	cancel()
 	wg.Wait()
 	for _, l := range limiters {
 		l.Close(context.Background())
 	}
-	full := 0
-	for e, ss := range byEpoch {
-		var shares, granted int64
-		eligible := 0
-		for _, s := range ss {
-			shares += s.Share
-			granted += s.Granted
-			if s.Eligible {
-				eligible++
-			}
-		}
-		if granted > max {
-			t.Errorf("epoch %d granted %d; max %d (%+v)", e, granted, max, ss)
-		}
-		if eligible == 3 && len(ss) == 3 {
-			full++
-			if shares != max || granted != max {
-				t.Errorf("epoch %d: shares %d, granted %d; want exactly %d (%+v)", e, shares, granted, max, ss)
-			}
-		}
+	full, used := check(true)
+	if full < 2 || used < 1 {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("in %v, %d epochs with all three replicas in the pool, %d of them granting all %d; want 2 and 1: %v",
+			waited.Round(time.Millisecond), full, used, max, byEpoch)
 	}
-	if full < 2 {
-		t.Fatalf("only %d epochs with all three replicas in the pool", full)
+}
+
+// waitUntil calls done every 100 ms until it returns true or ctx ends.
+func waitUntil(ctx context.Context, done func() bool) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -257,7 +306,7 @@ func TestOpenClassifiesErrors(t *testing.T) {
 		{"right password", redisstore.Conn{URL: "redis://" + srv.Addr, Password: "s3cret"}, nil},
 		{"wrong password", redisstore.Conn{URL: "redis://:nope@" + srv.Addr}, redisstore.ErrAuth},
 		{"no password", redisstore.Conn{URL: "redis://" + srv.Addr}, redisstore.ErrAuth},
-		{"unknown host", redisstore.Conn{URL: "redis://no-such-host.invalid:6379"}, redisstore.ErrHost},
+		{"unknown host", redisstore.Conn{URL: "redis://" + redistest.UnresolvableHost + ":6379"}, redisstore.ErrHost},
 		{"nothing listening", redisstore.Conn{URL: "redis://127.0.0.1:1"}, nil},
 		{"bad URL", redisstore.Conn{URL: "http://:s3cret@" + srv.Addr}, redisstore.ErrInvalidConn},
 		{"no URL", redisstore.Conn{}, redisstore.ErrInvalidConn},
