@@ -34,12 +34,12 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 			dir := socketDir(t)
 			h := udstest.NewHang()
 			if kind == serverinfo.KindReduce {
-				serve(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
+				udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
 					hang(ctx, h, in)
 					return reducer.Messages{reducer.NewMessage([]byte("done")).WithKeys(keys)}
 				}), reducer.WithSocketDir(dir)).Start)
 			} else {
-				serve(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, out chan<- reducer.Message, _ reducer.Metadata) {
+				udstest.Start(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, out chan<- reducer.Message, _ reducer.Metadata) {
 					hang(ctx, h, in)
 					out <- reducer.NewMessage([]byte("done")).WithKeys(keys)
 				}), reducestreamer.WithSocketDir(dir)).Start)
@@ -83,7 +83,7 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 func TestStuckStreamIsAbandonedAfterCloseSend(t *testing.T) {
 	dir := socketDir(t)
 	h := udstest.NewHang()
-	serve(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
+	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
 		hang(ctx, h, in)
 		return nil
 	}), reducer.WithSocketDir(dir)).Start)
