@@ -2,43 +2,30 @@ package source_test
 
 import (
 	"context"
-	"errors"
-	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/source"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // stuckSource reads, acks, nacks and tells its pending count, but the call
 // named in stuck is taken and never answered.
 type stuckSource struct {
-	stuck   atomic.Value // the call that hangs: "read", "ack", "nack", "pending" or ""
-	got     chan struct{}
-	release chan struct{}
-	next    atomic.Int64
+	stuck atomic.Value // the call that hangs: "read", "ack", "nack", "pending" or ""
+	h     *udstest.Hang
+	next  atomic.Int64
 }
 
 func (s *stuckSource) hang(ctx context.Context, call string) bool {
 	if s.stuck.Load() != call {
 		return false
 	}
-	s.got <- struct{}{}
-	select {
-	case <-ctx.Done():
-	case <-s.release:
-	}
+	s.h.Wait(ctx)
 	return true
 }
 
@@ -88,23 +75,14 @@ func TestStuckSourceIsAbandoned(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.call, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			src := &stuckSource{got: make(chan struct{}, 10), release: make(chan struct{})}
+			dir := udstest.SocketDir(t, "s")
+			src := &stuckSource{h: udstest.NewHang()}
 			src.stuck.Store("")
-			sctx, stop := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start(sctx) }()
-			t.Cleanup(func() { close(src.release); stop(); <-served })
+			udstest.Start(t, sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start)
+			t.Cleanup(src.h.Release)
 
-			start := time.Unix(1_700_000_000, 0)
-			clk := clock.NewManual(start)
-			calls := udsconn.NewCalls(timeout, clk)
-			core, logs := observer.New(zapcore.InfoLevel)
-			s := source.NewUD(dir, readTimeout, zap.New(core), udsconn.WithCalls(calls))
+			st := udstest.NewStuck(timeout)
+			s := source.NewUD(dir, readTimeout, st.Logger, st.WithCalls())
 			t.Cleanup(func() { s.Close() })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -117,47 +95,24 @@ func TestStuckSourceIsAbandoned(t *testing.T) {
 			}
 
 			src.stuck.Store(tc.call)
-			done := make(chan error, 1)
-			go func() { done <- tc.do(ctx, s, read) }()
-			select {
-			case <-src.got:
-			case <-ctx.Done():
-				t.Fatal("the source never got the call")
-			}
-			if err := clk.BlockUntil(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			done := udstest.Go(func() error { return tc.do(ctx, s, read) })
+			src.h.Taken(t, ctx)
 			first := 5 * time.Second
 			if tc.call == "read" {
 				first += readTimeout
 			}
-			clk.Set(start.Add(first))
-			warns := logs.FilterMessage("a call to the UDF server is outstanding").All()
-			if len(warns) != 1 {
-				t.Fatalf("%d warnings at %v; want 1", len(warns), first)
+			st.Warn(t, ctx, first, map[string]any{"function": "source", "call": tc.rpc, "messages": int64(tc.messages)})
+			if o := st.Oldest(t, "source"); o.Call != tc.rpc || o.Deadline != tc.deadline {
+				t.Errorf("Oldest = %+v; want call %s, deadline %v", o, tc.rpc, tc.deadline)
 			}
-			if w := warns[0].ContextMap(); w["function"] != "source" || w["call"] != tc.rpc || w["messages"] != int64(tc.messages) {
-				t.Errorf("the warning says %v; want function source, call %s, %d messages", w, tc.rpc, tc.messages)
-			}
-			if o := calls.Oldest(); len(o) != 1 || o[0].Call != tc.rpc || o[0].Age != first || o[0].Deadline != tc.deadline {
-				t.Errorf("Oldest = %+v", o)
-			}
-			clk.Set(start.Add(tc.deadline))
-			err = <-done
-			if !errors.Is(err, udsconn.ErrDeadline) || !strings.Contains(err.Error(), "source call "+tc.rpc+" of "+strconv.Itoa(tc.messages)+" messages") ||
-				!strings.Contains(err.Error(), "no answer within the deadline of "+tc.deadline.String()) {
-				t.Fatalf("%s = %v; want ErrDeadline naming the source, %s and the deadline %v", tc.call, err, tc.rpc, tc.deadline)
-			}
-			if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "stuck") {
-				t.Fatalf("Ready = %v; want stuck", err)
-			}
+			st.Abandon(t, tc.deadline, done, "source call "+tc.rpc+" of "+strconv.Itoa(tc.messages)+" messages",
+				"no answer within the deadline of "+tc.deadline.String())
+			udstest.NotReadyStuck(t, s.Ready)
 			src.stuck.Store("")
 			if n, err := s.Read(ctx, read); err != nil || n != 2 {
 				t.Fatalf("Read once the source answers = %d, %v", n, err)
 			}
-			if err := s.Ready(); err != nil {
-				t.Fatalf("Ready = %v once a call succeeded", err)
-			}
+			udstest.Ready(t, s.Ready, "once a call succeeded")
 		})
 	}
 }

@@ -5,20 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
@@ -74,31 +71,20 @@ func oldestSeconds(t *testing.T, reg *prometheus.Registry, function string) (flo
 // again. Then every message reaches the sink once and is acked only after
 // that: none is lost, none written twice.
 func TestStuckMapIsBoundedAndVisible(t *testing.T) {
-	dir, err := os.MkdirTemp("", "ud")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := udstest.SocketDir(t, "ud")
 	const count = 30
 	src := &counting{count: count, acked: map[int]bool{}}
 	dst := &collector{}
-	var stuck atomic.Bool
-	stuck.Store(true)
-	release := make(chan struct{})
+	h := udstest.NewHang()
 	serve(t, sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start)
 	serve(t, sinker.NewServer(dst, sinker.WithSocketDir(dir)).Start)
 	serve(t, mapper.NewServer(mapper.MapperFunc(func(ctx context.Context, _ []string, d mapper.Datum) mapper.Messages {
-		if stuck.Load() {
-			select {
-			case <-ctx.Done():
-			case <-release:
-			}
-		}
+		h.Wait(ctx)
 		return mapper.Messages{mapper.NewMessage(d.Value())}
 	}), mapper.WithSocketDir(dir)).Start)
-	t.Cleanup(func() { close(release) })
+	t.Cleanup(h.Release)
 
-	core, logs := observer.New(zapcore.InfoLevel)
+	logger, logs := udstest.ObservedLogger()
 	reg := prometheus.NewRegistry()
 	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "stuck", `  limits:
     readBatchSize: 10
@@ -112,7 +98,7 @@ func TestStuckMapIsBoundedAndVisible(t *testing.T) {
   sink:
     udsink:
       container: {image: sink}
-`)), vertex.WithSocketDir(dir), vertex.WithLogger(zap.New(core)), vertex.WithRegisterer(reg))
+`)), vertex.WithSocketDir(dir), vertex.WithLogger(logger), vertex.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +115,10 @@ func TestStuckMapIsBoundedAndVisible(t *testing.T) {
 	started := time.Now()
 	r := runtest.Start(t, v)
 	runtest.WaitFor(t, "the first warning", func() bool {
-		return logs.FilterMessage("a call to the UDF server is outstanding").FilterField(zap.String("function", "map")).Len() > 0
+		return logs.FilterMessage(udstest.OutstandingWarning).FilterField(zap.String("function", "map")).Len() > 0
 	})
 	firstWarn := time.Since(started)
-	w := logs.FilterMessage("a call to the UDF server is outstanding").All()[0].ContextMap()
+	w := logs.FilterMessage(udstest.OutstandingWarning).All()[0].ContextMap()
 	if w["call"] != "MapFn" || w["messages"] != int64(10) || w["deadline"] != 600*time.Millisecond {
 		t.Errorf("the warning says %v; want MapFn, 10 messages, deadline 600ms", w)
 	}
@@ -177,7 +163,7 @@ func TestStuckMapIsBoundedAndVisible(t *testing.T) {
 		t.Fatalf("%d acked and %d at the sink while the map never answered", n, len(dst.values()))
 	}
 
-	stuck.Store(false) // the server answers the batch retried
+	h.Answer() // the server answers the batch retried
 	runtest.WaitFor(t, "every message acked", func() bool { return src.ackedCount() == count })
 	runtest.WaitFor(t, "/readyz to be ready", func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
 	if age, ok := oldestSeconds(t, reg, "map"); !ok || age != 0 {

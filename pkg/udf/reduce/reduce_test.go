@@ -40,18 +40,6 @@ func socketDir(t *testing.T) string {
 	return dir
 }
 
-// serve runs start (an SDK server's Start) until the test ends.
-func serve(t *testing.T, start func(context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 // client connects to the server of kind in dir; it is closed when the test
 // ends.
 func client(t *testing.T, dir string, kind serverinfo.Kind) *reduce.Client {
@@ -121,7 +109,7 @@ func summary(_ context.Context, keys []string, in <-chan reducer.Datum, md reduc
 // with the window's end less 1 ms as its event time.
 func TestReduceWithSDKReducer(t *testing.T) {
 	dir := socketDir(t)
-	serve(t, reducer.NewServer(reducer.ReducerFunc(summary), reducer.WithSocketDir(dir)).Start)
+	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(summary), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
 	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
 	in := append(messages([]string{"a"}, "1", "2", "3"), messages([]string{"b"}, "x")...)
@@ -153,7 +141,7 @@ func TestReduceWithSDKReducer(t *testing.T) {
 // A window with no message gives no result.
 func TestEmptyWindow(t *testing.T) {
 	dir := socketDir(t)
-	serve(t, reducer.NewServer(reducer.ReducerFunc(summary), reducer.WithSocketDir(dir)).Start)
+	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(summary), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
 	out, err := c.Reduce(testContext(t), reduce.Window{Start: time.UnixMilli(0), End: time.UnixMilli(10)}, nil)
 	if err != nil || len(out) != 0 {
@@ -174,7 +162,7 @@ func TestStreamWithSDKReduceStreamer(t *testing.T) {
 		}
 		out <- reducestreamer.NewMessage(append([]byte("end:"), vals...)).WithKeys(keys)
 	}
-	serve(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(byTwo), reducestreamer.WithSocketDir(dir)).Start)
+	udstest.Start(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(byTwo), reducestreamer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduceStream)
 	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(70_000), Slot: "slot-1"}
 	s, err := c.Open(testContext(t), w)
@@ -210,7 +198,7 @@ func TestStreamWithSDKReduceStreamer(t *testing.T) {
 // UDF_EXECUTION_ERROR, as a gRPC status, and the connection is dropped.
 func TestPanicFailsTheWindow(t *testing.T) {
 	dir := socketDir(t)
-	serve(t, reducer.NewServer(reducer.ReducerFunc(func(context.Context, []string, <-chan reducer.Datum, reducer.Metadata) reducer.Messages {
+	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(func(context.Context, []string, <-chan reducer.Datum, reducer.Metadata) reducer.Messages {
 		panic("boom")
 	}), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
@@ -292,7 +280,7 @@ func TestNewRefusesOtherKinds(t *testing.T) {
 func TestContextEndsTheWindow(t *testing.T) {
 	dir := socketDir(t)
 	entered := make(chan struct{}, 1)
-	serve(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, md reducer.Metadata) reducer.Messages {
+	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, md reducer.Metadata) reducer.Messages {
 		if keys[0] == "hold" {
 			entered <- struct{}{}
 			<-ctx.Done() // until the client gives up on the window

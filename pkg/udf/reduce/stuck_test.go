@@ -5,15 +5,10 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
@@ -21,24 +16,11 @@ import (
 	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
-// hanging makes a reduce function take a window's messages and, while
-// stuck, never answer.
-type hanging struct {
-	stuck   atomic.Bool
-	got     chan struct{}
-	release chan struct{}
-}
-
-func (h *hanging) wait(ctx context.Context, in <-chan reducer.Datum) {
+// hang takes a window's messages and waits as h says.
+func hang(ctx context.Context, h *udstest.Hang, in <-chan reducer.Datum) {
 	for range in {
 	}
-	h.got <- struct{}{}
-	if h.stuck.Load() {
-		select {
-		case <-ctx.Done():
-		case <-h.release:
-		}
-	}
+	h.Wait(ctx)
 }
 
 // A reduce and a reduce stream server that take a window and never answer
@@ -50,25 +32,21 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 	for _, kind := range []serverinfo.Kind{serverinfo.KindReduce, serverinfo.KindReduceStream} {
 		t.Run(string(kind), func(t *testing.T) {
 			dir := socketDir(t)
-			h := &hanging{got: make(chan struct{}, 10), release: make(chan struct{})}
-			h.stuck.Store(true)
+			h := udstest.NewHang()
 			if kind == serverinfo.KindReduce {
-				serve(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
-					h.wait(ctx, in)
+				udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
+					hang(ctx, h, in)
 					return reducer.Messages{reducer.NewMessage([]byte("done")).WithKeys(keys)}
 				}), reducer.WithSocketDir(dir)).Start)
 			} else {
-				serve(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, out chan<- reducer.Message, _ reducer.Metadata) {
-					h.wait(ctx, in)
+				udstest.Start(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, out chan<- reducer.Message, _ reducer.Metadata) {
+					hang(ctx, h, in)
 					out <- reducer.NewMessage([]byte("done")).WithKeys(keys)
 				}), reducestreamer.WithSocketDir(dir)).Start)
 			}
-			t.Cleanup(func() { close(h.release) })
-			start := time.Unix(1_700_000_000, 0)
-			clk := clock.NewManual(start)
-			calls := udsconn.NewCalls(time.Minute, clk)
-			core, logs := observer.New(zapcore.InfoLevel)
-			c, err := reduce.New(dir, kind, zap.New(core), udsconn.WithCalls(calls))
+			t.Cleanup(h.Release)
+			st := udstest.NewStuck(time.Minute)
+			c, err := reduce.New(dir, kind, st.Logger, st.WithCalls())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,49 +56,25 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
-			done := make(chan error, 1)
-			go func() {
+			done := udstest.Go(func() error {
 				_, err := c.Reduce(ctx, w, messages([]string{"k"}, "a", "b", "c"))
-				done <- err
-			}()
-			select {
-			case <-h.got:
-			case <-ctx.Done():
-				t.Fatal("the server never got the window")
-			}
-			if err := clk.BlockUntil(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
-			clk.Set(start.Add(5 * time.Second))
-			warns := logs.FilterMessage("a call to the UDF server is outstanding").All()
-			if len(warns) != 1 {
-				t.Fatalf("%d warnings at 5s; want 1", len(warns))
-			}
-			if f := warns[0].ContextMap(); f["function"] != string(kind) || f["call"] != "ReduceFn" || f["messages"] != int64(3) {
-				t.Errorf("the warning says %v", f)
-			}
-			if o := calls.Oldest(); len(o) != 1 || o[0].Function != string(kind) || o[0].Age != 5*time.Second {
-				t.Errorf("Oldest = %+v", o)
-			}
-			clk.Set(start.Add(time.Minute))
-			err = <-done
+				return err
+			})
+			h.Taken(t, ctx)
+			st.Warn(t, ctx, 5*time.Second, map[string]any{"function": string(kind), "call": "ReduceFn", "messages": int64(3)})
+			st.Oldest(t, string(kind))
+			err = st.Abandon(t, time.Minute, done)
 			want := "reduce: window " + w.String() + ": " + string(kind) + " call ReduceFn of 3 messages: no answer within the deadline of 1m0s (limits.udfTimeout)"
-			if !errors.Is(err, udsconn.ErrDeadline) || err.Error() != want {
+			if err.Error() != want {
 				t.Fatalf("Reduce = %v; want %q", err, want)
 			}
-			if err := c.Ready(); err == nil || !strings.Contains(err.Error(), "stuck") {
-				t.Fatalf("Ready = %v; want stuck", err)
-			}
-			if n := logs.FilterMessage("UDF server failed; reconnecting").Len(); n != 0 {
-				t.Errorf("the connection was dropped %d times; an abandoned call keeps it", n)
-			}
-			h.stuck.Store(false)
+			udstest.NotReadyStuck(t, c.Ready)
+			st.ConnectionKept(t)
+			h.Answer()
 			if res, err := c.Reduce(ctx, w, messages([]string{"k"}, "d")); err != nil || len(res) != 1 {
 				t.Fatalf("Reduce once the server answers = %v, %v", res, err)
 			}
-			if err := c.Ready(); err != nil {
-				t.Fatalf("Ready = %v once a window was answered", err)
-			}
+			udstest.Ready(t, c.Ready, "once a window was answered")
 		})
 	}
 }
@@ -128,17 +82,14 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 // A Stream used on its own is a call from CloseSend to the results' EOF.
 func TestStuckStreamIsAbandonedAfterCloseSend(t *testing.T) {
 	dir := socketDir(t)
-	h := &hanging{got: make(chan struct{}, 10), release: make(chan struct{})}
-	h.stuck.Store(true)
-	serve(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
-		h.wait(ctx, in)
+	h := udstest.NewHang()
+	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(func(ctx context.Context, keys []string, in <-chan reducer.Datum, _ reducer.Metadata) reducer.Messages {
+		hang(ctx, h, in)
 		return nil
 	}), reducer.WithSocketDir(dir)).Start)
-	t.Cleanup(func() { close(h.release) })
-	start := time.Unix(1_700_000_000, 0)
-	clk := clock.NewManual(start)
-	calls := udsconn.NewCalls(10*time.Second, clk)
-	c, err := reduce.New(dir, serverinfo.KindReduce, nil, udsconn.WithCalls(calls))
+	t.Cleanup(h.Release)
+	st := udstest.NewStuck(10 * time.Second)
+	c, err := reduce.New(dir, serverinfo.KindReduce, nil, st.WithCalls())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +105,14 @@ func TestStuckStreamIsAbandonedAfterCloseSend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if p := clk.Pending(); p != 0 {
+	if p := st.Clock.Pending(); p != 0 {
 		t.Fatalf("%d timers before CloseSend; a window open is no call", p)
 	}
 	if err := s.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	<-h.got
-	clk.Set(start.Add(10 * time.Second))
+	h.Taken(t, ctx)
+	st.Clock.Set(st.Start.Add(10 * time.Second))
 	if _, err := s.Recv(); !errors.Is(err, udsconn.ErrDeadline) || errors.Is(err, io.EOF) ||
 		!strings.Contains(err.Error(), "reduce call ReduceFn of 2 messages") {
 		t.Fatalf("Recv = %v; want ErrDeadline naming the call", err)
