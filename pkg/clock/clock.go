@@ -42,6 +42,28 @@ func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
+// SleepUntil waits on c until t, or until ctx is done, and reports whether t
+// came. A clock that schedules at a time of its own ([Manual]) is asked to, so
+// that a clock moved between reading the time and scheduling cannot make the
+// wait longer than until t.
+func SleepUntil(ctx context.Context, c Clock, t time.Time) bool {
+	at, ok := c.(interface {
+		AfterFuncAt(t time.Time, f func()) Timer
+	})
+	if !ok {
+		return Sleep(ctx, c, t.Sub(c.Now()))
+	}
+	done := make(chan struct{})
+	tm := at.AfterFuncAt(t, func() { close(done) })
+	defer tm.Stop()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Sleep waits d on c, or until ctx is done, and reports whether d passed.
 // A d of 0 or less passes at once unless ctx is done.
 func Sleep(ctx context.Context, c Clock, d time.Duration) bool {

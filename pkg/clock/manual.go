@@ -46,8 +46,26 @@ func (c *Manual) Now() time.Time {
 func (c *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.at(c.now.Add(d), f)
+}
+
+// AfterFuncAt schedules f to run when the clock reaches when. A when the
+// clock has reached already runs f at once, in its own goroutine: the clock
+// moved past it while the caller was about to schedule it.
+func (c *Manual) AfterFuncAt(when time.Time, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !when.After(c.now) {
+		go f()
+		return &manualTimer{c: c, when: when, f: f, done: true}
+	}
+	return c.at(when, f)
+}
+
+// at schedules f at when. c.mu is held.
+func (c *Manual) at(when time.Time, f func()) Timer {
 	c.seq++
-	t := &manualTimer{c: c, when: c.now.Add(d), seq: c.seq, f: f}
+	t := &manualTimer{c: c, when: when, seq: c.seq, f: f}
 	c.pending = append(c.pending, t)
 	if c.armed != nil {
 		close(c.armed)

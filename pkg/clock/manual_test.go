@@ -526,3 +526,33 @@ func TestRealAfterFuncFires(t *testing.T) {
 		t.Fatal("Stop() of a pending real timer = false, want true")
 	}
 }
+
+// TestSleepUntilAClockMovedPast: a SleepUntil for a time the clock has passed
+// returns at once, and one for a later time returns when the clock reaches
+// it, not a period after: the wait is for a time, not a duration read from a
+// clock that may move before the timer is set.
+func TestSleepUntilAClockMovedPast(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	c := NewManual(start)
+	c.Advance(time.Second) // moved before the caller scheduled its wait
+	if !SleepUntil(context.Background(), c, start.Add(time.Second)) {
+		t.Fatal("SleepUntil a time reached returned false")
+	}
+	done := make(chan bool, 1)
+	go func() { done <- SleepUntil(context.Background(), c, start.Add(2*time.Second)) }()
+	if err := c.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	if !<-done {
+		t.Fatal("SleepUntil returned false when the clock reached its time")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if SleepUntil(ctx, c, start.Add(time.Hour)) {
+		t.Fatal("SleepUntil with a context done returned true")
+	}
+	if SleepUntil(ctx, Real(), time.Now().Add(time.Hour)) {
+		t.Fatal("SleepUntil on the real clock with a context done returned true")
+	}
+}

@@ -58,5 +58,5 @@ func (i *idle) wait(ctx context.Context) {
 	if until.IsZero() || ctx.Err() != nil {
 		return
 	}
-	clock.Sleep(ctx, i.clk, until.Sub(i.clk.Now()))
+	clock.SleepUntil(ctx, i.clk, until)
 }

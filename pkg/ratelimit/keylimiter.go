@@ -359,13 +359,12 @@ func (k *KeyLimiter) Epoch() (int64, time.Duration) {
 // store clock, or until ctx is done, and returns ctx's error then.
 func (k *KeyLimiter) WaitEpoch(ctx context.Context, e int64) error {
 	k.mu.Lock()
-	now := k.clk.Now()
-	d := k.localAt(e * epochNanos).Sub(now)
+	at := k.localAt(e * epochNanos)
 	k.mu.Unlock()
-	if d <= 0 {
+	if !at.After(k.clk.Now()) {
 		return nil
 	}
-	if !clock.Sleep(ctx, k.clk, d) {
+	if !clock.SleepUntil(ctx, k.clk, at) {
 		return ctx.Err()
 	}
 	return nil

@@ -136,10 +136,10 @@ func (g *Generator) Read(ctx context.Context, buf []isb.ReadMessage) (int, error
 		g.mu.Unlock()
 		next := g.start.Add(time.Duration(g.due(now)/uint64(g.cfg.RPU)) * g.cfg.Duration)
 		if next.After(deadline) {
-			clock.Sleep(ctx, g.clk, deadline.Sub(now))
+			clock.SleepUntil(ctx, g.clk, deadline)
 			return 0, nil
 		}
-		if !clock.Sleep(ctx, g.clk, next.Sub(now)) {
+		if !clock.SleepUntil(ctx, g.clk, next) {
 			return 0, nil
 		}
 	}

@@ -193,7 +193,7 @@ func (v *Vertex) recordSeconds(ctx context.Context) {
 	for {
 		now := v.o.clock.Now()
 		end := now.Truncate(time.Second).Add(time.Second)
-		if !clock.Sleep(ctx, v.o.clock, end.Sub(now)) {
+		if !clock.SleepUntil(ctx, v.o.clock, end) {
 			return
 		}
 		v.live.history.Observe(ratelimit.EpochSummary{Epoch: end.Unix() - 1})
