@@ -50,10 +50,11 @@ spec:
 
 	// Each epoch's share goes at once; then the vertex waits for the next.
 	for epoch := 1; epoch <= 2; epoch++ {
-		for !v.Status().Throttled || v.Status().WriteTotal < float64(100*epoch) {
-			time.Sleep(time.Millisecond)
-		}
 		s := v.Status()
+		for !s.Throttled || s.WriteTotal < float64(100*epoch) {
+			time.Sleep(time.Millisecond)
+			s = v.Status() // one snapshot, so what is printed is what was waited for
+		}
 		fmt.Printf("epoch %d: wrote %v in all, share %d, then %v\n", epoch, s.WriteTotal, s.Share, s.Reasons)
 		clk.Advance(time.Second)
 	}
