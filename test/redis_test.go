@@ -268,8 +268,10 @@ func commandCalls(t *testing.T, srv *redistest.Server) int64 {
 
 // TestRedisOutage stops Redis for 10 seconds under each onStoreFailure policy:
 // no message read is lost; with pause no epoch ever exceeds the limit; within
-// two seconds of Redis's return the replicas use the whole pool again.
+// two seconds of Redis's return the replicas are both in the pool again, their
+// shares make the whole pool, and they use it.
 func TestRedisOutage(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []string{"pause", "lastKnown"} {
 		t.Run(policy, func(t *testing.T) {
 			t.Parallel()
@@ -283,21 +285,29 @@ func TestRedisOutage(t *testing.T) {
 			for _, p := range procs {
 				p.metricsAddr()
 			}
-			time.Sleep(3 * time.Second)
+			if !waitUntil(t, epochWait, "an epoch of both replicas in a pool of two", func() bool {
+				return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0
+			}) {
+				t.Fatal("the replicas never agreed on a pool of two")
+			}
 			srv.Stop()
 			stoppedAt := time.Now()
 			time.Sleep(10 * time.Second)
 			srv.Restart(t)
 			backAt := time.Now()
-			time.Sleep(5 * time.Second)
+			rejoinBy := backAt.Add(2*time.Second).Unix() + 1 // the first epoch both must be in
+			waitUntil(t, epochWait, "both replicas' epochs to 5s after Redis came back, one granting all 100", func() bool {
+				r := readEpochs(t, procs, 2)
+				return logged(t, procs, backAt.Unix()+4) && countReach(r.full(2, rejoinBy, forever), 100, r.grantedIn) > 0
+			})
 			for _, p := range procs {
 				if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 					t.Fatalf("exit %d", code)
 				}
 				generatorValues(t, p)
 			}
-			granted, eligible := sumEpochs(t, procs)
-			for e, g := range granted {
+			r := readEpochs(t, procs, 2)
+			for e, g := range r.granted {
 				if g > 100 && policy == "pause" {
 					t.Errorf("epoch %d granted %d; max 100", e, g)
 				}
@@ -305,19 +315,20 @@ func TestRedisOutage(t *testing.T) {
 			// Paused replicas take nothing once the lease (2s) has run out.
 			if policy == "pause" {
 				for e := stoppedAt.Unix() + 3; e < backAt.Unix(); e++ {
-					if granted[e] != 0 {
-						t.Errorf("epoch %d, Redis down for %ds: %d granted while paused", e, e-stoppedAt.Unix(), granted[e])
+					if r.granted[e] != 0 {
+						t.Errorf("epoch %d, Redis down for %ds: %d granted while paused", e, e-stoppedAt.Unix(), r.granted[e])
 					}
 				}
 			}
 			// Normal again within two seconds of Redis's return: a replica
 			// whose lease ran out rejoins the pool.
-			for e := backAt.Add(2*time.Second).Unix() + 1; e < backAt.Unix()+5; e++ {
-				if granted[e] != 100 || eligible[e] != 2 {
-					t.Errorf("epoch %d, %v after Redis came back: %d granted by %d replicas; want 100 by 2",
-						e, time.Unix(e, 0).Sub(backAt), granted[e], eligible[e])
+			for e := rejoinBy; e < backAt.Unix()+5; e++ {
+				if r.eligible[e] != 2 || r.shares[e] != 100 {
+					t.Errorf("epoch %d, %v after Redis came back: %d replicas in a pool of two with shares of %d; want 2 and 100",
+						e, time.Unix(e, 0).Sub(backAt), r.eligible[e], r.shares[e])
 				}
 			}
+			mostReach(t, "after Redis came back", r.full(2, rejoinBy, forever), 100, 1, r.grantedIn)
 			for _, p := range procs {
 				if !strings.Contains(p.stderrText(), "store is reachable again") {
 					t.Errorf("no log of the store's return")
@@ -330,6 +341,7 @@ func TestRedisOutage(t *testing.T) {
 // TestSentinelFailover shares a limit through Redis behind sentinels and fails
 // the master over: the replicas keep throttling, never above the limit.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	sn := redistest.StartSentinel(t, redistest.Options{Password: "s3cret"})
 	pass := writeSecret(t, "s3cret")
 	endpoints := `["` + strings.Join(sn.Endpoints(), `", "`) + `"]`
@@ -347,27 +359,36 @@ func TestSentinelFailover(t *testing.T) {
 	for _, p := range procs {
 		p.metricsAddr()
 	}
-	time.Sleep(3 * time.Second)
+	agreed := func() bool { return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0 }
+	if !waitUntil(t, epochWait, "an epoch of both replicas in a pool of two", agreed) {
+		t.Fatal("the replicas never agreed on a pool of two")
+	}
 	sn.Failover(t)
 	failedOverAt := time.Now()
-	time.Sleep(6 * time.Second)
+	from, to := failedOverAt.Unix()+3, failedOverAt.Unix()+5 // the last seconds checked
+	waitUntil(t, epochWait, "the epochs to 6s after the failover, one granting all 50", func() bool {
+		r := readEpochs(t, procs, 2)
+		return logged(t, procs, to) && countReach(r.full(2, from, forever), 50, r.grantedIn) > 0
+	})
 	for _, p := range procs {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d", code)
 		}
 	}
-	granted, eligible := sumEpochs(t, procs)
-	for e, g := range granted {
+	r := readEpochs(t, procs, 2)
+	for e, g := range r.granted {
 		if g > 50 {
 			t.Errorf("epoch %d granted %d; max 50", e, g)
 		}
 	}
-	// Throttling goes on through the failover: the last seconds run at the limit.
-	for e := failedOverAt.Unix() + 3; e < failedOverAt.Unix()+6; e++ {
-		if granted[e] != 50 || eligible[e] != 2 {
-			t.Errorf("epoch %d after the failover: %d granted by %d replicas; want 50 by 2", e, granted[e], eligible[e])
+	// Throttling goes on through the failover: in the last seconds both
+	// replicas are in the pool, their shares make the limit, and they use it.
+	for e := from; e <= to; e++ {
+		if r.eligible[e] != 2 || r.shares[e] != 50 {
+			t.Errorf("epoch %d after the failover: %d replicas in a pool of two with shares of %d; want 2 and 50", e, r.eligible[e], r.shares[e])
 		}
 	}
+	mostReach(t, "after the failover", r.full(2, from, forever), 50, 1, r.grantedIn)
 }
 
 // TestRedisConfigErrors: a wrong password, a bad CA or an unknown host stop

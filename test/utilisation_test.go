@@ -53,17 +53,31 @@ func countReach(epochs []int64, want int64, got func(e int64) int64) int {
 	return n
 }
 
-// waitUntil calls cond every 200 ms until it returns true, and fails the
-// test after timeout; what says what it waited for.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// waitUntil calls cond every 200 ms until it returns true or timeout has
+// passed, and reports whether it did. A caller goes on to its assertions
+// either way: they say what was not reached.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) bool {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", timeout, what)
+			t.Logf("waited %v for %s", timeout, what)
+			return false
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	return true
+}
+
+// logged reports whether every one of procs has logged epoch e.
+func logged(t *testing.T, procs []*proc, e int64) bool {
+	t.Helper()
+	for _, p := range procs {
+		if _, ok := p.epochs(t)[e]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // replicaEpochs is the replicas' epoch logs side by side: what they granted
