@@ -158,7 +158,7 @@ func TestObservability(t *testing.T) {
 		Throttled        bool
 		ThrottledReasons []string
 	}
-	for deadline := time.Now().Add(3 * time.Second); ; {
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		code, body = httpGet(t, addr+"/status")
 		if err := json.Unmarshal(body, &st); code != 200 || err != nil {
 			t.Fatalf("/status %d %v: %s", code, err, body)

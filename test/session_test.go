@@ -208,7 +208,7 @@ func TestSessionOnJetStreamKilled(t *testing.T) {
 	// Kill replica 0 half a timeout after the next burst reaches raw: the
 	// burst's sessions are open in count, or its messages on their way.
 	seen := len(raw.stdoutLines())
-	raw.waitFor(10*time.Second, "the next burst", func() bool { return len(raw.lines) > seen })
+	raw.waitFor(30*time.Second, "the next burst", func() bool { return len(raw.lines) > seen })
 	time.Sleep(sessionTimeout / 2 * time.Millisecond)
 	_, before := sinkLines(t, counts.stdoutLines())
 	killed := time.Now()
