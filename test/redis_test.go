@@ -44,6 +44,7 @@ spec:
 type epochLog struct {
 	Group    string
 	Epoch    int64
+	Pool     float64
 	Granted  int64
 	Share    int64
 	PoolSize int
