@@ -143,6 +143,7 @@ func TestRampAndLimit(t *testing.T) {
 // readTimeout plus a few seconds with exit code 0, that every message it read was
 // written once, and that the last line on stdout is whole.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
@@ -178,6 +179,7 @@ func TestGracefulShutdown(t *testing.T) {
 // TestObservability reads /status, /metrics, /healthz and /readyz of a throttled
 // vertex.
 func TestObservability(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, monoVertexYAML("observed", "      max: 10\n      min: 10\n      rampUpDuration: 0s", 1000))
 	p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "3")
 	addr := "http://" + p.metricsAddr()

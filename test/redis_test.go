@@ -395,6 +395,7 @@ func TestSentinelFailover(t *testing.T) {
 // TestRedisConfigErrors: a wrong password, a bad CA or an unknown host stop
 // `vertex run` at start with exit code 2 and the field to fix.
 func TestRedisConfigErrors(t *testing.T) {
+	t.Parallel()
 	plain := redistest.Start(t, redistest.Options{Password: "s3cret", Users: []redistest.User{{Name: "app", Password: "apppass"}}})
 	secure := redistest.Start(t, redistest.Options{TLS: true})
 	wrong := writeSecret(t, "nope")

@@ -124,6 +124,7 @@ func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, per, mi
 // what was generated in it; and sluice's session sum, every payload 7,
 // whose sums are 7 times that.
 func TestSessionReduceInOneProcess(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, counter string
 		value         int
@@ -189,6 +190,7 @@ func TestSessionReduceNumaflowGo(t *testing.T) {
 // what was generated in it, a session delivered twice has the same count,
 // and each key has at least five sessions.
 func TestSessionOnJetStreamKilled(t *testing.T) {
+	t.Parallel()
 	nats := natstest.Start(t, natstest.Options{})
 	state := t.TempDir()
 	cfg := writeConfig(t, sessionPipeline(t, "ses-killed", example(t, "sessioncounter"), 0, nats.URL))
