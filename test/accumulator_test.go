@@ -113,6 +113,7 @@ func checkSortedOutput(t *testing.T, raw, sorted []sinkLine) {
 // vertex under vertex run in one process: each key's messages come out in
 // event-time order, and none is lost.
 func TestAccumulatorInOneProcess(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, accumulatorPipeline("acc", example(t, "streamsorter"), jetStreamISB("nats://127.0.0.1:9", "")))
 	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 	p.waitFor(60*time.Second, "300 sorted messages", func() bool {
@@ -177,6 +178,7 @@ func TestAccumulatorNumaflowGo(t *testing.T) {
 // came out of its key comes out, and nothing comes out that was not
 // generated.
 func TestAccumulatorOnJetStreamKilled(t *testing.T) {
+	t.Parallel()
 	nats := natstest.Start(t, natstest.Options{})
 	state := t.TempDir()
 	cfg := writeConfig(t, accumulatorPipeline("acc-killed", example(t, "streamsorter"), jetStreamISB(nats.URL, "      ackWait: 3s\n")))

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,8 +26,19 @@ import (
 // vertexBin is the binary under test, built once by TestMain.
 var vertexBin string
 
+// e2eParallel is how many tests of this package run at once unless
+// -test.parallel says otherwise. They wait on real time and on processes of
+// their own, far more than on this process's CPU; the default of
+// -test.parallel, GOMAXPROCS, would run two at a time on two cores.
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(e2eParallel, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "sluice-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

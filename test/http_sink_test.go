@@ -45,6 +45,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Retry-After: 2. The endpoint never sees more than 40 requests in a second,
 // sees none in the 2s after the 429, and gets every message the vertex read.
 func TestHTTPSinkLimitAndRetryAfter(t *testing.T) {
+	t.Parallel()
 	const max = 40
 	ep := &endpoint{throttleAfter: 3 * time.Second, retryAfter: "2", bodies: map[string]int{}}
 	srv := httptest.NewServer(ep)

@@ -86,7 +86,7 @@ spec:
 		len(codes[http.StatusNoContent])+len(codes[http.StatusTooManyRequests]) != n {
 		t.Fatalf("answers by status: %v; want some 204, the rest 429", counts(codes))
 	}
-	p.waitFor(10*time.Second, "the accepted messages on stdout", func() bool {
+	p.waitFor(30*time.Second, "the accepted messages on stdout", func() bool {
 		return len(p.lines) >= len(codes[http.StatusNoContent])
 	})
 	code, _ := p.stop(syscall.SIGTERM, 10*time.Second)

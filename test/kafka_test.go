@@ -231,6 +231,7 @@ func startKafkaReplicas(t *testing.T, c *kfake.Cluster, adm *kadm.Client, group 
 // an offset before its message is written, and in the end it has committed
 // everything.
 func TestKafkaReplicasShareTheLimit(t *testing.T) {
+	t.Parallel()
 	const n, max, group = 3000, 500, "share"
 	c, cl, adm := kafkaCluster(t)
 	procs := startKafkaReplicas(t, c, adm, group, max)
@@ -282,6 +283,7 @@ func TestKafkaReplicasShareTheLimit(t *testing.T) {
 // reaches out at least once; those written twice are at most what the killed
 // replica had read and not committed.
 func TestKafkaReplicaKilled(t *testing.T) {
+	t.Parallel()
 	const n, max, group = 3000, 500, "killed"
 	c, cl, adm := kafkaCluster(t)
 	procs := startKafkaReplicas(t, c, adm, group, max)

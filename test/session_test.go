@@ -124,6 +124,7 @@ func checkSessions(t *testing.T, raw, results []sinkLine, timeout int64, per, mi
 // what was generated in it; and sluice's session sum, every payload 7,
 // whose sums are 7 times that.
 func TestSessionReduceInOneProcess(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, counter string
 		value         int
@@ -189,6 +190,7 @@ func TestSessionReduceNumaflowGo(t *testing.T) {
 // what was generated in it, a session delivered twice has the same count,
 // and each key has at least five sessions.
 func TestSessionOnJetStreamKilled(t *testing.T) {
+	t.Parallel()
 	nats := natstest.Start(t, natstest.Options{})
 	state := t.TempDir()
 	cfg := writeConfig(t, sessionPipeline(t, "ses-killed", example(t, "sessioncounter"), 0, nats.URL))
@@ -208,7 +210,7 @@ func TestSessionOnJetStreamKilled(t *testing.T) {
 	// Kill replica 0 half a timeout after the next burst reaches raw: the
 	// burst's sessions are open in count, or its messages on their way.
 	seen := len(raw.stdoutLines())
-	raw.waitFor(10*time.Second, "the next burst", func() bool { return len(raw.lines) > seen })
+	raw.waitFor(30*time.Second, "the next burst", func() bool { return len(raw.lines) > seen })
 	time.Sleep(sessionTimeout / 2 * time.Millisecond)
 	_, before := sinkLines(t, counts.stdoutLines())
 	killed := time.Now()

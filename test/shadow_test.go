@@ -15,8 +15,8 @@ import (
 // second through Redis with rateLimit.shadow, each reading a generator of
 // 200 a second: nothing waits, so every epoch reads all 600, while the
 // replicas' grants stay within 300, and the would-throttle count they report
-// is within 1% of the true excess, the 300 an epoch the generators make
-// beyond the limit.
+// is within 1% of the true excess, what they read beyond the limit (the 300
+// an epoch the generators make beyond it).
 func TestShadowModeThroughRedis(t *testing.T) {
 	t.Parallel()
 	const max, perReplica, replicas = 300, 200, 3
@@ -45,7 +45,25 @@ spec:
     blackhole: {}
 `, max, max, srv.Addr, perReplica))
 	procs, addrs := startReplicas(t, cfg, replicas)
-	time.Sleep(7 * time.Second) // real replicas, real time
+	// full are the epochs in which every replica took part and read all
+	// its generator made: the checks are of them.
+	full := func() []int64 {
+		var out []int64
+		r := readEpochs(t, procs, replicas)
+		reads := map[int64]int64{}
+		for _, p := range procs {
+			for e, l := range p.epochs(t) {
+				reads[e] += l.Read
+			}
+		}
+		for _, e := range r.full(replicas, 0, forever) {
+			if reads[e] >= replicas*perReplica {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	waitUntil(t, epochWait, "4 epochs with every replica reading in full", func() bool { return len(full()) >= 4 })
 	var rateLimited float64
 	for _, a := range addrs {
 		rateLimited += metricValues(t, a, "sluice_ratelimit_throttled_seconds_total")["rate_limited"]
@@ -69,24 +87,24 @@ spec:
 			}
 		}
 	}
-	var full int
-	var reported, excess int64
 	for _, e := range slices.Sorted(maps.Keys(granted)) {
 		if granted[e] > max {
 			t.Errorf("epoch %d granted %d; max %d", e, granted[e], max)
 		}
 		t.Logf("epoch %d: read %d, granted %d, shadow-throttled %d, %d eligible", e, read[e], granted[e], shadow[e], eligible[e])
-		if eligible[e] != replicas || read[e] < replicas*perReplica {
-			continue // joining or leaving
-		}
-		full++
-		reported += shadow[e]
-		excess += replicas*perReplica - max // what the generators made beyond the limit
 	}
-	if full < 4 {
-		t.Fatalf("%d epochs with every replica reading in full; want at least 4", full)
+	epochs := full()
+	if len(epochs) < 4 {
+		t.Fatalf("%d epochs with every replica reading in full; want at least 4", len(epochs))
+	}
+	var reported, excess int64
+	for _, e := range epochs {
+		reported += shadow[e]
+		// What was read beyond the limit: the generators' 300 an epoch, and
+		// what a generator late by a tick on a busy machine makes up.
+		excess += read[e] - max
 	}
 	if diff := reported - excess; diff*100 > excess || -diff*100 > excess {
-		t.Fatalf("over %d full epochs the replicas reported %d would-throttle; the true excess is %d", full, reported, excess)
+		t.Fatalf("over %d full epochs the replicas reported %d would-throttle; the true excess is %d", len(epochs), reported, excess)
 	}
 }

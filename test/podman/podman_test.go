@@ -407,20 +407,29 @@ func ranges(seen map[int]bool) string {
 // write per second together (sluice_forward_write_total).
 func writeRate(t *testing.T, addrs []string) float64 {
 	t.Helper()
-	total := func() (sum float64) {
+	return perEpoch(func() (sum float64) {
 		for _, a := range addrs {
 			sum += counter(t, a, "sluice_forward_write_total")
 		}
 		return sum
-	}
-	// The count is read in the middle of a second, after the epoch's grant
-	// was written, and again a whole number of seconds later: the
-	// difference is that many epochs' grants, never one more while an
-	// epoch's writes end within half a second. Real pods, real time.
+	})
+}
+
+// perEpoch reads a count in the middle of a second, after the epoch's grant
+// was used, and again measureFor later, and returns its rise per epoch: per
+// epoch that began between the first reading's request and the second's
+// answer. With both on time that is measureFor's seconds, and the rise is
+// that many epochs' grants, never one more while an epoch's grant is used
+// within half a second; a busy machine that delays a reading past the next
+// epoch's start adds that epoch. Real pods, real time.
+func perEpoch(read func() float64) float64 {
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)))
-	w0 := total()
-	time.Sleep(measureFor)
-	return (total() - w0) / measureFor.Seconds()
+	from := time.Now()
+	v0 := read()
+	time.Sleep(time.Until(from.Add(measureFor)))
+	v1 := read()
+	epochs := time.Now().Unix() - from.Unix()
+	return (v1 - v0) / float64(epochs)
 }
 
 // counter returns a counter's value, summed over its series, from /metrics.
