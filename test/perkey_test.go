@@ -141,27 +141,31 @@ spec:
 	if len(full) < 5 {
 		t.Fatalf("%d seconds with every replica in the pool; want at least 5", len(full))
 	}
-	var total int64
-	perCold := map[string]int64{}
-	for _, e := range full {
-		for k, n := range byKey[e] {
-			total += n
-			if k != "hot" {
-				perCold[k] += n
-			}
+	sum := func(e int64) (n int64) {
+		for _, c := range byKey[e] {
+			n += c
 		}
+		return n
 	}
-	mostReach(t, "the hot key at its limit", full, perKey, 5, func(e int64) int64 { return byKey[e]["hot"] })
+	var total int64
+	for _, e := range full {
+		total += sum(e)
+	}
 	rate := float64(total) / float64(len(full))
 	t.Logf("%d full seconds: %.1f messages a second; %v held at the end", len(full), rate, held)
-	if rate < 0.95*10*perKey || rate > 10*perKey {
-		t.Errorf("%.1f messages a second; want about %d, each of 10 keys at its limit", rate, 10*perKey)
+	if rate > 10*perKey {
+		t.Errorf("%.1f messages a second; want at most %d, each of 10 keys at its limit", rate, 10*perKey)
 	}
+	// Most seconds move 95% of the 500, and give every key 95% of its 50:
+	// the hot key's backlog slows no other key. (A second in which the
+	// machine ran a replica late moves less, and the keys' supply, above
+	// their limit, cannot make it up in the next.)
+	mostReach(t, "the vertex at 95% of 500", full, 10*perKey*95/100, 5, sum)
+	mostReach(t, "the hot key at its limit", full, perKey, 5, func(e int64) int64 { return byKey[e]["hot"] })
 	for i := 1; i <= 9; i++ {
 		k := "cold-" + strconv.Itoa(i)
-		if r := float64(perCold[k]) / float64(len(full)); r < 0.95*perKey {
-			t.Errorf("cold key %s got %.1f a second beside the hot key; want its %d", k, r, perKey)
-		}
+		mostReach(t, "cold key "+k+" at 95% of its limit beside the hot key", full, perKey*95/100, 5,
+			func(e int64) int64 { return byKey[e][k] })
 	}
 	if held < 1000 {
 		t.Errorf("%v messages held at the end; the hot key's backlog should wait in the holds", held)
@@ -174,8 +178,8 @@ spec:
 // 20 of each of four cold ones. The hold fills with the hot key's excess
 // within two seconds; from then on its newest messages go back to the
 // buffer, to come again later, so the hot key gets its 20 in most seconds
-// and the cold keys all of theirs (20 a second, on average), and no key
-// more in any second.
+// and the cold keys theirs (20 a second, as the generator makes them), and
+// no key more in any second.
 func TestPerKeyHotKeyOnJetStream(t *testing.T) {
 	t.Parallel()
 	const perKey = 20
@@ -240,25 +244,22 @@ spec:
 	}
 	// From the fourth second, well after the hold filled, to the one
 	// before the last, the hot key, whose backlog never runs dry, gets its
-	// 20 a second, and each cold key what the generator made of it in the
-	// second. Both are utilisation, asserted over the window with a bound:
-	// a second in which a loaded machine ran the generator or the vertex
-	// late (a cold key's 0, then 20 and one held) moves a second's worth
-	// out of the window, and a hot key starving the cold ones would take
-	// most of theirs in every second.
+	// 20 in most seconds (all but those in which the machine did not run
+	// the vertex for a while). A cold key gets what the generator made of
+	// it in the second, which a late generator tick on a loaded machine
+	// moves into the next (19, then 20 and one held).
 	late := epochs[3 : len(epochs)-1]
-	perKeyTotal := map[string]int64{}
 	for _, e := range late {
 		t.Logf("epoch %d: %v", e, byKey[e])
-		for _, k := range []string{"hot", "cold-1", "cold-2", "cold-3", "cold-4"} {
-			perKeyTotal[k] += byKey[e][k]
-		}
 	}
-	for k, n := range perKeyTotal {
-		const want = 0.75 // two seconds of eight lost to the scheduler
-		if r := float64(n) / float64(len(late)); r < want*perKey {
-			t.Errorf("key %s got %.1f a second over %d seconds beside the hot key's backlog; want at least %.0f%% of its %d", k, r, len(late), 100*want, perKey)
-		}
+	mostReach(t, "the hot key at its limit", late, perKey, 4, func(e int64) int64 { return byKey[e]["hot"] })
+	// A cold key's supply is its limit: a second the machine ran the
+	// generator or the vertex late is not made up later. Most seconds give
+	// it 90% of its 20 (or all of it, less what a late tick moved into the
+	// next second).
+	for _, k := range []string{"cold-1", "cold-2", "cold-3", "cold-4"} {
+		mostReach(t, k+" at 90% of its limit beside the hot key's backlog", late, perKey*9/10, 4,
+			func(e int64) int64 { return byKey[e][k] })
 	}
 	if handedBack == 0 {
 		t.Error("nothing handed back to the buffer; the hot key's backlog should have filled the hold")

@@ -102,7 +102,9 @@ func TestReadTimeout(t *testing.T) {
 	defer cancel()
 	start = time.Now()
 	n, err = long.Read(ctx, buf)
-	if elapsed := time.Since(start); n != 0 || err != nil || elapsed > 1500*time.Millisecond {
+	// Well under the reader's minute, and far over the context's 100ms, for
+	// a busy machine.
+	if elapsed := time.Since(start); n != 0 || err != nil || elapsed > 10*time.Second {
 		t.Fatalf("Read with a 100ms context = %d, %v after %v", n, err, elapsed)
 	}
 	ctx, cancel = context.WithCancel(testCtx(t))
