@@ -212,7 +212,13 @@ spec:
 	from := largest + 1
 	src = udSource(t, dir, from, endless)
 	restarted := time.Now()
-	sleepUntil(base.Add(10 * time.Second))
+	// Ten seconds of flow, and at least 3s after the source is back: a busy
+	// machine can take seconds to start it again.
+	end := base.Add(10 * time.Second)
+	if back := restarted.Add(3 * time.Second); back.After(end) {
+		end = back
+	}
+	sleepUntil(end)
 	if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Errorf("the vertex exited %d; stderr:\n%s", code, p.stderrText())
 	}
