@@ -552,18 +552,29 @@ type UDContainer struct {
 
 // Container is a user-defined container: sluice can start its command locally.
 type Container struct {
-	Image           string   `yaml:"image"`
-	Command         []string `yaml:"command"`
-	Args            []string `yaml:"args"`
-	Env             []EnvVar `yaml:"env"`
-	EnvFrom         K8s      `yaml:"envFrom"`
-	VolumeMounts    K8s      `yaml:"volumeMounts"`
-	Resources       K8s      `yaml:"resources"`
-	SecurityContext K8s      `yaml:"securityContext"`
-	ImagePullPolicy K8s      `yaml:"imagePullPolicy"`
-	ReadinessProbe  K8s      `yaml:"readinessProbe"`
-	LivenessProbe   K8s      `yaml:"livenessProbe"`
-	Ports           K8s      `yaml:"ports"`
+	Image           string    `yaml:"image"`
+	Command         []string  `yaml:"command"`
+	Args            []string  `yaml:"args"`
+	Env             []EnvVar  `yaml:"env"`
+	EnvFrom         K8s       `yaml:"envFrom"`
+	VolumeMounts    K8s       `yaml:"volumeMounts"`
+	Resources       Resources `yaml:"resources"`
+	SecurityContext K8s       `yaml:"securityContext"`
+	// ImagePullPolicy is Always, IfNotPresent or Never; "" is Kubernetes'
+	// default (Always for the tag latest or none, else IfNotPresent).
+	ImagePullPolicy string `yaml:"imagePullPolicy"`
+	ReadinessProbe  K8s    `yaml:"readinessProbe"`
+	LivenessProbe   K8s    `yaml:"livenessProbe"`
+	Ports           K8s    `yaml:"ports"`
+}
+
+// Resources are a container's resource limits and requests, Kubernetes
+// quantities by resource name (cpu, memory). A container engine applies the
+// limits of cpu and memory; the rest is Kubernetes'.
+type Resources struct {
+	Limits   map[string]string `yaml:"limits"`
+	Requests map[string]string `yaml:"requests"`
+	Claims   K8s               `yaml:"claims"`
 }
 
 // EnvVar is an environment variable; valueFrom is Kubernetes-only.

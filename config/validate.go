@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -260,6 +261,18 @@ func (c *checker) container(path string, ctr *Container) {
 	for i, e := range ctr.Env {
 		if e.Name == "" {
 			c.add(fmt.Sprintf("%s.env[%d].name", path, i), "is required")
+		}
+	}
+	switch ctr.ImagePullPolicy {
+	case "", "Always", "IfNotPresent", "Never":
+	default:
+		c.add(path+".imagePullPolicy", "%q: want Always, IfNotPresent or Never", ctr.ImagePullPolicy)
+	}
+	for kind, m := range map[string]map[string]string{"limits": ctr.Resources.Limits, "requests": ctr.Resources.Requests} {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if _, err := ParseQuantity(m[name]); err != nil {
+				c.add(path+".resources."+kind+"."+name, "%v", err)
+			}
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )
 
@@ -42,19 +41,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn, serverinfo.DefaultDir, log)
+	plan, stop, err := startContainers(context.Background(), t.Config(true), spawn.Choice{Dir: fl.udsDir, Commands: fl.spawn, Engine: "none", Log: log},
+		spawn.Deps{Stdout: io.Discard, Stderr: stderr, Log: log})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	t.SocketDir = dir
-	if fl.spawn {
-		stop, err := spawnContainers(t.Config(true), dir, spawn.Deps{Stdout: io.Discard, Stderr: stderr, Log: log})
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stop()
+	t.SocketDir = plan.Dir
 	each := fl.duration / time.Duration(fl.runs)
 	if len(fl.variants) > 0 {
 		return benchVariants(t, fl, each, stdout, stderr)

@@ -18,6 +18,7 @@ import (
 	"os"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
@@ -46,6 +47,9 @@ Run 'vertex <command> -h' for a command's flags.
 `
 
 func main() {
+	// A re-exec that starts a container in a mount namespace of its own
+	// makes the namespace's mounts and becomes the container here.
+	spawn.Isolated()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

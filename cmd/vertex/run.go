@@ -20,7 +20,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/reload"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
@@ -32,6 +31,10 @@ type runFlags struct {
 	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir, region string
 	spawn                                                                                       bool
 	reloadInterval                                                                              time.Duration
+	// containers is the engine of the containers with an image alone;
+	// startupTimeout bounds the wait for the user-defined servers.
+	containers     string
+	startupTimeout time.Duration
 	// sideInputsDir is where vertices find side-input files;
 	// sideInputsManager runs a pipeline's side inputs alone.
 	sideInputsDir     string
@@ -90,29 +93,24 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		return usagef("--otlp-endpoint (%q): %v", fl.otlp, err)
 	}
 	defer shutdownTracing()
-	dir, cleanup, err := socketDir(fl.udsDir, fl.spawn, serverinfo.DefaultDir, log)
+	plan, stopContainers, err := startContainers(ctx, f, spawn.Choice{Only: fl.vertex, SideInputsManager: fl.sideInputsManager, Dir: fl.udsDir,
+		Commands: fl.spawn, Engine: fl.containers, SideInputsDir: fl.sideInputsDir, Log: log},
+		spawn.Deps{Only: fl.vertex, Replica: rep, Stdout: stdout, Stderr: stderr, Log: log, SideInputsManager: fl.sideInputsManager})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	r.dir = dir
+	defer stopContainers()
+	r.dir, r.flags.sideInputsDir = plan.Dir, plan.SideInputsDir
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
-		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.listen)}
+		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.listen),
+		vertex.WithStartupTimeout(fl.startupTimeout)}
 	if v := os.Getenv(envReadAhead); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
 			return usagef("%s (%q): want true or false", envReadAhead, v)
 		}
 		r.vopts = append(r.vopts, vertex.WithReadAhead(on))
-	}
-	if fl.spawn {
-		stopContainers, err := spawnContainers(f, dir, spawn.Deps{Only: fl.vertex, Replica: rep, Stdout: stdout, Stderr: stderr, Log: log,
-			SideInputsManager: fl.sideInputsManager, SideInputsDir: fl.sideInputsDir})
-		if err != nil {
-			return err
-		}
-		defer stopContainers()
 	}
 	switch {
 	case fl.sideInputsManager:
@@ -164,8 +162,10 @@ flags:
 	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
-	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
-	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, for local runs")
+	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; when this process starts containers, a new private directory that each container sees as /var/run/numaflow)")
+	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, in a mount namespace of its own where it can, for local runs")
+	fs.StringVar(&fl.containers, "containers", "", "run the user-defined containers that have an image and no command with this engine: podman, docker or none (default: the first of podman and docker that can run containers here; none with --uds-dir, where the servers run on their own)")
+	fs.durationVar(&fl.startupTimeout, "startup-timeout", vertex.DefaultStartupTimeout, "how long a vertex waits for its user-defined servers to be ready before it fails (0: for ever)")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
 	fs.BoolVar(&fl.sideInputsManager, "side-inputs-manager", false, "Pipeline only: run the side inputs alone, their values going to the vertices through JetStream")
 	fs.StringVar(&fl.sideInputsDir, "side-inputs-dir", "", "Pipeline only: where vertices that name side inputs find their values, a file each (default /var/numaflow/side-inputs)")

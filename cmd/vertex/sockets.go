@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,34 +15,44 @@ import (
 // socketDirHint is what to do when a server knows only /var/run/numaflow and
 // the vertex waits for it elsewhere.
 const socketDirHint = "run the vertex with --uds-dir " + serverinfo.DefaultDir +
-	", or with --spawn and no --uds-dir while no other sluice process uses " + serverinfo.DefaultDir
+	", or with --spawn (or --containers) and no --uds-dir, which gives each vertex's containers a " + serverinfo.DefaultDir + " of their own"
 
-// socketDir returns the directory of the user-defined containers' sockets:
-// --uds-dir when given; without --spawn, fixed (/var/run/numaflow), as in a
-// Numaflow pod; with --spawn, the one spawn.Dir picks. cleanup releases
-// what it took.
-func socketDir(flagValue string, spawned bool, fixed string, log *zap.Logger) (dir string, cleanup func(), err error) {
+// startContainers decides, with spawn.Choose, where the user-defined
+// containers of f that this process runs have their sockets, and starts
+// those it runs (d says which replica, where their output goes); stop stops
+// them and releases the directories.
+func startContainers(ctx context.Context, f *config.File, c spawn.Choice, d spawn.Deps) (spawn.Plan, func(), error) {
+	plan, err := spawn.Choose(ctx, f, c)
+	var se *spawn.SharedDirError
 	switch {
-	case flagValue != "":
-		return flagValue, func() {}, nil
-	case !spawned:
-		return fixed, func() {}, nil
-	}
-	return spawn.Dir(fixed, "--uds-dir chooses the directory", log)
-}
-
-// spawnContainers starts the user-defined containers of f (of the vertex
-// d.Only of a pipeline, or of all) in dir, for --spawn; stop stops them.
-func spawnContainers(f *config.File, dir string, d spawn.Deps) (stop func(), err error) {
-	g, err := spawn.Start(f, dir, d)
-	var de *spawn.DirError
-	switch {
-	case errors.As(err, &de):
-		return nil, usagef("%v; --uds-dir chooses another", err)
-	case errors.Is(err, spawn.ErrNoCommand):
-		return nil, usagef("--spawn: %v", err)
+	case errors.As(err, &se):
+		return plan, nil, usagef("%v", err)
+	case err != nil && c.Engine != "":
+		return plan, nil, usagef("--containers %q: %v", c.Engine, err)
 	case err != nil:
-		return nil, fmt.Errorf("--spawn: %w", err)
+		return plan, nil, err
 	}
-	return g.Stop, nil
+	if !plan.Start {
+		return plan, plan.Release, nil
+	}
+	d.Commands, d.Isolate, d.Engine = plan.Deps.Commands, plan.Deps.Isolate, plan.Deps.Engine
+	d.SideInputsDir = plan.SideInputsDir
+	c.Log.Info("starting the user-defined containers", zap.String("how", plan.How), zap.String("dir", plan.Dir))
+	g, err := spawn.Start(f, plan.Dir, d)
+	var de *spawn.DirError
+	var ie *spawn.ImageError
+	switch {
+	case err == nil:
+		return plan, func() { g.Stop(); plan.Release() }, nil
+	case errors.As(err, &de):
+		err = usagef("%v; --uds-dir chooses another", err)
+	case errors.Is(err, spawn.ErrNoCommand):
+		err = usagef("%v: install podman or docker, or give the container a command for --spawn", err)
+	case errors.As(err, &ie):
+		err = usagef("%v", err)
+	default:
+		err = fmt.Errorf("starting the user-defined containers: %w", err)
+	}
+	plan.Release()
+	return plan, nil, err
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
@@ -49,6 +51,9 @@ flags:
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s: %s %q is valid%s\n", *file, f.Kind, f.Name(), summary(f))
+	if how := spawn.Describe(context.Background(), f); how != "" {
+		fmt.Fprintf(stdout, "%s: vertex run: %s\n", *file, how)
+	}
 	return nil
 }
 

@@ -157,23 +157,23 @@ const (
 )
 
 type kindSpec struct {
-	socket, infoFile, mapMode, minimumVersion string
+	socket, infoFile, mapMode, minimumVersion, container string
 }
 
 var kinds = map[Kind]kindSpec{
-	KindMap:               {MapSocket, MapInfoFile, MapModeUnary, SDKMinimumNumaflowVersion},
-	KindBatchMap:          {BatchMapSocket, MapInfoFile, MapModeBatch, ""},
-	KindMapStream:         {MapStreamSocket, MapInfoFile, MapModeStream, SDKMinimumNumaflowVersion},
-	KindSink:              {SinkSocket, SinkInfoFile, "", SDKMinimumNumaflowVersion},
-	KindFallbackSink:      {FallbackSinkSocket, FallbackSinkInfoFile, "", SDKMinimumNumaflowVersion},
-	KindOnSuccessSink:     {OnSuccessSinkSocket, OnSuccessSinkInfoFile, "", SDKMinimumNumaflowVersion},
-	KindSource:            {SourceSocket, SourceInfoFile, "", SDKMinimumNumaflowVersion},
-	KindSourceTransformer: {SourceTransformerSocket, SourceTransformerInfoFile, "", SDKMinimumNumaflowVersion},
-	KindReduce:            {ReduceSocket, ReduceInfoFile, "", SDKMinimumNumaflowVersion},
-	KindReduceStream:      {ReduceStreamSocket, ReduceStreamInfoFile, "", SDKMinimumNumaflowVersion},
-	KindAccumulator:       {AccumulatorSocket, AccumulatorInfoFile, "", SDKMinimumNumaflowVersion},
-	KindSessionReduce:     {SessionReduceSocket, SessionReduceInfoFile, "", SDKMinimumNumaflowVersion},
-	KindSideInput:         {SideInputSocket, SideInputInfoFile, "", SDKMinimumNumaflowVersion},
+	KindMap:               {MapSocket, MapInfoFile, MapModeUnary, SDKMinimumNumaflowVersion, "udf"},
+	KindBatchMap:          {BatchMapSocket, MapInfoFile, MapModeBatch, "", "udf"},
+	KindMapStream:         {MapStreamSocket, MapInfoFile, MapModeStream, SDKMinimumNumaflowVersion, "udf"},
+	KindSink:              {SinkSocket, SinkInfoFile, "", SDKMinimumNumaflowVersion, "udsink"},
+	KindFallbackSink:      {FallbackSinkSocket, FallbackSinkInfoFile, "", SDKMinimumNumaflowVersion, "fb-udsink"},
+	KindOnSuccessSink:     {OnSuccessSinkSocket, OnSuccessSinkInfoFile, "", SDKMinimumNumaflowVersion, "ons-udsink"},
+	KindSource:            {SourceSocket, SourceInfoFile, "", SDKMinimumNumaflowVersion, "udsource"},
+	KindSourceTransformer: {SourceTransformerSocket, SourceTransformerInfoFile, "", SDKMinimumNumaflowVersion, "transformer"},
+	KindReduce:            {ReduceSocket, ReduceInfoFile, "", SDKMinimumNumaflowVersion, "udf"},
+	KindReduceStream:      {ReduceStreamSocket, ReduceStreamInfoFile, "", SDKMinimumNumaflowVersion, "udf"},
+	KindAccumulator:       {AccumulatorSocket, AccumulatorInfoFile, "", SDKMinimumNumaflowVersion, "udf"},
+	KindSessionReduce:     {SessionReduceSocket, SessionReduceInfoFile, "", SDKMinimumNumaflowVersion, "udf"},
+	KindSideInput:         {SideInputSocket, SideInputInfoFile, "", SDKMinimumNumaflowVersion, "sideinput"},
 }
 
 // Kinds lists every supported kind.
@@ -182,6 +182,11 @@ func Kinds() []Kind {
 		KindOnSuccessSink, KindSource, KindSourceTransformer, KindReduce, KindReduceStream, KindAccumulator,
 		KindSessionReduce, KindSideInput}
 }
+
+// Container is the role of the user-defined container that serves k, as
+// Numaflow's $NUMAFLOW_UD_CONTAINER_TYPE names it: udsource, transformer,
+// udf, udsink, fb-udsink, ons-udsink or sideinput.
+func (k Kind) Container() string { return kinds[k].container }
 
 // Valid reports whether k is one of the supported kinds.
 func (k Kind) Valid() bool {

@@ -13,15 +13,13 @@ type container struct {
 
 // roleKinds are the kinds of server a container of each role may run: their
 // server-info files and sockets in the socket directory are the container's.
-var roleKinds = map[string][]serverinfo.Kind{
-	"udsource":    {serverinfo.KindSource},
-	"transformer": {serverinfo.KindSourceTransformer},
-	"udf":         {serverinfo.KindMap, serverinfo.KindBatchMap, serverinfo.KindMapStream, serverinfo.KindReduce, serverinfo.KindReduceStream, serverinfo.KindAccumulator, serverinfo.KindSessionReduce},
-	"udsink":      {serverinfo.KindSink},
-	"fb-udsink":   {serverinfo.KindFallbackSink},
-	"sideinput":   {serverinfo.KindSideInput},
-	"ons-udsink":  {serverinfo.KindOnSuccessSink},
-}
+var roleKinds = func() map[string][]serverinfo.Kind {
+	m := map[string][]serverinfo.Kind{}
+	for _, k := range serverinfo.Kinds() {
+		m[k.Container()] = append(m[k.Container()], k)
+	}
+	return m
+}()
 
 // containersOf lists the user-defined containers of a vertex with source, udf
 // and sink (each may be nil).
@@ -52,3 +50,6 @@ func containersOf(src *config.Source, u *config.UDF, snk *config.Sink) []contain
 func sideInputContainer(si config.SideInput) container {
 	return container{"sideinput", si.Container}
 }
+
+// image reports whether c has an image and no command: an engine runs it.
+func (c container) image() bool { return len(c.spec.Command) == 0 }

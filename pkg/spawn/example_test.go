@@ -55,7 +55,7 @@ spec:
 		panic(err)
 	}
 	out := &firstLine{done: make(chan struct{})}
-	g, err := spawn.Start(f, dir, spawn.Deps{Replica: 2, Stdout: out})
+	g, err := spawn.Start(f, dir, spawn.Deps{Commands: true, Replica: 2, Stdout: out})
 	if err != nil {
 		panic(err)
 	}

@@ -53,7 +53,7 @@ func TestRestartPauses(t *testing.T) {
 	f := &config.File{MonoVertex: &config.MonoVertex{Metadata: config.Metadata{Name: "flaky"},
 		Spec: config.MonoVertexSpec{UDF: &config.UDF{Container: spec}}}}
 	var stderr lockedBuffer
-	g, err := Start(f, dir, Deps{Stderr: &stderr, Log: zap.New(core), Clock: clk})
+	g, err := Start(f, dir, Deps{Commands: true, Stderr: &stderr, Log: zap.New(core), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -46,6 +47,22 @@ type Deps struct {
 	// vertex that names side inputs start, since a UDF may watch it from its
 	// start (numaflow-go's examples do).
 	SideInputsDir string
+	// Commands starts the containers that have a command, each as a child
+	// process (vertex run --spawn); without it they are left to the user.
+	Commands bool
+	// Isolate runs each container with a command in a mount namespace of its
+	// own, its vertex's socket directory mounted over /var/run/numaflow and
+	// the side inputs' over /var/numaflow/side-inputs ([Isolation] says
+	// whether it can).
+	Isolate bool
+	// Engine, when set, runs the containers that have an image and no
+	// command (vertex run --containers); without it they are left to the
+	// user, unless Commands is set, which makes them an error
+	// ([ErrNoCommand]).
+	Engine *Engine
+	// Name prefixes the names of the engine's containers, which are
+	// <Name>-<vertex>-<replica>-<role>: the pipeline's or MonoVertex's name.
+	Name string
 }
 
 // Group is the user-defined containers that [Start] started, each kept
@@ -78,8 +95,9 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 	g := &Group{d: d}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	var err error
+	g.d.Name = f.Name()
 	if m := f.MonoVertex; m != nil {
-		err = g.start(m.Metadata.Name, dir, containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
+		err = g.start(m.Metadata.Name, dir, "", containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
 	}
 	if p := f.Pipeline; p != nil {
 		dirs := pipeline.SocketDirs(p, dir, d.Only)
@@ -88,11 +106,12 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 			if err != nil || !ok || d.SideInputsManager {
 				continue
 			}
+			sdir := ""
 			if len(v.SideInputs) > 0 {
-				err = makeSideInputsDir(d.SideInputsDir)
+				sdir, err = makeSideInputsDir(d.SideInputsDir)
 			}
 			if err == nil {
-				err = g.start(v.Name, vdir, containersOf(v.Source, v.UDF, v.Sink))
+				err = g.start(v.Name, vdir, sdir, containersOf(v.Source, v.UDF, v.Sink))
 			}
 		}
 		sdirs := pipeline.SideInputSocketDirs(p, dir)
@@ -100,7 +119,7 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 			if err != nil || d.Only != "" {
 				continue
 			}
-			err = g.start(si.Name, sdirs[si.Name], []container{sideInputContainer(si)})
+			err = g.start(si.Name, sdirs[si.Name], "", []container{sideInputContainer(si)})
 		}
 	}
 	if err != nil {
@@ -110,38 +129,62 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 	return g, nil
 }
 
-// start starts every container of cs, a vertex's, in dir, once it has
-// removed the server-info files and stale sockets of their servers
-// (clearFiles).
-func (g *Group) start(vertex, dir string, cs []container) error {
+// start starts the containers of cs, a vertex's, that this group runs
+// (runs), in dir, once it has removed the server-info files and stale sockets
+// of their servers (clearFiles); sdir, when set, is the side inputs'
+// directory the vertex's containers read.
+func (g *Group) start(vertex, dir, sdir string, cs []container) error {
+	cs = slices.DeleteFunc(cs, func(c container) bool { return !g.runs(c) })
 	if len(cs) == 0 {
 		return nil
+	}
+	for _, c := range cs {
+		if len(c.spec.Command) == 0 && g.d.Engine == nil {
+			return fmt.Errorf("vertex %s: the %s container has %w (image %q), and no container engine runs its image", vertex, c.role, ErrNoCommand, c.spec.Image)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &DirError{Dir: dir, Err: err}
 	}
-	for _, c := range cs {
-		if len(c.spec.Command) == 0 {
-			return fmt.Errorf("the %s container has %w (image %q)", c.role, ErrNoCommand, c.spec.Image)
+	if g.d.Engine != nil {
+		// An image's server may run as any user.
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return &DirError{Dir: dir, Err: err}
 		}
 	}
 	for _, c := range cs {
 		if err := clearFiles(dir, c, g.d.Log); err != nil {
-			return fmt.Errorf("the %s container: %w", c.role, err)
+			return fmt.Errorf("vertex %s: the %s container: %w", vertex, c.role, err)
+		}
+		if c.image() {
+			warn := func(err error) {
+				g.d.Log.Warn("using the image present", zap.String("vertex", vertex), zap.String("container", c.role), zap.Error(err))
+			}
+			if err := g.d.Engine.ensure(g.ctx, c.spec.Image, c.spec.ImagePullPolicy, warn); err != nil {
+				return fmt.Errorf("vertex %s: the %s container: %w", vertex, c.role, err)
+			}
 		}
 	}
-	env := []string{EnvUDSDir + "=" + dir, "NUMAFLOW_REPLICA=" + strconv.Itoa(g.d.Replica), "NUMAFLOW_MONO_VERTEX_NAME=" + vertex}
-	if g.d.SideInputsDir != "" {
-		env = append(env, sideinput.EnvDir+"="+g.d.SideInputsDir)
-	}
+	env := []string{"NUMAFLOW_REPLICA=" + strconv.Itoa(g.d.Replica), "NUMAFLOW_MONO_VERTEX_NAME=" + vertex}
 	for _, c := range cs {
+		r := run{c: c, vertex: vertex, dir: dir, sdir: sdir, env: env}
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
-			g.keepRunning(c, dir, env)
+			g.keepRunning(r)
 		}()
 	}
 	return nil
+}
+
+// runs reports whether the group runs c: one with a command when it runs
+// commands, one with an image alone when it has an engine, or when it runs
+// commands (start then refuses it).
+func (g *Group) runs(c container) bool {
+	if c.image() {
+		return g.d.Engine != nil || g.d.Commands
+	}
+	return g.d.Commands
 }
 
 // Stop stops every container, SIGTERM first and SIGKILL 5s later, and waits
@@ -153,13 +196,14 @@ func (g *Group) Stop() {
 	})
 }
 
-// makeSideInputsDir creates dir, or sideinput.DefaultDir when dir is "".
-func makeSideInputsDir(dir string) error {
+// makeSideInputsDir creates dir, or sideinput.DefaultDir when dir is "",
+// and returns it.
+func makeSideInputsDir(dir string) (string, error) {
 	if dir == "" {
 		dir = sideinput.DefaultDir
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create %s, the side inputs' directory: %w", dir, err)
+		return "", fmt.Errorf("cannot create %s, the side inputs' directory: %w", dir, err)
 	}
-	return nil
+	return dir, nil
 }

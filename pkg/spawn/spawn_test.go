@@ -123,7 +123,7 @@ func TestSpawnRemovesStaleServerInfo(t *testing.T) {
 		Env: []config.EnvVar{{Name: helperEnv, Value: "map"}}}
 	f := &config.File{MonoVertex: &config.MonoVertex{Metadata: config.Metadata{Name: "stale"},
 		Spec: config.MonoVertexSpec{UDF: &config.UDF{Container: spec}}}}
-	g, err := Start(f, dir, Deps{Stdout: &stderr, Stderr: &stderr, Log: log})
+	g, err := Start(f, dir, Deps{Commands: true, Stdout: &stderr, Stderr: &stderr, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestSideInputsDirBeforeContainers(t *testing.T) {
 		SideInputs: []config.SideInput{{Name: "t", Container: &config.Container{Image: "t", Command: []string{"/bin/sh", "-c", "exec sleep 60"}}}},
 	}}}
 	var out lockedBuffer
-	g, err := Start(f, shortDir(t), Deps{Stdout: &out, Stderr: &out, SideInputsDir: siDir})
+	g, err := Start(f, shortDir(t), Deps{Commands: true, Stdout: &out, Stderr: &out, SideInputsDir: siDir})
 	if err != nil {
 		t.Fatal(err)
 	}

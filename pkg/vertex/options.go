@@ -3,6 +3,7 @@ package vertex
 import (
 	"net"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -30,10 +31,21 @@ type options struct {
 	listen     func(addr string) (net.Listener, error)
 	logSink    *sink.Log
 	sideInputs SideInputs
+	startup    time.Duration
 
 	numaflowMetrics bool
 	readAhead       bool
 }
+
+// DefaultStartupTimeout is how long a vertex waits for its user-defined
+// servers to be ready, unless WithStartupTimeout says otherwise: that of
+// Numaflow's startup probe of a user-defined container.
+const DefaultStartupTimeout = 120 * time.Second
+
+// WithStartupTimeout bounds the wait of Run for the vertex's user-defined
+// servers to be ready, from its start (default DefaultStartupTimeout); past
+// it, Run fails with a [*StartupError]. 0 or less waits for ever.
+func WithStartupTimeout(d time.Duration) Option { return func(o *options) { o.startup = d } }
 
 // WithReadAhead makes the vertex read its next batch while the current one is
 // mapped and written (NUMAFLOW_READ_AHEAD); a streaming MonoVertex always does.
@@ -92,7 +104,7 @@ func WithListen(listen func(addr string) (net.Listener, error)) Option {
 func WithLogSink(s *sink.Log) Option { return func(o *options) { o.logSink = s } }
 
 func buildOptions(opts []Option) options {
-	var o options
+	o := options{startup: DefaultStartupTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}

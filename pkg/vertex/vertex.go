@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -45,7 +47,8 @@ type Vertex struct {
 	// The per-key limit (rateLimit.perKey) and its metrics; nil without.
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics
-	uds        []UDClient // user-defined servers, connected before the forwarders start
+	uds        []UDClient        // user-defined servers, connected before the forwarders start
+	udKinds    []serverinfo.Kind // the kind of each
 	// calls are the calls to them (Env.Calls).
 	calls *udsconn.Calls
 	// infoFiles are the names of their server-info files.
@@ -215,6 +218,7 @@ func (v *Vertex) remote(kind serverinfo.Kind, c UDClient) {
 		v.onClose(v.closeUDs)
 	}
 	v.uds = append(v.uds, c)
+	v.udKinds = append(v.udKinds, kind)
 	if name := kind.InfoFile(); !slices.Contains(v.infoFiles, name) {
 		v.infoFiles = append(v.infoFiles, name)
 	}
@@ -279,7 +283,8 @@ func (v *Vertex) Run(ctx context.Context) error {
 
 // connect waits until every user-defined server is up and ready, or ctx is
 // done, warning meanwhile about servers that seem to know only the fixed
-// socket directory.
+// socket directory; a server not ready within the startup timeout is a
+// [*StartupError].
 func (v *Vertex) connect(ctx context.Context) error {
 	if len(v.uds) == 0 {
 		return nil
@@ -289,15 +294,46 @@ func (v *Vertex) connect(ctx context.Context) error {
 	}
 	stop := v.watchFixedDir(ctx)
 	defer stop()
-	for _, c := range v.uds {
-		if err := c.Connect(ctx); err != nil {
-			if ctx.Err() != nil {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if d := v.o.startup; d > 0 {
+		t := v.o.clock.AfterFunc(d, cancel)
+		defer t.Stop()
+	}
+	for i, c := range v.uds {
+		if err := c.Connect(cctx); err != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil
+			case cctx.Err() != nil:
+				k := v.udKinds[i]
+				return &StartupError{Vertex: v.spec.Name, Container: k.Container(), Kind: k, Timeout: v.o.startup,
+					InfoFile: filepath.Join(v.o.socketDir, k.InfoFile()), Socket: filepath.Join(v.o.socketDir, k.Socket())}
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// StartupError is the error of [Vertex.Run] for a user-defined server that
+// was not ready within the startup timeout ([WithStartupTimeout]).
+type StartupError struct {
+	Vertex, Container string
+	Kind              serverinfo.Kind
+	Timeout           time.Duration
+	// InfoFile and Socket are the server-info file and the socket the vertex
+	// waited for.
+	InfoFile, Socket string
+}
+
+func (e *StartupError) Error() string {
+	what := "it wrote no server-info file " + e.InfoFile
+	if _, err := os.Stat(e.InfoFile); err == nil {
+		what = "it wrote its server-info file " + e.InfoFile + ", but did not answer on " + e.Socket
+	}
+	return fmt.Sprintf("vertex %s: the %s container's %s server was not ready within %v (--startup-timeout): %s",
+		e.Vertex, e.Container, e.Kind, e.Timeout, what)
 }
 
 // Ready reports whether the vertex is running with every user-defined server
