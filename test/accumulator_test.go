@@ -148,13 +148,7 @@ func TestAccumulatorNumaflowGo(t *testing.T) {
 	bin := numaflowGoExample(t, src, "accumulator/streamsorter")
 	p := start(t, "run", "-f", writeConfig(t, accumulatorPipeline("acc-nfgo", bin, jetStreamISB("nats://127.0.0.1:9", ""))), "--spawn",
 		"--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
-	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
-		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
-			strings.Contains(p.stderr.String(), "spawned containers' sockets")
-	})
-	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
-		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's stream sorter cannot serve:\n%s", p.stderrText())
-	}
+	numaflowGoStarted(t, p, "numaflow-go's stream sorter")
 	p.waitFor(90*time.Second, "300 sorted messages", func() bool {
 		_, s := sortedLines(p.lines)
 		return len(s) >= 300

@@ -122,6 +122,21 @@ func TestReduceNumaflowGo(t *testing.T) {
 	}
 }
 
+// numaflowGoStarted waits until p has started its containers, which
+// numaflow-go's servers, what, serve in: each vertex's in a /var/run/numaflow
+// of its own. It skips the test where p refuses, since they would share the
+// directory (no mount namespaces here).
+func numaflowGoStarted(t *testing.T, p *proc, what string) {
+	t.Helper()
+	p.waitFor(20*time.Second, "the user-defined containers started", func() bool {
+		s := p.stderr.String()
+		return strings.Contains(s, "starting the user-defined containers") || strings.Contains(s, "would share")
+	})
+	if strings.Contains(p.stderrText(), "would share") {
+		t.Skipf("%s cannot serve here, in a %s of their own:\n%s", what, "/var/run/numaflow", p.stderrText())
+	}
+}
+
 // runNumaflowGoPipeline runs the pipeline yaml, whose only container is
 // numaflow-go's example, in one process with --spawn and no --uds-dir, until
 // each key has four windows, and returns what its log sinks printed. It
@@ -129,13 +144,7 @@ func TestReduceNumaflowGo(t *testing.T) {
 func runNumaflowGoPipeline(t *testing.T, yaml, example string) (raw, results []sinkLine) {
 	t.Helper()
 	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
-	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
-		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
-			strings.Contains(p.stderr.String(), "spawned containers' sockets")
-	})
-	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
-		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's %s cannot serve:\n%s", example, p.stderrText())
-	}
+	numaflowGoStarted(t, p, "numaflow-go's "+example)
 	p.waitFor(90*time.Second, "four windows of each key", func() bool {
 		_, res := nfgoSinkLines(p.lines)
 		return enoughWindows(res, 4)

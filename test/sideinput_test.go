@@ -35,13 +35,7 @@ func numaflowGoSrc(t *testing.T) string {
 func startNumaflowGo(t *testing.T, yaml string, extra ...string) *proc {
 	t.Helper()
 	p := start(t, append([]string{"run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0"}, extra...)...)
-	p.waitFor(20*time.Second, "the spawned containers' socket directory", func() bool {
-		return strings.Contains(p.stderr.String(), "spawned containers' socket directory") ||
-			strings.Contains(p.stderr.String(), "spawned containers' sockets")
-	})
-	if strings.Contains(p.stderrText(), "not using /var/run/numaflow") {
-		t.Skipf("/var/run/numaflow is not to be had, so numaflow-go's side-input examples cannot serve:\n%s", p.stderrText())
-	}
+	numaflowGoStarted(t, p, "numaflow-go's side-input examples")
 	return p
 }
 
