@@ -8,7 +8,10 @@
 #
 # TARGET is sluice (the default: the vertex binary, Containerfile), an example
 # of pkg/sdk/examples by name (sluice-example-<name>, Containerfile.example),
-# examples (every example) or all (sluice and every example).
+# examples (every example), all (sluice and every example), or NAME=BINARY: the
+# image NAME, whole (IMAGE_PREFIX and TAG do not apply), of a static binary
+# built elsewhere for the one platform built (Containerfile.binary). A relative
+# BINARY is relative to the working directory.
 #
 # Environment:
 #   PLATFORMS       linux/<arch>,... (default: this host's linux/<arch>). Several
@@ -28,6 +31,7 @@
 #   GO              the go command (default go)
 set -euo pipefail
 
+here=$PWD
 cd "$(dirname "$0")/.."
 
 die() { echo "image.sh: $*" >&2; exit 2; }
@@ -88,6 +92,11 @@ for arg in "$@"; do
     sluice) targets+=(sluice) ;;
     examples) targets+=("${examples[@]}") ;;
     all) targets+=(sluice "${examples[@]}") ;;
+    ?*=?*)
+      bin=${arg#*=}
+      [[ $bin = /* ]] || bin=$here/$bin
+      [ -f "$bin" ] || die "target $arg: no binary $bin"
+      targets+=("${arg%%=*}=$bin") ;;
     *)
       [ -f "pkg/sdk/examples/$arg/main.go" ] ||
         die "target $arg: want sluice, examples, all or an example (${examples[*]})"
@@ -95,10 +104,20 @@ for arg in "$@"; do
   esac
 done
 
+for t in "${targets[@]}"; do
+  case $t in
+    *=*) [ ${#platforms[@]} -eq 1 ] || die "target $t: a binary built elsewhere is for one platform; PLATFORMS ($PLATFORMS) names ${#platforms[@]}" ;;
+  esac
+done
+
+# binary_path NAME is where a binary built elsewhere for the image NAME goes
+# in the build context.
+binary_path() { echo "binaries/${1//[^A-Za-z0-9._-]/_}"; }
+
 # The build context: what every image copies, then the binaries.
 [ -r "$CA_CERTS" ] || die "$CA_CERTS not found: install ca-certificates"
 mkdir -p "$BUILD_DIR"
-rm -rf "$BUILD_DIR/rootfs" "$BUILD_DIR/empty" "$BUILD_DIR"/linux-* "$BUILD_DIR/iid"
+rm -rf "$BUILD_DIR/rootfs" "$BUILD_DIR/empty" "$BUILD_DIR"/linux-* "$BUILD_DIR/binaries" "$BUILD_DIR/iid"
 mkdir -p "$BUILD_DIR/rootfs/etc/ssl/certs" "$BUILD_DIR/rootfs/tmp" "$BUILD_DIR/rootfs/var/run" \
   "$BUILD_DIR/rootfs/home" "$BUILD_DIR/empty"
 chmod 1777 "$BUILD_DIR/rootfs/tmp"
@@ -116,12 +135,15 @@ gobuild() { # platform output package [ldflags]
 for p in "${platforms[@]}"; do
   dir="$BUILD_DIR/${p/\//-}"
   for t in "${targets[@]}"; do
-    if [ "$t" = sluice ]; then
-      gobuild "$p" "$dir/sluice/vertex" ./cmd/vertex "-X main.version=$VERSION"
-      ln -sf vertex "$dir/sluice/numaflow-rs"
-    else
-      gobuild "$p" "$dir/examples/$t" "./pkg/sdk/examples/$t"
-    fi
+    case $t in
+      sluice)
+        gobuild "$p" "$dir/sluice/vertex" ./cmd/vertex "-X main.version=$VERSION"
+        ln -sf vertex "$dir/sluice/numaflow-rs" ;;
+      *=*)
+        mkdir -p "$BUILD_DIR/binaries"
+        cp "${t#*=}" "$BUILD_DIR/$(binary_path "${t%%=*}")" ;;
+      *) gobuild "$p" "$dir/examples/$t" "./pkg/sdk/examples/$t" ;;
+    esac
   done
 done
 
@@ -166,11 +188,14 @@ rmi_unused() {
 sizes=()
 iid=$BUILD_DIR/iid
 for t in "${targets[@]}"; do
-  if [ "$t" = sluice ]; then
-    name=${IMAGE_PREFIX}sluice:$TAG file=Containerfile args=()
-  else
-    name=${IMAGE_PREFIX}sluice-example-$t:$TAG file=Containerfile.example args=(--build-arg "EXAMPLE=$t")
-  fi
+  case $t in
+    sluice) name=${IMAGE_PREFIX}sluice:$TAG file=Containerfile args=() ;;
+    *=*)
+      name=${t%%=*} file=Containerfile.binary title=${t%%=*}
+      [[ ${title##*/} = *:* ]] && title=${title%:*} # without its tag
+      args=(--build-arg "BINARY=$(binary_path "$name")" --build-arg "TITLE=$title") ;;
+    *) name=${IMAGE_PREFIX}sluice-example-$t:$TAG file=Containerfile.example args=(--build-arg "EXAMPLE=$t") ;;
+  esac
   args+=(--build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION")
   old=($(release "$name"))
   ids=()

@@ -1,29 +1,29 @@
 package test
 
 import (
+	"context"
 	"encoding/base64"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/numaflowgo"
 )
 
 // envNumaflowGo names a directory holding the source of numaflow-go
 // (Numaflow's Go SDK), whose examples TestReduceNumaflowGo builds and runs.
-const envNumaflowGo = "NUMAFLOW_GO_DIR"
+const envNumaflowGo = numaflowgo.EnvDir
 
 // numaflowGoExamples caches the numaflow-go examples built, by name; it
 // shares examplesMu with example.
 var numaflowGoExamples = map[string]string{}
 
 // numaflowGoExample builds numaflow-go's example examples/<name> of the
-// source tree src as it is: its files are copied to a module of their own
-// whose go.mod replaces numaflow-go with src, and built once per run.
+// source tree src as it is, against src (numaflowgo.Build), once per run.
 func numaflowGoExample(t *testing.T, src, name string) string {
 	t.Helper()
 	examplesMu.Lock()
@@ -31,34 +31,11 @@ func numaflowGoExample(t *testing.T, src, name string) string {
 	if bin, ok := numaflowGoExamples[name]; ok {
 		return bin
 	}
-	exampleDir := filepath.Join(src, "examples", name)
-	if _, err := os.Stat(filepath.Join(exampleDir, "go.mod")); err != nil {
-		t.Fatalf("%s=%s holds no examples/%s/go.mod", envNumaflowGo, src, name)
-	}
-	mod := filepath.Join(t.TempDir(), "example")
-	if err := os.CopyFS(mod, os.DirFS(exampleDir)); err != nil {
-		t.Fatal(err)
-	}
-	gomod, err := os.ReadFile(filepath.Join(mod, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replace := regexp.MustCompile(`(?m)^replace github.com/numaproj/numaflow-go => .*$`)
-	line := []byte("replace github.com/numaproj/numaflow-go => " + src)
-	if replace.Match(gomod) {
-		gomod = replace.ReplaceAll(gomod, line)
-	} else {
-		gomod = append(append(gomod, '\n'), line...)
-	}
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), gomod, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(filepath.Dir(vertexBin), "numaflow-go-"+strings.ReplaceAll(name, "/", "-"))
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building numaflow-go's %s example: %v\n%s", name, err, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := numaflowgo.Build(ctx, src, name, bin); err != nil {
+		t.Fatalf("%s=%s: %v", envNumaflowGo, src, err)
 	}
 	numaflowGoExamples[name] = bin
 	return bin

@@ -1,6 +1,7 @@
-// Package podmantest runs podman for tests: it builds sluice's images once per
-// test process with scripts/image.sh, plays Kubernetes YAML with `podman kube
-// play`, reads the containers' logs, and removes everything it made.
+// Package podmantest runs podman for tests: it builds sluice's images, and
+// those of numaflow-go's examples, once per test process with
+// scripts/image.sh, plays Kubernetes YAML with `podman kube play`, reads the
+// containers' logs, and removes everything it made.
 //
 // Podman runs with the flags the project's machines need (VFS storage, runc,
 // cgroupfs; $PODMAN_FLAGS replaces them) and a containers.conf of its own
@@ -51,6 +52,7 @@ type Podman struct {
 
 	mu    sync.Mutex
 	built map[string]string // target (sluice or an example) → image name
+	nfgo  map[string]string // numaflow-go's image name → the ID of the image built
 }
 
 var (
@@ -91,7 +93,7 @@ func setup() {
 		flags = strings.Fields(f)
 	}
 	p := &Podman{path: path, flags: flags, env: []string{"CONTAINERS_CONF=" + conf}, dir: dir,
-		tag: fmt.Sprintf("podmantest-%d", os.Getpid()), built: map[string]string{}}
+		tag: fmt.Sprintf("podmantest-%d", os.Getpid()), built: map[string]string{}, nfgo: map[string]string{}}
 	// A pod of nothing but its infra container proves that podman can run a
 	// container here, with the flags and configuration above.
 	probe := "podmantest-probe-" + p.tag
@@ -128,6 +130,14 @@ func (p *Podman) cleanup() {
 		}
 	}
 	p.built = map[string]string{}
+	for name, id := range p.nfgo {
+		// By ID: the name may stand for another process's build by now.
+		out, err := p.Output(context.Background(), "rmi", "--force", id)
+		if err != nil && !strings.Contains(out, "image not known") {
+			fmt.Fprintf(os.Stderr, "podmantest: removing %s (%s): %s\n", name, id, firstLine(out, err))
+		}
+	}
+	p.nfgo = map[string]string{}
 	os.RemoveAll(p.dir)
 }
 
@@ -194,6 +204,23 @@ func (p *Podman) Images(t testing.TB, examples ...string) map[string]string {
 // build runs scripts/image.sh for the targets, for this host's platform.
 func (p *Podman) build(t testing.TB, targets []string) {
 	t.Helper()
+	start := time.Now()
+	out := p.imageScript(t, targets...)
+	for _, target := range targets {
+		name := "localhost/sluice-example-" + target + ":" + p.tag
+		if target == "sluice" {
+			name = "localhost/sluice:" + p.tag
+		}
+		p.built[target] = name
+	}
+	t.Logf("built in %v: %s", time.Since(start).Round(100*time.Millisecond), out)
+}
+
+// imageScript runs scripts/image.sh for the targets, for this host's
+// platform, with the images' tag this process's, and returns what it
+// printed.
+func (p *Podman) imageScript(t testing.TB, targets ...string) string {
+	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -207,19 +234,11 @@ func (p *Podman) build(t testing.TB, targets []string) {
 		"TAG="+p.tag, "VERSION="+p.tag, "IMAGE_PREFIX=localhost/", "PLATFORMS=linux/"+runtime.GOARCH,
 		"BUILD_DIR="+filepath.Join(p.dir, "build"))
 	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scripts/image.sh %s: %v\n%s", strings.Join(targets, " "), err, out)
 	}
-	for _, target := range targets {
-		name := "localhost/sluice-example-" + target + ":" + p.tag
-		if target == "sluice" {
-			name = "localhost/sluice:" + p.tag
-		}
-		p.built[target] = name
-	}
-	t.Logf("built in %v: %s", time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(string(out)))
+	return strings.TrimSpace(string(out))
 }
 
 // repoRoot is the directory of go.mod above the working directory.
