@@ -55,12 +55,9 @@ func TestNullSetsNothing(t *testing.T) {
 		if r.Store == nil || r.Store.RedisStore != nil || r.Store.InMemoryStore != nil || r.TTL != nil || r.ResumedRampUp != nil {
 			t.Errorf("rate limit = %+v, store %+v", r, r.Store)
 		}
-		// Only the Kubernetes-only fields given a value are ignored; those given
-		// null are not there.
-		checkIgnored(t, f.Ignored, []string{
-			"spec.source.udsource.container.resources", "spec.source.transformer.container.resources",
-			"spec.udf.container.resources", "spec.sink.udsink.container.resources",
-		})
+		// The containers' resources are read (a container engine applies
+		// their limits), not ignored; those given null are not there.
+		checkIgnored(t, f.Ignored, nil)
 	})
 	t.Run("pipeline", func(t *testing.T) {
 		f := mustLoad(t, "../../config/testdata/good/pipeline-numaflow-nulls.yaml")
@@ -102,7 +99,7 @@ func TestNullSetsNothing(t *testing.T) {
 		if tags := s.Edges[1].Conditions.Tags; tags.Operator != nil || Operator(tags).String() != "or" || len(tags.Values) != 1 {
 			t.Errorf("edge 1 tags = %+v", tags)
 		}
-		checkIgnored(t, f.Ignored, []string{"spec.vertices[1].udf.container.resources"})
+		checkIgnored(t, f.Ignored, nil)
 	})
 }
 

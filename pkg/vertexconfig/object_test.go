@@ -68,8 +68,6 @@ func TestParseMonoVertexObject(t *testing.T) {
 		t.Errorf("rate limit = %+v", r)
 	}
 	checkIgnored(t, f.Ignored, []string{
-		"spec.source.transformer.container.resources", "spec.source.udsource.container.resources",
-		"spec.sink.udsink.container.resources", "spec.udf.container.resources",
 		"spec.containerTemplate", "spec.scale", "spec.updateStrategy", "spec.lifecycle", "status",
 	})
 }
