@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/podmantest"
 )
 
 // vertexBin is the binary under test, built once by TestMain.
@@ -51,7 +53,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building vertex:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// podmantest removes the images the tests built.
+	code := podmantest.Main(m)
 	writeFaultTable()
 	os.RemoveAll(dir)
 	os.Exit(code)

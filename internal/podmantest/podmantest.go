@@ -110,6 +110,26 @@ func setup() {
 	shared = p
 }
 
+// EngineEnv is the environment of a process that runs podman without the
+// package's flags, as `vertex run --containers podman` does: configuration
+// files that say what DefaultFlags say (VFS storage, runc, cgroupfs) and
+// what containers.conf says (no default ulimits), in $CONTAINERS_CONF and
+// $CONTAINERS_STORAGE_CONF.
+func (p *Podman) EngineEnv(t testing.TB) []string {
+	t.Helper()
+	conf := filepath.Join(p.dir, "engine-containers.conf")
+	storage := filepath.Join(p.dir, "engine-storage.conf")
+	for path, text := range map[string]string{
+		conf:    "[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\n",
+		storage: "[storage]\ndriver = \"vfs\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n",
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"CONTAINERS_CONF=" + conf, "CONTAINERS_STORAGE_CONF=" + storage}
+}
+
 // Main runs the tests, then removes the images this process built and its
 // temporary files, and returns the exit code for os.Exit.
 func Main(m *testing.M) int {

@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,6 +55,10 @@ func (f *worker) failedOne(stage string, m *isb.Message, err error, o *outcome) 
 		}
 		f.nack(m.Origin, &opts)
 		return false
+	case errors.Is(err, isb.ErrFallback):
+		// As Numaflow's runtime, a fallback sink that answers fallback is an
+		// error: the message is retried, never lost.
+		err = fmt.Errorf("%w, which the %s stage may not answer: only the sink of a vertex with a fallback sink (spec.sink.fallback) may", err, stage)
 	case errors.Is(err, isb.ErrThrottled):
 		o.throttled++
 		if te := (*isb.ThrottledError)(nil); errors.As(err, &te) {

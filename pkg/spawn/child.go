@@ -141,10 +141,10 @@ func (g *Group) command(r run) (cmd *exec.Cmd, name string, err error) {
 }
 
 // containerName is the engine's name of the container of role of replica of
-// vertex of the pipeline or MonoVertex called pipeline: the same for every
-// run of that replica, so that a run removes what a killed one left.
+// vertex of the pipeline or MonoVertex called pipeline, run by this process:
+// the same for each of its runs, so that a run removes what the last left.
 func containerName(pipeline, vertex string, replica int, role string) string {
-	n := fmt.Sprintf("sluice-%s-%s-%d-%s", pipeline, vertex, replica, role)
+	n := fmt.Sprintf("sluice-%s-%s-%d-%s-%d", pipeline, vertex, replica, role, os.Getpid())
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
 			return r

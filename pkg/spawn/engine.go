@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -142,6 +143,26 @@ func (e *Engine) ensure(ctx context.Context, image, policy string, warned func(e
 	return &ImageError{image, policy, fmt.Errorf("not present in %s's images, and `%s pull` failed: %s", e.Name, e.Name, firstLineOf([]byte(out)))}
 }
 
+// ownerLabel labels each container with the pid of the process that runs
+// it, so that those of a process that is gone (killed: its containers
+// outlive it) are removed ([Engine.removeOrphans]).
+const ownerLabel = "io.sluiceflow.pid"
+
+// removeOrphans removes the containers of processes that are gone.
+func (e *Engine) removeOrphans(ctx context.Context) {
+	out, err := e.output(ctx, "ps", "--all", "--filter", "label="+ownerLabel, "--format", "{{.Names}} {{index .Labels \""+ownerLabel+"\"}}")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, pid, ok := strings.Cut(line, " ")
+		n, err := strconv.Atoi(pid)
+		if ok && err == nil && n > 0 && !alive(n) {
+			e.remove(ctx, name)
+		}
+	}
+}
+
 // remove removes the container called name, if there is one.
 func (e *Engine) remove(ctx context.Context, name string) {
 	e.output(ctx, "rm", "--force", name)
@@ -151,7 +172,8 @@ func (e *Engine) remove(ctx context.Context, name string) {
 // called name, mounting mounts, with env (NAME=value) and the container's
 // own env, args and resource limits.
 func (e *Engine) runArgs(name string, c container, mounts []mount, env []string) []string {
-	a := []string{"run", "--rm", "--name", name, "--network", "host", "--pull", "never", "--label", "io.sluiceflow.role=" + c.role}
+	a := []string{"run", "--rm", "--name", name, "--network", "host", "--pull", "never", "--label", "io.sluiceflow.role=" + c.role,
+		"--label", ownerLabel + "=" + strconv.Itoa(os.Getpid())}
 	for _, m := range mounts {
 		a = append(a, "--volume", m.Source+":"+m.Target)
 	}

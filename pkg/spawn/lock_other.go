@@ -8,3 +8,6 @@ import "errors"
 func lockDir(string) (func(), error) {
 	return nil, errors.New("no flock on this system to tell whether another sluice process uses it")
 }
+
+// alive reports true: a process's liveness is not looked at here.
+func alive(int) bool { return true }

@@ -33,3 +33,8 @@ func lockDir(dir string) (unlock func(), err error) {
 		f.Close()
 	}, nil
 }
+
+// alive reports whether the process pid is running.
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)
+}

@@ -73,6 +73,7 @@ type Group struct {
 	ctx      context.Context
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	orphans  sync.Once
 }
 
 // Start starts the user-defined containers of the vertices of f that run in
@@ -151,6 +152,9 @@ func (g *Group) start(vertex, dir, sdir string, cs []container) error {
 		if err := os.Chmod(dir, 0o777); err != nil {
 			return &DirError{Dir: dir, Err: err}
 		}
+	}
+	if g.d.Engine != nil {
+		g.orphans.Do(func() { g.d.Engine.removeOrphans(g.ctx) })
 	}
 	for _, c := range cs {
 		if err := clearFiles(dir, c, g.d.Log); err != nil {
