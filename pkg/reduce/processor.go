@@ -38,6 +38,7 @@ type Processor struct {
 	cfg     Config
 	book    *window.Book[isb.Message] // the open windows and their messages by key set
 	late    int64
+	dropped Late      // what the last Add dropped as late
 	pending time.Time // the watermark of the last Advance, to Commit
 	dirty   bool      // Advance closed windows since the last Commit
 	buf     []byte
@@ -128,6 +129,7 @@ func (p *Processor) Recover() (int, error) {
 // StreamReducer is sent each message in each of its windows.
 func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err error) {
 	l := p.cfg.Log
+	p.dropped = Late{}
 	if p.live != nil && p.stale {
 		if err := p.resend(ctx, nil); err != nil {
 			return 0, err
@@ -147,6 +149,7 @@ func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err 
 		ws, c, dropped := p.put(msgs[i])
 		if dropped {
 			late++
+			p.noteLate(msgs[i])
 			continue
 		}
 		if p.live != nil {
@@ -177,6 +180,22 @@ func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err 
 	p.late += int64(late)
 	return late, nil
 }
+
+// noteLate notes m, dropped as late, in what Add dropped.
+func (p *Processor) noteLate(m isb.Message) {
+	wm, _ := p.book.Watermark()
+	w := window.Window{Start: m.EventTime, End: m.EventTime.Add(p.cfg.Strategy.Timeout())}
+	if p.cfg.Strategy.Timeout() == 0 {
+		ws := p.cfg.Strategy.Assign(nil, m.EventTime)
+		w = ws[len(ws)-1]
+	}
+	p.dropped.add(Late{Count: 1, Lateness: wm.Sub(m.EventTime), Watermark: wm, Window: w})
+}
+
+// Dropped is what the last Add dropped as late: how many, and of the one
+// furthest behind the watermark, how far, and the latest window of its
+// event time (its session's, had it opened one, with session windows).
+func (p *Processor) Dropped() Late { return p.dropped }
 
 // put puts m in its open windows and returns them, with sessions what it
 // did to them; late when it has none.

@@ -248,8 +248,10 @@ func TestLoopWritesStreamedResults(t *testing.T) {
 	if got := withIDs(out.Messages()); got != "a=2@109.999 100000-110000-1:a-0" {
 		t.Errorf("written while the window is open: %s", got)
 	}
-	if err := clk.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
+	bctx, cancel := context.WithTimeout(ctx, runtest.Timeout)
+	defer cancel()
+	if err := clk.BlockUntil(bctx, 1); err != nil {
+		t.Fatal("the reader does not read")
 	}
 	if p.Open() != 1 || in.Stats().Pending != 0 {
 		t.Errorf("%d windows open, %d messages pending; want the window open and every message read", p.Open(), in.Stats().Pending)
