@@ -105,8 +105,8 @@ func TestReduceStreamerEarly(t *testing.T) {
 	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 	arr := &arrivals{at: map[string]time.Time{}}
 	early := map[string]time.Duration{} // how long before its window's end the key's first such result came
-	var first time.Time             // the first result's arrival
-	var firstWindow int64           // its window's start (ms)
+	var first time.Time                 // the first result's arrival
+	var firstWindow int64               // its window's start (ms)
 	p.waitFor(40*time.Second, "a result of each key 10 s before its window's end", func() bool {
 		arr.note(p.lines)
 		_, res := sinkLinesLocked(p.lines)
@@ -149,8 +149,12 @@ func TestReduceStreamerEarly(t *testing.T) {
 	if len(next) == 0 {
 		t.Fatal("no result written while its window was open")
 	}
-	t.Logf("first result %.1fs after its window opened, %.1fs after the vertex started; results written while their windows were open: %v; ahead of the window's end by %v",
-		first.Sub(time.UnixMilli(firstWindow)).Seconds(), first.Sub(started).Seconds(), next, early)
+	opened := map[string]string{}
+	for k, ahead := range early {
+		opened[k] = fmt.Sprintf("%.2fs", (time.Minute - ahead).Seconds())
+	}
+	t.Logf("first result %.2fs after its window opened, %.2fs after the vertex started; each key's first result 10s or more before its window's end came after that window opened by %v; results written while their windows were open: %v",
+		first.Sub(time.UnixMilli(firstWindow)).Seconds(), first.Sub(started).Seconds(), opened, next)
 	if strings.Contains(p.stderrText(), `"level":"error"`) {
 		t.Errorf("errors logged:\n%s", p.stderrText())
 	}
