@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/base64"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,12 +90,17 @@ func TestReduceNumaflowGo(t *testing.T) {
 				}
 				yaml = strings.Replace(yaml, "keyCount: 3\n", "keyCount: 3\n          valueBlob: "+blob+"\n", 1)
 			}
-			raw, res := runNumaflowGoPipeline(t, yaml, tt.example)
+			raw, res, arr := runNumaflowGoPipeline(t, yaml, tt.example, tt.stream)
 			if tt.example == "reducer/counter" {
 				checkCounts(t, raw, res, tt.length, tt.slide, 4)
 				return
 			}
 			checkTotals(t, raw, res, tt.length, tt.slide, max(tt.value, 1), !tt.stream, 4)
+			if tt.stream {
+				// The first window of a key may be too short for the
+				// function to send before its end.
+				checkEarly(t, arr, res, tt.length, 3)
+			}
 		})
 	}
 }
@@ -116,20 +122,85 @@ func numaflowGoStarted(t *testing.T, p *proc, what string) {
 
 // runNumaflowGoPipeline runs the pipeline yaml, whose only container is
 // numaflow-go's example, in one process with --spawn and no --uds-dir, until
-// each key has four windows, and returns what its log sinks printed. It
-// skips the test when /var/run/numaflow is not to be had.
-func runNumaflowGoPipeline(t *testing.T, yaml, example string) (raw, results []sinkLine) {
+// each key has four windows, and returns what its log sinks printed, and
+// when each line came. With open (a reduce streamer, whose results come
+// while their windows are open), it waits for four windows of each key
+// that the sinks' watermarks have passed, whose results have all been
+// printed, and returns the results of those windows alone. It skips the
+// test when /var/run/numaflow is not to be had.
+func runNumaflowGoPipeline(t *testing.T, yaml, example string, open bool) (raw, results []sinkLine, arr *arrivals) {
 	t.Helper()
 	p := start(t, "run", "-f", writeConfig(t, yaml), "--spawn", "--metrics-addr", "127.0.0.1:0", "--state-dir", t.TempDir())
 	numaflowGoStarted(t, p, "numaflow-go's "+example)
+	arr = &arrivals{at: map[string]time.Time{}}
+	addr := p.metricsAddr()
+	closed := int64(math.MaxInt64) // the windows ending at or before it have all their results printed (ms)
+	var fetched time.Time
 	p.waitFor(90*time.Second, "four windows of each key", func() bool {
+		arr.note(p.lines)
 		_, res := nfgoSinkLines(p.lines)
+		if open {
+			if time.Since(fetched) > 250*time.Millisecond {
+				closed, fetched = sinksWatermark(t, addr), time.Now()
+			}
+			res = windowsBy(res, closed)
+		}
 		return enoughWindows(res, 4)
 	})
 	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 	}
-	return nfgoSinkLines(p.stdoutLines())
+	raw, results = nfgoSinkLines(p.stdoutLines())
+	if open {
+		t.Logf("the windows ending by %s, which both sinks' watermarks passed", time.UnixMilli(closed).UTC().Format("15:04:05.000"))
+		results = windowsBy(results, closed)
+	}
+	return raw, results, arr
+}
+
+// sinksWatermark is the lower of the watermarks of the pipeline's sinks,
+// counts and raw, in ms: every result of a window ending by it, and every
+// message generated before it, has been printed.
+func sinksWatermark(t *testing.T, addr string) int64 {
+	t.Helper()
+	wm := metricValues(t, addr, "sluice_watermark_seconds")
+	counts, ok1 := wm["counts"]
+	raw, ok2 := wm["raw"]
+	if !ok1 || !ok2 {
+		return -1
+	}
+	return int64(math.Round(min(counts, raw) * 1000))
+}
+
+// windowsBy is the results of windows ending at or before end (ms).
+func windowsBy(results []sinkLine, end int64) []sinkLine {
+	var out []sinkLine
+	for _, r := range results {
+		if r.eventTime+1 <= end {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// checkEarly checks that a reduce streamer's results came while their
+// windows were open, as the function sent them: every key has at least
+// minWindows windows with a result that came before the window's end,
+// which the watermark (with no maxDelay) cannot pass before the clock
+// does. It logs how soon after its window opened (length ms before its
+// end) the first result of a window came.
+func checkEarly(t *testing.T, arr *arrivals, results []sinkLine, length int64, minWindows int) {
+	t.Helper()
+	windows, n := arr.early(results)
+	if len(windows) != 3 {
+		t.Errorf("results before their window's end for keys %v; want 3 keys", windows)
+	}
+	for k, c := range windows {
+		if c < minWindows {
+			t.Errorf("key %s: %d windows with a result before their end; want at least %d", k, c, minWindows)
+		}
+	}
+	t.Logf("%d of %d results came before their window's end, in windows %v; %s", n, len(results), windows, arr.soonest(results, length))
 }
 
 // TestMapNumaflowGoInPipeline runs numaflow-go's cat example, unchanged, as
@@ -156,7 +227,7 @@ func TestMapNumaflowGoInPipeline(t *testing.T) {
 		}
 		yaml = strings.Replace(yaml, old, repl, 1)
 	}
-	raw, res := runNumaflowGoPipeline(t, yaml, "mapper/cat")
+	raw, res, _ := runNumaflowGoPipeline(t, yaml, "mapper/cat", false)
 	checkCounts(t, raw, res, 2000, 2000, 4)
 }
 

@@ -176,7 +176,7 @@ func TestSessionReduceNumaflowGo(t *testing.T) {
 		t.Run(tt.example, func(t *testing.T) {
 			// Not parallel: each needs /var/run/numaflow for itself.
 			bin := numaflowGoExample(t, src, tt.example)
-			raw, res := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin, tt.value, ""), tt.example)
+			raw, res, _ := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin, tt.value, ""), tt.example, false)
 			checkSessions(t, raw, res, sessionTimeout, max(tt.value, 1), 4)
 		})
 	}

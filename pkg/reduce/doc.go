@@ -21,6 +21,11 @@
 // [Builtin] makes the built-in count and sum; [Remote] runs a user-defined
 // reduce function (numaflow-go's reducers, or sluice's SDK) through a
 // client of its reduce.v1 server, a stream per window and key set;
+// [RemoteStream] runs a reduce streamer, a [StreamReducer]: the Processor
+// sends it each message as it adds it, and what its functions send comes
+// out of the next Advance, while their windows are still open, the rest
+// when the watermark closes them (after a restart, which sends the open
+// windows again, their early results come again, with the same IDs);
 // [RemoteSession] runs a session reduce function through the one stream of
 // a sessionreduce.v1 client: it is a [SessionReducer], which the Processor
 // tells, as it adds each message, whether the message opened a session,
@@ -53,8 +58,9 @@
 // A [Loop] is one reader of a reduce vertex: it takes tokens for a batch
 // from its limiter (a rate limit applies to a reduce's reads as to any
 // vertex's), reads a partition, adds the batch to its Processor, acks it,
-// and writes the results of the windows the watermark closes, trying a
-// failed write again until it succeeds, before it commits them. Throttling
+// and writes the results of the windows the watermark closes, and what a
+// reduce streamer has sent, trying a failed write again until it succeeds,
+// before it commits them and reads again. Throttling
 // delays reads, and so the windows' closes, but never changes a result.
 //
 // A Processor is not safe for concurrent use: one reader owns it.

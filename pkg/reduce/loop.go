@@ -39,10 +39,21 @@ type Loop struct {
 	// again (default 100 ms).
 	RetryInterval time.Duration
 	// Clock times the retries (default the wall clock); Log is for errors
-	// (default none); Metrics, when set, count what the loop does.
+	// (default none); Metrics, when set, count what the loop does; LateLog,
+	// when set, logs the messages dropped as late.
 	Clock   clock.Clock
 	Log     *zap.Logger
 	Metrics *Metrics
+	LateLog *LateLog
+
+	wm time.Time // the last watermark given to the Processor
+}
+
+// lateTeller is a Stage that tells what its last Add dropped as late (a
+// Processor); of another, the Loop reckons it from the watermark it gave
+// it last.
+type lateTeller interface {
+	Dropped() Late
 }
 
 // Run reads until ctx ends, and returns nil then; it returns an error when
@@ -84,8 +95,8 @@ func (l *Loop) Run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if late > 0 {
-				l.Log.Debug("late messages dropped", zap.Int("count", late))
+			if late > 0 && l.LateLog != nil {
+				l.LateLog.Dropped(l.dropped(late, msgs))
 			}
 			if m := l.Metrics; m != nil {
 				m.Read.Add(float64(n - late))
@@ -126,6 +137,7 @@ func (l *Loop) close(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	l.wm = wm
 	open := l.Processor.Open()
 	res, err := l.Processor.Advance(ctx, wm)
 	if err != nil {
@@ -161,6 +173,15 @@ func (l *Loop) close(ctx context.Context) error {
 		}
 	}
 	return l.Processor.Commit()
+}
+
+// dropped is what the Processor's last Add dropped as late, late messages
+// of msgs.
+func (l *Loop) dropped(late int, msgs []isb.Message) Late {
+	if t, ok := l.Processor.(lateTeller); ok {
+		return t.Dropped()
+	}
+	return lateBehind(late, msgs, l.wm)
 }
 
 func firstError(errs []error) error {

@@ -9,7 +9,8 @@ type Metrics struct {
 	// dropped because their windows had closed.
 	Read, Late prometheus.Counter
 	// Closed counts windows closed and reduced, once per reader that had the
-	// window open; Results the results written.
+	// window open; Results the results written, a reduce streamer's
+	// written while their windows are open included.
 	Closed, Results prometheus.Counter
 }
 
@@ -24,6 +25,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Read:    counter("sluice_reduce_read_total", "Messages a reduce read and kept in their windows."),
 		Late:    counter("sluice_reduce_late_total", "Messages a reduce dropped as late: the watermark had closed every window of their event time."),
 		Closed:  counter("sluice_reduce_windows_closed_total", "Windows the watermark closed and the reduce reduced."),
-		Results: counter("sluice_reduce_results_total", "Results of closed windows written downstream."),
+		Results: counter("sluice_reduce_results_total", "Results written downstream: of closed windows, and a reduce streamer's as its functions send them."),
 	}
 }

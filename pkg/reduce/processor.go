@@ -25,6 +25,9 @@ type Config struct {
 	// Reducer reduces a window's messages. With session windows, a Reducer
 	// that is a SessionReducer (RemoteSession's) is told of each session's
 	// operations as messages are added, and reduces a session as it closes.
+	// With fixed and sliding windows, a Reducer that is a StreamReducer
+	// (RemoteStream's) is sent each message as it is added, and what its
+	// functions send comes out of each Advance, the windows open or not.
 	Reducer Reducer
 	// Log is the write-ahead log; nil keeps state in memory alone.
 	Log *wal.Log
@@ -35,6 +38,7 @@ type Processor struct {
 	cfg     Config
 	book    *window.Book[isb.Message] // the open windows and their messages by key set
 	late    int64
+	dropped Late      // what the last Add dropped as late
 	pending time.Time // the watermark of the last Advance, to Commit
 	dirty   bool      // Advance closed windows since the last Commit
 	buf     []byte
@@ -48,6 +52,10 @@ type Processor struct {
 	// or a failed call), which go again before anything else.
 	live  SessionReducer
 	stale bool
+	// stream is the Reducer when it is a StreamReducer of aligned windows;
+	// streamStale says that its server may lack open windows.
+	stream      StreamReducer
+	streamStale bool
 }
 
 // New returns a Processor for cfg. With a log, call [Processor.Recover]
@@ -63,13 +71,17 @@ func New(cfg Config) (*Processor, error) {
 	if live, ok := cfg.Reducer.(SessionReducer); ok && cfg.Strategy.Timeout() > 0 {
 		p.live, p.stale = live, true
 	}
+	if stream, ok := cfg.Reducer.(StreamReducer); ok && cfg.Strategy.Timeout() == 0 {
+		p.stream, p.streamStale = stream, true
+	}
 	return p, nil
 }
 
 // Recover replays the log: messages come back to their open windows, and
 // the windows a committed watermark closed stay closed, their state
 // dropped. It returns how many messages came back. A SessionReducer is
-// sent the sessions still open by the next Add or Advance.
+// sent the sessions still open, and a StreamReducer the windows still open,
+// by the next Add or Advance.
 func (p *Processor) Recover() (int, error) {
 	if p.cfg.Log == nil {
 		return 0, nil
@@ -113,11 +125,18 @@ func (p *Processor) Recover() (int, error) {
 // Add puts msgs in their open windows and makes them durable in the log.
 // It returns how many were late (their windows had all closed) and dropped.
 // Once it returns without error, msgs may be acked upstream. A
-// SessionReducer is told what each message did to its sessions.
+// SessionReducer is told what each message did to its sessions; a
+// StreamReducer is sent each message in each of its windows.
 func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err error) {
 	l := p.cfg.Log
+	p.dropped = Late{}
 	if p.live != nil && p.stale {
 		if err := p.resend(ctx, nil); err != nil {
+			return 0, err
+		}
+	}
+	if p.stream != nil && p.streamStale {
+		if err := p.restream(ctx, nil); err != nil {
 			return 0, err
 		}
 	}
@@ -130,10 +149,16 @@ func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err 
 		ws, c, dropped := p.put(msgs[i])
 		if dropped {
 			late++
+			p.noteLate(msgs[i])
 			continue
 		}
 		if p.live != nil {
 			if err := p.tellOrResend(ctx, c, msgs[i]); err != nil {
+				return 0, err
+			}
+		}
+		if p.stream != nil {
+			if err := p.sendStream(ctx, p.keys(msgs[i]), ws, msgs[i]); err != nil {
 				return 0, err
 			}
 		}
@@ -155,6 +180,22 @@ func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err 
 	p.late += int64(late)
 	return late, nil
 }
+
+// noteLate notes m, dropped as late, in what Add dropped.
+func (p *Processor) noteLate(m isb.Message) {
+	wm, _ := p.book.Watermark()
+	w := window.Window{Start: m.EventTime, End: m.EventTime.Add(p.cfg.Strategy.Timeout())}
+	if p.cfg.Strategy.Timeout() == 0 {
+		ws := p.cfg.Strategy.Assign(nil, m.EventTime)
+		w = ws[len(ws)-1]
+	}
+	p.dropped.add(Late{Count: 1, Lateness: wm.Sub(m.EventTime), Watermark: wm, Window: w})
+}
+
+// Dropped is what the last Add dropped as late: how many, and of the one
+// furthest behind the watermark, how far, and the latest window of its
+// event time (its session's, had it opened one, with session windows).
+func (p *Processor) Dropped() Late { return p.dropped }
 
 // put puts m in its open windows and returns them, with sessions what it
 // did to them; late when it has none.
@@ -194,13 +235,24 @@ func (p *Processor) tellOrResend(ctx context.Context, c window.Change, m isb.Mes
 }
 
 // Advance moves the watermark to wm and reduces each window it closes, in
-// the order of their ends, each key set in the order of its keys. Write
-// the results, then call [Processor.Commit]. A watermark behind the last
-// closes nothing.
+// the order of their ends, each key set in the order of its keys. With a
+// StreamReducer, what its functions have sent so far comes first, of the
+// windows open or closing, and then the rest of each closing window's
+// results. Write the results, then call [Processor.Commit]. A watermark
+// behind the last closes nothing.
 func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, error) {
 	closed := p.book.Advance(wm)
+	var out []isb.Message
+	var closing []streamGroup
+	if p.stream != nil {
+		closing = streamGroups(closed)
+		var err error
+		if out, err = p.takeStreamed(ctx, closing); err != nil {
+			return nil, err
+		}
+	}
 	if len(closed) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	bound := p.bound(wm)
 	for id, at := range p.recovered {
@@ -216,7 +268,22 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 			return nil, err
 		}
 	}
-	var out []isb.Message
+	var err error
+	if p.stream != nil {
+		out, err = p.endStreams(ctx, out, closing)
+	} else {
+		out, err = p.reduceClosed(ctx, out, closed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.pending, p.dirty = wm, true
+	return out, nil
+}
+
+// reduceClosed appends the results of the windows closed to out: each key
+// set of each window reduced whole, or closed on the SessionReducer.
+func (p *Processor) reduceClosed(ctx context.Context, out []isb.Message, closed []window.Closed[isb.Message]) ([]isb.Message, error) {
 	for i, c := range closed {
 		for _, g := range c.Groups {
 			var res []isb.Message
@@ -240,7 +307,19 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 			out = append(out, res...)
 		}
 	}
-	p.pending, p.dirty = wm, true
+	return out, nil
+}
+
+// endStreams appends to out the rest of the results of each window and
+// key set closing, ended on the StreamReducer in order.
+func (p *Processor) endStreams(ctx context.Context, out []isb.Message, closing []streamGroup) ([]isb.Message, error) {
+	for j := range closing {
+		res, err := p.endStream(ctx, closing[j:])
+		if err != nil {
+			return nil, fmt.Errorf("reduce: window %v, keys %q: %w", closing[j].w, closing[j].g.Keys, err)
+		}
+		out = appendStreamed(out, res)
+	}
 	return out, nil
 }
 

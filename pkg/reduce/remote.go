@@ -13,9 +13,11 @@ import (
 
 // Remote is a Reducer that runs a user-defined reduce function through c,
 // a client of a reduce or reduce-stream server: each window and key set is
-// a stream of its own. Each message carries the watermark fn returns (nil:
-// none, -1 ms on the wire). The results keep their keys, tags and user
-// metadata; those tagged to be dropped are left out.
+// a stream of its own, which gets the window's messages when it closes
+// ([RemoteStream] sends a reduce streamer each message as it comes). Each
+// message carries the watermark fn returns (nil: none, -1 ms on the wire).
+// The results keep their keys, tags and user metadata; those tagged to be
+// dropped are left out.
 func Remote(c *udfreduce.Client, watermark func() time.Time) Reducer {
 	return ReducerFunc(func(ctx context.Context, w window.Window, _ []string, msgs []isb.Message) ([]isb.Message, error) {
 		var wm time.Time

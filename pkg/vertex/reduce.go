@@ -71,7 +71,7 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		wm = v.marks.reduceMark(i)
 	}
 	v.runs = append(v.runs, &reduce.Loop{Reader: r, Writer: d.Sink, Processor: p, Watermark: wm,
-		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log, Metrics: v.reduceMetrics})
+		Limiter: lim, BatchSize: v.spec.Limits.ReadBatchSize, Log: v.log, Metrics: v.reduceMetrics, LateLog: v.lateLog})
 	return nil
 }
 

@@ -104,7 +104,7 @@ func TestReduceVertex(t *testing.T) {
 	}
 	wm.set(120)
 	runtest.WaitFor(t, "the second window's count", func() bool { return len(out.Messages()) == 3 })
-	const want = `# HELP sluice_reduce_results_total Results of closed windows written downstream.
+	const want = `# HELP sluice_reduce_results_total Results written downstream: of closed windows, and a reduce streamer's as its functions send them.
 # TYPE sluice_reduce_results_total counter
 sluice_reduce_results_total{replica="0",vertex="counts"} 3
 # HELP sluice_reduce_windows_closed_total Windows the watermark closed and the reduce reduced.

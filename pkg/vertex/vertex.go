@@ -39,11 +39,13 @@ type Vertex struct {
 	runs []runner // the forwarders, or a reduce's readers
 	// reduceMetrics count what a reduce's readers do; nil for other vertices.
 	reduceMetrics *reduce.Metrics
-	marks         *marks
-	tracker       *forward.Tracker
-	metrics       *forward.Metrics
-	limiter       *ratelimit.Limiter // nil without a rate limit
-	groups        []groupLimiter     // the shared limits it joined
+	// lateLog logs what a reduce's readers drop as late; nil for others.
+	lateLog *reduce.LateLog
+	marks   *marks
+	tracker *forward.Tracker
+	metrics *forward.Metrics
+	limiter *ratelimit.Limiter // nil without a rate limit
+	groups  []groupLimiter     // the shared limits it joined
 	// The per-key limit (rateLimit.perKey) and its metrics; nil without.
 	keys       *ratelimit.KeyLimiter
 	keyMetrics *forward.KeyMetrics
@@ -117,6 +119,8 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	reg.MustRegister(newCallsCollector(v.calls))
 	if spec.Reduce != nil {
 		v.reduceMetrics = reduce.NewMetrics(reg)
+		v.lateLog = reduce.NewLateLog(v.log, o.clock)
+		v.onClose(v.lateLog.Close)
 	}
 	v.live.history = v.newHistory()
 	if err := v.buildLimiter(reg); err != nil {

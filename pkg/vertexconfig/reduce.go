@@ -90,8 +90,9 @@ func strategy(w *config.Window) (window.Strategy, bool, error) {
 
 // reducerFunc makes the reducer of one reader of the reduce at path: the
 // built-in u names, or a client of the reduce server (reduce-stream server
-// when streaming, session reduce server for session windows) in the
-// vertex's socket directory, whose messages carry the vertex's watermark.
+// when streaming, sent each message as it is read; session reduce server
+// for session windows) in the vertex's socket directory, whose messages
+// carry the vertex's watermark.
 func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.ReducerFunc {
 	return func(env vertex.Env) (reduce.Reducer, error) {
 		if u.Container == nil {
@@ -115,6 +116,11 @@ func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.Red
 			return nil, err
 		}
 		env.Remote(kind, c)
+		if streaming {
+			rs := reduce.RemoteStream(c, env.Watermark)
+			env.OnClose(rs.Close)
+			return rs, nil
+		}
 		return reduce.Remote(c, env.Watermark), nil
 	}
 }

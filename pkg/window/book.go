@@ -107,6 +107,18 @@ func (b *Book[T]) EachSession(f func(w Window, g *Group[T])) {
 	}
 }
 
+// EachWindow calls f with each open window of a Book of aligned windows and
+// each of its groups, the items in the order added; the windows and key
+// sets come in no order. f must not change the Book. A Book of session
+// windows calls f with none (see [Book.EachSession]).
+func (b *Book[T]) EachWindow(f func(w Window, g *Group[T])) {
+	for w, groups := range b.open {
+		for _, g := range groups {
+			f(w, g)
+		}
+	}
+}
+
 // Advance moves the watermark to wm, unless it is behind the last one (a
 // watermark never goes back), and returns the windows it closes, earliest
 // end first (then earliest start), each with its groups.

@@ -2,6 +2,8 @@ package window
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,6 +76,29 @@ func TestBookLateness(t *testing.T) {
 	if _, late := b.Add([]string{"k"}, at(115, 0), 115); !late {
 		t.Error("Add at 115 under watermark 135 is not late")
 	}
+}
+
+// TestBookEachWindow visits every open window and key set with its items,
+// and no closed one.
+func TestBookEachWindow(t *testing.T) {
+	s, _ := Sliding(20*time.Second, 10*time.Second)
+	b := NewBook[int64](s, 0)
+	b.Add([]string{"a"}, at(105, 0), 105)
+	b.Add([]string{"b"}, at(112, 0), 112)
+	b.Add([]string{"a"}, at(113, 0), 113)
+	b.Advance(at(120, 0)) // closes [100,120)
+	var got []string
+	b.EachWindow(func(w Window, g *Group[int64]) {
+		got = append(got, fmt.Sprintf("[%d,%d)%v%v", w.Start.Unix(), w.End.Unix(), g.Keys, g.Items))
+	})
+	slices.Sort(got)
+	if want := "[110,130)[a][113] [110,130)[b][112]"; strings.Join(got, " ") != want {
+		t.Errorf("EachWindow visited %q; want %q", got, want)
+	}
+	ss, _ := Session(time.Second)
+	sb := NewBook[int64](ss, 0)
+	sb.AddSession([]string{"a"}, at(100, 0), 100)
+	sb.EachWindow(func(Window, *Group[int64]) { t.Error("EachWindow visited a session") })
 }
 
 // TestKeysID tells key sets apart that a plain join would not.

@@ -20,6 +20,9 @@
 //     drops marked messages;
 //   - counter (reducer): counts the messages of each window and keys;
 //   - sum (reducer): adds up the integer payloads of each window and keys;
+//   - streamcounter (reducestreamer): counts the messages of each window
+//     and keys, sending the count every STREAMCOUNTER_EVERY (default 10)
+//     messages while the window is open, and the rest when it ends;
 //   - sessioncounter (sessionreducer): counts the messages of each session
 //     and keys, merged sessions adding up their counts;
 //   - sessionsum (sessionreducer): adds up the integer payloads of each
