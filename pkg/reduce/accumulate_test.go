@@ -58,11 +58,17 @@ func (s *sorter) Accumulate(ctx context.Context, in <-chan sdkacc.Datum, out cha
 // own and returns a client of it.
 func serveSorter(t testing.TB, lag time.Duration) *udfacc.Client {
 	t.Helper()
+	return serveAcc(t, func() sdkacc.Accumulator { return &sorter{lag: lag, wm: time.UnixMilli(-1)} })
+}
+
+// serveAcc starts a server of the accumulators fn makes in a directory of
+// its own and returns a client of it.
+func serveAcc(t testing.TB, fn func() sdkacc.Accumulator) *udfacc.Client {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	srv := sdkacc.NewServer(sdkacc.CreatorFunc(func() sdkacc.Accumulator { return &sorter{lag: lag, wm: time.UnixMilli(-1)} }),
-		sdkacc.WithSocketDir(dir), sdkacc.WithShutdownTimeout(time.Second))
+	srv := sdkacc.NewServer(sdkacc.CreatorFunc(fn), sdkacc.WithSocketDir(dir), sdkacc.WithShutdownTimeout(time.Second))
 	go func() { done <- srv.Start(ctx) }()
 	c := udfacc.New(dir, zap.NewNop())
 	t.Cleanup(func() {
