@@ -177,6 +177,7 @@ func (a *Accumulator) Commit() error {
 		}
 		ks.fed, ks.held = nil, nil
 	}
+	clear(a.touched)
 	a.touched, a.closed, a.dirty, a.pending = a.touched[:0], nil, false, false
 	if l == nil {
 		return nil
