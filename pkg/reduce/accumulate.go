@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
 	"github.com/sluiceflow/sluice/pkg/wal"
 	"github.com/sluiceflow/sluice/pkg/window"
 )
@@ -25,11 +23,10 @@ import (
 // function emits with such an ID is dropped.
 const HeartbeatPrefix = "sluice-watermark-"
 
-// The kinds of log record of an Accumulator.
-const (
-	recAccumulated byte = 'A' // a message read, with its sequence number
-	recClosed      byte = 'C' // a key set's accumulator closed, up to a sequence number
-)
+// AccumulatorSegmentSize is the segment size of an accumulator vertex's
+// log: the log holds at most about one segment more than the messages not
+// yet done, since a segment is removed once every message in it is done.
+const AccumulatorSegmentSize = 1 << 20
 
 // AccumulatorConfig is what an Accumulator feeds, and where it keeps its
 // state.
@@ -50,16 +47,45 @@ type accMsg struct {
 	seg uint64
 }
 
-// keySet is one key set's accumulator as the runtime sees it.
+// before orders messages as a key set is fed: by event time, then as read.
+func (x accMsg) before(et time.Time, seq uint64) bool {
+	if c := x.m.EventTime.Compare(et); c != 0 {
+		return c < 0
+	}
+	return x.seq <= seq
+}
+
+// keySet is one key set's accumulator as the runtime sees it. Its messages
+// go from held to fed to done, in the order they are fed (event time, then
+// sequence), which across the key set's life is that order too: a message
+// is fed once the watermark passes it, and one that comes behind the
+// watermark is late.
 type keySet struct {
-	keys       []string
-	held       []accMsg // not yet fed: sorted by event time, then sequence
-	fed        []accMsg // fed, kept in the log until the accumulator closes
-	start      time.Time
-	lastSeen   time.Time
-	opened     bool
-	maxSeq     uint64
+	id       string // window.KeysID(keys)
+	keys     []string
+	held     []accMsg // not yet fed: sorted by event time, then sequence
+	fed      []accMsg // fed and not yet done as of the last Commit, in the order fed
+	start    time.Time
+	lastSeen time.Time
+	opened   bool
+	maxSeq   uint64
+
+	// What the function has emitted, from which fed[:done] are done once
+	// the outputs are written: the IDs of fed messages it emitted, and the
+	// latest watermark its outputs carried.
+	emitted map[string]struct{}
+	outWM   time.Time
+	done    int  // fed[:done] are done, to be recorded at Commit
+	logged  int  // fed[:logged] are in a done record of this batch
+	touched bool // in Accumulator.touched
+
 	heartbeats int
+}
+
+// liveMsg is where a message held or fed is.
+type liveMsg struct {
+	ks  *keySet
+	fed bool
 }
 
 // Accumulator keeps the key sets of one reader of an accumulator vertex and
@@ -71,20 +97,31 @@ type keySet struct {
 // is closed. What the functions emit is returned by Advance as they emit
 // it, with the event times and IDs they give.
 //
-// Every message is logged before it is acked, and stays in the log until
-// its key set's accumulator has closed and everything it emitted is
-// written; a restart feeds the messages of the key sets still open to new
-// accumulators, which emit again what they emitted before (with the same
-// IDs when they keep their input's). An Accumulator is not safe for
+// A fed message is done once the function has emitted an output with its ID
+// (or one it drops: a heartbeat's, or tagged to drop), or an output whose
+// watermark is after its event time (Numaflow's rule: data before a key
+// set's outbound watermark is no longer needed), and that output is
+// written. Done is kept as a prefix of the order the key set is fed in: a
+// message emitted ahead of one not done waits for it. Every message is
+// logged before it is acked and stays in the log until it is done or its
+// key set's accumulator has closed; a restart feeds new accumulators only
+// the messages not done, so what was emitted and written is not emitted
+// again. Done marks go to the log before the outputs are written and are
+// confirmed after: a crash between the two feeds those messages again, and
+// [Accumulator.InDoubt] says how many. An Accumulator is not safe for
 // concurrent use: one reader owns it; Close ends its stream.
 type Accumulator struct {
 	cfg     AccumulatorConfig
 	sets    map[string]*keySet
 	closing map[string][]*keySet // sent CLOSE, waiting for their EOF, oldest first
 	closed  []*keySet            // EOF received: to record at Commit
-	live    map[string]bool      // IDs of the messages held or fed
+	touched []*keySet            // with messages newly done: to record at Commit
+	live    map[string]liveMsg   // IDs of the messages held or fed and not done
 	segLive map[uint64]int
 	seq     uint64
+	batch   uint64 // number of the latest done marks logged
+	pending bool   // done marks of batch logged, not yet confirmed
+	inDoubt int
 	wm      time.Time
 	hasWM   bool
 	dirty   bool
@@ -92,12 +129,13 @@ type Accumulator struct {
 	buf     []byte
 	nextID  uint64
 
-	st     *udfacc.Stream
-	cancel context.CancelFunc
-	recvWG sync.WaitGroup
-	mu     sync.Mutex
-	resps  []udfacc.Response
-	rerr   error
+	st       *udfacc.Stream
+	cancel   context.CancelFunc
+	recvWG   sync.WaitGroup
+	mu       sync.Mutex
+	resps    []udfacc.Response
+	rerr     error
+	received chan struct{} // signalled (never blocking) when a response or failure comes
 }
 
 // NewAccumulator returns an Accumulator for cfg. With a log, call
@@ -110,76 +148,7 @@ func NewAccumulator(cfg AccumulatorConfig) (*Accumulator, error) {
 		return nil, fmt.Errorf("reduce: AccumulatorConfig.Timeout (%s) must be positive", cfg.Timeout)
 	}
 	return &Accumulator{cfg: cfg, sets: map[string]*keySet{}, closing: map[string][]*keySet{},
-		live: map[string]bool{}, segLive: map[uint64]int{}}, nil
-}
-
-// Recover replays the log: the messages of the key sets not closed come
-// back, to be fed again. It returns how many came back.
-func (a *Accumulator) Recover() (int, error) {
-	if a.cfg.Log == nil {
-		return 0, nil
-	}
-	err := a.cfg.Log.Replay(func(seg uint64, rec []byte) error {
-		if len(rec) == 0 {
-			return errors.New("reduce: an empty log record")
-		}
-		r := &reader{b: rec[1:]}
-		switch rec[0] {
-		case recAccumulated:
-			seq := r.uvarint()
-			if r.err != nil {
-				return fmt.Errorf("%w: a message's sequence", r.err)
-			}
-			m, err := decodeMessage(r.b)
-			if err != nil {
-				return err
-			}
-			a.seq = max(a.seq, seq)
-			a.hold(m, seq, seg)
-		case recClosed:
-			keys := make([]string, r.uvarint())
-			for i := range keys {
-				keys[i] = r.string()
-			}
-			upTo := r.uvarint()
-			if r.err != nil {
-				return fmt.Errorf("%w: a closed key set", r.err)
-			}
-			id := window.KeysID(keys)
-			if ks := a.sets[id]; ks != nil {
-				n := 0
-				for _, m := range ks.held {
-					if m.seq <= upTo {
-						a.release(m)
-						continue
-					}
-					ks.held[n] = m
-					n++
-				}
-				if ks.held = ks.held[:n]; n == 0 {
-					delete(a.sets, id)
-				}
-			}
-		case recWatermark:
-			wm := time.Unix(0, r.varint())
-			if r.err != nil {
-				return fmt.Errorf("%w: a watermark", r.err)
-			}
-			a.wm, a.hasWM = wm, true
-		default:
-			return fmt.Errorf("reduce: a log record of unknown kind %q", rec[0])
-		}
-		return nil
-	})
-	n := 0
-	for _, ks := range a.sets {
-		ks.maxSeq = 0
-		for _, m := range ks.held {
-			ks.maxSeq = max(ks.maxSeq, m.seq)
-		}
-		n += len(ks.held)
-	}
-	return n, err
+		live: map[string]liveMsg{}, segLive: map[uint64]int{}, received: make(chan struct{}, 1)}, nil
 }
 
 // hold adds m to its key set's held messages, in event-time order.
@@ -187,7 +156,7 @@ func (a *Accumulator) hold(m isb.Message, seq, seg uint64) {
 	id := window.KeysID(m.Keys)
 	ks := a.sets[id]
 	if ks == nil {
-		ks = &keySet{keys: m.Keys, start: m.EventTime}
+		ks = &keySet{id: id, keys: m.Keys, start: m.EventTime}
 		a.sets[id] = ks
 	}
 	am := accMsg{m: m, seq: seq, seg: seg}
@@ -203,14 +172,19 @@ func (a *Accumulator) hold(m isb.Message, seq, seg uint64) {
 	}
 	ks.maxSeq = max(ks.maxSeq, seq)
 	if m.ID != "" {
-		a.live[m.ID] = true
+		a.live[m.ID] = liveMsg{ks: ks}
 	}
 	a.segLive[seg]++
 }
 
-// release forgets m: its key set's accumulator has closed.
-func (a *Accumulator) release(m accMsg) {
-	delete(a.live, m.m.ID)
+// release forgets m: it is done, or its key set's accumulator has closed.
+func (a *Accumulator) release(ks *keySet, m accMsg) {
+	if lv, ok := a.live[m.m.ID]; ok && lv.ks == ks {
+		delete(a.live, m.m.ID)
+	}
+	if ks.emitted != nil {
+		delete(ks.emitted, m.m.ID)
+	}
 	a.segLive[m.seg]--
 }
 
@@ -222,7 +196,7 @@ func (a *Accumulator) Add(_ context.Context, msgs []isb.Message) (late int, err 
 	l := a.cfg.Log
 	for i := range msgs {
 		m := msgs[i]
-		if m.ID != "" && a.live[m.ID] {
+		if _, ok := a.live[m.ID]; ok && m.ID != "" {
 			continue
 		}
 		if a.hasWM && m.EventTime.Before(a.wm) {
@@ -251,7 +225,9 @@ func (a *Accumulator) Add(_ context.Context, msgs []isb.Message) (late int, err 
 
 // Advance moves the watermark to wm, feeds the key sets' functions what
 // it releases, closes the key sets idle past the timeout, and returns what
-// the functions have emitted since the last call. Write it, then Commit.
+// the functions have emitted since the last call. With a log, the messages
+// those outputs make done are marked in it, and synced, before Advance
+// returns. Write the outputs, then Commit.
 func (a *Accumulator) Advance(_ context.Context, wm time.Time) ([]isb.Message, error) {
 	prev, moved := a.wm, !a.hasWM || wm.After(a.wm)
 	if !a.hasWM {
@@ -265,7 +241,14 @@ func (a *Accumulator) Advance(_ context.Context, wm time.Time) ([]isb.Message, e
 			return nil, err
 		}
 	}
-	return a.drain()
+	out, err := a.drain()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.logDone(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // feed sends each key set its released messages and a heartbeat, and
@@ -305,11 +288,14 @@ func (a *Accumulator) feed(prev time.Time) error {
 			if err := send(m.m, prev); err != nil {
 				return err
 			}
+			if m.m.ID != "" {
+				a.live[m.m.ID] = liveMsg{ks: ks, fed: true}
+			}
 			n++
 		}
 		ks.fed = append(ks.fed, ks.held[:n]...)
 		ks.held = slices.Delete(ks.held, 0, n)
-		if len(ks.fed) > 0 {
+		if ks.opened {
 			ks.heartbeats++
 			hb := isb.Message{Keys: ks.keys, EventTime: a.wm,
 				ID: HeartbeatPrefix + strconv.FormatInt(a.wm.UnixMilli(), 10) + "-" + strconv.Itoa(ks.heartbeats)}
@@ -340,117 +326,18 @@ func (a *Accumulator) receive() {
 		a.mu.Lock()
 		if err != nil {
 			a.rerr = err
-			a.mu.Unlock()
+		} else {
+			a.resps = append(a.resps, r)
+		}
+		a.mu.Unlock()
+		select {
+		case a.received <- struct{}{}:
+		default:
+		}
+		if err != nil {
 			return
 		}
-		a.resps = append(a.resps, r)
-		a.mu.Unlock()
 	}
-}
-
-// drain turns the responses received so far into messages to write.
-func (a *Accumulator) drain() ([]isb.Message, error) {
-	a.mu.Lock()
-	resps, err := a.resps, a.rerr
-	a.resps = nil
-	a.mu.Unlock()
-	var out []isb.Message
-	for _, r := range resps {
-		id := window.KeysID(r.Keys)
-		if r.EOF {
-			q := a.closing[id]
-			if len(q) == 0 {
-				return nil, fmt.Errorf("%w: an EOF of keys %q, which were not closed", udfacc.ErrProtocol, r.Keys)
-			}
-			a.closed = append(a.closed, q[0])
-			if a.closing[id] = q[1:]; len(q) == 1 {
-				delete(a.closing, id)
-			}
-			continue
-		}
-		m := r.Message
-		if strings.HasPrefix(m.ID, HeartbeatPrefix) || slices.Contains(m.Tags, udfreduce.DropTag) {
-			continue
-		}
-		if m.Keys == nil {
-			m.Keys = r.Keys
-		}
-		if m.ID == "" {
-			a.nextID++
-			m.ID = fmt.Sprintf("%s-%d-%d", id, m.EventTime.UnixNano(), a.nextID)
-		}
-		out = append(out, m)
-	}
-	if err != nil && len(out) == 0 {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Commit records that what Advance returned is written: the key sets whose
-// accumulators have closed are noted in the log, with the watermark, and
-// the log's segments that hold no message of an open key set are removed.
-func (a *Accumulator) Commit() error {
-	l := a.cfg.Log
-	if l != nil && (a.dirty || len(a.closed) > 0) {
-		for _, ks := range a.closed {
-			b := append(a.buf[:0], recClosed)
-			b = appendUvarint(b, uint64(len(ks.keys)))
-			for _, k := range ks.keys {
-				b = appendString(b, k)
-			}
-			a.buf = appendUvarint(b, ks.maxSeq)
-			if _, err := l.Append(a.buf); err != nil {
-				return err
-			}
-		}
-		if a.hasWM {
-			if _, err := l.Append(appendWatermark(a.buf[:0], a.wm)); err != nil {
-				return err
-			}
-		}
-		if err := l.Sync(); err != nil {
-			return err
-		}
-	}
-	for _, ks := range a.closed {
-		for _, m := range ks.fed {
-			a.release(m)
-		}
-		for _, m := range ks.held {
-			a.release(m)
-		}
-	}
-	a.closed, a.dirty = nil, false
-	if l == nil {
-		return nil
-	}
-	segs := l.Segments()
-	for i, s := range segs {
-		if a.segLive[s.ID] > 0 {
-			break
-		}
-		if i == len(segs)-1 {
-			if s.Last == 0 && a.segLive[s.ID] == 0 && !a.hadMessages(s.ID) {
-				break // records of closes and watermarks alone: kept until a message follows
-			}
-			if err := l.Rotate(); err != nil {
-				return err
-			}
-		}
-		if err := l.Remove(s.ID); err != nil {
-			return err
-		}
-		delete(a.segLive, s.ID)
-	}
-	return nil
-}
-
-// hadMessages says whether segment seg took a message in this run or
-// the last.
-func (a *Accumulator) hadMessages(seg uint64) bool {
-	_, ok := a.segLive[seg]
-	return ok
 }
 
 // Open is the number of key sets open.
@@ -458,6 +345,11 @@ func (a *Accumulator) Open() int { return len(a.sets) }
 
 // Late is the number of messages dropped as late.
 func (a *Accumulator) Late() int64 { return a.late }
+
+// InDoubt is the number of messages Recover brought back whose outputs may
+// have been written before the crash: they were marked done, and the mark
+// not confirmed. They are fed again, so those outputs may come out twice.
+func (a *Accumulator) InDoubt() int { return a.inDoubt }
 
 // Close ends the stream to the server and waits for its receiver; it is
 // safe to call twice.

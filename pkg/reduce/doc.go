@@ -53,6 +53,19 @@
 // log (no_store), state is in memory only and a crash loses the open
 // windows.
 //
+// # Accumulators
+//
+// An [Accumulator] is the Stage of an accumulator vertex: it feeds each key
+// set's messages, in event-time order as the watermark passes them, to the
+// key set's function on an accumulator.v1 stream, and returns what the
+// functions emit. A fed message is done once an output with its ID, or one
+// whose watermark is after its event time, is written; Advance logs how far
+// each key set is done before the outputs are written, and Commit confirms
+// it after. The log keeps only the messages not done (and a segment's
+// worth more), and [Accumulator.Recover] feeds only those again: what was
+// emitted and written does not come out twice, except the outputs of marks
+// a crash left unconfirmed, which [Accumulator.InDoubt] counts.
+//
 // # The loop
 //
 // A [Loop] is one reader of a reduce vertex: it takes tokens for a batch

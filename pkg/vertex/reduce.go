@@ -34,7 +34,11 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 	}
 	var log *wal.Log
 	if rs.Dir != "" {
-		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(rs.FirstPartition+i)), wal.Options{})
+		var opts wal.Options
+		if rs.Accumulator != nil {
+			opts.SegmentSize = reduce.AccumulatorSegmentSize // removed as their messages are done
+		}
+		l, err := wal.Open(filepath.Join(rs.Dir, "partition-"+strconv.Itoa(rs.FirstPartition+i)), opts)
 		if err != nil {
 			return fmt.Errorf("vertex %s: %w", v.spec.Name, err)
 		}
@@ -49,6 +53,10 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		return fmt.Errorf("vertex %s: recovering partition %d: %w", v.spec.Name, rs.FirstPartition+i, err)
 	} else if n > 0 {
 		v.log.Info("windows recovered from the log", zap.Int("partition", rs.FirstPartition+i), zap.Int("messages", n))
+	}
+	if a, ok := p.(*reduce.Accumulator); ok && a.InDoubt() > 0 {
+		v.log.Warn("accumulator outputs may be written again: their messages were marked done and the crash came before the mark was confirmed",
+			zap.Int("partition", rs.FirstPartition+i), zap.Int("messages", a.InDoubt()))
 	}
 	var lim reduce.Limiter = forward.Noop{}
 	if l := v.limiter; l != nil {

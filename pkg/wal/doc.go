@@ -24,7 +24,8 @@
 // The caller knows when every window a segment's records belong to has
 // written its results; it then removes the segment with [Log.Remove]. A
 // segment's [Segment.Last] is the caller's own mark of the latest window
-// its records reach, kept in memory for that choice.
+// its records reach, kept in memory for that choice. An accumulator
+// removes a segment once every message in it is done (package reduce).
 //
 // A Log is not safe for concurrent use: one reader of a vertex owns it.
 package wal
