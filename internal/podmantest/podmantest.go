@@ -53,6 +53,8 @@ type Podman struct {
 	mu    sync.Mutex
 	built map[string]string // target (sluice or an example) → image name
 	nfgo  map[string]string // numaflow-go's image name → the ID of the image built
+	// engineEnv is set once EngineEnv has written its files.
+	engineEnv bool
 }
 
 var (
@@ -119,6 +121,12 @@ func (p *Podman) EngineEnv(t testing.TB) []string {
 	t.Helper()
 	conf := filepath.Join(p.dir, "engine-containers.conf")
 	storage := filepath.Join(p.dir, "engine-storage.conf")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.engineEnv {
+		return []string{"CONTAINERS_CONF=" + conf, "CONTAINERS_STORAGE_CONF=" + storage}
+	}
+	p.engineEnv = true
 	for path, text := range map[string]string{
 		conf:    "[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\n",
 		storage: "[storage]\ndriver = \"vfs\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n",

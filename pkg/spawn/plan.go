@@ -102,7 +102,7 @@ func choose(ctx context.Context, f *config.File, c Choice, isolation func() erro
 		case err != nil && c.Engine != "":
 			return p, err
 		case err != nil:
-			c.Log.Info("the containers with an image alone are left to run on their own: "+err.Error(), zap.Strings("vertices", images))
+			c.Log.Warn("the containers with an image alone are left to run on their own: "+err.Error(), zap.Strings("vertices", images))
 		}
 		p.Deps.Engine = e
 	}
