@@ -185,6 +185,14 @@ flags:
 	if err := checkOTLP(fl.otlp); err != nil {
 		return fl, usagef("run: %v", err)
 	}
+	switch fl.containers {
+	case "", "podman", "docker", "none":
+	default:
+		return fl, usagef("run: --containers (%q): want podman, docker or none", fl.containers)
+	}
+	if fl.startupTimeout < 0 {
+		return fl, usagef("run: --startup-timeout (%v) must not be negative", fl.startupTimeout)
+	}
 	return fl, nil
 }
 

@@ -91,6 +91,12 @@ func TestRunRefuses(t *testing.T) {
 		{"a malformed server-info file", append([]string{"-f", udf, "--uds-dir", malformed}, free...),
 			nil, `vertex: incompatible UDF server: server-info file ` + filepath.Join(malformed, "mapper-server-info") +
 				`: malformed server info: invalid character '}' looking for beginning of object key string, in "{\"protocol\":\"uds\",}"`},
+		{"an engine that is not one", append([]string{"-f", udf, "--containers", "nosuch"}, free...),
+			nil, `vertex: run: --containers ("nosuch"): want podman, docker or none`},
+		{"an engine that is not installed", append([]string{"-f", udf, "--containers", "podman"}, free...),
+			map[string]string{"PATH": dir}, `vertex: --containers "podman": podman is not installed`},
+		{"an image and --spawn without an engine", append([]string{"-f", udf, "--spawn", "--containers", "none"}, free...),
+			nil, `vertex: vertex mv: the udf container has no command to run (image "my/map:v1"), and no container engine runs its image: install podman or docker, or give the container a command for --spawn`},
 		{"a server-info file that cannot be read", append([]string{"-f", udf, "--uds-dir", unreadable}, free...),
 			nil, `vertex: incompatible UDF server: server-info file ` + filepath.Join(unreadable, "mapper-server-info") + ` cannot be read: is a directory`},
 	} {
@@ -105,6 +111,23 @@ func TestRunRefuses(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 2 and a last line ending %q", code, stderr, tt.want)
 			}
 		})
+	}
+}
+
+// A user-defined server that never writes its server-info file fails the
+// run once --startup-timeout has passed, naming the container and the file.
+func TestRunStartupTimeout(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "udf.yaml")
+	if err := os.WriteFile(path, []byte("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\nmetadata:\n  name: mv\nspec:\n"+
+		"  source:\n    generator: {}\n  udf:\n    container: {image: my/map:v1}\n  sink:\n    log: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runVertex(t, "run", "--log-level", "error", "-f", path, "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0", "--startup-timeout", "200ms")
+	want := "vertex: vertex mv: the udf container's map server was not ready within 200ms (--startup-timeout): it wrote no server-info file " +
+		filepath.Join(dir, "mapper-server-info")
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 }
 
