@@ -2,6 +2,7 @@ package spawn
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,5 +63,35 @@ func TestIsolatedVerticesHaveTheirOwnDirectories(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(serverinfo.DefaultDir, mark)); err == nil {
 		t.Errorf("the host's %s got the file too", serverinfo.DefaultDir)
+	}
+}
+
+// BenchmarkStart is the cost of isolation on a container's start: a command
+// (/bin/true) run as a child process, and run in a mount namespace of its
+// own with its two mounts (a re-exec of the binary that mounts, then execs).
+func BenchmarkStart(b *testing.B) {
+	dir := b.TempDir()
+	for _, isolated := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "isolated"}[isolated]
+		b.Run(name, func(b *testing.B) {
+			if isolated {
+				if err := Isolation(); err != nil {
+					b.Skipf("no mount namespaces here: %v", err)
+				}
+			}
+			for b.Loop() {
+				cmd := exec.Command("/bin/true")
+				cmd.Env = os.Environ()
+				if isolated {
+					var err error
+					if cmd, err = isolatedCommand(cmd, namespaceMounts(dir, dir)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
 	}
 }
