@@ -207,25 +207,7 @@ func TestAccumulatorOnJetStreamKilled(t *testing.T) {
 	}
 	// raw gets what in wrote before it stopped: wait until it has every
 	// message sorted has, then until it takes no more.
-	out, _ := sinkLines(t, sorted.stdoutLines())
-	raw.waitFor(30*time.Second, "every sorted message in raw", func() bool {
-		got, _ := sinkLinesLocked(raw.lines)
-		ids := map[string]bool{}
-		for _, r := range got {
-			ids[r.id] = true
-		}
-		for _, s := range out {
-			if !ids[s.id] {
-				return false
-			}
-		}
-		return true
-	})
-	raw.waitQuiet()
-	if code, _ := raw.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
-		t.Fatalf("raw: exit code %d; stderr:\n%s", code, raw.stderrText())
-	}
-	rawLines, _ := sinkLines(t, raw.stdoutLines())
+	rawLines := stopRaw(t, raw, sorted)
 	sortedLines, _ := sinkLines(t, sorted.stdoutLines())
 	dups, _ := checkExactlyOnce(t, rawLines, sortedLines, inDoubtOf(sorter))
 	t.Logf("%d messages generated; %d sorted, %d of them again after the crash", len(rawLines), len(sortedLines)-dups, dups)
@@ -307,25 +289,7 @@ func TestAccumulatorKilledThrice(t *testing.T) {
 			t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 		}
 	}
-	out, _ := sinkLines(t, sorted.stdoutLines())
-	raw.waitFor(30*time.Second, "every sorted message in raw", func() bool {
-		got, _ := sinkLinesLocked(raw.lines)
-		ids := map[string]bool{}
-		for _, r := range got {
-			ids[r.id] = true
-		}
-		for _, s := range out {
-			if !ids[s.id] {
-				return false
-			}
-		}
-		return true
-	})
-	raw.waitQuiet()
-	if code, _ := raw.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
-		t.Fatalf("raw: exit code %d; stderr:\n%s", code, raw.stderrText())
-	}
-	rawLines, _ := sinkLines(t, raw.stdoutLines())
+	rawLines := stopRaw(t, raw, sorted)
 
 	inDoubt := 0
 	var replayed []int
@@ -339,6 +303,7 @@ func TestAccumulatorKilledThrice(t *testing.T) {
 		replayed = append(replayed, n)
 		inDoubt += inDoubtOf(p)
 	}
+	out, _ := sinkLines(t, sorted.stdoutLines())
 	dups, lost := checkExactlyOnce(t, rawLines, out, inDoubt)
 	t.Logf("%d generated, %d sorted; %d copies, %d lost, %d in doubt; replayed at the restarts: %v",
 		len(rawLines), len(out)-dups, dups, lost, inDoubt, replayed)
@@ -392,4 +357,30 @@ func checkExactlyOnce(t *testing.T, raw, sorted []sinkLine, allowed int) (dups, 
 		t.Errorf("%d messages came out twice; %d were in doubt after the kills", dups, allowed)
 	}
 	return dups, lost
+}
+
+// stopRaw stops raw, the sink of what in wrote, once it has every message
+// sorted has and takes no more, and returns its lines.
+func stopRaw(t *testing.T, raw, sorted *proc) []sinkLine {
+	t.Helper()
+	out, _ := sinkLines(t, sorted.stdoutLines())
+	raw.waitFor(30*time.Second, "every sorted message in raw", func() bool {
+		got, _ := sinkLinesLocked(raw.lines)
+		ids := map[string]bool{}
+		for _, r := range got {
+			ids[r.id] = true
+		}
+		for _, s := range out {
+			if !ids[s.id] {
+				return false
+			}
+		}
+		return true
+	})
+	raw.waitQuiet()
+	if code, _ := raw.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("raw: exit code %d; stderr:\n%s", code, raw.stderrText())
+	}
+	rawLines, _ := sinkLines(t, raw.stdoutLines())
+	return rawLines
 }

@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/podmantest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // vertexBinary builds the vertex binary of this tree once per test.
@@ -60,7 +60,7 @@ func TestPodmanEngineRunsImages(t *testing.T) {
 	bin := vertexBinary(t)
 	cmd := exec.Command(bin, "run", "-f", engineMonoVertex(t, imgs["cat"], "Never"), "--metrics-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), p.EngineEnv(t)...)
-	var stderr syncBuffer
+	var stderr runtest.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -141,22 +141,4 @@ func TestPodmanEngineImageMissing(t *testing.T) {
 			t.Errorf("%s: exit %d (%v), stderr %q; want 2 and %q", c.policy, code, err, stderr.String(), c.want)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer written by a process while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
