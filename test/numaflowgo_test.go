@@ -76,7 +76,7 @@ func TestReduceNumaflowGo(t *testing.T) {
 	} {
 		name := tt.example + "," + strings.TrimSuffix(strings.Fields(tt.window)[0], ":")
 		t.Run(name, func(t *testing.T) {
-			// Not parallel: each needs /var/run/numaflow for itself.
+			t.Parallel() // each container has a /var/run/numaflow of its own
 			bin := numaflowGoExample(t, src, tt.example)
 			window := tt.window
 			if tt.stream {

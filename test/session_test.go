@@ -174,7 +174,7 @@ func TestSessionReduceNumaflowGo(t *testing.T) {
 		value   int
 	}{{"sessionreducer/counter", 0}, {"sessionreducer/sum", 7}} {
 		t.Run(tt.example, func(t *testing.T) {
-			// Not parallel: each needs /var/run/numaflow for itself.
+			t.Parallel() // each container has a /var/run/numaflow of its own
 			bin := numaflowGoExample(t, src, tt.example)
 			raw, res, _ := runNumaflowGoPipeline(t, sessionPipeline(t, "ses-nfgo", bin, tt.value, ""), tt.example, false)
 			checkSessions(t, raw, res, sessionTimeout, max(tt.value, 1), 4)
