@@ -29,9 +29,9 @@ import (
 
 // runFlags are the flags of `vertex run`.
 type runFlags struct {
-	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir, region string
-	spawn                                                                                       bool
-	reloadInterval                                                                              time.Duration
+	file, replica, metricsAddr, httpAddr, plainHTTPAddr, logLevel, otlp, udsDir, vertex, isb, stateDir, region string
+	spawn                                                                                                      bool
+	reloadInterval                                                                                             time.Duration
 	// sideInputsDir is where vertices find side-input files;
 	// sideInputsManager runs a pipeline's side inputs alone.
 	sideInputsDir     string
@@ -97,7 +97,8 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	defer cleanup()
 	r.dir = dir
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
-		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
+		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithPlainHTTPAddr(fl.plainHTTPAddr),
+		vertex.WithLogSink(sink.NewLog(stdout)),
 		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.listen)}
 	if v := os.Getenv(envReadAhead); v != "" {
 		on, err := strconv.ParseBool(v)
@@ -161,7 +162,8 @@ flags:
 	fs.StringVar(&fl.replica, "replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
 	fs.StringVar(&fl.region, "region", os.Getenv("SLUICE_REGION"), "this replica's region, for a rate limit with regions (default: $SLUICE_REGION)")
 	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz, /status, /status/live and the live page on /")
-	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
+	fs.StringVar(&fl.httpAddr, "http-addr", "", "HTTPS address of an http source (default: :ports.https, else :8443)")
+	fs.StringVar(&fl.plainHTTPAddr, "http-plain-addr", "", "plain HTTP address of an http source with ports.http (default: :ports.http)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
