@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -65,17 +66,10 @@ spec:
       timeout: 15s
 `)
 	p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	var addr string
-	p.waitFor(20*time.Second, "the http source address", func() bool {
-		if m := httpAddrRE.FindStringSubmatch(p.stderr.String()); m != nil {
-			addr = m[1]
-		}
-		return addr != ""
-	})
 	pid := p.cmd.Process.Pid
-	url := "http://" + addr + "/vertices/big-in"
+	url := sourceURL(p, httpsAddrRE, "big-in")
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true, ExpectContinueTimeout: 10 * time.Second}}
+		DisableKeepAlives: true, ExpectContinueTimeout: 10 * time.Second, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 
 	// A small message first: the vertex has served a request and written to
 	// the sink before the baseline is taken.
