@@ -82,7 +82,7 @@ func trickle(c net.Conn, piece string, period time.Duration, n int, stop <-chan 
 
 // forward reads and acks what s queues, as a vertex's forwarder does, until
 // the test ends.
-func forward(t *testing.T, s *httpSource) {
+func forward(t testing.TB, s *httpSource) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

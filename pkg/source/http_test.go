@@ -39,7 +39,7 @@ var testCert = sync.OnceValues(func() (tls.Certificate, error) {
 	return selfsigned.Certificate(time.Now(), "localhost", "127.0.0.1", "::1")
 })
 
-func clientTLS(t *testing.T) *tls.Config {
+func clientTLS(t testing.TB) *tls.Config {
 	t.Helper()
 	cert, err := testCert()
 	if err != nil {
@@ -52,7 +52,7 @@ func clientTLS(t *testing.T) *tls.Config {
 
 // startHTTP starts a source on 127.0.0.1 that serves HTTPS with testCert,
 // as a vertex's does, or with cfg.TLS when it is set.
-func startHTTP(t *testing.T, cfg source.HTTPConfig) *httpSource {
+func startHTTP(t testing.TB, cfg source.HTTPConfig) *httpSource {
 	t.Helper()
 	if cfg.TLS == nil {
 		cert, err := testCert()
@@ -65,13 +65,13 @@ func startHTTP(t *testing.T, cfg source.HTTPConfig) *httpSource {
 }
 
 // startPlainHTTP starts a source on 127.0.0.1 that serves plain HTTP only.
-func startPlainHTTP(t *testing.T, cfg source.HTTPConfig) *httpSource {
+func startPlainHTTP(t testing.TB, cfg source.HTTPConfig) *httpSource {
 	t.Helper()
 	cfg.TLS = nil
 	return startSource(t, cfg)
 }
 
-func startSource(t *testing.T, cfg source.HTTPConfig) *httpSource {
+func startSource(t testing.TB, cfg source.HTTPConfig) *httpSource {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.Vertex == "" {
@@ -99,7 +99,7 @@ func startSource(t *testing.T, cfg source.HTTPConfig) *httpSource {
 }
 
 // startFunc starts a source: startHTTP or startPlainHTTP.
-type startFunc func(*testing.T, source.HTTPConfig) *httpSource
+type startFunc func(testing.TB, source.HTTPConfig) *httpSource
 
 // forSchemes runs test on a source that serves HTTPS and on one that serves
 // plain HTTP: the tests of what the source does with a connection run on
