@@ -498,11 +498,17 @@ const (
 	DefaultGeneratorMsgSize  = 8
 )
 
-// HTTPSource is the http source.
+// HTTPSource is the http source. It serves HTTPS on ports.https (default
+// DefaultHTTPSPort, Numaflow's), with the certificate of tls or else a
+// self-signed one made at start, and plain HTTP besides on ports.http when
+// it is set, as Numaflow's does.
 type HTTPSource struct {
 	Service K8s        `yaml:"service"`
 	Auth    *HTTPAuth  `yaml:"auth"`
 	Ports   *HTTPPorts `yaml:"ports"`
+	// TLS (sluice's addition) is the certificate and key HTTPS is served
+	// with; without it, a self-signed certificate made at start.
+	TLS *HTTPSourceTLS `yaml:"tls"`
 	// MaxQueueBytes (sluice's addition) is how many bytes of request bodies
 	// the source holds at most, from a request's admission until its message
 	// is acked (default the source package's DefaultHTTPMaxQueueBytes, 128 MiB; at least
@@ -539,10 +545,23 @@ type HTTPAuth struct {
 	Token *SecretKeySelector `yaml:"token"`
 }
 
-// HTTPPorts are the ports the http source listens on.
+// HTTPPorts are the ports the http source listens on: HTTPS always, on
+// HTTPS (default DefaultHTTPSPort), and plain HTTP besides on HTTP, only
+// when it is set.
 type HTTPPorts struct {
 	HTTPS *int32 `yaml:"https"`
 	HTTP  *int32 `yaml:"http"`
+}
+
+// DefaultHTTPSPort is the port the http source serves HTTPS on without
+// ports.https, Numaflow's.
+const DefaultHTTPSPort = 8443
+
+// HTTPSourceTLS is the certificate the http source serves HTTPS with: a PEM
+// certificate (chain) and its PEM private key, each a secret or a file.
+type HTTPSourceTLS struct {
+	CertSecret *SecretKeySelector `yaml:"certSecret"`
+	KeySecret  *SecretKeySelector `yaml:"keySecret"`
 }
 
 // UDContainer is a user-defined source, sink or UDF container.

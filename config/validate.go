@@ -165,10 +165,8 @@ func (c *checker) source(path string, s *Source) {
 		if h.Auth != nil && h.Auth.Token != nil {
 			c.secret(path+".http.auth.token", h.Auth.Token)
 		}
-		if h.Ports != nil {
-			c.port(path+".http.ports.http", h.Ports.HTTP)
-			c.port(path+".http.ports.https", h.Ports.HTTPS)
-		}
+		c.httpSourcePorts(path+".http", h)
+		c.httpSourceTLS(path+".http.tls", h.TLS)
 		if n := h.MaxQueueBytes; n != nil && *n < MinHTTPMaxQueueBytes {
 			c.add(path+".http.maxQueueBytes", "(%d) must be at least %d (bytes)", *n, MinHTTPMaxQueueBytes)
 		}

@@ -202,7 +202,7 @@ func httpExample(t *testing.T, pm *podmantest.Podman, path string, replicas map[
 		}
 		return extra
 	})
-	return e, "http://" + addr + "/vertices/in"
+	return e, "https://" + addr + "/vertices/in"
 }
 
 // post is a message the test sends to an http source: its payload and

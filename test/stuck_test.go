@@ -41,7 +41,7 @@ func postAll(t *testing.T, url string, bodies, ids []string) []posted {
 			if ids != nil {
 				req.Header.Set("X-Numaflow-Id", ids[i])
 			}
-			resp, err := (&http.Client{Timeout: 45 * time.Second}).Do(req)
+			resp, err := sourceClient(45 * time.Second).Do(req)
 			if err != nil {
 				t.Errorf("post %s: %v", body, err)
 				return
@@ -98,14 +98,7 @@ spec:
 `)
 	p := start(t, "run", "-f", cfg, "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	obs := "http://" + p.metricsAddr()
-	var addr string
-	p.waitFor(20*time.Second, "the http source address", func() bool {
-		if m := httpAddrRE.FindStringSubmatch(p.stderr.String()); m != nil {
-			addr = m[1]
-		}
-		return addr != ""
-	})
-	url := "http://" + addr + "/vertices/stuck"
+	url := sourceURL(p, httpsAddrRE, "stuck")
 	waitReady(t, obs+"/readyz", true, "")
 
 	const n = 5

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,22 +15,28 @@ import (
 // listeners are the addresses vertex run and vertex processor listen on,
 // bound before anything starts, so that an address that cannot be bound (a
 // port out of range, a port in use) is one usage error naming its flag or
-// field: --metrics-addr, and the address of each http source the process
-// runs. The vertices take theirs with listen; close closes what nobody took.
+// field: --metrics-addr, and the addresses of each http source the process
+// runs, HTTPS's and plain HTTP's. The vertices take theirs with listen;
+// close closes what nobody took.
 type listeners struct {
 	mu      sync.Mutex
 	metrics net.Listener            // nil without --metrics-addr
 	http    map[string]net.Listener // by address, until an http source takes it
 }
 
-// httpListen is one http source's address and where it comes from.
+// httpListen is one address of an http source and where it comes from.
 type httpListen struct {
 	vertex, path string // the vertex, "" for a MonoVertex, and its source's path
 	addr         string
-	source       *config.HTTPSource
+	// flag is the flag that gave addr, "" when it comes from port, the
+	// source's field (ports.https or ports.http) at path, nil for the
+	// default port of ports.https.
+	flag  string
+	field string
+	port  *int32
 }
 
-// bindListeners binds --metrics-addr and the address of every http source
+// bindListeners binds --metrics-addr and the addresses of every http source
 // that the process running f with fl runs.
 func bindListeners(fl runFlags, f *config.File) (_ *listeners, err error) {
 	l := &listeners{http: map[string]net.Listener{}}
@@ -44,8 +51,8 @@ func bindListeners(fl runFlags, f *config.File) (_ *listeners, err error) {
 		}
 	}
 	sources := httpSources(fl, f)
-	if fl.httpAddr != "" && len(sources) == 0 {
-		return nil, usagef("--http-addr (%q): %s", fl.httpAddr, noHTTPSource(fl, f))
+	if err := checkHTTPFlags(fl, f, sources); err != nil {
+		return nil, err
 	}
 	byAddr := map[string]httpListen{}
 	for _, s := range sources {
@@ -54,34 +61,61 @@ func bindListeners(fl runFlags, f *config.File) (_ *listeners, err error) {
 			continue // each listens on a free port of its own
 		}
 		if dup {
-			if fl.httpAddr != "" {
-				return nil, usagef("--http-addr (%q): vertices %q and %q both have an http source, and one process cannot listen on one address twice: "+
-					"run each with --vertex, or leave out --http-addr and give each its own ports.http", fl.httpAddr, first.vertex, s.vertex)
-			}
-			return nil, sourceAddrError(s, fmt.Errorf("vertex %q's http source listens on it too, and one process cannot listen on one address twice: "+
-				"give each its own ports.http", first.vertex))
+			return nil, dupAddrError(first, s)
 		}
 		byAddr[s.addr] = s
 		ln, err := bind(s.addr)
-		switch {
-		case err == nil:
-			l.http[s.addr] = ln
-		case fl.httpAddr != "":
-			return nil, usagef("--http-addr (%q): %v", fl.httpAddr, err)
-		default:
+		if err != nil {
 			return nil, sourceAddrError(s, err)
 		}
+		l.http[s.addr] = ln
 	}
 	return l, nil
 }
 
-// httpSources lists the http sources that the process running f with fl
-// runs: a MonoVertex's, the vertex's of --vertex, or every vertex's.
+// checkHTTPFlags checks that --http-addr and --http-plain-addr have an
+// address of an http source to set: any http source for --http-addr, one
+// with ports.http for --http-plain-addr.
+func checkHTTPFlags(fl runFlags, f *config.File, sources []httpListen) error {
+	has := func(flag string) bool {
+		return slices.ContainsFunc(sources, func(s httpListen) bool { return s.flag == flag })
+	}
+	switch {
+	case fl.httpAddr != "" && !has("--http-addr"):
+		return usagef("--http-addr (%q): %s", fl.httpAddr, noHTTPSource(fl, f))
+	case fl.plainHTTPAddr != "" && !has("--http-plain-addr") && len(sources) == 0:
+		return usagef("--http-plain-addr (%q): %s", fl.plainHTTPAddr, noHTTPSource(fl, f))
+	case fl.plainHTTPAddr != "" && !has("--http-plain-addr"):
+		return usagef("--http-plain-addr (%q): %s.ports.http is not set: the http source serves HTTPS only; set ports.http to serve plain HTTP besides",
+			fl.plainHTTPAddr, sources[0].path)
+	}
+	return nil
+}
+
+// httpSources lists the addresses of the http sources that the process
+// running f with fl runs: a MonoVertex's, the vertex's of --vertex, or every
+// vertex's, each HTTPS's and, with ports.http, plain HTTP's.
 func httpSources(fl runFlags, f *config.File) []httpListen {
 	var out []httpListen
 	add := func(vertex, path string, s *config.Source) {
-		if s != nil && s.HTTP != nil {
-			out = append(out, httpListen{vertex: vertex, path: path + ".http", addr: vertexconfig.HTTPAddr(fl.httpAddr, s.HTTP), source: s.HTTP})
+		if s == nil || s.HTTP == nil {
+			return
+		}
+		h, path := s.HTTP, path+".http"
+		https := httpListen{vertex: vertex, path: path, addr: vertexconfig.HTTPAddr(fl.httpAddr, h), field: "ports.https"}
+		switch {
+		case fl.httpAddr != "":
+			https.flag = "--http-addr"
+		case h.Ports != nil:
+			https.port = h.Ports.HTTPS
+		}
+		out = append(out, https)
+		if addr := vertexconfig.PlainHTTPAddr(fl.plainHTTPAddr, h); addr != "" {
+			plain := httpListen{vertex: vertex, path: path, addr: addr, field: "ports.http", port: h.Ports.HTTP}
+			if fl.plainHTTPAddr != "" {
+				plain.flag = "--http-plain-addr"
+			}
+			out = append(out, plain)
 		}
 	}
 	switch {
@@ -111,14 +145,47 @@ func noHTTPSource(fl runFlags, f *config.File) string {
 	return fmt.Sprintf("pipeline %q has no http source", f.Name())
 }
 
-// sourceAddrError is the usage error of an http source that cannot listen on
-// its address, without --http-addr: it names its ports.http, or its default
-// port.
-func sourceAddrError(s httpListen, err error) error {
-	if s.source.Ports != nil && s.source.Ports.HTTP != nil {
-		return usagef("%s.ports.http (%d): cannot listen on %s: %v", s.path, *s.source.Ports.HTTP, s.addr, err)
+// dupAddrError is the usage error of a second http address, s, on the
+// address of first: one process cannot listen on one address twice.
+func dupAddrError(first, s httpListen) error {
+	const twice = "one process cannot listen on one address twice"
+	if s.flag != "" && s.flag == first.flag {
+		return usagef("%s (%q): vertices %q and %q both have an http source, and %s: "+
+			"run each with --vertex, or leave out %s and give each its own %s", s.flag, s.addr, first.vertex, s.vertex, twice, s.flag, s.field)
 	}
-	return usagef("%s: cannot listen on %s, the default port (set ports.http or --http-addr): %v", s.path, s.addr, err)
+	what := fmt.Sprintf("vertex %q's http source listens on it too (%s)", first.vertex, first.origin())
+	if first.vertex == s.vertex {
+		what = fmt.Sprintf("the http source's %s listens on it too", first.origin())
+	}
+	advice := "give each its own " + s.field
+	if s.flag != "" {
+		advice = "give " + s.flag + " an address of its own"
+	}
+	return sourceAddrError(s, fmt.Errorf("%s, and %s: %s", what, twice, advice))
+}
+
+// origin names where the address of s comes from: its flag or its field.
+func (s httpListen) origin() string {
+	switch {
+	case s.flag != "":
+		return s.flag
+	case s.port == nil:
+		return s.field + ", by default"
+	}
+	return s.field
+}
+
+// sourceAddrError is the usage error of an http source that cannot listen on
+// its address: it names the flag that gave it, or its field, ports.https or
+// ports.http, or the default port of ports.https.
+func sourceAddrError(s httpListen, err error) error {
+	switch {
+	case s.flag != "":
+		return usagef("%s (%q): %v", s.flag, s.addr, err)
+	case s.port != nil:
+		return usagef("%s.%s (%d): cannot listen on %s: %v", s.path, s.field, *s.port, s.addr, err)
+	}
+	return usagef("%s: cannot listen on %s, the default port of ports.https (set ports.https or --http-addr): %v", s.path, s.addr, err)
 }
 
 // anyPort reports whether addr asks for any free port: port 0 or none.

@@ -28,9 +28,9 @@ import (
 
 // runFlags are the flags of `vertex run`.
 type runFlags struct {
-	file, replica, metricsAddr, httpAddr, logLevel, otlp, udsDir, vertex, isb, stateDir, region string
-	spawn                                                                                       bool
-	reloadInterval                                                                              time.Duration
+	file, replica, metricsAddr, httpAddr, plainHTTPAddr, logLevel, otlp, udsDir, vertex, isb, stateDir, region string
+	spawn                                                                                                      bool
+	reloadInterval                                                                                             time.Duration
 	// containers is the engine of the containers with an image alone;
 	// startupTimeout bounds the wait for the user-defined servers.
 	containers     string
@@ -102,7 +102,8 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	defer stopContainers()
 	r.dir, r.flags.sideInputsDir = plan.Dir, plan.SideInputsDir
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
-		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithLogSink(sink.NewLog(stdout)),
+		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithPlainHTTPAddr(fl.plainHTTPAddr),
+		vertex.WithLogSink(sink.NewLog(stdout)),
 		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.listen),
 		vertex.WithStartupTimeout(fl.startupTimeout)}
 	if v := os.Getenv(envReadAhead); v != "" {
@@ -159,7 +160,8 @@ flags:
 	fs.StringVar(&fl.replica, "replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
 	fs.StringVar(&fl.region, "region", os.Getenv("SLUICE_REGION"), "this replica's region, for a rate limit with regions (default: $SLUICE_REGION)")
 	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz, /status, /status/live and the live page on /")
-	fs.StringVar(&fl.httpAddr, "http-addr", "", "listen address of an http source (default: its ports.http, else :8090)")
+	fs.StringVar(&fl.httpAddr, "http-addr", "", "HTTPS address of an http source (default: :ports.https, else :8443)")
+	fs.StringVar(&fl.plainHTTPAddr, "http-plain-addr", "", "plain HTTP address of an http source with ports.http (default: :ports.http)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; when this process starts containers, a new private directory that each container sees as /var/run/numaflow)")

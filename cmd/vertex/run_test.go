@@ -43,6 +43,10 @@ func TestRunRefuses(t *testing.T) {
 	}
 	gen := write("gen.yaml", "  source:\n    generator: {}\n  sink:\n    log: {}\n")
 	httpOnHeld := write("http.yaml", "  source:\n    http:\n      ports: {http: "+inUsePort+"}\n  sink:\n    log: {}\n")
+	httpsOnHeld := write("https.yaml", "  source:\n    http:\n      ports: {https: "+inUsePort+"}\n  sink:\n    log: {}\n")
+	httpsOnly := write("https-only.yaml", "  source:\n    http: {}\n  sink:\n    log: {}\n")
+	noCert := write("no-cert.yaml", "  source:\n    http:\n      tls:\n        certSecret: {file: "+filepath.Join(dir, "none.crt")+"}\n"+
+		"        keySecret: {file: "+filepath.Join(dir, "none.key")+"}\n  sink:\n    log: {}\n")
 	udf := write("udf.yaml", "  source:\n    generator: {}\n  udf:\n    container: {image: my/map:v1}\n  sink:\n    log: {}\n")
 	redis := write("redis.yaml", "  limits:\n    rateLimit:\n      max: 10\n      store:\n        redisStore: {mode: single, url: \"redis://127.0.0.1:99999\"}\n"+
 		"  source:\n    generator: {}\n  sink:\n    log: {}\n")
@@ -71,12 +75,26 @@ func TestRunRefuses(t *testing.T) {
 			nil, `vertex: --metrics-addr ("` + inUse + `"): bind: address already in use`},
 		{"metrics address without a port", []string{"-f", gen, "--metrics-addr", "127.0.0.1"},
 			nil, `vertex: --metrics-addr ("127.0.0.1"): want host:port, such as :2469 or 127.0.0.1:0: missing port in address`},
-		{"http port in use", append([]string{"-f", httpOnHeld}, free...),
+		{"https port in use", append([]string{"-f", httpsOnHeld}, free...),
+			nil, `vertex: spec.source.http.ports.https (` + inUsePort + `): cannot listen on :` + inUsePort + `: bind: address already in use`},
+		{"http port in use", append([]string{"-f", httpOnHeld, "--http-addr", "127.0.0.1:0"}, free...),
 			nil, `vertex: spec.source.http.ports.http (` + inUsePort + `): cannot listen on :` + inUsePort + `: bind: address already in use`},
+		{"https address in use", append([]string{"-f", httpsOnly, "--http-addr", inUse}, free...),
+			nil, `vertex: --http-addr ("` + inUse + `"): bind: address already in use`},
 		{"http address out of range", append([]string{"-f", httpOnHeld, "--http-addr", "127.0.0.1:70000"}, free...),
 			nil, `vertex: --http-addr ("127.0.0.1:70000"): port 70000 is out of range (at most 65535)`},
+		{"plain http address out of range", append([]string{"-f", httpOnHeld, "--http-addr", "127.0.0.1:0", "--http-plain-addr", "127.0.0.1:70000"}, free...),
+			nil, `vertex: --http-plain-addr ("127.0.0.1:70000"): port 70000 is out of range (at most 65535)`},
+		{"plain http address and the https address", append([]string{"-f", httpOnHeld, "--http-addr", "127.0.0.1:4", "--http-plain-addr", "127.0.0.1:4"}, free...),
+			nil, `vertex: --http-plain-addr ("127.0.0.1:4"): the http source's --http-addr listens on it too, and one process cannot listen on one address twice: give --http-plain-addr an address of its own`},
 		{"http address without an http source", append([]string{"-f", gen, "--http-addr", "127.0.0.1:0"}, free...),
 			nil, `vertex: --http-addr ("127.0.0.1:0"): MonoVertex "mv" has no http source`},
+		{"plain http address without an http source", append([]string{"-f", gen, "--http-plain-addr", "127.0.0.1:0"}, free...),
+			nil, `vertex: --http-plain-addr ("127.0.0.1:0"): MonoVertex "mv" has no http source`},
+		{"plain http address without ports.http", append([]string{"-f", httpsOnly, "--http-addr", "127.0.0.1:0", "--http-plain-addr", "127.0.0.1:0"}, free...),
+			nil, `vertex: --http-plain-addr ("127.0.0.1:0"): spec.source.http.ports.http is not set: the http source serves HTTPS only; set ports.http to serve plain HTTP besides`},
+		{"an unreadable certificate", append([]string{"-f", noCert, "--http-addr", "127.0.0.1:0"}, free...),
+			nil, `vertex: spec.source.http.tls: certSecret (` + filepath.Join(dir, "none.crt") + `), keySecret (` + filepath.Join(dir, "none.key") + `): open ` + filepath.Join(dir, "none.crt") + `: no such file or directory`},
 		{"otlp endpoint out of range", append([]string{"-f", gen, "--otlp-endpoint", "http://127.0.0.1:99999"}, free...),
 			nil, `vertex: run: --otlp-endpoint ("http://127.0.0.1:99999"): port 99999 is out of range: a port to connect to is 1 to 65535`},
 		{"otlp endpoint no URL", append([]string{"-f", gen}, free...),

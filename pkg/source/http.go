@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -23,17 +25,29 @@ import (
 
 // HTTPConfig configures an [HTTP] source.
 type HTTPConfig struct {
-	// Addr is the listen address, such as ":8090" or "127.0.0.1:0".
+	// Addr is the listen address, such as ":8443" or "127.0.0.1:0".
 	Addr string
 	// Listener, when set, is where the source serves instead of Addr: a
 	// caller that binds the address early hands it over. The source closes it.
 	Listener net.Listener
+	// TLS, when set, makes Addr (or Listener) serve HTTPS with it, over
+	// HTTP/1.1: its NextProtos are set to http/1.1 only, since the limits on
+	// slow clients and connections are those of HTTP/1 connections, and its
+	// MinVersion to TLS 1.2 at least. Without it, Addr serves plain HTTP.
+	TLS *tls.Config
+	// PlainAddr, or PlainListener when set, is a second address, where the
+	// source serves plain HTTP besides Addr (Numaflow's ports.http). "" and
+	// nil: none. Both addresses take the same messages into the same queue,
+	// under the same limits.
+	PlainAddr     string
+	PlainListener net.Listener
 	// Vertex is the vertex name: messages are posted to /vertices/<Vertex>.
 	Vertex string
 	// Token, when set, is the bearer token every request must carry.
 	Token string
 	// Queue is how many accepted messages may wait to be read (default
-	// DefaultHTTPQueue). When it is full, requests get 429 Too Many Requests
+	// DefaultHTTPQueue, the size of Numaflow's queue, whatever the vertex's
+	// readBatchSize). When it is full, requests get 429 Too Many Requests
 	// with Retry-After.
 	Queue int
 	// MaxQueueBytes is how many bytes of bodies the source holds at most,
@@ -82,8 +96,10 @@ type HTTPConfig struct {
 //	X-Numaflow-Keys: k1,k2             (optional)
 //	Authorization: Bearer <token>      (when a token is configured)
 //
-// Other headers (X-Numaflow-Id among them, as in Numaflow) become the message's
-// headers. A request is answered 204 No
+// It serves HTTPS when HTTPConfig.TLS is set, and plain HTTP besides on
+// HTTPConfig.PlainAddr; a plain HTTP request sent to the HTTPS address gets
+// 400 Bad Request. Other headers (X-Numaflow-Id among them, as in Numaflow)
+// become the message's headers. A request is answered 204 No
 // Content once its message has been written to the sink and acked, so that an
 // answered request is never lost. GET /health answers 204.
 //
@@ -129,8 +145,9 @@ type HTTP struct {
 	cfg     HTTPConfig
 	log     *zap.Logger
 	srv     *http.Server
-	ln      net.Listener
-	maxBody int64 // the largest body taken
+	ln      net.Listener // Addr's
+	plainLn net.Listener // PlainAddr's, nil without
+	maxBody int64        // the largest body taken
 	room    queueRoom
 	conns   *connLimit
 	// handling counts the requests being handled, so that Close returns
@@ -161,7 +178,9 @@ type request struct {
 
 var _ isb.Reader = (*HTTP)(nil)
 
-// NewHTTP listens on cfg.Addr, or takes cfg.Listener, and starts serving.
+// NewHTTP listens on cfg.Addr, or takes cfg.Listener, and on cfg.PlainAddr
+// when it is set, and starts serving. It closes the listeners it was given
+// when it fails.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultHTTPQueue
@@ -196,34 +215,83 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	ln := cfg.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return nil, err
-		}
+	ln, plainLn, err := httpListeners(cfg)
+	if err != nil {
+		return nil, err
 	}
-	h := &HTTP{cfg: cfg, log: cfg.Logger, ln: ln, maxBody: min(cfg.MaxBodyBytes, cfg.MaxQueueBytes),
+	h := &HTTP{cfg: cfg, log: cfg.Logger, ln: ln, plainLn: plainLn, maxBody: min(cfg.MaxBodyBytes, cfg.MaxQueueBytes),
 		room:  queueRoom{maxCount: cfg.Queue, maxBytes: cfg.MaxQueueBytes},
-		conns: &connLimit{Listener: ln, max: cfg.MaxConnections},
+		conns: &connLimit{max: cfg.MaxConnections},
 		queue: make(chan *request, cfg.Queue), closed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /vertices/{vertex}", h.post)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	h.srv = &http.Server{Handler: h.pace(mux), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
-		ConnState: h.conns.state}
-	h.serving.Add(1)
-	go func() {
-		defer h.serving.Done()
-		if err := h.srv.Serve(h.conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			h.log.Error("http source stopped", zap.Error(err))
-		}
-	}()
+		ConnState: h.conns.state, ErrorLog: serverLog(h.log)}
+	var tlsCfg *tls.Config
+	if cfg.TLS != nil {
+		tlsCfg = serverTLS(cfg.TLS)
+	}
+	h.serve(ln, tlsCfg)
+	if plainLn != nil {
+		h.serve(plainLn, nil)
+	}
 	return h, nil
 }
 
-// Addr returns the address the source listens on.
+// httpListeners returns the listeners of cfg: Listener or one on Addr, and
+// PlainListener or one on PlainAddr when it is set. On an error it closes
+// those it has.
+func httpListeners(cfg HTTPConfig) (ln, plainLn net.Listener, err error) {
+	defer func() {
+		if err != nil {
+			for _, l := range []net.Listener{ln, plainLn, cfg.Listener, cfg.PlainListener} {
+				if l != nil {
+					l.Close()
+				}
+			}
+		}
+	}()
+	if ln = cfg.Listener; ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, nil, err
+		}
+	}
+	if plainLn = cfg.PlainListener; plainLn == nil && cfg.PlainAddr != "" {
+		if plainLn, err = net.Listen("tcp", cfg.PlainAddr); err != nil {
+			return ln, nil, fmt.Errorf("plain HTTP: %w", err)
+		}
+	}
+	return ln, plainLn, nil
+}
+
+// serve serves on ln, HTTPS with tlsCfg when it is not nil, until Close.
+func (h *HTTP) serve(ln net.Listener, tlsCfg *tls.Config) {
+	var l net.Listener = &limitedListener{Listener: ln, l: h.conns, tls: tlsCfg}
+	if tlsCfg != nil {
+		l = tls.NewListener(l, tlsCfg)
+	}
+	h.serving.Add(1)
+	go func() {
+		defer h.serving.Done()
+		if err := h.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.log.Error("http source stopped", zap.Stringer("addr", ln.Addr()), zap.Error(err))
+		}
+	}()
+}
+
+// Addr returns the address the source listens on: HTTPS when it has a TLS
+// configuration.
 func (h *HTTP) Addr() net.Addr { return h.ln.Addr() }
+
+// PlainAddr returns the address the source serves plain HTTP on besides
+// Addr, or nil when it has none.
+func (h *HTTP) PlainAddr() net.Addr {
+	if h.plainLn == nil {
+		return nil
+	}
+	return h.plainLn.Addr()
+}
 
 func (h *HTTP) post(w http.ResponseWriter, r *http.Request) {
 	if v := r.PathValue("vertex"); v != h.cfg.Vertex {

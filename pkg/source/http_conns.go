@@ -3,6 +3,7 @@ package source
 import (
 	"bufio"
 	"container/list"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -64,15 +65,14 @@ func (h *HTTP) Stats() HTTPStats {
 		Rejoined: h.rejoined.Load()}
 }
 
-// connLimit is the listener of an [HTTP] source: it holds at most max
-// connections open. At max, a new connection closes the open one that has
-// waited longest for a request (idle between requests, or silent since it
-// opened) to make room; when every open connection is busy with a request,
-// the new one is refused: it gets 503 Service Unavailable with Retry-After
-// and is closed. The server reports each connection's state to state. A
-// connLimit is safe for concurrent use.
+// connLimit holds the connections of an [HTTP] source, on all its
+// listeners, to at most max open. At max, a new connection closes the open
+// one that has waited longest for a request (idle between requests, or
+// silent since it opened) to make room; when every open connection is busy
+// with a request, the new one is refused: it gets 503 Service Unavailable
+// with Retry-After and is closed. The server reports each connection's
+// state to state. A connLimit is safe for concurrent use.
 type connLimit struct {
-	net.Listener
 	max int
 
 	open     counter // changed with mu held
@@ -94,18 +94,30 @@ type limitedConn struct {
 	closed  bool
 }
 
+// limitedListener is a listener of an [HTTP] source under its connLimit.
+// With tls set, it serves HTTPS: a connection refused at the limit gets its
+// 503 over TLS.
+type limitedListener struct {
+	net.Listener
+	l   *connLimit
+	tls *tls.Config
+}
+
 // Accept returns the next connection the limit has room for, refusing those
 // it has none for.
-func (l *connLimit) Accept() (net.Conn, error) {
+func (ll *limitedListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		c, err := ll.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		if lc := l.take(c); lc != nil {
+		if lc := ll.l.take(c); lc != nil {
 			return lc, nil
 		}
-		l.refuse(c)
+		if ll.tls != nil {
+			c = tls.Server(c, ll.tls)
+		}
+		ll.l.refuse(c)
 	}
 }
 
@@ -133,7 +145,8 @@ func (l *connLimit) take(c net.Conn) *limitedConn {
 }
 
 // refuse answers c's request 503 and closes it, in a goroutine of its own,
-// or closes it at once when maxRefusing are being answered.
+// or closes it at once when maxRefusing are being answered. A TLS
+// connection has its handshake under the same deadline as the request.
 func (l *connLimit) refuse(c net.Conn) {
 	l.refused.Add(1)
 	if l.answers.Add(1) > maxRefusing {
@@ -162,6 +175,9 @@ func (l *connLimit) refuse(c net.Conn) {
 // state follows the server's view of c: a connection waits for a request
 // when it is new or idle, and is busy otherwise.
 func (l *connLimit) state(c net.Conn, s http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return

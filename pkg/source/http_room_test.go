@@ -50,7 +50,8 @@ func (c countingReader) Read(p []byte) (int, error) {
 // before it sends a body it was asked to hold back.
 func (s *httpSource) send(t *testing.T, u upload) sent {
 	t.Helper()
-	tr := &http.Transport{ExpectContinueTimeout: wait}
+	tr := s.transport()
+	tr.DisableKeepAlives = false
 	t.Cleanup(tr.CloseIdleConnections)
 	n := new(atomic.Int64)
 	continued := make(chan struct{})
@@ -293,16 +294,18 @@ func TestHTTPRefusesBeforeReading(t *testing.T) {
 // and asked to close the connection still reads the 429, with its body small
 // (read and dropped) or large (left unread).
 func TestHTTPRefusesAClientSendingItsBody(t *testing.T) {
-	for _, size := range []int64{10, 64 * kib, 4 << 20} {
-		for _, length := range []int64{size, -1} {
-			t.Run(strconv.FormatInt(size, 10)+"/"+strconv.FormatInt(length, 10), func(t *testing.T) {
-				s := startHTTP(t, source.HTTPConfig{Queue: 1})
-				s.hold(t, 1)
-				u := s.send(t, upload{body: bytes.NewReader(make([]byte, size)), length: length, close: true})
-				u.refused(t, http.StatusTooManyRequests, size)
-			})
+	forSchemes(t, func(t *testing.T, start startFunc) {
+		for _, size := range []int64{10, 64 * kib, 4 << 20} {
+			for _, length := range []int64{size, -1} {
+				t.Run(strconv.FormatInt(size, 10)+"/"+strconv.FormatInt(length, 10), func(t *testing.T) {
+					s := start(t, source.HTTPConfig{Queue: 1})
+					s.hold(t, 1)
+					u := s.send(t, upload{body: bytes.NewReader(make([]byte, size)), length: length, close: true})
+					u.refused(t, http.StatusTooManyRequests, size)
+				})
+			}
 		}
-	}
+	})
 }
 
 // TestHTTPChunked: a body of unknown length is admitted with 32 KiB and takes

@@ -3,6 +3,7 @@ package source_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -22,10 +23,17 @@ import (
 // open connections and send nothing, send headers and no body, or trickle
 // a body.
 
-// dial opens a raw connection to s, closed when the test ends.
+// dial opens a raw connection to s, closed when the test ends: over TLS,
+// its handshake done, when s serves HTTPS.
 func (s *httpSource) dial(t *testing.T) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", s.Addr().String())
+	var c net.Conn
+	var err error
+	if s.tls != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: wait}, "tcp", s.addr, s.tls)
+	} else {
+		c, err = net.Dial("tcp", s.addr)
+	}
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -74,7 +82,7 @@ func trickle(c net.Conn, piece string, period time.Duration, n int, stop <-chan 
 
 // forward reads and acks what s queues, as a vertex's forwarder does, until
 // the test ends.
-func forward(t *testing.T, s *httpSource) {
+func forward(t testing.TB, s *httpSource) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -229,53 +237,55 @@ var pace = source.HTTPConfig{ReadBodyTimeout: 500 * time.Millisecond, MinBodyByt
 // 408 once it falls behind, and its connection is closed; its bytes come
 // back and the queue goes on taking requests.
 func TestHTTPCutsASlowBody(t *testing.T) {
-	tests := []struct {
-		name   string
-		length int    // -1: chunked
-		piece  string // sent every 50 ms: 20 bytes a second at most
-	}{
-		{"silent body", 1000, ""},
-		{"trickling", 1000, "x"},
-		{"trickling chunked", -1, "1\r\nx\r\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := startHTTP(t, pace)
-			forward(t, s)
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer close(stop)
-			c := s.dial(t)
-			began := time.Now()
-			write(t, c, s.head(tt.length))
-			if tt.piece != "" {
-				trickle(c, tt.piece, 50*time.Millisecond, 1000, stop, &wg)
-			}
-			resp, body := readAnswer(t, c)
-			took := time.Since(began)
-			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, "arrived too slowly") {
-				t.Fatalf("answer %d %q, want 408", resp.StatusCode, body)
-			}
-			if !resp.Close {
-				t.Error("the 408 does not close the connection")
-			}
-			// The deadline is half a second after the body began, and 10 ms
-			// later for each byte, of which at most 20 come a second.
-			if took < pace.ReadBodyTimeout {
-				t.Errorf("cut after %v, before the %v every body has", took, pace.ReadBodyTimeout)
-			}
-			t.Logf("cut after %v: %s", took.Round(time.Millisecond), strings.TrimSpace(body))
-			assertClosed(t, c)
-			if st := s.Stats(); st.BodyTimeouts != 1 {
-				t.Errorf("BodyTimeouts = %d, want 1", st.BodyTimeouts)
-			}
-			assertHeld(t, s, 0, 0)
-			if r := awaitResponse(t, s.post("next", nil)); r.status != http.StatusNoContent {
-				t.Fatalf("the next request got %d (%q), want 204", r.status, r.body)
-			}
-		})
-	}
+	forSchemes(t, func(t *testing.T, start startFunc) {
+		tests := []struct {
+			name   string
+			length int    // -1: chunked
+			piece  string // sent every 50 ms: 20 bytes a second at most
+		}{
+			{"silent body", 1000, ""},
+			{"trickling", 1000, "x"},
+			{"trickling chunked", -1, "1\r\nx\r\n"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := start(t, pace)
+				forward(t, s)
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				defer wg.Wait()
+				defer close(stop)
+				c := s.dial(t)
+				began := time.Now()
+				write(t, c, s.head(tt.length))
+				if tt.piece != "" {
+					trickle(c, tt.piece, 50*time.Millisecond, 1000, stop, &wg)
+				}
+				resp, body := readAnswer(t, c)
+				took := time.Since(began)
+				if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, "arrived too slowly") {
+					t.Fatalf("answer %d %q, want 408", resp.StatusCode, body)
+				}
+				if !resp.Close {
+					t.Error("the 408 does not close the connection")
+				}
+				// The deadline is half a second after the body began, and 10 ms
+				// later for each byte, of which at most 20 come a second.
+				if took < pace.ReadBodyTimeout {
+					t.Errorf("cut after %v, before the %v every body has", took, pace.ReadBodyTimeout)
+				}
+				t.Logf("cut after %v: %s", took.Round(time.Millisecond), strings.TrimSpace(body))
+				assertClosed(t, c)
+				if st := s.Stats(); st.BodyTimeouts != 1 {
+					t.Errorf("BodyTimeouts = %d, want 1", st.BodyTimeouts)
+				}
+				assertHeld(t, s, 0, 0)
+				if r := awaitResponse(t, s.post("next", nil)); r.status != http.StatusNoContent {
+					t.Fatalf("the next request got %d (%q), want 204", r.status, r.body)
+				}
+			})
+		}
+	})
 }
 
 // TestHTTPAcceptsASlowSteadyBody: a body that takes three times the grace
@@ -311,43 +321,47 @@ func TestHTTPAcceptsASlowSteadyBody(t *testing.T) {
 // (here 401) and whose client trickles the body is not kept open for it:
 // the server drops the body under the same pace and closes the connection.
 func TestHTTPRefusedBodyIsPaced(t *testing.T) {
-	cfg := pace
-	cfg.Token = "secret"
-	s := startHTTP(t, cfg)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	c := s.dial(t)
-	write(t, c, s.head(1000))
-	trickle(c, "x", 50*time.Millisecond, 1000, stop, &wg)
-	if resp, body := readAnswer(t, c); resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("answer %d %q, want 401", resp.StatusCode, body)
-	}
-	assertClosed(t, c)
-	eventually(t, "the connection closed", func() bool { return s.Stats().Connections == 0 })
+	forSchemes(t, func(t *testing.T, start startFunc) {
+		cfg := pace
+		cfg.Token = "secret"
+		s := start(t, cfg)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(stop)
+		c := s.dial(t)
+		write(t, c, s.head(1000))
+		trickle(c, "x", 50*time.Millisecond, 1000, stop, &wg)
+		if resp, body := readAnswer(t, c); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("answer %d %q, want 401", resp.StatusCode, body)
+		}
+		assertClosed(t, c)
+		eventually(t, "the connection closed", func() bool { return s.Stats().Connections == 0 })
+	})
 }
 
 // TestHTTPClosesSilentAndIdleConnections: a connection whose headers do not
 // come within ReadHeaderTimeout, and one kept alive with no request for
 // IdleTimeout, are closed.
 func TestHTTPClosesSilentAndIdleConnections(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	s := startHTTP(t, source.HTTPConfig{ReadHeaderTimeout: timeout, IdleTimeout: timeout})
-	began := time.Now()
-	silent, partial, idle := s.dial(t), s.dial(t), s.dial(t)
-	write(t, partial, "POST /vertices/in HTTP/1.1\r\nHost: slu")
-	write(t, idle, "GET /health HTTP/1.1\r\nHost: sluice\r\n\r\n")
-	if resp, body := readAnswer(t, idle); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("answer %d %q, want 204", resp.StatusCode, body)
-	}
-	for name, c := range map[string]net.Conn{"silent": silent, "partial headers": partial, "idle": idle} {
-		assertClosed(t, c)
-		if took := time.Since(began); took < timeout {
-			t.Errorf("%s: closed after %v, before %v", name, took, timeout)
+	forSchemes(t, func(t *testing.T, start startFunc) {
+		const timeout = 300 * time.Millisecond
+		s := start(t, source.HTTPConfig{ReadHeaderTimeout: timeout, IdleTimeout: timeout})
+		began := time.Now()
+		silent, partial, idle := s.dial(t), s.dial(t), s.dial(t)
+		write(t, partial, "POST /vertices/in HTTP/1.1\r\nHost: slu")
+		write(t, idle, "GET /health HTTP/1.1\r\nHost: sluice\r\n\r\n")
+		if resp, body := readAnswer(t, idle); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("answer %d %q, want 204", resp.StatusCode, body)
 		}
-	}
-	eventually(t, "no connection open", func() bool { return s.Stats().Connections == 0 })
+		for name, c := range map[string]net.Conn{"silent": silent, "partial headers": partial, "idle": idle} {
+			assertClosed(t, c)
+			if took := time.Since(began); took < timeout {
+				t.Errorf("%s: closed after %v, before %v", name, took, timeout)
+			}
+		}
+		eventually(t, "no connection open", func() bool { return s.Stats().Connections == 0 })
+	})
 }
 
 // TestHTTPMaxConnections: at MaxConnections, a new connection closes the one
@@ -355,64 +369,66 @@ func TestHTTPClosesSilentAndIdleConnections(t *testing.T) {
 // between requests — and when every connection is busy with a request it
 // gets 503 with Retry-After; a place given back is taken again.
 func TestHTTPMaxConnections(t *testing.T) {
-	s := startHTTP(t, source.HTTPConfig{MaxConnections: 3})
-	forward(t, s)
-	conns := func(open, waiting int) func() bool {
-		return func() bool { st := s.Stats(); return st.Connections == open && st.Waiting == waiting }
-	}
-	post := func(body string, want int) response {
-		t.Helper()
-		r := awaitResponse(t, s.post(body, nil))
-		if r.status != want {
-			t.Fatalf("%s: status %d (%q), want %d", body, r.status, r.body, want)
+	forSchemes(t, func(t *testing.T, start startFunc) {
+		s := start(t, source.HTTPConfig{MaxConnections: 3})
+		forward(t, s)
+		conns := func(open, waiting int) func() bool {
+			return func() bool { st := s.Stats(); return st.Connections == open && st.Waiting == waiting }
 		}
-		return r
-	}
-	silent := s.dial(t)
-	idle := s.dial(t)
-	write(t, idle, "GET /health HTTP/1.1\r\nHost: sluice\r\n\r\n")
-	if resp, _ := readAnswer(t, idle); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("answer %d, want 204", resp.StatusCode)
-	}
-	busy := s.dial(t)
-	write(t, busy, s.head(10)) // its body never comes: busy with its request
-	eventually(t, "3 open, 2 waiting", conns(3, 2))
+		post := func(body string, want int) response {
+			t.Helper()
+			r := awaitResponse(t, s.post(body, nil))
+			if r.status != want {
+				t.Fatalf("%s: status %d (%q), want %d", body, r.status, r.body, want)
+			}
+			return r
+		}
+		silent := s.dial(t)
+		idle := s.dial(t)
+		write(t, idle, "GET /health HTTP/1.1\r\nHost: sluice\r\n\r\n")
+		if resp, _ := readAnswer(t, idle); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("answer %d, want 204", resp.StatusCode)
+		}
+		busy := s.dial(t)
+		write(t, busy, s.head(10)) // its body never comes: busy with its request
+		eventually(t, "3 open, 2 waiting", conns(3, 2))
 
-	// The silent one has waited longest.
-	post("good 0", http.StatusNoContent)
-	assertClosed(t, silent)
-	eventually(t, "2 open, 1 waiting", conns(2, 1))
-	// Then the idle one.
-	later := s.dial(t)
-	eventually(t, "3 open, 2 waiting", conns(3, 2))
-	post("good 1", http.StatusNoContent)
-	assertClosed(t, idle)
-	assertOpen(t, later)
-	assertOpen(t, busy)
+		// The silent one has waited longest.
+		post("good 0", http.StatusNoContent)
+		assertClosed(t, silent)
+		eventually(t, "2 open, 1 waiting", conns(2, 1))
+		// Then the idle one.
+		later := s.dial(t)
+		eventually(t, "3 open, 2 waiting", conns(3, 2))
+		post("good 1", http.StatusNoContent)
+		assertClosed(t, idle)
+		assertOpen(t, later)
+		assertOpen(t, busy)
 
-	// Every connection busy: the next is refused.
-	later.Close()
-	eventually(t, "1 open", conns(1, 0))
-	var busies []net.Conn
-	for range 2 {
-		c := s.dial(t)
-		write(t, c, s.head(10))
-		busies = append(busies, c)
-	}
-	eventually(t, "3 open, 0 waiting", conns(3, 0))
-	if r := post("refused", http.StatusServiceUnavailable); r.header.Get("Retry-After") != "1" {
-		t.Errorf("503 with Retry-After %q, want 1", r.header.Get("Retry-After"))
-	}
-	if st := s.Stats(); st.ConnectionsEvicted != 2 || st.ConnectionsRefused != 1 {
-		t.Errorf("Stats() = %+v; want 2 evicted, 1 refused", st)
-	}
+		// Every connection busy: the next is refused.
+		later.Close()
+		eventually(t, "1 open", conns(1, 0))
+		var busies []net.Conn
+		for range 2 {
+			c := s.dial(t)
+			write(t, c, s.head(10))
+			busies = append(busies, c)
+		}
+		eventually(t, "3 open, 0 waiting", conns(3, 0))
+		if r := post("refused", http.StatusServiceUnavailable); r.header.Get("Retry-After") != "1" {
+			t.Errorf("503 with Retry-After %q, want 1", r.header.Get("Retry-After"))
+		}
+		if st := s.Stats(); st.ConnectionsEvicted != 2 || st.ConnectionsRefused != 1 {
+			t.Errorf("Stats() = %+v; want 2 evicted, 1 refused", st)
+		}
 
-	// A busy one done, its place is free.
-	write(t, busies[0], "0123456789")
-	if resp, body := readAnswer(t, busies[0]); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("answer %d %q, want 204", resp.StatusCode, body)
-	}
-	busies[0].Close()
-	eventually(t, "2 open", conns(2, 0))
-	post("after", http.StatusNoContent)
+		// A busy one done, its place is free.
+		write(t, busies[0], "0123456789")
+		if resp, body := readAnswer(t, busies[0]); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("answer %d %q, want 204", resp.StatusCode, body)
+		}
+		busies[0].Close()
+		eventually(t, "2 open", conns(2, 0))
+		post("after", http.StatusNoContent)
+	})
 }

@@ -2,16 +2,20 @@ package source_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/internal/selfsigned"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
@@ -20,11 +24,54 @@ import (
 type httpSource struct {
 	*source.HTTP
 	vertex string
+	addr   string // where it is dialled
 	base   string
+	// tls is what its clients trust, the source's certificate; nil when it
+	// serves plain HTTP.
+	tls    *tls.Config
 	client *http.Client
 }
 
-func startHTTP(t *testing.T, cfg source.HTTPConfig) *httpSource {
+// testCert is the certificate the tests' sources serve HTTPS with, made
+// once, as a vertex makes its own, and clientTLS what their clients trust:
+// that certificate, for 127.0.0.1.
+var testCert = sync.OnceValues(func() (tls.Certificate, error) {
+	return selfsigned.Certificate(time.Now(), "localhost", "127.0.0.1", "::1")
+})
+
+func clientTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	cert, err := testCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert.Leaf)
+	return &tls.Config{RootCAs: roots}
+}
+
+// startHTTP starts a source on 127.0.0.1 that serves HTTPS with testCert,
+// as a vertex's does, or with cfg.TLS when it is set.
+func startHTTP(t testing.TB, cfg source.HTTPConfig) *httpSource {
+	t.Helper()
+	if cfg.TLS == nil {
+		cert, err := testCert()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
+	return startSource(t, cfg)
+}
+
+// startPlainHTTP starts a source on 127.0.0.1 that serves plain HTTP only.
+func startPlainHTTP(t testing.TB, cfg source.HTTPConfig) *httpSource {
+	t.Helper()
+	cfg.TLS = nil
+	return startSource(t, cfg)
+}
+
+func startSource(t testing.TB, cfg source.HTTPConfig) *httpSource {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.Vertex == "" {
@@ -37,8 +84,11 @@ func startHTTP(t *testing.T, cfg source.HTTPConfig) *httpSource {
 	if err != nil {
 		t.Fatalf("NewHTTP = %v", err)
 	}
-	s := &httpSource{HTTP: h, vertex: cfg.Vertex, base: "http://" + h.Addr().String(),
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+	s := &httpSource{HTTP: h, vertex: cfg.Vertex, addr: h.Addr().String(), base: "http://" + h.Addr().String()}
+	if cfg.TLS != nil {
+		s.base, s.tls = "https://"+h.Addr().String(), clientTLS(t)
+	}
+	s.client = &http.Client{Timeout: 30 * time.Second, Transport: s.transport()}
 	t.Cleanup(func() {
 		if err := h.Close(); err != nil {
 			t.Errorf("Close = %v", err)
@@ -46,6 +96,29 @@ func startHTTP(t *testing.T, cfg source.HTTPConfig) *httpSource {
 		s.client.CloseIdleConnections()
 	})
 	return s
+}
+
+// startFunc starts a source: startHTTP or startPlainHTTP.
+type startFunc func(testing.TB, source.HTTPConfig) *httpSource
+
+// forSchemes runs test on a source that serves HTTPS and on one that serves
+// plain HTTP: the tests of what the source does with a connection run on
+// both.
+func forSchemes(t *testing.T, test func(*testing.T, startFunc)) {
+	t.Run("https", func(t *testing.T) { test(t, startHTTP) })
+	t.Run("http", func(t *testing.T) { test(t, startPlainHTTP) })
+}
+
+// plain is a client of s's plain HTTP address.
+func (s *httpSource) plain() *httpSource {
+	p := &httpSource{HTTP: s.HTTP, vertex: s.vertex, addr: s.PlainAddr().String(), base: "http://" + s.PlainAddr().String()}
+	p.client = &http.Client{Timeout: 30 * time.Second, Transport: p.transport()}
+	return p
+}
+
+// transport is a client transport for s, one connection a request.
+func (s *httpSource) transport() *http.Transport {
+	return &http.Transport{DisableKeepAlives: true, TLSClientConfig: s.tls, ExpectContinueTimeout: wait}
 }
 
 // response is what a request got.

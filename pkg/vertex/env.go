@@ -32,9 +32,12 @@ type Env struct {
 	Clock clock.Clock
 	// SocketDir is where the user-defined containers have their sockets.
 	SocketDir string
-	// HTTPAddr is the listen address [WithHTTPAddr] gives an http source,
+	// HTTPAddr is the HTTPS address [WithHTTPAddr] gives an http source,
 	// or "".
 	HTTPAddr string
+	// PlainHTTPAddr is the plain HTTP address [WithPlainHTTPAddr] gives an
+	// http source with ports.http, or "".
+	PlainHTTPAddr string
 	// Listen is how an http source listens on its address ([WithListen];
 	// by default net.Listen).
 	Listen func(addr string) (net.Listener, error)
@@ -94,6 +97,6 @@ func (e Env) RetryAfter() time.Duration { return e.v.retryAfter() }
 // env returns the Env of v's constructors.
 func (v *Vertex) env() Env {
 	return Env{Name: v.spec.Name, StoreKey: v.spec.StoreKey, Replica: v.o.replica, Region: v.region(), Limits: v.spec.Limits,
-		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, Listen: v.o.listen, LogSink: v.o.logSink,
+		Log: v.log, Clock: v.o.clock, SocketDir: v.o.socketDir, HTTPAddr: v.o.httpAddr, PlainHTTPAddr: v.o.plainHTTPAddr, Listen: v.o.listen, LogSink: v.o.logSink,
 		Watermark: v.watermark, Calls: v.calls, v: v}
 }

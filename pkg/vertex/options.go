@@ -18,20 +18,21 @@ import (
 type Option func(*options)
 
 type options struct {
-	replica    int
-	region     string
-	log        *zap.Logger
-	registerer prometheus.Registerer
-	tracer     trace.Tracer
-	clock      clock.Clock
-	socketDir  string
-	socketHint string
-	fixedDir   string
-	httpAddr   string
-	listen     func(addr string) (net.Listener, error)
-	logSink    *sink.Log
-	sideInputs SideInputs
-	startup    time.Duration
+	replica       int
+	region        string
+	log           *zap.Logger
+	registerer    prometheus.Registerer
+	tracer        trace.Tracer
+	clock         clock.Clock
+	socketDir     string
+	socketHint    string
+	fixedDir      string
+	httpAddr      string
+	plainHTTPAddr string
+	listen        func(addr string) (net.Listener, error)
+	logSink       *sink.Log
+	sideInputs    SideInputs
+	startup       time.Duration
 
 	numaflowMetrics bool
 	readAhead       bool
@@ -87,9 +88,14 @@ func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = 
 // knows only that directory.
 func WithSocketDirHint(hint string) Option { return func(o *options) { o.socketHint = hint } }
 
-// WithHTTPAddr sets the listen address of an http source, instead of its
-// ports.http (default :8090).
+// WithHTTPAddr sets the address an http source serves HTTPS on, instead of
+// its ports.https (default :8443).
 func WithHTTPAddr(addr string) Option { return func(o *options) { o.httpAddr = addr } }
+
+// WithPlainHTTPAddr sets the address an http source with ports.http serves
+// plain HTTP on, instead of :ports.http. An http source without ports.http
+// serves HTTPS only, with or without it.
+func WithPlainHTTPAddr(addr string) Option { return func(o *options) { o.plainHTTPAddr = addr } }
 
 // WithListen makes the vertex's http source listen with listen instead of
 // net.Listen: a caller that binds the source's address before anything

@@ -2,13 +2,16 @@ package vertex_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,17 +44,71 @@ func secretFile(t *testing.T, value string) string {
 	return path
 }
 
-// TestHTTPSource posts to an http source with a bearer token from a secret:
-// a request with the token is answered once its message is written, one
-// without it is refused.
+// insecure is a client of an http source's self-signed certificate, as
+// curl -k is.
+var insecure = &http.Client{Timeout: wait, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// TestHTTPSource posts to an http source with a bearer token from a secret,
+// over HTTPS with the source's self-signed certificate and over the plain
+// HTTP of ports.http: a request with the token is answered once its message
+// is written, one without it is refused.
 func TestHTTPSource(t *testing.T) {
-	addr := freeAddr(t)
+	addr, plainAddr := freeAddr(t), freeAddr(t)
 	out, sinkOpt := logSink()
 	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "web", `  source:
     http:
+      ports: {http: 8090}
       auth:
         token:
           file: `+secretFile(t, "t0ken")+`
+  sink:
+    log: {}
+`)), vertex.WithHTTPAddr(addr), vertex.WithPlainHTTPAddr(plainAddr), sinkOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtest.Start(t, v)
+	post := func(url, token, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, url+"/vertices/web", strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := insecure.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("https://"+addr, "wrong", "x"); code != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d", code)
+	}
+	if code := post("https://"+addr, "t0ken", "hello"); code != http.StatusNoContent {
+		t.Fatalf("right token: %d", code)
+	}
+	if code := post("http://"+plainAddr, "t0ken", "plain"); code != http.StatusNoContent {
+		t.Fatalf("plain HTTP: %d", code)
+	}
+	if code := post("http://"+addr, "t0ken", "x"); code != http.StatusBadRequest {
+		t.Fatalf("plain HTTP to the HTTPS address: %d, want 400", code)
+	}
+	if lines := out.Lines(); len(lines) != 2 || !strings.HasPrefix(lines[0], "Payload - hello ") || !strings.HasPrefix(lines[1], "Payload - plain ") {
+		t.Fatalf("log sink: %q", lines)
+	}
+}
+
+// TestHTTPSourceBatchOfOne: with readBatchSize 1, 8 clients posting 400
+// requests at once, each waiting for its answer, are all accepted: the
+// source's queue is its own, not the batch size; every message reaches the
+// sink once.
+func TestHTTPSourceBatchOfOne(t *testing.T) {
+	const senders, each = 8, 50
+	addr := freeAddr(t)
+	out, sinkOpt := logSink()
+	v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "web", `  limits:
+    readBatchSize: 1
+  source:
+    http: {}
   sink:
     log: {}
 `)), vertex.WithHTTPAddr(addr), sinkOpt)
@@ -59,26 +116,43 @@ func TestHTTPSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtest.Start(t, v)
-	post := func(token string) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/vertices/web", strings.NewReader("hello"))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+	codes := make([][]int, senders)
+	var wg sync.WaitGroup
+	for i := range senders {
+		wg.Go(func() {
+			for j := range each {
+				res, err := insecure.Post("https://"+addr+"/vertices/web", "text/plain", strings.NewReader(fmt.Sprintf("m-%d-%d", i, j)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				res.Body.Close()
+				codes[i] = append(codes[i], res.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	for i, cs := range codes {
+		for j, c := range cs {
+			if c != http.StatusNoContent {
+				t.Errorf("sender %d, request %d: %d, want 204", i, j, c)
+			}
 		}
-		res, err := (&http.Client{Timeout: wait}).Do(req)
-		if err != nil {
-			t.Fatal(err)
+	}
+	written := map[string]int{}
+	for _, l := range out.Lines() {
+		payload, _, _ := strings.Cut(strings.TrimPrefix(l, "Payload - "), " ")
+		written[payload]++
+	}
+	for i := range senders {
+		for j := range each {
+			if n := written[fmt.Sprintf("m-%d-%d", i, j)]; n != 1 {
+				t.Errorf("m-%d-%d written %d times", i, j, n)
+			}
 		}
-		res.Body.Close()
-		return res.StatusCode
 	}
-	if code := post("wrong"); code != http.StatusUnauthorized {
-		t.Fatalf("wrong token: %d", code)
-	}
-	if code := post("t0ken"); code != http.StatusNoContent {
-		t.Fatalf("right token: %d", code)
-	}
-	if lines := out.Lines(); len(lines) != 1 || !strings.HasPrefix(lines[0], "Payload - hello ") {
-		t.Fatalf("log sink: %q", lines)
+	if len(written) != senders*each {
+		t.Errorf("%d messages written, want %d", len(written), senders*each)
 	}
 }
 
@@ -100,7 +174,7 @@ func TestHTTPSourcePace(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtest.Start(t, v)
-	c, err := net.Dial("tcp", addr)
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -68,73 +67,6 @@ func generator(env vertex.Env, path string, g *config.Generator) (isb.Reader, er
 		cfg.ValueBlob = blob
 	}
 	return source.NewGenerator(cfg)
-}
-
-// DefaultHTTPPort is where an http source listens without ports.http.
-const DefaultHTTPPort = 8090
-
-// HTTPAddr is the address the http source h listens on: addr when it is not
-// "" (vertex run --http-addr), else :ports.http, else :DefaultHTTPPort.
-func HTTPAddr(addr string, h *config.HTTPSource) string {
-	if addr != "" {
-		return addr
-	}
-	port := int32(DefaultHTTPPort)
-	if h.Ports != nil && h.Ports.HTTP != nil {
-		port = *h.Ports.HTTP
-	}
-	return ":" + strconv.Itoa(int(port))
-}
-
-func httpSource(env vertex.Env, path string, h *config.HTTPSource) (isb.Reader, error) {
-	addr := HTTPAddr(env.HTTPAddr, h)
-	cfg := source.HTTPConfig{Addr: addr, Vertex: env.Name, Queue: env.Limits.ReadBatchSize,
-		MaxQueueBytes: HTTPMaxQueueBytes(h), ReadTimeout: env.Limits.ReadTimeout, Logger: env.Log, RetryAfter: env.RetryAfter}
-	httpPace(&cfg, h)
-	if h.Auth != nil && h.Auth.Token != nil {
-		token, err := readSecret(h.Auth.Token, path+".auth.token")
-		if err != nil {
-			return nil, err
-		}
-		cfg.Token = token
-	}
-	if env.Listen != nil {
-		ln, err := env.Listen(addr)
-		if err != nil {
-			return nil, fmt.Errorf("http source on %s: %w", addr, err)
-		}
-		cfg.Listener = ln
-	}
-	hs, err := source.NewHTTP(cfg)
-	if err != nil {
-		if cfg.Listener != nil {
-			cfg.Listener.Close()
-		}
-		return nil, fmt.Errorf("http source on %s: %w", addr, err)
-	}
-	env.OnClose(hs.Close)
-	env.Log.Info("http source listening", zap.String("addr", hs.Addr().String()), zap.String("path", "/vertices/"+env.Name))
-	return hs, nil
-}
-
-// httpPace sets in cfg the timeouts and limits of h that are given: the
-// source's defaults stand for the others.
-func httpPace(cfg *source.HTTPConfig, h *config.HTTPSource) {
-	if d := h.ReadHeaderTimeout; d != nil {
-		cfg.ReadHeaderTimeout = d.Duration
-	}
-	if d := h.ReadBodyTimeout; d != nil {
-		cfg.ReadBodyTimeout = d.Duration
-	}
-	if n := h.MinBodyBytesPerSecond; n != nil {
-		cfg.MinBodyBytesPerSecond = clampInt64(*n)
-	}
-	if d := h.IdleTimeout; d != nil {
-		cfg.IdleTimeout = d.Duration
-	}
-	if n := h.MaxConnections; n != nil {
-		cfg.MaxConnections = clampInt(*n)
-	}
 }
 
 // natsSource opens the core NATS source at path.
