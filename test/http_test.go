@@ -154,24 +154,7 @@ func counts(m map[int][]string) map[int]int {
 // readBatchSize, and each reaches the sink exactly once.
 func TestHTTPSourceBatchOfOne(t *testing.T) {
 	const senders, each = 8, 50
-	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: batch-of-one
-spec:
-  limits:
-    readBatchSize: 1
-  vertices:
-    - name: in
-      source:
-        http: {}
-    - name: out
-      sink:
-        log: {}
-  edges:
-    - from: in
-      to: out
-`)
+	cfg := writeConfig(t, httpToLog("batch-of-one", "  limits:\n    readBatchSize: 1\n"))
 	p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	url := sourceURL(p, httpsAddrRE, "in")
 	client := sourceClient(30 * time.Second)
@@ -250,22 +233,7 @@ func TestHTTPSourceCurl(t *testing.T) {
 		} else {
 			ln.Close()
 		}
-		cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: http-pipeline
-spec:
-  vertices:
-    - name: in
-      source:
-        http: {}
-    - name: out
-      sink:
-        log: {}
-  edges:
-    - from: in
-      to: out
-`)
+		cfg := writeConfig(t, httpToLog("http-pipeline", ""))
 		p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0")
 		if url := sourceURL(p, httpsAddrRE, "in"); !strings.HasSuffix(url, ":8443/vertices/in") {
 			t.Fatalf("the source serves %s; want port 8443", url)
@@ -320,4 +288,26 @@ spec:
 			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
 		}
 	})
+}
+
+// httpToLog is the pipeline name of an http source, in, with Numaflow's
+// defaults, and a log sink, out, with the pipeline's limits (YAML of
+// spec's, indented two spaces).
+func httpToLog(name, limits string) string {
+	return `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: ` + name + `
+spec:
+` + limits + `  vertices:
+    - name: in
+      source:
+        http: {}
+    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: out
+`
 }
