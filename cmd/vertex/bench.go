@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -28,7 +29,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := loadConfig(fl.file)
+	f, err := cli.LoadConfig(fl.file)
 	if err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !t.RateLimited() {
 		fmt.Fprintf(stderr, "bench: %s has no rateLimit; off and on are the same\n", fl.file)
 	}
-	log, err := newLogger("warn", stderr)
+	log, err := cli.NewLogger("warn", stderr)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 }
 
 func parseBenchFlags(args []string, stdout io.Writer) (benchFlags, error) {
-	fs := newFlagSet("bench", `usage: vertex bench -f FILE [--duration 10s]
+	fs := cli.NewFlagSet("bench", `usage: vertex bench -f FILE [--duration 10s]
 
 Runs the MonoVertex in FILE with its sink replaced by blackhole, with its rate
 limit removed ("off") and as configured ("on"), in alternating runs, and prints
@@ -83,14 +84,14 @@ flags:
 `)
 	var fl benchFlags
 	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
-	fs.durationVar(&fl.duration, "duration", 10*time.Second, "time to run each of off and on, split over the runs")
+	fs.ConfigDurationVar(&fl.duration, "duration", 10*time.Second, "time to run each of off and on, split over the runs")
 	fs.IntVar(&fl.runs, "runs", 10, "runs of each of off and on, alternating")
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets, created if missing (default /var/run/numaflow; with --spawn, /var/run/numaflow if no other sluice process uses it, else a new temporary directory)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
 	var variants string
 	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost), and in a shared limit that never throttles (group), and with the live page open, /status/live served and polled once a second (live): a comma-separated list, and print each one's ratio to on")
-	if err := fs.parse(args, stdout); err != nil {
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return fl, err
 	}
 	if variants != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
@@ -27,22 +28,22 @@ func runISB(args []string, stdout, stderr io.Writer) error {
 		return usagef("isb: unknown subcommand %q: want create, delete or info", args[0])
 	}
 	sub := args[0]
-	fs := newFlagSet("isb "+sub, isbUsage+"\nflags:\n")
+	fs := cli.NewFlagSet("isb "+sub, isbUsage+"\nflags:\n")
 	file := fs.String("f", "", "the Pipeline YAML (required)")
-	if err := fs.parse(args[1:], stdout); err != nil {
+	if err := fs.ParseArgs(args[1:], stdout); err != nil {
 		return err
 	}
 	if *file == "" {
 		return usagef("isb %s: -f FILE is required", sub)
 	}
-	f, err := loadConfig(*file)
+	f, err := cli.LoadConfig(*file)
 	if err != nil {
 		return err
 	}
 	if f.Pipeline == nil {
 		return usagef("isb %s: %s is a MonoVertex, which has no buffers", sub, *file)
 	}
-	log, err := newLogger("warn", stderr)
+	log, err := cli.NewLogger("warn", stderr)
 	if err != nil {
 		return err
 	}

@@ -17,19 +17,12 @@ import (
 	"io"
 	"os"
 
-	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/spawn"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
-// usageError is bad input from the user: it exits with code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
+// usagef returns a usage error, which exits with code 2.
+var usagef = cli.Usagef
 
 const usage = `usage: vertex <command> [flags]
 
@@ -91,20 +84,12 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	if errors.Is(err, errHelp) {
+	if errors.Is(err, cli.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "vertex: %v\n", err)
-	if isUsage(err) {
+	if cli.IsUsage(err) {
 		return 2
 	}
 	return 1
-}
-
-// isUsage reports whether err is the user's to fix: a flag, a config field, a
-// user-defined server sluice cannot talk to.
-func isUsage(err error) bool {
-	var ue *usageError
-	var fe *config.FieldError
-	return errors.As(err, &ue) || errors.As(err, &fe) || errors.Is(err, udsconn.ErrIncompatible)
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/monitor"
 	"github.com/sluiceflow/sluice/pkg/observe"
 )
@@ -22,7 +23,7 @@ import (
 // Numaflow's controller runs as /bin/numaflow-rs monitor: it serves the
 // errors the numa container records, over HTTPS, until SIGTERM or SIGINT.
 func runMonitor(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("monitor", `usage: numaflow-rs monitor [flags]
+	fs := cli.NewFlagSet("monitor", `usage: numaflow-rs monitor [flags]
        vertex monitor [flags]
 
 Serves GET `+monitor.Path+` on port `+strconv.Itoa(monitor.Port)+` over HTTPS with a self-signed
@@ -37,10 +38,10 @@ flags:
 	addr := fs.String("addr", ":"+strconv.Itoa(monitor.Port), "HTTPS address to serve "+monitor.Path+" on")
 	dir := fs.String("dir", monitor.DefaultDir, "directory of the recorded errors, one subdirectory a container")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	if err := fs.parse(args, stdout); err != nil {
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return err
 	}
-	log, err := newLogger(*logLevel, stderr)
+	log, err := cli.NewLogger(*logLevel, stderr)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/monitor"
 	"github.com/sluiceflow/sluice/pkg/observe"
@@ -39,11 +40,11 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := replicaIndex("")
+	rep, err := cli.ReplicaIndex("")
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(fl.logLevel, stderr)
+	log, err := cli.NewLogger(fl.logLevel, stderr)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	if len(f.Ignored) > 0 {
 		log.Debug("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
 	}
-	logWarnings(log, f)
+	cli.LogWarnings(log, f)
 	tlsConfig, err := observe.SelfSignedTLS(time.Now())
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 }
 
 func parseProcessorFlags(args []string, stdout io.Writer) (runFlags, error) {
-	fs := newFlagSet("processor", `usage: numaflow-rs processor [flags]
+	fs := cli.NewFlagSet("processor", `usage: numaflow-rs processor [flags]
        vertex processor [flags]
 
 Runs one replica of the MonoVertex in $`+envMonoVertexObject+` (standard base64
@@ -100,16 +101,16 @@ flags:
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+envDebug+" is true)")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	fs.StringVar(&fl.runtimeErrorsDir, "runtime-errors-dir", monitor.DefaultDir, "directory where the user-defined containers' errors are recorded for the monitor sidecar")
-	if err := fs.parse(args, stdout); err != nil {
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return fl, err
 	}
-	if !fs.isSet("log-level") && strings.EqualFold(os.Getenv(envDebug), "true") {
+	if !fs.IsSet("log-level") && strings.EqualFold(os.Getenv(envDebug), "true") {
 		fl.logLevel = "debug"
 	}
 	if fl.udsDir == "" {
 		return fl, usagef("processor: --uds-dir must not be empty")
 	}
-	if err := checkOTLP(fl.otlp); err != nil {
+	if err := cli.CheckOTLP(fl.otlp); err != nil {
 		return fl, usagef("processor: %v", err)
 	}
 	return fl, nil

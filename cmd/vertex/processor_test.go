@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 )
 
 // numaflowObject is a MonoVertex as Numaflow's controller serialises it for
@@ -61,7 +63,7 @@ func TestMonoVertexFromEnv(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !isUsage(err) {
+			if !cli.IsUsage(err) {
 				t.Errorf("%v is not a usage error", err)
 			}
 			for _, w := range tt.want {

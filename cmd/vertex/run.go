@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
@@ -49,20 +49,20 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := replicaIndex(fl.replica)
+	rep, err := cli.ReplicaIndex(fl.replica)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(fl.logLevel, stderr)
+	log, err := cli.NewLogger(fl.logLevel, stderr)
 	if err != nil {
 		return err
 	}
 	defer log.Sync()
-	f, err := loadConfig(fl.file)
+	f, err := cli.LoadConfig(fl.file)
 	if err != nil {
 		return err
 	}
-	logIgnored(log, f)
+	cli.LogIgnored(log, f)
 	if err := checkRunFlags(fl, f); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 }
 
 func parseRunFlags(args []string, stdout io.Writer) (runFlags, error) {
-	fs := newFlagSet("run", `usage: vertex run -f FILE [flags]
+	fs := cli.NewFlagSet("run", `usage: vertex run -f FILE [flags]
 
 Runs one replica of the MonoVertex in FILE until SIGTERM or SIGINT: it stops
 reading, finishes and acks the batches in flight, leaves the rate limiter's pool
@@ -167,15 +167,15 @@ flags:
 	fs.StringVar(&fl.udsDir, "uds-dir", "", "directory of the user-defined containers' sockets and server-info files, created if missing (default /var/run/numaflow; when this process starts containers, a new private directory that each container sees as /var/run/numaflow)")
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, in a mount namespace of its own where it can, for local runs")
 	fs.StringVar(&fl.containers, "containers", "", "run the user-defined containers that have an image and no command with this engine: podman, docker or none (default: the first of podman and docker that can run containers here; none with --uds-dir, where the servers run on their own)")
-	fs.durationVar(&fl.startupTimeout, "startup-timeout", vertex.DefaultStartupTimeout, "how long a vertex waits for its user-defined servers to be ready before it fails (0: for ever)")
+	fs.ConfigDurationVar(&fl.startupTimeout, "startup-timeout", vertex.DefaultStartupTimeout, "how long a vertex waits for its user-defined servers to be ready before it fails (0: for ever)")
 	fs.StringVar(&fl.vertex, "vertex", "", "Pipeline only: run this vertex alone, on JetStream")
 	fs.BoolVar(&fl.sideInputsManager, "side-inputs-manager", false, "Pipeline only: run the side inputs alone, their values going to the vertices through JetStream")
 	fs.StringVar(&fl.sideInputsDir, "side-inputs-dir", "", "Pipeline only: where vertices that name side inputs find their values, a file each (default /var/numaflow/side-inputs)")
 	fs.StringVar(&fl.isb, "isb", "", "Pipeline only, without --vertex: the buffers, memory (default) or jetstream")
 	fs.StringVar(&fl.stateDir, "state-dir", "", "Pipeline only: where reduce vertices keep the windows they have read, each in DIR/<vertex>, "+
 		"unless its storage is no_store (default $TMPDIR/sluice-state/<pipeline>; in a pod, the reduce's volume, such as /var/numaflow/pbq)")
-	fs.durationVar(&fl.reloadInterval, "reload-interval", reload.DefaultInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
-	if err := fs.parse(args, stdout); err != nil {
+	fs.ConfigDurationVar(&fl.reloadInterval, "reload-interval", reload.DefaultInterval, "how often FILE is looked at for a live change of a rate limit (0: on SIGHUP only)")
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return fl, err
 	}
 	if fl.file == "" {
@@ -184,7 +184,7 @@ flags:
 	if fl.reloadInterval < 0 {
 		return fl, usagef("run: --reload-interval (%v) must not be negative", fl.reloadInterval)
 	}
-	if err := checkOTLP(fl.otlp); err != nil {
+	if err := cli.CheckOTLP(fl.otlp); err != nil {
 		return fl, usagef("run: %v", err)
 	}
 	switch fl.containers {
@@ -394,52 +394,6 @@ func withJetStreamHint(err error, p *config.Pipeline) error {
 		return usagef("%v; without --vertex and --isb, vertex run runs the whole pipeline in one process on in-memory buffers", err)
 	}
 	return err
-}
-
-// replicaIndex returns the --replica flag, or $NUMAFLOW_REPLICA, or 0.
-func replicaIndex(flagValue string) (int, error) {
-	v, name := flagValue, "--replica"
-	if v == "" {
-		v, name = os.Getenv("NUMAFLOW_REPLICA"), "NUMAFLOW_REPLICA"
-	}
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, usagef("%s (%q) must be a whole number, 0 or more", name, v)
-	}
-	return n, nil
-}
-
-// loadConfig loads and validates a config; a bad config is a usage error listing
-// every problem.
-func loadConfig(path string) (*config.File, error) {
-	f, err := vertexconfig.Load(path)
-	if err == nil {
-		return f, nil
-	}
-	var ce *config.Error
-	if errors.As(err, &ce) {
-		return nil, &usageError{msg: fmt.Sprintf("%d problem(s) in the config:\n%s", len(ce.Problems), ce.Error())}
-	}
-	return nil, &usageError{msg: err.Error()}
-}
-
-// logIgnored names, in one log line, the Kubernetes-only fields the config
-// sets, and logs each of its warnings.
-func logIgnored(log *zap.Logger, f *config.File) {
-	if len(f.Ignored) > 0 {
-		log.Info("ignoring Kubernetes-only fields", zap.Strings("fields", f.Ignored))
-	}
-	logWarnings(log, f)
-}
-
-// logWarnings logs each warning of the config, a line each.
-func logWarnings(log *zap.Logger, f *config.File) {
-	for _, w := range f.Warnings {
-		log.Warn("the config allows this, but it is likely a mistake", zap.String("warning", w.String()))
-	}
 }
 
 // sideInputsManager runs p's side inputs alone, their values going into the

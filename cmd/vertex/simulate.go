@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,18 +11,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/simulate"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-var errHelp = flag.ErrHelp
-
 // simulateConfigFromFile returns the rate limit of a MonoVertex, or of a Pipeline
 // (its own, or vertex's merged with it).
 func simulateConfigFromFile(path, vertex string) (ratelimit.Config, error) {
-	f, err := loadConfig(path)
+	f, err := cli.LoadConfig(path)
 	if err != nil {
 		return ratelimit.Config{}, err
 	}
@@ -76,7 +74,7 @@ func overrideConfig(base, flags ratelimit.Config, set func(string) bool) ratelim
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("simulate", `usage: vertex simulate (--max N | -f FILE) --demand LIST [flags]
+	fs := cli.NewFlagSet("simulate", `usage: vertex simulate (--max N | -f FILE) --demand LIST [flags]
 
 Runs the real rate limiter on a simulated clock, one epoch (second) per entry of
 --demand, and prints per epoch the pool and the tokens granted. -f takes the rate
@@ -104,20 +102,20 @@ flags:
 	cfg := ratelimit.DefaultConfig(0)
 	fs.Int64Var(&cfg.Max, "max", 0, "most tokens per second for the whole vertex (required)")
 	fs.Int64Var(&cfg.Min, "min", ratelimit.DefaultMin, "tokens per second at start")
-	fs.durationVar(&cfg.RampUpDuration, "ramp-up", ratelimit.DefaultRampUpDuration, "time to ramp from min to max (0: start at max)")
+	fs.ConfigDurationVar(&cfg.RampUpDuration, "ramp-up", ratelimit.DefaultRampUpDuration, "time to ramp from min to max (0: start at max)")
 	fs.TextVar(&cfg.Mode, "mode", ratelimit.Relaxed, "ramp mode: relaxed, scheduled, onlyIfUsed or goBackN")
 	fs.IntVar(&cfg.ThresholdPercentage, "threshold", ratelimit.DefaultThresholdPercentage, "onlyIfUsed/goBackN: utilization percentage to ramp up")
-	fs.durationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
+	fs.ConfigDurationVar(&cfg.CoolDownPeriod, "cool-down", ratelimit.DefaultCoolDownPeriod, "goBackN: time without calls before ramping down")
 	fs.IntVar(&cfg.RampDownPercentage, "ramp-down", ratelimit.DefaultRampDownPercentage, "goBackN: percentage of a slope to ramp down per idle epoch")
 	fs.IntVar(&cfg.CutPercentage, "cut", ratelimit.DefaultCutPercentage, "adaptive: percentage of the pool a throttle signal cuts")
 	fs.IntVar(&cfg.HoldBelowPercentage, "hold-below", ratelimit.DefaultHoldBelowPercentage, "adaptive: percentage below the learnt ceiling the pool holds at")
-	fs.durationVar(&cfg.ProbeAfter, "probe-after", ratelimit.DefaultProbeAfter, "adaptive: time after a cut before the pool probes above the learnt ceiling")
-	fs.durationVar(&cfg.ForgetAfter, "forget-after", ratelimit.DefaultForgetAfter, "adaptive: time after a cut when the learnt ceiling is forgotten (0: learn none)")
+	fs.ConfigDurationVar(&cfg.ProbeAfter, "probe-after", ratelimit.DefaultProbeAfter, "adaptive: time after a cut before the pool probes above the learnt ceiling")
+	fs.ConfigDurationVar(&cfg.ForgetAfter, "forget-after", ratelimit.DefaultForgetAfter, "adaptive: time after a cut when the learnt ceiling is forgotten (0: learn none)")
 	quotaArg := fs.String("quota", "", "a downstream with a quota: fixed:RATE or bucket:RATE:BURST")
 	var quotaChanges changeFlags
 	fs.Var(&quotaChanges, "quota-change", "K:RATE: from epoch K, the downstream's quota is RATE (repeatable, in order)")
 	var retryAfter time.Duration
-	fs.durationVar(&retryAfter, "retry-after", 0, "the downstream's Retry-After when it refuses (0: none)")
+	fs.ConfigDurationVar(&retryAfter, "retry-after", 0, "the downstream's Retry-After when it refuses (0: none)")
 	signalsArg := fs.String("signals", "", `throttle signals per epoch, after its call, comma-separated: 0 or empty none, 1 a signal, a duration a signal with that Retry-After, e.g. "0,0,1,0,2s"`)
 	file := fs.String("f", "", "take the rate limit from this MonoVertex or Pipeline YAML")
 	vertex := fs.String("vertex", "", "with -f and a Pipeline: the vertex whose rate limit to use")
@@ -129,10 +127,10 @@ flags:
 	group := fs.String("group", "", "with -f PIPELINE: simulate the vertices that join this shared limit (rateLimit.groups)")
 	var demandOf changeFlags
 	fs.Var(&demandOf, "demand-of", "with --group: VERTEX=LIST, the demand of one member vertex per epoch (repeatable)")
-	if err := fs.parse(args, stdout); err != nil {
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return err
 	}
-	if fs.isSet("group") || len(demandOf) > 0 {
+	if fs.IsSet("group") || len(demandOf) > 0 {
 		return simulateGroup(stdout, *file, *group, demandOf)
 	}
 	if *file != "" {
@@ -141,11 +139,11 @@ flags:
 			return err
 		}
 		// Flags given beside -f override the file's fields.
-		cfg = overrideConfig(fileCfg, cfg, fs.isSet)
-	} else if !fs.isSet("max") {
+		cfg = overrideConfig(fileCfg, cfg, fs.IsSet)
+	} else if !fs.IsSet("max") {
 		return usagef("simulate: --max (or -f FILE) is required")
 	}
-	if !fs.isSet("demand") {
+	if !fs.IsSet("demand") {
 		return usagef("simulate: --demand is required")
 	}
 	var format simulate.Format
@@ -157,7 +155,7 @@ flags:
 		return usagef("simulate: --demand %v", err)
 	}
 	var signals []time.Duration
-	if fs.isSet("signals") {
+	if fs.IsSet("signals") {
 		if signals, err = simulate.ParseSignals(*signalsArg); err != nil {
 			return usagef("simulate: --signals %v", err)
 		}
@@ -165,23 +163,23 @@ flags:
 	}
 	var down ratelimit.Downstream
 	switch {
-	case fs.isSet("quota"):
+	case fs.IsSet("quota"):
 		if down, err = simulate.ParseQuota(*quotaArg, quotaChanges, retryAfter, len(demand)); err != nil {
 			return usagef("simulate: --quota %v", err)
 		}
 		cfg.Adaptive = true
-	case len(quotaChanges) > 0 || fs.isSet("retry-after"):
+	case len(quotaChanges) > 0 || fs.IsSet("retry-after"):
 		return usagef("simulate: --quota-change and --retry-after are for --quota")
 	}
 	if err := cfg.Validate(); err != nil {
-		return &usageError{msg: "simulate: " + simulate.RenderConfigError(err, simFlags)}
+		return usagef("simulate: %s", simulate.RenderConfigError(err, simFlags))
 	}
 	// What the flags set beside -f, and --signals, hold for the changes too.
 	same := func(c *ratelimit.Config) {
-		if fs.isSet("signals") || fs.isSet("quota") {
+		if fs.IsSet("signals") || fs.IsSet("quota") {
 			c.Adaptive = true
 		}
-		if fs.isSet("cut") {
+		if fs.IsSet("cut") {
 			c.CutPercentage = cfg.CutPercentage
 		}
 	}
@@ -259,7 +257,7 @@ func simulateGroup(stdout io.Writer, path, group string, demandOf []string) erro
 	case path == "":
 		return usagef("simulate: --group needs -f PIPELINE, whose vertices join the group")
 	}
-	f, err := loadConfig(path)
+	f, err := cli.LoadConfig(path)
 	if err != nil {
 		return err
 	}

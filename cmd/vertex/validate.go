@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func runValidate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("validate", `usage: vertex validate -f FILE [--live-from RUNNING]
+	fs := cli.NewFlagSet("validate", `usage: vertex validate -f FILE [--live-from RUNNING]
 
 Checks a MonoVertex or Pipeline YAML: prints a one-line summary and exits 0, or
 prints every problem with its path and line and exits 2. What the file allows
@@ -26,13 +27,13 @@ flags:
 `)
 	file := fs.String("f", "", "the YAML to check (required)")
 	from := fs.String("live-from", "", "the YAML the replicas run now, to check FILE against as a live change")
-	if err := fs.parse(args, stdout); err != nil {
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return err
 	}
 	if *file == "" {
 		return usagef("validate: -f FILE is required")
 	}
-	f, err := loadConfig(*file)
+	f, err := cli.LoadConfig(*file)
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ flags:
 		fmt.Fprintf(stderr, "vertex: warning: %s: %s\n", *file, w)
 	}
 	if *from != "" {
-		running, err := loadConfig(*from)
+		running, err := cli.LoadConfig(*from)
 		if err != nil {
 			return usagef("validate: --live-from (%q): %v", *from, err)
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 )
 
 // version is the build's version, stamped by the Makefile with
@@ -10,12 +12,12 @@ import (
 var version = "dev"
 
 func runVersion(args []string, stdout io.Writer) error {
-	fs := newFlagSet("version", `usage: vertex version
+	fs := cli.NewFlagSet("version", `usage: vertex version
 
 Prints the version of this build (from git describe when built with make; dev
 otherwise).
 `)
-	if err := fs.parse(args, stdout); err != nil {
+	if err := fs.ParseArgs(args, stdout); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, version)

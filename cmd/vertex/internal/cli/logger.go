@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -7,11 +7,11 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newLogger returns a JSON logger on w at level ("debug", "info", "warn", "error").
-func newLogger(level string, w io.Writer) (*zap.Logger, error) {
+// NewLogger returns a JSON logger on w at level ("debug", "info", "warn", "error").
+func NewLogger(level string, w io.Writer) (*zap.Logger, error) {
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, usagef("--log-level (%q) must be debug, info, warn or error", level)
+		return nil, Usagef("--log-level (%q) must be debug, info, warn or error", level)
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder

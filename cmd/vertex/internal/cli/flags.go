@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -12,48 +12,51 @@ import (
 	"github.com/sluiceflow/sluice/config"
 )
 
-// flagSet is a command's flags: parse errors are returned once, as usage errors,
+// FlagSet is a command's flags: parse errors are returned once, as usage errors,
 // and -h prints the usage to stdout.
-type flagSet struct {
+type FlagSet struct {
 	*flag.FlagSet
 	cmd, usage string
 }
 
-func newFlagSet(cmd, usage string) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("vertex "+cmd, flag.ContinueOnError), cmd: cmd, usage: usage}
+// NewFlagSet returns the flags of `vertex cmd`, whose -h prints usage and
+// then the flags' defaults.
+func NewFlagSet(cmd, usage string) *FlagSet {
+	fs := &FlagSet{FlagSet: flag.NewFlagSet("vertex "+cmd, flag.ContinueOnError), cmd: cmd, usage: usage}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
 }
 
-// parse parses args; it returns errHelp after printing the usage for -h.
-func (fs *flagSet) parse(args []string, stdout io.Writer) error {
+// ParseArgs parses args; it returns [ErrHelp] after printing the usage for
+// -h, and a usage error for a bad flag or an argument that is no flag.
+func (fs *FlagSet) ParseArgs(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
 			fmt.Fprint(stdout, fs.usage)
 			fs.PrintDefaults()
-			return errHelp
+			return ErrHelp
 		}
-		return &usageError{msg: fs.cmd + ": " + err.Error()}
+		return Usagef("%s: %v", fs.cmd, err)
 	}
 	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.cmd, fs.Arg(0))
+		return Usagef("%s: unexpected argument %q", fs.cmd, fs.Arg(0))
 	}
 	return nil
 }
 
-// isSet reports whether the flag name was given.
-func (fs *flagSet) isSet(name string) bool {
+// IsSet reports whether the flag name was given.
+func (fs *FlagSet) IsSet(name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
 
-// durationVar defines a duration flag read as the durations of a config are
+// ConfigDurationVar defines a duration flag read as the durations of a config are
 // ([config.ParseDuration]): a value too long for Go is said to be out of
 // range, not to be no duration.
-func (fs *flagSet) durationVar(p *time.Duration, name string, value time.Duration, usage string) {
+func (fs *FlagSet) ConfigDurationVar(p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(durationValue{p}, name, usage)
 }
@@ -86,10 +89,10 @@ const (
 	envOTLPTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 )
 
-// checkOTLP checks the OTLP endpoint traces go to: --otlp-endpoint, or else
+// CheckOTLP checks the OTLP endpoint traces go to: --otlp-endpoint, or else
 // the OTEL_EXPORTER_OTLP_* variables. The exporter would take a value that is
 // no URL, or has no host, for its default endpoint without a word.
-func checkOTLP(flagValue string) error {
+func CheckOTLP(flagValue string) error {
 	for _, e := range []struct{ name, value string }{
 		{"--otlp-endpoint", flagValue}, {envOTLPEndpoint, os.Getenv(envOTLPEndpoint)}, {envOTLPTracesEndpoint, os.Getenv(envOTLPTracesEndpoint)},
 	} {
