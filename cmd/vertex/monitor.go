@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/listen"
 	"github.com/sluiceflow/sluice/pkg/monitor"
 	"github.com/sluiceflow/sluice/pkg/observe"
 )
@@ -50,7 +51,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	ln, err := bind(*addr)
+	ln, err := listen.TCP(*addr)
 	if err != nil {
 		return usagef("monitor: --addr (%q): %v", *addr, err)
 	}

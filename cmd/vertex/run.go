@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/listen"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
@@ -80,11 +81,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	fl, log, rep := r.flags, r.log, r.replica
 	// What cannot be bound is refused before anything starts.
-	ls, err := bindListeners(fl, f)
+	ls, err := listen.Bind(listen.Flags{MetricsAddr: fl.metricsAddr, HTTPAddr: fl.httpAddr, PlainHTTPAddr: fl.plainHTTPAddr,
+		Vertex: fl.vertex, SideInputsManager: fl.sideInputsManager}, f)
 	if err != nil {
 		return err
 	}
-	defer ls.close()
+	defer ls.Close()
 	r.listeners = ls
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -104,7 +106,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithPlainHTTPAddr(fl.plainHTTPAddr),
 		vertex.WithLogSink(sink.NewLog(stdout)),
-		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.listen),
+		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.Listen),
 		vertex.WithStartupTimeout(fl.startupTimeout)}
 	if v := os.Getenv(envReadAhead); v != "" {
 		on, err := strconv.ParseBool(v)
@@ -240,7 +242,7 @@ type runner struct {
 	// Set by execute.
 	dir       string // of the user-defined containers' sockets
 	vopts     []vertex.Option
-	listeners *listeners // bound before anything starts
+	listeners *listen.Listeners // bound before anything starts
 }
 
 // monoVertex runs one replica of m.
@@ -316,7 +318,7 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 // /status/live and the live page on --metrics-addr, if set (bound by
 // execute), over HTTPS when r.tls is set, until stop is called.
 func (r runner) serve(ready func() error, status func() any, live func(since int64) any) (stop func(), err error) {
-	ln := r.listeners.metricsListener()
+	ln := r.listeners.Metrics()
 	if ln == nil {
 		return func() {}, nil
 	}

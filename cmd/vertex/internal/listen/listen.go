@@ -1,4 +1,7 @@
-package main
+// Package listen binds the addresses vertex run and vertex processor listen
+// on before anything starts, so that an address that cannot be bound is one
+// usage error naming its flag or field.
+package listen
 
 import (
 	"errors"
@@ -8,20 +11,32 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-// listeners are the addresses vertex run and vertex processor listen on,
+// Listeners are the addresses vertex run and vertex processor listen on,
 // bound before anything starts, so that an address that cannot be bound (a
 // port out of range, a port in use) is one usage error naming its flag or
 // field: --metrics-addr, and the addresses of each http source the process
-// runs, HTTPS's and plain HTTP's. The vertices take theirs with listen;
-// close closes what nobody took.
-type listeners struct {
+// runs, HTTPS's and plain HTTP's. The vertices take theirs with
+// [Listeners.Listen]; [Listeners.Close] closes what nobody took. It is safe
+// for concurrent use.
+type Listeners struct {
 	mu      sync.Mutex
 	metrics net.Listener            // nil without --metrics-addr
 	http    map[string]net.Listener // by address, until an http source takes it
+}
+
+// Flags are what the listeners of a process depend on beside its config:
+// the flags of vertex run (or vertex processor) that give addresses, and
+// those that say which vertices the process runs.
+type Flags struct {
+	MetricsAddr, HTTPAddr, PlainHTTPAddr string
+	// Vertex is the vertex of --vertex, "" for every vertex.
+	Vertex            string
+	SideInputsManager bool
 }
 
 // httpListen is one address of an http source and where it comes from.
@@ -36,18 +51,18 @@ type httpListen struct {
 	port  *int32
 }
 
-// bindListeners binds --metrics-addr and the addresses of every http source
-// that the process running f with fl runs.
-func bindListeners(fl runFlags, f *config.File) (_ *listeners, err error) {
-	l := &listeners{http: map[string]net.Listener{}}
+// Bind binds --metrics-addr and the addresses of every http source that the
+// process running f with fl runs.
+func Bind(fl Flags, f *config.File) (_ *Listeners, err error) {
+	l := &Listeners{http: map[string]net.Listener{}}
 	defer func() {
 		if err != nil {
-			l.close()
+			l.Close()
 		}
 	}()
-	if fl.metricsAddr != "" {
-		if l.metrics, err = bind(fl.metricsAddr); err != nil {
-			return nil, usagef("--metrics-addr (%q): %v", fl.metricsAddr, err)
+	if fl.MetricsAddr != "" {
+		if l.metrics, err = TCP(fl.MetricsAddr); err != nil {
+			return nil, cli.Usagef("--metrics-addr (%q): %v", fl.MetricsAddr, err)
 		}
 	}
 	sources := httpSources(fl, f)
@@ -64,7 +79,7 @@ func bindListeners(fl runFlags, f *config.File) (_ *listeners, err error) {
 			return nil, dupAddrError(first, s)
 		}
 		byAddr[s.addr] = s
-		ln, err := bind(s.addr)
+		ln, err := TCP(s.addr)
 		if err != nil {
 			return nil, sourceAddrError(s, err)
 		}
@@ -76,18 +91,18 @@ func bindListeners(fl runFlags, f *config.File) (_ *listeners, err error) {
 // checkHTTPFlags checks that --http-addr and --http-plain-addr have an
 // address of an http source to set: any http source for --http-addr, one
 // with ports.http for --http-plain-addr.
-func checkHTTPFlags(fl runFlags, f *config.File, sources []httpListen) error {
+func checkHTTPFlags(fl Flags, f *config.File, sources []httpListen) error {
 	has := func(flag string) bool {
 		return slices.ContainsFunc(sources, func(s httpListen) bool { return s.flag == flag })
 	}
 	switch {
-	case fl.httpAddr != "" && !has("--http-addr"):
-		return usagef("--http-addr (%q): %s", fl.httpAddr, noHTTPSource(fl, f))
-	case fl.plainHTTPAddr != "" && !has("--http-plain-addr") && len(sources) == 0:
-		return usagef("--http-plain-addr (%q): %s", fl.plainHTTPAddr, noHTTPSource(fl, f))
-	case fl.plainHTTPAddr != "" && !has("--http-plain-addr"):
-		return usagef("--http-plain-addr (%q): %s.ports.http is not set: the http source serves HTTPS only; set ports.http to serve plain HTTP besides",
-			fl.plainHTTPAddr, sources[0].path)
+	case fl.HTTPAddr != "" && !has("--http-addr"):
+		return cli.Usagef("--http-addr (%q): %s", fl.HTTPAddr, noHTTPSource(fl, f))
+	case fl.PlainHTTPAddr != "" && !has("--http-plain-addr") && len(sources) == 0:
+		return cli.Usagef("--http-plain-addr (%q): %s", fl.PlainHTTPAddr, noHTTPSource(fl, f))
+	case fl.PlainHTTPAddr != "" && !has("--http-plain-addr"):
+		return cli.Usagef("--http-plain-addr (%q): %s.ports.http is not set: the http source serves HTTPS only; set ports.http to serve plain HTTP besides",
+			fl.PlainHTTPAddr, sources[0].path)
 	}
 	return nil
 }
@@ -95,24 +110,24 @@ func checkHTTPFlags(fl runFlags, f *config.File, sources []httpListen) error {
 // httpSources lists the addresses of the http sources that the process
 // running f with fl runs: a MonoVertex's, the vertex's of --vertex, or every
 // vertex's, each HTTPS's and, with ports.http, plain HTTP's.
-func httpSources(fl runFlags, f *config.File) []httpListen {
+func httpSources(fl Flags, f *config.File) []httpListen {
 	var out []httpListen
 	add := func(vertex, path string, s *config.Source) {
 		if s == nil || s.HTTP == nil {
 			return
 		}
 		h, path := s.HTTP, path+".http"
-		https := httpListen{vertex: vertex, path: path, addr: vertexconfig.HTTPAddr(fl.httpAddr, h), field: "ports.https"}
+		https := httpListen{vertex: vertex, path: path, addr: vertexconfig.HTTPAddr(fl.HTTPAddr, h), field: "ports.https"}
 		switch {
-		case fl.httpAddr != "":
+		case fl.HTTPAddr != "":
 			https.flag = "--http-addr"
 		case h.Ports != nil:
 			https.port = h.Ports.HTTPS
 		}
 		out = append(out, https)
-		if addr := vertexconfig.PlainHTTPAddr(fl.plainHTTPAddr, h); addr != "" {
+		if addr := vertexconfig.PlainHTTPAddr(fl.PlainHTTPAddr, h); addr != "" {
 			plain := httpListen{vertex: vertex, path: path, addr: addr, field: "ports.http", port: h.Ports.HTTP}
-			if fl.plainHTTPAddr != "" {
+			if fl.PlainHTTPAddr != "" {
 				plain.flag = "--http-plain-addr"
 			}
 			out = append(out, plain)
@@ -121,10 +136,10 @@ func httpSources(fl runFlags, f *config.File) []httpListen {
 	switch {
 	case f.MonoVertex != nil:
 		add("", "spec.source", f.MonoVertex.Spec.Source)
-	case fl.sideInputsManager:
+	case fl.SideInputsManager:
 	default:
 		for i, v := range f.Pipeline.Spec.Vertices {
-			if fl.vertex == "" || fl.vertex == v.Name {
+			if fl.Vertex == "" || fl.Vertex == v.Name {
 				add(v.Name, fmt.Sprintf("spec.vertices[%d].source", i), v.Source)
 			}
 		}
@@ -133,14 +148,14 @@ func httpSources(fl runFlags, f *config.File) []httpListen {
 }
 
 // noHTTPSource says that what the process runs has no http source.
-func noHTTPSource(fl runFlags, f *config.File) string {
+func noHTTPSource(fl Flags, f *config.File) string {
 	switch {
 	case f.MonoVertex != nil:
 		return fmt.Sprintf("MonoVertex %q has no http source", f.Name())
-	case fl.sideInputsManager:
+	case fl.SideInputsManager:
 		return "--side-inputs-manager runs no vertex"
-	case fl.vertex != "":
-		return fmt.Sprintf("vertex %q of pipeline %q has no http source", fl.vertex, f.Name())
+	case fl.Vertex != "":
+		return fmt.Sprintf("vertex %q of pipeline %q has no http source", fl.Vertex, f.Name())
 	}
 	return fmt.Sprintf("pipeline %q has no http source", f.Name())
 }
@@ -150,7 +165,7 @@ func noHTTPSource(fl runFlags, f *config.File) string {
 func dupAddrError(first, s httpListen) error {
 	const twice = "one process cannot listen on one address twice"
 	if s.flag != "" && s.flag == first.flag {
-		return usagef("%s (%q): vertices %q and %q both have an http source, and %s: "+
+		return cli.Usagef("%s (%q): vertices %q and %q both have an http source, and %s: "+
 			"run each with --vertex, or leave out %s and give each its own %s", s.flag, s.addr, first.vertex, s.vertex, twice, s.flag, s.field)
 	}
 	what := fmt.Sprintf("vertex %q's http source listens on it too (%s)", first.vertex, first.origin())
@@ -181,11 +196,11 @@ func (s httpListen) origin() string {
 func sourceAddrError(s httpListen, err error) error {
 	switch {
 	case s.flag != "":
-		return usagef("%s (%q): %v", s.flag, s.addr, err)
+		return cli.Usagef("%s (%q): %v", s.flag, s.addr, err)
 	case s.port != nil:
-		return usagef("%s.%s (%d): cannot listen on %s: %v", s.path, s.field, *s.port, s.addr, err)
+		return cli.Usagef("%s.%s (%d): cannot listen on %s: %v", s.path, s.field, *s.port, s.addr, err)
 	}
-	return usagef("%s: cannot listen on %s, the default port of ports.https (set ports.https or --http-addr): %v", s.path, s.addr, err)
+	return cli.Usagef("%s: cannot listen on %s, the default port of ports.https (set ports.https or --http-addr): %v", s.path, s.addr, err)
 }
 
 // anyPort reports whether addr asks for any free port: port 0 or none.
@@ -194,9 +209,9 @@ func anyPort(addr string) bool {
 	return err == nil && (port == "" || port == "0")
 }
 
-// bind listens on addr, host:port, after checking its port: 0 (any free
+// TCP listens on addr, host:port, after checking its port: 0 (any free
 // port) to 65535.
-func bind(addr string) (net.Listener, error) {
+func TCP(addr string) (net.Listener, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		var ae *net.AddrError
@@ -219,9 +234,9 @@ func bind(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// metricsListener hands over the listener of --metrics-addr, nil without
-// one; it is handed over once.
-func (l *listeners) metricsListener() net.Listener {
+// Metrics hands over the listener of --metrics-addr, nil without one; it is
+// handed over once.
+func (l *Listeners) Metrics() net.Listener {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.metrics
@@ -229,9 +244,9 @@ func (l *listeners) metricsListener() net.Listener {
 	return ln
 }
 
-// listen hands over the listener bound to addr, once, and listens on addr
-// for any other address.
-func (l *listeners) listen(addr string) (net.Listener, error) {
+// Listen hands over the listener bound to addr, once, and listens on addr
+// for any other address: it is the function of pkg/vertex's WithListen.
+func (l *Listeners) Listen(addr string) (net.Listener, error) {
 	l.mu.Lock()
 	ln, ok := l.http[addr]
 	delete(l.http, addr)
@@ -242,8 +257,8 @@ func (l *listeners) listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// close closes the listeners nobody took.
-func (l *listeners) close() {
+// Close closes the listeners nobody took; it is safe to call twice.
+func (l *Listeners) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.metrics != nil {
