@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/bench"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )
 
@@ -98,7 +96,7 @@ flags:
 		fl.variants = strings.Split(variants, ",")
 	}
 	for _, v := range fl.variants {
-		if _, ok := benchVariantOf[v]; !ok && v != benchLive {
+		if !bench.IsNamed(v) {
 			return fl, usagef("bench: --variants: %q is not a variant; want bytes, cost, group or live", v)
 		}
 	}
@@ -115,43 +113,13 @@ flags:
 	return fl, nil
 }
 
-// benchCost is the cost expression of the cost variant: it reads the
-// payload and gives 1 for any payload up to a megabyte, so that the limit
-// counts as it does without it.
-const benchCost = "len(payload) / 1000000"
-
-// benchLive is the variant of --variants that measures the rate limit as
-// configured with the live page open: /status/live served and polled once
-// a second (bench.Target.LiveVariant).
-const benchLive = "live"
-
-// benchVariantOf are the variants of --variants but live: how each changes
-// a rateLimit block.
-var benchVariantOf = map[string]func(*config.RateLimit){
-	"bytes": func(rl *config.RateLimit) {
-		max := uint64(ratelimit.MaxTokens) // far above what one process moves
-		rl.Bytes = &config.ByteLimit{Max: &max, Min: &max}
-	},
-	"cost": func(rl *config.RateLimit) {
-		cost := benchCost
-		rl.Cost = &cost
-	},
-	"group": func(rl *config.RateLimit) {
-		max, ramp := uint64(ratelimit.MaxTokens), config.Duration{}
-		rl.Groups = append(rl.Groups, config.GroupLimit{Name: "bench", Max: &max, Min: &max, RampUpDuration: &ramp})
-	},
-}
-
 // benchVariants measures off, on and fl.variants side by side and prints
 // each one's rate and its ratio to on.
 func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, stderr io.Writer) error {
 	var vs []bench.Variant
 	for _, name := range fl.variants {
-		if name == benchLive {
-			vs = append(vs, t.LiveVariant(name))
-			continue
-		}
-		vs = append(vs, t.Variant(name, benchVariantOf[name]))
+		v, _ := t.Named(name)
+		vs = append(vs, v)
 	}
 	total := fl.runs * (len(vs) + 2)
 	runs, err := t.CompareVariants(context.Background(), fl.runs, each, vs, func(run int, name string) {
@@ -168,29 +136,11 @@ func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, s
 	fmt.Fprintf(stdout, "on/off ratio: %.3f\n", runs[1].Median()/runs[0].Median())
 	for i, name := range fl.variants {
 		fmt.Fprintf(stdout, "%s/on ratio: %.3f (run by run: %.3f)", name, runs[i+2].Median()/runs[1].Median(),
-			pairedRatio(runs[i+2], runs[1]))
-		if name == benchLive {
+			runs[i+2].PairedRatio(runs[1]))
+		if name == bench.VariantLive {
 			fmt.Fprintf(stdout, ", %d answers of /status/live read", runs[i+2].Polls)
 		}
 		fmt.Fprintln(stdout)
 	}
 	return nil
-}
-
-// pairedRatio is the median of the ratios of a's runs to b's, each to the
-// one run beside it: a load that comes and goes on a shared machine moves
-// both runs of a pair alike, so it sways this less than the ratio of the
-// medians.
-func pairedRatio(a, b bench.Runs) float64 {
-	n := min(len(a.Rates), len(b.Rates))
-	ratios := make([]float64, 0, n)
-	for i := range n {
-		if b.Rates[i] > 0 {
-			ratios = append(ratios, a.Rates[i]/b.Rates[i])
-		}
-	}
-	if len(ratios) == 0 {
-		return 0
-	}
-	return bench.Median(ratios)
 }
