@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
-	"net"
-	"net/http"
 	"os/signal"
 	"strconv"
 	"syscall"
@@ -58,25 +55,5 @@ flags:
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("serving runtime errors", zap.String("addr", ln.Addr().String()), zap.String("dir", *dir))
-	return serveMonitor(ctx, tls.NewListener(ln, tlsConfig), monitor.NewStore(*dir, 0))
-}
-
-// serveMonitor serves s's errors on ln until ctx ends, then shuts down
-// within a few seconds.
-func serveMonitor(ctx context.Context, ln net.Listener, s *monitor.Store) error {
-	srv := &http.Server{Handler: monitor.Handler(s), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := srv.Shutdown(shut)
-	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
+	return monitor.Serve(ctx, tls.NewListener(ln, tlsConfig), monitor.NewStore(*dir, 0))
 }

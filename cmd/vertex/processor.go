@@ -67,10 +67,7 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	// sidecar serves them from.
 	errs := monitor.NewStore(fl.runtimeErrorsDir, 0)
 	udsconn.ReportFailures(func(err error) {
-		if !monitor.IsUDFError(err) {
-			return
-		}
-		if rerr := errs.Record(monitor.EntryOf(err, time.Now())); rerr != nil {
+		if rerr := errs.RecordUDFError(err, time.Now()); rerr != nil {
 			log.Warn("cannot record the error for the monitor", zap.Error(rerr))
 		}
 	})
