@@ -255,13 +255,8 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 	if err != nil {
 		return err
 	}
-	stopServing, err := r.serve(v.Ready, func() any { return v.Status() }, func(since int64) any { return v.LiveView(since) })
-	if err != nil {
-		v.Close()
-		return err
-	}
-	defer stopServing()
-	defer r.watchConfig(ctx, func(f *config.File) error {
+	defer r.serve(v.Ready, func() any { return v.Status() }, func(since int64) any { return v.LiveView(since) })()
+	defer r.reload.Start(ctx, func(f *config.File) error {
 		if rl := f.MonoVertex.Spec.Limits.GetRateLimit(); rl != nil {
 			cfg := vertexconfig.LimiterConfig(rl)
 			if err := v.UpdateRateLimit(&cfg); err != nil {
@@ -301,13 +296,8 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		status = func() any { return pl.Vertices()[0].Status() }
 		live = func(since int64) any { return pl.Vertices()[0].LiveView(since) }
 	}
-	stopServing, err := r.serve(pl.Ready, status, live)
-	if err != nil {
-		pl.Close()
-		return err
-	}
-	defer stopServing()
-	defer r.watchConfig(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
+	defer r.serve(pl.Ready, status, live)()
+	defer r.reload.Start(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
 	r.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.String("vertex", r.flags.vertex),
 		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
 	exitOnSecondSignal(ctx, r.log)
@@ -317,10 +307,10 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 // serve serves /metrics, /healthz, /livez, /sidecar-livez, /readyz, /status,
 // /status/live and the live page on --metrics-addr, if set (bound by
 // execute), over HTTPS when r.tls is set, until stop is called.
-func (r runner) serve(ready func() error, status func() any, live func(since int64) any) (stop func(), err error) {
+func (r runner) serve(ready func() error, status func() any, live func(since int64) any) (stop func()) {
 	ln := r.listeners.Metrics()
 	if ln == nil {
-		return func() {}, nil
+		return func() {}
 	}
 	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status, Live: live}, "http"
 	if r.tls != nil {
@@ -328,38 +318,7 @@ func (r runner) serve(ready func() error, status func() any, live func(since int
 	}
 	server := observe.NewServer(ln, h, r.tls, r.log)
 	r.log.Info("serving metrics, health and status", zap.String("addr", server.Addr().String()), zap.String("scheme", scheme))
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		server.Serve(ctx)
-	}()
-	return func() {
-		cancel()
-		<-served
-	}, nil
-}
-
-// watchConfig applies the live changes of the config file with apply until
-// ctx ends, looking at the file at once on SIGHUP, and returns at once; stop
-// waits for the watch to end.
-func (r runner) watchConfig(ctx context.Context, apply func(*config.File) error) (stop func()) {
-	if r.reload == nil {
-		return func() {}
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer signal.Stop(hup)
-		r.reload.Run(ctx, hup, apply)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	return server.Start()
 }
 
 // exitOnSecondSignal exits the process at once on a SIGTERM or SIGINT after
@@ -405,14 +364,9 @@ func (r runner) sideInputsManager(ctx context.Context, p *config.Pipeline) error
 	if err != nil {
 		return withJetStreamHint(err, p)
 	}
-	stopServing, err := r.serve(m.Ready, func() any {
+	defer r.serve(m.Ready, func() any {
 		return map[string]any{"sideInputsManager": p.Metadata.Name, "notReady": errString(m.Ready())}
-	}, nil)
-	if err != nil {
-		m.Close()
-		return err
-	}
-	defer stopServing()
+	}, nil)()
 	r.log.Info("running the side inputs", zap.String("pipeline", p.Metadata.Name), zap.Int("sideInputs", len(p.Spec.SideInputs)))
 	return m.Run(ctx)
 }

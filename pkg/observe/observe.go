@@ -122,6 +122,21 @@ func NewServer(ln net.Listener, h Handlers, cfg *tls.Config, log *zap.Logger) *S
 // Addr returns the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// Start serves in a goroutine of its own, as [Server.Serve] does, and
+// returns at once; stop shuts the server down and waits for it.
+func (s *Server) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s.Serve(ctx)
+	}()
+	return func() {
+		cancel()
+		<-served
+	}
+}
+
 // Serve serves until ctx is done, then shuts down, giving open requests a second.
 func (s *Server) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)

@@ -185,3 +185,23 @@ func TestSelfSignedTLS(t *testing.T) {
 		t.Error("two calls made the same key")
 	}
 }
+
+// Start serves until stop, which returns once the server is shut down and
+// its listener closed.
+func TestStart(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", handlers(new(atomic.Bool)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := s.Start()
+	url := "http://" + s.Addr().String() + "/healthz"
+	if code, body := get(t, http.DefaultClient, url); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz: %d %q; want 200 ok", code, body)
+	}
+	stop()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := c.Get(url); err == nil {
+		resp.Body.Close()
+		t.Fatalf("/healthz after stop: %s; want no server", resp.Status)
+	}
+}
