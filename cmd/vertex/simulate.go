@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,35 +40,6 @@ func simulateConfigFromFile(path, vertex string) (ratelimit.Config, error) {
 		return ratelimit.Config{}, usagef("simulate: %s has no rateLimit", path)
 	}
 	return vertexconfig.LimiterConfig(rl), nil
-}
-
-// simFlags maps the limiter's config fields to the flags that set them, so that
-// config errors name the flag the user typed, and so that the flags given
-// beside -f override the file's fields.
-var simFlags = map[string]string{
-	"Max":                 "--max",
-	"Min":                 "--min",
-	"RampUpDuration":      "--ramp-up",
-	"Mode":                "--mode",
-	"ThresholdPercentage": "--threshold",
-	"CoolDownPeriod":      "--cool-down",
-	"RampDownPercentage":  "--ramp-down",
-	"CutPercentage":       "--cut",
-	"HoldBelowPercentage": "--hold-below",
-	"ProbeAfter":          "--probe-after",
-	"ForgetAfter":         "--forget-after",
-}
-
-// overrideConfig returns base with the fields whose flags were set taken from
-// flags.
-func overrideConfig(base, flags ratelimit.Config, set func(string) bool) ratelimit.Config {
-	b, f := reflect.ValueOf(&base).Elem(), reflect.ValueOf(flags)
-	for field, flag := range simFlags {
-		if set(strings.TrimPrefix(flag, "--")) {
-			b.FieldByName(field).Set(f.FieldByName(field))
-		}
-	}
-	return base
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
@@ -139,7 +108,7 @@ flags:
 			return err
 		}
 		// Flags given beside -f override the file's fields.
-		cfg = overrideConfig(fileCfg, cfg, fs.IsSet)
+		cfg = simulate.Override(fileCfg, cfg, fs.IsSet)
 	} else if !fs.IsSet("max") {
 		return usagef("simulate: --max (or -f FILE) is required")
 	}
@@ -172,7 +141,7 @@ flags:
 		return usagef("simulate: --quota-change and --retry-after are for --quota")
 	}
 	if err := cfg.Validate(); err != nil {
-		return usagef("simulate: %s", simulate.RenderConfigError(err, simFlags))
+		return usagef("simulate: %s", simulate.RenderConfigError(err, simulate.Flags))
 	}
 	// What the flags set beside -f, and --signals, hold for the changes too.
 	same := func(c *ratelimit.Config) {
@@ -264,55 +233,20 @@ func simulateGroup(stdout io.Writer, path, group string, demandOf []string) erro
 	if f.Pipeline == nil {
 		return usagef("simulate: --group: %s is a MonoVertex; give a Pipeline whose vertices join %s", path, group)
 	}
-	var gcfg *ratelimit.Config
-	var members []simulate.SimMember
-	for _, v := range f.Pipeline.Spec.Vertices {
-		rl, err := f.Pipeline.VertexRateLimit(v.Name)
-		if err != nil || rl == nil {
-			continue
-		}
-		for i := range rl.Groups {
-			if g := &rl.Groups[i]; g.Name == group {
-				c := vertexconfig.GroupConfig(g)
-				if gcfg == nil {
-					gcfg = &c
-				}
-				members = append(members, simulate.SimMember{Name: v.Name, Config: vertexconfig.LimiterConfig(rl)})
-			}
-		}
-	}
-	if len(members) == 0 {
+	gcfg, members, ok := simulate.GroupOf(f.Pipeline, group)
+	if !ok {
 		return usagef("simulate: --group (%q): no vertex of %s joins it", group, path)
 	}
-	epochs := 0
-	for _, arg := range demandOf {
-		name, list, ok := strings.Cut(arg, "=")
-		i := slices.IndexFunc(members, func(m simulate.SimMember) bool { return m.Name == name })
-		if !ok || i < 0 {
-			return usagef("simulate: --demand-of (%q): want VERTEX=LIST, VERTEX one of %s", arg, memberNames(members))
-		}
-		d, err := simulate.ParseDemand(list)
-		if err != nil {
-			return usagef("simulate: --demand-of (%q): %v", arg, err)
-		}
-		members[i].Demand = d
-		epochs = max(epochs, len(d))
+	epochs, err := simulate.SetDemands(members, demandOf)
+	if err != nil {
+		return usagef("simulate: --demand-of %v", err)
 	}
 	if epochs == 0 {
-		return usagef("simulate: --group needs --demand-of VERTEX=LIST for one member at least (%s)", memberNames(members))
+		return usagef("simulate: --group needs --demand-of VERTEX=LIST for one member at least (%s)", simulate.MemberNames(members))
 	}
-	out, err := simulate.SimulateGroup(*gcfg, members, epochs)
+	out, err := simulate.SimulateGroup(gcfg, members, epochs)
 	if err != nil {
 		return err
 	}
-	return simulate.WriteGroupTable(stdout, group, *gcfg, members, out)
-}
-
-// memberNames lists the members' names: "a, b".
-func memberNames(ms []simulate.SimMember) string {
-	names := make([]string, len(ms))
-	for i, m := range ms {
-		names[i] = m.Name
-	}
-	return strings.Join(names, ", ")
+	return simulate.WriteGroupTable(stdout, group, gcfg, members, out)
 }
