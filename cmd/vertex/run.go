@@ -364,17 +364,7 @@ func (r runner) sideInputsManager(ctx context.Context, p *config.Pipeline) error
 	if err != nil {
 		return withJetStreamHint(err, p)
 	}
-	defer r.serve(m.Ready, func() any {
-		return map[string]any{"sideInputsManager": p.Metadata.Name, "notReady": errString(m.Ready())}
-	}, nil)()
+	defer r.serve(m.Ready, func() any { return m.Status() }, nil)()
 	r.log.Info("running the side inputs", zap.String("pipeline", p.Metadata.Name), zap.Int("sideInputs", len(p.Spec.SideInputs)))
 	return m.Run(ctx)
-}
-
-// errString is err's message, "" for nil.
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -145,8 +145,17 @@ func (s *sideInputs) ready() error {
 // watch them. Create one with [NewSideInputsManager]; Ready may be called
 // from any goroutine.
 type SideInputsManager struct {
-	si *sideInputs
-	cl closers
+	pipeline string
+	si       *sideInputs
+	cl       closers
+}
+
+// SideInputsStatus is what /status serves for a [SideInputsManager].
+type SideInputsStatus struct {
+	// NotReady is what [SideInputsManager.Ready] says, "" when ready.
+	NotReady string `json:"notReady"`
+	// SideInputsManager is the pipeline's name.
+	SideInputsManager string `json:"sideInputsManager"`
 }
 
 // NewSideInputsManager connects to p's JetStream server (waiting while it is
@@ -160,7 +169,7 @@ func NewSideInputsManager(ctx context.Context, p *config.Pipeline, opts ...Optio
 	if err != nil {
 		return nil, err
 	}
-	m := &SideInputsManager{}
+	m := &SideInputsManager{pipeline: p.Metadata.Name}
 	if m.si, err = newSideInputs(ctx, p, o, true, nil, &m.cl); err != nil {
 		m.cl.closeAll()
 		return nil, err
@@ -177,6 +186,16 @@ func (m *SideInputsManager) Run(ctx context.Context) error {
 // Ready returns nil while every side input's container is connected, else
 // what the manager waits for.
 func (m *SideInputsManager) Ready() error { return m.si.ready() }
+
+// Status returns the manager's status, for /status; it may be called from
+// any goroutine.
+func (m *SideInputsManager) Status() SideInputsStatus {
+	st := SideInputsStatus{SideInputsManager: m.pipeline}
+	if err := m.Ready(); err != nil {
+		st.NotReady = err.Error()
+	}
+	return st
+}
 
 // Close closes the containers' connections and the JetStream connection.
 func (m *SideInputsManager) Close() error {
