@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/containers"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )
@@ -40,7 +41,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plan, stop, err := startContainers(context.Background(), t.Config(true), spawn.Choice{Dir: fl.udsDir, Commands: fl.spawn, Engine: "none", Log: log},
+	plan, stop, err := containers.Start(context.Background(), t.Config(true), spawn.Choice{Dir: fl.udsDir, Commands: fl.spawn, Engine: "none", Log: log},
 		spawn.Deps{Stdout: io.Discard, Stderr: stderr, Log: log})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/containers"
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/listen"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/observe"
@@ -95,7 +96,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		return usagef("--otlp-endpoint (%q): %v", fl.otlp, err)
 	}
 	defer shutdownTracing()
-	plan, stopContainers, err := startContainers(ctx, f, spawn.Choice{Only: fl.vertex, SideInputsManager: fl.sideInputsManager, Dir: fl.udsDir,
+	plan, stopContainers, err := containers.Start(ctx, f, spawn.Choice{Only: fl.vertex, SideInputsManager: fl.sideInputsManager, Dir: fl.udsDir,
 		Commands: fl.spawn, Engine: fl.containers, SideInputsDir: fl.sideInputsDir, Log: log},
 		spawn.Deps{Only: fl.vertex, Replica: rep, Stdout: stdout, Stderr: stderr, Log: log, SideInputsManager: fl.sideInputsManager})
 	if err != nil {
@@ -106,7 +107,7 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 	r.vopts = []vertex.Option{vertex.WithReplica(rep), vertex.WithLogger(log), vertex.WithRegisterer(r.reg),
 		vertex.WithTracer(tracer), vertex.WithHTTPAddr(fl.httpAddr), vertex.WithPlainHTTPAddr(fl.plainHTTPAddr),
 		vertex.WithLogSink(sink.NewLog(stdout)),
-		vertex.WithSocketDirHint(socketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.Listen),
+		vertex.WithSocketDirHint(containers.SocketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.Listen),
 		vertex.WithStartupTimeout(fl.startupTimeout)}
 	if v := os.Getenv(envReadAhead); v != "" {
 		on, err := strconv.ParseBool(v)

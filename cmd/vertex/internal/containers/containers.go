@@ -1,4 +1,7 @@
-package main
+// Package containers starts the user-defined containers of what vertex run
+// and vertex bench run, as pkg/spawn chooses, and turns what the user can fix
+// into usage errors that say how.
+package containers
 
 import (
 	"context"
@@ -7,28 +10,29 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )
 
-// socketDirHint is what to do when a server knows only /var/run/numaflow and
+// SocketDirHint is what to do when a server knows only /var/run/numaflow and
 // the vertex waits for it elsewhere.
-const socketDirHint = "run the vertex with --uds-dir " + serverinfo.DefaultDir +
+const SocketDirHint = "run the vertex with --uds-dir " + serverinfo.DefaultDir +
 	", or with --spawn (or --containers) and no --uds-dir, which gives each vertex's containers a " + serverinfo.DefaultDir + " of their own"
 
-// startContainers decides, with spawn.Choose, where the user-defined
+// Start decides, with spawn.Choose, where the user-defined
 // containers of f that this process runs have their sockets, and starts
 // those it runs (d says which replica, where their output goes); stop stops
 // them and releases the directories.
-func startContainers(ctx context.Context, f *config.File, c spawn.Choice, d spawn.Deps) (spawn.Plan, func(), error) {
+func Start(ctx context.Context, f *config.File, c spawn.Choice, d spawn.Deps) (spawn.Plan, func(), error) {
 	plan, err := spawn.Choose(ctx, f, c)
 	var se *spawn.SharedDirError
 	switch {
 	case errors.As(err, &se):
-		return plan, nil, usagef("%v", err)
+		return plan, nil, cli.Usagef("%v", err)
 	case err != nil && c.Engine != "":
-		return plan, nil, usagef("--containers %q: %v", c.Engine, err)
+		return plan, nil, cli.Usagef("--containers %q: %v", c.Engine, err)
 	case err != nil:
 		return plan, nil, err
 	}
@@ -45,11 +49,11 @@ func startContainers(ctx context.Context, f *config.File, c spawn.Choice, d spaw
 	case err == nil:
 		return plan, func() { g.Stop(); plan.Release() }, nil
 	case errors.As(err, &de):
-		err = usagef("%v; --uds-dir chooses another", err)
+		err = cli.Usagef("%v; --uds-dir chooses another", err)
 	case errors.Is(err, spawn.ErrNoCommand):
-		err = usagef("%v: install podman or docker, or give the container a command for --spawn", err)
+		err = cli.Usagef("%v: install podman or docker, or give the container a command for --spawn", err)
 	case errors.As(err, &ie):
-		err = usagef("%v", err)
+		err = cli.Usagef("%v", err)
 	default:
 		err = fmt.Errorf("starting the user-defined containers: %w", err)
 	}
