@@ -17,24 +17,10 @@ import (
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-// The environment Numaflow's controller gives the numa container of a
-// MonoVertex's pod, which it runs as /bin/numaflow-rs processor.
-const (
-	// envMonoVertexObject is the MonoVertex, standard base64 of its JSON.
-	envMonoVertexObject = vertexconfig.EnvMonoVertexObject
-	// envVertexObject is set instead in the pods of a pipeline's vertices.
-	envVertexObject = "NUMAFLOW_VERTEX_OBJECT"
-	// envDebug asks Numaflow's data plane for debug logs.
-	envDebug = "NUMAFLOW_DEBUG"
-	// envReadAhead, "true", makes a vertex read its next batch while the
-	// current one is mapped and written.
-	envReadAhead = "NUMAFLOW_READ_AHEAD"
-)
-
 func runProcessor(args []string, stdout, stderr io.Writer) error {
-	if os.Getenv(envMonoVertexObject) == "" && os.Getenv(envVertexObject) != "" {
+	if os.Getenv(vertexconfig.EnvMonoVertexObject) == "" && os.Getenv(vertexconfig.EnvVertexObject) != "" {
 		return usagef("processor: %s is not set and %s is: this is the pod of a pipeline's vertex, "+
-			"and sluice stands in only for the numa container of a MonoVertex's pod", envMonoVertexObject, envVertexObject)
+			"and sluice stands in only for the numa container of a MonoVertex's pod", vertexconfig.EnvMonoVertexObject, vertexconfig.EnvVertexObject)
 	}
 	fl, err := parseProcessorFlags(args, stdout)
 	if err != nil {
@@ -49,7 +35,7 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer log.Sync()
-	f, err := monoVertexFromEnv(os.Getenv(envMonoVertexObject))
+	f, err := monoVertexFromEnv(os.Getenv(vertexconfig.EnvMonoVertexObject))
 	if err != nil {
 		return err
 	}
@@ -79,7 +65,7 @@ func parseProcessorFlags(args []string, stdout io.Writer) (runFlags, error) {
 	fs := cli.NewFlagSet("processor", `usage: numaflow-rs processor [flags]
        vertex processor [flags]
 
-Runs one replica of the MonoVertex in $`+envMonoVertexObject+` (standard base64
+Runs one replica of the MonoVertex in $`+vertexconfig.EnvMonoVertexObject+` (standard base64
 of its JSON, as Numaflow's controller sets it in the pods of a MonoVertex), as
 the numa container of such a pod: the replica is $NUMAFLOW_REPLICA, the
 user-defined containers' sockets are in /var/run/numaflow, and port 2469 serves
@@ -95,13 +81,13 @@ flags:
 	var fl runFlags
 	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "HTTPS address of /metrics, /readyz, /livez, /sidecar-livez, /healthz, /status, /status/live and the live page on /")
 	fs.StringVar(&fl.udsDir, "uds-dir", serverinfo.DefaultDir, "directory of the user-defined containers' sockets and server-info files, created if missing")
-	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+envDebug+" is true)")
+	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+vertexconfig.EnvDebug+" is true)")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
 	fs.StringVar(&fl.runtimeErrorsDir, "runtime-errors-dir", monitor.DefaultDir, "directory where the user-defined containers' errors are recorded for the monitor sidecar")
 	if err := fs.ParseArgs(args, stdout); err != nil {
 		return fl, err
 	}
-	if !fs.IsSet("log-level") && strings.EqualFold(os.Getenv(envDebug), "true") {
+	if !fs.IsSet("log-level") && strings.EqualFold(os.Getenv(vertexconfig.EnvDebug), "true") {
 		fl.logLevel = "debug"
 	}
 	if fl.udsDir == "" {
@@ -119,7 +105,7 @@ flags:
 func monoVertexFromEnv(value string) (*config.File, error) {
 	if value == "" {
 		return nil, usagef("processor: %s is not set: Numaflow's controller sets it to the MonoVertex a pod runs "+
-			"(standard base64 of its JSON); to run a YAML file, use vertex run -f FILE", envMonoVertexObject)
+			"(standard base64 of its JSON); to run a YAML file, use vertex run -f FILE", vertexconfig.EnvMonoVertexObject)
 	}
 	f, err := vertexconfig.ParseMonoVertexEnv(value)
 	if err != nil {

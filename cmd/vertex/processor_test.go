@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // numaflowObject is a MonoVertex as Numaflow's controller serialises it for
@@ -86,25 +87,25 @@ func TestProcessorCommandLine(t *testing.T) {
 		wantError string
 	}{
 		{"no env", nil, nil, 2, "NUMAFLOW_MONO_VERTEX_OBJECT is not set"},
-		{"bad base64", map[string]string{envMonoVertexObject: "%%%"}, nil, 2, `NUMAFLOW_MONO_VERTEX_OBJECT ("%%%") is not standard base64`},
-		{"a pipeline vertex's pod", map[string]string{envVertexObject: b64(`{}`)}, []string{"--type=source", "--isbsvc-type=jetstream"}, 2,
+		{"bad base64", map[string]string{vertexconfig.EnvMonoVertexObject: "%%%"}, nil, 2, `NUMAFLOW_MONO_VERTEX_OBJECT ("%%%") is not standard base64`},
+		{"a pipeline vertex's pod", map[string]string{vertexconfig.EnvVertexObject: b64(`{}`)}, []string{"--type=source", "--isbsvc-type=jetstream"}, 2,
 			"NUMAFLOW_MONO_VERTEX_OBJECT is not set and NUMAFLOW_VERTEX_OBJECT is: this is the pod of a pipeline's vertex"},
-		{"bad replica", map[string]string{envMonoVertexObject: b64(numaflowObject), "NUMAFLOW_REPLICA": "one"}, nil, 2,
+		{"bad replica", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject), "NUMAFLOW_REPLICA": "one"}, nil, 2,
 			`NUMAFLOW_REPLICA ("one") must be a whole number`},
-		{"bad read-ahead", map[string]string{envMonoVertexObject: b64(numaflowObject), envReadAhead: "maybe"}, nil, 2,
+		{"bad read-ahead", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject), vertexconfig.EnvReadAhead: "maybe"}, nil, 2,
 			`NUMAFLOW_READ_AHEAD ("maybe"): want true or false`},
-		{"unknown flag", map[string]string{envMonoVertexObject: b64(numaflowObject)}, []string{"--type=source"}, 2,
+		{"unknown flag", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject)}, []string{"--type=source"}, 2,
 			"processor: flag provided but not defined: -type"},
-		{"bad log level", map[string]string{envMonoVertexObject: b64(numaflowObject)}, []string{"--log-level", "loud"}, 2,
+		{"bad log level", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject)}, []string{"--log-level", "loud"}, 2,
 			`--log-level ("loud") must be debug, info, warn or error`},
 		{"help", nil, []string{"-h"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(envMonoVertexObject, "")
-			t.Setenv(envVertexObject, "")
+			t.Setenv(vertexconfig.EnvMonoVertexObject, "")
+			t.Setenv(vertexconfig.EnvVertexObject, "")
 			t.Setenv("NUMAFLOW_REPLICA", "")
-			t.Setenv(envReadAhead, "")
+			t.Setenv(vertexconfig.EnvReadAhead, "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}

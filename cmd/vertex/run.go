@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -109,11 +108,9 @@ func execute(f *config.File, r runner, stdout, stderr io.Writer) error {
 		vertex.WithLogSink(sink.NewLog(stdout)),
 		vertex.WithSocketDirHint(containers.SocketDirHint), vertex.WithRegion(fl.region), vertex.WithListen(ls.Listen),
 		vertex.WithStartupTimeout(fl.startupTimeout)}
-	if v := os.Getenv(envReadAhead); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			return usagef("%s (%q): want true or false", envReadAhead, v)
-		}
+	if on, set, err := vertexconfig.ReadAhead(os.Getenv(vertexconfig.EnvReadAhead)); err != nil {
+		return usagef("%v", err)
+	} else if set {
 		r.vopts = append(r.vopts, vertex.WithReadAhead(on))
 	}
 	switch {
