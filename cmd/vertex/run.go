@@ -298,7 +298,7 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	defer r.reload.Start(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
 	r.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.String("vertex", r.flags.vertex),
 		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
-	exitOnSecondSignal(ctx, r.log)
+	cli.ExitOnSecondSignal(ctx, r.log)
 	return pl.Run(ctx)
 }
 
@@ -317,21 +317,6 @@ func (r runner) serve(ready func() error, status func() any, live func(since int
 	server := observe.NewServer(ln, h, r.tls, r.log)
 	r.log.Info("serving metrics, health and status", zap.String("addr", server.Addr().String()), zap.String("scheme", scheme))
 	return server.Start()
-}
-
-// exitOnSecondSignal exits the process at once on a SIGTERM or SIGINT after
-// ctx ends, without waiting for the buffers to drain.
-func exitOnSecondSignal(ctx context.Context, log *zap.Logger) {
-	context.AfterFunc(ctx, func() {
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
-		go func() {
-			<-again
-			log.Warn("second signal: exiting without draining the buffers")
-			log.Sync()
-			os.Exit(1)
-		}()
-	})
 }
 
 // runError names the flag a library error is about, where there is one.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
@@ -81,7 +79,7 @@ flags:
 	fs.ConfigDurationVar(&cfg.ProbeAfter, "probe-after", ratelimit.DefaultProbeAfter, "adaptive: time after a cut before the pool probes above the learnt ceiling")
 	fs.ConfigDurationVar(&cfg.ForgetAfter, "forget-after", ratelimit.DefaultForgetAfter, "adaptive: time after a cut when the learnt ceiling is forgotten (0: learn none)")
 	quotaArg := fs.String("quota", "", "a downstream with a quota: fixed:RATE or bucket:RATE:BURST")
-	var quotaChanges changeFlags
+	var quotaChanges cli.Strings
 	fs.Var(&quotaChanges, "quota-change", "K:RATE: from epoch K, the downstream's quota is RATE (repeatable, in order)")
 	var retryAfter time.Duration
 	fs.ConfigDurationVar(&retryAfter, "retry-after", 0, "the downstream's Retry-After when it refuses (0: none)")
@@ -91,10 +89,10 @@ flags:
 	demandArg := fs.String("demand", "", `tokens asked per epoch, comma-separated; an empty entry is an epoch without a call, NxK N in each of K epochs (required), e.g. "10,20,,60" or "1000x60"`)
 	formatArg := fs.String("format", "table", "output format: table or csv")
 	plotPath := fs.String("plot", "", "also write a PNG chart of pool and granted per epoch to this file")
-	var changeArgs changeFlags
+	var changeArgs cli.Strings
 	fs.Var(&changeArgs, "change", "K:FILE: from epoch K, the rate limit of FILE (a live change; repeatable)")
 	group := fs.String("group", "", "with -f PIPELINE: simulate the vertices that join this shared limit (rateLimit.groups)")
-	var demandOf changeFlags
+	var demandOf cli.Strings
 	fs.Var(&demandOf, "demand-of", "with --group: VERTEX=LIST, the demand of one member vertex per epoch (repeatable)")
 	if err := fs.ParseArgs(args, stdout); err != nil {
 		return err
@@ -152,43 +150,29 @@ flags:
 			c.CutPercentage = cfg.CutPercentage
 		}
 	}
-	changes, err := changeArgs.load(cfg, *vertex, len(demand), same)
+	changes, err := loadChanges(changeArgs, cfg, *vertex, len(demand), same)
 	if err != nil {
 		return err
 	}
 	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}, format, *plotPath)
 }
 
-// changeFlags are the --change K:FILE flags of simulate.
-type changeFlags []string
-
-func (c *changeFlags) String() string { return strings.Join(*c, " ") }
-
-func (c *changeFlags) Set(v string) error {
-	*c = append(*c, v)
-	return nil
-}
-
-// load reads the rate limit of each change's file (vertex's, for a
+// loadChanges reads the rate limit of each change's file (vertex's, for a
 // Pipeline), with same applied, and checks that it can replace base live,
 // in a simulation of epochs epochs.
-func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]ratelimit.SimChange, error) {
+func loadChanges(c []string, base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]ratelimit.SimChange, error) {
 	var out []ratelimit.SimChange
 	for _, arg := range c {
-		k, path, ok := strings.Cut(arg, ":")
-		n, err := strconv.Atoi(k)
-		if !ok || err != nil || path == "" {
-			return nil, usagef("simulate: --change (%q): want K:FILE, K the epoch from which FILE's rate limit applies", arg)
-		}
-		if n < 2 || n > epochs {
-			return nil, usagef("simulate: --change (%q): epoch %d is not from 2 to %d, the epochs of --demand", arg, n, epochs)
-		}
-		cfg, err := simulateConfigFromFile(path, vertex)
+		n, path, err := simulate.ParseChange(arg, epochs)
 		if err != nil {
 			return nil, usagef("simulate: --change (%q): %v", arg, err)
 		}
-		same(&cfg)
-		if err := simulate.CheckLive(base, cfg); err != nil {
+		cfg, err := simulateConfigFromFile(path, vertex)
+		if err == nil {
+			same(&cfg)
+			err = simulate.CheckLive(base, cfg)
+		}
+		if err != nil {
 			return nil, usagef("simulate: --change (%q): %v", arg, err)
 		}
 		out = append(out, ratelimit.SimChange{Epoch: n, Config: cfg})

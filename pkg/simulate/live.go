@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -26,6 +27,21 @@ func CheckLive(base, next ratelimit.Config) error {
 		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", f.YAML, nl.New, nl.Old)
 	}
 	return err
+}
+
+// ParseChange parses a live change of the config, "K:FILE": from epoch K,
+// the rate limit of FILE, in a simulation of epochs epochs, where K is 2 to
+// epochs.
+func ParseChange(s string, epochs int) (epoch int, path string, err error) {
+	k, path, ok := strings.Cut(s, ":")
+	n, err := strconv.Atoi(k)
+	if !ok || err != nil || path == "" {
+		return 0, "", errors.New("want K:FILE, K the epoch from which FILE's rate limit applies")
+	}
+	if n < 2 || n > epochs {
+		return 0, "", fmt.Errorf("epoch %d is not from 2 to %d, the epochs of --demand", n, epochs)
+	}
+	return n, path, nil
 }
 
 // LiveSettings lists the settings of the limiter's config that can change

@@ -120,3 +120,26 @@ func TestRenderConfigError(t *testing.T) {
 		t.Fatalf("RenderConfigError = %q; want --max and Min named, on one line", got)
 	}
 }
+
+func TestParseChange(t *testing.T) {
+	for _, tt := range []struct {
+		arg, path, err string
+		epoch          int
+	}{
+		{arg: "2:b.yaml", epoch: 2, path: "b.yaml"},
+		{arg: "5:c:d.yaml", epoch: 5, path: "c:d.yaml"},
+		{arg: "b.yaml", err: "want K:FILE, K the epoch from which FILE's rate limit applies"},
+		{arg: "2:", err: "want K:FILE, K the epoch from which FILE's rate limit applies"},
+		{arg: "1:b.yaml", err: "epoch 1 is not from 2 to 5, the epochs of --demand"},
+		{arg: "6:b.yaml", err: "epoch 6 is not from 2 to 5, the epochs of --demand"},
+	} {
+		n, path, err := ParseChange(tt.arg, 5)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if n != tt.epoch || path != tt.path || got != tt.err {
+			t.Errorf("%q: %d, %q, %q; want %d, %q, %q", tt.arg, n, path, got, tt.epoch, tt.path, tt.err)
+		}
+	}
+}

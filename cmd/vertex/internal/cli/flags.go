@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
@@ -112,5 +113,18 @@ func CheckOTLP(flagValue string) error {
 			return nil // the variables are not read
 		}
 	}
+	return nil
+}
+
+// Strings is the value of a flag that can be given more than once, each
+// value in order: --change 2:a.yaml --change 5:b.yaml.
+type Strings []string
+
+// String returns the values, space-separated.
+func (s *Strings) String() string { return strings.Join(*s, " ") }
+
+// Set adds v to the values.
+func (s *Strings) Set(v string) error {
+	*s = append(*s, v)
 	return nil
 }
