@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
@@ -154,7 +153,17 @@ flags:
 	if err != nil {
 		return err
 	}
-	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}, format, *plotPath)
+	sim := simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}
+	var fe *simulate.ChartFileError
+	var ce *simulate.ChartError
+	switch err := sim.WriteWithChart(stdout, format, *plotPath); {
+	case errors.As(err, &fe):
+		return usagef("simulate: --plot (%q): %v", *plotPath, fe.Err)
+	case errors.As(err, &ce):
+		return fmt.Errorf("simulate: --plot (%q): %w", *plotPath, ce.Err)
+	default:
+		return err
+	}
 }
 
 // loadChanges reads the rate limit of each change's file (vertex's, for a
@@ -178,27 +187,6 @@ func loadChanges(c []string, base ratelimit.Config, vertex string, epochs int, s
 		out = append(out, ratelimit.SimChange{Epoch: n, Config: cfg})
 	}
 	return out, nil
-}
-
-// writeSimulation writes sim's epochs to stdout in format, and as a PNG
-// chart to plotPath when it is set.
-func writeSimulation(stdout io.Writer, sim simulate.Simulation, format simulate.Format, plotPath string) error {
-	if plotPath == "" {
-		return sim.Write(stdout, format, nil)
-	}
-	// Open the chart's file first, so that a bad path fails before any output.
-	plotFile, err := os.Create(plotPath)
-	if err != nil {
-		return usagef("simulate: --plot (%q): %v", plotPath, errors.Unwrap(err))
-	}
-	defer plotFile.Close()
-	var ce *simulate.ChartError
-	if err := sim.Write(stdout, format, plotFile); errors.As(err, &ce) {
-		return fmt.Errorf("simulate: --plot (%q): %w", plotPath, ce.Err)
-	} else if err != nil {
-		return err
-	}
-	return plotFile.Close()
 }
 
 // simulateGroup runs the vertices of the Pipeline in path that join group,

@@ -1,7 +1,9 @@
 package simulate
 
 import (
+	"errors"
 	"io"
+	"os"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -67,4 +69,33 @@ func (s Simulation) Write(w io.Writer, format Format, chart io.Writer) error {
 		return &ChartError{Err: err}
 	}
 	return nil
+}
+
+// ChartFileError is the error of [Simulation.WriteWithChart] creating the
+// chart's file; its text is Err's, the reason without the path.
+type ChartFileError struct{ Err error }
+
+// Error returns Err's text.
+func (e *ChartFileError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ChartFileError) Unwrap() error { return e.Err }
+
+// WriteWithChart is [Simulation.Write] with the chart going to a file
+// created at chartPath, no chart when it is "". The file is created first,
+// so that a path that cannot be created fails, with a [*ChartFileError],
+// before anything is written.
+func (s Simulation) WriteWithChart(w io.Writer, format Format, chartPath string) error {
+	if chartPath == "" {
+		return s.Write(w, format, nil)
+	}
+	f, err := os.Create(chartPath)
+	if err != nil {
+		return &ChartFileError{Err: errors.Unwrap(err)}
+	}
+	defer f.Close()
+	if err := s.Write(w, format, f); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -3,6 +3,8 @@ package simulate
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,25 @@ func TestParseChange(t *testing.T) {
 		if n != tt.epoch || path != tt.path || got != tt.err {
 			t.Errorf("%q: %d, %q, %q; want %d, %q, %q", tt.arg, n, path, got, tt.epoch, tt.path, tt.err)
 		}
+	}
+}
+
+// WriteWithChart writes the chart to a file, and a file it cannot create is
+// a *ChartFileError before anything is written.
+func TestWriteWithChart(t *testing.T) {
+	sim := Simulation{Config: ratelimit.DefaultConfig(20), Scenario: ratelimit.Scenario{Demand: []int{10, 10}}}
+	path := filepath.Join(t.TempDir(), "chart.png")
+	var out bytes.Buffer
+	if err := sim.WriteWithChart(&out, CSV, path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || out.Len() == 0 {
+		t.Fatalf("chart %v, %d bytes of CSV; want a PNG and the CSV", err, out.Len())
+	}
+	out.Reset()
+	err := sim.WriteWithChart(&out, CSV, filepath.Join(path, "no-dir", "chart.png"))
+	var fe *ChartFileError
+	if !errors.As(err, &fe) || err.Error() != "not a directory" || out.Len() != 0 {
+		t.Fatalf("%v, wrote %q; want a *ChartFileError, not a directory, and nothing written", err, out.String())
 	}
 }
