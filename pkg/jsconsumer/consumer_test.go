@@ -2,6 +2,7 @@ package jsconsumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -107,6 +108,49 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// pullRequests watches, from spy, the pull requests made to consumer C of
+// stream S, and returns a func that gives the batch of each one sent so far
+// on from, in order.
+func pullRequests(t *testing.T, spy, from *nats.Conn) func() []int {
+	t.Helper()
+	sub, err := spy.SubscribeSync("$JS.API.CONSUMER.MSG.NEXT.S.C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var batches []int
+	return func() []int {
+		t.Helper()
+		// The server has routed what from sent before its answer to
+		// from's flush, and spy's flush answers after that.
+		if err := from.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := spy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := sub.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			msg, err := sub.NextMsg(time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var req struct{ Batch int }
+			if err := json.Unmarshal(msg.Data, &req); err != nil {
+				t.Fatalf("pull request %q: %v", msg.Data, err)
+			}
+			batches = append(batches, req.Batch)
+		}
+		return slices.Clone(batches)
+	}
+}
+
 func read(t *testing.T, c *jsconsumer.Consumer, n int) []isb.ReadMessage {
 	t.Helper()
 	buf := make([]isb.ReadMessage, n)
@@ -142,19 +186,22 @@ func TestFetchAhead(t *testing.T) {
 			t.Parallel()
 			nc, js := setup(t, time.Minute)
 			publish(t, js, numbered(30)...)
+			asked := pullRequests(t, js.Conn(), nc)
 			c := newConsumer(t, nc, jsconsumer.Options{FetchAhead: ahead})
 			if got := ids(read(t, c, 10)); !slices.Equal(got, numbered(10)) {
 				t.Fatalf("read %v", got)
 			}
-			want := 10
+			want := []int{10}
 			if ahead {
-				want = 20
+				want = []int{10, 10}
 			}
-			waitFor(t, fmt.Sprint(want, " delivered"), func() bool { return info(t, js).NumAckPending == want })
-			time.Sleep(50 * time.Millisecond)
-			if got := info(t, js).NumAckPending; got != want {
-				t.Fatalf("%d delivered, want %d", got, want)
+			// Every pull the Read made is sent when it returns: the server
+			// can deliver no more than these ask for.
+			if got := asked(); !slices.Equal(got, want) {
+				t.Fatalf("pulls asked for %v messages, want %v", got, want)
 			}
+			delivered := 10 * len(want)
+			waitFor(t, fmt.Sprint(delivered, " delivered"), func() bool { return info(t, js).NumAckPending == delivered })
 			if got := ids(read(t, c, 10)); !slices.Equal(got, numbered(20)[10:]) {
 				t.Fatalf("second read %v", got)
 			}
