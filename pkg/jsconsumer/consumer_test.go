@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
@@ -94,18 +95,6 @@ func info(t *testing.T, js jetstream.JetStream) *jetstream.ConsumerInfo {
 		t.Fatal(err)
 	}
 	return c.CachedInfo()
-}
-
-// waitFor polls cond every 10 ms, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // pullRequests watches, from spy, the pull requests made to consumer C of
@@ -201,7 +190,7 @@ func TestFetchAhead(t *testing.T) {
 				t.Fatalf("pulls asked for %v messages, want %v", got, want)
 			}
 			delivered := 10 * len(want)
-			waitFor(t, fmt.Sprint(delivered, " delivered"), func() bool { return info(t, js).NumAckPending == delivered })
+			runtest.WaitFor(t, fmt.Sprint(delivered, " delivered"), func() bool { return info(t, js).NumAckPending == delivered })
 			if got := ids(read(t, c, 10)); !slices.Equal(got, numbered(20)[10:]) {
 				t.Fatalf("second read %v", got)
 			}
@@ -225,7 +214,7 @@ func TestFrames(t *testing.T) {
 	if err := c.Ack(testCtx(t), slices.Concat(first, second[1:])); err != nil { // a, b, d
 		t.Fatal(err)
 	}
-	waitFor(t, "d acked", func() bool { return info(t, js).NumAckPending == 1 })
+	runtest.WaitFor(t, "d acked", func() bool { return info(t, js).NumAckPending == 1 })
 	if err := c.Nak(testCtx(t), second[:1], 0); err != nil { // c: the frame comes back
 		t.Fatal(err)
 	}
@@ -236,7 +225,7 @@ func TestFrames(t *testing.T) {
 	if err := c.Ack(testCtx(t), again); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "everything acked", func() bool { return info(t, js).NumAckPending == 0 })
+	runtest.WaitFor(t, "everything acked", func() bool { return info(t, js).NumAckPending == 0 })
 }
 
 // With ConfirmAcks, the server has applied the acks when Ack returns.
@@ -272,7 +261,7 @@ func TestDecodeError(t *testing.T) {
 	if err := c.Ack(testCtx(t), buf[:n]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "everything settled", func() bool { i := info(t, js); return i.NumAckPending == 0 && i.NumPending == 0 })
+	runtest.WaitFor(t, "everything settled", func() bool { i := info(t, js); return i.NumAckPending == 0 && i.NumPending == 0 })
 }
 
 // Messages held past the ack wait are kept in progress; Close hands them

@@ -3,6 +3,7 @@ package sideinput
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
@@ -161,7 +163,7 @@ func TestFiles(t *testing.T) {
 
 	store.Put(ctx, "a", []byte("one"))
 	store.Put(ctx, "c", []byte("not named")) // no file: not one of Files' names
-	waitFile(ctx, t, filepath.Join(dir, "a"), "one")
+	waitFile(t, filepath.Join(dir, "a"), "one")
 	if err := gate.Ready(); err == nil || err.Error() != "waiting for side inputs: b (no value in "+dir+" yet)" {
 		t.Errorf("Ready with a alone = %v", err)
 	}
@@ -178,7 +180,7 @@ func TestFiles(t *testing.T) {
 		t.Errorf("Ready = %v", err)
 	}
 	store.Put(ctx, "a", []byte("three"))
-	waitFile(ctx, t, filepath.Join(dir, "a"), "three")
+	waitFile(t, filepath.Join(dir, "a"), "three")
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
@@ -194,19 +196,15 @@ func TestFiles(t *testing.T) {
 }
 
 // waitFile waits until path holds want.
-func waitFile(ctx context.Context, t *testing.T, path, want string) {
+func waitFile(t *testing.T, path, want string) {
 	t.Helper()
-	for {
-		if b, err := os.ReadFile(path); err == nil && string(b) == want {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			b, err := os.ReadFile(path)
-			t.Fatalf("%s = %q (%v), want %q", path, b, err, want)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	runtest.WaitFor(t, fmt.Sprintf("%s = %q", path, want), func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && string(b) == want
+	}, runtest.Showing(func() string {
+		b, err := os.ReadFile(path)
+		return fmt.Sprintf("%q (%v)", b, err)
+	}))
 }
 
 func TestWriteFileReplacesWhole(t *testing.T) {

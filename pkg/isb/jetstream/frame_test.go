@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -102,7 +103,7 @@ func TestFramesFetchedAhead(t *testing.T) {
 	if err != nil || n != 8 {
 		t.Fatalf("Read(8) = %d, %v", n, err)
 	}
-	waitFor(t, "2 frames fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 4 })
+	runtest.WaitFor(t, "2 frames fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 4 })
 	got := append([]isb.ReadMessage(nil), buf[:n]...)
 	got = append(got, readN(t, r, 32, 8)...)
 	for i := range got {
