@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,13 +182,15 @@ var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 
 func TestSimulatePlot(t *testing.T) {
 	tests := []struct {
-		name string
-		args []string
+		name        string
+		args        []string
+		wantPool    int // none, legend or acrossChart
+		wantGranted int
 	}{
-		{"relaxed with gaps", []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--demand", "10,20,,,40,50"}},
-		{"scheduled", []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--mode", "scheduled", "--demand", "10,,,5"}},
-		{"csv format", []string{"--max", "20", "--min", "10", "--ramp-up", "3s", "--demand", "1,1,1", "--format", "csv"}},
-		{"no calls at all", []string{"--max", "10", "--demand", ",,"}},
+		{"relaxed with gaps", []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--demand", "10,20,,,40,50"}, legend, acrossChart},
+		{"scheduled", []string{"--max", "110", "--min", "10", "--ramp-up", "10s", "--mode", "scheduled", "--demand", "10,,,5"}, acrossChart, acrossChart},
+		{"csv format", []string{"--max", "20", "--min", "10", "--ramp-up", "3s", "--demand", "1,1,1", "--format", "csv"}, acrossChart, acrossChart},
+		{"no calls at all", []string{"--max", "10", "--demand", ",,"}, none, none},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,8 +209,64 @@ func TestSimulatePlot(t *testing.T) {
 			if !bytes.HasPrefix(b, pngSignature) {
 				t.Fatalf("%s does not start with the PNG signature: % x", path, b[:min(len(b), 8)])
 			}
+			img, err := png.Decode(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("decode %s: %v", path, err)
+			}
+			// The legend sits top left; the right half of the chart holds data only.
+			all := img.Bounds()
+			right := image.Rect(all.Min.X+all.Dx()/2, all.Min.Y, all.Max.X, all.Max.Y)
+			for _, c := range []struct {
+				series string
+				colour color.RGBA
+				drawn  bool // in the legend and the chart
+				right  bool // also in the right half
+			}{
+				{"pool", poolColour, tt.wantPool != none, tt.wantPool == acrossChart},
+				{"granted", grantedColour, tt.wantGranted != none, tt.wantGranted == acrossChart},
+			} {
+				n, r := columnsOf(img, all, c.colour), columnsOf(img, right, c.colour)
+				switch {
+				case !c.drawn && n > 0:
+					t.Errorf("%s colour in %d columns; want none: the series has no value", c.series, n)
+				case c.drawn && n < minColumns:
+					t.Errorf("%s colour in %d columns; want at least %d (legend and chart)", c.series, n, minColumns)
+				case c.right && r == 0:
+					t.Errorf("%s colour not in the right half of the chart; want its later epochs there", c.series)
+				}
+			}
 		})
 	}
+}
+
+// Where a series' colour appears on the chart.
+const (
+	none        = iota // nowhere: the series has no value
+	legend             // in the legend, and where the other series does not cover it
+	acrossChart        // in the legend and the right half of the chart
+)
+
+// minColumns is fewer columns than a series' sample in the legend takes.
+const minColumns = 10
+
+// The colours the chart draws the pool and granted series in.
+var (
+	poolColour    = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	grantedColour = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+)
+
+// columnsOf counts the columns of r in img that have a pixel of colour c.
+func columnsOf(img image.Image, r image.Rectangle, c color.RGBA) int {
+	n := 0
+	for x := r.Min.X; x < r.Max.X; x++ {
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			if color.RGBAModel.Convert(img.At(x, y)) == c {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 func TestSimulatePlotBadPath(t *testing.T) {

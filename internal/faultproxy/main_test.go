@@ -16,7 +16,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
 	waitTimeout = 5 * time.Second        // every wait on a condition gives up after this
-	waitPoll    = 5 * time.Millisecond   // between two checks of a condition
 	ioTimeout   = 5 * time.Second        // deadline of reads and writes that must succeed
 	quiet       = 100 * time.Millisecond // how long a read waits to show that nothing arrives
 )
@@ -149,21 +148,4 @@ func expectDialReset(t *testing.T, addr string) {
 func isConnError(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// waitFor waits until cond holds, checking every waitPoll for at most
-// waitTimeout, and fails the test naming what it waited for.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(waitTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(waitPoll)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("gave up after %v waiting for %s", waitTimeout, what)
-		case <-tick.C:
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/faultproxy"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 func TestForwardBothWays(t *testing.T) {
@@ -21,7 +22,7 @@ func TestForwardBothWays(t *testing.T) {
 	for i := range cs {
 		cs[i] = dial(t, p.Addr())
 	}
-	waitFor(t, "4 open connections", func() bool { return p.Conns() == conns })
+	runtest.WaitFor(t, "4 open connections", func() bool { return p.Conns() == conns }, runtest.Within(waitTimeout))
 
 	var wg sync.WaitGroup
 	for i, c := range cs {
@@ -36,15 +37,15 @@ func TestForwardBothWays(t *testing.T) {
 		return
 	}
 	const total = conns * size
-	waitFor(t, fmt.Sprintf("%d bytes forwarded each way", total), func() bool {
+	runtest.WaitFor(t, fmt.Sprintf("%d bytes forwarded each way", total), func() bool {
 		return p.Forwarded(faultproxy.ToServer) == total && p.Forwarded(faultproxy.ToClient) == total
-	})
+	}, runtest.Within(waitTimeout))
 	if got := p.Forwarded(faultproxy.Both); got != 2*total {
 		t.Errorf("Forwarded(Both) = %d, want %d", got, 2*total)
 	}
 	// Each client half-closed and read the server's FIN, so the proxy has
 	// closed every connection.
-	waitFor(t, "no open connection", func() bool { return p.Conns() == 0 })
+	runtest.WaitFor(t, "no open connection", func() bool { return p.Conns() == 0 }, runtest.Within(waitTimeout))
 }
 
 // echoAll writes size random bytes on c, half-closes it, and checks that it
@@ -115,12 +116,12 @@ func TestBlackhole(t *testing.T) {
 			if _, err := c.Write([]byte("lost")); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "4 bytes swallowed", func() bool { return p.Swallowed(dir) == 4 })
+			runtest.WaitFor(t, "4 bytes swallowed", func() bool { return p.Swallowed(dir) == 4 }, runtest.Within(waitTimeout))
 			expectNothing(t, c)
 
 			// New connections are accepted while black-holed.
 			c2 := dial(t, p.Addr())
-			waitFor(t, "2 open connections", func() bool { return p.Conns() == 2 })
+			runtest.WaitFor(t, "2 open connections", func() bool { return p.Conns() == 2 }, runtest.Within(waitTimeout))
 
 			p.Heal()
 			roundTrip(t, c, "back") // "lost" stays lost
@@ -140,7 +141,7 @@ func TestBlackholePassesClose(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the closed connection to be gone", func() bool { return p.Conns() == 0 })
+	runtest.WaitFor(t, "the closed connection to be gone", func() bool { return p.Conns() == 0 }, runtest.Within(waitTimeout))
 }
 
 func TestDelay(t *testing.T) {
@@ -247,7 +248,7 @@ func TestClose(t *testing.T) {
 	if _, err := c.Write([]byte("held")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "\"held\" to reach the server", func() bool { return p.Forwarded(faultproxy.ToServer) == 8 })
+	runtest.WaitFor(t, "\"held\" to reach the server", func() bool { return p.Forwarded(faultproxy.ToServer) == 8 }, runtest.Within(waitTimeout))
 
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -327,12 +328,12 @@ func TestFaultsUnderLoad(t *testing.T) {
 		if i%len(faults) == len(faults)-1 {
 			// Let some traffic through before the next round of faults.
 			n := p.Forwarded(faultproxy.Both)
-			waitFor(t, "bytes to flow after Heal", func() bool { return p.Forwarded(faultproxy.Both) > n })
+			runtest.WaitFor(t, "bytes to flow after Heal", func() bool { return p.Forwarded(faultproxy.Both) > n }, runtest.Within(waitTimeout))
 		}
 	}
 	close(stop)
 	wg.Wait()
-	waitFor(t, "every connection to close", func() bool { return p.Conns() == 0 })
+	runtest.WaitFor(t, "every connection to close", func() bool { return p.Conns() == 0 }, runtest.Within(waitTimeout))
 }
 
 // churn makes round trips on connections to addr, with short timeouts, and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/faultproxy"
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // fastFail bounds how long a command may take to fail under Cut.
@@ -96,9 +97,9 @@ func TestRedisCut(t *testing.T) {
 	// A command in flight: BLPOP waits on the server until the cut.
 	blpop := make(chan error, 1)
 	go func() { blpop <- rc.BLPop(ctx, 0, "queue").Err() }()
-	waitFor(t, "BLPOP to block on the server", func() bool {
+	runtest.WaitFor(t, "BLPOP to block on the server", func() bool {
 		return infoField(t, srv, "clients", "blocked_clients") == "1"
-	})
+	}, runtest.Within(waitTimeout))
 
 	p.Cut()
 	start := time.Now()
@@ -114,9 +115,9 @@ func TestRedisCut(t *testing.T) {
 		t.Fatalf("BLPOP in flight still waiting %v after the cut", waitTimeout)
 	}
 	// The server side was cut too.
-	waitFor(t, "the server to drop the blocked client", func() bool {
+	runtest.WaitFor(t, "the server to drop the blocked client", func() bool {
 		return infoField(t, srv, "clients", "blocked_clients") == "0"
-	})
+	}, runtest.Within(waitTimeout))
 
 	// New commands need a new connection, which is reset.
 	for _, cmd := range []func() error{
@@ -191,9 +192,9 @@ func TestRedisBlackhole(t *testing.T) {
 			if _, err := raw.Write([]byte("PING\r\n")); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, fmt.Sprintf("%q to be swallowed", tc.lost), func() bool {
+			runtest.WaitFor(t, fmt.Sprintf("%q to be swallowed", tc.lost), func() bool {
 				return p.Swallowed(tc.dir) == before+int64(len(tc.lost))
-			})
+			}, runtest.Within(waitTimeout))
 			expectNothing(t, raw)
 
 			p.Heal()

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -107,14 +109,9 @@ func TestRestartKeepsStore(t *testing.T) {
 			if s.URL != url || s.Pid() == pid {
 				t.Fatalf("after Restart: URL %q (was %q), pid %d (was %d)", s.URL, url, s.Pid(), pid)
 			}
-			// The first client reconnects by itself; poll until it has.
-			deadline := time.Now().Add(10 * time.Second)
-			for !nc.IsConnected() {
-				if time.Now().After(deadline) {
-					t.Fatalf("client did not reconnect; status %v", nc.Status())
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			// The first client reconnects by itself.
+			runtest.WaitFor(t, "the client to reconnect", nc.IsConnected, runtest.Within(10*time.Second),
+				runtest.Showing(func() string { return fmt.Sprint("status ", nc.Status()) }))
 			st, err := js.Stream(ctx(t), "S")
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ package runtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -83,15 +84,43 @@ func (r *Run) Stop(t testing.TB) error {
 	}
 }
 
-// WaitFor waits until cond holds, looking every millisecond, and fails the test
-// after Timeout.
-func WaitFor(t testing.TB, what string, cond func() bool) {
+// WaitFor waits until cond holds and fails the test, naming what it waited
+// for, after Timeout or the time [Within] gives. It looks at once, then
+// after 1 ms, 2 ms, 4 ms, 8 ms and every 10 ms from then on: quick for what
+// holds soon, light on a server asked each time.
+func WaitFor(t testing.TB, what string, cond func() bool, opts ...WaitOption) {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
-	for !cond() {
+	w := waitOptions{timeout: Timeout}
+	for _, o := range opts {
+		o(&w)
+	}
+	deadline := time.Now().Add(w.timeout)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, maxPause) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			msg := fmt.Sprintf("timed out after %v waiting for %s", w.timeout, what)
+			if w.showing != nil {
+				msg += ": " + w.showing()
+			}
+			t.Fatal(msg)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pause)
 	}
 }
+
+// maxPause is the longest pause of WaitFor between two looks.
+const maxPause = 10 * time.Millisecond
+
+// A WaitOption changes how WaitFor waits.
+type WaitOption func(*waitOptions)
+
+type waitOptions struct {
+	timeout time.Duration
+	showing func() string
+}
+
+// Within makes WaitFor give up after d instead of Timeout.
+func Within(d time.Duration) WaitOption { return func(w *waitOptions) { w.timeout = d } }
+
+// Showing adds what state returns, called once WaitFor gives up, to its
+// failure message.
+func Showing(state func() string) WaitOption { return func(w *waitOptions) { w.showing = state } }

@@ -50,7 +50,9 @@ type harness struct {
 	done    chan error
 }
 
-func start(t *testing.T, d Deps, opts Options) *harness {
+// start runs a forwarder of d and opts, with each of modes applied to opts
+// after its defaults.
+func start(t *testing.T, d Deps, opts Options, modes ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{tr: NewTracker(opts.Clock)} // the wall clock without one
 	switch r := d.Reader.(type) {
@@ -72,8 +74,8 @@ func start(t *testing.T, d Deps, opts Options) *harness {
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 10
 	}
-	if testMode != nil {
-		testMode(&opts)
+	for _, mode := range modes {
+		mode(&opts)
 	}
 	f, err := New(d, opts)
 	if err != nil {
@@ -218,11 +220,13 @@ func (c *countingLimiter) used() int {
 	return c.granted - c.deposited
 }
 
-func TestDroppedMessagesAndExcludeDropped(t *testing.T) {
+func TestDroppedMessagesAndExcludeDropped(t *testing.T) { testDroppedMessagesAndExcludeDropped(t) }
+
+func testDroppedMessagesAndExcludeDropped(t *testing.T, modes ...func(*Options)) {
 	for _, exclude := range []bool{false, true} {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude})
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude}, modes...)
 			h.waitAcked(t, 40)
 			h.stop(t)
 			if n := len(h.out.Messages()); n != 20 {
@@ -315,11 +319,13 @@ func TestOnSuccessSink(t *testing.T) {
 	})
 }
 
-func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) {
+func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) { testSinkFailuresAreRetriedBeforeAck(t) }
+
+func testSinkFailuresAreRetriedBeforeAck(t *testing.T, modes ...func(*Options)) {
 	sink := newFlaky(3)
 	in := filledBuffer(t, 25)
 	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}},
-		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
+		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}}, modes...)
 	h.waitAcked(t, 25)
 	if n := len(sink.out.Messages()); n != 25 {
 		t.Fatalf("sink took %d; want all 25 after retries", n)
@@ -329,11 +335,13 @@ func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) {
 	}
 }
 
-func TestFallbackSink(t *testing.T) {
+func TestFallbackSink(t *testing.T) { testFallbackSink(t) }
+
+func testFallbackSink(t *testing.T, modes ...func(*Options)) {
 	t.Run("FALLBACK from the sink", func(t *testing.T) {
 		sink := newFlaky(0, "3", "7")
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{})
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{}, modes...)
 		h.waitAcked(t, 10)
 		if n, f := len(sink.out.Messages()), fb.Messages(); n != 8 || len(f) != 2 || string(f[0].Value) != "3" {
 			t.Fatalf("sink %d, fallback %v; want 8 and [3 7]", n, f)
@@ -346,7 +354,7 @@ func TestFallbackSink(t *testing.T) {
 		sink := newFlaky(1 << 30)
 		fb := memory.New("fb", 100, time.Millisecond, nil)
 		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
-			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 3, OnFailure: Fallback}})
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 3, OnFailure: Fallback}}, modes...)
 		h.waitAcked(t, 10)
 		if n := len(fb.Messages()); n != 10 {
 			t.Fatalf("fallback has %d; want all 10", n)
@@ -355,7 +363,7 @@ func TestFallbackSink(t *testing.T) {
 	t.Run("drop after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
 		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}},
-			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 2, OnFailure: Drop}})
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 2, OnFailure: Drop}}, modes...)
 		h.waitAcked(t, 10)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 10 {
 			t.Fatalf("dropped %v; want 10", d)
@@ -363,10 +371,12 @@ func TestFallbackSink(t *testing.T) {
 	})
 }
 
-func TestDownstreamFullIsTracked(t *testing.T) {
+func TestDownstreamFullIsTracked(t *testing.T) { testDownstreamFullIsTracked(t) }
+
+func testDownstreamFullIsTracked(t *testing.T, modes ...func(*Options)) {
 	out := memory.New("out", 5, time.Millisecond, nil)
 	h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: out, Limiter: Noop{}},
-		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
+		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}}, modes...)
 	h.waitThrottled(t, ratelimit.ReasonDownstreamFull)
 	if s := h.in.Stats(); s.Acked != 0 {
 		t.Fatalf("acked %d while the sink was full; want none of the blocked batch", s.Acked)
@@ -423,7 +433,9 @@ type ackOnly struct{ isb.Reader }
 // TestShutdownTimeoutBoundsAStuckSink checks that a batch the sink never takes
 // is given up at the shutdown deadline, logged, and naked when the reader can,
 // so that it is read again at once.
-func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) {
+func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) { testShutdownTimeoutBoundsAStuckSink(t) }
+
+func testShutdownTimeoutBoundsAStuckSink(t *testing.T, modes ...func(*Options)) {
 	for _, tt := range []struct {
 		name   string
 		reader func(*memory.Buffer) isb.Reader
@@ -437,7 +449,7 @@ func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) {
 			in := filledBuffer(t, 10)
 			core, logs := observer.New(zap.WarnLevel)
 			h := start(t, Deps{Reader: tt.reader(in), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
-				Options{ShutdownTimeout: 50 * time.Millisecond})
+				Options{ShutdownTimeout: 50 * time.Millisecond}, modes...)
 			<-sink.entered
 			h.cancel()
 			select {
@@ -482,11 +494,13 @@ func (s *stuckLimiter) Epoch() (int64, time.Duration) { return 0, time.Second }
 
 func (s *stuckLimiter) FreshAfter(d, _ time.Duration) (time.Duration, int64) { return d, 0 }
 
-func TestForwarderWaitsForTheLimitersReason(t *testing.T) {
+func TestForwarderWaitsForTheLimitersReason(t *testing.T) { testForwarderWaitsForTheLimitersReason(t) }
+
+func testForwarderWaitsForTheLimitersReason(t *testing.T, modes ...func(*Options)) {
 	for _, r := range []ratelimit.Reason{ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement, ratelimit.ReasonStoreUnavailable} {
 		t.Run(r.String(), func(t *testing.T) {
 			lim := &stuckLimiter{reason: r, waiting: make(chan struct{}, 1)}
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Limiter: lim}, Options{})
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Limiter: lim}, Options{}, modes...)
 			<-lim.waiting
 			h.waitThrottled(t, r)
 			h.stop(t)
@@ -501,13 +515,15 @@ func TestForwarderWaitsForTheLimitersReason(t *testing.T) {
 	}
 }
 
-func TestThrottledForwarderReportsWhy(t *testing.T) {
+func TestThrottledForwarderReportsWhy(t *testing.T) { testThrottledForwarderReportsWhy(t) }
+
+func testThrottledForwarderReportsWhy(t *testing.T, modes ...func(*Options)) {
 	lim, err := ratelimit.New(ratelimit.Config{Max: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lim.Close(context.Background())
-	h := start(t, Deps{Reader: filledBuffer(t, 1000), Limiter: lim}, Options{BatchSize: 100})
+	h := start(t, Deps{Reader: filledBuffer(t, 1000), Limiter: lim}, Options{BatchSize: 100}, modes...)
 	h.waitThrottled(t, ratelimit.ReasonRateLimited)
 	h.stop(t)
 	if s := h.in.Stats(); s.Acked > 10 {

@@ -99,7 +99,9 @@ func checkOnce(t *testing.T, out []isb.Message, n int) {
 	}
 }
 
-func TestNackedByTheFunctionComesBackOnce(t *testing.T) {
+func TestNackedByTheFunctionComesBackOnce(t *testing.T) { testNackedByTheFunctionComesBackOnce(t) }
+
+func testNackedByTheFunctionComesBackOnce(t *testing.T, modes ...func(*Options)) {
 	for _, c := range []struct {
 		name   string
 		reader func(*memory.Buffer) isb.Reader
@@ -110,7 +112,7 @@ func TestNackedByTheFunctionComesBackOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 45)
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: lim}, Options{})
+			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: lim}, Options{}, modes...)
 			h.waitAcked(t, 45)
 			h.stop(t)
 			checkOnce(t, h.out.Messages(), 45)
@@ -131,7 +133,9 @@ func TestNackedByTheFunctionComesBackOnce(t *testing.T) {
 	}
 }
 
-func TestNackedByTheSinkComesBackOnce(t *testing.T) {
+func TestNackedByTheSinkComesBackOnce(t *testing.T) { testNackedByTheSinkComesBackOnce(t) }
+
+func testNackedByTheSinkComesBackOnce(t *testing.T, modes ...func(*Options)) {
 	for _, c := range []struct {
 		name   string
 		reader func(*memory.Buffer) isb.Reader
@@ -142,7 +146,7 @@ func TestNackedByTheSinkComesBackOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 50)
 			sink := &nackSink{seen: map[string]int{}, nacks: 1, out: memory.New("sink", 1<<20, time.Millisecond, nil)}
-			h := start(t, Deps{Reader: c.reader(in), Sink: sink, Limiter: Noop{}}, Options{})
+			h := start(t, Deps{Reader: c.reader(in), Sink: sink, Limiter: Noop{}}, Options{}, modes...)
 			h.waitAcked(t, 50)
 			h.stop(t)
 			checkOnce(t, sink.out.Messages(), 50)
@@ -156,11 +160,13 @@ func TestNackedByTheSinkComesBackOnce(t *testing.T) {
 	}
 }
 
-func TestNackOptionsReachTheSource(t *testing.T) {
+func TestNackOptionsReachTheSource(t *testing.T) { testNackOptionsReachTheSource(t) }
+
+func testNackOptionsReachTheSource(t *testing.T, modes ...func(*Options)) {
 	in := &optionsReader{Buffer: filledBuffer(t, 10)}
 	opts := isb.NackOptions{Reason: "later", Delay: time.Millisecond, MaxDeliveries: 3, Values: map[string]string{"k": "v"}}
 	f := &nackOnce{seen: map[string]int{}, opts: opts}
-	h := start(t, Deps{Reader: in, Mapper: f, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: in, Mapper: f, Limiter: Noop{}}, Options{}, modes...)
 	h.waitAcked(t, 10)
 	h.stop(t)
 	checkOnce(t, h.out.Messages(), 10)
@@ -177,10 +183,14 @@ func TestNackOptionsReachTheSource(t *testing.T) {
 }
 
 func TestMaxDeliveriesDropsWhenTheForwarderRedelivers(t *testing.T) {
+	testMaxDeliveriesDropsWhenTheForwarderRedelivers(t)
+}
+
+func testMaxDeliveriesDropsWhenTheForwarderRedelivers(t *testing.T, modes ...func(*Options)) {
 	in := filledBuffer(t, 10)
 	sink := &nackSink{seen: map[string]int{}, always: map[string]bool{"4": true},
 		opts: isb.NackOptions{MaxDeliveries: 3}, out: memory.New("sink", 1<<20, time.Millisecond, nil)}
-	h := start(t, Deps{Reader: ackOnly{in}, Sink: sink, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: ackOnly{in}, Sink: sink, Limiter: Noop{}}, Options{}, modes...)
 	h.waitAcked(t, 10)
 	h.stop(t)
 	if n := len(sink.out.Messages()); n != 9 {

@@ -101,11 +101,15 @@ func blockUntil(t *testing.T, clk *clock.Manual, n int) {
 // not sooner, while the tracker says downstream_throttled; the wait uses no
 // retry step, counts no write error, and counts the signals.
 func TestThrottledSinkIsRetriedAfterItsRetryAfter(t *testing.T) {
+	testThrottledSinkIsRetriedAfterItsRetryAfter(t)
+}
+
+func testThrottledSinkIsRetriedAfterItsRetryAfter(t *testing.T, modes ...func(*Options)) {
 	clk := clock.NewManual(t0)
 	sink := newAnswering(throttledUntil(1, 2*time.Second))
 	sink.wrote = make(chan int, 10)
 	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{Clock: clk,
-		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 1, OnFailure: Drop}})
+		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 1, OnFailure: Drop}}, modes...)
 	receive(t, sink.wrote)
 	blockUntil(t, clk, 1)
 	h.waitThrottled(t, ratelimit.ReasonDownstreamThrottled)
@@ -158,7 +162,9 @@ func TestThrottleWaitIsTheLongerOfBackoffAndRetryAfter(t *testing.T) {
 
 // TestThrottledAttemptsUseNoRetrySteps: with steps: 2 and onFailure: drop, a
 // message throttled five times and then failed once is still written.
-func TestThrottledAttemptsUseNoRetrySteps(t *testing.T) {
+func TestThrottledAttemptsUseNoRetrySteps(t *testing.T) { testThrottledAttemptsUseNoRetrySteps(t) }
+
+func testThrottledAttemptsUseNoRetrySteps(t *testing.T, modes ...func(*Options)) {
 	sink := newAnswering(func(attempt int) error {
 		switch {
 		case attempt <= 5:
@@ -169,7 +175,7 @@ func TestThrottledAttemptsUseNoRetrySteps(t *testing.T) {
 		return nil
 	})
 	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}},
-		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 2, OnFailure: Drop}})
+		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 2, OnFailure: Drop}}, modes...)
 	h.waitAcked(t, 10)
 	if n := len(sink.out.Messages()); n != 10 {
 		t.Fatalf("sink took %d; want all 10", n)
@@ -205,7 +211,9 @@ var rejectedError = fmt.Errorf("%w: 400 Bad Request: no such field", isb.ErrReje
 // TestRejectedMessages: a message the sink rejects goes to the fallback sink
 // at once when there is one, is dropped at once with onFailure: drop (logged
 // once per batch), and is otherwise retried with a warning naming the cause.
-func TestRejectedMessages(t *testing.T) {
+func TestRejectedMessages(t *testing.T) { testRejectedMessages(t) }
+
+func testRejectedMessages(t *testing.T, modes ...func(*Options)) {
 	rejectFirst := func(n int) func(int) error {
 		return func(attempt int) error {
 			if attempt <= n {
@@ -218,7 +226,7 @@ func TestRejectedMessages(t *testing.T) {
 		sink := newAnswering(rejectFirst(1 << 30))
 		fb := newAnswering(throttledUntil(1, 0)) // the fallback sink is throttled once
 		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Fallback: fb, Limiter: Noop{}},
-			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Retry}})
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Retry}}, modes...)
 		h.waitAcked(t, 20)
 		if n := len(fb.out.Messages()); n != 20 {
 			t.Fatalf("fallback has %d; want all 20", n)
@@ -238,7 +246,7 @@ func TestRejectedMessages(t *testing.T) {
 		sink := newAnswering(rejectFirst(1 << 30))
 		core, logs := observer.New(zap.WarnLevel)
 		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
-			Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Drop}})
+			Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Drop}}, modes...)
 		h.waitAcked(t, 20)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 20 {
 			t.Fatalf("dropped %v; want 20", d)
@@ -258,7 +266,7 @@ func TestRejectedMessages(t *testing.T) {
 		sink := newAnswering(rejectFirst(3))
 		core, logs := observer.New(zap.WarnLevel)
 		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
-			Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
+			Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}}, modes...)
 		h.waitAcked(t, 10)
 		if n := len(sink.out.Messages()); n != 10 {
 			t.Fatalf("sink took %d; want all 10 after retries", n)
@@ -307,7 +315,9 @@ func TestThrottledSecondsByReason(t *testing.T) {
 // throttle signal take tokens anew: the attempt the sink refused spent the
 // first ones, and a retry on those would come on top of a later epoch's grant.
 // A retry after an ordinary failure takes none.
-func TestThrottledRetryTakesTokensAgain(t *testing.T) {
+func TestThrottledRetryTakesTokensAgain(t *testing.T) { testThrottledRetryTakesTokensAgain(t) }
+
+func testThrottledRetryTakesTokensAgain(t *testing.T, modes ...func(*Options)) {
 	for _, tt := range []struct {
 		name string
 		err  error
@@ -324,7 +334,7 @@ func TestThrottledRetryTakesTokensAgain(t *testing.T) {
 				return nil
 			})
 			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: &countingLimiter{}},
-				Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
+				Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}}, modes...)
 			h.waitAcked(t, 10)
 			// granted_total counts the tokens kept: not those of a read
 			// still waiting for messages.

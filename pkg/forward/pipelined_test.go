@@ -16,9 +16,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// testMode, when set, changes the options of every forwarder start makes.
-var testMode func(*Options)
-
 // pipelinedModes are the forwarders that overlap their stages.
 var pipelinedModes = []struct {
 	name string
@@ -34,30 +31,28 @@ var pipelinedModes = []struct {
 func TestPipelinedForwardersPassTheSequentialTests(t *testing.T) {
 	tests := []struct {
 		name string
-		test func(*testing.T)
+		test func(t *testing.T, modes ...func(*Options))
 	}{
-		{"DroppedMessagesAndExcludeDropped", TestDroppedMessagesAndExcludeDropped},
-		{"SinkFailuresAreRetriedBeforeAck", TestSinkFailuresAreRetriedBeforeAck},
-		{"FallbackSink", TestFallbackSink},
-		{"DownstreamFullIsTracked", TestDownstreamFullIsTracked},
-		{"ShutdownTimeoutBoundsAStuckSink", TestShutdownTimeoutBoundsAStuckSink},
-		{"ForwarderWaitsForTheLimitersReason", TestForwarderWaitsForTheLimitersReason},
-		{"ThrottledForwarderReportsWhy", TestThrottledForwarderReportsWhy},
-		{"NackedByTheFunctionComesBackOnce", TestNackedByTheFunctionComesBackOnce},
-		{"NackedByTheSinkComesBackOnce", TestNackedByTheSinkComesBackOnce},
-		{"NackOptionsReachTheSource", TestNackOptionsReachTheSource},
-		{"MaxDeliveriesDropsWhenTheForwarderRedelivers", TestMaxDeliveriesDropsWhenTheForwarderRedelivers},
-		{"ThrottledSinkIsRetriedAfterItsRetryAfter", TestThrottledSinkIsRetriedAfterItsRetryAfter},
-		{"ThrottledAttemptsUseNoRetrySteps", TestThrottledAttemptsUseNoRetrySteps},
-		{"RejectedMessages", TestRejectedMessages},
-		{"ThrottledRetryTakesTokensAgain", TestThrottledRetryTakesTokensAgain},
+		{"DroppedMessagesAndExcludeDropped", testDroppedMessagesAndExcludeDropped},
+		{"SinkFailuresAreRetriedBeforeAck", testSinkFailuresAreRetriedBeforeAck},
+		{"FallbackSink", testFallbackSink},
+		{"DownstreamFullIsTracked", testDownstreamFullIsTracked},
+		{"ShutdownTimeoutBoundsAStuckSink", testShutdownTimeoutBoundsAStuckSink},
+		{"ForwarderWaitsForTheLimitersReason", testForwarderWaitsForTheLimitersReason},
+		{"ThrottledForwarderReportsWhy", testThrottledForwarderReportsWhy},
+		{"NackedByTheFunctionComesBackOnce", testNackedByTheFunctionComesBackOnce},
+		{"NackedByTheSinkComesBackOnce", testNackedByTheSinkComesBackOnce},
+		{"NackOptionsReachTheSource", testNackOptionsReachTheSource},
+		{"MaxDeliveriesDropsWhenTheForwarderRedelivers", testMaxDeliveriesDropsWhenTheForwarderRedelivers},
+		{"ThrottledSinkIsRetriedAfterItsRetryAfter", testThrottledSinkIsRetriedAfterItsRetryAfter},
+		{"ThrottledAttemptsUseNoRetrySteps", testThrottledAttemptsUseNoRetrySteps},
+		{"RejectedMessages", testRejectedMessages},
+		{"ThrottledRetryTakesTokensAgain", testThrottledRetryTakesTokensAgain},
 	}
 	for _, mode := range pipelinedModes {
 		t.Run(mode.name, func(t *testing.T) {
-			testMode = mode.set
-			defer func() { testMode = nil }()
 			for _, tt := range tests {
-				t.Run(tt.name, tt.test)
+				t.Run(tt.name, func(t *testing.T) { tt.test(t, mode.set) })
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package jsconsumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
@@ -95,15 +97,46 @@ func info(t *testing.T, js jetstream.JetStream) *jetstream.ConsumerInfo {
 	return c.CachedInfo()
 }
 
-// waitFor polls cond every 10 ms, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// pullRequests watches, from spy, the pull requests made to consumer C of
+// stream S, and returns a func that gives the batch of each one sent so far
+// on from, in order.
+func pullRequests(t *testing.T, spy, from *nats.Conn) func() []int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	sub, err := spy.SubscribeSync("$JS.API.CONSUMER.MSG.NEXT.S.C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var batches []int
+	return func() []int {
+		t.Helper()
+		// The server has routed what from sent before its answer to
+		// from's flush, and spy's flush answers after that.
+		if err := from.Flush(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		if err := spy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := sub.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			msg, err := sub.NextMsg(time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var req struct{ Batch int }
+			if err := json.Unmarshal(msg.Data, &req); err != nil {
+				t.Fatalf("pull request %q: %v", msg.Data, err)
+			}
+			batches = append(batches, req.Batch)
+		}
+		return slices.Clone(batches)
 	}
 }
 
@@ -142,19 +175,22 @@ func TestFetchAhead(t *testing.T) {
 			t.Parallel()
 			nc, js := setup(t, time.Minute)
 			publish(t, js, numbered(30)...)
+			asked := pullRequests(t, js.Conn(), nc)
 			c := newConsumer(t, nc, jsconsumer.Options{FetchAhead: ahead})
 			if got := ids(read(t, c, 10)); !slices.Equal(got, numbered(10)) {
 				t.Fatalf("read %v", got)
 			}
-			want := 10
+			want := []int{10}
 			if ahead {
-				want = 20
+				want = []int{10, 10}
 			}
-			waitFor(t, fmt.Sprint(want, " delivered"), func() bool { return info(t, js).NumAckPending == want })
-			time.Sleep(50 * time.Millisecond)
-			if got := info(t, js).NumAckPending; got != want {
-				t.Fatalf("%d delivered, want %d", got, want)
+			// Every pull the Read made is sent when it returns: the server
+			// can deliver no more than these ask for.
+			if got := asked(); !slices.Equal(got, want) {
+				t.Fatalf("pulls asked for %v messages, want %v", got, want)
 			}
+			delivered := 10 * len(want)
+			runtest.WaitFor(t, fmt.Sprint(delivered, " delivered"), func() bool { return info(t, js).NumAckPending == delivered })
 			if got := ids(read(t, c, 10)); !slices.Equal(got, numbered(20)[10:]) {
 				t.Fatalf("second read %v", got)
 			}
@@ -178,7 +214,7 @@ func TestFrames(t *testing.T) {
 	if err := c.Ack(testCtx(t), slices.Concat(first, second[1:])); err != nil { // a, b, d
 		t.Fatal(err)
 	}
-	waitFor(t, "d acked", func() bool { return info(t, js).NumAckPending == 1 })
+	runtest.WaitFor(t, "d acked", func() bool { return info(t, js).NumAckPending == 1 })
 	if err := c.Nak(testCtx(t), second[:1], 0); err != nil { // c: the frame comes back
 		t.Fatal(err)
 	}
@@ -189,7 +225,7 @@ func TestFrames(t *testing.T) {
 	if err := c.Ack(testCtx(t), again); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "everything acked", func() bool { return info(t, js).NumAckPending == 0 })
+	runtest.WaitFor(t, "everything acked", func() bool { return info(t, js).NumAckPending == 0 })
 }
 
 // With ConfirmAcks, the server has applied the acks when Ack returns.
@@ -225,7 +261,7 @@ func TestDecodeError(t *testing.T) {
 	if err := c.Ack(testCtx(t), buf[:n]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "everything settled", func() bool { i := info(t, js); return i.NumAckPending == 0 && i.NumPending == 0 })
+	runtest.WaitFor(t, "everything settled", func() bool { i := info(t, js); return i.NumAckPending == 0 && i.NumPending == 0 })
 }
 
 // Messages held past the ack wait are kept in progress; Close hands them

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkSourceRead(b *testing.B) {
 		produce(b, cl, recs...)
 	}
 	s := newTestSource(b, c, "g", nil, "bench")
-	waitFor(b, 10*time.Second, "the first fetch", func() bool { return buffered(s) > 0 })
+	runtest.WaitFor(b, "the first fetch", func() bool { return buffered(s) > 0 }, runtest.Within(10*time.Second))
 	ctx := context.Background()
 	buf := make([]isb.ReadMessage, 500)
 	b.ReportAllocs()

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/forward"
 )
 
@@ -28,9 +29,9 @@ func TestForwardTopicToTopic(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
-	waitFor(t, 20*time.Second, "all of in committed", func() bool {
+	runtest.WaitFor(t, "all of in committed", func() bool {
 		return committed(t, adm, "g", "in", 0)+committed(t, adm, "g", "in", 1)+committed(t, adm, "g", "in", 2) == 600
-	})
+	}, runtest.Within(20*time.Second))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

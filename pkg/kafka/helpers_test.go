@@ -119,25 +119,6 @@ func committed(t testing.TB, adm *kadm.Client, group, topic string, partition in
 	return -1
 }
 
-// waitFor polls cond every 10ms for at most d, and fails the test if it never
-// holds.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(d)
-	for i := 0; i < int(d/(10*time.Millisecond))+1; i++ {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		<-tick.C
-	}
-	t.Fatalf("waited %v for %s", d, what)
-}
-
 // buffered returns how many records s fetched and holds unread.
 func buffered(s *Source) int {
 	s.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -30,7 +31,7 @@ func TestSourceReadIsBoundedAndFair(t *testing.T) {
 	_, cl := newAdmin(t, c)
 	produce(t, cl, spread("t", 3, 0, 30)...)
 	s := newTestSource(t, c, "g", nil, "t")
-	waitFor(t, 10*time.Second, "30 records fetched", func() bool { return buffered(s) == 30 })
+	runtest.WaitFor(t, "30 records fetched", func() bool { return buffered(s) == 30 }, runtest.Within(10*time.Second))
 
 	buf := make([]isb.ReadMessage, 3)
 	n, err := s.Read(context.Background(), buf)
@@ -77,7 +78,7 @@ func TestSourceReadAtMostBuf(t *testing.T) {
 	_, cl := newAdmin(t, c)
 	produce(t, cl, spread("t", 1, 0, 50)...)
 	s := newTestSource(t, c, "g", nil, "t")
-	waitFor(t, 10*time.Second, "50 records fetched", func() bool { return buffered(s) == 50 })
+	runtest.WaitFor(t, "50 records fetched", func() bool { return buffered(s) == 50 }, runtest.Within(10*time.Second))
 	buf := make([]isb.ReadMessage, 10)
 	for _, size := range []int{1, 4, 10} {
 		n, err := s.Read(context.Background(), buf[:size])
@@ -135,11 +136,11 @@ func TestSourceCommitsOnlyAcked(t *testing.T) {
 	if err := s.Ack(context.Background(), append(append([]isb.ReadMessage{}, msgs[:4]...), msgs[5:]...)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "offset 4 committed", func() bool { return committed(t, adm, "g", "t", 0) == 4 })
+	runtest.WaitFor(t, "offset 4 committed", func() bool { return committed(t, adm, "g", "t", 0) == 4 }, runtest.Within(5*time.Second))
 	if err := s.Ack(context.Background(), msgs[4:5]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "offset 10 committed", func() bool { return committed(t, adm, "g", "t", 0) == 10 })
+	runtest.WaitFor(t, "offset 10 committed", func() bool { return committed(t, adm, "g", "t", 0) == 10 }, runtest.Within(5*time.Second))
 	if n, err := s.Pending(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Pending = %d, %v; want 0", n, err)
 	}
@@ -216,7 +217,7 @@ func TestSourceReadWakesOnArrival(t *testing.T) {
 	_, cl := newAdmin(t, c)
 	s := newTestSource(t, c, "g", nil, "t")
 	s.cfg.ReadTimeout = time.Minute
-	waitFor(t, 10*time.Second, "the partition assigned", func() bool { return ownedCount(s) == 1 })
+	runtest.WaitFor(t, "the partition assigned", func() bool { return ownedCount(s) == 1 }, runtest.Within(10*time.Second))
 	res := make(chan int, 1)
 	go func() {
 		n, _ := s.Read(context.Background(), make([]isb.ReadMessage, 10))
@@ -238,7 +239,7 @@ func TestSourcePending(t *testing.T) {
 	_, cl := newAdmin(t, c)
 	produce(t, cl, spread("t", 3, 0, 12)...)
 	s := newTestSource(t, c, "g", nil, "t")
-	waitFor(t, 10*time.Second, "3 partitions assigned", func() bool { return ownedCount(s) == 3 })
+	runtest.WaitFor(t, "3 partitions assigned", func() bool { return ownedCount(s) == 3 }, runtest.Within(10*time.Second))
 	if n, err := s.Pending(context.Background()); err != nil || n != 12 {
 		t.Fatalf("Pending = %d, %v; want 12 (nothing committed)", n, err)
 	}
@@ -246,10 +247,10 @@ func TestSourcePending(t *testing.T) {
 	if err := s.Ack(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "Pending 7", func() bool {
+	runtest.WaitFor(t, "Pending 7", func() bool {
 		n, err := s.Pending(context.Background())
 		return err == nil && n == 7
-	})
+	}, runtest.Within(5*time.Second))
 }
 
 func TestSourcePendingLatest(t *testing.T) {
@@ -257,7 +258,7 @@ func TestSourcePendingLatest(t *testing.T) {
 	_, cl := newAdmin(t, c)
 	produce(t, cl, spread("t", 1, 0, 5)...)
 	s := newTestSource(t, c, "g", Properties{"auto.offset.reset": "latest"}, "t")
-	waitFor(t, 10*time.Second, "the partition assigned", func() bool { return ownedCount(s) == 1 })
+	runtest.WaitFor(t, "the partition assigned", func() bool { return ownedCount(s) == 1 }, runtest.Within(10*time.Second))
 	if n, err := s.Pending(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Pending = %d, %v; want 0 (reading starts at the end)", n, err)
 	}
@@ -316,12 +317,12 @@ func TestSourceRebalanceDeliversEachOnce(t *testing.T) {
 			}
 			a := &member{s: newTestSource(t, c, "g", props, "t"), mu: &mu, seen: seen}
 			start(a)
-			waitFor(t, 10*time.Second, "150 read by the first member", func() bool { return total() == 150 })
+			runtest.WaitFor(t, "150 read by the first member", func() bool { return total() == 150 }, runtest.Within(10*time.Second))
 			b := &member{s: newTestSource(t, c, "g", props, "t"), mu: &mu, seen: seen}
 			start(b)
-			waitFor(t, 10*time.Second, "the second member assigned", func() bool { return ownedCount(b.s) > 0 })
+			runtest.WaitFor(t, "the second member assigned", func() bool { return ownedCount(b.s) > 0 }, runtest.Within(10*time.Second))
 			produce(t, cl, spread("t", 3, 150, 150)...)
-			waitFor(t, 10*time.Second, "300 read", func() bool { return total() == 300 })
+			runtest.WaitFor(t, "300 read", func() bool { return total() == 300 }, runtest.Within(10*time.Second))
 			close(stop)
 			wg.Wait()
 			for id, n := range seen {
@@ -448,12 +449,12 @@ func TestSourceRevokeWaitsForAcks(t *testing.T) {
 			held := readN(t, a, 30, 30)
 			b := newTestSourceWith(t, c, "g", nil, edit, "t")
 			if tc.ack {
-				waitFor(t, 10*time.Second, "a revoke to begin", func() bool { return revoking(a) })
+				runtest.WaitFor(t, "a revoke to begin", func() bool { return revoking(a) }, runtest.Within(10*time.Second))
 				if err := a.Ack(context.Background(), held); err != nil {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, 10*time.Second, "b assigned", func() bool { return ownedCount(b) > 0 })
+			runtest.WaitFor(t, "b assigned", func() bool { return ownedCount(b) > 0 }, runtest.Within(10*time.Second))
 			if !tc.ack {
 				readByA := map[string]bool{}
 				for _, m := range held {

@@ -37,14 +37,14 @@ func TestKVFiles(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.Run(wctx) }()
-	waitFile(ctx, t, filepath.Join(dir, "a"), "before")
+	waitFile(t, filepath.Join(dir, "a"), "before")
 	for _, kv := range [][2]string{{"b", "one"}, {"a", "after"}, {"c", "not named"}} {
 		if err := put.Put(ctx, kv[0], []byte(kv[1])); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFile(ctx, t, filepath.Join(dir, "b"), "one")
-	waitFile(ctx, t, filepath.Join(dir, "a"), "after")
+	waitFile(t, filepath.Join(dir, "b"), "one")
+	waitFile(t, filepath.Join(dir, "a"), "after")
 	if err := f.Gate([]string{"a", "b"}).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,18 @@ package sideinput
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
@@ -159,7 +163,7 @@ func TestFiles(t *testing.T) {
 
 	store.Put(ctx, "a", []byte("one"))
 	store.Put(ctx, "c", []byte("not named")) // no file: not one of Files' names
-	waitFile(ctx, t, filepath.Join(dir, "a"), "one")
+	waitFile(t, filepath.Join(dir, "a"), "one")
 	if err := gate.Ready(); err == nil || err.Error() != "waiting for side inputs: b (no value in "+dir+" yet)" {
 		t.Errorf("Ready with a alone = %v", err)
 	}
@@ -176,7 +180,7 @@ func TestFiles(t *testing.T) {
 		t.Errorf("Ready = %v", err)
 	}
 	store.Put(ctx, "a", []byte("three"))
-	waitFile(ctx, t, filepath.Join(dir, "a"), "three")
+	waitFile(t, filepath.Join(dir, "a"), "three")
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
@@ -192,29 +196,102 @@ func TestFiles(t *testing.T) {
 }
 
 // waitFile waits until path holds want.
-func waitFile(ctx context.Context, t *testing.T, path, want string) {
+func waitFile(t *testing.T, path, want string) {
 	t.Helper()
-	for {
-		if b, err := os.ReadFile(path); err == nil && string(b) == want {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			b, err := os.ReadFile(path)
-			t.Fatalf("%s = %q (%v), want %q", path, b, err, want)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	runtest.WaitFor(t, fmt.Sprintf("%s = %q", path, want), func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && string(b) == want
+	}, runtest.Showing(func() string {
+		b, err := os.ReadFile(path)
+		return fmt.Sprintf("%q (%v)", b, err)
+	}))
 }
 
 func TestWriteFileReplacesWhole(t *testing.T) {
 	dir := t.TempDir()
-	for _, v := range []string{"first, longer value", "second"} {
-		if err := WriteFile(dir, "x", []byte(v)); err != nil {
-			t.Fatal(err)
+	path := filepath.Join(dir, "x")
+	old, next := "first, longer value", "second"
+	if err := WriteFile(dir, "x", []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", before.Mode().Perm())
+	}
+	// A reader that opened the file before the write goes on reading the
+	// whole old value: the new one is a new file renamed over the name, not
+	// the old file truncated and written in place.
+	reader, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if err := WriteFile(dir, "x", []byte(next)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(reader); err != nil || string(b) != old {
+		t.Errorf("reader opened before the write read %q (%v), want the whole old value %q", b, err, old)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(before, after) {
+		t.Error("the file is the same after the write; want a new file renamed over it")
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != next {
+		t.Errorf("file = %q (%v), want %q", b, err, next)
+	}
+	// The temporary file is gone: only the value's file is in dir.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "x" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
 		}
-		if b, _ := os.ReadFile(filepath.Join(dir, "x")); string(b) != v {
-			t.Errorf("file = %q, want %q", b, v)
+		t.Errorf("dir holds %q, want only [x]", names)
+	}
+}
+
+func TestWriteFileReadersSeeWholeValues(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x")
+	values := []string{strings.Repeat("a", 4096), "b"}
+	if err := WriteFile(dir, "x", []byte(values[0])); err != nil {
+		t.Fatal(err)
+	}
+	const writes = 300
+	done := make(chan error, 1)
+	go func() {
+		for i := range writes {
+			if err := WriteFile(dir, "x", []byte(values[i%2])); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("read %d: %v", reads, err)
+		}
+		if s := string(b); s != values[0] && s != values[1] {
+			t.Fatalf("read %d saw %d bytes %.10q...; want one whole value", reads, len(b), s)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
@@ -133,7 +134,7 @@ func (s *httpSource) hold(t *testing.T, n int) sent {
 	t.Helper()
 	m, b := s.Held()
 	u := s.send(t, upload{body: bytes.NewReader(make([]byte, n)), length: int64(n), token: "secret"})
-	eventually(t, "the message queued", func() bool {
+	runtest.WaitFor(t, "the message queued", func() bool {
 		m2, b2 := s.Held()
 		return m2 == m+1 && b2 == b+int64(n)
 	})
@@ -189,7 +190,7 @@ func TestHTTPAdmitsByBytes(t *testing.T) {
 	// Nothing of it has arrived: a holds its first 32 KiB.
 	assertHeld(t, s, 0, 32*kib)
 	w.Write(make([]byte, 40*kib))
-	eventually(t, "a's buffer grown to its length", func() bool { _, b := s.Held(); return b == 60*kib })
+	runtest.WaitFor(t, "a's buffer grown to its length", func() bool { _, b := s.Held(); return b == 60*kib })
 
 	// Being read, a counts.
 	s.send(t, upload{body: bytes.NewReader(make([]byte, 60*kib)), length: 60 * kib, expect: true}).
@@ -240,7 +241,7 @@ func TestHTTPBodiesTakeBytesAsTheyArrive(t *testing.T) {
 	assertHeld(t, s, 0, 64*kib)
 
 	go wA.Write(make([]byte, 60*kib))
-	eventually(t, "a queued", func() bool { m, _ := s.Held(); return m == 1 })
+	runtest.WaitFor(t, "a queued", func() bool { m, _ := s.Held(); return m == 1 })
 	assertHeld(t, s, 1, 92*kib)
 	go wB.Write(make([]byte, 60*kib))
 	b.refused(t, http.StatusTooManyRequests, 60*kib)

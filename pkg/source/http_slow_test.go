@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
@@ -177,7 +178,7 @@ func TestHTTPSlowClientsDoNotStarve(t *testing.T) {
 					trickle(c, "x", 100*time.Millisecond, length-1, stop, &wg)
 				}
 			}
-			eventually(t, "the slow clients admitted", func() bool {
+			runtest.WaitFor(t, "the slow clients admitted", func() bool {
 				_, b := s.Held()
 				st := s.Stats()
 				return b == slow*length && st.Connections == silent+slow && st.Waiting == silent
@@ -336,7 +337,7 @@ func TestHTTPRefusedBodyIsPaced(t *testing.T) {
 			t.Fatalf("answer %d %q, want 401", resp.StatusCode, body)
 		}
 		assertClosed(t, c)
-		eventually(t, "the connection closed", func() bool { return s.Stats().Connections == 0 })
+		runtest.WaitFor(t, "the connection closed", func() bool { return s.Stats().Connections == 0 })
 	})
 }
 
@@ -360,7 +361,7 @@ func TestHTTPClosesSilentAndIdleConnections(t *testing.T) {
 				t.Errorf("%s: closed after %v, before %v", name, took, timeout)
 			}
 		}
-		eventually(t, "no connection open", func() bool { return s.Stats().Connections == 0 })
+		runtest.WaitFor(t, "no connection open", func() bool { return s.Stats().Connections == 0 })
 	})
 }
 
@@ -391,15 +392,15 @@ func TestHTTPMaxConnections(t *testing.T) {
 		}
 		busy := s.dial(t)
 		write(t, busy, s.head(10)) // its body never comes: busy with its request
-		eventually(t, "3 open, 2 waiting", conns(3, 2))
+		runtest.WaitFor(t, "3 open, 2 waiting", conns(3, 2))
 
 		// The silent one has waited longest.
 		post("good 0", http.StatusNoContent)
 		assertClosed(t, silent)
-		eventually(t, "2 open, 1 waiting", conns(2, 1))
+		runtest.WaitFor(t, "2 open, 1 waiting", conns(2, 1))
 		// Then the idle one.
 		later := s.dial(t)
-		eventually(t, "3 open, 2 waiting", conns(3, 2))
+		runtest.WaitFor(t, "3 open, 2 waiting", conns(3, 2))
 		post("good 1", http.StatusNoContent)
 		assertClosed(t, idle)
 		assertOpen(t, later)
@@ -407,14 +408,14 @@ func TestHTTPMaxConnections(t *testing.T) {
 
 		// Every connection busy: the next is refused.
 		later.Close()
-		eventually(t, "1 open", conns(1, 0))
+		runtest.WaitFor(t, "1 open", conns(1, 0))
 		var busies []net.Conn
 		for range 2 {
 			c := s.dial(t)
 			write(t, c, s.head(10))
 			busies = append(busies, c)
 		}
-		eventually(t, "3 open, 0 waiting", conns(3, 0))
+		runtest.WaitFor(t, "3 open, 0 waiting", conns(3, 0))
 		if r := post("refused", http.StatusServiceUnavailable); r.header.Get("Retry-After") != "1" {
 			t.Errorf("503 with Retry-After %q, want 1", r.header.Get("Retry-After"))
 		}
@@ -428,7 +429,7 @@ func TestHTTPMaxConnections(t *testing.T) {
 			t.Fatalf("answer %d %q, want 204", resp.StatusCode, body)
 		}
 		busies[0].Close()
-		eventually(t, "2 open", conns(2, 0))
+		runtest.WaitFor(t, "2 open", conns(2, 0))
 		post("after", http.StatusNoContent)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
@@ -115,7 +116,7 @@ func TestHTTPSUntrustedClient(t *testing.T) {
 	if r := awaitResponse(t, s.post("trusted", nil)); r.status != http.StatusNoContent {
 		t.Fatalf("trusted: status %d (%q), want 204", r.status, r.body)
 	}
-	eventually(t, "no connection open", func() bool { return s.Stats().Connections == 0 })
+	runtest.WaitFor(t, "no connection open", func() bool { return s.Stats().Connections == 0 })
 }
 
 // TestHTTPSHandshakeTimeout: a connection that never begins its handshake is
@@ -131,7 +132,7 @@ func TestHTTPSHandshakeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	eventually(t, "1 open, waiting", func() bool { st := s.Stats(); return st.Connections == 1 && st.Waiting == 1 })
+	runtest.WaitFor(t, "1 open, waiting", func() bool { st := s.Stats(); return st.Connections == 1 && st.Waiting == 1 })
 	assertClosed(t, silent)
 	if took := time.Since(began); took < timeout {
 		t.Errorf("closed after %v, before %v", took, timeout)
@@ -141,7 +142,7 @@ func TestHTTPSHandshakeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	eventually(t, "1 open, waiting", func() bool { st := s.Stats(); return st.Connections == 1 && st.Waiting == 1 })
+	runtest.WaitFor(t, "1 open, waiting", func() bool { st := s.Stats(); return st.Connections == 1 && st.Waiting == 1 })
 	if r := awaitResponse(t, s.post("good", nil)); r.status != http.StatusNoContent {
 		t.Fatalf("status %d (%q), want 204", r.status, r.body)
 	}
@@ -160,7 +161,7 @@ func TestHTTPListenersShareMaxConnections(t *testing.T) {
 	for _, src := range []*httpSource{s, plain} {
 		write(t, src.dial(t), src.head(10)) // busy: its body never comes
 	}
-	eventually(t, "2 open, none waiting", func() bool { st := s.Stats(); return st.Connections == 2 && st.Waiting == 0 })
+	runtest.WaitFor(t, "2 open, none waiting", func() bool { st := s.Stats(); return st.Connections == 2 && st.Waiting == 0 })
 	r := awaitResponse(t, s.post("refused", nil))
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
 		t.Fatalf("status %d, Retry-After %q; want 503 and 1", r.status, r.header.Get("Retry-After"))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
@@ -47,7 +48,7 @@ func testJetStreamServerRestart(t *testing.T, kill bool) {
 	}
 	buf := make([]isb.ReadMessage, 10)
 	var err error
-	eventually(t, "a read failing during the outage", func() bool {
+	runtest.WaitFor(t, "a read failing during the outage", func() bool {
 		start := time.Now()
 		var n int
 		n, err = src.Read(natsCtx(t), buf)
@@ -67,10 +68,10 @@ func testJetStreamServerRestart(t *testing.T, kill bool) {
 	}
 
 	s.Restart(t)
-	eventually(t, "the acks of the messages held across the restart", func() bool {
+	runtest.WaitFor(t, "the acks of the messages held across the restart", func() bool {
 		return src.Ack(natsCtx(t), held) == nil
 	})
-	eventually(t, "publishing after the restart", func() bool {
+	runtest.WaitFor(t, "publishing after the restart", func() bool {
 		_, err := js.Publish(natsCtx(t), "s.a", []byte("b0"))
 		return err == nil
 	})
@@ -87,7 +88,7 @@ func testJetStreamServerRestart(t *testing.T, kill bool) {
 		}
 		return n
 	}
-	eventually(t, "every message read after the restart", func() bool {
+	runtest.WaitFor(t, "every message read after the restart", func() bool {
 		got := readBatch(t, src, 10)
 		for _, m := range got {
 			seen[string(m.Value)]++
@@ -97,7 +98,7 @@ func testJetStreamServerRestart(t *testing.T, kill bool) {
 	})
 	// After a kill, messages whose acks the server lost come back after
 	// AckWait: read and ack them too.
-	eventually(t, "nothing pending", func() bool {
+	runtest.WaitFor(t, "nothing pending", func() bool {
 		got := readBatch(t, src, 10)
 		for _, m := range got {
 			seen[string(m.Value)]++

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/source"
@@ -88,7 +89,7 @@ func publishJS(t testing.TB, js jetstream.JetStream, subject, prefix string, n i
 func readN(t testing.TB, r isb.Reader, n, batch int) []isb.ReadMessage {
 	t.Helper()
 	var out []isb.ReadMessage
-	eventually(t, fmt.Sprintf("%d messages read (have %d)", n, len(out)), func() bool {
+	runtest.WaitFor(t, fmt.Sprintf("%d messages read (have %d)", n, len(out)), func() bool {
 		out = append(out, readBatch(t, r, min(batch, n-len(out)))...)
 		return len(out) >= n
 	})

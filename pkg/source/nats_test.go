@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
@@ -27,18 +28,6 @@ func natsCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// eventually waits until cond holds, polling for at most 10 s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // newNATS starts a NATS source on s (its credentials applied unless cfg
@@ -91,7 +80,7 @@ func pendingIs(t testing.TB, r interface {
 	t.Helper()
 	var got int64
 	var err error
-	eventually(t, fmt.Sprintf("Pending = %d", want), func() bool {
+	runtest.WaitFor(t, fmt.Sprintf("Pending = %d", want), func() bool {
 		got, err = r.Pending(natsCtx(t))
 		return err == nil && got == want
 	})
@@ -203,7 +192,7 @@ func TestNATSQueueGroup(t *testing.T) {
 			}
 			seen := map[string]int{}
 			total := 0
-			eventually(t, fmt.Sprintf("%d messages read", want), func() bool {
+			runtest.WaitFor(t, fmt.Sprintf("%d messages read", want), func() bool {
 				for _, src := range []*source.NATS{a, b} {
 					for _, m := range readBatch(t, src, 7) {
 						seen[string(m.Value)]++
@@ -231,7 +220,7 @@ func TestNATSBufferFull(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	src := newNATS(t, s, source.NATSConfig{Buffer: 5, Logger: zap.New(core)})
 	publish(t, s.Connect(t), "in", "m", 20)
-	eventually(t, "15 dropped", func() bool { return src.Dropped() == 15 })
+	runtest.WaitFor(t, "15 dropped", func() bool { return src.Dropped() == 15 })
 	pendingIs(t, src, 5)
 	if v := values(readBatch(t, src, 100)); !slices.Equal(v, names("m", 5)) {
 		t.Fatalf("read %v, want the first 5", v)

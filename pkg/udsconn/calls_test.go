@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
@@ -117,7 +118,7 @@ func TestStuckReadIsAbandonedAtItsDeadline(t *testing.T) {
 		!strings.Contains(rerr.Error(), filepath.Join(dir, serverinfo.SourceInfoFile)) {
 		t.Fatalf("Ready = %v; want it stuck, naming the info file and the call", rerr)
 	}
-	waitFor(t, "the server's stream to be cancelled", func() bool { _, _, ends := s.streams(); return len(ends) == 1 })
+	runtest.WaitFor(t, "the server's stream to be cancelled", func() bool { _, _, ends := s.streams(); return len(ends) == 1 }, runtest.Within(wait))
 	if _, _, ends := s.streams(); !strings.Contains(ends[0], "canceled") {
 		t.Errorf("the server's read stream ended with %q; want it cancelled", ends[0])
 	}

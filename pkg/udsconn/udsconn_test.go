@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udsconn"
@@ -28,18 +29,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // wait bounds every wait in these tests.
 const wait = 10 * time.Second
-
-// waitFor polls cond until it holds, for at most wait.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, bounded
-	}
-}
 
 // socketDir returns a short temporary directory: unix socket paths are limited.
 func socketDir(t *testing.T) string {
@@ -414,7 +403,7 @@ func TestContextEndHalfCloses(t *testing.T) {
 	if r.err != nil || r.n != 4 {
 		t.Fatalf("read = %d, %v; want the 4 records the server sent after the half-close", r.n, r.err)
 	}
-	waitFor(t, "the server's stream to end", func() bool { _, _, ends := s.streams(); return len(ends) == 1 })
+	runtest.WaitFor(t, "the server's stream to end", func() bool { _, _, ends := s.streams(); return len(ends) == 1 }, runtest.Within(wait))
 	if _, _, ends := s.streams(); ends[0] != "eof" {
 		t.Fatalf("the server's read stream ended with %q; want the end of its input", ends[0])
 	}
@@ -492,11 +481,11 @@ func TestWaitingNamesTheInfoFile(t *testing.T) {
 		_, _, err := c.conn.Get(ctx)
 		done <- err
 	}()
-	waitFor(t, "Ready to say it waits", func() bool {
+	runtest.WaitFor(t, "Ready to say it waits", func() bool {
 		err := c.conn.Ready()
 		return err != nil && strings.Contains(err.Error(), "waiting for the server-info file "+info)
-	})
-	waitFor(t, "the log line", func() bool { return c.count("waiting for the UDF server's server-info file") == 1 })
+	}, runtest.Within(wait))
+	runtest.WaitFor(t, "the log line", func() bool { return c.count("waiting for the UDF server's server-info file") == 1 }, runtest.Within(wait))
 	if got := c.logs.FilterMessage("waiting for the UDF server's server-info file").All()[0].ContextMap()["file"]; got != info {
 		t.Errorf("the log line names %v; want %s", got, info)
 	}

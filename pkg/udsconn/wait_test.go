@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
@@ -90,10 +91,10 @@ func TestStaleServerInfoIsReadAgain(t *testing.T) {
 	writeInfo(t, dir, serverinfo.KindMapStream, "stale")
 	c, logs := newMapConn(t, dir)
 	done := getAsync(c)
-	waitFor(t, "Ready to name mapstream.sock", func() bool {
+	runtest.WaitFor(t, "Ready to name mapstream.sock", func() bool {
 		err := c.Ready()
 		return err != nil && strings.Contains(err.Error(), "waiting for "+stale+" to be ready")
-	})
+	}, runtest.Within(wait))
 
 	startMapServer(t, dir)
 	r := <-done

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -49,7 +52,7 @@ func TestFrameEncoding(t *testing.T) {
 func TestFramesRoundTrip(t *testing.T) {
 	t.Parallel()
 	sp := spec("frames-0", 100)
-	_, c := setup(t, sp, frames(4))
+	s, c := setup(t, sp, frames(4))
 	w := newWriter(t, c, sp, "up")
 	r := newReader(t, c, sp.Name, time.Second)
 	want := messages("m", 10)
@@ -71,12 +74,19 @@ func TestFramesRoundTrip(t *testing.T) {
 			t.Fatalf("message %d: %+v, want %+v", i, got[i].Message, want[i])
 		}
 	}
+	acks := watchAcks(t, s.Connect(t))
 	ack(t, r, got[:3]) // three of the first frame's four
-	time.Sleep(50 * time.Millisecond)
+	// Ack returns once the server has what it sent.
+	if n := acks(); n != 0 {
+		t.Fatalf("after acking 3 of the first frame's 4 messages, %d acks sent; want none", n)
+	}
 	if bi := info(t, c, sp.Name); bi.Messages != 3 {
 		t.Fatalf("after acking 3 of 4: %+v; want the first frame still held", bi)
 	}
 	ack(t, r, got[3:])
+	if n := acks(); n != 3 {
+		t.Fatalf("after acking the rest, %d acks sent; want 3, one a frame", n)
+	}
 	waitEmpty(t, c, sp.Name)
 }
 
@@ -93,7 +103,7 @@ func TestFramesFetchedAhead(t *testing.T) {
 	if err != nil || n != 8 {
 		t.Fatalf("Read(8) = %d, %v", n, err)
 	}
-	waitFor(t, "2 frames fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 4 })
+	runtest.WaitFor(t, "2 frames fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 4 })
 	got := append([]isb.ReadMessage(nil), buf[:n]...)
 	got = append(got, readN(t, r, 32, 8)...)
 	for i := range got {
@@ -185,4 +195,30 @@ func TestCloseHandsBackFrames(t *testing.T) {
 	}
 	ack(t, r2, got)
 	waitEmpty(t, c, sp.Name)
+}
+
+// watchAcks watches, from spy, the acks of JetStream messages, and returns a
+// func that counts those the server has received so far.
+func watchAcks(t *testing.T, spy *nats.Conn) func() int {
+	t.Helper()
+	sub, err := spy.SubscribeSync("$JS.ACK.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		t.Helper()
+		// The server answers spy's flush after what it routed to spy before.
+		if err := spy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := sub.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 }

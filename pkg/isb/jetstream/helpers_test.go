@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -130,19 +131,6 @@ func info(t testing.TB, c *Conn, name string) BufferInfo {
 	return bi
 }
 
-// waitFor polls cond (server state) every 10 ms until it holds, failing the
-// test after 10 s.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func ids(msgs []isb.ReadMessage) []string {
 	out := make([]string, len(msgs))
 	for i := range msgs {
@@ -154,15 +142,9 @@ func ids(msgs []isb.ReadMessage) []string {
 // waitEmpty waits until the buffer holds no message.
 func waitEmpty(t testing.TB, c *Conn, name string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		bi := info(t, c, name)
-		if bi.Empty() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("buffer %s not empty after 10s: %+v", name, bi)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var bi BufferInfo
+	runtest.WaitFor(t, "buffer "+name+" empty", func() bool {
+		bi = info(t, c, name)
+		return bi.Empty()
+	}, runtest.Showing(func() string { return fmt.Sprintf("%+v", bi) }))
 }

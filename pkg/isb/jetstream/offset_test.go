@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -124,7 +125,7 @@ func TestStartOffset(t *testing.T) {
 	if err := r.Close(); err != nil { // hands back the rest; the cleanup closes it again
 		t.Fatal(err)
 	}
-	waitFor(t, "the ack floor to reach the fourth message", func() bool {
+	runtest.WaitFor(t, "the ack floor to reach the fourth message", func() bool {
 		cons, err := c.js.Consumer(testCtx(t), sp.Name, sp.Name)
 		return err == nil && int64(cons.CachedInfo().AckFloor.Stream) == floor
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -30,7 +31,7 @@ func TestReadTakesNoMoreThanBuf(t *testing.T) {
 	}
 	first := slices.Clone(buf[:n])
 	// The next 10 are fetched ahead.
-	waitFor(t, "the batch fetched ahead", func() bool { bi := info(t, c, sp.Name); return bi.AckPending == 20 && bi.Pending == 10 })
+	runtest.WaitFor(t, "the batch fetched ahead", func() bool { bi := info(t, c, sp.Name); return bi.AckPending == 20 && bi.Pending == 10 })
 	n, err = r.Read(testCtx(t), buf[:3])
 	if err != nil || n != 3 {
 		t.Fatalf("Read(3) = %d, %v", n, err)
@@ -40,7 +41,7 @@ func TestReadTakesNoMoreThanBuf(t *testing.T) {
 		t.Fatalf("after a trimmed Read(3): %+v", bi)
 	}
 	ack(t, r, got)
-	waitFor(t, "acks applied", func() bool { return info(t, c, sp.Name).Messages == 17 })
+	runtest.WaitFor(t, "acks applied", func() bool { return info(t, c, sp.Name).Messages == 17 })
 	rest := readN(t, r, 17, 10)
 	ack(t, r, rest)
 	if all := ids(append(got, rest...)); len(all) != 30 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 30 {
@@ -58,7 +59,7 @@ func TestReadTakesNoMoreThanBuf(t *testing.T) {
 		}
 		done <- n
 	}()
-	waitFor(t, "the waiting fetch", func() bool { return consumerWaiting(t, c, sp.Name) > 0 })
+	runtest.WaitFor(t, "the waiting fetch", func() bool { return consumerWaiting(t, c, sp.Name) > 0 })
 	write(t, w, messages("n", 12))
 	n = <-done
 	if n < 1 || n > 5 {
@@ -109,7 +110,7 @@ func TestReadTimeout(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(testCtx(t))
 	go func() {
-		waitFor(t, "the waiting fetch", func() bool { return consumerWaiting(t, c, sp.Name) > 0 })
+		runtest.WaitFor(t, "the waiting fetch", func() bool { return consumerWaiting(t, c, sp.Name) > 0 })
 		cancel()
 	}()
 	start = time.Now()
@@ -304,7 +305,7 @@ func TestFetchedAheadKeptAndHandedBack(t *testing.T) {
 	if n, err := r.Read(testCtx(t), make([]isb.ReadMessage, 10)); n != 10 || err != nil {
 		t.Fatalf("Read(10) = %d, %v", n, err)
 	}
-	waitFor(t, "the batch fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 20 })
+	runtest.WaitFor(t, "the batch fetched ahead", func() bool { return info(t, c, sp.Name).AckPending == 20 })
 	other := newReader(t, c, sp.Name, 2500*time.Millisecond)
 	got := readN(t, other, 5, 10)
 	if n, err := other.Read(testCtx(t), make([]isb.ReadMessage, 10)); n != 0 || err != nil {
@@ -365,7 +366,7 @@ func TestReadGivenUpHandsBackLateMessage(t *testing.T) {
 	r1 := newReader(t, c, sp.Name, time.Minute)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	go func() {
-		waitFor(t, "the waiting fetch", func() bool { return consumerWaiting(t, c, sp.Name) > 0 })
+		runtest.WaitFor(t, "the waiting fetch", func() bool { return consumerWaiting(t, c, sp.Name) > 0 })
 		cancel()
 	}()
 	if n, err := r1.Read(ctx, make([]isb.ReadMessage, 1)); n != 0 || err != nil {

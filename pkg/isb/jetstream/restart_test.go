@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -48,7 +49,7 @@ func testServerRestart(t *testing.T, kill bool) {
 	} else {
 		s.Stop()
 	}
-	waitFor(t, "the client to notice the outage", func() bool { return !c.Connected() })
+	runtest.WaitFor(t, "the client to notice the outage", func() bool { return !c.Connected() })
 	errs := make([]error, 2)
 	if err := w.Write(testCtx(t), messages("x", 2), errs); err != nil {
 		t.Fatal(err)
@@ -77,10 +78,10 @@ func testServerRestart(t *testing.T, kill bool) {
 	}
 
 	s.Restart(t)
-	waitFor(t, "the client to reconnect", c.Connected)
+	runtest.WaitFor(t, "the client to reconnect", c.Connected)
 	// The server loads its streams and consumers after it takes connections;
 	// an ack that comes before the consumer is back is lost.
-	waitFor(t, "the buffer's consumer to be back", func() bool {
+	runtest.WaitFor(t, "the buffer's consumer to be back", func() bool {
 		_, err := c.BufferInfo(testCtx(t), sp.Name)
 		return err == nil
 	})

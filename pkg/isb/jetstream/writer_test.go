@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
@@ -132,7 +133,7 @@ func TestWriteSoftFull(t *testing.T) {
 	w1, w2 := newWriter(t, c, sp2, "x"), newWriter(t, c, sp2, "y")
 	write(t, w1, messages("x", 1))
 	write(t, w2, messages("y", 4))
-	waitFor(t, "the first writer to see the other's messages", func() bool {
+	runtest.WaitFor(t, "the first writer to see the other's messages", func() bool {
 		full, err := w1.full(testCtx(t))
 		return err == nil && full
 	})
@@ -140,7 +141,7 @@ func TestWriteSoftFull(t *testing.T) {
 	// Drain the first buffer: writes succeed again after a refresh.
 	r := newReader(t, c, sp.Name, time.Second)
 	ack(t, r, readN(t, r, 6, 10))
-	waitFor(t, "writes to succeed after the buffer drained", func() bool {
+	runtest.WaitFor(t, "writes to succeed after the buffer drained", func() bool {
 		errs := make([]error, 2)
 		if err := w.Write(testCtx(t), messages("d", 2), errs); err != nil {
 			t.Fatal(err)
@@ -210,7 +211,7 @@ func TestWriteHardFull(t *testing.T) {
 			retry = append(retry, batch[i])
 		}
 	}
-	waitFor(t, "the writer to see the drained buffer", func() bool {
+	runtest.WaitFor(t, "the writer to see the drained buffer", func() bool {
 		full, err := w.full(testCtx(t))
 		return err == nil && !full
 	})
@@ -348,5 +349,5 @@ func TestWriteLateAnswers(t *testing.T) {
 		t.Fatalf("%d reply slots made, want 2", w.next)
 	}
 	// The batch given up on was stored all the same.
-	waitFor(t, "every message stored", func() bool { return info(t, c, sp.Name).Messages == 16 })
+	runtest.WaitFor(t, "every message stored", func() bool { return info(t, c, sp.Name).Messages == 16 })
 }

@@ -3,6 +3,8 @@ package udfserver
 import (
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // A handler run by the receiving goroutine for a tick or more is taken
@@ -41,13 +43,7 @@ func TestInlineTakeOver(t *testing.T) {
 		t.Errorf("%d quick handlers of 1000 taken over", taken)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for !in.parked.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the watchdog did not park")
-		}
-		time.Sleep(time.Millisecond) // polling for a state, not synchronising
-	}
+	runtest.WaitFor(t, "the watchdog to park", in.parked.Load, runtest.Within(10*time.Second))
 	in.begin()
 	if !<-takenOver {
 		t.Fatal("takeOver after parking failed")

@@ -1,0 +1,64 @@
+package runtest
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fatalTB records what Fatal is given and ends its goroutine, as the
+// testing package's does.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+// waitFor runs WaitFor on a fatalTB in a goroutine of its own and returns
+// what it failed with ("" when it returned).
+func waitFor(cond func() bool, opts ...WaitOption) string {
+	tb := &fatalTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WaitFor(tb, "the condition", cond, opts...)
+	}()
+	<-done
+	return tb.msg
+}
+
+func TestWaitFor(t *testing.T) {
+	t.Run("returns once cond holds", func(t *testing.T) {
+		looks := 0
+		if msg := waitFor(func() bool { looks++; return looks == 5 }); msg != "" {
+			t.Fatalf("WaitFor failed: %s", msg)
+		}
+		if looks != 5 {
+			t.Errorf("cond called %d times, want 5", looks)
+		}
+	})
+	t.Run("gives up after Within's time, naming what and showing the state", func(t *testing.T) {
+		began := time.Now()
+		msg := waitFor(func() bool { return false }, Within(30*time.Millisecond), Showing(func() string { return "state 7" }))
+		if took := time.Since(began); took < 30*time.Millisecond || took > Timeout {
+			t.Errorf("gave up after %v, want 30ms or a little more", took)
+		}
+		if want := "timed out after 30ms waiting for the condition: state 7"; msg != want {
+			t.Errorf("failed with %q, want %q", msg, want)
+		}
+	})
+	t.Run("without Showing the message ends at what", func(t *testing.T) {
+		msg := waitFor(func() bool { return false }, Within(time.Millisecond))
+		if !strings.HasSuffix(msg, "waiting for the condition") {
+			t.Errorf("failed with %q", msg)
+		}
+	})
+}
