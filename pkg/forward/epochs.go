@@ -36,7 +36,7 @@ import (
 // sluice_ratelimit_retaken_total.
 
 // stale reports whether g's tokens are of an epoch that has ended.
-func (f *Forwarder) stale(g ratelimit.Grant) bool { return staleIn(f.d.Limiter, g) }
+func (f *Forwarder) stale(g ratelimit.Grant) bool { return staleIn(f.th.Limiter, g) }
 
 // staleIn reports whether g, a grant of lim, is of an epoch that has ended.
 func staleIn(lim Limiter, g ratelimit.Grant) bool {
@@ -49,7 +49,7 @@ func staleIn(lim Limiter, g ratelimit.Grant) bool {
 
 // giveBack gives back every token of g, kept or not: the epoch they were
 // granted in has ended, so the limiter drops them.
-func (f *Forwarder) giveBack(g ratelimit.Grant) { f.d.Limiter.Settle(g, 0) }
+func (f *Forwarder) giveBack(g ratelimit.Grant) { f.th.Limiter.Settle(g, 0) }
 
 // renew takes up to n tokens for messages that go on now, from the current
 // epoch or, when it has none left, a later one, waiting as a read does. With
@@ -60,7 +60,7 @@ func (f *Forwarder) giveBack(g ratelimit.Grant) { f.d.Limiter.Settle(g, 0) }
 // (see keep and spend). renew reports false when ctx ends first; a limiter
 // that fails otherwise (closed) lets the messages go without tokens.
 func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Grant, bool) {
-	first, _ := f.d.Limiter.Epoch()
+	first, _ := f.th.Limiter.Epoch()
 	for {
 		g, err := f.acquire(ctx, n)
 		switch {
@@ -72,7 +72,7 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 		case g.Tokens == 0:
 			continue // rate limited: wait again
 		}
-		if now, _ := f.d.Limiter.Epoch(); g.Epoch() < now {
+		if now, _ := f.th.Limiter.Epoch(); g.Epoch() < now {
 			// The limiter has yet to begin the current epoch: ask again soon.
 			f.giveBack(g)
 			if !f.sleep(ctx, staleTokenPause) {
@@ -86,7 +86,7 @@ func (f *Forwarder) renew(ctx context.Context, n int, whole bool) (ratelimit.Gra
 		}
 		// Fewer than n left in this epoch: all of them from the next.
 		f.giveBack(g)
-		_, left := f.d.Limiter.Epoch()
+		_, left := f.th.Limiter.Epoch()
 		if !f.sleep(ctx, left) {
 			return ratelimit.Grant{}, false
 		}
@@ -100,7 +100,7 @@ const staleTokenPause = time.Millisecond
 // spend keeps every token of g, a grant renew made for messages that go on:
 // settled at once, which counts them in shadow, and counted.
 func (f *Forwarder) spend(g ratelimit.Grant) {
-	f.d.Limiter.Settle(g, g.Tokens)
+	f.th.Limiter.Settle(g, g.Tokens)
 	f.d.Metrics.Granted.Add(float64(g.Tokens))
 }
 

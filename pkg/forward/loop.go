@@ -114,7 +114,7 @@ func (l *loop) step(ctx context.Context) error {
 		return err
 	}
 	var groups []ratelimit.Grant
-	if len(f.d.Groups) > 0 && g.Tokens > 0 {
+	if len(f.th.Groups) > 0 && g.Tokens > 0 {
 		// A token a message of each shared limit too, before the read, so
 		// that no more is read than every limit allows (see takeGroups).
 		g, groups = f.takeGroups(ctx, g)
@@ -123,7 +123,7 @@ func (l *loop) step(ctx context.Context) error {
 	batch := f.readBatch(ctx, j.read[:g.Tokens])
 	l.slots.give(k - len(batch))
 	for i := range groups {
-		groups[i] = f.d.Groups[i].Settle(groups[i], len(batch))
+		groups[i] = f.th.Groups[i].Settle(groups[i], len(batch))
 	}
 	if len(batch) == 0 {
 		f.keep(g, 0) // unused tokens go back, same epoch
@@ -139,7 +139,7 @@ func (l *loop) step(ctx context.Context) error {
 		if g, paid, ok = f.pay(l.hard, g, batch); !ok {
 			f.keep(g, 0)
 			for i := range groups {
-				f.d.Groups[i].Settle(groups[i], 0)
+				f.th.Groups[i].Settle(groups[i], 0)
 			}
 			f.abandon(l.hard, "acquire", batch, l.hard.Err())
 			l.slots.give(len(batch))

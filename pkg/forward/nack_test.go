@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // nackOnce is a function that nacks each message the first time it sees it
@@ -110,7 +111,7 @@ func TestNackedByTheFunctionComesBackOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 45)
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: lim}, Options{})
+			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Throttle: &throttle.Throttle{Limiter: lim}}, Options{})
 			h.waitAcked(t, 45)
 			h.stop(t)
 			checkOnce(t, h.out.Messages(), 45)
@@ -142,7 +143,7 @@ func TestNackedByTheSinkComesBackOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 50)
 			sink := &nackSink{seen: map[string]int{}, nacks: 1, out: memory.New("sink", 1<<20, time.Millisecond, nil)}
-			h := start(t, Deps{Reader: c.reader(in), Sink: sink, Limiter: Noop{}}, Options{})
+			h := start(t, Deps{Reader: c.reader(in), Sink: sink}, Options{})
 			h.waitAcked(t, 50)
 			h.stop(t)
 			checkOnce(t, sink.out.Messages(), 50)
@@ -160,7 +161,7 @@ func TestNackOptionsReachTheSource(t *testing.T) {
 	in := &optionsReader{Buffer: filledBuffer(t, 10)}
 	opts := isb.NackOptions{Reason: "later", Delay: time.Millisecond, MaxDeliveries: 3, Values: map[string]string{"k": "v"}}
 	f := &nackOnce{seen: map[string]int{}, opts: opts}
-	h := start(t, Deps{Reader: in, Mapper: f, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: in, Mapper: f}, Options{})
 	h.waitAcked(t, 10)
 	h.stop(t)
 	checkOnce(t, h.out.Messages(), 10)
@@ -180,7 +181,7 @@ func TestMaxDeliveriesDropsWhenTheForwarderRedelivers(t *testing.T) {
 	in := filledBuffer(t, 10)
 	sink := &nackSink{seen: map[string]int{}, always: map[string]bool{"4": true},
 		opts: isb.NackOptions{MaxDeliveries: 3}, out: memory.New("sink", 1<<20, time.Millisecond, nil)}
-	h := start(t, Deps{Reader: ackOnly{in}, Sink: sink, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: ackOnly{in}, Sink: sink}, Options{})
 	h.waitAcked(t, 10)
 	h.stop(t)
 	if n := len(sink.out.Messages()); n != 9 {

@@ -137,8 +137,8 @@ func (f *Forwarder) count(stage string, o *outcome) {
 	if o.throttled > 0 {
 		f.d.Metrics.ThrottleSignals.Add(float64(o.throttled))
 	}
-	if stage == StageWrite && o.written > 0 && f.d.Accepted != nil {
-		f.d.Accepted(o.written)
+	if stage == StageWrite && o.written > 0 && f.th.Accepted != nil {
+		f.th.Accepted(o.written)
 	}
 	f.signal(o.signals)
 	if o.firstErr != nil && !o.full {
@@ -195,7 +195,7 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 	// for the messages it sends again from that epoch or a later one: sent
 	// at the end of an epoch on tokens a wait left unused, they would reach
 	// the sink in the next second, on top of its grant.
-	d, from := f.d.Limiter.FreshAfter(max(d, o.retryAfter), freshMargin)
+	d, from := f.th.Limiter.FreshAfter(max(d, o.retryAfter), freshMargin)
 	f.log.Debug("the sink is throttled; waiting before the retry",
 		zap.Int("messages", o.throttled), zap.Duration("wait", d))
 	f.d.Tracker.Begin(ratelimit.ReasonDownstreamThrottled)
@@ -226,7 +226,7 @@ const freshMargin = 200 * time.Millisecond
 func (f *Forwarder) retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
 	var g ratelimit.Grant
 	for n > 0 {
-		if e, left := f.d.Limiter.Epoch(); e < from {
+		if e, left := f.th.Limiter.Epoch(); e < from {
 			if !f.sleep(hard, left) {
 				return g, false
 			}
@@ -272,12 +272,12 @@ func noteSignal(signals []signal, kind isb.SignalKind, d time.Duration) []signal
 
 // signal hands the throttle signals to Deps.Signal.
 func (f *Forwarder) signal(signals []signal) {
-	if f.d.Signal == nil {
+	if f.th.Signal == nil {
 		return
 	}
 	for _, s := range signals {
 		if s.kind != isb.SignalUnknown {
-			f.d.Signal(s.kind, s.retryAfter)
+			f.th.Signal(s.kind, s.retryAfter)
 		}
 	}
 }

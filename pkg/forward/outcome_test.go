@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // answering is a sink that answers the attempt-th write of each message (from
@@ -104,7 +105,7 @@ func TestThrottledSinkIsRetriedAfterItsRetryAfter(t *testing.T) {
 	clk := clock.NewManual(t0)
 	sink := newAnswering(throttledUntil(1, 2*time.Second))
 	sink.wrote = make(chan int, 10)
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{Clock: clk,
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink}, Options{Clock: clk,
 		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 1, OnFailure: Drop}})
 	receive(t, sink.wrote)
 	blockUntil(t, clk, 1)
@@ -141,7 +142,7 @@ func TestThrottleWaitIsTheLongerOfBackoffAndRetryAfter(t *testing.T) {
 			clk := clock.NewManual(t0)
 			sink := newAnswering(throttledUntil(1, retryAfter))
 			sink.wrote = make(chan int, 10)
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{Clock: clk,
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink}, Options{Clock: clk,
 				Retry: RetryPolicy{Interval: time.Second, MaxInterval: time.Second}})
 			receive(t, sink.wrote)
 			blockUntil(t, clk, 1)
@@ -168,7 +169,7 @@ func TestThrottledAttemptsUseNoRetrySteps(t *testing.T) {
 		}
 		return nil
 	})
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}},
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 2, OnFailure: Drop}})
 	h.waitAcked(t, 10)
 	if n := len(sink.out.Messages()); n != 10 {
@@ -187,7 +188,7 @@ func TestThrottledAttemptsUseNoRetrySteps(t *testing.T) {
 func TestShutdownDuringAThrottleWait(t *testing.T) {
 	sink := newAnswering(throttledUntil(1<<30, time.Hour))
 	in := filledBuffer(t, 10)
-	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{ShutdownTimeout: 50 * time.Millisecond})
+	h := start(t, Deps{Reader: in, Sink: sink}, Options{ShutdownTimeout: 50 * time.Millisecond})
 	h.waitThrottled(t, ratelimit.ReasonDownstreamThrottled)
 	h.cancel()
 	h.waitReturned(t)
@@ -217,7 +218,7 @@ func TestRejectedMessages(t *testing.T) {
 	t.Run("to the fallback sink", func(t *testing.T) {
 		sink := newAnswering(rejectFirst(1 << 30))
 		fb := newAnswering(throttledUntil(1, 0)) // the fallback sink is throttled once
-		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Fallback: fb, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Fallback: fb},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Retry}})
 		h.waitAcked(t, 20)
 		if n := len(fb.out.Messages()); n != 20 {
@@ -237,7 +238,7 @@ func TestRejectedMessages(t *testing.T) {
 	t.Run("dropped", func(t *testing.T) {
 		sink := newAnswering(rejectFirst(1 << 30))
 		core, logs := observer.New(zap.WarnLevel)
-		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
+		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Logger: zap.New(core)},
 			Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Drop}})
 		h.waitAcked(t, 20)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 20 {
@@ -257,7 +258,7 @@ func TestRejectedMessages(t *testing.T) {
 	t.Run("retried", func(t *testing.T) {
 		sink := newAnswering(rejectFirst(3))
 		core, logs := observer.New(zap.WarnLevel)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Logger: zap.New(core)},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
 		h.waitAcked(t, 10)
 		if n := len(sink.out.Messages()); n != 10 {
@@ -323,7 +324,7 @@ func TestThrottledRetryTakesTokensAgain(t *testing.T) {
 				}
 				return nil
 			})
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: &countingLimiter{}},
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Throttle: &throttle.Throttle{Limiter: &countingLimiter{}}},
 				Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
 			h.waitAcked(t, 10)
 			// granted_total counts the tokens kept: not those of a read
@@ -372,7 +373,7 @@ func TestThrottleWaitLeavesAFreshEpoch(t *testing.T) {
 	lim.epoch.Store(t0.Unix())
 	sink := newAnswering(throttledUntil(1, time.Second))
 	sink.wrote = make(chan int, 10)
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: lim}, Options{Clock: clk,
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Throttle: &throttle.Throttle{Limiter: lim}}, Options{Clock: clk,
 		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
 	receive(t, sink.wrote)
 	blockUntil(t, clk, 1)

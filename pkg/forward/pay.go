@@ -42,7 +42,7 @@ type payment struct {
 }
 
 // paid reports whether reads pay after the read for their bytes or cost.
-func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil }
+func (f *Forwarder) paid() bool { return f.th.Bytes != nil || f.th.Cost != nil }
 
 // takeGroups takes as many tokens of every group as g holds and returns g
 // and the groups' grants cut to the fewest any of them granted: the read
@@ -53,11 +53,11 @@ func (f *Forwarder) paid() bool { return f.d.Bytes != nil || f.d.Cost != nil }
 // first, it returns no tokens.
 func (f *Forwarder) takeGroups(ctx context.Context, g ratelimit.Grant) (ratelimit.Grant, []ratelimit.Grant) {
 	want := g.Tokens
-	grants := make([]ratelimit.Grant, len(f.d.Groups))
+	grants := make([]ratelimit.Grant, len(f.th.Groups))
 	for {
 		n, empty := g.Tokens, -1
 		var reason ratelimit.Reason
-		for i, grp := range f.d.Groups {
+		for i, grp := range f.th.Groups {
 			grants[i], reason = grp.TryAcquire(n)
 			if grants[i].Tokens == 0 {
 				empty = i
@@ -66,33 +66,33 @@ func (f *Forwarder) takeGroups(ctx context.Context, g ratelimit.Grant) (ratelimi
 			n = min(n, grants[i].Tokens)
 		}
 		if empty < 0 {
-			for i, grp := range f.d.Groups {
+			for i, grp := range f.th.Groups {
 				grants[i] = grp.Settle(grants[i], n)
 			}
 			if n < g.Tokens {
-				g = f.d.Limiter.Settle(g, n)
+				g = f.th.Limiter.Settle(g, n)
 			}
 			return g, grants
 		}
-		f.d.Limiter.Settle(g, 0)
+		f.th.Limiter.Settle(g, 0)
 		for i := range empty {
-			f.d.Groups[i].Settle(grants[i], 0)
+			f.th.Groups[i].Settle(grants[i], 0)
 		}
-		grp := f.d.Groups[empty]
+		grp := f.th.Groups[empty]
 		f.d.Tracker.Begin(reason)
 		gg, err := grp.Acquire(ctx, 1) // waits until the group has tokens again
 		f.d.Tracker.End(reason)
 		grp.Settle(gg, 0)
 		if ctx.Err() != nil {
-			return ratelimit.Grant{}, make([]ratelimit.Grant, len(f.d.Groups))
+			return ratelimit.Grant{}, make([]ratelimit.Grant, len(f.th.Groups))
 		}
 		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
 			f.log.Warn("no tokens of a shared limit; reading without it", zap.Error(err))
 			g, _ = f.acquire(ctx, want)
-			return g, make([]ratelimit.Grant, len(f.d.Groups))
+			return g, make([]ratelimit.Grant, len(f.th.Groups))
 		}
 		if g, err = f.acquire(ctx, want); err != nil || g.Tokens == 0 {
-			return ratelimit.Grant{}, make([]ratelimit.Grant, len(f.d.Groups))
+			return ratelimit.Grant{}, make([]ratelimit.Grant, len(f.th.Groups))
 		}
 	}
 }
@@ -100,7 +100,7 @@ func (f *Forwarder) takeGroups(ctx context.Context, g ratelimit.Grant) (ratelimi
 // costOf returns the cost of m (1 when the cost expression gives none,
 // counted as an error of stage cost).
 func (f *Forwarder) costOf(m *isb.Message) int {
-	c, err := f.d.Cost(m)
+	c, err := f.th.Cost(m)
 	if err != nil {
 		f.d.Metrics.Errors.WithLabelValues(StageCost).Inc()
 		if !f.costLog.Swap(true) {
@@ -117,11 +117,11 @@ func (f *Forwarder) costOf(m *isb.Message) int {
 func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) (ratelimit.Grant, payment, bool) {
 	var bytes, cost int
 	switch {
-	case f.d.Cost == nil:
+	case f.th.Cost == nil:
 		for i := range batch {
 			bytes += len(batch[i].Value)
 		}
-	case f.d.Bytes == nil:
+	case f.th.Bytes == nil:
 		for i := range batch {
 			cost += f.costOf(&batch[i].Message)
 		}
@@ -133,17 +133,17 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 	}
 	var p payment
 	ok := true
-	if f.d.Bytes != nil && bytes > 0 {
-		p.bytes, ok = f.take(hard, f.d.Bytes, bytes)
+	if f.th.Bytes != nil && bytes > 0 {
+		p.bytes, ok = f.take(hard, f.th.Bytes, bytes)
 		if ok {
 			p.nBytes = bytes
 			f.d.Metrics.Bytes.Add(float64(bytes))
 		}
 	}
-	if extra := cost - len(batch); f.d.Cost != nil && ok {
+	if extra := cost - len(batch); f.th.Cost != nil && ok {
 		switch {
 		case extra > 0:
-			p.cost, ok = f.take(hard, f.d.Limiter, extra)
+			p.cost, ok = f.take(hard, f.th.Limiter, extra)
 			if ok {
 				p.nCost = extra
 				f.d.Metrics.Granted.Add(float64(extra))
@@ -152,7 +152,7 @@ func (f *Forwarder) pay(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			// batch pays its bytes again as it is written (repay).
 		case extra < 0:
 			// Messages that cost nothing give their read's tokens back.
-			g = f.d.Limiter.Settle(g, len(batch)+extra)
+			g = f.th.Limiter.Settle(g, len(batch)+extra)
 		}
 	}
 	return g, p, ok
@@ -210,8 +210,8 @@ func (f *Forwarder) take(hard context.Context, lim Limiter, n int) (ratelimit.Gr
 // (spendOn, chargeFor). It reports false when hard ends first. f.writeMu is
 // held.
 func (f *worker) repay(hard context.Context) bool {
-	return f.payAgain(hard, f.d.Bytes, &f.paid.bytes, f.paid.nBytes, f.d.Metrics.Bytes) &&
-		f.payAgain(hard, f.d.Limiter, &f.paid.cost, f.paid.nCost, f.d.Metrics.Granted, f.d.Metrics.Retaken)
+	return f.payAgain(hard, f.th.Bytes, &f.paid.bytes, f.paid.nBytes, f.d.Metrics.Bytes) &&
+		f.payAgain(hard, f.th.Limiter, &f.paid.cost, f.paid.nCost, f.d.Metrics.Granted, f.d.Metrics.Retaken)
 }
 
 // payAgain takes n tokens of lim from the current epoch for a batch whose
@@ -256,23 +256,23 @@ func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
 		}
 		dropped++
 		bytes += len(batch[i].Value)
-		if f.d.Cost != nil && f.paid.cost.Tokens > 0 {
+		if f.th.Cost != nil && f.paid.cost.Tokens > 0 {
 			cost += f.costOf(&batch[i].Message) - 1
 		}
 	}
 	f.paid.nBytes = max(f.paid.nBytes-bytes, 0)
 	f.paid.nCost = max(f.paid.nCost-cost, 0)
 	if b := min(bytes, f.paid.bytes.Tokens); b > 0 {
-		f.paid.bytes = f.d.Bytes.Settle(f.paid.bytes, f.paid.bytes.Tokens-b)
+		f.paid.bytes = f.th.Bytes.Settle(f.paid.bytes, f.paid.bytes.Tokens-b)
 		f.d.Metrics.BytesDeposited.Add(float64(b))
 	}
 	if c := min(cost, f.paid.cost.Tokens); c > 0 {
-		f.paid.cost = f.d.Limiter.Settle(f.paid.cost, f.paid.cost.Tokens-c)
+		f.paid.cost = f.th.Limiter.Settle(f.paid.cost, f.paid.cost.Tokens-c)
 		f.d.Metrics.Deposited.Add(float64(c))
 	}
 	for i, g := range f.paid.groups {
 		if d := min(dropped, g.Tokens); d > 0 {
-			f.paid.groups[i] = f.d.Groups[i].Settle(g, g.Tokens-d)
+			f.paid.groups[i] = f.th.Groups[i].Settle(g, g.Tokens-d)
 		}
 	}
 }
