@@ -1,12 +1,12 @@
 // Package forward is the forwarder loop that every vertex runs. One iteration is a
 // few visible steps:
 //
-//	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
+//	acquire tokens          Deps.Throttle.Acquire: Limiter.TryAcquire, or Acquire
 //	read at most that many  Reader.Read
 //	settle the grant        Limiter.Settle: the unused go back to their epoch
-//	pay bytes and cost      Deps.Bytes and Deps.Cost, if set: the batch's payload
-//	                        bytes and its cost beyond a token a message, all of
-//	                        one epoch (see pay)
+//	pay bytes and cost      Deps.Throttle.Pay, with Bytes or Cost: the payload
+//	                        bytes and the cost beyond a token a message, all of
+//	                        one epoch (see throttle.Throttle.Pay)
 //	late read?              its epoch ended: the current epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF

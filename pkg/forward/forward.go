@@ -139,7 +139,7 @@ type Options struct {
 // Options.ReadAhead the stages overlap (see Options).
 type Forwarder struct {
 	d    Deps
-	th   throttle.Throttle // d.Throttle, its Limiter Noop when it has none
+	th   *throttle.Throttle // d.Throttle, with the forwarder's tracker, metrics, logger and clock
 	opts Options
 	log  *zap.Logger
 	idle idle
@@ -156,8 +156,6 @@ type Forwarder struct {
 	nackLog        atomic.Bool
 	// onSuccessLog is set once ON_SUCCESS without an on-success sink is logged.
 	onSuccessLog atomic.Bool
-	// costLog is set once a cost expression's error is logged.
-	costLog atomic.Bool
 }
 
 // worker moves batches through the functions and to the sinks. The
@@ -193,9 +191,9 @@ type worker struct {
 	// ExcludeDropped (see spendOn).
 	grant ratelimit.Grant
 	kept  int
-	// paid is what the batch in progress paid after its read (see pay),
+	// paid is what the batch in progress paid after its read (throttle.Throttle.Pay),
 	// and gone marks the messages of the batch that go on.
-	paid payment
+	paid throttle.Payment
 	gone []bool
 }
 
@@ -229,7 +227,11 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = opts.BatchSize
 	}
-	f := &Forwarder{d: d, th: *d.Throttle.OrNoop(), opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
+	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
+	m := d.Metrics
+	f.th = d.Throttle.With(throttle.Env{Pauses: d.Tracker, Logger: d.Logger, Clock: opts.Clock,
+		Metrics: throttle.Metrics{Granted: m.Granted, Deposited: m.Deposited, Retaken: m.Retaken,
+			Bytes: m.Bytes, BytesDeposited: m.BytesDeposited, CostErrors: m.Errors.WithLabelValues(StageCost)}})
 	f.naker, _ = d.Reader.(isb.Naker)
 	f.optsNaker, _ = d.Reader.(isb.OptionsNaker)
 	if pk := f.th.PerKey; pk != nil && pk.Limiter != nil {
@@ -290,7 +292,7 @@ func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 // g. With turns, it writes and acks when turn seq comes, after the batches
 // read before it. It abandons the batch when hard ends first.
 func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, start time.Time, t *turns, seq uint64) {
-	defer func() { f.paid = payment{} }()
+	defer func() { f.paid = throttle.Payment{} }()
 	if f.d.Tracer != nil {
 		// A span per batch, from the start of its read; empty reads make none.
 		var span trace.Span
@@ -323,42 +325,6 @@ func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	if f.d.Tracer != nil {
 		trace.SpanFromContext(hard).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
 	}
-}
-
-// acquire takes up to n tokens. When none are available now it tracks why
-// while it waits for them.
-func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
-	g, reason := f.th.Limiter.TryAcquire(n)
-	if g.Tokens == 0 {
-		var err error
-		f.d.Tracker.Begin(reason)
-		g, err = f.th.Limiter.Acquire(ctx, n)
-		f.d.Tracker.End(reason)
-		if err != nil {
-			if ctx.Err() != nil {
-				return g, ctx.Err()
-			}
-			if errors.Is(err, ratelimit.ErrRateLimited) {
-				return ratelimit.Grant{}, nil // try again
-			}
-			return g, err
-		}
-	}
-	return g, nil
-}
-
-// keep keeps one of g's tokens for each of the read messages and gives the
-// others back at once, and returns the grant of the kept ones. The granted
-// metric counts only the tokens kept: a grant's unread tokens never counted
-// against the limit, and a dry source would otherwise add a batch to it at
-// every read. With ExcludeDropped the grant is settled again once the
-// batch's dropped messages are known (see process).
-func (f *Forwarder) keep(g ratelimit.Grant, read int) ratelimit.Grant {
-	g = f.th.Limiter.Settle(g, read)
-	if read > 0 {
-		f.d.Metrics.Granted.Add(float64(read))
-	}
-	return g
 }
 
 // readBatch reads at most len(buf) messages into buf. On a read error it logs and waits a little
@@ -481,9 +447,8 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	if f.opts.ExcludeDropped && dropped > 0 {
 		// The dropped messages give their tokens back: only what goes on
 		// counts, against the limit or in shadow.
-		f.grant = f.th.Limiter.Settle(g, len(batch)-dropped)
+		f.grant = f.th.Drop(g, len(batch), dropped)
 		f.kept -= dropped
-		f.d.Metrics.Deposited.Add(float64(dropped))
 		f.refund(batch, msgs)
 	}
 	return msgs, nil

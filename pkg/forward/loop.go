@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // loop is the reading side of a forwarder, the same in every mode: it takes
@@ -36,7 +37,7 @@ type job struct {
 	read  []isb.ReadMessage // its buffer, readSize long
 	batch []isb.ReadMessage
 	g     ratelimit.Grant
-	paid  payment // what the batch paid after its read (see pay)
+	paid  throttle.Payment // what the batch paid after its read
 	start time.Time
 	seq   uint64
 }
@@ -107,7 +108,7 @@ func (l *loop) step(ctx context.Context) error {
 		l.free <- j
 		return ctx.Err()
 	}
-	g, err := f.acquire(ctx, k)
+	g, err := f.th.Acquire(ctx, k)
 	if err != nil {
 		l.slots.give(k)
 		l.free <- j
@@ -116,37 +117,29 @@ func (l *loop) step(ctx context.Context) error {
 	var groups []ratelimit.Grant
 	if len(f.th.Groups) > 0 && g.Tokens > 0 {
 		// A token a message of each shared limit too, before the read, so
-		// that no more is read than every limit allows (see takeGroups).
-		g, groups = f.takeGroups(ctx, g)
+		// that no more is read than every limit allows (see throttle.Throttle.TakeGroups).
+		g, groups = f.th.TakeGroups(ctx, g)
 	}
 	start := time.Now()
 	batch := f.readBatch(ctx, j.read[:g.Tokens])
 	l.slots.give(k - len(batch))
-	for i := range groups {
-		groups[i] = f.th.Groups[i].Settle(groups[i], len(batch))
-	}
+	f.th.SettleGroups(groups, len(batch))
 	if len(batch) == 0 {
-		f.keep(g, 0) // unused tokens go back, same epoch
+		f.th.Keep(g, 0) // unused tokens go back, same epoch
 		l.free <- j
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
 	}
-	paid := payment{groups: groups}
-	if f.paid() {
-		// Its bytes and cost, known now (see pay): a wait for them may
-		// make the read's tokens stale, which sendFresh then renews.
-		var ok bool
-		if g, paid, ok = f.pay(l.hard, g, batch); !ok {
-			f.keep(g, 0)
-			for i := range groups {
-				f.th.Groups[i].Settle(groups[i], 0)
-			}
-			f.abandon(l.hard, "acquire", batch, l.hard.Err())
-			l.slots.give(len(batch))
-			l.free <- j
-			return nil
-		}
-		paid.groups = groups
+	// Its bytes and cost, known now: a wait for them may make the read's
+	// tokens stale, which sendFresh then renews.
+	g, paid, ok := f.th.Pay(l.hard, g, batch, groups)
+	if !ok {
+		f.th.Keep(g, 0)
+		f.th.SettleGroups(groups, 0)
+		f.abandon(l.hard, "acquire", batch, l.hard.Err())
+		l.slots.give(len(batch))
+		l.free <- j
+		return nil
 	}
 	// The read's tokens, or the current epoch's when it returned in a later
 	// one: then the batch may go on in parts, each a job.
@@ -159,7 +152,7 @@ func (l *loop) step(ctx context.Context) error {
 			part = next.read[:copy(next.read, part)]
 		}
 		next.batch, next.g, next.start, next.seq = part, g, start, l.seq
-		next.paid, paid = paid, payment{}
+		next.paid, paid = paid, throttle.Payment{}
 		l.seq++
 		l.dispatch(next)
 		next = nil

@@ -383,10 +383,10 @@ func TestThrottleWaitLeavesAFreshEpoch(t *testing.T) {
 	}
 	clk.Advance(100 * time.Millisecond) // epoch t0+2 begins; the limiter still grants t0's
 	blockUntil(t, clk, 1)
-	clk.Advance(staleTokenPause)
+	clk.Advance(throttle.StaleTokenPause)
 	blockUntil(t, clk, 1) // it asks again, and waits again
 	lim.epoch.Store(t0.Unix() + 2)
-	clk.Advance(staleTokenPause)
+	clk.Advance(throttle.StaleTokenPause)
 	if n := receive(t, sink.wrote); n != 2 {
 		t.Fatalf("write %d after the wait; want the second", n)
 	}

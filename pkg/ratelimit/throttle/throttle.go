@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -51,6 +52,9 @@ type Throttle struct {
 	// limiter (ratelimit.Limiter.Accepted). nil ignores them. It is called
 	// from the forwarder's goroutines and must not block.
 	Accepted func(n int)
+
+	env     Env         // set by With
+	costLog atomic.Bool // set once a cost expression's error is logged
 }
 
 // Limiter is a rate limit as a forwarder uses it. Every vertex gives its
@@ -107,16 +111,3 @@ func (Noop) Epoch() (int64, time.Duration) { return 0, time.Second }
 
 // FreshAfter returns d: every epoch is fresh.
 func (Noop) FreshAfter(d, _ time.Duration) (time.Duration, int64) { return d, 0 }
-
-// OrNoop returns t, its Limiter Noop when it has none; a nil t is a
-// Throttle that throttles nothing.
-func (t *Throttle) OrNoop() *Throttle {
-	var c Throttle
-	if t != nil {
-		c = *t
-	}
-	if c.Limiter == nil {
-		c.Limiter = Noop{}
-	}
-	return &c
-}

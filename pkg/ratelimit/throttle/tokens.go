@@ -1,0 +1,247 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+)
+
+// Tokens belong to their epoch. A grant is the share of one second; spent in a
+// later second, its tokens would come on top of that second's, and a
+// downstream that counts per second would see up to twice the limit. So the
+// tokens of messages are spent, and if need be taken again, at the three
+// moments the messages may reach the downstream:
+//
+//   - a read that returns in a later epoch than its grant (a source that
+//     blocked across a boundary, one that reconnected, a replica that was
+//     frozen) gives its tokens back and takes the current epoch's for what it
+//     read, all of one epoch, before the messages go on; when the epoch has
+//     fewer left than the batch, the batch goes on in parts;
+//   - a batch whose tokens are of an epoch that has ended when it is to be
+//     written (a slow function, a batch waiting behind a slow write) takes the
+//     current epoch's tokens before it is written (Freshen);
+//   - a write that returns in a later epoch than the tokens it was written on
+//     (a stalled sink) takes that epoch's tokens too, after the fact, so that
+//     what is read next in that epoch leaves room for the messages the stall
+//     let through in it (Freshen again).
+//
+// At a write, a batch's bytes and its cost beyond a token a message are paid
+// again with them when they too are of an epoch that has ended (Repay).
+// Tokens taken again are counted in the granted metric and in
+// sluice_ratelimit_retaken_total.
+
+// Acquire takes up to n message tokens for a read. When none are available
+// now it tells Pauses why while it waits for them. It returns no tokens and
+// no error when the limiter asks to be tried again, ctx's error when ctx
+// ends, and the limiter's when it fails otherwise (closed).
+func (t *Throttle) Acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
+	g, reason := t.Limiter.TryAcquire(n)
+	if g.Tokens == 0 {
+		var err error
+		t.env.Pauses.Begin(reason)
+		g, err = t.Limiter.Acquire(ctx, n)
+		t.env.Pauses.End(reason)
+		if err != nil {
+			if ctx.Err() != nil {
+				return g, ctx.Err()
+			}
+			if errors.Is(err, ratelimit.ErrRateLimited) {
+				return ratelimit.Grant{}, nil // try again
+			}
+			return g, err
+		}
+	}
+	return g, nil
+}
+
+// Keep keeps one of g's tokens for each of the read messages and gives the
+// others back at once, and returns the grant of the kept ones. The granted
+// metric counts only the tokens kept: a grant's unread tokens never counted
+// against the limit, and a dry source would otherwise add a batch to it at
+// every read.
+func (t *Throttle) Keep(g ratelimit.Grant, read int) ratelimit.Grant {
+	g = t.Limiter.Settle(g, read)
+	if read > 0 {
+		t.env.Metrics.Granted.Add(float64(read))
+	}
+	return g
+}
+
+// Drop gives back, with excludeDropped, the tokens of dropped of the
+// messages kept on g, and returns the grant of the others.
+func (t *Throttle) Drop(g ratelimit.Grant, kept, dropped int) ratelimit.Grant {
+	g = t.Limiter.Settle(g, kept-dropped)
+	t.env.Metrics.Deposited.Add(float64(dropped))
+	return g
+}
+
+// TakeGroups takes as many tokens of every group as g holds and returns g
+// and the groups' grants cut to the fewest any of them granted: the read
+// takes no more. When a group has none left, it gives back all it holds
+// (the read's tokens would go stale while it waits), waits until that group
+// has tokens again (counted under the reason the group gives), and starts
+// over, with the vertex's tokens taken as a read takes them. When ctx ends
+// first, it returns no tokens.
+func (t *Throttle) TakeGroups(ctx context.Context, g ratelimit.Grant) (ratelimit.Grant, []ratelimit.Grant) {
+	want := g.Tokens
+	grants := make([]ratelimit.Grant, len(t.Groups))
+	for {
+		n, empty := g.Tokens, -1
+		var reason ratelimit.Reason
+		for i, grp := range t.Groups {
+			grants[i], reason = grp.TryAcquire(n)
+			if grants[i].Tokens == 0 {
+				empty = i
+				break
+			}
+			n = min(n, grants[i].Tokens)
+		}
+		if empty < 0 {
+			for i, grp := range t.Groups {
+				grants[i] = grp.Settle(grants[i], n)
+			}
+			if n < g.Tokens {
+				g = t.Limiter.Settle(g, n)
+			}
+			return g, grants
+		}
+		t.Limiter.Settle(g, 0)
+		for i := range empty {
+			t.Groups[i].Settle(grants[i], 0)
+		}
+		grp := t.Groups[empty]
+		t.env.Pauses.Begin(reason)
+		gg, err := grp.Acquire(ctx, 1) // waits until the group has tokens again
+		t.env.Pauses.End(reason)
+		grp.Settle(gg, 0)
+		if ctx.Err() != nil {
+			return ratelimit.Grant{}, make([]ratelimit.Grant, len(t.Groups))
+		}
+		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
+			t.env.Logger.Warn("no tokens of a shared limit; reading without it", zap.Error(err))
+			g, _ = t.Acquire(ctx, want)
+			return g, make([]ratelimit.Grant, len(t.Groups))
+		}
+		if g, err = t.Acquire(ctx, want); err != nil || g.Tokens == 0 {
+			return ratelimit.Grant{}, make([]ratelimit.Grant, len(t.Groups))
+		}
+	}
+}
+
+// SettleGroups keeps used of each of grants, the groups' grants of a read
+// (see TakeGroups), and gives the others back.
+func (t *Throttle) SettleGroups(grants []ratelimit.Grant, used int) {
+	for i := range grants {
+		grants[i] = t.Groups[i].Settle(grants[i], used)
+	}
+}
+
+// Stale reports whether g's message tokens are of an epoch that has ended.
+func (t *Throttle) Stale(g ratelimit.Grant) bool { return staleIn(t.Limiter, g) }
+
+// staleIn reports whether g, a grant of lim, is of an epoch that has ended.
+func staleIn(lim Limiter, g ratelimit.Grant) bool {
+	if g.Tokens == 0 {
+		return false
+	}
+	now, _ := lim.Epoch()
+	return g.Epoch() < now
+}
+
+// GiveBack gives back every token of g, kept or not: the epoch they were
+// granted in has ended, so the limiter drops them.
+func (t *Throttle) GiveBack(g ratelimit.Grant) { t.Limiter.Settle(g, 0) }
+
+// Renew takes up to n tokens for messages that go on now, from the current
+// epoch or, when it has none left, a later one, waiting as a read does. With
+// whole, they are all of one epoch: an epoch that has fewer than n left is
+// waited out for the next, and only a next one that has fewer too (the share
+// is smaller than n) grants fewer than n. Without whole the caller sends on
+// what it gets and asks again for the rest. The grant is the caller's to keep
+// (see Keep and Spend). Renew reports false when ctx ends first; a limiter
+// that fails otherwise (closed) lets the messages go without tokens.
+func (t *Throttle) Renew(ctx context.Context, n int, whole bool) (ratelimit.Grant, bool) {
+	first, _ := t.Limiter.Epoch()
+	for {
+		g, err := t.Acquire(ctx, n)
+		switch {
+		case ctx.Err() != nil:
+			return ratelimit.Grant{}, false
+		case err != nil:
+			t.env.Logger.Warn("no tokens for messages that go on in a later epoch than their grant's; sending them without", zap.Error(err))
+			return ratelimit.GrantOf(n, 0), true
+		case g.Tokens == 0:
+			continue // rate limited: wait again
+		}
+		if now, _ := t.Limiter.Epoch(); g.Epoch() < now {
+			// The limiter has yet to begin the current epoch: ask again soon.
+			t.GiveBack(g)
+			if !t.sleep(ctx, StaleTokenPause) {
+				return ratelimit.Grant{}, false
+			}
+			continue
+		}
+		if !whole || g.Tokens >= n || g.Epoch() > first {
+			t.env.Metrics.Retaken.Add(float64(g.Tokens))
+			return g, true
+		}
+		// Fewer than n left in this epoch: all of them from the next.
+		t.GiveBack(g)
+		_, left := t.Limiter.Epoch()
+		if !t.sleep(ctx, left) {
+			return ratelimit.Grant{}, false
+		}
+	}
+}
+
+// StaleTokenPause is how long Renew waits before it asks again for tokens
+// of an epoch that has begun but that the limiter has not yet begun.
+const StaleTokenPause = time.Millisecond
+
+// Spend keeps every token of g, a grant Renew made for messages that go on:
+// settled at once, which counts them in shadow, and counted.
+func (t *Throttle) Spend(g ratelimit.Grant) {
+	t.Limiter.Settle(g, g.Tokens)
+	t.env.Metrics.Granted.Add(float64(g.Tokens))
+}
+
+// RenewAll takes n tokens, all of one epoch when it can (see Renew), for n
+// messages delivered again, and keeps them as a read's (see Keep).
+func (t *Throttle) RenewAll(hard context.Context, n int) (ratelimit.Grant, bool) {
+	g, ok := t.Renew(hard, n, true)
+	if ok {
+		g = t.Keep(g, g.Tokens)
+	}
+	return g, ok
+}
+
+// Retake takes n tokens from the limiter, waiting for them as a read does,
+// for messages to send again after a throttle signal, from epoch from or a
+// later one. Their first tokens were spent on the attempt the sink refused,
+// in an epoch that has passed when its Retry-After has: sent on those, they
+// would come on top of the current epoch's grant, and the sink would see
+// more than the limit in a second. It reports false when hard ends first; a
+// limiter that fails otherwise (closed) lets the messages go without tokens.
+// It returns the last grant it took, of the epoch the messages go on in.
+func (t *Throttle) Retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
+	var g ratelimit.Grant
+	for n > 0 {
+		if e, left := t.Limiter.Epoch(); e < from {
+			if !t.sleep(hard, left) {
+				return g, false
+			}
+			continue
+		}
+		var ok bool
+		if g, ok = t.Renew(hard, n, true); !ok {
+			return g, false
+		}
+		t.Spend(g)
+		n -= max(g.Tokens, 1)
+	}
+	return g, true
+}
