@@ -17,7 +17,7 @@
 //
 // Tokens belong to their epoch: tokens of a second that has passed are never
 // spent, so that a downstream that counts per second never sees more than the
-// limit, whatever blocked across a boundary (see sendFresh). A message
+// limit, whatever blocked across a boundary (see throttle.Throttle.Send). A message
 // delivered again after a nack takes a token again, whether the reader takes
 // it back or the forwarder delivers it again itself.
 //

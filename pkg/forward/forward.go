@@ -513,6 +513,28 @@ func (f *worker) write(hard context.Context, msgs []isb.Message) error {
 	return f.writeAside(hard, f.d.OnSuccess, StageOnSuccess, f.onSuccess)
 }
 
+// spendOn makes the tokens a write of n messages to the sink (stage
+// StageWrite) starts on those of the current epoch, for up to the batch's
+// kept tokens (see throttle.Throttle.Freshen). It returns hard's error when
+// hard ends first. f.writeMu is held, so that writes and the tokens they
+// take go one at a time.
+func (f *worker) spendOn(hard context.Context, stage string, n int) error {
+	if stage == StageWrite && !f.th.Freshen(hard, &f.grant, &f.paid, min(n, f.kept)) {
+		return hard.Err()
+	}
+	return nil
+}
+
+// chargeFor takes, after a write of n messages to the sink that returned in
+// a later epoch than the tokens it started on (a stalled sink), that epoch's
+// tokens too (see throttle.Throttle.Freshen). A write that ends with hard is
+// not charged. f.writeMu is held.
+func (f *worker) chargeFor(hard context.Context, stage string, n int) {
+	if stage == StageWrite {
+		f.th.Freshen(hard, &f.grant, &f.paid, min(n, f.kept))
+	}
+}
+
 // writeOnce writes msgs to w once, counts the outcome, and returns the messages to
 // retry (in f.failed, with their failed attempts in f.tries, aligned with msgs on
 // the way in and with the result on the way out) and what became of the batch.

@@ -94,7 +94,7 @@ func (f *Forwarder) run(ctx, hard context.Context) error {
 
 // step reads one batch and hands it over: take its slots, then its tokens
 // (waiting for both), read, give back the unused tokens, and send the batch
-// on with tokens of the epoch it goes on in (see sendFresh). After an empty
+// on with tokens of the epoch it goes on in (see throttle.Throttle.Send). After an empty
 // read it pauses instead (see Options.MaxIdlePause). It returns the
 // limiter's error, or ctx's when ctx ends before the read.
 func (l *loop) step(ctx context.Context) error {
@@ -131,7 +131,7 @@ func (l *loop) step(ctx context.Context) error {
 		return nil
 	}
 	// Its bytes and cost, known now: a wait for them may make the read's
-	// tokens stale, which sendFresh then renews.
+	// tokens stale, which Send then renews.
 	g, paid, ok := f.th.Pay(l.hard, g, batch, groups)
 	if !ok {
 		f.th.Keep(g, 0)
@@ -144,7 +144,7 @@ func (l *loop) step(ctx context.Context) error {
 	// The read's tokens, or the current epoch's when it returned in a later
 	// one: then the batch may go on in parts, each a job.
 	next := j
-	unsent := f.sendFresh(l.hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
+	unsent := f.th.Send(l.hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
 		if next == nil {
 			next = <-l.free
 		}
@@ -160,7 +160,11 @@ func (l *loop) step(ctx context.Context) error {
 	if next != nil {
 		l.free <- next
 	}
-	l.slots.give(unsent) // abandoned: never handed over
+	if len(unsent) > 0 {
+		// Never handed over: hard ended before they had tokens.
+		f.abandon(l.hard, "acquire", unsent, l.hard.Err())
+		l.slots.give(len(unsent))
+	}
 	return nil
 }
 

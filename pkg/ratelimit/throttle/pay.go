@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -111,43 +110,24 @@ func (t *Throttle) Pay(hard context.Context, g ratelimit.Grant, batch []isb.Read
 }
 
 // take takes n tokens of lim for what a batch read, waiting for them as
-// the package comment says, and returns the last grant, kept. It reports
-// false when hard ends first; a limiter that fails otherwise (closed) lets
-// the batch go without.
+// the package comment says, and returns the last grant, kept: all of one
+// epoch by the rule of oneEpoch while a whole epoch's share may do, and
+// else what each epoch grants, over as many as it takes. It reports false
+// when hard ends first; a limiter that fails otherwise (closed) lets the
+// batch go without.
 func (t *Throttle) take(hard context.Context, lim Limiter, n int) (ratelimit.Grant, bool) {
 	var last ratelimit.Grant
 	whole := true // until a whole epoch's share has proved too little
 	for n > 0 {
-		g, reason := lim.TryAcquire(n)
-		if g.Tokens == 0 {
-			var err error
-			t.env.Pauses.Begin(reason)
-			g, err = lim.Acquire(hard, n)
-			t.env.Pauses.End(reason)
-			switch {
-			case hard.Err() != nil:
-				return last, false
-			case err != nil && !errors.Is(err, ratelimit.ErrRateLimited):
-				t.env.Logger.Warn("no tokens for a read's bytes or cost; sending it without", zap.Error(err))
-				return last, true
-			case g.Tokens == 0:
-				continue
-			}
-			whole = false // the epoch's first grant to this caller: all it gets
+		g, ok, err := t.oneEpoch(hard, lim, n, whole, ratelimit.ReasonRateLimited)
+		switch {
+		case !ok:
+			return last, false
+		case err != nil:
+			t.env.Logger.Warn("no tokens for a read's bytes or cost; sending it without", zap.Error(err))
+			return last, true
 		}
-		if g.Tokens < n && whole {
-			// Fewer than n left in this epoch: all of them from the next.
-			lim.Settle(g, 0)
-			whole = false
-			_, left := lim.Epoch()
-			t.env.Pauses.Begin(ratelimit.ReasonRateLimited)
-			waited := t.sleep(hard, left)
-			t.env.Pauses.End(ratelimit.ReasonRateLimited)
-			if !waited {
-				return last, false
-			}
-			continue
-		}
+		whole = whole && g.Tokens >= n
 		last = lim.Settle(g, g.Tokens)
 		n -= g.Tokens
 	}

@@ -3,10 +3,12 @@ package throttle
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
@@ -20,7 +22,7 @@ import (
 //     blocked across a boundary, one that reconnected, a replica that was
 //     frozen) gives its tokens back and takes the current epoch's for what it
 //     read, all of one epoch, before the messages go on; when the epoch has
-//     fewer left than the batch, the batch goes on in parts;
+//     fewer left than the batch, the batch goes on in parts (Send);
 //   - a batch whose tokens are of an epoch that has ended when it is to be
 //     written (a slow function, a batch waiting behind a slow write) takes the
 //     current epoch's tokens before it is written (Freshen);
@@ -157,48 +159,85 @@ func staleIn(lim Limiter, g ratelimit.Grant) bool {
 func (t *Throttle) GiveBack(g ratelimit.Grant) { t.Limiter.Settle(g, 0) }
 
 // Renew takes up to n tokens for messages that go on now, from the current
-// epoch or, when it has none left, a later one, waiting as a read does. With
-// whole, they are all of one epoch: an epoch that has fewer than n left is
-// waited out for the next, and only a next one that has fewer too (the share
-// is smaller than n) grants fewer than n. Without whole the caller sends on
-// what it gets and asks again for the rest. The grant is the caller's to keep
-// (see Keep and Spend). Renew reports false when ctx ends first; a limiter
-// that fails otherwise (closed) lets the messages go without tokens.
+// epoch or, when it has none left, a later one, waiting as a read does, by
+// the rule of oneEpoch. With whole, they are all of one epoch; without it
+// the caller sends on what it gets and asks again for the rest. The grant is
+// the caller's to keep (see Keep and Spend). Renew reports false when ctx
+// ends first; a limiter that fails otherwise (closed) lets the messages go
+// without tokens.
 func (t *Throttle) Renew(ctx context.Context, n int, whole bool) (ratelimit.Grant, bool) {
-	first, _ := t.Limiter.Epoch()
+	g, ok, err := t.oneEpoch(ctx, t.Limiter, n, whole, ratelimit.NotThrottled)
+	switch {
+	case !ok:
+		return ratelimit.Grant{}, false
+	case err != nil:
+		t.env.Logger.Warn("no tokens for messages that go on in a later epoch than their grant's; sending them without", zap.Error(err))
+		return ratelimit.GrantOf(n, 0), true
+	}
+	t.env.Metrics.Retaken.Add(float64(g.Tokens))
+	return g, true
+}
+
+// oneEpoch takes up to n tokens of lim, all of one epoch, the current one's:
+// the rule every token a throttle takes after a read follows. When none are
+// left it waits for them (told to Pauses under the limiter's reason). A
+// grant of an epoch that has ended (the limiter has yet to begin the
+// current one) is given back and asked for again: oneEpoch never returns
+// one. With whole, an epoch that has fewer than n left is given back and
+// waited out for the next (told to Pauses as waitReason, unless that is
+// NotThrottled), and only a grant that came after a wait, or in a later
+// epoch than the first asked (the share is smaller than n), has fewer than
+// n. It reports false when ctx ends first, and returns the limiter's error
+// when it fails otherwise (closed).
+func (t *Throttle) oneEpoch(ctx context.Context, lim Limiter, n int, whole bool, waitReason ratelimit.Reason) (ratelimit.Grant, bool, error) {
+	first, _ := lim.Epoch()
 	for {
-		g, err := t.Acquire(ctx, n)
-		switch {
-		case ctx.Err() != nil:
-			return ratelimit.Grant{}, false
-		case err != nil:
-			t.env.Logger.Warn("no tokens for messages that go on in a later epoch than their grant's; sending them without", zap.Error(err))
-			return ratelimit.GrantOf(n, 0), true
-		case g.Tokens == 0:
-			continue // rate limited: wait again
+		g, reason := lim.TryAcquire(n)
+		waited := false
+		if g.Tokens == 0 {
+			var err error
+			t.env.Pauses.Begin(reason)
+			g, err = lim.Acquire(ctx, n)
+			t.env.Pauses.End(reason)
+			switch {
+			case ctx.Err() != nil:
+				return ratelimit.Grant{}, false, nil
+			case err != nil && !errors.Is(err, ratelimit.ErrRateLimited):
+				return ratelimit.Grant{}, true, err
+			case g.Tokens == 0:
+				continue // rate limited: wait again
+			}
+			waited = true
 		}
-		if now, _ := t.Limiter.Epoch(); g.Epoch() < now {
+		if now, _ := lim.Epoch(); g.Epoch() < now {
 			// The limiter has yet to begin the current epoch: ask again soon.
-			t.GiveBack(g)
+			lim.Settle(g, 0)
 			if !t.sleep(ctx, StaleTokenPause) {
-				return ratelimit.Grant{}, false
+				return ratelimit.Grant{}, false, nil
 			}
 			continue
 		}
-		if !whole || g.Tokens >= n || g.Epoch() > first {
-			t.env.Metrics.Retaken.Add(float64(g.Tokens))
-			return g, true
+		if !whole || g.Tokens >= n || waited || g.Epoch() > first {
+			return g, true, nil
 		}
 		// Fewer than n left in this epoch: all of them from the next.
-		t.GiveBack(g)
-		_, left := t.Limiter.Epoch()
-		if !t.sleep(ctx, left) {
-			return ratelimit.Grant{}, false
+		lim.Settle(g, 0)
+		_, left := lim.Epoch()
+		if waitReason != ratelimit.NotThrottled {
+			t.env.Pauses.Begin(waitReason)
 		}
+		slept := t.sleep(ctx, left)
+		if waitReason != ratelimit.NotThrottled {
+			t.env.Pauses.End(waitReason)
+		}
+		if !slept {
+			return ratelimit.Grant{}, false, nil
+		}
+		whole = false // a whole epoch's share is all it gets now
 	}
 }
 
-// StaleTokenPause is how long Renew waits before it asks again for tokens
+// StaleTokenPause is how long a throttle waits before it asks again for tokens
 // of an epoch that has begun but that the limiter has not yet begun.
 const StaleTokenPause = time.Millisecond
 
@@ -207,6 +246,38 @@ const StaleTokenPause = time.Millisecond
 func (t *Throttle) Spend(g ratelimit.Grant) {
 	t.Limiter.Settle(g, g.Tokens)
 	t.env.Metrics.Granted.Add(float64(g.Tokens))
+}
+
+// Send sends batch, read with the tokens of g, on with tokens of the epoch
+// it goes on in, kept one a message: at once with g's when g's epoch is
+// current; otherwise it gives g's back, takes the current epoch's (see
+// Renew) and sends the batch in parts as tokens come, each with a grant of
+// its own. A grant of an epoch that has ended is never sent on. send must
+// be done with a part's messages when it returns, or copy them. Send
+// returns the messages not sent because hard ended before they had tokens.
+func (t *Throttle) Send(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, send func(ratelimit.Grant, []isb.ReadMessage)) (unsent []isb.ReadMessage) {
+	if !t.Stale(g) {
+		send(t.Keep(g, len(batch)), batch)
+		return nil
+	}
+	t.GiveBack(g)
+	first := true
+	for len(batch) > 0 {
+		ng, ok := t.Renew(hard, len(batch), false)
+		if !ok {
+			return batch
+		}
+		k := min(max(ng.Tokens, 1), len(batch))
+		if first && k < len(batch) {
+			// The parts after the first go on after it was handed over,
+			// which may reuse batch's buffer.
+			batch = append(batch[:k:k], slices.Clone(batch[k:])...)
+		}
+		first = false
+		send(t.Keep(ng, k), batch[:k])
+		batch = batch[k:]
+	}
+	return nil
 }
 
 // RenewAll takes n tokens, all of one epoch when it can (see Renew), for n
