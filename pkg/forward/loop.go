@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
@@ -36,8 +35,7 @@ type loop struct {
 type job struct {
 	read  []isb.ReadMessage // its buffer, readSize long
 	batch []isb.ReadMessage
-	g     ratelimit.Grant
-	paid  throttle.Payment // what the batch paid after its read
+	tok   throttle.Tokens // its message tokens, and what it paid after its read
 	start time.Time
 	seq   uint64
 }
@@ -66,8 +64,8 @@ func (f *Forwarder) newLoop(hard context.Context) (l *loop, stop func()) {
 		go func() {
 			defer l.wg.Done()
 			for j := range l.jobs {
-				w.paid = j.paid
-				w.forward(hard, j.g, j.batch, j.start, l.order, j.seq)
+				w.paid = j.tok.Paid()
+				w.forward(hard, j.tok.Grant(), j.batch, j.start, l.order, j.seq)
 				l.done(j, true)
 			}
 		}()
@@ -108,34 +106,24 @@ func (l *loop) step(ctx context.Context) error {
 		l.free <- j
 		return ctx.Err()
 	}
-	g, err := f.th.Acquire(ctx, k)
+	tok, err := f.th.Take(ctx, k) // message and group tokens, before the read
 	if err != nil {
 		l.slots.give(k)
 		l.free <- j
 		return err
 	}
-	var groups []ratelimit.Grant
-	if len(f.th.Groups) > 0 && g.Tokens > 0 {
-		// A token a message of each shared limit too, before the read, so
-		// that no more is read than every limit allows (see throttle.Throttle.TakeGroups).
-		g, groups = f.th.TakeGroups(ctx, g)
-	}
 	start := time.Now()
-	batch := f.readBatch(ctx, j.read[:g.Tokens])
+	batch := f.readBatch(ctx, j.read[:tok.N()])
 	l.slots.give(k - len(batch))
-	f.th.SettleGroups(groups, len(batch))
-	if len(batch) == 0 {
-		f.th.Keep(g, 0) // unused tokens go back, same epoch
+	// Its bytes and cost, known now: a wait for them may make the read's
+	// tokens stale, which Send then renews.
+	tok, ok := f.th.Pay(l.hard, tok, batch)
+	switch {
+	case len(batch) == 0:
 		l.free <- j
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
-	}
-	// Its bytes and cost, known now: a wait for them may make the read's
-	// tokens stale, which Send then renews.
-	g, paid, ok := f.th.Pay(l.hard, g, batch, groups)
-	if !ok {
-		f.th.Keep(g, 0)
-		f.th.SettleGroups(groups, 0)
+	case !ok:
 		f.abandon(l.hard, "acquire", batch, l.hard.Err())
 		l.slots.give(len(batch))
 		l.free <- j
@@ -144,15 +132,14 @@ func (l *loop) step(ctx context.Context) error {
 	// The read's tokens, or the current epoch's when it returned in a later
 	// one: then the batch may go on in parts, each a job.
 	next := j
-	unsent := f.th.Send(l.hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
+	unsent := f.th.Send(l.hard, tok, batch, func(tok throttle.Tokens, part []isb.ReadMessage) {
 		if next == nil {
 			next = <-l.free
 		}
 		if &next.read[0] != &part[0] {
 			part = next.read[:copy(next.read, part)]
 		}
-		next.batch, next.g, next.start, next.seq = part, g, start, l.seq
-		next.paid, paid = paid, throttle.Payment{}
+		next.batch, next.tok, next.start, next.seq = part, tok, start, l.seq
 		l.seq++
 		l.dispatch(next)
 		next = nil
@@ -175,8 +162,8 @@ func (l *loop) dispatch(j *job) {
 		l.jobs <- j
 		return
 	}
-	l.inline.paid = j.paid
-	l.inline.forward(l.hard, j.g, j.batch, j.start, nil, 0)
+	l.inline.paid = j.tok.Paid()
+	l.inline.forward(l.hard, j.tok.Grant(), j.batch, j.start, nil, 0)
 	l.done(j, false)
 }
 

@@ -58,15 +58,35 @@ func (t *Throttle) CostOf(m *isb.Message) int {
 	return c
 }
 
-// Pay takes the bytes and the extra cost of batch, read on g with the
+// Pay settles tok, taken for a read (see Take), after the read of batch:
+// the groups keep a token a message read, an empty read gives all of tok
+// back, and a batch pays its bytes and its cost beyond a token a message
+// (see pay). It returns the tokens the batch goes on with (see Send), and
+// reports false, having given every token back, when hard ends first.
+func (t *Throttle) Pay(hard context.Context, tok Tokens, batch []isb.ReadMessage) (Tokens, bool) {
+	t.SettleGroups(tok.paid.groups, len(batch))
+	if len(batch) == 0 {
+		t.Keep(tok.grant, 0) // unused tokens go back, same epoch
+		return Tokens{}, true
+	}
+	if !t.Paid() {
+		return tok, true
+	}
+	g, p, ok := t.pay(hard, tok.grant, batch, tok.paid.groups)
+	if !ok {
+		t.Keep(g, 0)
+		t.SettleGroups(p.groups, 0)
+		return Tokens{}, false
+	}
+	return Tokens{grant: g, paid: p}, true
+}
+
+// pay takes the bytes and the extra cost of batch, read on g with the
 // groups' grants groups, and returns g less the tokens a batch that costs
 // less than a token a message gives back, and what the batch paid. It
 // reports false when hard ends first.
-func (t *Throttle) Pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, groups []ratelimit.Grant) (ratelimit.Grant, Payment, bool) {
+func (t *Throttle) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, groups []ratelimit.Grant) (ratelimit.Grant, Payment, bool) {
 	p := Payment{groups: groups}
-	if !t.Paid() {
-		return g, p, true
-	}
 	var bytes, cost int
 	switch {
 	case t.Cost == nil:

@@ -173,8 +173,8 @@ func TestNil(t *testing.T) {
 	if err != nil || g.Tokens != 7 || th.Stale(g) {
 		t.Fatalf("Acquire(7) = %v, %v (stale %v); want 7 fresh tokens", g, err, th.Stale(g))
 	}
-	if _, p, ok := th.Pay(context.Background(), g, batchOf(7, 10), nil); !ok || p.Refundable() {
-		t.Fatalf("Pay = %v, %v; want nothing paid", p, ok)
+	if tok, ok := th.Pay(context.Background(), Tokens{grant: g}, batchOf(7, 10)); !ok || tok.paid.Refundable() || tok.N() != 7 {
+		t.Fatalf("Pay = %v, %v; want 7 tokens, nothing paid", tok, ok)
 	}
 }
 
@@ -190,7 +190,7 @@ func TestPayIsAllOfOneEpoch(t *testing.T) {
 	e, p := env(clk)
 	th := (&Throttle{Bytes: bytes}).With(e)
 	done := async(func() {
-		if _, _, ok := th.Pay(context.Background(), ratelimit.GrantOf(5, t0.Unix()), batchOf(5, 10), nil); !ok {
+		if _, ok := th.Pay(context.Background(), Tokens{grant: ratelimit.GrantOf(5, t0.Unix())}, batchOf(5, 10)); !ok {
 			t.Error("Pay reported false")
 		}
 	})
@@ -215,7 +215,7 @@ func TestPayOverEpochs(t *testing.T) {
 	bytes := newEpochLimiter(clk, 20)
 	e, _ := env(clk)
 	th := (&Throttle{Bytes: bytes}).With(e)
-	done := async(func() { th.Pay(context.Background(), ratelimit.GrantOf(5, t0.Unix()), batchOf(5, 10), nil) })
+	done := async(func() { th.Pay(context.Background(), Tokens{grant: ratelimit.GrantOf(5, t0.Unix())}, batchOf(5, 10)) })
 	for range 3 {
 		waitTimers(t, clk, 1)
 		clk.Advance(time.Second)
@@ -242,10 +242,10 @@ func TestPayCost(t *testing.T) {
 			lim := newEpochLimiter(clk, 100)
 			e, _ := env(clk)
 			th := (&Throttle{Limiter: lim, Cost: func(*isb.Message) (int, error) { return tc.cost, nil }}).With(e)
-			g, _ := th.Acquire(context.Background(), 4)
-			g, p, ok := th.Pay(context.Background(), g, batchOf(4, 1), nil)
-			if !ok || g.Tokens != tc.kept || p.cost.Tokens != tc.extra {
-				t.Fatalf("Pay = %d read tokens, %d extra, %v; want %d, %d", g.Tokens, p.cost.Tokens, ok, tc.kept, tc.extra)
+			tok, _ := th.Take(context.Background(), 4)
+			tok, ok := th.Pay(context.Background(), tok, batchOf(4, 1))
+			if !ok || tok.N() != tc.kept || tok.paid.cost.Tokens != tc.extra {
+				t.Fatalf("Pay = %d read tokens, %d extra, %v; want %d, %d", tok.N(), tok.paid.cost.Tokens, ok, tc.kept, tc.extra)
 			}
 		})
 	}
@@ -281,7 +281,7 @@ func TestSendLateBatchInParts(t *testing.T) {
 	lim := newEpochLimiter(clk, 3)
 	e, _ := env(clk)
 	th := (&Throttle{Limiter: lim}).With(e)
-	g, _ := th.Acquire(context.Background(), 3)
+	tok, _ := th.Take(context.Background(), 3)
 	clk.Advance(time.Second) // the read returns in the next epoch
 	type part struct {
 		n     int
@@ -290,8 +290,8 @@ func TestSendLateBatchInParts(t *testing.T) {
 	var parts []part
 	var unsent []isb.ReadMessage
 	done := async(func() {
-		unsent = th.Send(context.Background(), g, batchOf(5, 1), func(g ratelimit.Grant, b []isb.ReadMessage) {
-			parts = append(parts, part{len(b), g.Epoch()})
+		unsent = th.Send(context.Background(), tok, batchOf(5, 1), func(tok Tokens, b []isb.ReadMessage) {
+			parts = append(parts, part{len(b), tok.Grant().Epoch()})
 		})
 	})
 	waitTimers(t, clk, 1)
@@ -316,7 +316,7 @@ func TestSendUnsent(t *testing.T) {
 	hard, cancel := context.WithCancel(context.Background())
 	var unsent []isb.ReadMessage
 	done := async(func() {
-		unsent = th.Send(hard, ratelimit.GrantOf(2, t0.Unix()-1), batchOf(2, 1), func(ratelimit.Grant, []isb.ReadMessage) {
+		unsent = th.Send(hard, Tokens{grant: ratelimit.GrantOf(2, t0.Unix()-1)}, batchOf(2, 1), func(Tokens, []isb.ReadMessage) {
 			t.Error("sent without tokens")
 		})
 	})
@@ -336,9 +336,9 @@ func TestFreshen(t *testing.T) {
 	lim, bytes := newEpochLimiter(clk, 100), newEpochLimiter(clk, 1000)
 	e, _ := env(clk)
 	th := (&Throttle{Limiter: lim, Bytes: bytes}).With(e)
-	g, _ := th.Acquire(context.Background(), 4)
-	g, p, _ := th.Pay(context.Background(), g, batchOf(4, 10), nil)
-	g = th.Keep(g, 4)
+	tok, _ := th.Take(context.Background(), 4)
+	tok, _ = th.Pay(context.Background(), tok, batchOf(4, 10))
+	g, p := th.Keep(tok.grant, 4), tok.paid
 	before := g
 	if !th.Freshen(context.Background(), &g, &p, 4) || g != before {
 		t.Fatalf("Freshen of a current grant changed it: %v; want %v", g, before)
@@ -365,9 +365,8 @@ func TestTakeGroups(t *testing.T) {
 	lim, grp := newEpochLimiter(clk, 100), newEpochLimiter(clk, 3)
 	e, _ := env(clk)
 	th := (&Throttle{Limiter: lim, Groups: []Limiter{grp}}).With(e)
-	g, _ := th.Acquire(context.Background(), 10)
-	g, groups := th.TakeGroups(context.Background(), g)
-	if g.Tokens != 3 || len(groups) != 1 || groups[0].Tokens != 3 {
-		t.Fatalf("TakeGroups = %d tokens, groups %v; want 3 of each", g.Tokens, groups)
+	tok, _ := th.Take(context.Background(), 10)
+	if groups := tok.paid.groups; tok.N() != 3 || len(groups) != 1 || groups[0].Tokens != 3 {
+		t.Fatalf("Take = %d tokens, groups %v; want 3 of each", tok.N(), groups)
 	}
 }

@@ -36,6 +36,37 @@ import (
 // Tokens taken again are counted in the granted metric and in
 // sluice_ratelimit_retaken_total.
 
+// Tokens are the tokens a batch holds: its grant of message tokens, and
+// what it paid after its read (see Pay). The zero value holds none.
+type Tokens struct {
+	grant ratelimit.Grant
+	paid  Payment
+}
+
+// N returns the message tokens of tok: the most messages its read takes.
+func (tok Tokens) N() int { return tok.grant.Tokens }
+
+// Grant returns tok's grant of message tokens.
+func (tok Tokens) Grant() ratelimit.Grant { return tok.grant }
+
+// Paid returns what tok paid after its read.
+func (tok Tokens) Paid() Payment { return tok.paid }
+
+// Take takes the tokens of a read of up to n messages, before the read:
+// up to n message tokens (see Acquire) and, of every group, as many as the
+// fewest any of them grants (see TakeGroups). Its errors are Acquire's.
+func (t *Throttle) Take(ctx context.Context, n int) (Tokens, error) {
+	g, err := t.Acquire(ctx, n)
+	if err != nil {
+		return Tokens{grant: g}, err
+	}
+	var groups []ratelimit.Grant
+	if len(t.Groups) > 0 && g.Tokens > 0 {
+		g, groups = t.TakeGroups(ctx, g)
+	}
+	return Tokens{grant: g, paid: Payment{groups: groups}}, nil
+}
+
 // Acquire takes up to n message tokens for a read. When none are available
 // now it tells Pauses why while it waits for them. It returns no tokens and
 // no error when the limiter asks to be tried again, ctx's error when ctx
@@ -248,19 +279,22 @@ func (t *Throttle) Spend(g ratelimit.Grant) {
 	t.env.Metrics.Granted.Add(float64(g.Tokens))
 }
 
-// Send sends batch, read with the tokens of g, on with tokens of the epoch
-// it goes on in, kept one a message: at once with g's when g's epoch is
-// current; otherwise it gives g's back, takes the current epoch's (see
-// Renew) and sends the batch in parts as tokens come, each with a grant of
-// its own. A grant of an epoch that has ended is never sent on. send must
-// be done with a part's messages when it returns, or copy them. Send
-// returns the messages not sent because hard ended before they had tokens.
-func (t *Throttle) Send(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, send func(ratelimit.Grant, []isb.ReadMessage)) (unsent []isb.ReadMessage) {
-	if !t.Stale(g) {
-		send(t.Keep(g, len(batch)), batch)
+// Send sends batch, read on tok (see Pay), on with tokens of the epoch it
+// goes on in, kept one a message: at once with tok's when its grant's epoch
+// is current; otherwise it gives tok's grant back, takes the current epoch's
+// (see Renew) and sends the batch in parts as tokens come, each with a grant
+// of its own, the first with what tok paid. A grant of an epoch that has
+// ended is never sent on. send must be done with a part's messages when it
+// returns, or copy them. Send returns the messages not sent because hard
+// ended before they had tokens.
+func (t *Throttle) Send(hard context.Context, tok Tokens, batch []isb.ReadMessage, send func(Tokens, []isb.ReadMessage)) (unsent []isb.ReadMessage) {
+	if !t.Stale(tok.grant) {
+		tok.grant = t.Keep(tok.grant, len(batch))
+		send(tok, batch)
 		return nil
 	}
-	t.GiveBack(g)
+	t.GiveBack(tok.grant)
+	paid := tok.paid
 	first := true
 	for len(batch) > 0 {
 		ng, ok := t.Renew(hard, len(batch), false)
@@ -274,7 +308,8 @@ func (t *Throttle) Send(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 			batch = append(batch[:k:k], slices.Clone(batch[k:])...)
 		}
 		first = false
-		send(t.Keep(ng, k), batch[:k])
+		send(Tokens{grant: t.Keep(ng, k), paid: paid}, batch[:k])
+		paid = Payment{}
 		batch = batch[k:]
 	}
 	return nil
