@@ -1,13 +1,14 @@
 // Package forward is the forwarder loop that every vertex runs. One iteration is a
 // few visible steps:
 //
-//	acquire tokens          Deps.Throttle.Acquire: Limiter.TryAcquire, or Acquire
+//	take tokens             Deps.Throttle.Take: message tokens (TryAcquire, or
+//	                        Acquire when it grants none) and those of each group
 //	read at most that many  Reader.Read
-//	settle the grant        Limiter.Settle: the unused go back to their epoch
-//	pay bytes and cost      Deps.Throttle.Pay, with Bytes or Cost: the payload
-//	                        bytes and the cost beyond a token a message, all of
-//	                        one epoch (see throttle.Throttle.Pay)
-//	late read?              its epoch ended: the current epoch's tokens instead
+//	pay                     Deps.Throttle.Pay: the unused go back to their epoch;
+//	                        with Bytes or Cost, the payload bytes and the cost
+//	                        beyond a token a message, all of one epoch
+//	late read?              Throttle.Send: its epoch ended, so the current
+//	                        epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF
 //	write                   the sink, or the fallback sink, on tokens of the

@@ -147,7 +147,7 @@ type Forwarder struct {
 	// (with the options of a nack); nil otherwise.
 	naker     isb.Naker
 	optsNaker isb.OptionsNaker
-	// keys holds the messages over their key's limit (Deps.PerKey).
+	// keys holds the messages over their key's limit (throttle.Throttle.PerKey).
 	keys *keyHold
 
 	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak

@@ -243,7 +243,7 @@ func noteSignal(signals []signal, kind isb.SignalKind, d time.Duration) []signal
 	return append(signals, signal{kind, d})
 }
 
-// signal hands the throttle signals to Deps.Signal.
+// signal hands the throttle signals to the throttle's Signal.
 func (f *Forwarder) signal(signals []signal) {
 	if f.th.Signal == nil {
 		return
