@@ -25,7 +25,7 @@ import (
 // waits are told to Pauses as rate_limited.
 //
 // A vertex in shared limits (Groups) knows what a batch costs each of them
-// before the read, a token a message, and takes them then (TakeGroups): no
+// before the read, a token a message, and takes them then (takeGroups): no
 // more is read than every limit allows.
 
 // Payment is what a batch paid after its read: the last grants of its bytes,
@@ -37,16 +37,16 @@ type Payment struct {
 	groups      []ratelimit.Grant // in the order of Throttle.Groups
 	// nBytes and nCost are what the batch carries of each, less what its
 	// dropped messages gave back: what it pays again when it goes on in a
-	// later epoch than bytes' or cost's (see Repay).
+	// later epoch than bytes' or cost's (see repay).
 	nBytes, nCost int
 }
 
-// Paid reports whether reads pay after the read for their bytes or cost.
-func (t *Throttle) Paid() bool { return t.Bytes != nil || t.Cost != nil }
+// pays reports whether reads pay after the read for their bytes or cost.
+func (t *Throttle) pays() bool { return t.Bytes != nil || t.Cost != nil }
 
-// CostOf returns the cost of m (1 when the cost expression gives none,
+// costOf returns the cost of m (1 when the cost expression gives none,
 // counted in CostErrors).
-func (t *Throttle) CostOf(m *isb.Message) int {
+func (t *Throttle) costOf(m *isb.Message) int {
 	c, err := t.Cost(m)
 	if err != nil {
 		t.env.Metrics.CostErrors.Inc()
@@ -64,18 +64,18 @@ func (t *Throttle) CostOf(m *isb.Message) int {
 // (see pay). It returns the tokens the batch goes on with (see Send), and
 // reports false, having given every token back, when hard ends first.
 func (t *Throttle) Pay(hard context.Context, tok Tokens, batch []isb.ReadMessage) (Tokens, bool) {
-	t.SettleGroups(tok.paid.groups, len(batch))
+	t.settleGroups(tok.paid.groups, len(batch))
 	if len(batch) == 0 {
-		t.Keep(tok.grant, 0) // unused tokens go back, same epoch
+		t.keep(tok.grant, 0) // unused tokens go back, same epoch
 		return Tokens{}, true
 	}
-	if !t.Paid() {
+	if !t.pays() {
 		return tok, true
 	}
 	g, p, ok := t.pay(hard, tok.grant, batch, tok.paid.groups)
 	if !ok {
-		t.Keep(g, 0)
-		t.SettleGroups(p.groups, 0)
+		t.keep(g, 0)
+		t.settleGroups(p.groups, 0)
 		return Tokens{}, false
 	}
 	return Tokens{grant: g, paid: p}, true
@@ -95,12 +95,12 @@ func (t *Throttle) pay(hard context.Context, g ratelimit.Grant, batch []isb.Read
 		}
 	case t.Bytes == nil:
 		for i := range batch {
-			cost += t.CostOf(&batch[i].Message)
+			cost += t.costOf(&batch[i].Message)
 		}
 	default:
 		for i := range batch {
 			bytes += len(batch[i].Value)
-			cost += t.CostOf(&batch[i].Message)
+			cost += t.costOf(&batch[i].Message)
 		}
 	}
 	ok := true
@@ -120,7 +120,7 @@ func (t *Throttle) pay(hard context.Context, g ratelimit.Grant, batch []isb.Read
 				t.env.Metrics.Granted.Add(float64(extra))
 			}
 			// When the wait for the cost ended the bytes' epoch, the
-			// batch pays its bytes again as it is written (Repay).
+			// batch pays its bytes again as it is written (repay).
 		case extra < 0:
 			// Messages that cost nothing give their read's tokens back.
 			g = t.Limiter.Settle(g, len(batch)+extra)
@@ -155,38 +155,38 @@ func (t *Throttle) take(hard context.Context, lim Limiter, n int) (ratelimit.Gra
 }
 
 // Freshen makes the tokens a write of n messages to the sink is written on,
-// *g, those of the current epoch, and pays again what p carries (Repay).
+// *g, those of the current epoch, and pays again what p carries (repay).
 // Called before the write, it renews the tokens of a batch whose grant is
 // of an epoch that has ended (a slow function, a batch that waited for its
 // turn to write); called after it, those of a write that returned in a later
 // epoch than the one it started in (a stalled sink): the messages may have
 // reached the downstream in it, and what is read next in it must leave room
 // for them. Either way it takes the current epoch's tokens for up to n
-// messages, all of one epoch (see Renew), keeps them and makes them *g. It
+// messages, all of one epoch (see renew), keeps them and makes them *g. It
 // reports false when hard ends first. Writes and their calls to Freshen go
 // one at a time.
 func (t *Throttle) Freshen(hard context.Context, g *ratelimit.Grant, p *Payment, n int) bool {
 	if n <= 0 {
 		return true
 	}
-	if t.Stale(*g) {
-		ng, ok := t.Renew(hard, n, true)
+	if t.stale(*g) {
+		ng, ok := t.renew(hard, n, true)
 		if !ok {
 			return false
 		}
-		t.Spend(ng)
+		t.spend(ng)
 		*g = ng
 	}
-	return t.Repay(hard, p)
+	return t.repay(hard, p)
 }
 
-// Repay pays again, for the batch in progress, the bytes and the extra
+// repay pays again, for the batch in progress, the bytes and the extra
 // cost it carries when it goes on in a later epoch than the one it paid
 // them in (a slow function, a batch that waited for its turn to write, a
 // write that returned in a later epoch): the same amounts, from the current
 // epoch, all of one epoch (see take), as its message tokens are taken again
 // (Freshen). It reports false when hard ends first.
-func (t *Throttle) Repay(hard context.Context, p *Payment) bool {
+func (t *Throttle) repay(hard context.Context, p *Payment) bool {
 	return t.payAgain(hard, t.Bytes, &p.bytes, p.nBytes, t.env.Metrics.Bytes) &&
 		t.payAgain(hard, t.Limiter, &p.cost, p.nCost, t.env.Metrics.Granted, t.env.Metrics.Retaken)
 }
@@ -228,7 +228,7 @@ func (t *Throttle) Refund(p *Payment, batch []isb.ReadMessage, goesOn []bool) {
 		dropped++
 		bytes += len(batch[i].Value)
 		if t.Cost != nil && p.cost.Tokens > 0 {
-			cost += t.CostOf(&batch[i].Message) - 1
+			cost += t.costOf(&batch[i].Message) - 1
 		}
 	}
 	p.nBytes = max(p.nBytes-bytes, 0)

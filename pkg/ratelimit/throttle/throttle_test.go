@@ -169,9 +169,9 @@ func wait(t *testing.T, done <-chan struct{}) {
 // pays nothing after a read.
 func TestNil(t *testing.T) {
 	th := (*Throttle)(nil).With(Env{})
-	g, err := th.Acquire(context.Background(), 7)
-	if err != nil || g.Tokens != 7 || th.Stale(g) {
-		t.Fatalf("Acquire(7) = %v, %v (stale %v); want 7 fresh tokens", g, err, th.Stale(g))
+	g, err := th.acquire(context.Background(), 7)
+	if err != nil || g.Tokens != 7 || th.stale(g) {
+		t.Fatalf("acquire(7) = %v, %v (stale %v); want 7 fresh tokens", g, err, th.stale(g))
 	}
 	if tok, ok := th.Pay(context.Background(), Tokens{grant: g}, batchOf(7, 10)); !ok || tok.paid.Refundable() || tok.N() != 7 {
 		t.Fatalf("Pay = %v, %v; want 7 tokens, nothing paid", tok, ok)
@@ -253,7 +253,7 @@ func TestPayCost(t *testing.T) {
 
 // TestRenewRefusesAStaleGrant: a grant of an epoch that has ended, as a
 // limiter's fast path may make after a freeze, is given back and asked for
-// again StaleTokenPause later: Renew returns the current epoch's tokens.
+// again StaleTokenPause later: renew returns the current epoch's tokens.
 func TestRenewRefusesAStaleGrant(t *testing.T) {
 	clk := clock.NewManual(t0)
 	lim := newEpochLimiter(clk, 100)
@@ -261,12 +261,12 @@ func TestRenewRefusesAStaleGrant(t *testing.T) {
 	e, _ := env(clk)
 	th := (&Throttle{Limiter: lim}).With(e)
 	var g ratelimit.Grant
-	done := async(func() { g, _ = th.Renew(context.Background(), 5, true) })
+	done := async(func() { g, _ = th.renew(context.Background(), 5, true) })
 	waitTimers(t, clk, 1)
 	clk.Advance(StaleTokenPause)
 	wait(t, done)
 	if g.Tokens != 5 || g.Epoch() != t0.Unix() {
-		t.Fatalf("Renew = %d tokens of epoch %d; want 5 of %d", g.Tokens, g.Epoch(), t0.Unix())
+		t.Fatalf("renew = %d tokens of epoch %d; want 5 of %d", g.Tokens, g.Epoch(), t0.Unix())
 	}
 	if n := testutil.ToFloat64(e.Metrics.Retaken); n != 5 {
 		t.Fatalf("retaken %v; want 5", n)
@@ -338,7 +338,7 @@ func TestFreshen(t *testing.T) {
 	th := (&Throttle{Limiter: lim, Bytes: bytes}).With(e)
 	tok, _ := th.Take(context.Background(), 4)
 	tok, _ = th.Pay(context.Background(), tok, batchOf(4, 10))
-	g, p := th.Keep(tok.grant, 4), tok.paid
+	g, p := th.keep(tok.grant, 4), tok.paid
 	before := g
 	if !th.Freshen(context.Background(), &g, &p, 4) || g != before {
 		t.Fatalf("Freshen of a current grant changed it: %v; want %v", g, before)

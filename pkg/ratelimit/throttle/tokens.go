@@ -32,7 +32,7 @@ import (
 //     let through in it (Freshen again).
 //
 // At a write, a batch's bytes and its cost beyond a token a message are paid
-// again with them when they too are of an epoch that has ended (Repay).
+// again with them when they too are of an epoch that has ended (repay).
 // Tokens taken again are counted in the granted metric and in
 // sluice_ratelimit_retaken_total.
 
@@ -53,25 +53,25 @@ func (tok Tokens) Grant() ratelimit.Grant { return tok.grant }
 func (tok Tokens) Paid() Payment { return tok.paid }
 
 // Take takes the tokens of a read of up to n messages, before the read:
-// up to n message tokens (see Acquire) and, of every group, as many as the
-// fewest any of them grants (see TakeGroups). Its errors are Acquire's.
+// up to n message tokens (see acquire) and, of every group, as many as the
+// fewest any of them grants (see takeGroups). Its errors are acquire's.
 func (t *Throttle) Take(ctx context.Context, n int) (Tokens, error) {
-	g, err := t.Acquire(ctx, n)
+	g, err := t.acquire(ctx, n)
 	if err != nil {
 		return Tokens{grant: g}, err
 	}
 	var groups []ratelimit.Grant
 	if len(t.Groups) > 0 && g.Tokens > 0 {
-		g, groups = t.TakeGroups(ctx, g)
+		g, groups = t.takeGroups(ctx, g)
 	}
 	return Tokens{grant: g, paid: Payment{groups: groups}}, nil
 }
 
-// Acquire takes up to n message tokens for a read. When none are available
+// acquire takes up to n message tokens for a read. When none are available
 // now it tells Pauses why while it waits for them. It returns no tokens and
 // no error when the limiter asks to be tried again, ctx's error when ctx
 // ends, and the limiter's when it fails otherwise (closed).
-func (t *Throttle) Acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
+func (t *Throttle) acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
 	g, reason := t.Limiter.TryAcquire(n)
 	if g.Tokens == 0 {
 		var err error
@@ -91,12 +91,12 @@ func (t *Throttle) Acquire(ctx context.Context, n int) (ratelimit.Grant, error) 
 	return g, nil
 }
 
-// Keep keeps one of g's tokens for each of the read messages and gives the
+// keep keeps one of g's tokens for each of the read messages and gives the
 // others back at once, and returns the grant of the kept ones. The granted
 // metric counts only the tokens kept: a grant's unread tokens never counted
 // against the limit, and a dry source would otherwise add a batch to it at
 // every read.
-func (t *Throttle) Keep(g ratelimit.Grant, read int) ratelimit.Grant {
+func (t *Throttle) keep(g ratelimit.Grant, read int) ratelimit.Grant {
 	g = t.Limiter.Settle(g, read)
 	if read > 0 {
 		t.env.Metrics.Granted.Add(float64(read))
@@ -112,14 +112,14 @@ func (t *Throttle) Drop(g ratelimit.Grant, kept, dropped int) ratelimit.Grant {
 	return g
 }
 
-// TakeGroups takes as many tokens of every group as g holds and returns g
+// takeGroups takes as many tokens of every group as g holds and returns g
 // and the groups' grants cut to the fewest any of them granted: the read
 // takes no more. When a group has none left, it gives back all it holds
 // (the read's tokens would go stale while it waits), waits until that group
 // has tokens again (counted under the reason the group gives), and starts
 // over, with the vertex's tokens taken as a read takes them. When ctx ends
 // first, it returns no tokens.
-func (t *Throttle) TakeGroups(ctx context.Context, g ratelimit.Grant) (ratelimit.Grant, []ratelimit.Grant) {
+func (t *Throttle) takeGroups(ctx context.Context, g ratelimit.Grant) (ratelimit.Grant, []ratelimit.Grant) {
 	want := g.Tokens
 	grants := make([]ratelimit.Grant, len(t.Groups))
 	for {
@@ -156,25 +156,25 @@ func (t *Throttle) TakeGroups(ctx context.Context, g ratelimit.Grant) (ratelimit
 		}
 		if err != nil && !errors.Is(err, ratelimit.ErrRateLimited) {
 			t.env.Logger.Warn("no tokens of a shared limit; reading without it", zap.Error(err))
-			g, _ = t.Acquire(ctx, want)
+			g, _ = t.acquire(ctx, want)
 			return g, make([]ratelimit.Grant, len(t.Groups))
 		}
-		if g, err = t.Acquire(ctx, want); err != nil || g.Tokens == 0 {
+		if g, err = t.acquire(ctx, want); err != nil || g.Tokens == 0 {
 			return ratelimit.Grant{}, make([]ratelimit.Grant, len(t.Groups))
 		}
 	}
 }
 
-// SettleGroups keeps used of each of grants, the groups' grants of a read
-// (see TakeGroups), and gives the others back.
-func (t *Throttle) SettleGroups(grants []ratelimit.Grant, used int) {
+// settleGroups keeps used of each of grants, the groups' grants of a read
+// (see takeGroups), and gives the others back.
+func (t *Throttle) settleGroups(grants []ratelimit.Grant, used int) {
 	for i := range grants {
 		grants[i] = t.Groups[i].Settle(grants[i], used)
 	}
 }
 
-// Stale reports whether g's message tokens are of an epoch that has ended.
-func (t *Throttle) Stale(g ratelimit.Grant) bool { return staleIn(t.Limiter, g) }
+// stale reports whether g's message tokens are of an epoch that has ended.
+func (t *Throttle) stale(g ratelimit.Grant) bool { return staleIn(t.Limiter, g) }
 
 // staleIn reports whether g, a grant of lim, is of an epoch that has ended.
 func staleIn(lim Limiter, g ratelimit.Grant) bool {
@@ -185,18 +185,18 @@ func staleIn(lim Limiter, g ratelimit.Grant) bool {
 	return g.Epoch() < now
 }
 
-// GiveBack gives back every token of g, kept or not: the epoch they were
+// giveBack gives back every token of g, kept or not: the epoch they were
 // granted in has ended, so the limiter drops them.
-func (t *Throttle) GiveBack(g ratelimit.Grant) { t.Limiter.Settle(g, 0) }
+func (t *Throttle) giveBack(g ratelimit.Grant) { t.Limiter.Settle(g, 0) }
 
-// Renew takes up to n tokens for messages that go on now, from the current
+// renew takes up to n tokens for messages that go on now, from the current
 // epoch or, when it has none left, a later one, waiting as a read does, by
 // the rule of oneEpoch. With whole, they are all of one epoch; without it
 // the caller sends on what it gets and asks again for the rest. The grant is
-// the caller's to keep (see Keep and Spend). Renew reports false when ctx
+// the caller's to keep (see keep and spend). renew reports false when ctx
 // ends first; a limiter that fails otherwise (closed) lets the messages go
 // without tokens.
-func (t *Throttle) Renew(ctx context.Context, n int, whole bool) (ratelimit.Grant, bool) {
+func (t *Throttle) renew(ctx context.Context, n int, whole bool) (ratelimit.Grant, bool) {
 	g, ok, err := t.oneEpoch(ctx, t.Limiter, n, whole, ratelimit.NotThrottled)
 	switch {
 	case !ok:
@@ -272,9 +272,9 @@ func (t *Throttle) oneEpoch(ctx context.Context, lim Limiter, n int, whole bool,
 // of an epoch that has begun but that the limiter has not yet begun.
 const StaleTokenPause = time.Millisecond
 
-// Spend keeps every token of g, a grant Renew made for messages that go on:
+// spend keeps every token of g, a grant renew made for messages that go on:
 // settled at once, which counts them in shadow, and counted.
-func (t *Throttle) Spend(g ratelimit.Grant) {
+func (t *Throttle) spend(g ratelimit.Grant) {
 	t.Limiter.Settle(g, g.Tokens)
 	t.env.Metrics.Granted.Add(float64(g.Tokens))
 }
@@ -282,22 +282,22 @@ func (t *Throttle) Spend(g ratelimit.Grant) {
 // Send sends batch, read on tok (see Pay), on with tokens of the epoch it
 // goes on in, kept one a message: at once with tok's when its grant's epoch
 // is current; otherwise it gives tok's grant back, takes the current epoch's
-// (see Renew) and sends the batch in parts as tokens come, each with a grant
+// (see renew) and sends the batch in parts as tokens come, each with a grant
 // of its own, the first with what tok paid. A grant of an epoch that has
 // ended is never sent on. send must be done with a part's messages when it
 // returns, or copy them. Send returns the messages not sent because hard
 // ended before they had tokens.
 func (t *Throttle) Send(hard context.Context, tok Tokens, batch []isb.ReadMessage, send func(Tokens, []isb.ReadMessage)) (unsent []isb.ReadMessage) {
-	if !t.Stale(tok.grant) {
-		tok.grant = t.Keep(tok.grant, len(batch))
+	if !t.stale(tok.grant) {
+		tok.grant = t.keep(tok.grant, len(batch))
 		send(tok, batch)
 		return nil
 	}
-	t.GiveBack(tok.grant)
+	t.giveBack(tok.grant)
 	paid := tok.paid
 	first := true
 	for len(batch) > 0 {
-		ng, ok := t.Renew(hard, len(batch), false)
+		ng, ok := t.renew(hard, len(batch), false)
 		if !ok {
 			return batch
 		}
@@ -308,19 +308,19 @@ func (t *Throttle) Send(hard context.Context, tok Tokens, batch []isb.ReadMessag
 			batch = append(batch[:k:k], slices.Clone(batch[k:])...)
 		}
 		first = false
-		send(Tokens{grant: t.Keep(ng, k), paid: paid}, batch[:k])
+		send(Tokens{grant: t.keep(ng, k), paid: paid}, batch[:k])
 		paid = Payment{}
 		batch = batch[k:]
 	}
 	return nil
 }
 
-// RenewAll takes n tokens, all of one epoch when it can (see Renew), for n
-// messages delivered again, and keeps them as a read's (see Keep).
+// RenewAll takes n tokens, all of one epoch when it can (see renew), for n
+// messages delivered again, and keeps them as a read's (see keep).
 func (t *Throttle) RenewAll(hard context.Context, n int) (ratelimit.Grant, bool) {
-	g, ok := t.Renew(hard, n, true)
+	g, ok := t.renew(hard, n, true)
 	if ok {
-		g = t.Keep(g, g.Tokens)
+		g = t.keep(g, g.Tokens)
 	}
 	return g, ok
 }
@@ -343,10 +343,10 @@ func (t *Throttle) Retake(hard context.Context, n int, from int64) (ratelimit.Gr
 			continue
 		}
 		var ok bool
-		if g, ok = t.Renew(hard, n, true); !ok {
+		if g, ok = t.renew(hard, n, true); !ok {
 			return g, false
 		}
-		t.Spend(g)
+		t.spend(g)
 		n -= max(g.Tokens, 1)
 	}
 	return g, true
