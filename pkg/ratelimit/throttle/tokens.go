@@ -216,15 +216,13 @@ func (t *Throttle) renew(ctx context.Context, n int, whole bool) (ratelimit.Gran
 // current one) is given back and asked for again: oneEpoch never returns
 // one. With whole, an epoch that has fewer than n left is given back and
 // waited out for the next (told to Pauses as waitReason, unless that is
-// NotThrottled), and only a grant that came after a wait, or in a later
-// epoch than the first asked (the share is smaller than n), has fewer than
-// n. It reports false when ctx ends first, and returns the limiter's error
+// NotThrottled), and only a grant of a later epoch than the first asked
+// (the share is smaller than n) has fewer than n. It reports false when ctx ends first, and returns the limiter's error
 // when it fails otherwise (closed).
 func (t *Throttle) oneEpoch(ctx context.Context, lim Limiter, n int, whole bool, waitReason ratelimit.Reason) (ratelimit.Grant, bool, error) {
 	first, _ := lim.Epoch()
 	for {
 		g, reason := lim.TryAcquire(n)
-		waited := false
 		if g.Tokens == 0 {
 			var err error
 			t.env.Pauses.Begin(reason)
@@ -238,7 +236,6 @@ func (t *Throttle) oneEpoch(ctx context.Context, lim Limiter, n int, whole bool,
 			case g.Tokens == 0:
 				continue // rate limited: wait again
 			}
-			waited = true
 		}
 		if now, _ := lim.Epoch(); g.Epoch() < now {
 			// The limiter has yet to begin the current epoch: ask again soon.
@@ -248,7 +245,7 @@ func (t *Throttle) oneEpoch(ctx context.Context, lim Limiter, n int, whole bool,
 			}
 			continue
 		}
-		if !whole || g.Tokens >= n || waited || g.Epoch() > first {
+		if !whole || g.Tokens >= n || g.Epoch() > first {
 			return g, true, nil
 		}
 		// Fewer than n left in this epoch: all of them from the next.
