@@ -10,6 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/expr"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
@@ -67,17 +68,16 @@ func BenchmarkForwardCycle(b *testing.B) {
 				pk = &PerKey{Limiter: kl}
 			}
 			tr := NewTracker(nil)
-			d := Deps{Reader: gen, Mapper: udf.Cat{}, Sink: sink.Blackhole{}, Limiter: tt.limiter(b),
-				Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr, PerKey: pk}
+			d := Deps{Reader: gen, Mapper: udf.Cat{}, Sink: sink.Blackhole{}, Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr, Throttle: &throttle.Throttle{Limiter: tt.limiter(b), PerKey: pk}}
 			if tt.bytes {
-				d.Bytes = rateLimiter(b)
+				d.Throttle.Bytes = rateLimiter(b)
 			}
 			if tt.cost {
 				c, err := expr.CompileCost("len(payload) / 1000000")
 				if err != nil {
 					b.Fatal(err)
 				}
-				d.Cost = func(m *isb.Message) (int, error) {
+				d.Throttle.Cost = func(m *isb.Message) (int, error) {
 					n, err := c.Of(m.Value, m.Headers, m.Keys)
 					return int(n), err
 				}

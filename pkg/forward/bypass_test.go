@@ -83,8 +83,7 @@ func TestBypass(t *testing.T) {
 			fb := memory.New("fb", 100, time.Millisecond, nil)
 			ons := memory.New("ons", 100, time.Millisecond, nil)
 			mapper := &tagMod{n: 2, prefix: "u"}
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Transformer: &tagMod{n: 3, prefix: "t"}, Mapper: mapper,
-				Sink: snk, Fallback: fb, OnSuccess: ons, Bypass: &tc.bypass, Limiter: Noop{}}, Options{})
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Transformer: &tagMod{n: 3, prefix: "t"}, Mapper: mapper, Sink: snk, Fallback: fb, OnSuccess: ons, Bypass: &tc.bypass}, Options{})
 			h.waitAcked(t, 10)
 			h.stop(t)
 			if got := values(snk.Messages()); !slices.Equal(got, tc.sink) {

@@ -1,13 +1,14 @@
 // Package forward is the forwarder loop that every vertex runs. One iteration is a
 // few visible steps:
 //
-//	acquire tokens          Limiter.TryAcquire, or Acquire when it grants nothing
+//	take tokens             Deps.Throttle.Take: message tokens (TryAcquire, or
+//	                        Acquire when it grants none) and those of each group
 //	read at most that many  Reader.Read
-//	settle the grant        Limiter.Settle: the unused go back to their epoch
-//	pay bytes and cost      Deps.Bytes and Deps.Cost, if set: the batch's payload
-//	                        bytes and its cost beyond a token a message, all of
-//	                        one epoch (see pay)
-//	late read?              its epoch ended: the current epoch's tokens instead
+//	pay                     Deps.Throttle.Pay: the unused go back to their epoch;
+//	                        with Bytes or Cost, the payload bytes and the cost
+//	                        beyond a token a message, all of one epoch
+//	late read?              Throttle.Send: its epoch ended, so the current
+//	                        epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
 //	process                 the source transformer and the UDF
 //	write                   the sink, or the fallback sink, on tokens of the
@@ -17,7 +18,7 @@
 //
 // Tokens belong to their epoch: tokens of a second that has passed are never
 // spent, so that a downstream that counts per second never sees more than the
-// limit, whatever blocked across a boundary (see sendFresh). A message
+// limit, whatever blocked across a boundary (see throttle.Throttle.Send). A message
 // delivered again after a nack takes a token again, whether the reader takes
 // it back or the forwarder delivers it again itself.
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -84,7 +85,7 @@ func TestTokensAreSpentInTheirEpoch(t *testing.T) {
 				t.Cleanup(func() { lim.Close(context.Background()) })
 				in := filledBuffer(t, 40)
 				es := newEpochSink(clk)
-				d := Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: lim}
+				d := Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: lim}}
 				var blocked, gate chan struct{}
 				switch stall {
 				case "read":
@@ -163,7 +164,7 @@ func TestLateReadGoesOnInParts(t *testing.T) {
 			es := newEpochSink(clk)
 			opts := Options{BatchSize: 10, Clock: clk, MaxIdlePause: time.Millisecond}
 			mode.set(&opts)
-			h := start(t, Deps{Reader: r, Mapper: udf.Cat{}, Sink: es, Limiter: lim}, opts)
+			h := start(t, Deps{Reader: r, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: lim}}, opts)
 			h.in = in
 			waitClosed(t, r.blocked, "the read to block")
 			clk.Advance(1200 * time.Millisecond)

@@ -18,64 +18,15 @@ import (
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// Limiter is the rate limit as a forwarder uses it. Every vertex gives its
-// forwarders one: a *ratelimit.Gate (which enforces the limit, or counts it
-// in the epochs in which rateLimit.shadow is on), or [Noop] without a rate
-// limit. *ratelimit.Limiter and *ratelimit.Lane implement it too.
-//
-// Before a read the forwarder takes tokens with TryAcquire, which never
-// waits and says why there are none, or then with Acquire, which waits for
-// them until ctx is done (a deadline before the next epoch fails fast with an
-// error matching ratelimit.ErrRateLimited). After the read it settles the
-// grant: Settle keeps used of its tokens, gives the others back to the epoch
-// that granted them, and returns the grant of the kept ones, which it
-// settles again with fewer used when messages a function dropped give their
-// tokens back (excludeDropped). Epoch says which epoch is current, so that
-// tokens of one that has ended are not spent (see sendFresh), and FreshAfter
-// when a wait for a throttled sink should end (see pause). All are safe for
-// concurrent use.
-type Limiter interface {
-	TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason)
-	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)
-	Settle(g ratelimit.Grant, used int) ratelimit.Grant
-	Epoch() (int64, time.Duration)
-	FreshAfter(d, margin time.Duration) (time.Duration, int64)
-}
+// Limiter is the rate limit as a forwarder uses it: see throttle.Limiter.
+type Limiter = throttle.Limiter
 
-// The ways into a rate limiter a vertex gives its forwarders.
-var (
-	_ Limiter = (*ratelimit.Gate)(nil)
-	_ Limiter = (*ratelimit.Limiter)(nil)
-	_ Limiter = (*ratelimit.Lane)(nil)
-	_ Limiter = Noop{}
-)
-
-// Noop is the Limiter of a vertex without a rate limit: it grants every request in
-// full, never waits, and costs one interface call per batch. Its grants are
-// of epoch 0, which never ends.
-type Noop struct{}
-
-// Acquire grants n tokens.
-func (Noop) Acquire(_ context.Context, n int) (ratelimit.Grant, error) {
-	return ratelimit.Grant{Tokens: n}, nil
-}
-
-// TryAcquire grants n tokens.
-func (Noop) TryAcquire(n int) (ratelimit.Grant, ratelimit.Reason) {
-	return ratelimit.Grant{Tokens: n}, ratelimit.NotThrottled
-}
-
-// Settle returns a grant of used tokens.
-func (Noop) Settle(_ ratelimit.Grant, used int) ratelimit.Grant { return ratelimit.Grant{Tokens: used} }
-
-// Epoch is always 0, the epoch of Noop's grants.
-func (Noop) Epoch() (int64, time.Duration) { return 0, time.Second }
-
-// FreshAfter returns d: every epoch is fresh.
-func (Noop) FreshAfter(d, _ time.Duration) (time.Duration, int64) { return d, 0 }
+// Noop is the Limiter of a vertex without a rate limit: see throttle.Noop.
+type Noop = throttle.Noop
 
 // Deps are what a forwarder moves messages between.
 type Deps struct {
@@ -88,44 +39,15 @@ type Deps struct {
 	// (isb.ErrOnSuccess) go; without it they count as written.
 	OnSuccess isb.Writer
 	// Bypass, optional, sends messages straight to a sink by their tags.
-	Bypass *Bypass
-	// Limiter throttles reads; nil is Noop.
-	Limiter Limiter
+	Bypass  *Bypass
 	Metrics *Metrics
 	Tracker *Tracker
 	Logger  *zap.Logger
 	Tracer  trace.Tracer // optional
-	// Signal receives the throttle signals of the sink and the functions,
-	// for a vertex to feed to its rate limiter (rateLimit.adaptive): once per
-	// write attempt and kind for the messages a writer refused with an
-	// isb.ThrottledError (kind its Signal, retryAfter the longest of their
-	// RetryAfter), and once per batch for the messages a function handed back
-	// with NackOptions.RateLimited (isb.SignalMapRateLimited, the longest
-	// Delay). nil ignores them. It is called from the forwarder's goroutine
-	// and must not block.
-	Signal func(kind isb.SignalKind, retryAfter time.Duration)
-	// Accepted receives the number of messages the sink wrote, once per
-	// write attempt that wrote any, for a vertex to feed to its rate
-	// limiter (ratelimit.Limiter.Accepted). nil ignores them. It is called
-	// from the forwarder's goroutines and must not block.
-	Accepted func(n int)
-	// PerKey, when set, limits each message key too (rateLimit.perKey): see
-	// PerKey.
-	PerKey *PerKey
-	// Bytes, when set, limits the payload bytes read too (rateLimit.bytes):
-	// a batch takes its bytes from it after its read, before it goes on (see
-	// pay). A *ratelimit.Gate of the byte limiter, as Limiter is of the
-	// message limiter.
-	Bytes Limiter
-	// Cost, when set, is the tokens each message takes from Limiter
-	// (rateLimit.cost) in place of one: a batch takes the rest after its read,
-	// or gives back what costs less (see pay). An error counts as a cost
-	// error and the message costs 1. It is called from the loop's goroutine.
-	Cost func(m *isb.Message) (int, error)
-	// Groups are the shared limits the vertex joined (rateLimit.groups),
-	// one Limiter each: a batch takes a token a message from every one
-	// after its read, before it goes on (see pay).
-	Groups []Limiter
+	// Throttle is everything that throttles the forwarder: its limits, the
+	// cost of a message, the per-key limit, and where throttle signals and
+	// what the sink accepted go. nil throttles nothing.
+	Throttle *throttle.Throttle
 }
 
 // OnFailure is what a forwarder does with messages its sink keeps failing
@@ -217,6 +139,7 @@ type Options struct {
 // Options.ReadAhead the stages overlap (see Options).
 type Forwarder struct {
 	d    Deps
+	th   *throttle.Throttle // d.Throttle, with the forwarder's tracker, metrics, logger and clock
 	opts Options
 	log  *zap.Logger
 	idle idle
@@ -224,7 +147,7 @@ type Forwarder struct {
 	// (with the options of a nack); nil otherwise.
 	naker     isb.Naker
 	optsNaker isb.OptionsNaker
-	// keys holds the messages over their key's limit (Deps.PerKey).
+	// keys holds the messages over their key's limit (throttle.Throttle.PerKey).
 	keys *keyHold
 
 	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak
@@ -233,8 +156,6 @@ type Forwarder struct {
 	nackLog        atomic.Bool
 	// onSuccessLog is set once ON_SUCCESS without an on-success sink is logged.
 	onSuccessLog atomic.Bool
-	// costLog is set once a cost expression's error is logged.
-	costLog atomic.Bool
 }
 
 // worker moves batches through the functions and to the sinks. The
@@ -270,9 +191,9 @@ type worker struct {
 	// ExcludeDropped (see spendOn).
 	grant ratelimit.Grant
 	kept  int
-	// paid is what the batch in progress paid after its read (see pay),
+	// paid is what the batch in progress paid after its read (throttle.Throttle.Pay),
 	// and gone marks the messages of the batch that go on.
-	paid payment
+	paid throttle.Payment
 	gone []bool
 }
 
@@ -306,14 +227,15 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = opts.BatchSize
 	}
-	if d.Limiter == nil {
-		d.Limiter = Noop{}
-	}
 	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
+	m := d.Metrics
+	f.th = d.Throttle.With(throttle.Env{Pauses: d.Tracker, Logger: d.Logger, Clock: opts.Clock,
+		Metrics: throttle.Metrics{Granted: m.Granted, Deposited: m.Deposited, Retaken: m.Retaken,
+			Bytes: m.Bytes, BytesDeposited: m.BytesDeposited, CostErrors: m.Errors.WithLabelValues(StageCost)}})
 	f.naker, _ = d.Reader.(isb.Naker)
 	f.optsNaker, _ = d.Reader.(isb.OptionsNaker)
-	if d.PerKey != nil && d.PerKey.Limiter != nil {
-		f.keys = newKeyHold(*d.PerKey, holdDeps{naker: f.naker, ackMu: &f.ackMu, reads: d.Metrics.Read,
+	if pk := f.th.PerKey; pk != nil && pk.Limiter != nil {
+		f.keys = newKeyHold(*pk, holdDeps{naker: f.naker, ackMu: &f.ackMu, reads: d.Metrics.Read,
 			tracker: d.Tracker, log: d.Logger, readSize: f.readSize()}, opts.BatchSize)
 	}
 	return f, nil
@@ -370,7 +292,7 @@ func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 // g. With turns, it writes and acks when turn seq comes, after the batches
 // read before it. It abandons the batch when hard ends first.
 func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, start time.Time, t *turns, seq uint64) {
-	defer func() { f.paid = payment{} }()
+	defer func() { f.paid = throttle.Payment{} }()
 	if f.d.Tracer != nil {
 		// A span per batch, from the start of its read; empty reads make none.
 		var span trace.Span
@@ -403,42 +325,6 @@ func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	if f.d.Tracer != nil {
 		trace.SpanFromContext(hard).SetAttributes(attribute.Int("read", len(batch)), attribute.Int("written", len(out)))
 	}
-}
-
-// acquire takes up to n tokens. When none are available now it tracks why
-// while it waits for them.
-func (f *Forwarder) acquire(ctx context.Context, n int) (ratelimit.Grant, error) {
-	g, reason := f.d.Limiter.TryAcquire(n)
-	if g.Tokens == 0 {
-		var err error
-		f.d.Tracker.Begin(reason)
-		g, err = f.d.Limiter.Acquire(ctx, n)
-		f.d.Tracker.End(reason)
-		if err != nil {
-			if ctx.Err() != nil {
-				return g, ctx.Err()
-			}
-			if errors.Is(err, ratelimit.ErrRateLimited) {
-				return ratelimit.Grant{}, nil // try again
-			}
-			return g, err
-		}
-	}
-	return g, nil
-}
-
-// keep keeps one of g's tokens for each of the read messages and gives the
-// others back at once, and returns the grant of the kept ones. The granted
-// metric counts only the tokens kept: a grant's unread tokens never counted
-// against the limit, and a dry source would otherwise add a batch to it at
-// every read. With ExcludeDropped the grant is settled again once the
-// batch's dropped messages are known (see process).
-func (f *Forwarder) keep(g ratelimit.Grant, read int) ratelimit.Grant {
-	g = f.d.Limiter.Settle(g, read)
-	if read > 0 {
-		f.d.Metrics.Granted.Add(float64(read))
-	}
-	return g
 }
 
 // readBatch reads at most len(buf) messages into buf. On a read error it logs and waits a little
@@ -561,9 +447,8 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	if f.opts.ExcludeDropped && dropped > 0 {
 		// The dropped messages give their tokens back: only what goes on
 		// counts, against the limit or in shadow.
-		f.grant = f.d.Limiter.Settle(g, len(batch)-dropped)
+		f.grant = f.th.Drop(g, len(batch), dropped)
 		f.kept -= dropped
-		f.d.Metrics.Deposited.Add(float64(dropped))
 		f.refund(batch, msgs)
 	}
 	return msgs, nil
@@ -626,6 +511,28 @@ func (f *worker) write(hard context.Context, msgs []isb.Message) error {
 		return err
 	}
 	return f.writeAside(hard, f.d.OnSuccess, StageOnSuccess, f.onSuccess)
+}
+
+// spendOn makes the tokens a write of n messages to the sink (stage
+// StageWrite) starts on those of the current epoch, for up to the batch's
+// kept tokens (see throttle.Throttle.Freshen). It returns hard's error when
+// hard ends first. f.writeMu is held, so that writes and the tokens they
+// take go one at a time.
+func (f *worker) spendOn(hard context.Context, stage string, n int) error {
+	if stage == StageWrite && !f.th.Freshen(hard, &f.grant, &f.paid, min(n, f.kept)) {
+		return hard.Err()
+	}
+	return nil
+}
+
+// chargeFor takes, after a write of n messages to the sink that returned in
+// a later epoch than the tokens it started on (a stalled sink), that epoch's
+// tokens too (see throttle.Throttle.Freshen). A write that ends with hard is
+// not charged. f.writeMu is held.
+func (f *worker) chargeFor(hard context.Context, stage string, n int) {
+	if stage == StageWrite {
+		f.th.Freshen(hard, &f.grant, &f.paid, min(n, f.kept))
+	}
 }
 
 // writeOnce writes msgs to w once, counts the outcome, and returns the messages to

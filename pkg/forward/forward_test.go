@@ -22,6 +22,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -148,7 +149,7 @@ func (h *harness) waitThrottled(t *testing.T, want ...ratelimit.Reason) {
 }
 
 func TestForwardsEveryMessageOnceInOrder(t *testing.T) {
-	h := start(t, Deps{Reader: filledBuffer(t, 95), Mapper: udf.Cat{}, Limiter: Noop{}}, Options{})
+	h := start(t, Deps{Reader: filledBuffer(t, 95), Mapper: udf.Cat{}}, Options{})
 	h.waitAcked(t, 95)
 	h.stop(t) // the ack metric counts after the source has the ack
 	got := h.out.Messages()
@@ -226,7 +227,7 @@ func testDroppedMessagesAndExcludeDropped(t *testing.T, modes ...func(*Options))
 	for _, exclude := range []bool{false, true} {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim}, Options{ExcludeDropped: exclude}, modes...)
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Throttle: &throttle.Throttle{Limiter: lim}}, Options{ExcludeDropped: exclude}, modes...)
 			h.waitAcked(t, 40)
 			h.stop(t)
 			if n := len(h.out.Messages()); n != 20 {
@@ -297,7 +298,7 @@ func TestOnSuccessSink(t *testing.T) {
 		sink := newFlaky(1)
 		sink.onSuccess = map[string]bool{"2": true, "5": true}
 		ons := memory.New("ons", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, OnSuccess: ons, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, OnSuccess: ons},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
 		h.waitAcked(t, 10)
 		got := ons.Messages()
@@ -311,7 +312,7 @@ func TestOnSuccessSink(t *testing.T) {
 	t.Run("without an on-success sink, written", func(t *testing.T) {
 		sink := newFlaky(0)
 		sink.onSuccess = map[string]bool{"2": true}
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{})
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink}, Options{})
 		h.waitAcked(t, 10)
 		if w := testutil.ToFloat64(h.m.Written); w != 10 {
 			t.Fatalf("written %v; want 10", w)
@@ -324,7 +325,7 @@ func TestSinkFailuresAreRetriedBeforeAck(t *testing.T) { testSinkFailuresAreRetr
 func testSinkFailuresAreRetriedBeforeAck(t *testing.T, modes ...func(*Options)) {
 	sink := newFlaky(3)
 	in := filledBuffer(t, 25)
-	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}},
+	h := start(t, Deps{Reader: in, Sink: sink},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: 2 * time.Millisecond}}, modes...)
 	h.waitAcked(t, 25)
 	if n := len(sink.out.Messages()); n != 25 {
@@ -341,7 +342,7 @@ func testFallbackSink(t *testing.T, modes ...func(*Options)) {
 	t.Run("FALLBACK from the sink", func(t *testing.T) {
 		sink := newFlaky(0, "3", "7")
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}}, Options{}, modes...)
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb}, Options{}, modes...)
 		h.waitAcked(t, 10)
 		if n, f := len(sink.out.Messages()), fb.Messages(); n != 8 || len(f) != 2 || string(f[0].Value) != "3" {
 			t.Fatalf("sink %d, fallback %v; want 8 and [3 7]", n, f)
@@ -353,7 +354,7 @@ func testFallbackSink(t *testing.T, modes ...func(*Options)) {
 	t.Run("after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
 		fb := memory.New("fb", 100, time.Millisecond, nil)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Fallback: fb},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 3, OnFailure: Fallback}}, modes...)
 		h.waitAcked(t, 10)
 		if n := len(fb.Messages()); n != 10 {
@@ -362,7 +363,7 @@ func testFallbackSink(t *testing.T, modes ...func(*Options)) {
 	})
 	t.Run("drop after the retry steps", func(t *testing.T) {
 		sink := newFlaky(1 << 30)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 2, OnFailure: Drop}}, modes...)
 		h.waitAcked(t, 10)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 10 {
@@ -375,7 +376,7 @@ func TestDownstreamFullIsTracked(t *testing.T) { testDownstreamFullIsTracked(t) 
 
 func testDownstreamFullIsTracked(t *testing.T, modes ...func(*Options)) {
 	out := memory.New("out", 5, time.Millisecond, nil)
-	h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: out, Limiter: Noop{}},
+	h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: out},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}}, modes...)
 	h.waitThrottled(t, ratelimit.ReasonDownstreamFull)
 	if s := h.in.Stats(); s.Acked != 0 {
@@ -416,7 +417,7 @@ func (b *blockingSink) Write(ctx context.Context, msgs []isb.Message, errs []err
 func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	in := filledBuffer(t, 100)
-	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{BatchSize: 10, ShutdownTimeout: 5 * time.Second})
+	h := start(t, Deps{Reader: in, Sink: sink}, Options{BatchSize: 10, ShutdownTimeout: 5 * time.Second})
 	<-sink.entered
 	h.cancel() // SIGTERM: stop reading; the batch being written must still be acked
 	close(sink.release)
@@ -448,7 +449,7 @@ func testShutdownTimeoutBoundsAStuckSink(t *testing.T, modes ...func(*Options)) 
 			sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
 			in := filledBuffer(t, 10)
 			core, logs := observer.New(zap.WarnLevel)
-			h := start(t, Deps{Reader: tt.reader(in), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
+			h := start(t, Deps{Reader: tt.reader(in), Sink: sink, Logger: zap.New(core)},
 				Options{ShutdownTimeout: 50 * time.Millisecond}, modes...)
 			<-sink.entered
 			h.cancel()
@@ -500,7 +501,7 @@ func testForwarderWaitsForTheLimitersReason(t *testing.T, modes ...func(*Options
 	for _, r := range []ratelimit.Reason{ratelimit.ReasonRateLimited, ratelimit.ReasonAwaitingAgreement, ratelimit.ReasonStoreUnavailable} {
 		t.Run(r.String(), func(t *testing.T) {
 			lim := &stuckLimiter{reason: r, waiting: make(chan struct{}, 1)}
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Limiter: lim}, Options{}, modes...)
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Throttle: &throttle.Throttle{Limiter: lim}}, Options{}, modes...)
 			<-lim.waiting
 			h.waitThrottled(t, r)
 			h.stop(t)
@@ -523,7 +524,7 @@ func testThrottledForwarderReportsWhy(t *testing.T, modes ...func(*Options)) {
 		t.Fatal(err)
 	}
 	defer lim.Close(context.Background())
-	h := start(t, Deps{Reader: filledBuffer(t, 1000), Limiter: lim}, Options{BatchSize: 100}, modes...)
+	h := start(t, Deps{Reader: filledBuffer(t, 1000), Throttle: &throttle.Throttle{Limiter: lim}}, Options{BatchSize: 100}, modes...)
 	h.waitThrottled(t, ratelimit.ReasonRateLimited)
 	h.stop(t)
 	if s := h.in.Stats(); s.Acked > 10 {
@@ -558,7 +559,7 @@ func TestTracingSpansPerIteration(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	h := start(t, Deps{Reader: filledBuffer(t, 25), Limiter: Noop{}, Tracer: tp.Tracer("test")}, Options{BatchSize: 10})
+	h := start(t, Deps{Reader: filledBuffer(t, 25), Tracer: tp.Tracer("test")}, Options{BatchSize: 10})
 	h.waitAcked(t, 25)
 	h.stop(t)
 	read := 0
@@ -593,7 +594,7 @@ func TestShadowCountsOnlyWhatGoesOn(t *testing.T) {
 				t.Cleanup(func() { lim.Close(context.Background()) })
 				opts := Options{BatchSize: 40, ExcludeDropped: exclude}
 				mode.set(&opts)
-				h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Limiter: lim.Gate()}, opts)
+				h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Throttle: &throttle.Throttle{Limiter: lim.Gate()}}, opts)
 				h.waitAcked(t, 40)
 				h.stop(t)
 				want := int64(30)

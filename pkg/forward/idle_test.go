@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // scripted is a reader whose reads return, in turn, as many messages as its
@@ -94,7 +95,7 @@ func TestDrySourceIsNotSpunOn(t *testing.T) {
 	clk := clock.NewManual(t0)
 	src := &scripted{clk: clk}
 	lim := &countingLimiter{}
-	h := start(t, Deps{Reader: src, Limiter: lim}, Options{Clock: clk, MaxIdlePause: 100 * time.Millisecond})
+	h := start(t, Deps{Reader: src, Throttle: &throttle.Throttle{Limiter: lim}}, Options{Clock: clk, MaxIdlePause: 100 * time.Millisecond})
 	advance(t, clk, time.Millisecond, 1000) // one second, a millisecond at a time
 	got := src.readTimes()
 	ms := time.Millisecond
@@ -124,7 +125,7 @@ func TestDataEndsTheDryPause(t *testing.T) {
 	clk := clock.NewManual(t0)
 	src := &scripted{clk: clk, script: []int{0, 0, 0, 0, 3, 4, 0, 0, 5}}
 	lim := &countingLimiter{}
-	h := start(t, Deps{Reader: src, Limiter: lim}, Options{Clock: clk, BatchSize: 10})
+	h := start(t, Deps{Reader: src, Throttle: &throttle.Throttle{Limiter: lim}}, Options{Clock: clk, BatchSize: 10})
 	advance(t, clk, time.Millisecond, 25)
 	ms := time.Millisecond
 	// Empty at 0, 1, 3, 7 (pauses 1, 2, 4, 8); data at 15 and at once again;
@@ -156,7 +157,7 @@ func TestDataEndsTheDryPause(t *testing.T) {
 func TestReaderThatWaitsIsNotPaused(t *testing.T) {
 	clk := clock.NewManual(t0)
 	src := &scripted{clk: clk, wait: 100 * time.Millisecond, enough: make(chan struct{}), enoughAt: 50}
-	h := start(t, Deps{Reader: src, Limiter: Noop{}}, Options{Clock: clk, MaxIdlePause: 100 * time.Millisecond})
+	h := start(t, Deps{Reader: src}, Options{Clock: clk, MaxIdlePause: 100 * time.Millisecond})
 	select { // the clock moves only in Read: a pause would stop the reads
 	case <-src.enough:
 	case <-time.After(10 * time.Second):

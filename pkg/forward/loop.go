@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // loop is the reading side of a forwarder, the same in every mode: it takes
@@ -35,8 +35,7 @@ type loop struct {
 type job struct {
 	read  []isb.ReadMessage // its buffer, readSize long
 	batch []isb.ReadMessage
-	g     ratelimit.Grant
-	paid  payment // what the batch paid after its read (see pay)
+	tok   throttle.Tokens // its message tokens, and what it paid after its read
 	start time.Time
 	seq   uint64
 }
@@ -65,8 +64,8 @@ func (f *Forwarder) newLoop(hard context.Context) (l *loop, stop func()) {
 		go func() {
 			defer l.wg.Done()
 			for j := range l.jobs {
-				w.paid = j.paid
-				w.forward(hard, j.g, j.batch, j.start, l.order, j.seq)
+				w.paid = j.tok.Paid()
+				w.forward(hard, j.tok.Grant(), j.batch, j.start, l.order, j.seq)
 				l.done(j, true)
 			}
 		}()
@@ -93,7 +92,7 @@ func (f *Forwarder) run(ctx, hard context.Context) error {
 
 // step reads one batch and hands it over: take its slots, then its tokens
 // (waiting for both), read, give back the unused tokens, and send the batch
-// on with tokens of the epoch it goes on in (see sendFresh). After an empty
+// on with tokens of the epoch it goes on in (see throttle.Throttle.Send). After an empty
 // read it pauses instead (see Options.MaxIdlePause). It returns the
 // limiter's error, or ctx's when ctx ends before the read.
 func (l *loop) step(ctx context.Context) error {
@@ -107,59 +106,40 @@ func (l *loop) step(ctx context.Context) error {
 		l.free <- j
 		return ctx.Err()
 	}
-	g, err := f.acquire(ctx, k)
+	tok, err := f.th.Take(ctx, k) // message and group tokens, before the read
 	if err != nil {
 		l.slots.give(k)
 		l.free <- j
 		return err
 	}
-	var groups []ratelimit.Grant
-	if len(f.d.Groups) > 0 && g.Tokens > 0 {
-		// A token a message of each shared limit too, before the read, so
-		// that no more is read than every limit allows (see takeGroups).
-		g, groups = f.takeGroups(ctx, g)
-	}
 	start := time.Now()
-	batch := f.readBatch(ctx, j.read[:g.Tokens])
+	batch := f.readBatch(ctx, j.read[:tok.N()])
 	l.slots.give(k - len(batch))
-	for i := range groups {
-		groups[i] = f.d.Groups[i].Settle(groups[i], len(batch))
-	}
-	if len(batch) == 0 {
-		f.keep(g, 0) // unused tokens go back, same epoch
+	// Its bytes and cost, known now: a wait for them may make the read's
+	// tokens stale, which Send then renews.
+	tok, ok := f.th.Pay(l.hard, tok, batch)
+	switch {
+	case len(batch) == 0:
 		l.free <- j
 		f.idle.wait(ctx) // a dry reader is not spun on
 		return nil
-	}
-	paid := payment{groups: groups}
-	if f.paid() {
-		// Its bytes and cost, known now (see pay): a wait for them may
-		// make the read's tokens stale, which sendFresh then renews.
-		var ok bool
-		if g, paid, ok = f.pay(l.hard, g, batch); !ok {
-			f.keep(g, 0)
-			for i := range groups {
-				f.d.Groups[i].Settle(groups[i], 0)
-			}
-			f.abandon(l.hard, "acquire", batch, l.hard.Err())
-			l.slots.give(len(batch))
-			l.free <- j
-			return nil
-		}
-		paid.groups = groups
+	case !ok:
+		f.abandon(l.hard, "acquire", batch, l.hard.Err())
+		l.slots.give(len(batch))
+		l.free <- j
+		return nil
 	}
 	// The read's tokens, or the current epoch's when it returned in a later
 	// one: then the batch may go on in parts, each a job.
 	next := j
-	unsent := f.sendFresh(l.hard, g, batch, func(g ratelimit.Grant, part []isb.ReadMessage) {
+	unsent := f.th.Send(l.hard, tok, batch, func(tok throttle.Tokens, part []isb.ReadMessage) {
 		if next == nil {
 			next = <-l.free
 		}
 		if &next.read[0] != &part[0] {
 			part = next.read[:copy(next.read, part)]
 		}
-		next.batch, next.g, next.start, next.seq = part, g, start, l.seq
-		next.paid, paid = paid, payment{}
+		next.batch, next.tok, next.start, next.seq = part, tok, start, l.seq
 		l.seq++
 		l.dispatch(next)
 		next = nil
@@ -167,7 +147,11 @@ func (l *loop) step(ctx context.Context) error {
 	if next != nil {
 		l.free <- next
 	}
-	l.slots.give(unsent) // abandoned: never handed over
+	if len(unsent) > 0 {
+		// Never handed over: hard ended before they had tokens.
+		f.abandon(l.hard, "acquire", unsent, l.hard.Err())
+		l.slots.give(len(unsent))
+	}
 	return nil
 }
 
@@ -178,8 +162,8 @@ func (l *loop) dispatch(j *job) {
 		l.jobs <- j
 		return
 	}
-	l.inline.paid = j.paid
-	l.inline.forward(l.hard, j.g, j.batch, j.start, nil, 0)
+	l.inline.paid = j.tok.Paid()
+	l.inline.forward(l.hard, j.tok.Grant(), j.batch, j.start, nil, 0)
 	l.done(j, false)
 }
 

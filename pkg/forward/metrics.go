@@ -18,7 +18,7 @@ type Metrics struct {
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
 	// Retaken counts the tokens taken again for messages that went on in a
-	// later epoch than their grant's (see sendFresh); they are in Granted too.
+	// later epoch than their grant's (see throttle.Throttle.Send); they are in Granted too.
 	Retaken prometheus.Counter
 	Batch   prometheus.Histogram
 	// Bytes and BytesDeposited are Granted and Deposited of the byte limit

@@ -139,7 +139,7 @@ func (f *worker) redeliver(hard context.Context, g ratelimit.Grant, batch, nacke
 		}
 		// Delivered again, each message takes a token again, as one read again
 		// from a source that takes messages back does.
-		if g, ok = f.renewAll(hard, len(nacked)); !ok {
+		if g, ok = f.th.RenewAll(hard, len(nacked)); !ok {
 			f.abandon(hard, StageNack, batch, hard.Err())
 			return nil
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // nackOnce is a function that nacks each message the first time it sees it
@@ -112,7 +113,7 @@ func testNackedByTheFunctionComesBackOnce(t *testing.T, modes ...func(*Options))
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 45)
 			lim := &countingLimiter{}
-			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: lim}, Options{}, modes...)
+			h := start(t, Deps{Reader: c.reader(in), Mapper: &nackOnce{seen: map[string]int{}}, Throttle: &throttle.Throttle{Limiter: lim}}, Options{}, modes...)
 			h.waitAcked(t, 45)
 			h.stop(t)
 			checkOnce(t, h.out.Messages(), 45)
@@ -146,7 +147,7 @@ func testNackedByTheSinkComesBackOnce(t *testing.T, modes ...func(*Options)) {
 		t.Run(c.name, func(t *testing.T) {
 			in := filledBuffer(t, 50)
 			sink := &nackSink{seen: map[string]int{}, nacks: 1, out: memory.New("sink", 1<<20, time.Millisecond, nil)}
-			h := start(t, Deps{Reader: c.reader(in), Sink: sink, Limiter: Noop{}}, Options{}, modes...)
+			h := start(t, Deps{Reader: c.reader(in), Sink: sink}, Options{}, modes...)
 			h.waitAcked(t, 50)
 			h.stop(t)
 			checkOnce(t, sink.out.Messages(), 50)
@@ -166,7 +167,7 @@ func testNackOptionsReachTheSource(t *testing.T, modes ...func(*Options)) {
 	in := &optionsReader{Buffer: filledBuffer(t, 10)}
 	opts := isb.NackOptions{Reason: "later", Delay: time.Millisecond, MaxDeliveries: 3, Values: map[string]string{"k": "v"}}
 	f := &nackOnce{seen: map[string]int{}, opts: opts}
-	h := start(t, Deps{Reader: in, Mapper: f, Limiter: Noop{}}, Options{}, modes...)
+	h := start(t, Deps{Reader: in, Mapper: f}, Options{}, modes...)
 	h.waitAcked(t, 10)
 	h.stop(t)
 	checkOnce(t, h.out.Messages(), 10)
@@ -190,7 +191,7 @@ func testMaxDeliveriesDropsWhenTheForwarderRedelivers(t *testing.T, modes ...fun
 	in := filledBuffer(t, 10)
 	sink := &nackSink{seen: map[string]int{}, always: map[string]bool{"4": true},
 		opts: isb.NackOptions{MaxDeliveries: 3}, out: memory.New("sink", 1<<20, time.Millisecond, nil)}
-	h := start(t, Deps{Reader: ackOnly{in}, Sink: sink, Limiter: Noop{}}, Options{}, modes...)
+	h := start(t, Deps{Reader: ackOnly{in}, Sink: sink}, Options{}, modes...)
 	h.waitAcked(t, 10)
 	h.stop(t)
 	if n := len(sink.out.Messages()); n != 9 {

@@ -137,8 +137,8 @@ func (f *Forwarder) count(stage string, o *outcome) {
 	if o.throttled > 0 {
 		f.d.Metrics.ThrottleSignals.Add(float64(o.throttled))
 	}
-	if stage == StageWrite && o.written > 0 && f.d.Accepted != nil {
-		f.d.Accepted(o.written)
+	if stage == StageWrite && o.written > 0 && f.th.Accepted != nil {
+		f.th.Accepted(o.written)
 	}
 	f.signal(o.signals)
 	if o.firstErr != nil && !o.full {
@@ -195,7 +195,7 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 	// for the messages it sends again from that epoch or a later one: sent
 	// at the end of an epoch on tokens a wait left unused, they would reach
 	// the sink in the next second, on top of its grant.
-	d, from := f.d.Limiter.FreshAfter(max(d, o.retryAfter), freshMargin)
+	d, from := f.th.Limiter.FreshAfter(max(d, o.retryAfter), freshMargin)
 	f.log.Debug("the sink is throttled; waiting before the retry",
 		zap.Int("messages", o.throttled), zap.Duration("wait", d))
 	f.d.Tracker.Begin(ratelimit.ReasonDownstreamThrottled)
@@ -204,7 +204,7 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 	if !waited {
 		return false
 	}
-	g, ok := f.retake(hard, retry, from)
+	g, ok := f.th.Retake(hard, retry, from)
 	if ok && g.Tokens > 0 {
 		f.grant = g // the retry is written on these
 	}
@@ -214,33 +214,6 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 // freshMargin is the least of an epoch left when a forwarder sends again
 // what a throttled sink refused: longer than a batch takes to send.
 const freshMargin = 200 * time.Millisecond
-
-// retake takes n tokens from the limiter, waiting for them as a read does,
-// for messages to send again after a throttle signal, from epoch from or a
-// later one. Their first tokens were spent on the attempt the sink refused,
-// in an epoch that has passed when its Retry-After has: sent on those, they
-// would come on top of the current epoch's grant, and the sink would see
-// more than the limit in a second. It reports false when hard ends first; a
-// limiter that fails otherwise (closed) lets the messages go without tokens.
-// It returns the last grant it took, of the epoch the messages go on in.
-func (f *Forwarder) retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
-	var g ratelimit.Grant
-	for n > 0 {
-		if e, left := f.d.Limiter.Epoch(); e < from {
-			if !f.sleep(hard, left) {
-				return g, false
-			}
-			continue
-		}
-		var ok bool
-		if g, ok = f.renew(hard, n, true); !ok {
-			return g, false
-		}
-		f.spend(g)
-		n -= max(g.Tokens, 1)
-	}
-	return g, true
-}
 
 // logRejectedDrops logs, once per batch, the messages the sink rejected that
 // OnFailure dropped, and forgets them.
@@ -270,14 +243,14 @@ func noteSignal(signals []signal, kind isb.SignalKind, d time.Duration) []signal
 	return append(signals, signal{kind, d})
 }
 
-// signal hands the throttle signals to Deps.Signal.
+// signal hands the throttle signals to the throttle's Signal.
 func (f *Forwarder) signal(signals []signal) {
-	if f.d.Signal == nil {
+	if f.th.Signal == nil {
 		return
 	}
 	for _, s := range signals {
 		if s.kind != isb.SignalUnknown {
-			f.d.Signal(s.kind, s.retryAfter)
+			f.th.Signal(s.kind, s.retryAfter)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // answering is a sink that answers the attempt-th write of each message (from
@@ -108,7 +109,7 @@ func testThrottledSinkIsRetriedAfterItsRetryAfter(t *testing.T, modes ...func(*O
 	clk := clock.NewManual(t0)
 	sink := newAnswering(throttledUntil(1, 2*time.Second))
 	sink.wrote = make(chan int, 10)
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{Clock: clk,
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink}, Options{Clock: clk,
 		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 1, OnFailure: Drop}}, modes...)
 	receive(t, sink.wrote)
 	blockUntil(t, clk, 1)
@@ -145,7 +146,7 @@ func TestThrottleWaitIsTheLongerOfBackoffAndRetryAfter(t *testing.T) {
 			clk := clock.NewManual(t0)
 			sink := newAnswering(throttledUntil(1, retryAfter))
 			sink.wrote = make(chan int, 10)
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}}, Options{Clock: clk,
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink}, Options{Clock: clk,
 				Retry: RetryPolicy{Interval: time.Second, MaxInterval: time.Second}})
 			receive(t, sink.wrote)
 			blockUntil(t, clk, 1)
@@ -174,7 +175,7 @@ func testThrottledAttemptsUseNoRetrySteps(t *testing.T, modes ...func(*Options))
 		}
 		return nil
 	})
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}},
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink},
 		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 2, OnFailure: Drop}}, modes...)
 	h.waitAcked(t, 10)
 	if n := len(sink.out.Messages()); n != 10 {
@@ -193,7 +194,7 @@ func testThrottledAttemptsUseNoRetrySteps(t *testing.T, modes ...func(*Options))
 func TestShutdownDuringAThrottleWait(t *testing.T) {
 	sink := newAnswering(throttledUntil(1<<30, time.Hour))
 	in := filledBuffer(t, 10)
-	h := start(t, Deps{Reader: in, Sink: sink, Limiter: Noop{}}, Options{ShutdownTimeout: 50 * time.Millisecond})
+	h := start(t, Deps{Reader: in, Sink: sink}, Options{ShutdownTimeout: 50 * time.Millisecond})
 	h.waitThrottled(t, ratelimit.ReasonDownstreamThrottled)
 	h.cancel()
 	h.waitReturned(t)
@@ -225,7 +226,7 @@ func testRejectedMessages(t *testing.T, modes ...func(*Options)) {
 	t.Run("to the fallback sink", func(t *testing.T) {
 		sink := newAnswering(rejectFirst(1 << 30))
 		fb := newAnswering(throttledUntil(1, 0)) // the fallback sink is throttled once
-		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Fallback: fb, Limiter: Noop{}},
+		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Fallback: fb},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Retry}}, modes...)
 		h.waitAcked(t, 20)
 		if n := len(fb.out.Messages()); n != 20 {
@@ -245,7 +246,7 @@ func testRejectedMessages(t *testing.T, modes ...func(*Options)) {
 	t.Run("dropped", func(t *testing.T) {
 		sink := newAnswering(rejectFirst(1 << 30))
 		core, logs := observer.New(zap.WarnLevel)
-		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
+		h := start(t, Deps{Reader: filledBuffer(t, 20), Sink: sink, Logger: zap.New(core)},
 			Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, Steps: 5, OnFailure: Drop}}, modes...)
 		h.waitAcked(t, 20)
 		if d := testutil.ToFloat64(h.m.Dropped); d != 20 {
@@ -265,7 +266,7 @@ func testRejectedMessages(t *testing.T, modes ...func(*Options)) {
 	t.Run("retried", func(t *testing.T) {
 		sink := newAnswering(rejectFirst(3))
 		core, logs := observer.New(zap.WarnLevel)
-		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}, Logger: zap.New(core)},
+		h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Logger: zap.New(core)},
 			Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}}, modes...)
 		h.waitAcked(t, 10)
 		if n := len(sink.out.Messages()); n != 10 {
@@ -333,7 +334,7 @@ func testThrottledRetryTakesTokensAgain(t *testing.T, modes ...func(*Options)) {
 				}
 				return nil
 			})
-			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: &countingLimiter{}},
+			h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Throttle: &throttle.Throttle{Limiter: &countingLimiter{}}},
 				Options{BatchSize: 10, Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}}, modes...)
 			h.waitAcked(t, 10)
 			// granted_total counts the tokens kept: not those of a read
@@ -382,7 +383,7 @@ func TestThrottleWaitLeavesAFreshEpoch(t *testing.T) {
 	lim.epoch.Store(t0.Unix())
 	sink := newAnswering(throttledUntil(1, time.Second))
 	sink.wrote = make(chan int, 10)
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: lim}, Options{Clock: clk,
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Throttle: &throttle.Throttle{Limiter: lim}}, Options{Clock: clk,
 		Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond}})
 	receive(t, sink.wrote)
 	blockUntil(t, clk, 1)
@@ -392,10 +393,10 @@ func TestThrottleWaitLeavesAFreshEpoch(t *testing.T) {
 	}
 	clk.Advance(100 * time.Millisecond) // epoch t0+2 begins; the limiter still grants t0's
 	blockUntil(t, clk, 1)
-	clk.Advance(staleTokenPause)
+	clk.Advance(throttle.StaleTokenPause)
 	blockUntil(t, clk, 1) // it asks again, and waits again
 	lim.epoch.Store(t0.Unix() + 2)
-	clk.Advance(staleTokenPause)
+	clk.Advance(throttle.StaleTokenPause)
 	if n := receive(t, sink.wrote); n != 2 {
 		t.Fatalf("write %d after the wait; want the second", n)
 	}

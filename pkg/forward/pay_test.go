@@ -15,6 +15,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -145,7 +146,7 @@ func TestBytesLimit(t *testing.T) {
 				es := newEpochSink(clk)
 				opts := Options{BatchSize: 4, Clock: clk, MaxIdlePause: time.Millisecond}
 				fm.set(&opts)
-				h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: msgs.Gate(), Bytes: bytes.Gate()}, opts)
+				h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: msgs.Gate(), Bytes: bytes.Gate()}}, opts)
 				h.runEpochs(t, clk, 60, 30, msgs, bytes)
 				written := es.bytesPerEpoch(t0.Unix())
 				if sum(written) != 600 {
@@ -178,7 +179,7 @@ func TestBytesLargerThanAnEpoch(t *testing.T) {
 			bytes, log := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
 			in := sizedBuffer(t, 1, size)
 			es := newEpochSink(clk)
-			h := start(t, Deps{Reader: in, Sink: es, Limiter: msgs, Bytes: bytes},
+			h := start(t, Deps{Reader: in, Sink: es, Throttle: &throttle.Throttle{Limiter: msgs, Bytes: bytes}},
 				Options{BatchSize: 4, Clock: clk, MaxIdlePause: time.Millisecond})
 			h.runEpochs(t, clk, 1, 10, msgs, bytes)
 			written := es.bytesPerEpoch(t0.Unix())
@@ -210,7 +211,7 @@ func TestCost(t *testing.T) {
 			es := newEpochSink(clk)
 			opts := Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond}
 			fm.set(&opts)
-			h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: lim.Gate(), Cost: costOfLen}, opts)
+			h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: lim.Gate(), Cost: costOfLen}}, opts)
 			h.runEpochs(t, clk, 40, 20, lim)
 			got, _ := es.perEpoch(t0.Unix())
 			// Pipelined, a batch may be written after the test moved the
@@ -229,7 +230,7 @@ func TestCost(t *testing.T) {
 	t.Run("free", func(t *testing.T) {
 		clk := clock.NewManual(t0)
 		lim, _ := newLimiter(t, ratelimit.Config{Max: 10, Min: 10}, clk)
-		h := start(t, Deps{Reader: filledBuffer(t, 50), Limiter: lim, Cost: func(*isb.Message) (int, error) { return 0, nil }},
+		h := start(t, Deps{Reader: filledBuffer(t, 50), Throttle: &throttle.Throttle{Limiter: lim, Cost: func(*isb.Message) (int, error) { return 0, nil }}},
 			Options{BatchSize: 5, Clock: clk, MaxIdlePause: time.Millisecond})
 		h.waitAcked(t, 50) // in epoch 0: every message gives its token back
 		h.stop(t)
@@ -246,7 +247,7 @@ func TestBytesExcludeDropped(t *testing.T) {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			clk := clock.NewManual(t0)
 			bytes, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
-			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Bytes: bytes},
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Throttle: &throttle.Throttle{Bytes: bytes}},
 				Options{ExcludeDropped: exclude, BatchSize: 10, Clock: clk, MaxIdlePause: time.Millisecond})
 			h.waitAcked(t, 40)
 			// 0-9 are 1 byte, 10-39 are 2: 70 bytes, 35 of them odd.
@@ -271,7 +272,7 @@ func TestBytesShadow(t *testing.T) {
 	bytes, _ := newLimiter(t, ratelimit.Config{Max: 100, Min: 100, Shadow: true}, clk)
 	in := sizedBuffer(t, 40, 10)
 	es := newEpochSink(clk)
-	h := start(t, Deps{Reader: in, Sink: es, Bytes: bytes.Gate()},
+	h := start(t, Deps{Reader: in, Sink: es, Throttle: &throttle.Throttle{Bytes: bytes.Gate()}},
 		Options{BatchSize: 4, Clock: clk, MaxIdlePause: time.Millisecond})
 	h.waitAcked(t, 40)
 	if got := es.bytesPerEpoch(t0.Unix()); fmt.Sprint(got) != "[400]" {
@@ -290,7 +291,7 @@ func TestBytesAndCost(t *testing.T) {
 	bytes, byteLog := newLimiter(t, ratelimit.Config{Max: 70, Min: 70}, clk)
 	in := sizedBuffer(t, 30, 10)
 	es := newEpochSink(clk)
-	h := start(t, Deps{Reader: in, Sink: es, Limiter: msgs, Bytes: bytes, Cost: costOfLen},
+	h := start(t, Deps{Reader: in, Sink: es, Throttle: &throttle.Throttle{Limiter: msgs, Bytes: bytes, Cost: costOfLen}},
 		Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond})
 	h.runEpochs(t, clk, 30, 40, msgs, bytes)
 	written := es.bytesPerEpoch(t0.Unix())
@@ -315,7 +316,7 @@ func TestGroups(t *testing.T) {
 		group, _ := newLimiter(t, ratelimit.Config{Max: 10, Min: 10}, clk)
 		in := sizedBuffer(t, 40, 10)
 		es := newEpochSink(clk)
-		h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Limiter: lim.Gate(), Groups: []Limiter{group.Gate()}},
+		h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: lim.Gate(), Groups: []Limiter{group.Gate()}}},
 			Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond})
 		h.runEpochs(t, clk, 40, 20, lim, group)
 		if got, _ := es.perEpoch(t0.Unix()); fmt.Sprint(got) != "[10 10 10 10]" {
@@ -329,7 +330,7 @@ func TestGroups(t *testing.T) {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			clk := clock.NewManual(t0)
 			group, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
-			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Groups: []Limiter{group.Gate()}},
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Throttle: &throttle.Throttle{Groups: []Limiter{group.Gate()}}},
 				Options{ExcludeDropped: exclude, BatchSize: 10, Clock: clk, MaxIdlePause: time.Millisecond})
 			h.waitAcked(t, 40)
 			h.stop(t) // a read in progress holds the tokens of the next batch
@@ -376,7 +377,7 @@ func testPaidAgain(t *testing.T, stall, paid string) {
 	clk := clock.NewManual(t0)
 	in := sizedBuffer(t, 40, 10)
 	es := newEpochSink(clk)
-	d := Deps{Reader: in, Mapper: udf.Cat{}, Sink: es}
+	d := Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{}}
 	gate, blocked := make(chan struct{}), make(chan struct{})
 	if stall == "write" {
 		d.Sink = &stallSink{epochSink: es, gate: gate, blocked: blocked}
@@ -391,10 +392,10 @@ func testPaidAgain(t *testing.T, stall, paid string) {
 		batch, inEpoch3 = 10, 100
 		lim, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
 		bytes, _ := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
-		d.Limiter, d.Bytes, lims = lim, bytes, []*ratelimit.Limiter{lim, bytes}
+		d.Throttle.Limiter, d.Throttle.Bytes, lims = lim, bytes, []*ratelimit.Limiter{lim, bytes}
 	} else {
 		lim, _ := newLimiter(t, ratelimit.Config{Max: 100, Min: 100}, clk)
-		d.Limiter, d.Cost, lims = lim, costOfLen, []*ratelimit.Limiter{lim}
+		d.Throttle.Limiter, d.Throttle.Cost, lims = lim, costOfLen, []*ratelimit.Limiter{lim}
 	}
 	h := start(t, d, Options{BatchSize: batch, Clock: clk, MaxIdlePause: time.Millisecond})
 	waitClosed(t, blocked, "the "+stall+" to block")

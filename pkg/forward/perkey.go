@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // A per-key limit (rateLimit.perKey) lets each message key take at most so
@@ -36,63 +36,23 @@ import (
 // take them, and otherwise left unacked, for the source to deliver again if
 // it can.
 
-// KeyLimiter is the part of a per-key limiter a forwarder uses
-// (*ratelimit.KeyLimiter): TryAcquire grants tokens for the keys of a batch in one
-// call, Epoch is the current epoch and WaitEpoch waits for a later one.
-type KeyLimiter interface {
-	TryAcquire(ctx context.Context, reqs []ratelimit.KeyRequest, granted []int) (int64, error)
-	Epoch() (int64, time.Duration)
-	WaitEpoch(ctx context.Context, e int64) error
-	// Max is the tokens of a key per epoch.
-	Max() int64
-}
+// KeyLimiter is the part of a per-key limiter a forwarder uses: see
+// throttle.KeyLimiter.
+type KeyLimiter = throttle.KeyLimiter
 
-var _ KeyLimiter = (*ratelimit.KeyLimiter)(nil)
-
-// PerKey is a forwarder's per-key limit.
-type PerKey struct {
-	Limiter KeyLimiter
-	// Mode says which of a message's keys count.
-	Mode ratelimit.KeyMode
-	// MaxHeld is the most messages held at once (default DefaultMaxHeldBatches
-	// read batches).
-	MaxHeld int
-	// Metrics are shared by the forwarders of a vertex; nil makes its own.
-	Metrics *KeyMetrics
-}
+// PerKey is a forwarder's per-key limit: see throttle.PerKey.
+type PerKey = throttle.PerKey
 
 // DefaultMaxHeldBatches is the default hold, in read batches.
-const DefaultMaxHeldBatches = 4
+const DefaultMaxHeldBatches = throttle.DefaultMaxHeldBatches
 
 // KeyMetrics count the messages the forwarders of a vertex hold for their
-// key's limit.
-type KeyMetrics struct {
-	// HeldTotal counts each message held, once.
-	HeldTotal prometheus.Counter
-	// HandedBackTotal counts the held messages handed back to the source
-	// because the hold was full.
-	HandedBackTotal prometheus.Counter
-	held            atomic.Int64
-}
+// key's limit: see throttle.KeyMetrics.
+type KeyMetrics = throttle.KeyMetrics
 
-// NewKeyMetrics creates the per-key metrics and registers them with reg (nil
-// registers nothing): sluice_ratelimit_key_held_total,
-// sluice_ratelimit_key_handed_back_total and the gauge
-// sluice_ratelimit_key_held_messages.
-func NewKeyMetrics(reg prometheus.Registerer) *KeyMetrics {
-	m := &KeyMetrics{HeldTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_ratelimit_key_held_total",
-		Help: "Messages held because their key had no tokens left in the second (rateLimit.perKey), once per message."}),
-		HandedBackTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_ratelimit_key_handed_back_total",
-			Help: "Held messages handed back to the source to deliver again later, because the hold was full (rateLimit.perKey)."})}
-	if reg != nil {
-		reg.MustRegister(m.HeldTotal, m.HandedBackTotal, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_ratelimit_key_held_messages",
-			Help: "Messages held now for their key's limit (rateLimit.perKey)."}, func() float64 { return float64(m.Held()) }))
-	}
-	return m
-}
-
-// Held returns the messages held now.
-func (m *KeyMetrics) Held() int64 { return m.held.Load() }
+// NewKeyMetrics creates the per-key metrics and registers them with reg:
+// see throttle.NewKeyMetrics.
+func NewKeyMetrics(reg prometheus.Registerer) *KeyMetrics { return throttle.NewKeyMetrics(reg) }
 
 // keyHold holds the messages over their key's limit. Only the forwarder's
 // reading goroutine uses it.
@@ -259,7 +219,7 @@ func (h *keyHold) step(ctx context.Context, r isb.Reader, buf []isb.ReadMessage)
 	clear(buf[out : reserved+n]) // let go of what moved to the hold
 	if held > 0 {
 		h.Metrics.HeldTotal.Add(float64(held))
-		h.Metrics.held.Add(int64(held))
+		h.Metrics.AddHeld(int64(held))
 	}
 	return out, n, err
 }
@@ -302,7 +262,7 @@ func (h *keyHold) release(buf []isb.ReadMessage, epoch int64) int {
 	}
 	if out > 0 {
 		h.held -= out
-		h.Metrics.held.Add(-int64(out))
+		h.Metrics.AddHeld(-int64(out))
 	}
 	if emptied {
 		h.dropEmpty()
@@ -373,7 +333,7 @@ func (h *keyHold) handBack(hard context.Context) {
 	for _, q := range h.order {
 		msgs = append(msgs, q.msgs[q.head:]...)
 	}
-	h.Metrics.held.Add(-int64(h.held))
+	h.Metrics.AddHeld(-int64(h.held))
 	h.queues, h.order, h.held = map[string]*heldKey{}, nil, 0
 	if h.naker == nil {
 		h.log.Warn("messages held for their key's limit were not acked; the source delivers them again if it can",
@@ -440,7 +400,7 @@ func (h *keyHold) spill(ctx context.Context) bool {
 	err := h.naker.Nak(nctx, msgs, delay)
 	h.ackMu.Unlock()
 	h.held -= len(msgs)
-	h.Metrics.held.Add(-int64(len(msgs)))
+	h.Metrics.AddHeld(-int64(len(msgs)))
 	h.dropEmpty()
 	if err != nil {
 		h.spillFailed = true

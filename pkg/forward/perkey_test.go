@@ -15,6 +15,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -161,8 +162,7 @@ func startKeyed(t *testing.T, in isb.Reader, vertexMax, keyMax int64, maxHeld in
 	r.sink = newEpochSink(r.clk)
 	r.metrics = NewKeyMetrics(prometheus.NewRegistry())
 	opts.MaxIdlePause = time.Millisecond // dry reads pause on the wall clock, briefly
-	r.harness = start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: r.sink, Limiter: lim,
-		PerKey: &PerKey{Limiter: r.keys, MaxHeld: maxHeld, Metrics: r.metrics}}, opts)
+	r.harness = start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: r.sink, Throttle: &throttle.Throttle{Limiter: lim, PerKey: &PerKey{Limiter: r.keys, MaxHeld: maxHeld, Metrics: r.metrics}}}, opts)
 	return r
 }
 

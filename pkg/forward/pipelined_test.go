@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -119,7 +120,7 @@ func waitHeld(t *testing.T, g *gate, n int) {
 func TestStreamingKeepsConcurrencyInFlight(t *testing.T) {
 	g := newGate()
 	in := filledBuffer(t, 200)
-	h := start(t, Deps{Reader: in, Mapper: g, Limiter: Noop{}}, Options{BatchSize: 10, Concurrency: 55, Streaming: true})
+	h := start(t, Deps{Reader: in, Mapper: g}, Options{BatchSize: 10, Concurrency: 55, Streaming: true})
 	waitHeld(t, g, 55) // 5 batches of 10 and one of 5, all mapped at once
 	if s := in.Stats(); s.InFlight != 55 {
 		t.Fatalf("source %+v; want 55 in flight", s)
@@ -139,7 +140,7 @@ func TestSequentialReadsAtMostTheConcurrency(t *testing.T) {
 	g := newGate()
 	close(g.release)
 	in := filledBuffer(t, 30)
-	h := start(t, Deps{Reader: in, Mapper: g, Limiter: Noop{}}, Options{BatchSize: 10, Concurrency: 4})
+	h := start(t, Deps{Reader: in, Mapper: g}, Options{BatchSize: 10, Concurrency: 4})
 	h.waitAcked(t, 30)
 	h.stop(t)
 	if most := g.mostHeld(); most != 4 {
@@ -152,7 +153,7 @@ func TestStreamingAcksOutOfOrder(t *testing.T) {
 	// The first batch waits; the others go through.
 	g.hold = func(in []isb.Message) bool { return string(in[0].Value) == "0" }
 	in := filledBuffer(t, 100)
-	h := start(t, Deps{Reader: in, Mapper: g, Limiter: Noop{}}, Options{BatchSize: 10, Concurrency: 100, Streaming: true})
+	h := start(t, Deps{Reader: in, Mapper: g}, Options{BatchSize: 10, Concurrency: 100, Streaming: true})
 	h.waitAcked(t, 90) // everything but the first batch, while it is held
 	if s := in.Stats(); s.InFlight != 10 {
 		t.Fatalf("source %+v; want the first batch alone in flight", s)
@@ -171,7 +172,7 @@ func TestReadAheadKeepsTheOrder(t *testing.T) {
 	// Every other batch waits, so a later batch is mapped first.
 	g.hold = func(in []isb.Message) bool { n, _ := strconv.Atoi(string(in[0].Value)); return n%20 == 0 }
 	in := filledBuffer(t, 100)
-	h := start(t, Deps{Reader: in, Mapper: g, Limiter: Noop{}}, Options{BatchSize: 10, ReadAhead: true})
+	h := start(t, Deps{Reader: in, Mapper: g}, Options{BatchSize: 10, ReadAhead: true})
 	waitHeld(t, g, 20) // the held batch and the one read ahead of it
 	if s := in.Stats(); s.InFlight != 20 {
 		t.Fatalf("source %+v; want two batches in flight", s)
@@ -197,7 +198,7 @@ func TestReadAheadKeepsTheOrder(t *testing.T) {
 func TestStreamingShutdownFinishesEveryBatchInFlight(t *testing.T) {
 	g := newGate()
 	in := filledBuffer(t, 100)
-	h := start(t, Deps{Reader: in, Mapper: g, Limiter: Noop{}},
+	h := start(t, Deps{Reader: in, Mapper: g},
 		Options{BatchSize: 10, Concurrency: 40, Streaming: true, ShutdownTimeout: 5 * time.Second})
 	waitHeld(t, g, 40)
 	h.cancel() // SIGTERM: reads stop; the four batches in flight are finished
@@ -226,7 +227,7 @@ func TestPipelinedForwardersUseOneTokenPerMessage(t *testing.T) {
 			in := memory.New("in", 1000, time.Millisecond, nil)
 			opts := Options{BatchSize: 7}
 			mode.set(&opts)
-			h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Limiter: lim}, opts)
+			h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Throttle: &throttle.Throttle{Limiter: lim}}, opts)
 			// Written a few at a time, so that reads come up short.
 			for i := range 50 {
 				msgs := []isb.Message{{Value: []byte(strconv.Itoa(2 * i))}, {Value: []byte(strconv.Itoa(2*i + 1))}}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // signals records what Deps.Signal is called with.
@@ -53,7 +54,7 @@ func TestSinkSignalsOncePerAttemptAndKind(t *testing.T) {
 	}
 	sink.wrote = make(chan int, 10)
 	var sig signals
-	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Limiter: Noop{}, Signal: sig.record}, Options{Clock: clk})
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink, Throttle: &throttle.Throttle{Signal: sig.record}}, Options{Clock: clk})
 	receive(t, sink.wrote)
 	blockUntil(t, clk, 1)
 	clk.Advance(2 * time.Second)
@@ -94,7 +95,7 @@ func (f *rateLimitedOnce) Map(_ context.Context, in, out []isb.Message) ([]isb.M
 // and plain nacks none.
 func TestMapSignalsOncePerBatch(t *testing.T) {
 	var sig signals
-	h := start(t, Deps{Reader: filledBuffer(t, 5), Mapper: &rateLimitedOnce{seen: map[string]int{}}, Limiter: Noop{}, Signal: sig.record},
+	h := start(t, Deps{Reader: filledBuffer(t, 5), Mapper: &rateLimitedOnce{seen: map[string]int{}}, Throttle: &throttle.Throttle{Signal: sig.record}},
 		Options{BatchSize: 5})
 	h.waitAcked(t, 5)
 	h.stop(t)
@@ -104,7 +105,7 @@ func TestMapSignalsOncePerBatch(t *testing.T) {
 	}
 
 	sig = signals{}
-	h = start(t, Deps{Reader: filledBuffer(t, 5), Mapper: &nackOnce{seen: map[string]int{}}, Limiter: Noop{}, Signal: sig.record},
+	h = start(t, Deps{Reader: filledBuffer(t, 5), Mapper: &nackOnce{seen: map[string]int{}}, Throttle: &throttle.Throttle{Signal: sig.record}},
 		Options{BatchSize: 5})
 	h.waitAcked(t, 5)
 	h.stop(t)

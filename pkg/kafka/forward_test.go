@@ -21,7 +21,7 @@ func TestForwardTopicToTopic(t *testing.T) {
 	src := newTestSource(t, c, "g", nil, "in")
 	dst := newTestSink(t, c.ListenAddrs(), "out", true, nil)
 	tr := forward.NewTracker(nil)
-	f, err := forward.New(forward.Deps{Reader: src, Sink: dst, Limiter: forward.Noop{},
+	f, err := forward.New(forward.Deps{Reader: src, Sink: dst,
 		Metrics: forward.NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr}, forward.Options{BatchSize: 64})
 	if err != nil {
 		t.Fatal(err)

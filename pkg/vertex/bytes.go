@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/expr"
-	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -95,27 +94,6 @@ func (v *Vertex) UpdateByteLimit(cfg *ratelimit.Config) error {
 		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
 	}
 	return nil
-}
-
-// payDeps gives a forwarder the byte limit and the cost of the vertex's rate
-// limit, if any; shared says other forwarders share the limiters.
-func (v *Vertex) payDeps(d *forward.Deps, shared bool) {
-	if l := v.bytes; l != nil {
-		d.Bytes = l.Gate()
-		if shared {
-			d.Bytes = l.Lane().Gate()
-		}
-	}
-	if rl := v.spec.Limits.RateLimit; rl != nil && rl.Cost != nil && v.limiter != nil {
-		d.Cost = costFunc(rl.Cost)
-	}
-	for _, g := range v.groups {
-		gate := g.l.Gate()
-		if shared {
-			gate = g.l.Lane().Gate()
-		}
-		d.Groups = append(d.Groups, gate)
-	}
 }
 
 // costFunc returns the forwarder's cost of a message by c.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
 
 // keyLogTop is how many keys an epoch's log line names, the most granted first.
@@ -65,12 +66,12 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *RateLimit, store
 }
 
 // perKey returns the per-key limit of a forwarder, or nil.
-func (v *Vertex) perKey() *forward.PerKey {
+func (v *Vertex) perKey() *throttle.PerKey {
 	if v.keys == nil {
 		return nil
 	}
 	pk := v.spec.Limits.RateLimit.PerKey
-	return &forward.PerKey{Limiter: v.keys, Mode: pk.Keys, MaxHeld: pk.MaxHeld, Metrics: v.keyMetrics}
+	return &throttle.PerKey{Limiter: v.keys, Mode: pk.Keys, MaxHeld: pk.MaxHeld, Metrics: v.keyMetrics}
 }
 
 // KeyStatus is the per-key limit of a replica, in /status.

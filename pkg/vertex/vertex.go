@@ -166,17 +166,8 @@ type runner interface {
 // addForwarder adds the forwarder of reader r; shared says other forwarders
 // share the limiter.
 func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
-	d := forward.Deps{Reader: r, Limiter: forward.Noop{}, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
-		Signal: v.signal(), Accepted: v.accepted(), PerKey: v.perKey()}
-	if l := v.limiter; l != nil {
-		// The gate enforces the limit but in the epochs in which
-		// rateLimit.shadow is on, which a live change can turn on and off.
-		d.Limiter = l.Gate()
-		if shared {
-			d.Limiter = l.Lane().Gate() // forwarders that share a limiter each take a lane
-		}
-	}
-	v.payDeps(&d, shared)
+	d := forward.Deps{Reader: r, Logger: v.log, Tracer: v.o.tracer, Metrics: v.metrics, Tracker: v.tracker,
+		Throttle: v.throttle(shared)}
 	if err := v.buildFunctions(&d); err != nil {
 		return err
 	}
