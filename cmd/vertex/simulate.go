@@ -163,7 +163,7 @@ flags:
 		}
 		cfg.Adaptive = true
 	}
-	var down ratelimit.Downstream
+	var down simulate.Downstream
 	switch {
 	case fs.isSet("quota"):
 		if down, err = simulate.ParseQuota(*quotaArg, quotaChanges, retryAfter, len(demand)); err != nil {
@@ -189,7 +189,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}, format, *plotPath)
+	return writeSimulation(stdout, simulate.Simulation{Config: cfg, Scenario: simulate.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}, format, *plotPath)
 }
 
 // changeFlags are the --change K:FILE flags of simulate.
@@ -205,8 +205,8 @@ func (c *changeFlags) Set(v string) error {
 // load reads the rate limit of each change's file (vertex's, for a
 // Pipeline), with same applied, and checks that it can replace base live,
 // in a simulation of epochs epochs.
-func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]ratelimit.SimChange, error) {
-	var out []ratelimit.SimChange
+func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]simulate.SimChange, error) {
+	var out []simulate.SimChange
 	for _, arg := range c {
 		k, path, ok := strings.Cut(arg, ":")
 		n, err := strconv.Atoi(k)
@@ -224,7 +224,7 @@ func (c changeFlags) load(base ratelimit.Config, vertex string, epochs int, same
 		if err := simulate.CheckLive(base, cfg); err != nil {
 			return nil, usagef("simulate: --change (%q): %v", arg, err)
 		}
-		out = append(out, ratelimit.SimChange{Epoch: n, Config: cfg})
+		out = append(out, simulate.SimChange{Epoch: n, Config: cfg})
 	}
 	return out, nil
 }

@@ -53,7 +53,7 @@ type Limiter struct {
 
 	shadow    atomic.Int64 // tokens granted in shadow and kept, in all
 	accepting atomic.Bool  // Accepted has been called
-	unpaced   bool         // Simulate's: no pacing, configured or learnt
+	unpaced   bool         // WithoutPacing: no pacing, configured or learnt
 }
 
 // laneSet is the stripes of a limiter's epochs that its lanes take.
@@ -144,7 +144,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
+	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log, unpaced: o.unpaced}
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
 	l.lend.region = o.region
