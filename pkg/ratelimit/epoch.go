@@ -28,7 +28,7 @@ func floorDiv(a, b int64) int64 {
 
 // slices is the number of pacing slices in an epoch, or 1 without pacing.
 func (l *Limiter) slices() int64 {
-	pace := l.pacing()
+	pace := l.quota.pacing()
 	if pace <= 0 {
 		return 1
 	}
@@ -37,7 +37,7 @@ func (l *Limiter) slices() int64 {
 
 // sliceAt returns the pacing slice of st's epoch that now falls in.
 func (l *Limiter) sliceAt(st *epochState, now time.Time) int {
-	pace := l.pacing()
+	pace := l.quota.pacing()
 	if pace <= 0 {
 		return 0
 	}
@@ -62,8 +62,8 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 	if st.closed {
 		next = (l.epochAt(now) + 1) * epochNanos
 	} else if st.held {
-		next = min(next, l.signals.pauseUntil)
-	} else if pace := l.pacing(); pace > 0 && int64(st.slice) < l.slices()-1 {
+		next = min(next, l.quota.signals.pauseUntil)
+	} else if pace := l.quota.pacing(); pace > 0 && int64(st.slice) < l.slices()-1 {
 		next = st.epoch*epochNanos + int64(st.slice+1)*int64(pace)
 	}
 	if st.eligible && l.link.store != nil && l.link.registered {
@@ -81,6 +81,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		// An epoch paused from start to end leaves the pool where it was.
 		whole := cur.heldStart && cur.held
 		if cur.called.Load() && cur.eligible && !whole {
+			l.quota.recordHeld(cur.epoch, cur.pool)
 			l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
 		}
 		if whole {
@@ -92,20 +93,20 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		}
 	}
 	if cur := l.state.Load(); cur != nil && cur.epoch < e {
-		l.acceptedEnded(cur)
+		l.quota.ended(cur)
 	}
-	cut := l.signals.planned.ok && e >= l.signals.planned.from
+	cut := l.quota.cutDue(e)
 	if cut {
-		l.applyCut(e)
+		l.quota.applyCut(&l.ramp, e)
 	}
 	limit, switched := l.switchLimit(e)
-	st := &epochState{epoch: e, pool: min(l.ramp.poolAt(e), limit), cut: cut, counters: newCounters(l.lanes.n),
+	st := &epochState{epoch: e, pool: min(l.quota.poolAt(&l.ramp, e), limit), cut: cut, counters: newCounters(l.lanes.n),
 		max: l.cfg.Max, shadowOn: l.cfg.Shadow, switched: switched}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible && l.lapsed(now) {
 		st.eligible, st.leaseOut = false, true
 	}
-	if l.signals.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
+	if l.quota.signals.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
 		st.held, st.heldStart, st.heldAny = true, true, true
 		st.paused.Store(true)
 	}
@@ -182,7 +183,7 @@ func (l *Limiter) onTick() {
 	} else if st.eligible && l.lapsed(now) {
 		l.revoke(st)
 	} else if st.held {
-		if l.storeNanos(now) >= l.signals.pauseUntil {
+		if l.storeNanos(now) >= l.quota.signals.pauseUntil {
 			l.unhold(st, now)
 		}
 	} else if k := l.sliceAt(st, now); k > st.slice {

@@ -46,14 +46,12 @@ type Limiter struct {
 	waiters []*waiter
 	tick    clock.Timer // next epoch boundary, pacing slice or end of the lease
 	link    link        // the store, when the limiter shares its pool
-	signals signalState // closed-loop throttling (Config.Adaptive)
+	quota   quota       // closed-loop throttling (Config.Adaptive)
 	live    liveState   // live changes of the limit (Limiter.Update)
 	lend    lendState   // the exchange of spare tokens (Config.Lend)
 	obs     observer    // the epoch observer
 
-	shadow    atomic.Int64 // tokens granted in shadow and kept, in all
-	accepting atomic.Bool  // Accepted has been called
-	unpaced   bool         // WithoutPacing: no pacing, configured or learnt
+	shadow atomic.Int64 // tokens granted in shadow and kept, in all
 }
 
 // laneSet is the stripes of a limiter's epochs that its lanes take.
@@ -144,9 +142,10 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log, unpaced: o.unpaced}
+	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
+	l.quota.cfg, l.quota.log = newQuotaConfig(cfg, o.store != nil, o.unpaced), o.log
 	l.lend.region = o.region
 	l.obs.fn = o.observe
 	l.clock = newStoreClock(l.clk.Now())
@@ -529,14 +528,14 @@ func (l *Limiter) Status() Status {
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
-		Cuts: l.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
+		Cuts: l.quota.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,
 	}
-	if l.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
-		s.PausedUntil = time.Unix(0, l.signals.pauseUntil)
+	if l.quota.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
+		s.PausedUntil = time.Unix(0, l.quota.signals.pauseUntil)
 	}
-	if _, ok := l.ramp.capAt(st.epoch); ok {
-		s.CeilingMilli = l.ramp.ceil.pool
+	if _, ok := l.quota.capAt(st.epoch); ok {
+		s.CeilingMilli = l.quota.ceil.pool
 	}
 	if st.unspent() == 0 {
 		s.Throttled = l.reasonOf(st)

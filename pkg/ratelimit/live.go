@@ -252,11 +252,11 @@ func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
 	if s.cfg.live() == l.cfg.live() {
 		return limit, false
 	}
-	p := l.ramp.poolAt(e)
+	p := l.quota.poolAt(&l.ramp, e)
 	r := newRamp(s.cfg, e)
 	r.resume(p, e)
-	r.ceil = l.ramp.ceil
 	l.ramp = r
+	l.quota.relimit(s.cfg)
 	old := l.cfg
 	l.cfg = s.cfg
 	l.log.Info("rate limit changed", zap.Int64("fromEpoch", e),

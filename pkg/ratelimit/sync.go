@@ -45,9 +45,9 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal,
+	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
 		Lend: l.lendReport(), LeaseUntil: l.link.storeLease}
-	l.signals.pending = nil
+	l.quota.signals.pending = nil
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(l.link.ctx, max(l.link.interval, time.Second))
@@ -63,7 +63,7 @@ func (l *Limiter) syncOnce() error {
 		return ErrClosed
 	}
 	if err != nil {
-		l.unsent(rep.Signal)
+		l.quota.unsent(rep.Signal)
 		l.syncFailed(err)
 		return err
 	}
@@ -109,7 +109,9 @@ func (l *Limiter) syncOnce() error {
 	// A replica that rejoins applies the last cut it missed from its next
 	// epoch: its pool is then no larger than the others', which applied it
 	// earlier and ramped on since.
-	l.adapt(v.Adaptation, stamp, t1, !l.link.registered)
+	if until := l.quota.adapt(v.Adaptation, stamp, !l.link.registered); until != 0 {
+		l.pauseTo(until, t1)
+	}
 	if rep.Limit != nil && l.live.proposal == rep.Limit {
 		l.live.proposal = nil // taken; a change since is sent at the next sync
 	}
