@@ -34,7 +34,7 @@ func (l *Limiter) signal(retryAfter time.Duration, teach bool) {
 		return
 	}
 	now := l.clk.Now()
-	ns := l.storeNanos(now)
+	ns := l.clock.nanos(now)
 	until := int64(0)
 	if retryAfter > 0 {
 		until = ns + int64(retryAfter)
@@ -53,7 +53,7 @@ func (l *Limiter) pauseTo(until int64, now time.Time) {
 		return
 	}
 	l.quota.signals.pauseUntil = until
-	if until <= l.storeNanos(now) {
+	if until <= l.clock.nanos(now) {
 		return
 	}
 	st := l.state.Load()
@@ -80,19 +80,19 @@ func (l *Limiter) unhold(st *epochState, now time.Time) {
 		return // the lease ran out in the epoch: the tokens stay taken back
 	}
 	st.paused.Store(false)
-	st.slice = l.sliceAt(st, now)
+	st.slice = l.quota.sliceAt(st, l.clock.nanos(now))
 	if l.quota.pacing() > 0 {
 		// Paced, the slices the pause covered are not sent in a burst at
 		// its end: their tokens stay withheld, and the current slice's come.
-		if past := l.allowance(st.share, st.slice-1) - st.allow.Load(); st.slice > 0 && past > 0 {
+		if past := l.quota.allowance(st.share, st.slice-1) - st.allow.Load(); st.slice > 0 && past > 0 {
 			st.allow.Add(past)
 			st.withheld.Add(past)
 		}
-		l.release(st, l.allowance(st.share, st.slice))
+		l.release(st, l.quota.allowance(st.share, st.slice))
 		return
 	}
 	l.hand(st, st.withheld.Swap(0))
-	l.release(st, l.allowance(st.share, st.slice))
+	l.release(st, l.quota.allowance(st.share, st.slice))
 }
 
 // syncSoon brings the next sync forward to now, unless one is under way.

@@ -60,14 +60,14 @@ func (l *Limiter) lendReport() *pool.Lend {
 	return r
 }
 
-// lendEnded notes, as epoch st ends, whether the replica granted tokens in
-// it since its last sync. l.mu is held.
-func (l *Limiter) lendEnded(st *epochState) {
-	if !l.cfg.Lend {
+// ended notes, as epoch st ends, whether the replica granted tokens in it
+// since its last sync, when it lends (on). l.mu is held.
+func (s *lendState) ended(st *epochState, on bool) {
+	if !on {
 		return
 	}
 	g := st.granted()
-	l.lend.endedActive = st.dry.Load() || (g > 0 && (st.epoch != l.lend.markEpoch || g != l.lend.markGranted))
+	s.endedActive = st.dry.Load() || (g > 0 && (st.epoch != s.markEpoch || g != s.markGranted))
 }
 
 // borrow takes the tokens the store lent for r's epoch, when it is still

@@ -157,9 +157,9 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clk.Now()
-	start := l.epochAt(now)
+	start := l.clock.epochAt(now)
 	l.ramp = newRamp(cfg, start)
-	l.publish(l.newEpoch(start, now))
+	l.state.Store(l.newEpoch(start, now))
 	l.scheduleTick(now)
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
@@ -531,7 +531,7 @@ func (l *Limiter) Status() Status {
 		Cuts: l.quota.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,
 	}
-	if l.quota.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
+	if l.quota.signals.pauseUntil > l.clock.nanos(l.clk.Now()) {
 		s.PausedUntil = time.Unix(0, l.quota.signals.pauseUntil)
 	}
 	if _, ok := l.quota.capAt(st.epoch); ok {

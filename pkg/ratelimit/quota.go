@@ -284,3 +284,31 @@ func (q *quota) pacing() time.Duration {
 	}
 	return q.trial.pace
 }
+
+// slices is the number of pacing slices in an epoch, or 1 without pacing.
+func (q *quota) slices() int64 {
+	pace := q.pacing()
+	if pace <= 0 {
+		return 1
+	}
+	return (epochNanos + int64(pace) - 1) / int64(pace)
+}
+
+// sliceAt returns the pacing slice of st's epoch that store-clock ns falls in.
+func (q *quota) sliceAt(st *epochState, ns int64) int {
+	pace := q.pacing()
+	if pace <= 0 {
+		return 0
+	}
+	into := ns - st.epoch*epochNanos
+	return int(min(max(into/int64(pace), 0), q.slices()-1))
+}
+
+// allowance is how many of share tokens may be granted by the end of slice k.
+func (q *quota) allowance(share int64, k int) int64 {
+	n := q.slices()
+	if int64(k) >= n-1 {
+		return share
+	}
+	return mulDiv(share, int64(k)+1, n)
+}

@@ -86,7 +86,7 @@ func (l *Limiter) syncOnce() error {
 	l.link.held = v.Held
 	if away && l.member.agreed {
 		l.member.rejoin()
-		l.revoke(l.state.Load())
+		l.state.Load().revoke()
 		l.log.Warn("lease ran out before this sync (frozen, starved or cut off): rejoining the pool",
 			zap.Duration("sinceLastSync", t1.Sub(l.link.lease.last)))
 	}
@@ -94,7 +94,7 @@ func (l *Limiter) syncOnce() error {
 		l.log.Warn("the local clock moved against the store's; epochs follow the store's", zap.Duration("by", -step))
 		l.retime(t1)
 	}
-	l.learnHorizon(v.Time)
+	l.link.learnHorizon(v.Time, l.cfg.Adaptive, l.clock)
 	stamp := floorDiv(v.Time.UnixNano(), epochNanos)
 	wasAgreed := l.member.agreed
 	l.member.learn(v, stamp)
