@@ -164,7 +164,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
 		// is the same: the last to start or change sets it (see pool.LimitChange).
-		l.live.proposal = &pool.LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
+		l.live.proposal = &pool.LimitChange{Spec: cfg.liveSpec(), Lead: l.link.liveLead(l.cfg.StaleAfter)}
 		l.scheduleSync(0, true)
 	}
 	return l, nil
@@ -308,7 +308,7 @@ func (l *Limiter) trySlow(k int64) (Grant, Reason) {
 	case err != nil:
 		reason = ReasonRateLimited
 	case g.Tokens == 0 && k > 0:
-		reason = l.reasonOf(st)
+		reason = st.reason(l.link.fail != nil)
 	}
 	l.mu.Unlock()
 	if began {
@@ -335,7 +335,7 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 		return g, err
 	}
 	wait := l.nextTick(st, now).Sub(now)
-	reason := l.reasonOf(st)
+	reason := st.reason(l.link.fail != nil)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(wait)) {
 		unlock()
 		return Grant{}, &ThrottledError{Reason: reason, Wait: wait}
@@ -408,13 +408,15 @@ func (l *Limiter) removeWaiter(w *waiter) bool {
 	return false
 }
 
-func (l *Limiter) reasonOf(st *epochState) Reason {
+// reason says why a caller of st would wait: storeFailing is whether the
+// last sync with the store failed.
+func (st *epochState) reason(storeFailing bool) Reason {
 	switch {
 	case st.held:
 		return ReasonDownstreamThrottled
 	case st.eligible:
 		return ReasonRateLimited
-	case st.leaseOut || l.link.fail != nil:
+	case st.leaseOut || storeFailing:
 		return ReasonStoreUnavailable
 	default:
 		return ReasonAwaitingAgreement
@@ -450,7 +452,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.link.cancel()
 	l.timers.Wait()
 	l.notifyEnded() // after the timer goroutine, which calls the observer too
-	return l.leave(ctx, last)
+	return l.link.leave(ctx, last, l.cfg.StaleAfter)
 }
 
 // Status is a snapshot of a limiter, for /status and for tests.
@@ -538,7 +540,7 @@ func (l *Limiter) Status() Status {
 		s.CeilingMilli = l.quota.ceil.pool
 	}
 	if st.unspent() == 0 {
-		s.Throttled = l.reasonOf(st)
+		s.Throttled = st.reason(l.link.fail != nil)
 	}
 	return s
 }

@@ -156,25 +156,25 @@ func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if !l.closed {
-			l.scheduleSync(l.nextSync(), !l.link.registered)
+			l.scheduleSync(l.link.nextSync(), !l.link.registered)
 		}
 	})
 }
 
 // nextSync is the time until the next sync: the sync interval, or longer while
 // the store fails. l.mu is held.
-func (l *Limiter) nextSync() time.Duration {
-	if l.link.fails == 0 {
-		return l.link.interval
+func (k *link) nextSync() time.Duration {
+	if k.fails == 0 {
+		return k.interval
 	}
-	return min(l.link.interval<<min(l.link.fails, 10), max(maxSyncBackoff, l.link.interval))
+	return min(k.interval<<min(k.fails, 10), max(maxSyncBackoff, k.interval))
 }
 
 // leave tells the store the replica is gone, saving its pool for a replica that
 // resumes the ramp.
-func (l *Limiter) leave(ctx context.Context, p int64) error {
-	if l.link.store == nil {
+func (k *link) leave(ctx context.Context, p int64, staleAfter time.Duration) error {
+	if k.store == nil {
 		return nil
 	}
-	return l.link.store.Leave(ctx, pool.Report{ID: l.link.id, Pool: p, StaleAfter: l.cfg.StaleAfter})
+	return k.store.Leave(ctx, pool.Report{ID: k.id, Pool: p, StaleAfter: staleAfter})
 }
