@@ -66,8 +66,7 @@ func (l *Limiter) pauseTo(until int64, now time.Time) {
 	l.log.Debug("paused by a throttle signal", zap.Time("until", time.Unix(0, until)))
 	// The next tick may be a pacing slice or the epoch's end: bring it to the
 	// pause's end. A tick already firing waits for l.mu and then sees it.
-	if l.tick != nil && l.tick.Stop() {
-		l.timers.Done()
+	if l.timers.stop(l.tick) {
 		l.scheduleTick(now)
 	}
 }
@@ -98,8 +97,7 @@ func (l *Limiter) unhold(st *epochState, now time.Time) {
 // syncSoon brings the next sync forward to now, unless one is under way.
 // l.mu is held.
 func (l *Limiter) syncSoon() {
-	if l.link.timer != nil && l.link.timer.Stop() {
-		l.timers.Done()
+	if l.timers.stop(l.link.timer) {
 		l.scheduleSync(0, !l.link.registered)
 	}
 }

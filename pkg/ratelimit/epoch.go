@@ -188,8 +188,7 @@ func (l *Limiter) retime(now time.Time) {
 // rearm schedules the next tick anew, when the clock it was scheduled by
 // has changed: a tick already firing does so itself. l.mu is held.
 func (l *Limiter) rearm(now time.Time) {
-	if l.tick != nil && l.tick.Stop() {
-		l.timers.Done()
+	if l.timers.stop(l.tick) {
 		l.scheduleTick(now)
 	}
 }
@@ -254,22 +253,32 @@ func (l *Limiter) scheduleTick(now time.Time) {
 	if d <= 0 {
 		d = time.Millisecond // the store clock moved back under us; look again soon
 	}
-	l.tick = l.after(d, l.onTick)
+	l.tick = l.timers.after(d, l.onTick)
 }
 
-// after runs f after d, counted in l.timers so that Close can wait for it.
-func (l *Limiter) after(d time.Duration, f func()) clock.Timer {
-	l.timers.Add(1)
-	return l.clk.AfterFunc(d, func() {
-		defer l.timers.Done()
+// timerSet runs a limiter's timer callbacks on its clock and counts them,
+// running or pending, so that Close can wait for them.
+type timerSet struct {
+	clk clock.Clock
+	wg  sync.WaitGroup
+}
+
+// after runs f after d, counted until it has run.
+func (t *timerSet) after(d time.Duration, f func()) clock.Timer {
+	t.wg.Add(1)
+	return t.clk.AfterFunc(d, func() {
+		defer t.wg.Done()
 		f()
 	})
 }
 
-func (l *Limiter) stopTimer(t clock.Timer) {
-	if t != nil && t.Stop() {
-		l.timers.Done()
+// stop stops timer tm, if it is pending, and reports whether it was.
+func (t *timerSet) stop(tm clock.Timer) bool {
+	if tm != nil && tm.Stop() {
+		t.wg.Done()
+		return true
 	}
+	return false
 }
 
 // FreshAfter returns the wait, at least d, after which at least margin of an

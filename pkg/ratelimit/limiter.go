@@ -35,8 +35,8 @@ type Limiter struct {
 	cfg    Config
 	lanes  laneSet
 	clk    clock.Clock
-	clock  *storeClock    // the store's clock, whose whole seconds are the epochs
-	timers sync.WaitGroup // running or pending timer callbacks
+	clock  *storeClock // the store's clock, whose whole seconds are the epochs
+	timers timerSet    // running or pending timer callbacks
 	log    *zap.Logger
 
 	mu      sync.Mutex
@@ -143,6 +143,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
+	l.timers.clk = o.clock
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
 	l.quota.cfg, l.quota.log = newQuotaConfig(cfg, o.store != nil, o.unpaced), o.log
@@ -433,8 +434,8 @@ func (l *Limiter) Close(ctx context.Context) error {
 		return nil
 	}
 	l.closed = true
-	l.stopTimer(l.tick)
-	l.stopTimer(l.link.timer)
+	l.timers.stop(l.tick)
+	l.timers.stop(l.link.timer)
 	cur := l.state.Load()
 	last := cur.pool
 	if l.obs.fn != nil {
@@ -450,7 +451,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.mu.Unlock()
 
 	l.link.cancel()
-	l.timers.Wait()
+	l.timers.wg.Wait()
 	l.notifyEnded() // after the timer goroutine, which calls the observer too
 	return l.link.leave(ctx, last, l.cfg.StaleAfter)
 }

@@ -148,7 +148,7 @@ func (l *Limiter) syncFailed(err error) {
 // a replica alone in its pool agrees at the second sync. A store that cannot be
 // reached is retried, backing off to maxSyncBackoff. l.mu is held.
 func (l *Limiter) scheduleSync(d time.Duration, first bool) {
-	l.link.timer = l.after(d, func() {
+	l.link.timer = l.timers.after(d, func() {
 		defer l.notifyEnded() // of an epoch a step of the clock ended
 		if err := l.syncOnce(); err == nil && first {
 			l.syncOnce()
