@@ -45,8 +45,12 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	var lend *pool.Lend
+	if l.cfg.Lend && l.link.store != nil {
+		lend = l.lend.report(l.state.Load(), l.waiters, l.cfg.ReservePercentage)
+	}
 	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
-		Lend: l.lendReport(), LeaseUntil: l.link.storeLease}
+		Lend: lend, LeaseUntil: l.link.storeLease}
 	l.quota.signals.pending = nil
 	l.mu.Unlock()
 
@@ -64,7 +68,7 @@ func (l *Limiter) syncOnce() error {
 	}
 	if err != nil {
 		l.quota.unsent(rep.Signal)
-		l.syncFailed(err)
+		l.link.failed(err, l.log, l.cfg)
 		return err
 	}
 	if l.link.fail != nil {
@@ -129,18 +133,19 @@ func (l *Limiter) syncOnce() error {
 	return nil
 }
 
-// syncFailed notes a failed sync. l.mu is held.
-func (l *Limiter) syncFailed(err error) {
+// failed notes a failed sync, and logs the first of a run, with the
+// replica's cfg. l.mu is held.
+func (k *link) failed(err error, log *zap.Logger, cfg Config) {
 	switch {
-	case l.link.fail != nil:
-	case !l.link.registered:
-		l.log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
+	case k.fail != nil:
+	case !k.registered:
+		log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
 	default:
-		l.log.Warn("store unreachable; using the last agreed pool while the lease lasts",
-			zap.Error(err), zap.Duration("lease", l.cfg.StaleAfter), zap.Stringer("onStoreFailure", l.cfg.OnStoreFailure))
+		log.Warn("store unreachable; using the last agreed pool while the lease lasts",
+			zap.Error(err), zap.Duration("lease", cfg.StaleAfter), zap.Stringer("onStoreFailure", cfg.OnStoreFailure))
 	}
-	l.link.fail = err
-	l.link.fails++
+	k.fail = err
+	k.fails++
 }
 
 // scheduleSync arms the timer of the next sync, d from now. The first sync
