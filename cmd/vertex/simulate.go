@@ -127,7 +127,7 @@ flags:
 		}
 		cfg.Adaptive = true
 	}
-	var down ratelimit.Downstream
+	var down simulate.Downstream
 	switch {
 	case fs.IsSet("quota"):
 		if down, err = simulate.ParseQuota(*quotaArg, quotaChanges, retryAfter, len(demand)); err != nil {
@@ -153,7 +153,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	sim := simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}
+	sim := simulate.Simulation{Config: cfg, Scenario: simulate.Scenario{Demand: demand, Signals: signals, Changes: changes, Downstream: down}}
 	var fe *simulate.ChartFileError
 	var ce *simulate.ChartError
 	switch err := sim.WriteWithChart(stdout, format, *plotPath); {
@@ -169,8 +169,8 @@ flags:
 // loadChanges reads the rate limit of each change's file (vertex's, for a
 // Pipeline), with same applied, and checks that it can replace base live,
 // in a simulation of epochs epochs.
-func loadChanges(c []string, base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]ratelimit.SimChange, error) {
-	var out []ratelimit.SimChange
+func loadChanges(c []string, base ratelimit.Config, vertex string, epochs int, same func(*ratelimit.Config)) ([]simulate.SimChange, error) {
+	var out []simulate.SimChange
 	for _, arg := range c {
 		n, path, err := simulate.ParseChange(arg, epochs)
 		if err != nil {
@@ -184,7 +184,7 @@ func loadChanges(c []string, base ratelimit.Config, vertex string, epochs int, s
 		if err != nil {
 			return nil, usagef("simulate: --change (%q): %v", arg, err)
 		}
-		out = append(out, ratelimit.SimChange{Epoch: n, Config: cfg})
+		out = append(out, simulate.SimChange{Epoch: n, Config: cfg})
 	}
 	return out, nil
 }

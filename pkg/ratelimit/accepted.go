@@ -7,51 +7,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// What the downstream accepted. With Config.Adaptive, the caller that writes
-// to the downstream tells the limiter how many of its messages it accepted
-// ([Limiter.Accepted]); the replica counts them per epoch, and at the end
-// of an epoch in which one of its own signals came, without a store:
-//
-//   - unpaced, the cut planned for the signal learns what the downstream
-//     accepted in the epoch, A: the ceiling is A+1 tokens, the rate known
-//     to pass A, and the cut is to A at most (to A at once for a probe's
-//     signal). So a fixed window's quota is learnt exactly, however far
-//     above it the pool was;
-//   - at the replica's first such signal, unless Config.Pacing is set, it
-//     tries pacing ([AdaptivePacing]): the signal cuts nothing and teaches
-//     no ceiling, and from the next epoch the replica sends the refused
-//     pool again, spread over the second, and no more until the trial is
-//     judged. When a whole epoch at that pool
-//     or above passes (and the downstream accepted something in it, not a
-//     replica that sent nothing), the downstream is a token bucket whose burst is
-//     below its rate, and the replica keeps pacing: what it accepted of
-//     the refused burst, less what the bucket gained until the refusal,
-//     is the bucket's burst. When the downstream refuses paced too (a
-//     fixed window), or after pacingTrialEpochs epochs, the replica goes
-//     back to granting each epoch's share at its start, and the signal
-//     that ended the trial teaches the quota as above;
-//   - paced, the downstream is taken for a token bucket, full at the
-//     epoch after the pause that followed the replica's previous signal
-//     and empty at the new one (a drain): its rate is the one that
-//     drained it, each epoch gaining the rate and losing what was
-//     accepted in it, up to the burst, until the refusal, which came
-//     when the signal did. The ceiling is that rate, and the cut goes to
-//     the hold below it at once. A drain with fewer than two epochs in
-//     which the downstream accepted something tells too little: the
-//     signal's own cut stands. Two drains whose lengths differ by two
-//     epochs or more tell the burst as well (the longer weighs it less;
-//     it must be below the rate), which a bucket found with Config.Pacing
-//     set learns so, and which corrects a burst that was refused when the
-//     bucket was not full. A drain no rate explains with the burst known
-//     forgets the burst. Before any
-//     burst is known the ceiling is one above the average accepted over
-//     the epochs since the previous signal (up to lagWindow of them, the
-//     last lagMin when fewer), and for a probe's signal at least half-way
-//     between the hold and the rate that passed the epoch before.
-//
-// With a store the cut and its ceiling are decided when the signal comes,
-// for every replica, from the pool.
-
 // AdaptivePacing is the pacing a replica tries, and keeps, with
 // Config.Adaptive and no Config.Pacing, when a downstream refused a burst it
 // takes spread over the second.
@@ -67,96 +22,125 @@ func (l *Limiter) Accepted(n int) {
 	if st := l.state.Load(); st != nil {
 		st.accepted.Add(int64(n))
 	}
-	if !l.accepting.Load() { // written once: the workers share its cache line
-		l.accepting.Store(true)
+	if !l.quota.accepting.Load() { // written once: the workers share its cache line
+		l.quota.accepting.Store(true)
 	}
 }
 
-// pacing returns the length of a pacing slice: Config.Pacing, or the pacing
-// learnt from the downstream; 0 for none. l.mu is held.
-func (l *Limiter) pacing() time.Duration {
-	if l.unpaced {
-		return 0
-	}
-	if l.cfg.Pacing > 0 || !l.cfg.Adaptive {
-		return l.cfg.Pacing
-	}
-	return l.signals.trial.pace
+// acceptance is what a replica saw the downstream accept over the last
+// epochs.
+type acceptance struct {
+	recent  [lagWindow]int64 // what the downstream accepted in the last epochs, the last first
+	clean   int              // epochs before the last that followed a signal of this replica's own by two or more
+	bucket  bucketSeen       // the token bucket found downstream
+	drained drain            // the last drain of that bucket
 }
 
-// acceptedEnded looks at what the downstream accepted in cur, which is
-// ending: it tries pacing, and makes the cut planned for one of the
-// replica's own signals in cur learn the rate accepted. l.mu is held.
-func (l *Limiter) acceptedEnded(cur *epochState) {
-	if !l.cfg.Adaptive || !l.accepting.Load() || !cur.eligible {
+// push records that the downstream accepted a in epoch e, ending, and
+// returns the clean epochs before it. taught is the epoch of the replica's
+// last own signal that teaches a ceiling.
+func (s *acceptance) push(a, e, taught int64) (clean int) {
+	r := &s.recent
+	copy(r[1:], r[:len(r)-1])
+	r[0] = a
+	clean = s.clean
+	switch {
+	case taught == e:
+		s.clean = -1 // the epoch after a signal is paused: it does not count
+	case taught == e-1:
+		s.clean = 0
+	default:
+		s.clean = min(s.clean+1, lagWindow-1)
+	}
+	return clean
+}
+
+// ended looks at what the downstream accepted ([Limiter.Accepted]) in cur,
+// which is ending, when the caller that writes to it says so: it tries
+// pacing (tryPacing), follows the pacing in force, and, without a store,
+// makes the cut planned for one of the replica's own signals in cur learn
+// the rate accepted in it, A (learnAccepted). With a store the cut and its
+// ceiling are decided when the signal comes, for every replica, from the
+// pool.
+func (q *quota) ended(cur *epochState) {
+	if !q.cfg.adaptive || !q.accepting.Load() || !cur.eligible {
 		return
 	}
 	a := cur.accepted.Load()
-	l.tryPacing(cur, a)
+	q.tryPacing(cur, a)
 	// Without a store, paced, the probes above the hold climb by less and
 	// back off while refused (ceiling.go); with one, the ceiling is the
 	// pool's, the same on every replica.
-	l.ramp.paced = l.link.store == nil && l.pacing() > 0 && !l.signals.trial.in
-	l.ramp.bucket = 0
-	if l.ramp.paced {
-		l.ramp.bucket = l.signals.bucket.burst * milli
+	q.paced = !q.cfg.shared && q.pacing() > 0 && !q.trial.in
+	q.bucket = 0
+	if q.paced {
+		q.bucket = q.seen.bucket.burst * milli
 	}
-	r := &l.signals.recent
-	copy(r[1:], r[:len(r)-1])
-	r[0] = a
-	clean := l.signals.clean
-	switch {
-	case l.signals.taught == cur.epoch:
-		l.signals.clean = -1 // the epoch after a signal is paused: it does not count
-	case l.signals.taught == cur.epoch-1:
-		l.signals.clean = 0
-	default:
-		l.signals.clean = min(l.signals.clean+1, lagWindow-1)
-	}
-	p := &l.signals.planned
-	if l.signals.taught != cur.epoch || l.link.store != nil || !p.ok || p.epoch != cur.epoch || a <= 0 {
+	clean := q.seen.push(a, cur.epoch, q.signals.taught)
+	p := &q.signals.planned
+	if q.signals.taught != cur.epoch || q.cfg.shared || !p.ok || p.epoch != cur.epoch || a <= 0 {
 		return
 	}
-	if t := &l.signals.trial; t.in && t.from == cur.epoch {
-		// The trial sends the refused pool again, paced: no cut, and no
-		// ceiling until it is judged.
-		p.ceiling, p.floor, p.pool = 0, 0, max(l.ramp.min, min(cur.pool, l.ramp.max))
-		l.ramp.trial = p.pool
-		return
-	}
-	if l.pacing() > 0 && !l.signals.trial.in {
+	q.learnAccepted(p, cur, a, clean)
+}
+
+// learnAccepted makes p, the cut planned for the replica's own signal in
+// cur, learn from a, what the downstream accepted in cur, by the first rule
+// that applies:
+//
+//   - in the first epoch of a trial of pacing, the signal cuts nothing and
+//     teaches no ceiling: the trial sends the refused pool again, paced;
+//   - paced, a token bucket whose burst is known: its rate (learnBucket);
+//   - paced, a downstream that lags, or a probe refused: the rate it took
+//     over the last epochs (learnLag);
+//   - else a fixed window: the ceiling is A+1 tokens, the rate known to
+//     pass A, and the cut is to A at most (learnWindow). So a fixed window's
+//     quota is learnt exactly, however far above it the pool was.
+func (q *quota) learnAccepted(p *cutPlan, cur *epochState, a int64, clean int) {
+	switch r := &q.seen.recent; {
+	case q.trial.in && q.trial.from == cur.epoch:
+		p.ceiling, p.floor, p.pool = 0, 0, max(q.cfg.min, min(cur.pool, q.cfg.max))
+		q.trialPool = p.pool
+	case q.pacing() > 0 && !q.trial.in &&
 		// A drain longer than the epochs kept began with the bucket
 		// perhaps not full: it tells the rate, a little low, and not the
 		// burst.
-		d := drain{run: slices.Clone(r[1 : 1+max(clean, 0)]), a: a, at: l.refusedAt(cur)}
-		if l.learnBucket(p, d, clean < lagWindow-1) {
-			return
-		}
+		q.learnBucket(p, drain{run: slices.Clone(r[1 : 1+max(clean, 0)]), a: a, at: q.refusedAt(cur)}, clean < lagWindow-1):
+	case q.pacing() > 0 && (a*milli < p.floor || p.probe):
+		q.learnLag(p, clean)
+	default:
+		q.learnWindow(p, a)
 	}
-	if l.pacing() > 0 && (a*milli < p.floor || p.probe) {
-		// A downstream that lags, or a probe refused paced (its refusal
-		// may come late in the epoch, after more than the rate passed):
-		// the rate is what it took over the last epochs, not what it took
-		// in this one, nor what passed before.
-		// Over the epochs since its last refusal, a reserve it held is
-		// spread thin; with fewer than lagMin of them, the last lagMin
-		// epochs count.
-		w := r[:lagMin]
-		if clean >= lagMin {
-			w = r[1 : 1+clean]
-		}
-		// A refused probe climbed from a hold that passed to a pool that
-		// passed the epoch before (p.floor), on a reserve or not: the rate
-		// is at least half-way between them.
-		avg := sum(w) / int64(len(w))
-		if c := l.ramp.ceil; c.known && p.probe {
-			avg = max(avg, (l.ramp.holdOf(c)+p.floor)/2/milli)
-		}
-		if avg > 0 && (avg+1)*milli < p.ceiling {
-			p.ceiling, p.floor, p.pool = (avg+1)*milli, 0, max(l.ramp.min, min(p.pool, avg*milli))
-		}
-		return
+}
+
+// learnLag makes p learn the rate of a downstream that lags, or of a probe
+// refused paced (its refusal may come late in the epoch, after more than
+// the rate passed): what it took over the epochs since its last refusal,
+// over which a reserve it held is spread thin (the last lagMin when
+// fewer), not what it took in this one, nor what passed before. A refused
+// probe climbed from a hold that passed to a pool that passed the epoch
+// before (p.floor), on a reserve or not: the rate is at least half-way
+// between them. The ceiling is one above that rate.
+func (q *quota) learnLag(p *cutPlan, clean int) {
+	r := &q.seen.recent
+	w := r[:lagMin]
+	if clean >= lagMin {
+		w = r[1 : 1+clean]
 	}
+	avg := sum(w) / int64(len(w))
+	if c := q.ceil; c.known && p.probe {
+		avg = max(avg, (q.holdOf(c)+p.floor)/2/milli)
+	}
+	if avg > 0 && (avg+1)*milli < p.ceiling {
+		p.ceiling, p.floor, p.pool = (avg+1)*milli, 0, max(q.cfg.min, min(p.pool, avg*milli))
+	}
+}
+
+// learnWindow makes p learn a fixed window's quota from a, what the
+// downstream accepted in the signal's epoch: the ceiling is a+1 tokens, the
+// rate known to pass a, and the cut is to a at most (to a at once for a
+// probe's signal). A ceiling already at or below a+1 stays.
+func (q *quota) learnWindow(p *cutPlan, a int64) {
 	if (a+1)*milli > p.ceiling {
 		return
 	}
@@ -165,50 +149,55 @@ func (l *Limiter) acceptedEnded(cur *epochState) {
 	if p.probe {
 		p.pool = p.floor
 	}
-	p.pool = max(l.ramp.min, min(p.pool, l.ramp.max))
+	p.pool = max(q.cfg.min, min(p.pool, q.cfg.max))
 }
 
 // learnBucket makes the cut p planned for a signal, paced, learn the rate
-// of a token bucket downstream from d, the drain that ended with it, whole
-// when it began with the bucket full: the rate is the one that drained it;
-// two whole drains of unlike lengths tell its burst too, when no burst
-// refused unpaced told it. It reports false when no burst is known, and
-// the rate is to be learnt otherwise.
-func (l *Limiter) learnBucket(p *cutPlan, d drain, whole bool) bool {
-	prev := l.signals.drained
-	l.signals.drained = drain{}
+// of a token bucket downstream from d, the drain that ended with it. The
+// bucket is taken to be full at the epoch after the pause that followed
+// the replica's previous signal and empty at the new one: its rate is the
+// one that drained it, each epoch gaining the rate and losing what was
+// accepted in it, up to the burst, until the refusal, which came when the
+// signal did; the ceiling is that rate, and the cut goes to the hold below
+// it at once. Two whole drains (begun with the bucket full) whose lengths
+// differ by two epochs or more tell the burst as well, which corrects a
+// burst told by the pacing trial. A drain with fewer than two epochs in
+// which the downstream accepted something tells too little, and one no
+// rate explains with the burst known forgets the burst: the signal's own
+// cut stands. It reports false when no burst is known, and the rate is to
+// be learnt otherwise.
+func (q *quota) learnBucket(p *cutPlan, d drain, whole bool) bool {
+	seen := &q.seen
+	prev := seen.drained
+	seen.drained = drain{}
 	if whole {
 		// The burst is below the rate (it is why pacing was kept).
-		if b, ok := burstOf(prev, d, l.ramp.max); ok && b*milli <= d.rate(bucketSeen{burst: b}, l.ramp.max) {
-			l.signals.bucket = bucketSeen{burst: b}
+		if b, ok := burstOf(prev, d, q.cfg.max); ok && b*milli <= d.rate(bucketSeen{burst: b}, q.cfg.max) {
+			seen.bucket = bucketSeen{burst: b}
 		}
-		l.signals.drained = d
+		seen.drained = d
 	}
-	if l.signals.bucket.burst <= 0 {
+	if seen.bucket.burst <= 0 {
 		return false
 	}
 	if d.sent() < 2 {
-		// Too short a drain to tell the rate: the signal's own cut stands
-		// (to the pool that passed before it).
 		return true
 	}
 	fields := []zap.Field{zap.Int64s("acceptedSinceRefused", d.run), zap.Int64("acceptedInRefused", d.a),
-		zap.Float64("refusedAt", d.at), zap.Int64("burst", l.signals.bucket.burst)}
-	rate := d.rate(l.signals.bucket, l.ramp.max)
+		zap.Float64("refusedAt", d.at), zap.Int64("burst", seen.bucket.burst)}
+	rate := d.rate(seen.bucket, q.cfg.max)
 	if rate <= 0 {
-		// No rate explains the drain with the burst known: the burst is
-		// not known after all, and the signal's own cut stands.
-		l.log.Debug("a drain no token bucket of the burst known explains", fields...)
-		l.signals.bucket, l.signals.drained = bucketSeen{}, drain{}
+		q.log.Debug("a drain no token bucket of the burst known explains", fields...)
+		seen.bucket, seen.drained = bucketSeen{}, drain{}
 		return true
 	}
 	// A short drain tells the rate less exactly: the ceiling is the rate
 	// less what a slice's timing and a token or two of the burst can make
 	// of it over the drain's length.
 	c := max(milli, rate-d.uncertainty(rate))
-	l.log.Debug("learnt the rate of a token bucket downstream",
+	q.log.Debug("learnt the rate of a token bucket downstream",
 		append(fields, zap.Float64("rate", float64(rate)/milli), zap.Float64("ceiling", float64(c)/milli))...)
-	hold := max(l.ramp.min, min(l.ramp.holdOf(ceiling{pool: c}), l.ramp.max))
+	hold := max(q.cfg.min, min(q.holdOf(ceiling{pool: c}), q.cfg.max))
 	p.ceiling, p.floor, p.pool = c, hold, hold
 	return true
 }
@@ -327,10 +316,10 @@ const (
 )
 
 // pacingTrial is the replica's one trial of pacing, at the first of its own
-// signals that teach a ceiling: paced from the next epoch on, it keeps
-// pacing when, by epoch until, an epoch with a pool above the signal's
-// (base, milli-tokens) passed without a signal: the downstream takes
-// spread over the second a rate it refused in a burst.
+// signals that teach a ceiling, unless Config.Pacing is set: the signal
+// cuts nothing and teaches no ceiling, and from the next epoch the replica
+// sends the refused pool (base, milli-tokens) again, paced by
+// [AdaptivePacing], and no more until the trial is judged (tryPacing).
 type pacingTrial struct {
 	pace        time.Duration // the pacing in force; 0 for none
 	base        int64
@@ -346,24 +335,32 @@ const pacingTrialEpochs = 10
 
 // tryPacing begins the trial of pacing at the replica's first signal, and
 // judges it by cur, which is ending and in which the downstream accepted
-// a. l.mu is held.
-func (l *Limiter) tryPacing(cur *epochState, a int64) {
-	t := &l.signals.trial
+// a. When a whole epoch at the refused pool or above passes (and the
+// downstream accepted something in it, not a replica that sent nothing),
+// the downstream is a token bucket whose burst is below its rate, and the
+// replica keeps pacing: what it accepted of the refused burst, less what
+// the bucket gained until the refusal, is the bucket's burst. When the
+// downstream refuses paced too (a fixed window), or after
+// pacingTrialEpochs epochs, the replica goes back to granting each
+// epoch's share at its start, and the signal that ended the trial teaches
+// the quota (learnAccepted).
+func (q *quota) tryPacing(cur *epochState, a int64) {
+	t := &q.trial
 	switch {
-	case l.cfg.Pacing > 0 || l.unpaced:
-	case t.in && l.signals.taught == cur.epoch && cur.epoch > t.from:
+	case q.cfg.pacing > 0 || q.cfg.unpaced:
+	case t.in && q.signals.taught == cur.epoch && cur.epoch > t.from:
 		// Refused paced as in a burst: a quota per second.
-		t.in, t.pace, l.ramp.trial = false, 0, 0
-	case t.in && l.signals.last < cur.epoch && !cur.heldAny && cur.pool >= t.base && a > 0:
-		t.in, l.ramp.trial = false, 0
-		l.signals.bucket = bucketSeen{burst: t.burst, at: t.at}
-		l.log.Info("pacing the pool: the downstream takes spread over the second a rate it refused in a burst",
+		t.in, t.pace, q.trialPool = false, 0, 0
+	case t.in && q.signals.last < cur.epoch && !cur.heldAny && cur.pool >= t.base && a > 0:
+		t.in, q.trialPool = false, 0
+		q.seen.bucket = bucketSeen{burst: t.burst, at: t.at}
+		q.log.Info("pacing the pool: the downstream takes spread over the second a rate it refused in a burst",
 			zap.Float64("refusedInABurst", float64(t.base)/milli), zap.Float64("takenPaced", float64(cur.pool)/milli),
 			zap.Int64("acceptedInTheBurst", t.burst), zap.Duration("pacing", t.pace))
 	case t.in && cur.epoch >= t.until:
-		t.in, t.pace, l.ramp.trial = false, 0, 0
-	case !t.started && l.signals.taught == cur.epoch && !l.ramp.probing(cur.epoch):
-		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, burst: a, at: l.refusedAt(cur), from: cur.epoch,
+		t.in, t.pace, q.trialPool = false, 0, 0
+	case !t.started && q.signals.taught == cur.epoch && !q.probing(cur.epoch):
+		*t = pacingTrial{pace: AdaptivePacing, base: cur.pool, burst: a, at: q.refusedAt(cur), from: cur.epoch,
 			until: cur.epoch + pacingTrialEpochs, started: true, in: true}
 	}
 }
@@ -372,10 +369,10 @@ func (l *Limiter) tryPacing(cur *epochState, a int64) {
 // refused what the replica sent, as a fraction of it: when the first of its
 // own signals in it came if the pause it asked for covers the rest of the
 // epoch, else 1 (the replica went on sending, and the downstream went on
-// taking what it could). l.mu is held.
-func (l *Limiter) refusedAt(cur *epochState) float64 {
-	if l.signals.pauseUntil >= (cur.epoch+1)*epochNanos {
-		return float64(l.signals.at) / float64(epochNanos)
+// taking what it could).
+func (q *quota) refusedAt(cur *epochState) float64 {
+	if q.signals.pauseUntil >= (cur.epoch+1)*epochNanos {
+		return float64(q.signals.at) / float64(epochNanos)
 	}
 	return 1
 }

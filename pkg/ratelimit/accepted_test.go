@@ -139,7 +139,7 @@ func TestPacingTrial(t *testing.T) {
 			acc, _ := sendRun(t, tl, 30, tt.d(tl.clk.Now()), time.Second)
 			t.Logf("accepted %v", acc)
 			tl.mu.Lock()
-			paced := tl.pacing() > 0
+			paced := tl.quota.pacing() > 0
 			tl.mu.Unlock()
 			if paced != tt.paced {
 				t.Errorf("paced after 30 epochs: %v; want %v", paced, tt.paced)

@@ -64,8 +64,8 @@ func TestCutOf(t *testing.T) {
 		{5, 0, 42_000, 42_000},   // a cut of 0% leaves the pool
 		{1, 25, 1_000_000, 750_000},
 	} {
-		r := ramp{min: tt.min * milli, cutPct: tt.pct}
-		if got := r.cutOf(tt.pool); got != tt.want {
+		q := quota{cfg: quotaConfig{min: tt.min * milli, cutPct: tt.pct}}
+		if got := q.cutOf(tt.pool); got != tt.want {
 			t.Errorf("min %d, cut %d%%: cutOf(%d) = %d; want %d", tt.min, tt.pct, tt.pool, got, tt.want)
 		}
 	}

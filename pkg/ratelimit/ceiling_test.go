@@ -36,12 +36,12 @@ func quotaRun(t *testing.T, cfg Config, epochs int, quota func(e int) int64) (ac
 func TestCapAt(t *testing.T) {
 	cfg := issueConfig()
 	cfg.ProbeAfter = 10 * time.Second
-	r := newRamp(cfg, 0)
-	r.learn(150_000, 0, 120_000, 10)
-	if r.probing(40) {
+	q := newTestQuota(cfg)
+	q.learn(150_000, 0, 120_000, 10)
+	if q.probing(40) {
 		t.Error("probing before the pool was at the hold")
 	}
-	r.record(12, 149_000, 149, 149) // at the hold: probing may begin
+	q.recordHeld(12, 149_000) // at the hold: probing may begin
 	for _, tt := range []struct {
 		e    int64
 		want int64 // milli-tokens; -1 for no cap
@@ -55,7 +55,7 @@ func TestCapAt(t *testing.T) {
 		{22, 149_000 + 21*1_000},
 		{69, -1}, // forgotten after 60s
 	} {
-		got, ok := r.capAt(tt.e)
+		got, ok := q.capAt(tt.e)
 		if !ok {
 			got = -1
 		}
@@ -165,10 +165,10 @@ func TestSignalUnavailableKeepsTheCeiling(t *testing.T) {
 // next, up to half of ForgetAfter.
 func TestCapAtPaced(t *testing.T) {
 	cfg := issueConfig()
-	r := newRamp(cfg, 0)
-	r.paced = true
-	r.learn(150_000, 0, 120_000, 10)
-	r.record(12, 149_000, 149, 149)
+	q := newTestQuota(cfg)
+	q.paced = true
+	q.learn(150_000, 0, 120_000, 10)
+	q.recordHeld(12, 149_000)
 	for _, tt := range []struct{ e, want int64 }{
 		{12, 149_000},
 		{13, 149_000 + 1_000}, // ProbeAfter (2s) from the cut, an epoch at the hold
@@ -177,7 +177,7 @@ func TestCapAtPaced(t *testing.T) {
 		{16, 149_000 + 10_000},
 		{30, 149_000 + 171_000}, // j = 18
 	} {
-		if got, ok := r.capAt(tt.e); !ok || got != tt.want {
+		if got, ok := q.capAt(tt.e); !ok || got != tt.want {
 			t.Errorf("capAt(%d) = %d, %v; want %d", tt.e, got, ok, tt.want)
 		}
 	}
@@ -185,22 +185,22 @@ func TestCapAtPaced(t *testing.T) {
 	// from the cut doubles, 4, 8, 16, 30, 30 epochs.
 	e := int64(15)
 	for _, wait := range []int64{4, 8, 16, 30, 30} {
-		if !r.probing(e) {
+		if !q.probing(e) {
 			t.Fatalf("epoch %d: not probing", e)
 		}
-		r.learn(150_000, 0, 149_000, e+1)
-		r.record(e+1, 149_000, 149, 149)
-		if r.probing(e+wait) || !r.probing(e+1+wait) {
+		q.learn(150_000, 0, 149_000, e+1)
+		q.recordHeld(e+1, 149_000)
+		if q.probing(e+wait) || !q.probing(e+1+wait) {
 			t.Fatalf("cut at %d: probing at %d, %v, at %d, %v; want from %d", e+1,
-				e+wait, r.probing(e+wait), e+1+wait, r.probing(e+1+wait), e+1+wait)
+				e+wait, q.probing(e+wait), e+1+wait, q.probing(e+1+wait), e+1+wait)
 		}
 		e += 1 + wait
 	}
 	// Unpaced, a refused probe does not back off.
-	r.paced = false
-	r.learn(150_000, 0, 149_000, e+1)
-	r.record(e+1, 149_000, 149, 149)
-	if !r.probing(e + 3) {
+	q.paced = false
+	q.learn(150_000, 0, 149_000, e+1)
+	q.recordHeld(e+1, 149_000)
+	if !q.probing(e + 3) {
 		t.Errorf("unpaced: not probing 2 epochs after the cut")
 	}
 }

@@ -34,7 +34,7 @@
 //     and down one slope after a poorly used one.
 //
 // The first epoch with a call always sees the starting pool. `vertex simulate` runs
-// a Limiter on a simulated clock to show a ramp; [Simulate] is the same from Go.
+// a Limiter on a simulated clock to show a ramp; package simulate is the same from Go.
 //
 // # Closed loop
 //
@@ -57,8 +57,8 @@
 // pauses but teaches no ceiling. With a store, the store decides the cut and
 // its ceiling for every replica and keeps the pause (see [pool.Adaptation]);
 // each replica pauses at its next sync and applies the cut from the same
-// epoch, so shares still sum to floor(P). [Simulate] replays a
-// [Downstream] with a quota ([FixedWindow], [TokenBucket]).
+// epoch, so shares still sum to floor(P). Package simulate replays a
+// downstream with a quota (a fixed window, a token bucket).
 //
 // # Live changes
 //

@@ -9,15 +9,6 @@ import (
 
 const epochNanos = int64(time.Second)
 
-// storeNanos converts a local clock reading to store-clock nanoseconds.
-func (l *Limiter) storeNanos(now time.Time) int64 { return l.clock.nanos(now) }
-
-// epochAt returns the epoch (whole store-clock seconds) of a local reading.
-func (l *Limiter) epochAt(now time.Time) int64 { return l.clock.epochAt(now) }
-
-// localAt returns the local clock reading at which the store clock reads ns.
-func (l *Limiter) localAt(ns int64) time.Time { return l.clock.localAt(ns) }
-
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
@@ -26,52 +17,24 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// slices is the number of pacing slices in an epoch, or 1 without pacing.
-func (l *Limiter) slices() int64 {
-	pace := l.pacing()
-	if pace <= 0 {
-		return 1
-	}
-	return (epochNanos + int64(pace) - 1) / int64(pace)
-}
-
-// sliceAt returns the pacing slice of st's epoch that now falls in.
-func (l *Limiter) sliceAt(st *epochState, now time.Time) int {
-	pace := l.pacing()
-	if pace <= 0 {
-		return 0
-	}
-	into := l.storeNanos(now) - st.epoch*epochNanos
-	return int(min(max(into/int64(pace), 0), l.slices()-1))
-}
-
-// allowance is how many of share tokens may be granted by the end of slice k.
-func (l *Limiter) allowance(share int64, k int) int64 {
-	n := l.slices()
-	if int64(k) >= n-1 {
-		return share
-	}
-	return mulDiv(share, int64(k)+1, n)
-}
-
 // nextTick is the local time of the next epoch boundary, of the next pacing
 // slice when st's share is not all allowed yet, or of the lease's end when it
 // comes first, so that the tokens left are taken back then.
 func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 	next := (st.epoch + 1) * epochNanos
 	if st.closed {
-		next = (l.epochAt(now) + 1) * epochNanos
+		next = (l.clock.epochAt(now) + 1) * epochNanos
 	} else if st.held {
-		next = min(next, l.signals.pauseUntil)
-	} else if pace := l.pacing(); pace > 0 && int64(st.slice) < l.slices()-1 {
+		next = min(next, l.quota.signals.pauseUntil)
+	} else if pace := l.quota.pacing(); pace > 0 && int64(st.slice) < l.quota.slices()-1 {
 		next = st.epoch*epochNanos + int64(st.slice+1)*int64(pace)
 	}
 	if st.eligible && l.link.store != nil && l.link.registered {
-		if end := l.storeNanos(l.leaseEnd()); end < next && end > l.storeNanos(now) {
+		if end := l.clock.nanos(l.link.lease.end(l.cfg.Adaptive)); end < next && end > l.clock.nanos(now) {
 			next = end
 		}
 	}
-	return l.localAt(next)
+	return l.clock.localAt(next)
 }
 
 // newEpoch builds epoch e: settles the ramp, splits the pool by the membership that
@@ -81,46 +44,47 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		// An epoch paused from start to end leaves the pool where it was.
 		whole := cur.heldStart && cur.held
 		if cur.called.Load() && cur.eligible && !whole {
+			l.quota.recordHeld(cur.epoch, cur.pool)
 			l.ramp.record(cur.epoch, cur.pool, cur.granted(), cur.share)
 		}
 		if whole {
 			l.ramp.hold(cur.epoch, cur.pool)
 		}
-		l.lendEnded(cur)
+		l.lend.ended(cur, l.cfg.Lend)
 		if l.obs.fn != nil && cur.epoch < e {
 			l.obs.ended = append(l.obs.ended, cur.summary())
 		}
 	}
 	if cur := l.state.Load(); cur != nil && cur.epoch < e {
-		l.acceptedEnded(cur)
+		l.quota.ended(cur)
 	}
-	cut := l.signals.planned.ok && e >= l.signals.planned.from
+	cut := l.quota.cutDue(e)
 	if cut {
-		l.applyCut(e)
+		l.quota.applyCut(&l.ramp, e)
 	}
 	limit, switched := l.switchLimit(e)
-	st := &epochState{epoch: e, pool: min(l.ramp.poolAt(e), limit), cut: cut, counters: newCounters(l.lanes.n),
+	st := &epochState{epoch: e, pool: min(l.quota.poolAt(&l.ramp, e), limit), cut: cut, counters: newCounters(l.lanes.n),
 		max: l.cfg.Max, shadowOn: l.cfg.Shadow, switched: switched}
 	st.size, st.rank, st.eligible = l.member.at(e)
 	if st.eligible && l.lapsed(now) {
 		st.eligible, st.leaseOut = false, true
 	}
-	if l.signals.pauseUntil > max(e*epochNanos, l.storeNanos(now)) {
+	if l.quota.signals.pauseUntil > max(e*epochNanos, l.clock.nanos(now)) {
 		st.held, st.heldStart, st.heldAny = true, true, true
 		st.paused.Store(true)
 	}
 	if st.eligible {
 		st.share = shareOf(st.pool, st.size, st.rank)
 	}
-	st.slice = l.sliceAt(st, now)
+	st.slice = l.quota.sliceAt(st, l.clock.nanos(now))
 	if len(l.waiters) > 0 && st.eligible {
 		st.called.Store(true) // the waiting callers call in this epoch
 	}
 	// Published before waiting callers are served: tokens one of them gives
 	// back at once must find their epoch current, or they would be dropped.
-	l.publish(st)
+	l.state.Store(st)
 	if !st.held {
-		l.release(st, l.allowance(st.share, st.slice))
+		l.release(st, l.quota.allowance(st.share, st.slice))
 	}
 	return st
 }
@@ -132,8 +96,6 @@ func (st *epochState) summary() EpochSummary {
 		Cut: st.cut, Paused: st.heldAny, ShadowThrottled: st.shadow.Load(),
 		Max: st.max, Shadow: st.shadowOn, Switched: st.switched}
 }
-
-func (l *Limiter) publish(st *epochState) { l.state.Store(st) }
 
 // release raises st's allowance to allow: the new tokens go to waiting callers
 // first, in arrival order, and the rest to the common counter. l.mu is held.
@@ -177,17 +139,17 @@ func (l *Limiter) onTick() {
 	}
 	now := l.clk.Now()
 	st := l.state.Load()
-	if e := l.epochAt(now); e > st.epoch {
-		l.publish(l.newEpoch(e, now))
+	if e := l.clock.epochAt(now); e > st.epoch {
+		l.state.Store(l.newEpoch(e, now))
 	} else if st.eligible && l.lapsed(now) {
-		l.revoke(st)
+		st.revoke()
 	} else if st.held {
-		if l.storeNanos(now) >= l.signals.pauseUntil {
+		if l.clock.nanos(now) >= l.quota.signals.pauseUntil {
 			l.unhold(st, now)
 		}
-	} else if k := l.sliceAt(st, now); k > st.slice {
+	} else if k := l.quota.sliceAt(st, l.clock.nanos(now)); k > st.slice {
 		st.slice = k
-		l.release(st, l.allowance(st.share, k))
+		l.release(st, l.quota.allowance(st.share, k))
 	}
 	l.scheduleTick(now)
 }
@@ -201,11 +163,11 @@ func (l *Limiter) catchUp(now time.Time) bool {
 	if l.closed {
 		return false
 	}
-	e := l.epochAt(now)
+	e := l.clock.epochAt(now)
 	if e <= l.state.Load().epoch {
 		return false
 	}
-	l.publish(l.newEpoch(e, now))
+	l.state.Store(l.newEpoch(e, now))
 	l.rearm(now)
 	return true
 }
@@ -217,8 +179,8 @@ func (l *Limiter) catchUp(now time.Time) bool {
 // ahead waits for the store's clock to reach its epoch). l.mu is held.
 func (l *Limiter) retime(now time.Time) {
 	st := l.state.Load()
-	if e := l.epochAt(now); e > st.epoch || (e < st.epoch && !st.eligible && st.granted() == 0) {
-		l.publish(l.newEpoch(e, now))
+	if e := l.clock.epochAt(now); e > st.epoch || (e < st.epoch && !st.eligible && st.granted() == 0) {
+		l.state.Store(l.newEpoch(e, now))
 	}
 	l.rearm(now)
 }
@@ -226,8 +188,7 @@ func (l *Limiter) retime(now time.Time) {
 // rearm schedules the next tick anew, when the clock it was scheduled by
 // has changed: a tick already firing does so itself. l.mu is held.
 func (l *Limiter) rearm(now time.Time) {
-	if l.tick != nil && l.tick.Stop() {
-		l.timers.Done()
+	if l.timers.stop(l.tick) {
 		l.scheduleTick(now)
 	}
 }
@@ -247,7 +208,7 @@ func (l *Limiter) rearm(now time.Time) {
 // before it spends the tokens.
 func (l *Limiter) Epoch() (epoch int64, left time.Duration) {
 	now := l.clk.Now()
-	ns := l.storeNanos(now)
+	ns := l.clock.nanos(now)
 	e := floorDiv(ns, epochNanos)
 	if st := l.state.Load(); e > st.epoch && !st.closed {
 		l.mu.Lock()
@@ -292,22 +253,32 @@ func (l *Limiter) scheduleTick(now time.Time) {
 	if d <= 0 {
 		d = time.Millisecond // the store clock moved back under us; look again soon
 	}
-	l.tick = l.after(d, l.onTick)
+	l.tick = l.timers.after(d, l.onTick)
 }
 
-// after runs f after d, counted in l.timers so that Close can wait for it.
-func (l *Limiter) after(d time.Duration, f func()) clock.Timer {
-	l.timers.Add(1)
-	return l.clk.AfterFunc(d, func() {
-		defer l.timers.Done()
+// timerSet runs a limiter's timer callbacks on its clock and counts them,
+// running or pending, so that Close can wait for them.
+type timerSet struct {
+	clk clock.Clock
+	wg  sync.WaitGroup
+}
+
+// after runs f after d, counted until it has run.
+func (t *timerSet) after(d time.Duration, f func()) clock.Timer {
+	t.wg.Add(1)
+	return t.clk.AfterFunc(d, func() {
+		defer t.wg.Done()
 		f()
 	})
 }
 
-func (l *Limiter) stopTimer(t clock.Timer) {
-	if t != nil && t.Stop() {
-		l.timers.Done()
+// stop stops timer tm, if it is pending, and reports whether it was.
+func (t *timerSet) stop(tm clock.Timer) bool {
+	if tm != nil && tm.Stop() {
+		t.wg.Done()
+		return true
 	}
+	return false
 }
 
 // FreshAfter returns the wait, at least d, after which at least margin of an
@@ -322,7 +293,7 @@ func (l *Limiter) stopTimer(t clock.Timer) {
 func (l *Limiter) FreshAfter(d, margin time.Duration) (time.Duration, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.storeNanos(l.clk.Now())
+	now := l.clock.nanos(l.clk.Now())
 	at := now + int64(max(d, 0))
 	e := floorDiv(at, epochNanos)
 	if (e+1)*epochNanos-at < int64(margin) {

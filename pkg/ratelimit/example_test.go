@@ -95,19 +95,3 @@ func ExampleWithStore() {
 	// rank 1 of 3: share 3
 	// rank 2 of 3: share 3
 }
-
-// Simulate shows a ramp epoch by epoch, as `vertex simulate` does.
-func ExampleSimulate() {
-	cfg := ratelimit.Config{Max: 50, Min: 10, RampUpDuration: 4 * time.Second, Mode: ratelimit.OnlyIfUsed, ThresholdPercentage: 100}
-	epochs, _ := ratelimit.Simulate(cfg, ratelimit.Scenario{Demand: []int{10, 5, 20, ratelimit.NoCall, 30}})
-	for _, e := range epochs {
-		if e.Called {
-			fmt.Printf("epoch %d: pool %.0f, granted %d\n", e.Epoch, float64(e.PoolMilli)/1000, e.Granted)
-		}
-	}
-	// Output:
-	// epoch 1: pool 10, granted 10
-	// epoch 2: pool 20, granted 5
-	// epoch 3: pool 20, granted 20
-	// epoch 5: pool 30, granted 30
-}

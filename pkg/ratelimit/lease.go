@@ -64,21 +64,21 @@ func (s *lease) renew(t0 time.Time, staleAfter time.Duration) {
 // ran reports whether the lease has run out at now.
 func (s *lease) ran(now time.Time) bool { return !now.Before(s.until) }
 
-// leaseEnd returns the local time at which the replica stops granting, by its
-// lease and, with Adaptive, by the cuts it knows of.
-func (l *Limiter) leaseEnd() time.Time {
-	if l.cfg.Adaptive && l.link.lease.known.Before(l.link.lease.until) {
-		return l.link.lease.known
+// end returns the local time at which the replica stops granting, by its
+// lease and, with adaptive, by the cuts it knows of (known).
+func (s *lease) end(adaptive bool) time.Time {
+	if adaptive && s.known.Before(s.until) {
+		return s.known
 	}
-	return l.link.lease.until
+	return s.until
 }
 
 // learnHorizon notes, with Adaptive, the first epoch a cut decided after a
 // sync that saw the store's clock at store may apply from. l.mu is held.
-func (l *Limiter) learnHorizon(store time.Time) {
-	if l.cfg.Adaptive {
-		first := floorDiv(store.Add(2*l.link.interval).UnixNano(), epochNanos) + 1
-		l.link.lease.known = l.localAt(first * epochNanos)
+func (k *link) learnHorizon(store time.Time, adaptive bool, c *storeClock) {
+	if adaptive {
+		first := floorDiv(store.Add(2*k.interval).UnixNano(), epochNanos) + 1
+		k.lease.known = c.localAt(first * epochNanos)
 	}
 }
 
@@ -87,7 +87,7 @@ func (l *Limiter) learnHorizon(store time.Time) {
 // always with Pause, and with LastKnown unless its syncs are failing. It logs
 // the lapse once. l.mu is held.
 func (l *Limiter) lapsed(now time.Time) bool {
-	if l.link.store == nil || !l.link.registered || now.Before(l.leaseEnd()) {
+	if l.link.store == nil || !l.link.registered || now.Before(l.link.lease.end(l.cfg.Adaptive)) {
 		return false
 	}
 	if l.cfg.OnStoreFailure == LastKnown && l.link.fail != nil {
@@ -116,7 +116,7 @@ func (l *Limiter) lapsed(now time.Time) bool {
 // grant: its lease ran out in the middle of the epoch. Tokens given back
 // later are dropped, and a pause that ends in the epoch does not hand them
 // out. l.mu is held.
-func (l *Limiter) revoke(st *epochState) {
+func (st *epochState) revoke() {
 	if !st.eligible || st.closed {
 		return
 	}

@@ -21,37 +21,34 @@ type lendState struct {
 	lent, borrowed atomic.Int64
 }
 
-// lendReport takes the tokens the replica lends at this sync out of the
-// current epoch and returns the lend to report, or nil when it neither
-// lends nor asks. l.mu is held.
-func (l *Limiter) lendReport() *pool.Lend {
-	if !l.cfg.Lend || l.link.store == nil {
-		return nil
-	}
-	st := l.state.Load()
+// report takes the tokens the replica lends at this sync out of st, the
+// current epoch, and returns the lend to report, or nil when it neither
+// lends nor asks; waiters are the callers waiting for tokens, and
+// reservePct is Config.ReservePercentage. l.mu is held.
+func (s *lendState) report(st *epochState, waiters []*waiter, reservePct int) *pool.Lend {
 	granted := st.granted()
-	idle := granted == l.lend.markGranted
-	if st.epoch != l.lend.markEpoch {
-		idle = granted == 0 && !l.lend.endedActive
+	idle := granted == s.markGranted
+	if st.epoch != s.markEpoch {
+		idle = granted == 0 && !s.endedActive
 	}
-	dry := st.dry.Swap(false) || len(l.waiters) > 0
-	l.lend.markEpoch, l.lend.markGranted = st.epoch, granted
+	dry := st.dry.Swap(false) || len(waiters) > 0
+	s.markEpoch, s.markGranted = st.epoch, granted
 	if !st.eligible || st.held || st.closed || st.revoked {
 		return nil
 	}
-	r := &pool.Lend{Epoch: st.epoch, Region: l.lend.region}
+	r := &pool.Lend{Epoch: st.epoch, Region: s.region}
 	switch {
 	case dry:
 		r.Want = max(st.share, 1)
-		for _, w := range l.waiters {
+		for _, w := range waiters {
 			r.Want = max(r.Want, w.n)
 		}
 	case idle:
-		keep := mulDiv(st.share, int64(l.cfg.ReservePercentage), 100)
+		keep := mulDiv(st.share, int64(reservePct), 100)
 		if give := st.unspent() - keep; give > 0 {
 			r.Give = st.gather(give, noLane)
 			st.given += r.Give
-			l.lend.lent.Add(r.Give)
+			s.lent.Add(r.Give)
 		}
 	}
 	if r.Give == 0 && r.Want == 0 {
@@ -60,14 +57,14 @@ func (l *Limiter) lendReport() *pool.Lend {
 	return r
 }
 
-// lendEnded notes, as epoch st ends, whether the replica granted tokens in
-// it since its last sync. l.mu is held.
-func (l *Limiter) lendEnded(st *epochState) {
-	if !l.cfg.Lend {
+// ended notes, as epoch st ends, whether the replica granted tokens in it
+// since its last sync, when it lends (on). l.mu is held.
+func (s *lendState) ended(st *epochState, on bool) {
+	if !on {
 		return
 	}
 	g := st.granted()
-	l.lend.endedActive = st.dry.Load() || (g > 0 && (st.epoch != l.lend.markEpoch || g != l.lend.markGranted))
+	s.endedActive = st.dry.Load() || (g > 0 && (st.epoch != s.markEpoch || g != s.markGranted))
 }
 
 // borrow takes the tokens the store lent for r's epoch, when it is still

@@ -35,8 +35,8 @@ type Limiter struct {
 	cfg    Config
 	lanes  laneSet
 	clk    clock.Clock
-	clock  *storeClock    // the store's clock, whose whole seconds are the epochs
-	timers sync.WaitGroup // running or pending timer callbacks
+	clock  *storeClock // the store's clock, whose whole seconds are the epochs
+	timers timerSet    // running or pending timer callbacks
 	log    *zap.Logger
 
 	mu      sync.Mutex
@@ -46,14 +46,12 @@ type Limiter struct {
 	waiters []*waiter
 	tick    clock.Timer // next epoch boundary, pacing slice or end of the lease
 	link    link        // the store, when the limiter shares its pool
-	signals signalState // closed-loop throttling (Config.Adaptive)
+	quota   quota       // closed-loop throttling (Config.Adaptive)
 	live    liveState   // live changes of the limit (Limiter.Update)
 	lend    lendState   // the exchange of spare tokens (Config.Lend)
 	obs     observer    // the epoch observer
 
-	shadow    atomic.Int64 // tokens granted in shadow and kept, in all
-	accepting atomic.Bool  // Accepted has been called
-	unpaced   bool         // Simulate's: no pacing, configured or learnt
+	shadow atomic.Int64 // tokens granted in shadow and kept, in all
 }
 
 // laneSet is the stripes of a limiter's epochs that its lanes take.
@@ -145,8 +143,10 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
+	l.timers.clk = o.clock
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
+	l.quota.cfg, l.quota.log = newQuotaConfig(cfg, o.store != nil, o.unpaced), o.log
 	l.lend.region = o.region
 	l.obs.fn = o.observe
 	l.clock = newStoreClock(l.clk.Now())
@@ -158,14 +158,14 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clk.Now()
-	start := l.epochAt(now)
+	start := l.clock.epochAt(now)
 	l.ramp = newRamp(cfg, start)
-	l.publish(l.newEpoch(start, now))
+	l.state.Store(l.newEpoch(start, now))
 	l.scheduleTick(now)
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
 		// is the same: the last to start or change sets it (see pool.LimitChange).
-		l.live.proposal = &pool.LimitChange{Spec: cfg.liveSpec(), Lead: l.liveLead()}
+		l.live.proposal = &pool.LimitChange{Spec: cfg.liveSpec(), Lead: l.link.liveLead(l.cfg.StaleAfter)}
 		l.scheduleSync(0, true)
 	}
 	return l, nil
@@ -309,7 +309,7 @@ func (l *Limiter) trySlow(k int64) (Grant, Reason) {
 	case err != nil:
 		reason = ReasonRateLimited
 	case g.Tokens == 0 && k > 0:
-		reason = l.reasonOf(st)
+		reason = st.reason(l.link.fail != nil)
 	}
 	l.mu.Unlock()
 	if began {
@@ -336,7 +336,7 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 		return g, err
 	}
 	wait := l.nextTick(st, now).Sub(now)
-	reason := l.reasonOf(st)
+	reason := st.reason(l.link.fail != nil)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(wait)) {
 		unlock()
 		return Grant{}, &ThrottledError{Reason: reason, Wait: wait}
@@ -409,13 +409,15 @@ func (l *Limiter) removeWaiter(w *waiter) bool {
 	return false
 }
 
-func (l *Limiter) reasonOf(st *epochState) Reason {
+// reason says why a caller of st would wait: storeFailing is whether the
+// last sync with the store failed.
+func (st *epochState) reason(storeFailing bool) Reason {
 	switch {
 	case st.held:
 		return ReasonDownstreamThrottled
 	case st.eligible:
 		return ReasonRateLimited
-	case st.leaseOut || l.link.fail != nil:
+	case st.leaseOut || storeFailing:
 		return ReasonStoreUnavailable
 	default:
 		return ReasonAwaitingAgreement
@@ -432,8 +434,8 @@ func (l *Limiter) Close(ctx context.Context) error {
 		return nil
 	}
 	l.closed = true
-	l.stopTimer(l.tick)
-	l.stopTimer(l.link.timer)
+	l.timers.stop(l.tick)
+	l.timers.stop(l.link.timer)
 	cur := l.state.Load()
 	last := cur.pool
 	if l.obs.fn != nil {
@@ -449,9 +451,9 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.mu.Unlock()
 
 	l.link.cancel()
-	l.timers.Wait()
+	l.timers.wg.Wait()
 	l.notifyEnded() // after the timer goroutine, which calls the observer too
-	return l.leave(ctx, last)
+	return l.link.leave(ctx, last, l.cfg.StaleAfter)
 }
 
 // Status is a snapshot of a limiter, for /status and for tests.
@@ -529,17 +531,17 @@ func (l *Limiter) Status() Status {
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
-		Cuts: l.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
+		Cuts: l.quota.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,
 	}
-	if l.signals.pauseUntil > l.storeNanos(l.clk.Now()) {
-		s.PausedUntil = time.Unix(0, l.signals.pauseUntil)
+	if l.quota.signals.pauseUntil > l.clock.nanos(l.clk.Now()) {
+		s.PausedUntil = time.Unix(0, l.quota.signals.pauseUntil)
 	}
-	if _, ok := l.ramp.capAt(st.epoch); ok {
-		s.CeilingMilli = l.ramp.ceil.pool
+	if _, ok := l.quota.capAt(st.epoch); ok {
+		s.CeilingMilli = l.quota.ceil.pool
 	}
 	if st.unspent() == 0 {
-		s.Throttled = l.reasonOf(st)
+		s.Throttled = st.reason(l.link.fail != nil)
 	}
 	return s
 }

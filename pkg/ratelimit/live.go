@@ -125,8 +125,8 @@ type limitSwitch struct {
 // replica that cannot learn of the change (cut off from the store) has
 // stopped granting by the epoch it applies from, unless it keeps its last
 // pool by onStoreFailure: lastKnown.
-func (l *Limiter) liveLead() time.Duration {
-	return max(4*l.link.interval, 500*time.Millisecond, l.cfg.StaleAfter)
+func (k *link) liveLead(staleAfter time.Duration) time.Duration {
+	return max(4*k.interval, 500*time.Millisecond, staleAfter)
 }
 
 // Update changes the limit to cfg while the limiter runs: the fields that
@@ -151,17 +151,17 @@ func (l *Limiter) Update(cfg Config) error {
 	}
 	if l.link.store != nil {
 		spec := cfg.liveSpec()
-		if l.live.proposal == nil && spec == l.latest().liveSpec() {
+		if l.live.proposal == nil && spec == l.live.latest(l.cfg).liveSpec() {
 			return nil
 		}
-		l.live.proposal = &pool.LimitChange{Spec: spec, Lead: l.liveLead()}
+		l.live.proposal = &pool.LimitChange{Spec: spec, Lead: l.link.liveLead(l.cfg.StaleAfter)}
 		l.syncSoon()
 		return nil
 	}
-	if cfg.live() == l.latest().live() {
+	if cfg.live() == l.live.latest(l.cfg).live() {
 		return nil
 	}
-	l.plan(limitSwitch{from: l.state.Load().epoch + 1, cfg: cfg})
+	l.live.plan(limitSwitch{from: l.state.Load().epoch + 1, cfg: cfg})
 	return nil
 }
 
@@ -174,23 +174,23 @@ func (l *Limiter) Config() Config {
 	return l.cfg
 }
 
-// latest returns the config in force once every planned switch has applied.
-// l.mu is held.
-func (l *Limiter) latest() Config {
-	if n := len(l.live.switches); n > 0 {
-		return l.live.switches[n-1].cfg
+// latest returns the config in force once every planned switch has applied,
+// cur until then. l.mu is held.
+func (s *liveState) latest(cur Config) Config {
+	if n := len(s.switches); n > 0 {
+		return s.switches[n-1].cfg
 	}
-	return l.cfg
+	return cur
 }
 
 // plan adds s to the switches, which stay in order of epoch: a later change
 // replaces those planned from its epoch on. l.mu is held.
-func (l *Limiter) plan(s limitSwitch) {
-	i := len(l.live.switches)
-	for i > 0 && l.live.switches[i-1].from >= s.from {
+func (s *liveState) plan(sw limitSwitch) {
+	i := len(s.switches)
+	for i > 0 && s.switches[i-1].from >= sw.from {
 		i--
 	}
-	l.live.switches = append(l.live.switches[:i], s)
+	s.switches = append(s.switches[:i], sw)
 }
 
 // learnLimits plans the changes of the live limit the store returned that
@@ -205,7 +205,7 @@ func (l *Limiter) learnLimits(limits []pool.LiveLimit, first bool) {
 		l.log.Info("the store has lost the vertex's limit; offering this replica's again")
 		l.live.gen = 0
 		if l.live.proposal == nil {
-			l.live.proposal = &pool.LimitChange{Spec: l.latest().liveSpec(), Lead: l.liveLead()}
+			l.live.proposal = &pool.LimitChange{Spec: l.live.latest(l.cfg).liveSpec(), Lead: l.link.liveLead(l.cfg.StaleAfter)}
 			l.syncSoon()
 		}
 	}
@@ -217,7 +217,7 @@ func (l *Limiter) learnLimits(limits []pool.LiveLimit, first bool) {
 		if first && i < len(limits)-1 {
 			continue
 		}
-		cfg, err := l.latest().withSpec(c.Spec)
+		cfg, err := l.live.latest(l.cfg).withSpec(c.Spec)
 		if err != nil {
 			l.log.Warn("ignoring a live limit from the store", zap.Error(err))
 			continue
@@ -231,7 +231,7 @@ func (l *Limiter) learnLimits(limits []pool.LiveLimit, first bool) {
 				zap.Int64("fromEpoch", c.From), zap.Int64("epoch", cur))
 			from = cur + 1
 		}
-		l.plan(limitSwitch{from: from, gen: c.Gen, cfg: cfg})
+		l.live.plan(limitSwitch{from: from, gen: c.Gen, cfg: cfg})
 	}
 }
 
@@ -252,11 +252,11 @@ func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
 	if s.cfg.live() == l.cfg.live() {
 		return limit, false
 	}
-	p := l.ramp.poolAt(e)
+	p := l.quota.poolAt(&l.ramp, e)
 	r := newRamp(s.cfg, e)
 	r.resume(p, e)
-	r.ceil = l.ramp.ceil
 	l.ramp = r
+	l.quota.relimit(s.cfg)
 	old := l.cfg
 	l.cfg = s.cfg
 	l.log.Info("rate limit changed", zap.Int64("fromEpoch", e),

@@ -21,23 +21,6 @@ type ramp struct {
 	coolDown    int64 // whole idle epochs tolerated before GoBackN ramps down
 	rampDownPct int64 // percent of a slope per idle epoch
 	start       int64 // the limiter's first epoch (Scheduled counts from it)
-	cutPct      int64 // percent of the pool a throttle signal takes off
-	holdPct     int64 // percent below the learnt ceiling the pool holds at
-	probeAfter  int64 // epochs from a cut before the pool probes above the hold
-	forgetAfter int64 // epochs from a cut after which its ceiling is forgotten
-
-	// ceil is the ceiling the last cut taught, if any (ceiling.go).
-	ceil ceiling
-	// paced is whether the limiter paces its grants (configured, or kept
-	// after its trial): the probes above the hold climb by one more gap
-	// each epoch, and back off while they are refused (ceiling.go).
-	paced bool
-	// trial is the pool a trial of pacing sends again, milli-tokens: the
-	// pool stays there until the trial is judged; 0 for none (accepted.go).
-	trial int64
-	// bucket is the burst of the token bucket a paced replica found
-	// downstream, milli-tokens; 0 for none known (ceiling.go).
-	bucket int64
 
 	// Scheduled after a cut: from epoch cutEpoch on, P is at most cutPool plus
 	// one slope per epoch since.
@@ -62,10 +45,6 @@ func newRamp(c Config, start int64) ramp {
 		coolDown:    int64(c.CoolDownPeriod / time.Second),
 		rampDownPct: int64(c.RampDownPercentage),
 		start:       start,
-		cutPct:      int64(c.CutPercentage),
-		holdPct:     int64(c.HoldBelowPercentage),
-		probeAfter:  int64(c.ProbeAfter / time.Second),
-		forgetAfter: int64((c.ForgetAfter + time.Second - 1) / time.Second),
 	}
 	r.slope = slopeOf(c.Max-c.Min, c.RampUpDuration)
 	r.initial = r.min
@@ -120,9 +99,12 @@ func (r *ramp) up(p int64) int64 {
 	return p + r.slope
 }
 
-// poolAt returns P for epoch e, assuming e is the epoch after every recorded one.
-// For every mode but Scheduled it is the pool a call in e sees.
-func (r *ramp) poolAt(e int64) int64 {
+// poolAt returns P for epoch e as the mode says, assuming e is the epoch after
+// every recorded one, and whether the learnt ceiling may cap it (not the
+// pool a first call sees, of a mode other than Scheduled); [quota.poolAt]
+// caps and clamps it. For every mode but Scheduled it is the pool a call in e
+// sees.
+func (r *ramp) poolAt(e int64) (p int64, capped bool) {
 	if r.mode == Scheduled {
 		p := r.initial
 		if r.initial != r.max && e > r.start {
@@ -131,12 +113,12 @@ func (r *ramp) poolAt(e int64) int64 {
 		if r.hasCut {
 			p = min(p, r.cutPool+min(r.max, mulDiv(r.slope, max(e-r.cutEpoch, 0), 1)))
 		}
-		return r.clamp(r.capped(p, e))
+		return p, true
 	}
 	if !r.hasLast {
-		return r.initial
+		return r.initial, false
 	}
-	p := r.lastPool
+	p = r.lastPool
 	idle := e - r.last - 1
 	used := r.lastUsed*100 >= r.threshold*r.lastShare
 	switch r.mode {
@@ -156,10 +138,7 @@ func (r *ramp) poolAt(e int64) int64 {
 			p -= min(p, r.slope)
 		}
 	}
-	if c, ok := r.capAt(e); ok && p > r.lastPool && r.lastPool >= r.holdOf(r.ceil) && r.probing(e) {
-		p = max(p, c) // from the hold, a probe climbs as the mode does, but not slower
-	}
-	return r.clamp(r.capped(p, e))
+	return p, true
 }
 
 // resume starts the ramp from pool p (milli-tokens, clamped to [min, max]) at
@@ -179,20 +158,12 @@ func (r *ramp) resume(p, e int64) {
 	r.initial = p
 }
 
-// cutOf returns the pool a throttle signal leaves of p (milli-tokens):
-// max(min, floor(p*(100-cutPct)/100)), in whole tokens.
-func (r *ramp) cutOf(p int64) int64 {
-	return max(r.min, mulDiv(p, 100-r.cutPct, 100)/milli*milli)
-}
-
-// cut makes p (milli-tokens) the pool of epoch e, the first epoch after a cut,
-// and of every epoch until the next one with a call; the ramp goes on from it
-// as the mode says, below the learnt ceiling c, above which f passed
-// (milli-tokens; 0 for none). Scheduled climbs back from p one slope per
-// epoch, never above its schedule.
-func (r *ramp) cut(p, e, c, f int64) {
+// cut makes p (milli-tokens, clamped to [min, max]) the pool of epoch e, the
+// first epoch after a cut, and of every epoch until the next one with a
+// call; the ramp goes on from it as the mode says. Scheduled climbs back
+// from p one slope per epoch, never above its schedule.
+func (r *ramp) cut(p, e int64) {
 	p = r.clamp(p)
-	r.learn(c, f, p, e)
 	if r.mode == Scheduled {
 		r.hasCut, r.cutEpoch, r.cutPool = true, e, p
 		return
@@ -212,7 +183,6 @@ func (r *ramp) hold(e, p int64) {
 // record notes that epoch e saw a call, with pool P, and that at its end used of
 // share tokens had been taken.
 func (r *ramp) record(e, pool, used, share int64) {
-	r.recordHeld(e, pool)
 	r.hasLast, r.last, r.lastPool, r.lastUsed, r.lastShare = true, e, pool, used, share
 }
 

@@ -30,6 +30,7 @@ type options struct {
 	fixedSize    int
 	fixedRank    int
 	region       string
+	unpaced      bool
 
 	// A KeyLimiter's (perkey.go).
 	keyStore   pool.KeyStore
@@ -74,6 +75,13 @@ func WithFixedPool(size, rank int) Option {
 // before any other's (see [Config.Lend]). The store is the region's pool,
 // such as memstore's Store.Region or a redisstore with Options.Region.
 func WithRegion(name string) Option { return func(o *options) { o.region = name } }
+
+// WithoutPacing makes the limiter grant each epoch's share at its start:
+// no pacing, neither Config.Pacing nor the pacing it tries and keeps with
+// Config.Adaptive ([AdaptivePacing]). Pacing changes when in an epoch
+// tokens come but not how many, so a simulation on a manual clock that
+// moves by whole epochs (package simulate) leaves it out.
+func WithoutPacing() Option { return func(o *options) { o.unpaced = true } }
 
 var replicaSeq atomic.Uint64
 

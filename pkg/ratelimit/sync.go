@@ -45,9 +45,13 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.signals.pending, Limit: l.live.proposal,
-		Lend: l.lendReport(), LeaseUntil: l.link.storeLease}
-	l.signals.pending = nil
+	var lend *pool.Lend
+	if l.cfg.Lend && l.link.store != nil {
+		lend = l.lend.report(l.state.Load(), l.waiters, l.cfg.ReservePercentage)
+	}
+	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
+		Lend: lend, LeaseUntil: l.link.storeLease}
+	l.quota.signals.pending = nil
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(l.link.ctx, max(l.link.interval, time.Second))
@@ -63,8 +67,8 @@ func (l *Limiter) syncOnce() error {
 		return ErrClosed
 	}
 	if err != nil {
-		l.unsent(rep.Signal)
-		l.syncFailed(err)
+		l.quota.unsent(rep.Signal)
+		l.link.failed(err, l.log, l.cfg)
 		return err
 	}
 	if l.link.fail != nil {
@@ -86,7 +90,7 @@ func (l *Limiter) syncOnce() error {
 	l.link.held = v.Held
 	if away && l.member.agreed {
 		l.member.rejoin()
-		l.revoke(l.state.Load())
+		l.state.Load().revoke()
 		l.log.Warn("lease ran out before this sync (frozen, starved or cut off): rejoining the pool",
 			zap.Duration("sinceLastSync", t1.Sub(l.link.lease.last)))
 	}
@@ -94,7 +98,7 @@ func (l *Limiter) syncOnce() error {
 		l.log.Warn("the local clock moved against the store's; epochs follow the store's", zap.Duration("by", -step))
 		l.retime(t1)
 	}
-	l.learnHorizon(v.Time)
+	l.link.learnHorizon(v.Time, l.cfg.Adaptive, l.clock)
 	stamp := floorDiv(v.Time.UnixNano(), epochNanos)
 	wasAgreed := l.member.agreed
 	l.member.learn(v, stamp)
@@ -109,7 +113,9 @@ func (l *Limiter) syncOnce() error {
 	// A replica that rejoins applies the last cut it missed from its next
 	// epoch: its pool is then no larger than the others', which applied it
 	// earlier and ramped on since.
-	l.adapt(v.Adaptation, stamp, t1, !l.link.registered)
+	if until := l.quota.adapt(v.Adaptation, stamp, !l.link.registered); until != 0 {
+		l.pauseTo(until, t1)
+	}
 	if rep.Limit != nil && l.live.proposal == rep.Limit {
 		l.live.proposal = nil // taken; a change since is sent at the next sync
 	}
@@ -127,18 +133,19 @@ func (l *Limiter) syncOnce() error {
 	return nil
 }
 
-// syncFailed notes a failed sync. l.mu is held.
-func (l *Limiter) syncFailed(err error) {
+// failed notes a failed sync, and logs the first of a run, with the
+// replica's cfg. l.mu is held.
+func (k *link) failed(err error, log *zap.Logger, cfg Config) {
 	switch {
-	case l.link.fail != nil:
-	case !l.link.registered:
-		l.log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
+	case k.fail != nil:
+	case !k.registered:
+		log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
 	default:
-		l.log.Warn("store unreachable; using the last agreed pool while the lease lasts",
-			zap.Error(err), zap.Duration("lease", l.cfg.StaleAfter), zap.Stringer("onStoreFailure", l.cfg.OnStoreFailure))
+		log.Warn("store unreachable; using the last agreed pool while the lease lasts",
+			zap.Error(err), zap.Duration("lease", cfg.StaleAfter), zap.Stringer("onStoreFailure", cfg.OnStoreFailure))
 	}
-	l.link.fail = err
-	l.link.fails++
+	k.fail = err
+	k.fails++
 }
 
 // scheduleSync arms the timer of the next sync, d from now. The first sync
@@ -146,7 +153,7 @@ func (l *Limiter) syncFailed(err error) {
 // a replica alone in its pool agrees at the second sync. A store that cannot be
 // reached is retried, backing off to maxSyncBackoff. l.mu is held.
 func (l *Limiter) scheduleSync(d time.Duration, first bool) {
-	l.link.timer = l.after(d, func() {
+	l.link.timer = l.timers.after(d, func() {
 		defer l.notifyEnded() // of an epoch a step of the clock ended
 		if err := l.syncOnce(); err == nil && first {
 			l.syncOnce()
@@ -154,25 +161,25 @@ func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if !l.closed {
-			l.scheduleSync(l.nextSync(), !l.link.registered)
+			l.scheduleSync(l.link.nextSync(), !l.link.registered)
 		}
 	})
 }
 
 // nextSync is the time until the next sync: the sync interval, or longer while
 // the store fails. l.mu is held.
-func (l *Limiter) nextSync() time.Duration {
-	if l.link.fails == 0 {
-		return l.link.interval
+func (k *link) nextSync() time.Duration {
+	if k.fails == 0 {
+		return k.interval
 	}
-	return min(l.link.interval<<min(l.link.fails, 10), max(maxSyncBackoff, l.link.interval))
+	return min(k.interval<<min(k.fails, 10), max(maxSyncBackoff, k.interval))
 }
 
 // leave tells the store the replica is gone, saving its pool for a replica that
 // resumes the ramp.
-func (l *Limiter) leave(ctx context.Context, p int64) error {
-	if l.link.store == nil {
+func (k *link) leave(ctx context.Context, p int64, staleAfter time.Duration) error {
+	if k.store == nil {
 		return nil
 	}
-	return l.link.store.Leave(ctx, pool.Report{ID: l.link.id, Pool: p, StaleAfter: l.cfg.StaleAfter})
+	return k.store.Leave(ctx, pool.Report{ID: k.id, Pool: p, StaleAfter: staleAfter})
 }

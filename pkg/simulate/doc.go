@@ -4,11 +4,11 @@
 // # Simulating
 //
 // A [Simulation] is a rate limit's [ratelimit.Config] and a
-// [ratelimit.Scenario]: the tokens asked in each epoch (a second;
+// [Scenario]: the tokens asked in each epoch (a second;
 // [ParseDemand] reads "10,20,,60"), the throttle signals after each epoch's
 // call ([ParseSignals] reads "0,1,2s") and the live changes of the limit,
 // each from an epoch on. [Simulation.Write] runs the real limiter on a
-// manual clock ([ratelimit.Simulate]) and writes its epochs.
+// manual clock ([Simulate]) and writes its epochs.
 //
 // # Output
 //

@@ -1,6 +1,7 @@
 package simulate_test
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -17,7 +18,7 @@ func ExampleSimulation_Write() {
 	if err != nil {
 		panic(err)
 	}
-	sim := simulate.Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: demand}}
+	sim := simulate.Simulation{Config: cfg, Scenario: simulate.Scenario{Demand: demand}}
 	if err := sim.Write(os.Stdout, simulate.CSV, nil); err != nil {
 		panic(err)
 	}
@@ -28,4 +29,20 @@ func ExampleSimulation_Write() {
 	// 3,,
 	// 4,30,30
 	// 5,40,40
+}
+
+// Simulate shows a ramp epoch by epoch, as `vertex simulate` does.
+func ExampleSimulate() {
+	cfg := ratelimit.Config{Max: 50, Min: 10, RampUpDuration: 4 * time.Second, Mode: ratelimit.OnlyIfUsed, ThresholdPercentage: 100}
+	epochs, _ := simulate.Simulate(cfg, simulate.Scenario{Demand: []int{10, 5, 20, simulate.NoCall, 30}})
+	for _, e := range epochs {
+		if e.Called {
+			fmt.Printf("epoch %d: pool %.0f, granted %d\n", e.Epoch, float64(e.PoolMilli)/1000, e.Granted)
+		}
+	}
+	// Output:
+	// epoch 1: pool 10, granted 10
+	// epoch 2: pool 20, granted 5
+	// epoch 3: pool 20, granted 20
+	// epoch 5: pool 30, granted 30
 }

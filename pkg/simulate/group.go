@@ -17,7 +17,7 @@ import (
 type SimMember struct {
 	Name   string
 	Config ratelimit.Config
-	// Demand is the messages the vertex has to send in each epoch; [ratelimit.NoCall]
+	// Demand is the messages the vertex has to send in each epoch; [NoCall]
 	// (or an entry past its end) for none.
 	Demand []int
 }

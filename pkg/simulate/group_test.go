@@ -11,7 +11,7 @@ import (
 // of its own: while one is idle the other takes its own max out of the
 // group, and no epoch sends more than the group's max.
 func TestSimulateGroup(t *testing.T) {
-	idle := []int{ratelimit.NoCall, ratelimit.NoCall, ratelimit.NoCall, ratelimit.NoCall, ratelimit.NoCall, 80, 80, 80, 80}
+	idle := []int{simulate.NoCall, simulate.NoCall, simulate.NoCall, simulate.NoCall, simulate.NoCall, 80, 80, 80, 80}
 	busy := []int{80, 80, 80, 80, 80, 80, 80, 80, 80}
 	epochs, err := simulate.SimulateGroup(ratelimit.Config{Max: 100, Min: 100},
 		[]simulate.SimMember{{Name: "orders", Config: ratelimit.Config{Max: 80, Min: 80}, Demand: busy},

@@ -25,7 +25,7 @@ func TestGroupOfAndSetDemands(t *testing.T) {
 		t.Fatalf("%v, %+v, %q; want max 100, orders and refunds", ok, cfg, simulate.MemberNames(members))
 	}
 	epochs, err := simulate.SetDemands(members, []string{"refunds=,,5", "orders=1"})
-	if err != nil || epochs != 3 || !slices.Equal(members[0].Demand, []int{1}) || !slices.Equal(members[1].Demand, []int{ratelimit.NoCall, ratelimit.NoCall, 5}) {
+	if err != nil || epochs != 3 || !slices.Equal(members[0].Demand, []int{1}) || !slices.Equal(members[1].Demand, []int{simulate.NoCall, simulate.NoCall, 5}) {
 		t.Fatalf("%d, %v, %v / %v; want 3 epochs", epochs, err, members[0].Demand, members[1].Demand)
 	}
 	for arg, want := range map[string]string{

@@ -16,7 +16,7 @@ import (
 // WritePNG writes a PNG chart of the pool and the tokens granted per epoch.
 // Epochs without a call leave gaps in the lines, as they do in the tables.
 // Throttle signals are red crosses at the granted count of their epoch.
-func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []SimEpoch) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
 	if cfg.Adaptive {
@@ -31,10 +31,10 @@ func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) er
 
 	pool := color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	granted := color.RGBA{R: 255, G: 127, B: 14, A: 255}
-	poolSeg := segments(epochs, func(e ratelimit.SimEpoch) (float64, bool) {
+	poolSeg := segments(epochs, func(e SimEpoch) (float64, bool) {
 		return float64(e.PoolMilli) / 1000, e.Called || cfg.Mode == ratelimit.Scheduled
 	})
-	grantSeg := segments(epochs, func(e ratelimit.SimEpoch) (float64, bool) {
+	grantSeg := segments(epochs, func(e SimEpoch) (float64, bool) {
 		return float64(e.Granted), e.Called
 	})
 	if err := addSeries(p, "pool", pool, draw.CircleGlyph{}, poolSeg); err != nil {
@@ -56,7 +56,7 @@ func WritePNG(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) er
 }
 
 // segments splits a series into runs of consecutive epochs that have a value.
-func segments(epochs []ratelimit.SimEpoch, value func(ratelimit.SimEpoch) (float64, bool)) []plotter.XYs {
+func segments(epochs []SimEpoch, value func(SimEpoch) (float64, bool)) []plotter.XYs {
 	var out []plotter.XYs
 	var cur plotter.XYs
 	for _, e := range epochs {
@@ -77,7 +77,7 @@ func segments(epochs []ratelimit.SimEpoch, value func(ratelimit.SimEpoch) (float
 }
 
 // addSignals marks the epochs with a throttle signal.
-func addSignals(p *plot.Plot, epochs []ratelimit.SimEpoch) error {
+func addSignals(p *plot.Plot, epochs []SimEpoch) error {
 	var xys plotter.XYs
 	for _, e := range epochs {
 		if e.Signal {

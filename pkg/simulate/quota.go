@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 // ParseQuota parses a downstream's quota: "fixed:RATE" (a fixed window of
@@ -14,7 +12,7 @@ import (
 // at RATE a second, holding up to BURST), with changes "K:RATE" (from epoch
 // K on, the quota is RATE; epochs from 2 to epochs, in order) and the
 // Retry-After it answers refused requests with (0 for none).
-func ParseQuota(s string, changes []string, retryAfter time.Duration, epochs int) (ratelimit.Downstream, error) {
+func ParseQuota(s string, changes []string, retryAfter time.Duration, epochs int) (Downstream, error) {
 	kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":")
 	nums := strings.Split(rest, ":")
 	var vals []int
@@ -28,7 +26,7 @@ func ParseQuota(s string, changes []string, retryAfter time.Duration, epochs int
 	if retryAfter < 0 {
 		return nil, fmt.Errorf("retry-after (%v) must not be negative", retryAfter)
 	}
-	var cs []ratelimit.QuotaChange
+	var cs []QuotaChange
 	for _, c := range changes {
 		k, r, ok := strings.Cut(c, ":")
 		e, err1 := strconv.Atoi(k)
@@ -42,16 +40,16 @@ func ParseQuota(s string, changes []string, retryAfter time.Duration, epochs int
 		if n := len(cs); n > 0 && e <= cs[n-1].Epoch {
 			return nil, fmt.Errorf("change (%q): epoch %d is not after the change before's, %d", c, e, cs[n-1].Epoch)
 		}
-		cs = append(cs, ratelimit.QuotaChange{Epoch: e, Rate: rate})
+		cs = append(cs, QuotaChange{Epoch: e, Rate: rate})
 	}
 	switch {
 	case kind == "fixed" && len(vals) == 1:
-		return &ratelimit.FixedWindow{Rate: vals[0], Changes: cs, RetryAfter: retryAfter}, nil
+		return &FixedWindow{Rate: vals[0], Changes: cs, RetryAfter: retryAfter}, nil
 	case kind == "bucket" && len(vals) == 2:
 		if vals[1] < 1 {
 			return nil, fmt.Errorf("(%q): the burst must be at least 1", s)
 		}
-		return &ratelimit.TokenBucket{Rate: vals[0], Burst: vals[1], Changes: cs, RetryAfter: retryAfter}, nil
+		return &TokenBucket{Rate: vals[0], Burst: vals[1], Changes: cs, RetryAfter: retryAfter}, nil
 	}
 	return nil, fmt.Errorf("(%q) must be fixed:RATE or bucket:RATE:BURST, e.g. fixed:150", s)
 }

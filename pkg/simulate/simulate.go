@@ -23,7 +23,7 @@ func ParseDemand(s string) ([]int, error) {
 	for i, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			out = append(out, ratelimit.NoCall)
+			out = append(out, NoCall)
 			continue
 		}
 		v, times, rep := strings.Cut(p, "x")
@@ -60,7 +60,7 @@ func ParseSignals(s string) ([]time.Duration, error) {
 	for i, p := range parts {
 		switch p = strings.TrimSpace(p); p {
 		case "", "0":
-			out[i] = ratelimit.NoSignal
+			out[i] = NoSignal
 		case "1":
 			out[i] = 0
 		default:
@@ -76,7 +76,7 @@ func ParseSignals(s string) ([]time.Duration, error) {
 
 // notes returns what happened to the limit in an epoch: a live change, a
 // throttle signal, a cut, a pause; "" when nothing.
-func notes(e ratelimit.SimEpoch) string {
+func notes(e SimEpoch) string {
 	var n []string
 	if e.Switched {
 		n = append(n, fmt.Sprintf("changed: max %d", e.Max))
@@ -95,20 +95,20 @@ func notes(e ratelimit.SimEpoch) string {
 
 // adapted reports whether any epoch had a signal, a cut or a pause: the
 // outputs then have a column for them.
-func adapted(epochs []ratelimit.SimEpoch) bool {
-	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Signal || e.Cut || e.Paused })
+func adapted(epochs []SimEpoch) bool {
+	return slices.ContainsFunc(epochs, func(e SimEpoch) bool { return e.Signal || e.Cut || e.Paused })
 }
 
 // downstream reports whether the epochs had a downstream that accepted or
 // refused tokens: the outputs then have columns for them.
-func downstream(epochs []ratelimit.SimEpoch) bool {
-	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Accepted > 0 || e.Refused > 0 })
+func downstream(epochs []SimEpoch) bool {
+	return slices.ContainsFunc(epochs, func(e SimEpoch) bool { return e.Accepted > 0 || e.Refused > 0 })
 }
 
 // changed reports whether any epoch began a live change: the CSV then has
 // columns for the max and the switch.
-func changed(epochs []ratelimit.SimEpoch) bool {
-	return slices.ContainsFunc(epochs, func(e ratelimit.SimEpoch) bool { return e.Switched })
+func changed(epochs []SimEpoch) bool {
+	return slices.ContainsFunc(epochs, func(e SimEpoch) bool { return e.Switched })
 }
 
 func flag01(b bool) int {
@@ -133,7 +133,7 @@ func formatMilli(m int64) string {
 
 // simCells returns the pool and granted cells of an epoch: blank where the epoch had
 // no call, except the pool of Scheduled, which moves with or without calls.
-func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) {
+func simCells(mode ratelimit.Mode, e SimEpoch) (pool, granted string) {
 	if e.Called || mode == ratelimit.Scheduled {
 		pool = formatMilli(e.PoolMilli)
 	}
@@ -147,7 +147,7 @@ func simCells(mode ratelimit.Mode, e ratelimit.SimEpoch) (pool, granted string) 
 // where an epoch had no call, accepted,refused with a downstream,
 // signal,cut,paused (0 or 1) when an epoch had any, and max,switched when an
 // epoch began a live change.
-func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) error {
+func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []SimEpoch) error {
 	var b strings.Builder
 	more, live, down := adapted(epochs), changed(epochs), downstream(epochs)
 	b.WriteString("epoch,pool,granted")
@@ -181,7 +181,7 @@ func WriteCSV(w io.Writer, mode ratelimit.Mode, epochs []ratelimit.SimEpoch) err
 
 // WriteTable writes the config and then the epochs as a table, with "-" where
 // an epoch had no call.
-func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []ratelimit.SimEpoch) error {
+func WriteTable(w io.Writer, cfg ratelimit.Config, epochs []SimEpoch) error {
 	fmt.Fprintf(w, "mode %s, min %d, max %d, ramp-up %v", cfg.Mode, cfg.Min, cfg.Max, cfg.RampUpDuration)
 	switch cfg.Mode {
 	case ratelimit.OnlyIfUsed:

@@ -36,7 +36,7 @@ type Simulation struct {
 	Config ratelimit.Config
 	// Scenario is the demand, signals and live changes epoch by epoch; the
 	// changes can be checked first with [CheckLive].
-	ratelimit.Scenario
+	Scenario
 }
 
 // ChartError is an error of [Simulation.Write] writing the chart; its text
@@ -53,7 +53,7 @@ func (e *ChartError) Unwrap() error { return e.Err }
 // not nil, a PNG chart of them to chart, whose error is a [*ChartError]. When
 // the simulation fails, nothing is written.
 func (s Simulation) Write(w io.Writer, format Format, chart io.Writer) error {
-	epochs, err := ratelimit.Simulate(s.Config, s.Scenario)
+	epochs, err := Simulate(s.Config, s.Scenario)
 	if err != nil {
 		return err
 	}

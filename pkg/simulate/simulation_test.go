@@ -45,8 +45,8 @@ func TestSimulationWrite(t *testing.T) {
 	cfg.Min, cfg.RampUpDuration = 10, 2*time.Second
 	next := cfg
 	next.Max = 40
-	sim := Simulation{Config: cfg, Scenario: ratelimit.Scenario{Demand: []int{100, ratelimit.NoCall, 100, 100},
-		Changes: []ratelimit.SimChange{{Epoch: 4, Config: next}}}}
+	sim := Simulation{Config: cfg, Scenario: Scenario{Demand: []int{100, NoCall, 100, 100},
+		Changes: []SimChange{{Epoch: 4, Config: next}}}}
 	tests := []struct {
 		name   string
 		format Format
@@ -80,7 +80,7 @@ func TestSimulationWrite(t *testing.T) {
 	t.Run("bad change", func(t *testing.T) {
 		var out bytes.Buffer
 		bad := sim
-		bad.Changes = []ratelimit.SimChange{{Epoch: 1, Config: next}}
+		bad.Changes = []SimChange{{Epoch: 1, Config: next}}
 		if err := bad.Write(&out, CSV, nil); err == nil || out.Len() != 0 {
 			t.Fatalf("a change at epoch 1: %v, wrote %q; want an error and nothing written", err, out.String())
 		}
@@ -149,7 +149,7 @@ func TestParseChange(t *testing.T) {
 // WriteWithChart writes the chart to a file, and a file it cannot create is
 // a *ChartFileError before anything is written.
 func TestWriteWithChart(t *testing.T) {
-	sim := Simulation{Config: ratelimit.DefaultConfig(20), Scenario: ratelimit.Scenario{Demand: []int{10, 10}}}
+	sim := Simulation{Config: ratelimit.DefaultConfig(20), Scenario: Scenario{Demand: []int{10, 10}}}
 	path := filepath.Join(t.TempDir(), "chart.png")
 	var out bytes.Buffer
 	if err := sim.WriteWithChart(&out, CSV, path); err != nil {

@@ -1,4 +1,4 @@
-package ratelimit
+package simulate
 
 import (
 	"encoding/csv"
@@ -8,15 +8,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 // The seven sample tables of Numaflow's throttling design (max 110, min 10, ramp-up
 // 10s, threshold 100%), reproduced by the limiter: the demand of each epoch is the
 // table's tokens_used, and the limiter must grant exactly that with the table's pool.
 func TestSeedTables(t *testing.T) {
-	base := Config{Max: 110, Min: 10, RampUpDuration: 10 * time.Second, ThresholdPercentage: 100,
-		CoolDownPeriod: DefaultCoolDownPeriod, RampDownPercentage: DefaultRampDownPercentage}
-	with := func(m Mode, f func(*Config)) Config {
+	base := ratelimit.Config{Max: 110, Min: 10, RampUpDuration: 10 * time.Second, ThresholdPercentage: 100,
+		CoolDownPeriod: ratelimit.DefaultCoolDownPeriod, RampDownPercentage: ratelimit.DefaultRampDownPercentage}
+	with := func(m ratelimit.Mode, f func(*ratelimit.Config)) ratelimit.Config {
 		c := base
 		c.Mode = m
 		if f != nil {
@@ -26,16 +28,16 @@ func TestSeedTables(t *testing.T) {
 	}
 	tests := []struct {
 		file string
-		cfg  Config
+		cfg  ratelimit.Config
 	}{
-		{"scheduled", with(Scheduled, nil)},
-		{"scheduled_with_gaps", with(Scheduled, nil)},
-		{"relaxed", with(Relaxed, nil)},
-		{"relaxed_with_gaps", with(Relaxed, nil)},
-		{"only_if_used", with(OnlyIfUsed, nil)},
-		{"go_back_n", with(GoBackN, nil)},
+		{"scheduled", with(ratelimit.Scheduled, nil)},
+		{"scheduled_with_gaps", with(ratelimit.Scheduled, nil)},
+		{"relaxed", with(ratelimit.Relaxed, nil)},
+		{"relaxed_with_gaps", with(ratelimit.Relaxed, nil)},
+		{"only_if_used", with(ratelimit.OnlyIfUsed, nil)},
+		{"go_back_n", with(ratelimit.GoBackN, nil)},
 		// The with-gaps table is GoBackN with no cool-down and half a slope per idle epoch.
-		{"go_back_n_with_gaps", with(GoBackN, func(c *Config) { c.CoolDownPeriod = 0; c.RampDownPercentage = 50 })},
+		{"go_back_n_with_gaps", with(ratelimit.GoBackN, func(c *ratelimit.Config) { c.CoolDownPeriod = 0; c.RampDownPercentage = 50 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -57,7 +59,7 @@ func TestSeedTables(t *testing.T) {
 					// Without a call only Scheduled has a pool to compare; the other
 					// tables leave it blank (GoBackN's gap rows show the pool a call
 					// would have seen, which no epoch without a call has).
-					if tt.cfg.Mode != Scheduled {
+					if tt.cfg.Mode != ratelimit.Scheduled {
 						continue
 					}
 				} else if g.Granted != r.used {
@@ -94,7 +96,7 @@ func readSeedTable(t *testing.T, name string) []seedRow {
 			r.pool = parseMilli(t, rec[0])
 		}
 		if rec[1] != "" {
-			r.used = int(parseMilli(t, rec[1]) / milli)
+			r.used = int(parseMilli(t, rec[1]) / 1000)
 		}
 		rows = append(rows, r)
 	}
@@ -108,7 +110,7 @@ func parseMilli(t *testing.T, s string) int64 {
 	if err != nil {
 		t.Fatalf("bad number %q", s)
 	}
-	m := w * milli
+	m := w * 1000
 	if frac != "" {
 		frac = (frac + "000")[:3]
 		f, err := strconv.ParseInt(frac, 10, 64)

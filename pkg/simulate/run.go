@@ -1,4 +1,4 @@
-package ratelimit
+package simulate
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 // NoCall in a demand list means no call in that epoch.
@@ -37,11 +38,11 @@ type SimEpoch struct {
 }
 
 // SimChange is a live change of the limit in a simulation: the config is
-// given to [Limiter.Update] in the epoch before Epoch, after its call, so
+// given to [ratelimit.Limiter.Update] in the epoch before Epoch, after its call, so
 // that Epoch is the first under it, the switching epoch.
 type SimChange struct {
 	Epoch  int
-	Config Config
+	Config ratelimit.Config
 }
 
 // NoSignal in a signal list means no throttle signal in that epoch; 0 is a
@@ -60,13 +61,13 @@ type Scenario struct {
 	// an epoch without a call. Its length is the simulation's.
 	Demand []int
 	// Signals[i], when there is one and it is not [NoSignal], is given to
-	// [Limiter.Signal] after epoch i's call. Signals need cfg.Adaptive to do
+	// [ratelimit.Limiter.Signal] after epoch i's call. Signals need Config.Adaptive to do
 	// anything; nil is none.
 	Signals []time.Duration
 	// Changes are live changes of the limit, as a replica applies a change of
-	// its config file (see [Limiter.Update]). A change's epoch must be 2 or
+	// its config file (see [ratelimit.Limiter.Update]). A change's epoch must be 2 or
 	// more and within Demand, and its config may differ from the first only
-	// where [Limiter.Update] allows.
+	// where [ratelimit.Limiter.Update] allows.
 	Changes []SimChange
 	// Downstream, when not nil, is sent the tokens granted in each epoch;
 	// when it refuses some it is a throttle signal with its Retry-After,
@@ -80,7 +81,7 @@ type Scenario struct {
 // Downstream accepted of them. Pacing, which changes when in an epoch tokens
 // come but not how many, is left out, and so is the pacing a limiter learns
 // from a downstream that refuses bursts.
-func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
+func Simulate(cfg ratelimit.Config, sc Scenario) ([]SimEpoch, error) {
 	demand, signals, changes := sc.Demand, sc.Signals, sc.Changes
 	cfg.Pacing = 0
 	for i, d := range demand {
@@ -88,7 +89,7 @@ func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
 			return nil, fmt.Errorf("ratelimit: demand[%d] (%d) must not be negative", i, d)
 		}
 	}
-	at := map[int]Config{}
+	at := map[int]ratelimit.Config{}
 	for _, c := range changes {
 		if c.Epoch < 2 || c.Epoch > len(demand) {
 			return nil, fmt.Errorf("ratelimit: a change at epoch %d: want an epoch from 2 to %d", c.Epoch, len(demand))
@@ -98,11 +99,10 @@ func Simulate(cfg Config, sc Scenario) ([]SimEpoch, error) {
 	}
 	clk := clock.NewManual(simStart)
 	cuts, switched := map[int64]bool{}, map[int64]bool{}
-	l, err := New(cfg, WithClock(clk), WithEpochObserver(func(s EpochSummary) { cuts[s.Epoch], switched[s.Epoch] = s.Cut, s.Switched }))
+	l, err := ratelimit.New(cfg, ratelimit.WithClock(clk), ratelimit.WithoutPacing(), ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) { cuts[s.Epoch], switched[s.Epoch] = s.Cut, s.Switched }))
 	if err != nil {
 		return nil, err
 	}
-	l.unpaced = true
 
 	out := make([]SimEpoch, len(demand))
 	for i, d := range demand {
