@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/containers"
+	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/containers"
 	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )

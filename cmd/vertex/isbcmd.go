@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"

@@ -17,7 +17,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 )
 

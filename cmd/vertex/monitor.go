@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/listen"
+	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/listen"
 	"github.com/sluiceflow/sluice/pkg/monitor"
 	"github.com/sluiceflow/sluice/pkg/observe"
 )

@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/containers"
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/listen"
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/containers"
+	"github.com/sluiceflow/sluice/internal/listen"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/reload"

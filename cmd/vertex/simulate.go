@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/simulate"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"

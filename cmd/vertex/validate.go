@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

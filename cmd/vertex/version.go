@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
+	"github.com/sluiceflow/sluice/internal/cli"
 )
 
 // version is the build's version, stamped by the Makefile with

@@ -4,8 +4,8 @@ import (
 	"net"
 	"testing"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/cli"
 )
 
 func TestTCP(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluiceflow/sluice/cmd/vertex/internal/cli"
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
