@@ -113,31 +113,28 @@ func (g *Group) command(r run) (cmd *exec.Cmd, name string, err error) {
 	c := r.c
 	env := append(slices.Clip(r.env), "NUMAFLOW_UD_CONTAINER_TYPE="+c.role)
 	if c.image() {
-		name = containerName(g.d.Name, r.vertex, g.d.Replica, c.role)
+		name = containerName(g.name, r.vertex, g.d.Replica, c.role)
 		env = append(env, EnvUDSDir+"="+serverinfo.DefaultDir)
 		if r.sdir != "" {
 			env = append(env, sideinput.EnvDir+"="+sideinput.DefaultDir)
 		}
 		cmd = exec.Command(g.d.Engine.Path, g.d.Engine.runArgs(name, c, namespaceMounts(r.dir, r.sdir), env)...)
-		cmd.Stdout, cmd.Stderr = g.d.Stdout, g.d.Stderr
-		cmd.SysProcAttr = childProcAttr()
-		return cmd, name, nil
-	}
-	cmd = exec.Command(c.spec.Command[0], append(c.spec.Command[1:], c.spec.Args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, EnvUDSDir+"="+r.dir)
-	if g.d.SideInputsDir != "" {
-		cmd.Env = append(cmd.Env, sideinput.EnvDir+"="+g.d.SideInputsDir)
-	}
-	for _, e := range c.spec.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	} else {
+		cmd = exec.Command(c.spec.Command[0], append(c.spec.Command[1:], c.spec.Args...)...)
+		cmd.Env = append(append(os.Environ(), env...), EnvUDSDir+"="+r.dir)
+		if g.d.SideInputsDir != "" {
+			cmd.Env = append(cmd.Env, sideinput.EnvDir+"="+g.d.SideInputsDir)
+		}
+		for _, e := range c.spec.Env {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
 	}
 	cmd.Stdout, cmd.Stderr = g.d.Stdout, g.d.Stderr
 	cmd.SysProcAttr = childProcAttr()
-	if g.d.Isolate {
+	if g.d.Isolate && !c.image() {
 		cmd, err = isolatedCommand(cmd, namespaceMounts(r.dir, r.sdir))
 	}
-	return cmd, "", err
+	return cmd, name, err
 }
 
 // containerName is the engine's name of the container of role of replica of

@@ -36,5 +36,6 @@ func lockDir(dir string) (unlock func(), err error) {
 
 // alive reports whether the process pid is running.
 func alive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

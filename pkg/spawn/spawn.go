@@ -60,15 +60,13 @@ type Deps struct {
 	// user, unless Commands is set, which makes them an error
 	// ([ErrNoCommand]).
 	Engine *Engine
-	// Name prefixes the names of the engine's containers, which are
-	// <Name>-<vertex>-<replica>-<role>: the pipeline's or MonoVertex's name.
-	Name string
 }
 
 // Group is the user-defined containers that [Start] started, each kept
 // running until [Group.Stop]. Its methods are safe for concurrent use.
 type Group struct {
 	d        Deps
+	name     string // the pipeline's or MonoVertex's, in its engine containers' names
 	cancel   context.CancelFunc
 	ctx      context.Context
 	wg       sync.WaitGroup
@@ -93,10 +91,9 @@ func Start(f *config.File, dir string, d Deps) (*Group, error) {
 	if d.Clock == nil {
 		d.Clock = clock.Real()
 	}
-	g := &Group{d: d}
+	g := &Group{d: d, name: f.Name()}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	var err error
-	g.d.Name = f.Name()
 	if m := f.MonoVertex; m != nil {
 		err = g.start(m.Metadata.Name, dir, "", containersOf(m.Spec.Source, m.Spec.UDF, m.Spec.Sink))
 	}

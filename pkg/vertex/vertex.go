@@ -302,8 +302,11 @@ func (v *Vertex) connect(ctx context.Context) error {
 				return nil
 			case cctx.Err() != nil:
 				k := v.udKinds[i]
-				return &StartupError{Vertex: v.spec.Name, Container: k.Container(), Kind: k, Timeout: v.o.startup,
+				e := &StartupError{Vertex: v.spec.Name, Container: k.Container(), Kind: k, Timeout: v.o.startup,
 					InfoFile: filepath.Join(v.o.socketDir, k.InfoFile()), Socket: filepath.Join(v.o.socketDir, k.Socket())}
+				_, err := os.Stat(e.InfoFile)
+				e.InfoWritten = err == nil
+				return e
 			}
 			return err
 		}
@@ -318,13 +321,14 @@ type StartupError struct {
 	Kind              serverinfo.Kind
 	Timeout           time.Duration
 	// InfoFile and Socket are the server-info file and the socket the vertex
-	// waited for.
+	// waited for; InfoWritten, whether the server wrote the file by then.
 	InfoFile, Socket string
+	InfoWritten      bool
 }
 
 func (e *StartupError) Error() string {
 	what := "it wrote no server-info file " + e.InfoFile
-	if _, err := os.Stat(e.InfoFile); err == nil {
+	if e.InfoWritten {
 		what = "it wrote its server-info file " + e.InfoFile + ", but did not answer on " + e.Socket
 	}
 	return fmt.Sprintf("vertex %s: the %s container's %s server was not ready within %v (--startup-timeout): %s",
