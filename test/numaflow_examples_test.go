@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/numaflowgo"
 	"github.com/sluiceflow/sluice/internal/podmantest"
 	"github.com/sluiceflow/sluice/internal/proctest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
@@ -107,8 +108,7 @@ func (e *nfExample) lines() []string {
 // waitFor waits, at most timeout, until cond holds of the lines so far.
 func (e *nfExample) waitFor(timeout time.Duration, what string, cond func(lines []string) bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond(e.lines()) {
+	runtest.WaitFor(e.t, what, func() bool {
 		for _, p := range e.procs {
 			select {
 			case <-p.done:
@@ -116,11 +116,8 @@ func (e *nfExample) waitFor(timeout time.Duration, what string, cond func(lines 
 			default:
 			}
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %v waiting for %s; stderr of the first process:\n%s", timeout, what, e.procs[0].stderrText())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return cond(e.lines())
+	}, runtest.Within(timeout), runtest.Showing(func() string { return "stderr of the first process:\n" + e.procs[0].stderrText() }))
 }
 
 // stop stops every process with SIGTERM and checks they exit 0, within the
