@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/bench"
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/containers"
-	"github.com/sluiceflow/sluice/pkg/bench"
-	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/internal/spawn"
 )
 
 // benchFlags are the flags of `vertex bench`.

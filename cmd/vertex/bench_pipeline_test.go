@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/bench"
 	"github.com/sluiceflow/sluice/internal/natstest"
-	"github.com/sluiceflow/sluice/pkg/bench"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/bench"
-	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/internal/bench"
+	"github.com/sluiceflow/sluice/internal/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

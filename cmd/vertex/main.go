@@ -18,7 +18,7 @@ import (
 	"os"
 
 	"github.com/sluiceflow/sluice/internal/cli"
-	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/internal/spawn"
 )
 
 // usagef returns a usage error, which exits with code 2.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/listen"
-	"github.com/sluiceflow/sluice/pkg/monitor"
+	"github.com/sluiceflow/sluice/internal/monitor"
 	"github.com/sluiceflow/sluice/pkg/observe"
 )
 

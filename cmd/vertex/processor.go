@@ -10,10 +10,10 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
-	"github.com/sluiceflow/sluice/pkg/monitor"
+	"github.com/sluiceflow/sluice/internal/monitor"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/observe"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 

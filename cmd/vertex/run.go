@@ -18,11 +18,11 @@ import (
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/containers"
 	"github.com/sluiceflow/sluice/internal/listen"
+	"github.com/sluiceflow/sluice/internal/reload"
+	"github.com/sluiceflow/sluice/internal/spawn"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
-	"github.com/sluiceflow/sluice/pkg/reload"
 	"github.com/sluiceflow/sluice/pkg/sink"
-	"github.com/sluiceflow/sluice/pkg/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/simulate"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/simulate"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 

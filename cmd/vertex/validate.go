@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
-	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/internal/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 

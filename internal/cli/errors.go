@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 )
 
 // ErrHelp is returned by [FlagSet.ParseArgs] after -h printed the usage:

@@ -1,5 +1,5 @@
 // Package containers starts the user-defined containers of what vertex run
-// and vertex bench run, as pkg/spawn chooses, and turns what the user can fix
+// and vertex bench run, as internal/spawn chooses, and turns what the user can fix
 // into usage errors that say how.
 package containers
 
@@ -12,8 +12,8 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/spawn"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/spawn"
 )
 
 // SocketDirHint is what to do when a server knows only /var/run/numaflow and

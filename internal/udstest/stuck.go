@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // OutstandingWarning is the message of the warning logged about a call to a

@@ -11,13 +11,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/pkg/sideinput"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
+	"github.com/sluiceflow/sluice/internal/udsconn"
+	"github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
 // WithSideInputsDir is where the vertices that name side inputs find their
-// values, a file per side input (default [sideinput.DefaultDir], where
+// values, a file per side input (default [sideinputs.DefaultDir], where
 // numaflow-go's UDFs read them).
 func WithSideInputsDir(dir string) Option { return func(o *options) { o.sideInputsDir = dir } }
 
@@ -41,14 +41,14 @@ func SideInputSocketDirs(p *config.Pipeline, base string) map[string]string {
 // sideInputs is what a process runs of a pipeline's side inputs: the manager
 // of them all, the files of those its vertices name, or both.
 type sideInputs struct {
-	manager *sideinput.Manager // nil when another process runs the side inputs
-	files   *sideinput.Files   // nil when no vertex of the process names one
-	remotes []*sideinput.Remote
+	manager *sideinputs.Manager // nil when another process runs the side inputs
+	files   *sideinputs.Files   // nil when no vertex of the process names one
+	remotes []*sideinputs.Remote
 }
 
 // newSideInputs builds the side inputs of a process of p that runs the
 // manager (manage) and the vertices called names: their values travel in
-// memory on memory buffers, in the bucket [sideinput.BucketName] on
+// memory on memory buffers, in the bucket [sideinputs.BucketName] on
 // JetStream. It returns nil when the process has nothing to do with side
 // inputs.
 func newSideInputs(ctx context.Context, p *config.Pipeline, o options, manage bool, names []string, cl *closers) (*sideInputs, error) {
@@ -66,14 +66,14 @@ func newSideInputs(ctx context.Context, p *config.Pipeline, o options, manage bo
 	if !manage && len(named) == 0 {
 		return nil, nil
 	}
-	var store sideinput.Store = sideinput.NewMemory()
+	var store sideinputs.Store = sideinputs.NewMemory()
 	if o.backend == OnJetStream {
 		js, err := OpenJetStream(ctx, p, o.log)
 		if err != nil {
 			return nil, err
 		}
 		*cl = append(*cl, js.Close)
-		kv, err := sideinput.OpenKV(ctx, js.conn.JetStream(), sideinput.BucketName(p.Metadata.Name))
+		kv, err := sideinputs.OpenKV(ctx, js.conn.JetStream(), sideinputs.BucketName(p.Metadata.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -81,20 +81,20 @@ func newSideInputs(ctx context.Context, p *config.Pipeline, o options, manage bo
 	}
 	s := &sideInputs{}
 	if len(named) > 0 {
-		s.files = sideinput.NewFiles(o.sideInputsDir, store, named, o.log)
+		s.files = sideinputs.NewFiles(o.sideInputsDir, store, named, o.log)
 	}
 	if manage {
-		retrievers := map[string]sideinput.Retriever{}
+		retrievers := map[string]sideinputs.Retriever{}
 		dirs := SideInputSocketDirs(p, o.socketDir)
 		// A retrieval has the pipeline's limits.udfTimeout as its deadline.
 		calls := udsconn.NewCalls(p.Spec.Limits.GetUDFTimeout(), nil)
 		for _, si := range p.Spec.SideInputs {
-			r := sideinput.NewRemote(dirs[si.Name], o.log.With(zap.String("sideInput", si.Name)), nil, udsconn.WithCalls(calls))
+			r := sideinputs.NewRemote(dirs[si.Name], o.log.With(zap.String("sideInput", si.Name)), nil, udsconn.WithCalls(calls))
 			*cl = append(*cl, r.Close)
 			retrievers[si.Name] = r
 			s.remotes = append(s.remotes, r)
 		}
-		m, err := sideinput.NewManager(sideinput.ManagerDeps{SideInputs: p.Spec.SideInputs, Retrievers: retrievers,
+		m, err := sideinputs.NewManager(sideinputs.ManagerDeps{SideInputs: p.Spec.SideInputs, Retrievers: retrievers,
 			Store: store, Log: o.log})
 		if err != nil {
 			return nil, err
@@ -204,10 +204,10 @@ func (m *SideInputsManager) Close() error {
 	return nil
 }
 
-// sideInputsDirOrDefault is dir, or [sideinput.DefaultDir] when dir is "".
+// sideInputsDirOrDefault is dir, or [sideinputs.DefaultDir] when dir is "".
 func sideInputsDirOrDefault(dir string) string {
 	if dir == "" {
-		return sideinput.DefaultDir
+		return sideinputs.DefaultDir
 	}
 	return filepath.Clean(dir)
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	"github.com/sluiceflow/sluice/pkg/wal"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // HeartbeatPrefix starts the ID of the watermark messages an Accumulator

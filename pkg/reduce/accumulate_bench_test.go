@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	"github.com/sluiceflow/sluice/pkg/wal"
 )
 
 // BenchmarkAccumulatorLog runs one always-active key for 1, 5 and 10

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // The kinds of log record of an Accumulator, besides recWatermark.

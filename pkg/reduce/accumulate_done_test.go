@@ -14,9 +14,9 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	sdkacc "github.com/sluiceflow/sluice/pkg/sdk/accumulator"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	"github.com/sluiceflow/sluice/pkg/wal"
 )
 
 // stream is one always-active key's messages, made as a manual clock

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 // doneMark is a done record read back: the messages of key set id up to

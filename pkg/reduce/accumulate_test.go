@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	sdkacc "github.com/sluiceflow/sluice/pkg/sdk/accumulator"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	"github.com/sluiceflow/sluice/pkg/wal"
 )
 
 // sorter emits its key set's messages in event-time order as the watermark

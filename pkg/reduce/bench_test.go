@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/wal"
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 // batchOf returns n messages of 100 bytes over keys, with event times in

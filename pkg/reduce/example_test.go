@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce"
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 // A keyed count over fixed windows of ten seconds, in memory: the

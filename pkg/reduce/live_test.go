@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
 	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
-	"github.com/sluiceflow/sluice/pkg/wal"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // recorder is a SessionReducer that notes each call, then makes it.

@@ -15,7 +15,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
-	"github.com/sluiceflow/sluice/pkg/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 )
 
 // watermark is a watermark the test sets.

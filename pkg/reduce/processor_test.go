@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/wal"
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 func msg(id string, key string, sec int64) isb.Message {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 // Reducer reduces the messages of one window and key set, in the order

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
 	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // Remote is a Reducer that runs a user-defined reduce function through c,

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
 	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // TestRemoteCount reduces keyed fixed windows with a counter served over a

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // ErrStreamerClosed is the error of a RemoteStreamer's Send after Close.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 // StreamReducer is a Reducer of fixed or sliding windows whose function

@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
-	"github.com/sluiceflow/sluice/pkg/wal"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // byTwos is a reduce streamer that sends "2" each time its window and keys

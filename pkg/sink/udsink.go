@@ -12,11 +12,11 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // UD is a user-defined sink served over gRPC on a unix socket. A batch goes

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // JetStreamConfig configures a [JetStream] source.

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 )
 
 // OwnConsumerName is the name of the durable consumer a JetStream source

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 )
 
 // Errors of the [NATS] and [JetStream] sources.

@@ -12,11 +12,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // UD is a user-defined source served over gRPC on a unix socket. Read asks the

@@ -1,8 +1,8 @@
 package udf
 
 import (
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // Forker is a [Mapper] that can make more of itself, for a forwarder that maps

@@ -13,13 +13,13 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // Tags with a meaning of their own in the results of a map or a transformer.

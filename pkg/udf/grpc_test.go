@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udf"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // socketDir returns a short temporary directory: unix socket paths are limited.

@@ -8,10 +8,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluiceflow/sluice/internal/protocodec"
+	"github.com/sluiceflow/sluice/internal/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/protocodec"
-	"github.com/sluiceflow/sluice/pkg/protocodec/mapv1wire"
 )
 
 // The map stream's messages are encoded and decoded by hand, straight from

@@ -8,11 +8,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
 	"github.com/sluiceflow/sluice/internal/wiretest"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
 )
 
 // requestMessages are messages of every shape the runtime sends.

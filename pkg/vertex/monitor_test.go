@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/monitor"
 	"github.com/sluiceflow/sluice/internal/runtest"
-	"github.com/sluiceflow/sluice/pkg/monitor"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce"
-	"github.com/sluiceflow/sluice/pkg/wal"
+	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	"go.uber.org/zap"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/reduce"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // settable is a watermark the test moves.

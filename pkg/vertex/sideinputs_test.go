@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
-	"github.com/sluiceflow/sluice/pkg/sideinput"
+	"github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
@@ -16,8 +16,8 @@ import (
 func TestSideInputsGate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store := sideinput.NewMemory()
-	files := sideinput.NewFiles(t.TempDir(), store, []string{"ticker"}, nil)
+	store := sideinputs.NewMemory()
+	files := sideinputs.NewFiles(t.TempDir(), store, []string{"ticker"}, nil)
 	done := make(chan error, 1)
 	go func() { done <- files.Run(ctx) }()
 	defer func() { cancel(); <-done }()

@@ -11,9 +11,9 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/reduce"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/watermark"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // Spec is what one replica of a vertex is built from, in Go values: its

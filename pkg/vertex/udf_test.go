@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

@@ -3,7 +3,7 @@ package vertex
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluiceflow/sluice/pkg/udsconn"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 )
 
 // UDFCall is the oldest call outstanding to one of the vertex's user-defined

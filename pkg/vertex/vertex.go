@@ -16,12 +16,12 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/reduce"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // Vertex is one replica of a vertex: its reader (a source, or a forwarder per

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/reduce"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
 	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // ErrNoStateDir is matched by the error of a reduce vertex whose storage is a

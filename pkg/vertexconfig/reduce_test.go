@@ -16,10 +16,10 @@ import (
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/window"
 )
 
 // reducePipeline is in → sum → out, sum's udf being udf (indented under

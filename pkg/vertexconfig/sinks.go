@@ -6,11 +6,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/source"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

@@ -5,9 +5,9 @@ import (
 	"slices"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

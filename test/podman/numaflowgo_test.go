@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/numaflowgo"
 	"github.com/sluiceflow/sluice/internal/podmantest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 )
 
 const (

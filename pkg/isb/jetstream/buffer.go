@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 )
 
 // SubjectPrefix starts the subject of every buffer's stream: the buffer

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/internal/natstest"
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 func TestValidateName(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/internal/enum"
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 )
 
 // Storage is where a buffer's stream keeps its messages. The zero value is

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/internal/natstest"
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 func TestStorageText(t *testing.T) {

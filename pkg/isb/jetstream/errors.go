@@ -3,7 +3,7 @@ package jetstream
 import (
 	"errors"
 
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 )
 
 var (

@@ -11,9 +11,9 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // The body of a JetStream message is an isb.Message in the protocol buffers

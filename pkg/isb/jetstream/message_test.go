@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/jsconsumer"
 )
 
 // sameMessage compares what the encoding carries: nil and empty are alike,

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A batch map function that numbers the messages of each batch.

@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/mapwire"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Server serves a BatchMapper as a batch map UDF: gRPC service map.v1.Map

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A map function that doubles each message and tags empty ones to drop.

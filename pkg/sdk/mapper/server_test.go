@@ -15,10 +15,10 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // start runs a map server for m in a new socket directory.

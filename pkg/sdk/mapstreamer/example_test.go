@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A streaming map function that emits each space-separated word as soon as

@@ -5,10 +5,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/mapwire"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Server serves a MapStreamer as a streaming map UDF: gRPC service

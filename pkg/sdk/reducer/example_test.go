@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A reduce function that counts the messages of each window and keys.

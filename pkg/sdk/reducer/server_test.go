@@ -12,11 +12,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 func start(t *testing.T, r reducer.Reducer) *sdktest.Server {

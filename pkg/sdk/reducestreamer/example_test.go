@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A streaming reduce function that sends the count of its window so far every

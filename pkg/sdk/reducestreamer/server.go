@@ -5,10 +5,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/reduceserve"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Server serves a ReduceStreamer as a reduce-stream UDF: gRPC service

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // counter counts the messages of one session; merged sessions add up.

@@ -5,9 +5,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	sessionreducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/sessionreduce/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Server serves a Creator's session reducers as a session reduce UDF: gRPC

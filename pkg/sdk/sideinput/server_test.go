@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	rt "github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
 	"github.com/sluiceflow/sluice/pkg/sdk/sideinput"
-	rt "github.com/sluiceflow/sluice/pkg/sideinput"
 )
 
 // TestServe serves a counter that broadcasts odd counts alone, and asks it as

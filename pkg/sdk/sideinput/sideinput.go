@@ -7,9 +7,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	sideinputv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sideinput/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Retriever returns a side input's current value.

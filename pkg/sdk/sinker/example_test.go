@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A sink that prints each message and fails the empty ones.

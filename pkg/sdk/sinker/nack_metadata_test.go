@@ -6,10 +6,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 func TestResponseNack(t *testing.T) {

@@ -6,10 +6,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/wire"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // missingResult is the error message of a datum Sink gave no Response for.

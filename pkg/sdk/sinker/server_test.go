@@ -13,10 +13,10 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 func start(t *testing.T, kind serverinfo.Kind, sk sinker.Sinker) *sdktest.Server {

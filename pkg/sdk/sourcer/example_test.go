@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // wordSource hands out a fixed list of words. For brevity, it does not

@@ -4,7 +4,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 )
 
 // DefaultPartitions is the partition list of a source that is not

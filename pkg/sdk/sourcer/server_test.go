@@ -12,11 +12,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 var eventTime = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)

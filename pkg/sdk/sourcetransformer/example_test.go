@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // A transformer that takes the event time from the payload, a Unix time in

@@ -5,12 +5,12 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/udfserver"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/wire"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // Server serves a SourceTransformer: gRPC service

@@ -13,12 +13,12 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	accumulatorv1 "github.com/sluiceflow/sluice/pkg/apis/proto/accumulator/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
-	"github.com/sluiceflow/sluice/pkg/window"
+	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
 // Slot is the slot every key set's window names.

@@ -3,7 +3,7 @@ package reduce
 import (
 	"errors"
 
-	"github.com/sluiceflow/sluice/pkg/udsconn"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 )
 
 // ErrProtocol is matched by the errors of answers that break the reduce

@@ -18,12 +18,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udstest"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udf/reduce"
 )
 

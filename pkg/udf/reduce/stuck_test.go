@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udf/reduce"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // hang takes a window's messages and waits as h says.

@@ -15,11 +15,11 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/isbproto"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
 	sessionreducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/sessionreduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/isb/isbproto"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udsconn"
 )
 
 // DropTag marks a result that is to be dropped.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
 )
 

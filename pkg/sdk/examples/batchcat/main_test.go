@@ -5,9 +5,9 @@ import (
 	"io"
 	"testing"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // The built binary serves as a batch map UDF that answers every request of a batch with

@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // The built binary serves as a reduce UDF that counts each window's messages

@@ -10,10 +10,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 var sourceTime = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)

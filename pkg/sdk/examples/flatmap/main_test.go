@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 type datum []byte

@@ -11,11 +11,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 type datum []byte

@@ -12,10 +12,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 type datum struct{ id, value string }

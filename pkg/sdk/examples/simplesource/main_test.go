@@ -10,10 +10,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // The built binary serves a source of five messages and stops on SIGTERM.

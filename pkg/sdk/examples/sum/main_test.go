@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 // The built binary serves as a reduce UDF that adds up each window's integers

@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/sluiceflow/sluice/internal/protocodec"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
-	"github.com/sluiceflow/sluice/pkg/protocodec"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 )

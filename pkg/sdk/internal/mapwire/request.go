@@ -7,9 +7,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluiceflow/sluice/internal/protocodec"
+	"github.com/sluiceflow/sluice/internal/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
-	"github.com/sluiceflow/sluice/pkg/protocodec"
-	"github.com/sluiceflow/sluice/pkg/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 )
 

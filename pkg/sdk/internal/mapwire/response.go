@@ -6,8 +6,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluiceflow/sluice/internal/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
-	"github.com/sluiceflow/sluice/pkg/protocodec/mapv1wire"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/metadata"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/nack"
 )

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 )
 
 // Build builds the main package in the test's working directory (the

@@ -4,7 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 )
 
 // EnvSocketDir names the environment variable that sets the directory of a

@@ -14,8 +14,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/sluiceflow/sluice/pkg/protocodec"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
+	"github.com/sluiceflow/sluice/internal/protocodec"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 )
 
 // Server runs one gRPC service of a given kind on its unix socket. Create it

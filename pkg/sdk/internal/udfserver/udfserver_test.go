@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/sdk/internal/sdktest"
-	"github.com/sluiceflow/sluice/pkg/serverinfo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

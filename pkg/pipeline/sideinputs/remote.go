@@ -1,0 +1,63 @@
+package sideinputs
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/internal/udsconn"
+	sideinputv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sideinput/v1"
+	"github.com/sluiceflow/sluice/pkg/clock"
+)
+
+// Remote is a [Retriever] that asks a side-input container over
+// sideinput.v1, on the socket its server-info file in a directory names. It
+// is safe for concurrent use.
+type Remote struct {
+	conn *udsconn.Conn
+}
+
+var _ Retriever = (*Remote)(nil)
+
+// NewRemote returns a Remote for the server whose files are in dir; it
+// connects at the first Retrieve, and again after a failure. opts configure
+// its connection (udsconn.WithCalls gives its calls their deadline).
+func NewRemote(dir string, log *zap.Logger, clk clock.Clock, opts ...udsconn.Option) *Remote {
+	if clk == nil {
+		clk = clock.Real()
+	}
+	opts = append([]udsconn.Option{udsconn.WithClock(clk)}, opts...)
+	return &Remote{conn: udsconn.New(dir, serverinfo.KindSideInput, isReady, log, opts...)}
+}
+
+func isReady(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+	r, err := sideinputv1.NewSideInputClient(cc).IsReady(ctx, &emptypb.Empty{})
+	return r.GetReady(), err
+}
+
+// Retrieve connects if needed (waiting for the server until ctx ends) and
+// calls RetrieveSideInput, a call with a deadline (see udsconn, Deadlines):
+// past it the error matches udsconn.ErrDeadline.
+func (r *Remote) Retrieve(ctx context.Context) ([]byte, bool, error) {
+	var resp *sideinputv1.SideInputResponse
+	err := r.conn.Unary(ctx, "RetrieveSideInput", 0, func(cctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = sideinputv1.NewSideInputClient(cc).RetrieveSideInput(cctx, &emptypb.Empty{})
+		if err != nil && cctx.Err() == nil {
+			r.conn.Broken(cc, err)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return resp.GetValue(), !resp.GetNoBroadcast(), nil
+}
+
+// Ready returns nil while connected, else what the connection waits for.
+func (r *Remote) Ready() error { return r.conn.Ready() }
+
+// Close closes the connection.
+func (r *Remote) Close() error { return r.conn.Close() }
