@@ -15,11 +15,12 @@ import (
 // with the other replicas of its [pool.Store] (or alone without one), ramping from Min as
 // its [Mode] says. Callers take tokens with [Limiter.Acquire] before they read,
 // which waits for tokens, or with [Limiter.TryAcquire], which never waits and says
-// why there are none; they give back what they did not use with [Limiter.Deposit].
-// A [Grant] remembers its epoch, so a deposit is exact across epoch boundaries:
-// tokens of an epoch that has ended are dropped.
+// why there are none; after the read they keep what they used and give the
+// rest back with [Limiter.Settle].
+// A [Grant] remembers its epoch, so giving tokens back is exact across epoch
+// boundaries: tokens of an epoch that has ended are dropped.
 //
-// Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
+// Acquire, TryAcquire and Settle take no lock and read no clock while tokens are
 // left: the current epoch's share is kept in atomics that a timer replaces at each
 // epoch boundary. Callers that must wait are queued and served in arrival order
 // when tokens come.
@@ -84,7 +85,8 @@ type EpochSummary struct {
 }
 
 // Grant is tokens granted in one epoch, returned by [Limiter.Acquire] and
-// [Limiter.TryAcquire]; [Limiter.Deposit] gives back what the caller did not use.
+// [Limiter.TryAcquire]; [Limiter.Settle] keeps what the caller used and gives
+// the rest back.
 // The zero value grants nothing.
 type Grant struct {
 	// Tokens is the number of tokens granted.
@@ -182,9 +184,12 @@ func (l *Limiter) TryAcquire(n int) (Grant, Reason) {
 	return l.tryAcquire(n, 0)
 }
 
-// Settle keeps used of g's tokens and gives the others back (see
-// [Limiter.Deposit]), and returns the grant of the tokens kept, which can be
-// settled again with fewer used to give more back.
+// Settle keeps used of g's tokens (at most g.Tokens) and gives the others
+// back to the epoch that granted them, and returns the grant of the tokens
+// kept, which can be settled again with fewer used to give more back (a
+// caller that learns later that it keeps fewer). If g's epoch has ended the
+// tokens given back are dropped: tokens never carry over to another epoch.
+// Settle takes no lock while no caller waits.
 func (l *Limiter) Settle(g Grant, used int) Grant {
 	used = min(max(used, 0), max(g.Tokens, 0))
 	l.Deposit(g, g.Tokens-used)
@@ -192,9 +197,10 @@ func (l *Limiter) Settle(g Grant, used int) Grant {
 	return g
 }
 
-// Deposit gives back unused of g's tokens, at most g.Tokens, to the epoch that
-// granted them. If that epoch has ended they are dropped: tokens never carry over
-// to another epoch. A grant should be deposited at most once.
+// Deposit is [Limiter.Settle]'s short form, for a caller that does not settle
+// again: Deposit(g, unused) gives back what Settle(g, g.Tokens-unused) does,
+// at most g.Tokens, and drops the grant of the tokens kept. A grant should be
+// deposited at most once.
 func (l *Limiter) Deposit(g Grant, unused int) {
 	if unused > 0 && g.Tokens > 0 { // inlined: a reader that used its grant makes no call
 		l.deposit(g, unused)
