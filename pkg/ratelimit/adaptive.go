@@ -66,9 +66,7 @@ func (l *Limiter) pauseTo(until int64, now time.Time) {
 	l.log.Debug("paused by a throttle signal", zap.Time("until", time.Unix(0, until)))
 	// The next tick may be a pacing slice or the epoch's end: bring it to the
 	// pause's end. A tick already firing waits for l.mu and then sees it.
-	if l.timers.stop(l.tick) {
-		l.scheduleTick(now)
-	}
+	l.timers.rearm(l.untilTick(now))
 }
 
 // unhold ends st's pause: the tokens taken back and those due by now go to
@@ -90,7 +88,7 @@ func (l *Limiter) unhold(st *epochState, now time.Time) {
 		l.release(st, l.quota.allowance(st.share, st.slice))
 		return
 	}
-	l.hand(st, st.withheld.Swap(0))
+	l.wait.hand(st, st.withheld.Swap(0))
 	l.release(st, l.quota.allowance(st.share, st.slice))
 }
 

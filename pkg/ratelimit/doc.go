@@ -15,9 +15,12 @@
 // A caller takes tokens before it reads, as a [Grant] of the current epoch:
 // [Limiter.Acquire] waits for them when none are left (or fails fast with a
 // [*ThrottledError] when its deadline comes first), [Limiter.TryAcquire] never
-// waits and says why there are none (a [Reason]). After the read it gives back
-// what it did not use with [Limiter.Deposit]; tokens of an epoch that has ended
-// are dropped, so unused tokens never carry over to the next epoch.
+// waits and says why there are none (a [Reason]). After the read it keeps what
+// it used and gives the rest back with [Limiter.Settle], which returns the grant
+// of the tokens kept, to settle again with fewer; tokens of an epoch that has
+// ended are dropped, so unused tokens never carry over to the next epoch.
+// [Limiter.Deposit] is Settle's short form, for a caller that gives back a
+// number of unused tokens once.
 //
 // # Modes
 //
@@ -71,7 +74,7 @@
 //
 // # Hot path
 //
-// Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
+// Acquire, TryAcquire and Settle take no lock and read no clock while tokens are
 // left: the epoch's tokens are kept in atomic counters that a timer replaces at
 // each epoch boundary (or pacing slice). Acquire is one atomic add while tokens are
 // left. A process frozen past an epoch's end runs its timer late, so until the

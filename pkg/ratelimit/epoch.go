@@ -3,8 +3,6 @@ package ratelimit
 import (
 	"sync"
 	"time"
-
-	"github.com/sluiceflow/sluice/pkg/clock"
 )
 
 const epochNanos = int64(time.Second)
@@ -17,10 +15,12 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// nextTick is the local time of the next epoch boundary, of the next pacing
-// slice when st's share is not all allowed yet, or of the lease's end when it
-// comes first, so that the tokens left are taken back then.
-func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
+// untilTick is the time from now to the next tick: the next epoch boundary,
+// the next pacing slice when the current epoch's share is not all allowed
+// yet, the end of its pause, or the lease's end when it comes first, so that
+// the tokens left are taken back then. l.mu is held.
+func (l *Limiter) untilTick(now time.Time) time.Duration {
+	st := l.state.Load()
 	next := (st.epoch + 1) * epochNanos
 	if st.closed {
 		next = (l.clock.epochAt(now) + 1) * epochNanos
@@ -34,7 +34,7 @@ func (l *Limiter) nextTick(st *epochState, now time.Time) time.Time {
 			next = end
 		}
 	}
-	return l.clock.localAt(next)
+	return l.clock.localAt(next).Sub(now)
 }
 
 // newEpoch builds epoch e: settles the ramp, splits the pool by the membership that
@@ -62,7 +62,16 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 	if cut {
 		l.quota.applyCut(&l.ramp, e)
 	}
-	limit, switched := l.switchLimit(e)
+	limit, switched := l.cfg.Max*milli, false // the most tokens e may have, milli-tokens
+	if cfg, ok := l.live.switchAt(e, l.cfg); ok {
+		// The new ramp goes on from the pool e would have had; e has no
+		// more than the smaller of the two limits.
+		r := newRamp(cfg, e)
+		r.resume(l.quota.poolAt(&l.ramp, e), e)
+		l.ramp, l.cfg = r, cfg
+		l.quota.relimit(cfg)
+		limit, switched = min(limit, cfg.Max*milli), true
+	}
 	st := &epochState{epoch: e, pool: min(l.quota.poolAt(&l.ramp, e), limit), cut: cut, counters: newCounters(l.lanes.n),
 		max: l.cfg.Max, shadowOn: l.cfg.Shadow, switched: switched}
 	st.size, st.rank, st.eligible = l.member.at(e)
@@ -77,7 +86,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 		st.share = shareOf(st.pool, st.size, st.rank)
 	}
 	st.slice = l.quota.sliceAt(st, l.clock.nanos(now))
-	if len(l.waiters) > 0 && st.eligible {
+	if l.wait.len() > 0 && st.eligible {
 		st.called.Store(true) // the waiting callers call in this epoch
 	}
 	// Published before waiting callers are served: tokens one of them gives
@@ -108,24 +117,7 @@ func (l *Limiter) release(st *epochState, allow int64) {
 		return
 	}
 	st.allow.Store(allow)
-	l.hand(st, budget)
-}
-
-// hand gives budget tokens of st to waiting callers first, in arrival order,
-// and the rest to the common counter. l.mu is held.
-func (l *Limiter) hand(st *epochState, budget int64) {
-	served := 0
-	for _, w := range l.waiters {
-		g := min(w.n, budget)
-		if g == 0 {
-			break
-		}
-		budget -= g
-		w.ch <- waitResult{grant: Grant{Tokens: int(g), epoch: st.epoch}}
-		served++
-	}
-	l.dequeue(served)
-	st.common().Add(budget)
+	l.wait.hand(st, budget)
 }
 
 // onTick runs at each epoch boundary, pacing slice, end of a pause and end
@@ -151,7 +143,7 @@ func (l *Limiter) onTick() {
 		st.slice = k
 		l.release(st, l.quota.allowance(st.share, k))
 	}
-	l.scheduleTick(now)
+	l.timers.arm(l.untilTick(now))
 }
 
 // catchUp begins the epoch now falls in when the timer has not yet, as
@@ -168,7 +160,7 @@ func (l *Limiter) catchUp(now time.Time) bool {
 		return false
 	}
 	l.state.Store(l.newEpoch(e, now))
-	l.rearm(now)
+	l.timers.rearm(l.untilTick(now))
 	return true
 }
 
@@ -182,15 +174,7 @@ func (l *Limiter) retime(now time.Time) {
 	if e := l.clock.epochAt(now); e > st.epoch || (e < st.epoch && !st.eligible && st.granted() == 0) {
 		l.state.Store(l.newEpoch(e, now))
 	}
-	l.rearm(now)
-}
-
-// rearm schedules the next tick anew, when the clock it was scheduled by
-// has changed: a tick already firing does so itself. l.mu is held.
-func (l *Limiter) rearm(now time.Time) {
-	if l.timers.stop(l.tick) {
-		l.scheduleTick(now)
-	}
+	l.timers.rearm(l.untilTick(now))
 }
 
 // Epoch returns the current epoch, by the store clock, and the time left in
@@ -245,40 +229,6 @@ func (l *Limiter) notifyEnded() {
 	for _, s := range ended {
 		l.obs.fn(s)
 	}
-}
-
-// scheduleTick arms the timer for the next tick. l.mu is held.
-func (l *Limiter) scheduleTick(now time.Time) {
-	d := l.nextTick(l.state.Load(), now).Sub(now)
-	if d <= 0 {
-		d = time.Millisecond // the store clock moved back under us; look again soon
-	}
-	l.tick = l.timers.after(d, l.onTick)
-}
-
-// timerSet runs a limiter's timer callbacks on its clock and counts them,
-// running or pending, so that Close can wait for them.
-type timerSet struct {
-	clk clock.Clock
-	wg  sync.WaitGroup
-}
-
-// after runs f after d, counted until it has run.
-func (t *timerSet) after(d time.Duration, f func()) clock.Timer {
-	t.wg.Add(1)
-	return t.clk.AfterFunc(d, func() {
-		defer t.wg.Done()
-		f()
-	})
-}
-
-// stop stops timer tm, if it is pending, and reports whether it was.
-func (t *timerSet) stop(tm clock.Timer) bool {
-	if tm != nil && tm.Stop() {
-		t.wg.Done()
-		return true
-	}
-	return false
 }
 
 // FreshAfter returns the wait, at least d, after which at least margin of an

@@ -40,7 +40,10 @@ const (
 	// ReasonStoreUnavailable means the store is down and the lease has run out.
 	ReasonStoreUnavailable
 	// ReasonDownstreamFull means the sink or the next buffer is full. A Limiter
-	// never reports it; a forwarder pauses for it beside the limiter's reasons.
+	// never reports it: the forwarder's write step (package forward) reports
+	// it to its Tracker while a write fails with isb.ErrBufferFull and is
+	// retried, so that its time counts in throttledSeconds and
+	// sluice_ratelimit_throttled_seconds_total beside the limiter's reasons.
 	ReasonDownstreamFull
 	// ReasonDownstreamThrottled means the sink refused messages because it is
 	// rate limited, and the forwarder waits as long as it asked (an HTTP

@@ -69,7 +69,7 @@ func (s *Gate) top(g Grant, n int) Grant {
 // dropped give theirs back, with excludeDropped) settles the returned grant
 // again with the smaller number: what it gives back then no longer counts.
 // Real tokens go back to g's epoch, and are dropped when it has ended (see
-// [Limiter.Deposit]).
+// [Limiter.Settle]).
 func (s *Gate) Settle(g Grant, used int) Grant {
 	used = min(max(used, 0), max(g.Tokens, 0))
 	back := g.Tokens - used

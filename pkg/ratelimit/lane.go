@@ -32,7 +32,8 @@ func (ln *Lane) Acquire(ctx context.Context, n int) (Grant, error) {
 // TryAcquire is [Limiter.TryAcquire] through the lane.
 func (ln *Lane) TryAcquire(n int) (Grant, Reason) { return ln.l.tryAcquire(n, ln.slot) }
 
-// Deposit is [Limiter.Deposit]: the tokens go back to the lane that granted them.
+// Deposit is [Limiter.Deposit], Settle's short form: the tokens go back to
+// the lane that granted them.
 func (ln *Lane) Deposit(g Grant, unused int) { ln.l.Deposit(g, unused) }
 
 // Settle is [Limiter.Settle]: the tokens go back to the lane that granted

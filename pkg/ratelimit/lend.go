@@ -7,7 +7,9 @@ import (
 )
 
 // lendState is a replica's side of the exchange of spare tokens
-// (Config.Lend). l.mu guards it but for the totals.
+// (Config.Lend): what it lends at a sync (report), what it borrows from the
+// reply (borrow), and what it granted, to tell an idle replica from a busy
+// one. l.mu guards it but for the totals, which are atomic.
 type lendState struct {
 	region string
 	// The epoch and the tokens granted in it at the last sync, to tell
@@ -67,18 +69,18 @@ func (s *lendState) ended(st *epochState, on bool) {
 	s.endedActive = st.dry.Load() || (g > 0 && (st.epoch != s.markEpoch || g != s.markGranted))
 }
 
-// borrow takes the tokens the store lent for r's epoch, when it is still
-// the current one: they go to waiting callers first. Tokens of an epoch
-// that has ended are dropped. l.mu is held.
-func (l *Limiter) borrow(r *pool.Lend, lent int64) {
+// borrow takes the tokens the store lent for r's epoch into st, the current
+// epoch, when it is still r's, and returns them, for the owner to hand out
+// (waiting callers first); it returns 0 for none, and for tokens of an epoch
+// that has ended, which are dropped. l.mu is held.
+func (s *lendState) borrow(st *epochState, r *pool.Lend, lent int64) int64 {
 	if r == nil || lent <= 0 {
-		return
+		return 0
 	}
-	st := l.state.Load()
 	if st.epoch != r.Epoch || !st.eligible || st.held || st.closed || st.revoked {
-		return
+		return 0
 	}
 	st.received += lent
-	l.lend.borrowed.Add(lent)
-	l.hand(st, lent)
+	s.borrowed.Add(lent)
+	return lent
 }

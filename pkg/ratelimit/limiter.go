@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
-
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
@@ -17,11 +15,12 @@ import (
 // with the other replicas of its [pool.Store] (or alone without one), ramping from Min as
 // its [Mode] says. Callers take tokens with [Limiter.Acquire] before they read,
 // which waits for tokens, or with [Limiter.TryAcquire], which never waits and says
-// why there are none; they give back what they did not use with [Limiter.Deposit].
-// A [Grant] remembers its epoch, so a deposit is exact across epoch boundaries:
-// tokens of an epoch that has ended are dropped.
+// why there are none; after the read they keep what they used and give the
+// rest back with [Limiter.Settle].
+// A [Grant] remembers its epoch, so giving tokens back is exact across epoch
+// boundaries: tokens of an epoch that has ended are dropped.
 //
-// Acquire, TryAcquire and Deposit take no lock and read no clock while tokens are
+// Acquire, TryAcquire and Settle take no lock and read no clock while tokens are
 // left: the current epoch's share is kept in atomics that a timer replaces at each
 // epoch boundary. Callers that must wait are queued and served in arrival order
 // when tokens come.
@@ -30,26 +29,24 @@ import (
 // usable. Call [Limiter.Close] when done.
 type Limiter struct {
 	state atomic.Pointer[epochState] // the current epoch; replaced at each boundary
-	nwait atomic.Int32               // len(waiters), readable without mu
+	wait  waitQueue                  // callers waiting for tokens
 
 	cfg    Config
 	lanes  laneSet
 	clk    clock.Clock
 	clock  *storeClock // the store's clock, whose whole seconds are the epochs
-	timers timerSet    // running or pending timer callbacks
+	timers timerSet    // the tick and every timer callback, running or pending
 	log    *zap.Logger
 
-	mu      sync.Mutex
-	closed  bool
-	ramp    ramp
-	member  membership
-	waiters []*waiter
-	tick    clock.Timer // next epoch boundary, pacing slice or end of the lease
-	link    link        // the store, when the limiter shares its pool
-	quota   quota       // closed-loop throttling (Config.Adaptive)
-	live    liveState   // live changes of the limit (Limiter.Update)
-	lend    lendState   // the exchange of spare tokens (Config.Lend)
-	obs     observer    // the epoch observer
+	mu     sync.Mutex
+	closed bool
+	ramp   ramp
+	member membership
+	link   link      // the store, when the limiter shares its pool
+	quota  quota     // closed-loop throttling (Config.Adaptive)
+	live   liveState // live changes of the limit (Limiter.Update)
+	lend   lendState // the exchange of spare tokens (Config.Lend)
+	obs    observer  // the epoch observer
 
 	shadow atomic.Int64 // tokens granted in shadow and kept, in all
 }
@@ -88,7 +85,8 @@ type EpochSummary struct {
 }
 
 // Grant is tokens granted in one epoch, returned by [Limiter.Acquire] and
-// [Limiter.TryAcquire]; [Limiter.Deposit] gives back what the caller did not use.
+// [Limiter.TryAcquire]; [Limiter.Settle] keeps what the caller used and gives
+// the rest back.
 // The zero value grants nothing.
 type Grant struct {
 	// Tokens is the number of tokens granted.
@@ -116,16 +114,6 @@ func (g Grant) Epoch() int64 { return g.epoch }
 // for a Limiter (tests, wrappers).
 func GrantOf(tokens int, epoch int64) Grant { return Grant{Tokens: tokens, epoch: epoch} }
 
-type waiter struct {
-	n  int64
-	ch chan waitResult // buffered; receives exactly once
-}
-
-type waitResult struct {
-	grant Grant
-	err   error
-}
-
 // maxRequest caps a single request so that taken never overflows.
 const maxRequest = MaxTokens
 
@@ -143,11 +131,12 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	l := &Limiter{cfg: cfg, clk: o.clock, log: o.log}
-	l.timers.clk = o.clock
+	l.timers.clk, l.timers.fire = o.clock, l.onTick
 	l.lanes.n = laneSlots()
 	l.link.store, l.link.id, l.link.interval = o.store, o.id, o.syncInterval
 	l.quota.cfg, l.quota.log = newQuotaConfig(cfg, o.store != nil, o.unpaced), o.log
 	l.lend.region = o.region
+	l.live.lead, l.live.log = l.link.liveLead(cfg.StaleAfter), o.log
 	l.obs.fn = o.observe
 	l.clock = newStoreClock(l.clk.Now())
 	l.link.lease.margin = leaseMargin(cfg.StaleAfter)
@@ -161,11 +150,11 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	start := l.clock.epochAt(now)
 	l.ramp = newRamp(cfg, start)
 	l.state.Store(l.newEpoch(start, now))
-	l.scheduleTick(now)
+	l.timers.arm(l.untilTick(now))
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
 		// is the same: the last to start or change sets it (see pool.LimitChange).
-		l.live.proposal = &pool.LimitChange{Spec: cfg.liveSpec(), Lead: l.link.liveLead(l.cfg.StaleAfter)}
+		l.live.propose(cfg.liveSpec())
 		l.scheduleSync(0, true)
 	}
 	return l, nil
@@ -195,9 +184,12 @@ func (l *Limiter) TryAcquire(n int) (Grant, Reason) {
 	return l.tryAcquire(n, 0)
 }
 
-// Settle keeps used of g's tokens and gives the others back (see
-// [Limiter.Deposit]), and returns the grant of the tokens kept, which can be
-// settled again with fewer used to give more back.
+// Settle keeps used of g's tokens (at most g.Tokens) and gives the others
+// back to the epoch that granted them, and returns the grant of the tokens
+// kept, which can be settled again with fewer used to give more back (a
+// caller that learns later that it keeps fewer). If g's epoch has ended the
+// tokens given back are dropped: tokens never carry over to another epoch.
+// Settle takes no lock while no caller waits.
 func (l *Limiter) Settle(g Grant, used int) Grant {
 	used = min(max(used, 0), max(g.Tokens, 0))
 	l.Deposit(g, g.Tokens-used)
@@ -205,9 +197,10 @@ func (l *Limiter) Settle(g Grant, used int) Grant {
 	return g
 }
 
-// Deposit gives back unused of g's tokens, at most g.Tokens, to the epoch that
-// granted them. If that epoch has ended they are dropped: tokens never carry over
-// to another epoch. A grant should be deposited at most once.
+// Deposit is [Limiter.Settle]'s short form, for a caller that does not settle
+// again: Deposit(g, unused) gives back what Settle(g, g.Tokens-unused) does,
+// at most g.Tokens, and drops the grant of the tokens kept. A grant should be
+// deposited at most once.
 func (l *Limiter) Deposit(g Grant, unused int) {
 	if unused > 0 && g.Tokens > 0 { // inlined: a reader that used its grant makes no call
 		l.deposit(g, unused)
@@ -222,7 +215,7 @@ func (l *Limiter) deposit(g Grant, unused int) {
 			return
 		}
 		st.counter(g.from.lane).Add(int64(min(unused, g.Tokens)))
-		if l.nwait.Load() > 0 {
+		if l.wait.n.Load() > 0 {
 			l.serveNow()
 		}
 	}
@@ -288,7 +281,7 @@ func (l *Limiter) takeLocked(k int64) (*epochState, Grant, error) {
 	if k == 0 {
 		return st, Grant{epoch: st.epoch}, nil
 	}
-	if len(l.waiters) == 0 {
+	if l.wait.len() == 0 {
 		if g := st.gather(k, noLane); g > 0 {
 			return st, Grant{Tokens: int(g), epoch: st.epoch}, nil
 		}
@@ -335,18 +328,16 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 		unlock()
 		return g, err
 	}
-	wait := l.nextTick(st, now).Sub(now)
+	wait := l.untilTick(now)
 	reason := st.reason(l.link.fail != nil)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(wait)) {
 		unlock()
 		return Grant{}, &ThrottledError{Reason: reason, Wait: wait}
 	}
-	w := &waiter{n: k, ch: make(chan waitResult, 1)}
-	l.waiters = append(l.waiters, w)
-	l.nwait.Store(int32(len(l.waiters)))
+	w := l.wait.push(k)
 	// A deposit that raced with the gather above saw no waiter and served nobody;
 	// look again now that the queue is visible to depositors.
-	l.serve(st)
+	l.wait.serve(st)
 	unlock()
 
 	select {
@@ -355,9 +346,9 @@ func (l *Limiter) acquireSlow(ctx context.Context, k int64) (Grant, error) {
 	case <-ctx.Done():
 	}
 	l.mu.Lock()
-	removed := l.removeWaiter(w)
+	removed := l.wait.remove(w)
 	now = l.clk.Now()
-	wait = l.nextTick(l.state.Load(), now).Sub(now)
+	wait = l.untilTick(now)
 	l.mu.Unlock()
 	if !removed { // served while we were giving up: keep the tokens
 		r := <-w.ch
@@ -371,42 +362,8 @@ func (l *Limiter) serveNow() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
-		l.serve(l.state.Load())
+		l.wait.serve(l.state.Load())
 	}
-}
-
-// serve grants st's tokens to waiting callers in arrival order. l.mu is held.
-func (l *Limiter) serve(st *epochState) {
-	served := 0
-	for _, w := range l.waiters {
-		g := st.gather(w.n, noLane)
-		if g == 0 {
-			break
-		}
-		w.ch <- waitResult{grant: Grant{Tokens: int(g), epoch: st.epoch}}
-		served++
-	}
-	l.dequeue(served)
-}
-
-// dequeue removes the first n waiters, which have been served. l.mu is held.
-func (l *Limiter) dequeue(n int) {
-	if n > 0 {
-		clear(l.waiters[:n])
-		l.waiters = l.waiters[n:]
-		l.nwait.Store(int32(len(l.waiters)))
-	}
-}
-
-func (l *Limiter) removeWaiter(w *waiter) bool {
-	for i, x := range l.waiters {
-		if x == w {
-			l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
-			l.nwait.Store(int32(len(l.waiters)))
-			return true
-		}
-	}
-	return false
 }
 
 // reason says why a caller of st would wait: storeFailing is whether the
@@ -434,7 +391,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 		return nil
 	}
 	l.closed = true
-	l.timers.stop(l.tick)
+	l.timers.stop(l.timers.tick)
 	l.timers.stop(l.link.timer)
 	cur := l.state.Load()
 	last := cur.pool
@@ -443,11 +400,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	}
 	st := &epochState{epoch: -1, closed: true, counters: newCounters(l.lanes.n)}
 	l.state.Store(st)
-	for _, w := range l.waiters {
-		w.ch <- waitResult{err: ErrClosed}
-	}
-	l.waiters = nil
-	l.nwait.Store(0)
+	l.wait.fail(ErrClosed)
 	l.mu.Unlock()
 
 	l.link.cancel()
@@ -530,7 +483,7 @@ func (l *Limiter) Status() Status {
 	s := Status{
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
 		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
-		Called: st.called.Load(), Waiting: len(l.waiters), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
+		Called: st.called.Load(), Waiting: l.wait.len(), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
 		Cuts: l.quota.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,
 	}

@@ -11,25 +11,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// Live changes of the limit. [Limiter.Update] changes the Config fields
-// that [Fields] marks live while the limiter runs.
-//
-// With a store, the change goes to the store at once (a sync is brought
-// forward), which numbers it and picks the epoch it applies from: the first
-// that begins at least a lead after the store took it (the longest of four
-// sync intervals, 500ms and StaleAfter), so that every replica learns it at
-// a sync before then, or its lease has run out by then. Every replica switches at that one epoch boundary. The last
-// change taken wins; a replica also proposes its own config when it
-// registers, so the replica that started or changed last sets the vertex's
-// limit. Without a store (or with a fixed pool) the change applies from the
-// next epoch.
-//
-// In the epoch of the switch the pool is the one it would have had, capped by
-// the new Max: never more than the smaller of the two limits. The new ramp
-// goes on from there in the next epoch, as at start-up from a resumed pool: a
-// raised Max is reached by ramping over the new RampUpDuration (at once with
-// 0), a lowered one applies in the switching epoch.
-
 // liveConfig is the part of a Config that can change live, as it is encoded
 // for the store: the fields [Fields] marks live (TestFieldsLiveConfig checks
 // it), under the names the replicas of a vertex exchange.
@@ -106,8 +87,31 @@ func notLive(a, b Config) error {
 	return nil
 }
 
-// liveState is a replica's live changes of the limit. l.mu guards it.
+// liveState is a replica's live changes of the limit: the change it
+// proposes to the store, those it plans (plan, learn) and the switch that
+// applies as an epoch begins (switchAt). [Limiter.Update] changes the
+// Config fields that [Fields] marks live while the limiter runs.
+//
+// With a store, the change goes to the store at once (a sync is brought
+// forward), which numbers it and picks the epoch it applies from: the first
+// that begins at least a lead after the store took it (the longest of four
+// sync intervals, 500ms and StaleAfter: [link.liveLead]), so that every
+// replica learns it at a sync before then, or its lease has run out by then.
+// Every replica switches at that one epoch boundary. The last change taken
+// wins; a replica also proposes its own config when it registers, so the
+// replica that started or changed last sets the vertex's limit. Without a
+// store (or with a fixed pool) the change applies from the next epoch.
+//
+// In the epoch of the switch the pool is the one it would have had, capped
+// by the new Max: never more than the smaller of the two limits. The new
+// ramp goes on from there in the next epoch, as at start-up from a resumed
+// pool: a raised Max is reached by ramping over the new RampUpDuration (at
+// once with 0), a lowered one applies in the switching epoch.
+//
+// lead and log are set once; l.mu guards the rest.
 type liveState struct {
+	log      *zap.Logger
+	lead     time.Duration     // a proposal's pool.LimitChange.Lead
 	proposal *pool.LimitChange // to report at the next sync
 	switches []limitSwitch     // planned, in order of epoch
 	gen      int64             // the last change learned from the store
@@ -154,7 +158,7 @@ func (l *Limiter) Update(cfg Config) error {
 		if l.live.proposal == nil && spec == l.live.latest(l.cfg).liveSpec() {
 			return nil
 		}
-		l.live.proposal = &pool.LimitChange{Spec: spec, Lead: l.link.liveLead(l.cfg.StaleAfter)}
+		l.live.propose(spec)
 		l.syncSoon()
 		return nil
 	}
@@ -193,74 +197,76 @@ func (s *liveState) plan(sw limitSwitch) {
 	s.switches = append(s.switches[:i], sw)
 }
 
-// learnLimits plans the changes of the live limit the store returned that
-// the replica has not seen. At the first sync the replica's own proposal has
-// just been taken, so every change but the last belongs to the pool's past.
-// A change learned after its epoch began (the replica missed syncs) applies
-// from the next epoch, and is logged. l.mu is held.
-func (l *Limiter) learnLimits(limits []pool.LiveLimit, first bool) {
-	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < l.live.gen) {
+// propose makes spec, a config's live settings, the change to report at
+// the next sync. l.mu is held.
+func (s *liveState) propose(spec string) {
+	s.proposal = &pool.LimitChange{Spec: spec, Lead: s.lead}
+}
+
+// learn plans the changes of the live limit the store returned that the
+// replica has not seen, cur being the config in force and epoch the current
+// one. At the first sync the replica's own proposal has just been taken, so
+// every change but the last belongs to the pool's past. A change learned
+// after its epoch began (the replica missed syncs) applies from the next
+// epoch, and is logged. It reports whether it proposed the limit in force
+// again, for a store that lost it: the owner then syncs soon. l.mu is held.
+func (s *liveState) learn(limits []pool.LiveLimit, first bool, cur Config, epoch int64) (proposed bool) {
+	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < s.gen) {
 		// The store lost its keys (a Redis that restarted empty, or all
 		// replicas gone past its ttl): offer the limit in force again.
-		l.log.Info("the store has lost the vertex's limit; offering this replica's again")
-		l.live.gen = 0
-		if l.live.proposal == nil {
-			l.live.proposal = &pool.LimitChange{Spec: l.live.latest(l.cfg).liveSpec(), Lead: l.link.liveLead(l.cfg.StaleAfter)}
-			l.syncSoon()
+		s.log.Info("the store has lost the vertex's limit; offering this replica's again")
+		s.gen = 0
+		if s.proposal == nil {
+			s.propose(s.latest(cur).liveSpec())
+			proposed = true
 		}
 	}
 	for i, c := range limits {
-		if c.Gen <= l.live.gen {
+		if c.Gen <= s.gen {
 			continue
 		}
-		l.live.gen = c.Gen
+		s.gen = c.Gen
 		if first && i < len(limits)-1 {
 			continue
 		}
-		cfg, err := l.live.latest(l.cfg).withSpec(c.Spec)
+		cfg, err := s.latest(cur).withSpec(c.Spec)
 		if err != nil {
-			l.log.Warn("ignoring a live limit from the store", zap.Error(err))
+			s.log.Warn("ignoring a live limit from the store", zap.Error(err))
 			continue
 		}
-		if first && cfg.live() == l.cfg.live() {
+		if first && cfg.live() == cur.live() {
 			continue
 		}
 		from := c.From
-		if cur := l.state.Load().epoch; from <= cur {
-			l.log.Warn("learned a change of the limit after its epoch began; applying it from the next",
-				zap.Int64("fromEpoch", c.From), zap.Int64("epoch", cur))
-			from = cur + 1
+		if from <= epoch {
+			s.log.Warn("learned a change of the limit after its epoch began; applying it from the next",
+				zap.Int64("fromEpoch", c.From), zap.Int64("epoch", epoch))
+			from = epoch + 1
 		}
-		l.live.plan(limitSwitch{from: from, gen: c.Gen, cfg: cfg})
+		s.plan(limitSwitch{from: from, gen: c.Gen, cfg: cfg})
 	}
+	return proposed
 }
 
-// switchLimit applies the last switch planned from epoch e or before, if
-// any, as epoch e begins, and returns the most tokens e may have in all
-// (milli-tokens): the old Max, in the epoch of a switch. l.mu is held.
-func (l *Limiter) switchLimit(e int64) (limit int64, switched bool) {
-	limit = l.cfg.Max * milli
+// switchAt takes the last switch planned from epoch e or before, if any, as
+// epoch e begins under cur, and returns its config when it changes cur's
+// live settings, logged; the owner then moves to it: its ramp goes on from
+// the pool it would have had in e (see liveState). l.mu is held.
+func (s *liveState) switchAt(e int64, cur Config) (Config, bool) {
 	n := 0
-	for n < len(l.live.switches) && l.live.switches[n].from <= e {
+	for n < len(s.switches) && s.switches[n].from <= e {
 		n++
 	}
 	if n == 0 {
-		return limit, false
+		return cur, false
 	}
-	s := l.live.switches[n-1]
-	l.live.switches = append(l.live.switches[:0], l.live.switches[n:]...)
-	if s.cfg.live() == l.cfg.live() {
-		return limit, false
+	sw := s.switches[n-1]
+	s.switches = append(s.switches[:0], s.switches[n:]...)
+	if sw.cfg.live() == cur.live() {
+		return cur, false
 	}
-	p := l.quota.poolAt(&l.ramp, e)
-	r := newRamp(s.cfg, e)
-	r.resume(p, e)
-	l.ramp = r
-	l.quota.relimit(s.cfg)
-	old := l.cfg
-	l.cfg = s.cfg
-	l.log.Info("rate limit changed", zap.Int64("fromEpoch", e),
-		zap.Int64("max", s.cfg.Max), zap.Int64("min", s.cfg.Min), zap.Duration("rampUpDuration", s.cfg.RampUpDuration),
-		zap.Stringer("mode", s.cfg.Mode), zap.Bool("shadow", s.cfg.Shadow), zap.Int64("previousMax", old.Max), zap.Int64("change", s.gen))
-	return min(limit, s.cfg.Max*milli), true
+	s.log.Info("rate limit changed", zap.Int64("fromEpoch", e),
+		zap.Int64("max", sw.cfg.Max), zap.Int64("min", sw.cfg.Min), zap.Duration("rampUpDuration", sw.cfg.RampUpDuration),
+		zap.Stringer("mode", sw.cfg.Mode), zap.Bool("shadow", sw.cfg.Shadow), zap.Int64("previousMax", cur.Max), zap.Int64("change", sw.gen))
+	return sw.cfg, true
 }

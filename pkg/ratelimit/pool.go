@@ -17,7 +17,7 @@ type epochState struct {
 	allow    atomic.Int64 // tokens released so far: the share, or its paced part
 	withheld atomic.Int64 // released tokens taken back by a pause, until it ends
 	called   atomic.Bool  // a call arrived in this epoch
-	paused   atomic.Bool  // held, for Deposit, which takes no lock
+	paused   atomic.Bool  // held, for Settle, which takes no lock
 	shadow   atomic.Int64 // tokens granted in shadow and kept (Gate)
 	accepted atomic.Int64 // messages the downstream accepted in the epoch (Limiter.Accepted)
 

@@ -143,9 +143,8 @@ func TestQuotaProbeClimbsFromTheHold(t *testing.T) {
 	cfg.RampUpDuration = 380 * time.Second // a slope of one token
 	q, r := newTestQuota(cfg), newRamp(cfg, 0)
 	q.learn(150_000, 0, 120_000, 10)
-	for e, p := range map[int64]int64{12: 149_000, 13: 150_000} {
-		q.recordHeld(e, p)
-	}
+	q.recordHeld(12, 149_000) // the first epoch at the hold
+	q.recordHeld(13, 150_000)
 	r.record(13, 150_000, 150, 150)
 	if !q.probing(14) {
 		t.Fatal("not probing at epoch 14")

@@ -47,7 +47,7 @@ func (l *Limiter) syncOnce() error {
 	}
 	var lend *pool.Lend
 	if l.cfg.Lend && l.link.store != nil {
-		lend = l.lend.report(l.state.Load(), l.waiters, l.cfg.ReservePercentage)
+		lend = l.lend.report(l.state.Load(), l.wait.list, l.cfg.ReservePercentage)
 	}
 	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
 		Lend: lend, LeaseUntil: l.link.storeLease}
@@ -119,8 +119,13 @@ func (l *Limiter) syncOnce() error {
 	if rep.Limit != nil && l.live.proposal == rep.Limit {
 		l.live.proposal = nil // taken; a change since is sent at the next sync
 	}
-	l.learnLimits(v.Limits, !l.link.registered)
-	l.borrow(rep.Lend, v.Lent)
+	if l.live.learn(v.Limits, !l.link.registered, l.cfg, l.state.Load().epoch) {
+		l.syncSoon()
+	}
+	st := l.state.Load()
+	if n := l.lend.borrow(st, rep.Lend, v.Lent); n > 0 {
+		l.wait.hand(st, n) // waiting callers first
+	}
 	if !l.link.registered {
 		l.link.registered = true
 		// The replica has taken no tokens yet: it is not in an agreed pool before
