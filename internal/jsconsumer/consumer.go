@@ -90,9 +90,9 @@ type Consumer struct {
 	largest  int               // the largest buf a Read was given: only Reads that large fetch ahead
 	answered bool              // the last pull settled brought all it asked for: the stream has a backlog
 
-	mu     sync.Mutex
-	live   []*heldBatch // the batches with a message held (read, not yet acked or nacked)
-	closed bool
+	mu          sync.Mutex
+	heldBatches []*heldBatch // the batches with a message held (read, not yet acked or nacked)
+	closed      bool
 
 	stop      context.CancelFunc
 	wg        sync.WaitGroup // the in-progress loop and the settling of pulls given up on

@@ -25,12 +25,12 @@ type heldMsg struct {
 }
 
 // heldBatch is the heldMsgs of one pull, allocated together. It is in
-// Consumer.live while one of them is held.
+// Consumer.heldBatches while one of them is held.
 type heldBatch struct {
 	msgs []heldMsg // never grows beyond its capacity: handles point into it
 	// Guarded by Consumer.mu:
 	held int // how many of msgs are held
-	pos  int // its index in Consumer.live, while held > 0
+	pos  int // its index in Consumer.heldBatches, while held > 0
 }
 
 // member is the Handle of a message read from a frame.
@@ -67,8 +67,8 @@ func (c *Consumer) hold(h *heldMsg) {
 	h.held = true
 	b := h.batch
 	if b.held == 0 {
-		b.pos = len(c.live)
-		c.live = append(c.live, b)
+		b.pos = len(c.heldBatches)
+		c.heldBatches = append(c.heldBatches, b)
 	}
 	b.held++
 }
@@ -80,11 +80,11 @@ func (c *Consumer) release(h *heldMsg) {
 	if b.held--; b.held > 0 {
 		return
 	}
-	last := len(c.live) - 1
-	c.live[b.pos] = c.live[last]
-	c.live[b.pos].pos = b.pos
-	c.live[last] = nil
-	c.live = c.live[:last]
+	last := len(c.heldBatches) - 1
+	c.heldBatches[b.pos] = c.heldBatches[last]
+	c.heldBatches[b.pos].pos = b.pos
+	c.heldBatches[last] = nil
+	c.heldBatches = c.heldBatches[:last]
 }
 
 // resolve marks msgs acked (or nacked with delay) and returns the JetStream
@@ -164,7 +164,7 @@ func (c *Consumer) unresolve(hs []*heldMsg) {
 func (c *Consumer) heldReplies(replies []string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, b := range c.live {
+	for _, b := range c.heldBatches {
 		for i := range b.msgs {
 			if b.msgs[i].held {
 				replies = append(replies, b.msgs[i].reply)
@@ -180,7 +180,7 @@ func (c *Consumer) releaseAll() []*heldMsg {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var held []*heldMsg
-	for _, b := range c.live {
+	for _, b := range c.heldBatches {
 		for i := range b.msgs {
 			if h := &b.msgs[i]; h.held {
 				h.held, h.nacked = false, true
@@ -189,7 +189,7 @@ func (c *Consumer) releaseAll() []*heldMsg {
 		}
 		b.held = 0
 	}
-	clear(c.live)
-	c.live = nil
+	clear(c.heldBatches)
+	c.heldBatches = nil
 	return held
 }
