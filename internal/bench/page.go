@@ -16,40 +16,40 @@ import (
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
-// LivePollInterval is how often the live variant asks for /status/live, as
-// the live page does.
-const LivePollInterval = time.Second
+// PagePollInterval is how often the page variant asks for /status/live, as
+// the status page does.
+const PagePollInterval = time.Second
 
-// LiveVariant returns the target with its rate limits on, measured while
+// PageVariant returns the target with its rate limits on, measured while
 // its /status/live is served on a loopback port and asked for once a
-// second, from the start of each run, as the live page does: the page open
+// second, from the start of each run, as the status page does: the page open
 // on the vertex. Its [Runs] count the answers in Polls.
-func (t *Target) LiveVariant(name string) Variant {
-	return Variant{Name: name, file: t.on, open: openLive}
+func (t *Target) PageVariant(name string) Variant {
+	return Variant{Name: name, file: t.on, open: openPage}
 }
 
-// openLive serves r's /status/live on a loopback port and asks for it at
-// once and then every LivePollInterval, reading each answer whole, until
+// openPage serves r's /status/live on a loopback port and asks for it at
+// once and then every PagePollInterval, reading each answer whole, until
 // the returned close is called; close returns the answers read.
-func openLive(r Runner) (close func() int, err error) {
-	var live func(since int64) any
+func openPage(r Runner) (close func() int, err error) {
+	var data func(since int64) any
 	switch r := r.(type) {
 	case *vertex.Vertex:
-		live = func(since int64) any { return r.LiveView(since) }
+		data = func(since int64) any { return r.PageView(since) }
 	case *pipeline.Pipeline:
-		live = func(since int64) any { return r.Live(since) }
+		data = func(since int64) any { return r.PageView(since) }
 	default:
-		return nil, fmt.Errorf("bench: live: %T serves no /status/live", r)
+		return nil, fmt.Errorf("bench: %s: %T serves no /status/live", VariantPage, r)
 	}
-	srv, err := observe.Listen("127.0.0.1:0", observe.Handlers{Gatherer: prometheus.NewRegistry(), Live: live}, nil)
+	srv, err := observe.Listen("127.0.0.1:0", observe.Handlers{Gatherer: prometheus.NewRegistry(), PageData: data}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("bench: live: %w", err)
+		return nil, fmt.Errorf("bench: %s: %w", VariantPage, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var polls atomic.Int64
 	wg.Go(func() { srv.Serve(ctx) })
-	wg.Go(func() { pollLive(ctx, "http://"+srv.Addr().String()+observe.LivePath, &polls) })
+	wg.Go(func() { pollPage(ctx, "http://"+srv.Addr().String()+observe.PageDataPath, &polls) })
 	return func() int {
 		cancel()
 		wg.Wait()
@@ -57,10 +57,10 @@ func openLive(r Runner) (close func() int, err error) {
 	}, nil
 }
 
-// pollLive asks for url at once and then every LivePollInterval until ctx
+// pollPage asks for url at once and then every PagePollInterval until ctx
 // is done, counting in polls the answers read whole.
-func pollLive(ctx context.Context, url string, polls *atomic.Int64) {
-	tick := time.NewTicker(LivePollInterval)
+func pollPage(ctx context.Context, url string, polls *atomic.Int64) {
+	tick := time.NewTicker(PagePollInterval)
 	defer tick.Stop()
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
