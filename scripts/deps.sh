@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs when it is missing: redis-server and
 # nats-server, podman, buildah and runc for the container tests, and
-# chromium for the live page's test, from Debian's packages. Without
+# chromium for the status page's test, from Debian's packages. Without
 # apt-get or root it prints a one-line hint.
 set -u
 

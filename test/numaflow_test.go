@@ -139,9 +139,9 @@ func TestNumaflowProcessor(t *testing.T) {
 			t.Errorf("%s = %d %q; want 200", path, code, body)
 		}
 	}
-	// The live page and its JSON, on the HTTPS port too.
+	// The status page and its JSON, on the HTTPS port too.
 	if code, body := getTLS(t, base+"/"); code != 200 || !strings.Contains(string(body), "status/live") {
-		t.Errorf("/ = %d, %d bytes; want 200 and the live page", code, len(body))
+		t.Errorf("/ = %d, %d bytes; want 200 and the status page", code, len(body))
 	}
 	if code, body := getTLS(t, base+"/status/live"); code != 200 || !strings.Contains(string(body), `"vertices"`) {
 		t.Errorf("/status/live = %d %.200q; want 200 and the vertex", code, body)

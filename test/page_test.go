@@ -156,7 +156,7 @@ func panels(dom string) (map[string]map[string]string, []string) {
 	return out, order
 }
 
-// TestPage runs a pipeline and opens its live page in headless Chromium:
+// TestPage runs a pipeline and opens its status page in headless Chromium:
 // one panel per vertex, left to right as the graph goes, cat's pool of 20
 // split between two replicas and rate limited, with a chart of its bytes, in's rate limit off (with
 // what it reads each second) and out's store unreachable, each said on the
@@ -174,14 +174,14 @@ func TestPage(t *testing.T) {
 	const epochsTimeout = 30 * time.Second
 	deadline := time.Now().Add(epochsTimeout)
 	for ; ; time.Sleep(200 * time.Millisecond) {
-		var live struct {
+		var page struct {
 			Vertices []struct {
 				Vertex string            `json:"vertex"`
 				Epochs []json.RawMessage `json:"epochs"`
 			} `json:"vertices"`
 		}
-		if code, body := httpGet(t, url+"status/live"); code == 200 && json.Unmarshal(body, &live) == nil &&
-			len(live.Vertices) == 3 && len(live.Vertices[1].Epochs) >= 2 {
+		if code, body := httpGet(t, url+"status/live"); code == 200 && json.Unmarshal(body, &page) == nil &&
+			len(page.Vertices) == 3 && len(page.Vertices[1].Epochs) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -232,7 +232,7 @@ func TestPage(t *testing.T) {
 	}
 }
 
-// TestPageBench checks `vertex bench --variants live`: the live variant's
+// TestPageBench checks `vertex bench --variants live`: the page variant's
 // rate, its ratio to on and the answers of /status/live it read, at least
 // one a run; an unknown variant is a usage error that lists live.
 func TestPageBench(t *testing.T) {

@@ -89,7 +89,7 @@ flags:
 	fs.BoolVar(&fl.spawn, "spawn", false, "start each user-defined container's command as a child process, once for all runs")
 	fs.StringVar(&fl.isb, "isb", "memory", "Pipeline only: the buffers, memory or jetstream")
 	var variants string
-	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost), and in a shared limit that never throttles (group), and with the live page open, /status/live served and polled once a second (live): a comma-separated list, and print each one's ratio to on")
+	fs.StringVar(&variants, "variants", "", "also measure, in the same runs, the rate limit with a byte limit that never throttles (bytes) and with a cost expression that gives 1 (cost), and in a shared limit that never throttles (group), and with the status page open, /status/live served and polled once a second (live): a comma-separated list, and print each one's ratio to on")
 	if err := fs.ParseArgs(args, stdout); err != nil {
 		return fl, err
 	}
@@ -138,7 +138,7 @@ func benchVariants(t *bench.Target, fl benchFlags, each time.Duration, stdout, s
 	for i, name := range fl.variants {
 		fmt.Fprintf(stdout, "%s/on ratio: %.3f (run by run: %.3f)", name, runs[i+2].Median()/runs[1].Median(),
 			runs[i+2].PairedRatio(runs[1]))
-		if name == bench.VariantLive {
+		if name == bench.VariantPage {
 			fmt.Fprintf(stdout, ", %d answers of /status/live read", runs[i+2].Polls)
 		}
 		fmt.Fprintln(stdout)

@@ -79,7 +79,7 @@ Numaflow passes no flags; these are for running it elsewhere.
 flags:
 `)
 	var fl runFlags
-	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "HTTPS address of /metrics, /readyz, /livez, /sidecar-livez, /healthz, /status, /status/live and the live page on /")
+	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "HTTPS address of /metrics, /readyz, /livez, /sidecar-livez, /healthz, /status, /status/live and the status page on /")
 	fs.StringVar(&fl.udsDir, "uds-dir", serverinfo.DefaultDir, "directory of the user-defined containers' sockets and server-info files, created if missing")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+vertexconfig.EnvDebug+" is true)")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")

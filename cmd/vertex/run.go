@@ -159,7 +159,7 @@ flags:
 	fs.StringVar(&fl.file, "f", "", "the MonoVertex or Pipeline YAML (required)")
 	fs.StringVar(&fl.replica, "replica", "", "this replica's index (default: $NUMAFLOW_REPLICA, else 0)")
 	fs.StringVar(&fl.region, "region", os.Getenv("SLUICE_REGION"), "this replica's region, for a rate limit with regions (default: $SLUICE_REGION)")
-	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz, /status, /status/live and the live page on /")
+	fs.StringVar(&fl.metricsAddr, "metrics-addr", observe.DefaultAddr, "address of /metrics, /healthz, /readyz, /status, /status/live and the status page on /")
 	fs.StringVar(&fl.httpAddr, "http-addr", "", "HTTPS address of an http source (default: :ports.https, else :8443)")
 	fs.StringVar(&fl.plainHTTPAddr, "http-plain-addr", "", "plain HTTP address of an http source with ports.http (default: :ports.http)")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -253,7 +253,7 @@ func (r runner) monoVertex(ctx context.Context, m *config.MonoVertex) error {
 	if err != nil {
 		return err
 	}
-	defer r.serve(v.Ready, func() any { return v.Status() }, func(since int64) any { return v.LiveView(since) })()
+	defer r.serve(v.Ready, func() any { return v.Status() }, func(since int64) any { return v.PageView(since) })()
 	defer r.reload.Start(ctx, func(f *config.File) error {
 		if rl := f.MonoVertex.Spec.Limits.GetRateLimit(); rl != nil {
 			cfg := vertexconfig.LimiterConfig(rl)
@@ -289,12 +289,12 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 		return withJetStreamHint(err, p)
 	}
 	status := func() any { return pl.Status() }
-	live := func(since int64) any { return pl.Live(since) }
+	page := func(since int64) any { return pl.PageView(since) }
 	if r.flags.vertex != "" {
 		status = func() any { return pl.Vertices()[0].Status() }
-		live = func(since int64) any { return pl.Vertices()[0].LiveView(since) }
+		page = func(since int64) any { return pl.Vertices()[0].PageView(since) }
 	}
-	defer r.serve(pl.Ready, status, live)()
+	defer r.serve(pl.Ready, status, page)()
 	defer r.reload.Start(ctx, func(f *config.File) error { return pl.UpdateRateLimits(f.Pipeline) })()
 	r.log.Info("running", zap.String("pipeline", p.Metadata.Name), zap.String("vertex", r.flags.vertex),
 		zap.Int("replica", r.replica), zap.Int("vertices", len(pl.Vertices())))
@@ -303,14 +303,14 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 }
 
 // serve serves /metrics, /healthz, /livez, /sidecar-livez, /readyz, /status,
-// /status/live and the live page on --metrics-addr, if set (bound by
+// /status/live and the status page on --metrics-addr, if set (bound by
 // execute), over HTTPS when r.tls is set, until stop is called.
-func (r runner) serve(ready func() error, status func() any, live func(since int64) any) (stop func()) {
+func (r runner) serve(ready func() error, status func() any, page func(since int64) any) (stop func()) {
 	ln := r.listeners.Metrics()
 	if ln == nil {
 		return func() {}
 	}
-	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status, Live: live}, "http"
+	h, scheme := observe.Handlers{Gatherer: r.reg, Ready: ready, Status: status, PageData: page}, "http"
 	if r.tls != nil {
 		scheme = "https"
 	}

@@ -140,13 +140,13 @@ func TestCompareVariants(t *testing.T) {
 	}
 }
 
-// TestLiveVariant measures a MonoVertex with its live page open: the
+// TestPageVariant measures a MonoVertex with its status page open: the
 // variant writes, and /status/live answered at least the poll at the start
 // of each run.
-func TestLiveVariant(t *testing.T) {
+func TestPageVariant(t *testing.T) {
 	f := fastVertex(t, "live")
 	tg := bench.NewTarget(f)
-	runs, err := tg.CompareVariants(context.Background(), 2, 100*time.Millisecond, []bench.Variant{tg.LiveVariant("live")}, nil)
+	runs, err := tg.CompareVariants(context.Background(), 2, 100*time.Millisecond, []bench.Variant{tg.PageVariant("live")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ type Runs struct {
 	// Messages are the messages written in all the runs, as measured.
 	Messages float64
 	// Polls are the answers of /status/live read during the runs of the
-	// live variant ([Target.LiveVariant]); 0 for the others.
+	// page variant ([Target.PageVariant]); 0 for the others.
 	Polls int
 }
 

@@ -13,8 +13,9 @@ const (
 	VariantCost = "cost"
 	// VariantGroup joins a shared limit that never throttles.
 	VariantGroup = "group"
-	// VariantLive is [Target.LiveVariant]: the live page open.
-	VariantLive = "live"
+	// VariantPage is [Target.PageVariant]: the status page open. Its name,
+	// the value of --variants and the label of its results, is live.
+	VariantPage = "live"
 )
 
 // CostExpr is the cost expression of [VariantCost]: it reads the payload
@@ -22,7 +23,7 @@ const (
 // it does without it.
 const CostExpr = "len(payload) / 1000000"
 
-// namedChanges are the variants but live: how each changes a rateLimit
+// namedChanges are the variants but the page's: how each changes a rateLimit
 // block.
 var namedChanges = map[string]func(*config.RateLimit){
 	VariantBytes: func(rl *config.RateLimit) {
@@ -42,14 +43,14 @@ var namedChanges = map[string]func(*config.RateLimit){
 // IsNamed reports whether name is a variant of [Target.Named].
 func IsNamed(name string) bool {
 	_, ok := namedChanges[name]
-	return ok || name == VariantLive
+	return ok || name == VariantPage
 }
 
 // Named returns the variant name of t, one of VariantBytes, VariantCost,
-// VariantGroup and VariantLive; ok is false for any other name.
+// VariantGroup and VariantPage; ok is false for any other name.
 func (t *Target) Named(name string) (v Variant, ok bool) {
-	if name == VariantLive {
-		return t.LiveVariant(name), true
+	if name == VariantPage {
+		return t.PageVariant(name), true
 	}
 	change, ok := namedChanges[name]
 	if !ok {

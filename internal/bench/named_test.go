@@ -30,7 +30,7 @@ func TestNamed(t *testing.T) {
 	f := &config.File{MonoVertex: &config.MonoVertex{}}
 	f.MonoVertex.Spec.Limits = &config.Limits{RateLimit: &config.RateLimit{Max: &max}}
 	tg := NewTarget(f)
-	for _, name := range []string{VariantBytes, VariantCost, VariantGroup, VariantLive} {
+	for _, name := range []string{VariantBytes, VariantCost, VariantGroup, VariantPage} {
 		if v, ok := tg.Named(name); !ok || v.Name != name || !IsNamed(name) {
 			t.Errorf("%s: %q, %v, IsNamed %v; want the variant", name, v.Name, ok, IsNamed(name))
 		}

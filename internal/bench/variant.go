@@ -19,7 +19,7 @@ type Variant struct {
 	Name string
 	file *config.File
 	// open, when set, starts what runs beside each run once it is built
-	// (the live variant's polling), and its close stops it and returns
+	// (the page variant's polling), and its close stops it and returns
 	// the count for Runs.Polls.
 	open func(Runner) (close func() int, err error)
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // confirmTimeout bounds the wait for the server to receive, or to confirm,
-// acks and naks when the caller's context has no earlier deadline.
+// acks and nacks when the caller's context has no earlier deadline.
 const confirmTimeout = 5 * time.Second
 
 // Ack acks msgs and waits until the server has received the acks (with
@@ -20,7 +20,7 @@ const confirmTimeout = 5 * time.Second
 // before a disconnect is delivered again. It fails when an ack cannot be
 // sent or is not confirmed; the messages are then kept in progress, and
 // acking them again is safe. A frame is acked once all of its messages are
-// (or naked, when one of them was). A message not read by this Consumer is
+// (or nacked, when one of them was). A message not read by this Consumer is
 // reported in the error; the others are acked.
 func (c *Consumer) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	done, bad := c.resolve(msgs, false, 0)
@@ -40,11 +40,11 @@ func (c *Consumer) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return bad
 }
 
-// Nak hands msgs back to be delivered again no sooner than delay from now
-// (0: at once), and waits until the server has received the naks. A message
-// already acked or naked is left as it is. A frame is delivered again whole,
-// once all of its messages are acked or naked: its acked messages too.
-func (c *Consumer) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+// Nack hands msgs back to be delivered again no sooner than delay from now
+// (0: at once), and waits until the server has received the NAKs. A message
+// already acked or nacked is left as it is. A frame is delivered again whole,
+// once all of its messages are acked or nacked: its acked messages too.
+func (c *Consumer) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	done, bad := c.resolve(msgs, true, delay)
 	if len(done) == 0 {
 		return bad
@@ -55,11 +55,11 @@ func (c *Consumer) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.D
 	return bad
 }
 
-// NakMax is Nak, but for the messages delivered maxDeliveries times already
+// NackMax is Nack, but for the messages delivered maxDeliveries times already
 // (when it is more than 0), which it terminates: the server drops them and
 // delivers them no more. A frame one of whose messages is terminated is
 // terminated whole.
-func (c *Consumer) NakMax(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration, maxDeliveries uint32) error {
+func (c *Consumer) NackMax(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration, maxDeliveries uint32) error {
 	done, bad := c.resolveMax(msgs, true, delay, maxDeliveries)
 	if len(done) == 0 {
 		return bad

@@ -64,7 +64,7 @@ type Options struct {
 }
 
 // Consumer reads a stream through one durable pull consumer, which it
-// neither creates nor changes. It implements [isb.Reader], [isb.Naker] and
+// neither creates nor changes. It implements [isb.Reader], [isb.Nacker] and
 // [isb.Closer] and is safe for concurrent use; see the package doc for how
 // it reads, what it holds and what it promises.
 type Consumer struct {
@@ -90,9 +90,9 @@ type Consumer struct {
 	largest  int               // the largest buf a Read was given: only Reads that large fetch ahead
 	answered bool              // the last pull settled brought all it asked for: the stream has a backlog
 
-	mu     sync.Mutex
-	live   []*heldBatch // the batches with a message held (read, not yet acked or naked)
-	closed bool
+	mu          sync.Mutex
+	heldBatches []*heldBatch // the batches with a message held (read, not yet acked or nacked)
+	closed      bool
 
 	stop      context.CancelFunc
 	wg        sync.WaitGroup // the in-progress loop and the settling of pulls given up on
@@ -101,7 +101,7 @@ type Consumer struct {
 
 var (
 	_ isb.Reader = (*Consumer)(nil)
-	_ isb.Naker  = (*Consumer)(nil)
+	_ isb.Nacker = (*Consumer)(nil)
 	_ isb.Closer = (*Consumer)(nil)
 )
 

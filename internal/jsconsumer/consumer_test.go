@@ -200,7 +200,7 @@ func TestFetchAhead(t *testing.T) {
 
 // A frame's messages are returned one by one, never more than asked for;
 // the frame is acked once all of them are, and delivered again whole when
-// one is naked.
+// one is nacked.
 func TestFrames(t *testing.T) {
 	t.Parallel()
 	nc, js := setup(t, time.Minute)
@@ -215,7 +215,7 @@ func TestFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtest.WaitFor(t, "d acked", func() bool { return info(t, js).NumAckPending == 1 })
-	if err := c.Nak(testCtx(t), second[:1], 0); err != nil { // c: the frame comes back
+	if err := c.Nack(testCtx(t), second[:1], 0); err != nil { // c: the frame comes back
 		t.Fatal(err)
 	}
 	again := read(t, c, 10)

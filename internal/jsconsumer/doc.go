@@ -3,7 +3,7 @@
 // buffers on JetStream (package isb/jetstream) and its JetStream source
 // (package source). Each of them makes the consumer (or finds it), says
 // with a [DecodeFunc] what a JetStream message holds, and reads, acks and
-// naks through a [Consumer].
+// nacks through a [Consumer].
 //
 // # Model
 //
@@ -12,7 +12,7 @@
 // process or many, share its messages: the server gives each message to one
 // of them. The durable acks explicitly and gives a reader its ack wait to
 // ack a message before it delivers it again. A Consumer keeps every message
-// it holds (read, and neither acked nor naked) in progress, so that a slow
+// it holds (read, and neither acked nor nacked) in progress, so that a slow
 // batch is not delivered again while its reader works on it.
 //
 // # Reading
@@ -40,7 +40,7 @@
 // returns them all. Read still returns messages one by one and never more
 // than asked for: the rest of a frame waits for the next Read, held. A
 // frame is acked once all of its messages are acked; if one of them is
-// naked, the whole frame is delivered again, its acked messages too. With
+// nacked, the whole frame is delivered again, its acked messages too. With
 // [Options.FrameSize] a pull asks for as many JetStream messages as the
 // Read has room for when they are full frames.
 //
@@ -55,12 +55,12 @@
 //
 // Delivery is at least once. Ack returns once the server has received the
 // acks (with [Options.ConfirmAcks]: once it has confirmed each one), so
-// that nothing acked before a disconnect is delivered again; Nak returns
-// once it has received the naks. A message not acked within the ack wait
-// while its Consumer is alive is kept in progress; one held by a process
-// that dies is delivered again once the ack wait has passed, possibly to
-// another replica. Close hands back at once every message held, fetched
-// ahead or not yet returned.
+// that nothing acked before a disconnect is delivered again; Nack returns
+// once the server has received the NAKs. A message not acked within the
+// ack wait while its Consumer is alive is kept in progress; one held by a
+// process that dies is delivered again once the ack wait has passed,
+// possibly to another replica. Close hands back at once every message held,
+// fetched ahead or not yet returned.
 //
 // A message its DecodeFunc cannot decode is terminated (the server drops it,
 // and does not deliver it again) and reported by Read with [ErrDecode].
@@ -68,7 +68,7 @@
 // # Reconnects
 //
 // A Consumer works over a connection its caller made, which reconnects by
-// itself. While it is down, reads, acks and naks fail at once with errors
+// itself. While it is down, reads, acks and nacks fail at once with errors
 // matching [ErrNotConnected] (nothing is queued to be sent later), and the
 // caller retries them; once it is back, the same Consumer works again, and
 // messages read before the disconnect can still be acked.

@@ -39,7 +39,7 @@ func TestSequence(t *testing.T) {
 	if s := sequences(got); !slices.Equal(s, want) {
 		t.Fatalf("messages %v have sequences %v, want %v", ids(got), s, want)
 	}
-	if err := c.Nak(testCtx(t), got[3:4], 0); err != nil { // d
+	if err := c.Nack(testCtx(t), got[3:4], 0); err != nil { // d
 		t.Fatal(err)
 	}
 	again := read(t, c, 1)

@@ -28,7 +28,7 @@
 // with isb.ErrThrottled asked). On shutdown
 // reads stop, the batches in flight are written and acked within the shutdown
 // timeout, and a batch still unacked at that deadline is logged and naked (when
-// the reader is an isb.Naker) so that it is delivered again at once.
+// the reader is an isb.Nacker) so that it is delivered again at once.
 //
 // One loop takes tokens and reads, in every mode (loop.go), and hands each
 // batch to a worker that processes, writes and acks it. By default the

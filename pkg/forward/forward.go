@@ -145,8 +145,8 @@ type Forwarder struct {
 	idle idle
 	// naker and optsNaker are the reader, when it can take messages back
 	// (with the options of a nack); nil otherwise.
-	naker     isb.Naker
-	optsNaker isb.OptionsNaker
+	naker     isb.Nacker
+	optsNaker isb.OptionsNacker
 	// keys holds the messages over their key's limit (throttle.Throttle.PerKey).
 	keys *keyHold
 
@@ -232,8 +232,8 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	f.th = d.Throttle.With(throttle.Env{Pauses: d.Tracker, Logger: d.Logger, Clock: opts.Clock,
 		Metrics: throttle.Metrics{Granted: m.Granted, Deposited: m.Deposited, Retaken: m.Retaken,
 			Bytes: m.Bytes, BytesDeposited: m.BytesDeposited, CostErrors: m.Errors.WithLabelValues(StageCost)}})
-	f.naker, _ = d.Reader.(isb.Naker)
-	f.optsNaker, _ = d.Reader.(isb.OptionsNaker)
+	f.naker, _ = d.Reader.(isb.Nacker)
+	f.optsNaker, _ = d.Reader.(isb.OptionsNacker)
 	if pk := f.th.PerKey; pk != nil && pk.Limiter != nil {
 		f.keys = newKeyHold(*pk, holdDeps{naker: f.naker, ackMu: &f.ackMu, reads: d.Metrics.Read,
 			tracker: d.Tracker, log: d.Logger, readSize: f.readSize()}, opts.BatchSize)
@@ -367,7 +367,7 @@ func (f *Forwarder) abandon(hard context.Context, step string, batch []isb.ReadM
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
 	defer cancel()
 	f.ackMu.Lock()
-	nerr := f.naker.Nak(ctx, batch, 0)
+	nerr := f.naker.Nack(ctx, batch, 0)
 	f.ackMu.Unlock()
 	if nerr != nil {
 		f.log.Warn("nak failed; the batch is delivered again after the reader's ack deadline",

@@ -94,9 +94,9 @@ func (f *Forwarder) handBack(hard context.Context, msgs []isb.ReadMessage, opts 
 		var err error
 		f.ackMu.Lock()
 		if f.optsNaker != nil {
-			err = f.optsNaker.NakOptions(ctx, msgs[start:end], *opts[start])
+			err = f.optsNaker.NackOptions(ctx, msgs[start:end], *opts[start])
 		} else {
-			err = f.naker.Nak(ctx, msgs[start:end], opts[start].Delay)
+			err = f.naker.Nack(ctx, msgs[start:end], opts[start].Delay)
 		}
 		f.ackMu.Unlock()
 		if err != nil {

@@ -74,13 +74,13 @@ type optionsReader struct {
 	opts []isb.NackOptions
 }
 
-func (r *optionsReader) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+func (r *optionsReader) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	r.mu.Lock()
 	for range msgs {
 		r.opts = append(r.opts, opts)
 	}
 	r.mu.Unlock()
-	return r.Nak(ctx, msgs, opts.Delay)
+	return r.Nack(ctx, msgs, opts.Delay)
 }
 
 // checkOnce checks that out holds the values 0 to n-1, each once.

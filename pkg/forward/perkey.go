@@ -26,7 +26,7 @@ import (
 //
 // The hold is bounded (PerKey.MaxHeld): a read takes no more new messages
 // than there is room for. Once the hold is full and none of its keys can go
-// on before the next epoch, a reader that takes messages back (isb.Naker)
+// on before the next epoch, a reader that takes messages back (isb.Nacker)
 // gets the newest held messages of the keys that hold the most, to deliver
 // again once those keys' backlog can have gone (at least a second later), so
 // that reads go on and the other keys are not held up behind a hot one; a
@@ -92,7 +92,7 @@ const maxKeyRounds = 8
 
 // holdDeps are what a hold uses of its forwarder.
 type holdDeps struct {
-	naker    isb.Naker          // the reader, when it takes messages back; nil otherwise
+	naker    isb.Nacker         // the reader, when it takes messages back; nil otherwise
 	ackMu    *sync.Mutex        // held by whoever acks or naks the reader
 	reads    prometheus.Counter // messages read
 	tracker  *Tracker
@@ -323,7 +323,7 @@ func (h *keyHold) wait(ctx context.Context) {
 }
 
 // handBack gives up the messages still held when the forwarder stops: they
-// are handed back to a reader that takes them (isb.Naker), to be delivered
+// are handed back to a reader that takes them (isb.Nacker), to be delivered
 // again at once, and otherwise left unacked.
 func (h *keyHold) handBack(hard context.Context) {
 	if h.held == 0 {
@@ -343,7 +343,7 @@ func (h *keyHold) handBack(hard context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
 	defer cancel()
 	h.ackMu.Lock()
-	err := h.naker.Nak(ctx, msgs, 0)
+	err := h.naker.Nack(ctx, msgs, 0)
 	h.ackMu.Unlock()
 	if err != nil {
 		h.log.Warn("nak of the messages held for their key's limit failed; they are delivered again after the reader's ack deadline",
@@ -397,7 +397,7 @@ func (h *keyHold) spill(ctx context.Context) bool {
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nakTimeout)
 	defer cancel()
 	h.ackMu.Lock()
-	err := h.naker.Nak(nctx, msgs, delay)
+	err := h.naker.Nack(nctx, msgs, delay)
 	h.ackMu.Unlock()
 	h.held -= len(msgs)
 	h.Metrics.AddHeld(-int64(len(msgs)))

@@ -161,8 +161,8 @@ type ReadMessage struct {
 // again, by this reader or another, when the source supports it.
 //
 // A forwarder reads from one goroutine. A pipelined one (streaming, read-ahead)
-// acks and naks from others while a Read is in progress, and acks batches out
-// of the order they were read, but makes one Ack or Nak call at a time.
+// acks and nacks from others while a Read is in progress, and acks batches out
+// of the order they were read, but makes one Ack or Nack call at a time.
 type Reader interface {
 	Read(ctx context.Context, buf []ReadMessage) (int, error)
 	Ack(ctx context.Context, msgs []ReadMessage) error
@@ -183,22 +183,22 @@ type Writer interface {
 	Write(ctx context.Context, msgs []Message, errs []error) error
 }
 
-// Naker is implemented by readers that can hand messages back before their ack
+// Nacker is implemented by readers that can hand messages back before their ack
 // deadline.
 //
-// Nak gives up messages returned by Read and not acked: they are read again, by
+// Nack gives up messages returned by Read and not acked: they are read again, by
 // this reader or another, no sooner than delay from now (0: as soon as
-// possible). A forwarder naks what it read but could not finish, so that the
+// possible). A forwarder nacks what it read but could not finish, so that the
 // messages need not wait for the ack deadline to pass.
-type Naker interface {
-	Nak(ctx context.Context, msgs []ReadMessage, delay time.Duration) error
+type Nacker interface {
+	Nack(ctx context.Context, msgs []ReadMessage, delay time.Duration) error
 }
 
-// OptionsNaker is implemented by readers whose source takes a nack's reason
-// and options too, such as a user-defined source: NakOptions hands msgs back
-// as Nak does, passing opts on.
-type OptionsNaker interface {
-	NakOptions(ctx context.Context, msgs []ReadMessage, opts NackOptions) error
+// OptionsNacker is implemented by readers whose source takes a nack's reason
+// and options too, such as a user-defined source: NackOptions hands msgs back
+// as Nack does, passing opts on.
+type OptionsNacker interface {
+	NackOptions(ctx context.Context, msgs []ReadMessage, opts NackOptions) error
 }
 
 // OffsetReader is implemented by the readers of an inter-step buffer
@@ -207,7 +207,7 @@ type OptionsNaker interface {
 // Watermarks use them to tell what a reader has read of what a writer wrote.
 type OffsetReader interface {
 	// Offset returns the offset of m, a message Read returned and not yet
-	// acked or naked.
+	// acked or nacked.
 	Offset(m *ReadMessage) int64
 	// StartOffset returns an offset at or before which every message was
 	// acked when the reader started (0 when none is known): messages a

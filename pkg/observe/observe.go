@@ -1,6 +1,6 @@
 // Package observe serves what operators look at: Prometheus metrics, health and
 // readiness probes, a JSON status of the vertex and its rate limiter, and a
-// live page of the limit on / that polls /status/live, all on one HTTP port,
+// status page of the limit on / that polls /status/live, all on one HTTP port,
 // or one HTTPS port with a self-signed certificate as in Numaflow's pods
 // ([ListenTLS], [SelfSignedTLS]). A [History] keeps the last epochs that
 // /status/live lists. [NewRegistry] holds the Go runtime's and the process's
@@ -26,7 +26,7 @@ import (
 const DefaultAddr = ":2469"
 
 // Server serves /metrics, /healthz, /livez, /sidecar-livez, /readyz, /status,
-// /status/live and the live page on /.
+// /status/live and the status page on /.
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
@@ -42,10 +42,10 @@ type Handlers struct {
 	Ready func() error
 	// Status returns the value served as JSON on /status.
 	Status func() any
-	// Live returns the value served as JSON on /status/live, with the
+	// PageData returns the value served as JSON on /status/live, with the
 	// epochs after since (0 for all that are kept); the page on / polls it.
 	// nil serves an empty object.
-	Live func(since int64) any
+	PageData func(since int64) any
 }
 
 // Listen binds addr (":0" picks a free port) and returns a server ready to
@@ -108,7 +108,7 @@ func NewServer(ln net.Listener, h Handlers, cfg *tls.Config, log *zap.Logger) *S
 		enc.SetIndent("", "  ")
 		enc.Encode(v)
 	})
-	handleLive(mux, h.Live)
+	handlePage(mux, h.PageData)
 	if log == nil {
 		log = zap.NewNop()
 	}

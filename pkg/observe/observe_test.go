@@ -66,7 +66,7 @@ func handlers(ready *atomic.Bool) Handlers {
 	c.Add(7)
 	reg.MustRegister(c)
 	return Handlers{Gatherer: reg, Status: func() any { return map[string]int{"n": 1} },
-		Live: func(since int64) any { return map[string]int64{"since": since} },
+		PageData: func(since int64) any { return map[string]int64{"since": since} },
 		Ready: func() error {
 			if !ready.Load() {
 				return errors.New("waiting for sourcer-server-info")
@@ -77,7 +77,7 @@ func handlers(ready *atomic.Bool) Handlers {
 
 // TestRoutes checks every route over HTTP and over HTTPS with a self-signed
 // certificate: the liveness routes answer 200 at once, /readyz 503 with the
-// reason until ready, /metrics, /status, /status/live and the live page
+// reason until ready, /metrics, /status, /status/live and the status page
 // their content.
 func TestRoutes(t *testing.T) {
 	cfg, err := SelfSignedTLS(time.Now())
@@ -119,7 +119,7 @@ func TestRoutes(t *testing.T) {
 				t.Errorf("/status/live = %d %q", code, body)
 			}
 			if code, body := get(t, tt.client, base+"/"); code != 200 || !strings.Contains(body, "status/live") {
-				t.Errorf("/ = %d; want the live page", code)
+				t.Errorf("/ = %d; want the status page", code)
 			}
 		})
 	}

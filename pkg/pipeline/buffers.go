@@ -32,7 +32,7 @@ type Buffers interface {
 // in-memory buffer per partition, holding bufferUsageLimit percent of
 // bufferMaxLength (so that it is full where a JetStream buffer would count as
 // full). Messages in it live as long as the process. Its readers implement
-// [isb.Naker] and [isb.OffsetReader], its writers [isb.OffsetWriter]: a
+// [isb.Nacker] and [isb.OffsetReader], its writers [isb.OffsetWriter]: a
 // writer's LastOffset is that of the last message any writer wrote to the
 // partition.
 type Memory struct {
@@ -76,8 +76,8 @@ func (m *Memory) get(name string) (*memory.Buffer, error) {
 type shared struct {
 	isb.Reader
 	isb.Writer
-	isb.Naker
-	isb.OptionsNaker
+	isb.Nacker
+	isb.OptionsNacker
 	isb.OffsetReader
 	isb.OffsetWriter
 }

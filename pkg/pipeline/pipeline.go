@@ -248,14 +248,14 @@ func (pl *Pipeline) Status() []vertex.Status {
 	return out
 }
 
-// Live returns the JSON of /status/live: every vertex's [vertex.Live] with
+// PageView returns the JSON of /status/live: every vertex's [vertex.PageVertex] with
 // the epochs after since, each in its column of the graph, with the
 // vertices it writes to.
-func (pl *Pipeline) Live(since int64) vertex.LiveView {
+func (pl *Pipeline) PageView(since int64) vertex.PageView {
 	cols := pl.g.Columns()
-	out := vertex.LiveView{Pipeline: pl.g.p.Metadata.Name, Vertices: make([]vertex.Live, len(pl.all))}
+	out := vertex.PageView{Pipeline: pl.g.p.Metadata.Name, Vertices: make([]vertex.PageVertex, len(pl.all))}
 	for i, v := range pl.all {
-		lv := v.Live(since)
+		lv := v.PageVertex(since)
 		lv.Column = cols[pl.allNames[i]]
 		for _, e := range pl.g.OutEdges(pl.allNames[i]) {
 			lv.To = append(lv.To, e.To)

@@ -82,8 +82,8 @@ type keySet struct {
 	heartbeats int
 }
 
-// liveMsg is where a message held or fed is.
-type liveMsg struct {
+// undoneMsg is where a message held or fed, and not yet done, is.
+type undoneMsg struct {
 	ks  *keySet
 	fed bool
 }
@@ -111,23 +111,23 @@ type liveMsg struct {
 // [Accumulator.InDoubt] says how many. An Accumulator is not safe for
 // concurrent use: one reader owns it; Close ends its stream.
 type Accumulator struct {
-	cfg     AccumulatorConfig
-	sets    map[string]*keySet
-	closing map[string][]*keySet // sent CLOSE, waiting for their EOF, oldest first
-	closed  []*keySet            // EOF received: to record at Commit
-	touched []*keySet            // with messages newly done: to record at Commit
-	live    map[string]liveMsg   // IDs of the messages held or fed and not done
-	segLive map[uint64]int
-	seq     uint64
-	batch   uint64 // number of the latest done marks logged
-	pending bool   // done marks of batch logged, not yet confirmed
-	inDoubt int
-	wm      time.Time
-	hasWM   bool
-	dirty   bool
-	late    int64
-	buf     []byte
-	nextID  uint64
+	cfg       AccumulatorConfig
+	sets      map[string]*keySet
+	closing   map[string][]*keySet // sent CLOSE, waiting for their EOF, oldest first
+	closed    []*keySet            // EOF received: to record at Commit
+	touched   []*keySet            // with messages newly done: to record at Commit
+	undone    map[string]undoneMsg // IDs of the messages held or fed and not done
+	segUndone map[uint64]int
+	seq       uint64
+	batch     uint64 // number of the latest done marks logged
+	pending   bool   // done marks of batch logged, not yet confirmed
+	inDoubt   int
+	wm        time.Time
+	hasWM     bool
+	dirty     bool
+	late      int64
+	buf       []byte
+	nextID    uint64
 
 	st       *udfacc.Stream
 	cancel   context.CancelFunc
@@ -148,7 +148,7 @@ func NewAccumulator(cfg AccumulatorConfig) (*Accumulator, error) {
 		return nil, fmt.Errorf("reduce: AccumulatorConfig.Timeout (%s) must be positive", cfg.Timeout)
 	}
 	return &Accumulator{cfg: cfg, sets: map[string]*keySet{}, closing: map[string][]*keySet{},
-		live: map[string]liveMsg{}, segLive: map[uint64]int{}, received: make(chan struct{}, 1)}, nil
+		undone: map[string]undoneMsg{}, segUndone: map[uint64]int{}, received: make(chan struct{}, 1)}, nil
 }
 
 // hold adds m to its key set's held messages, in event-time order.
@@ -172,20 +172,20 @@ func (a *Accumulator) hold(m isb.Message, seq, seg uint64) {
 	}
 	ks.maxSeq = max(ks.maxSeq, seq)
 	if m.ID != "" {
-		a.live[m.ID] = liveMsg{ks: ks}
+		a.undone[m.ID] = undoneMsg{ks: ks}
 	}
-	a.segLive[seg]++
+	a.segUndone[seg]++
 }
 
 // release forgets m: it is done, or its key set's accumulator has closed.
 func (a *Accumulator) release(ks *keySet, m accMsg) {
-	if lv, ok := a.live[m.m.ID]; ok && lv.ks == ks {
-		delete(a.live, m.m.ID)
+	if lv, ok := a.undone[m.m.ID]; ok && lv.ks == ks {
+		delete(a.undone, m.m.ID)
 	}
 	if ks.emitted != nil {
 		delete(ks.emitted, m.m.ID)
 	}
-	a.segLive[m.seg]--
+	a.segUndone[m.seg]--
 }
 
 // Add holds msgs for their key sets and makes them durable in the log. A
@@ -196,7 +196,7 @@ func (a *Accumulator) Add(_ context.Context, msgs []isb.Message) (late int, err 
 	l := a.cfg.Log
 	for i := range msgs {
 		m := msgs[i]
-		if _, ok := a.live[m.ID]; ok && m.ID != "" {
+		if _, ok := a.undone[m.ID]; ok && m.ID != "" {
 			continue
 		}
 		if a.hasWM && m.EventTime.Before(a.wm) {
@@ -289,7 +289,7 @@ func (a *Accumulator) feed(prev time.Time) error {
 				return err
 			}
 			if m.m.ID != "" {
-				a.live[m.m.ID] = liveMsg{ks: ks, fed: true}
+				a.undone[m.m.ID] = undoneMsg{ks: ks, fed: true}
 			}
 			n++
 		}

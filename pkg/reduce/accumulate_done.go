@@ -76,7 +76,7 @@ func (a *Accumulator) drain() ([]isb.Message, error) {
 // watermark is at least wm. While a key set closes and a new accumulator of the same keys
 // is open, the watermark is nobody's: it counts for neither.
 func (a *Accumulator) emitted(id, msgID string, wm time.Time) {
-	if lv, ok := a.live[msgID]; ok && lv.fed && lv.ks.id == id {
+	if lv, ok := a.undone[msgID]; ok && lv.fed && lv.ks.id == id {
 		if lv.ks.emitted == nil {
 			lv.ks.emitted = map[string]struct{}{}
 		}
@@ -194,11 +194,11 @@ func (a *Accumulator) removeSegments() error {
 	segs := l.Segments()
 	removed := false
 	for i, s := range segs {
-		if a.segLive[s.ID] > 0 {
+		if a.segUndone[s.ID] > 0 {
 			break
 		}
 		if i == len(segs)-1 {
-			if _, had := a.segLive[s.ID]; !had {
+			if _, had := a.segUndone[s.ID]; !had {
 				break // records of closes, marks and watermarks alone: kept until a message follows
 			}
 			if err := l.Rotate(); err != nil {
@@ -208,7 +208,7 @@ func (a *Accumulator) removeSegments() error {
 		if err := l.Remove(s.ID); err != nil {
 			return err
 		}
-		delete(a.segLive, s.ID)
+		delete(a.segUndone, s.ID)
 		removed = true
 	}
 	if !removed || !a.hasWM {

@@ -70,9 +70,9 @@ func ids(msgs []isb.Message) []string {
 	return out
 }
 
-// liveIDs returns the sorted IDs of the messages a holds or has fed and
+// undoneIDs returns the sorted IDs of the messages a holds or has fed and
 // not yet seen done.
-func liveIDs(a *Accumulator) []string { return slices.Sorted(maps.Keys(a.live)) }
+func undoneIDs(a *Accumulator) []string { return slices.Sorted(maps.Keys(a.undone)) }
 
 // checkReplay opens the log in dir as a restart would, and checks that it
 // brings back exactly the messages want, none in doubt.
@@ -84,7 +84,7 @@ func checkReplay(t *testing.T, c *udfacc.Client, dir string, want []string, inDo
 	}
 	defer l.Close()
 	a, n := newAcc(t, c, l)
-	if got := liveIDs(a); n != len(want) || !slices.Equal(got, want) || a.InDoubt() != inDoubt {
+	if got := undoneIDs(a); n != len(want) || !slices.Equal(got, want) || a.InDoubt() != inDoubt {
 		t.Fatalf("replay: %d messages %v, %d in doubt; want %v, %d in doubt", n, got, a.InDoubt(), want, inDoubt)
 	}
 }
@@ -122,7 +122,7 @@ func TestAccumulatorDoneMarks(t *testing.T) {
 				}
 				accCommit(t, a)
 				notDone := slices.Sorted(maps.Keys(left))
-				if got := liveIDs(a); !slices.Equal(got, notDone) {
+				if got := undoneIDs(a); !slices.Equal(got, notDone) {
 					t.Fatalf("cycle %d: keeps %v, want %v", cycle, got, notDone)
 				}
 				checkReplay(t, c, dir, notDone, 0)
@@ -175,7 +175,7 @@ func TestAccumulatorDoneByWatermark(t *testing.T) {
 			}
 		}
 		slices.Sort(notDone)
-		if got := liveIDs(a); !slices.Equal(got, notDone) {
+		if got := undoneIDs(a); !slices.Equal(got, notDone) {
 			t.Fatalf("cycle %d: keeps %v, want %v", cycle, got, notDone)
 		}
 		checkReplay(t, c, dir, notDone, 0)
@@ -204,7 +204,7 @@ func TestAccumulatorSegmentsRemoved(t *testing.T) {
 		accCommit(t, a)
 		prev = msgs
 		segs := l.Segments()
-		if len(segs) > 1 && a.segLive[segs[0].ID] == 0 {
+		if len(segs) > 1 && a.segUndone[segs[0].ID] == 0 {
 			t.Fatalf("cycle %d: segment %d holds no message not done and is kept", cycle, segs[0].ID)
 		}
 		var size int64
@@ -280,8 +280,8 @@ func TestAccumulatorRedelivered(t *testing.T) {
 	if n != 5 {
 		t.Fatalf("recovered %d messages, want 5", n)
 	}
-	if late := accAdd(t, a2, []isb.Message{first[0], second[0]}); late != 1 || len(a2.live) != 5 {
-		t.Errorf("delivered again: %d late, %d kept; want 1 late, 5 kept", late, len(a2.live))
+	if late := accAdd(t, a2, []isb.Message{first[0], second[0]}); late != 1 || len(a2.undone) != 5 {
+		t.Errorf("delivered again: %d late, %d kept; want 1 late, 5 kept", late, len(a2.undone))
 	}
 }
 
@@ -326,7 +326,7 @@ func TestAccumulatorRecoverRecords(t *testing.T) {
 			}
 			l.Close()
 			a, n := newAcc(t, udfacc.New(t.TempDir(), zap.NewNop()), openLog(t, dir, 0))
-			if got := liveIDs(a); n != len(tc.back) || !slices.Equal(got, tc.back) || a.InDoubt() != tc.inDoubt || a.batch != tc.batch {
+			if got := undoneIDs(a); n != len(tc.back) || !slices.Equal(got, tc.back) || a.InDoubt() != tc.inDoubt || a.batch != tc.batch {
 				t.Errorf("back %v (%d), %d in doubt, batch %d; want %v, %d in doubt, batch %d",
 					got, n, a.InDoubt(), a.batch, tc.back, tc.inDoubt, tc.batch)
 			}

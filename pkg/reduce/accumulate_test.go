@@ -222,11 +222,11 @@ func finish(t *testing.T, a *Accumulator, end time.Time, want int) []isb.Message
 	accCommit(t, a)
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
-	for a.Open() > 0 || len(a.closing) > 0 || len(a.live) > 0 {
+	for a.Open() > 0 || len(a.closing) > 0 || len(a.undone) > 0 {
 		select {
 		case <-a.received:
 		case <-deadline.C:
-			t.Fatalf("key sets still open: %d, closing %d, messages %d", a.Open(), len(a.closing), len(a.live))
+			t.Fatalf("key sets still open: %d, closing %d, messages %d", a.Open(), len(a.closing), len(a.undone))
 		}
 		res, err := a.Advance(context.Background(), end)
 		if err != nil {

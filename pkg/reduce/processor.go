@@ -47,11 +47,12 @@ type Processor struct {
 	// logged, not acked before a crash), and they are not to count twice.
 	recovered map[string]time.Time
 	dups      int64
-	// live is the Reducer when it is a SessionReducer of session windows;
-	// stale says that its server may lack open sessions (after a restart,
-	// or a failed call), which go again before anything else.
-	live  SessionReducer
-	stale bool
+	// sessions is the Reducer when it is a SessionReducer of session
+	// windows, which holds the open sessions; stale says that its server
+	// may lack some (after a restart, or a failed call), which go again
+	// before anything else.
+	sessions SessionReducer
+	stale    bool
 	// stream is the Reducer when it is a StreamReducer of aligned windows;
 	// streamStale says that its server may lack open windows.
 	stream      StreamReducer
@@ -68,8 +69,8 @@ func New(cfg Config) (*Processor, error) {
 		return nil, errors.New("reduce: Config.Strategy assigns no windows; make it with window.Fixed, window.Sliding or window.Session")
 	}
 	p := &Processor{cfg: cfg, book: window.NewBook[isb.Message](cfg.Strategy, cfg.AllowedLateness)}
-	if live, ok := cfg.Reducer.(SessionReducer); ok && cfg.Strategy.Timeout() > 0 {
-		p.live, p.stale = live, true
+	if sessions, ok := cfg.Reducer.(SessionReducer); ok && cfg.Strategy.Timeout() > 0 {
+		p.sessions, p.stale = sessions, true
 	}
 	if stream, ok := cfg.Reducer.(StreamReducer); ok && cfg.Strategy.Timeout() == 0 {
 		p.stream, p.streamStale = stream, true
@@ -130,7 +131,7 @@ func (p *Processor) Recover() (int, error) {
 func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err error) {
 	l := p.cfg.Log
 	p.dropped = Late{}
-	if p.live != nil && p.stale {
+	if p.sessions != nil && p.stale {
 		if err := p.resend(ctx, nil); err != nil {
 			return 0, err
 		}
@@ -152,7 +153,7 @@ func (p *Processor) Add(ctx context.Context, msgs []isb.Message) (late int, err 
 			p.noteLate(msgs[i])
 			continue
 		}
-		if p.live != nil {
+		if p.sessions != nil {
 			if err := p.tellOrResend(ctx, c, msgs[i]); err != nil {
 				return 0, err
 			}
@@ -263,7 +264,7 @@ func (p *Processor) Advance(ctx context.Context, wm time.Time) ([]isb.Message, e
 	if len(p.recovered) == 0 {
 		p.recovered = nil
 	}
-	if p.live != nil && p.stale {
+	if p.sessions != nil && p.stale {
 		if err := p.resend(ctx, closed); err != nil {
 			return nil, err
 		}
@@ -288,7 +289,7 @@ func (p *Processor) reduceClosed(ctx context.Context, out []isb.Message, closed 
 		for _, g := range c.Groups {
 			var res []isb.Message
 			var err error
-			if p.live != nil {
+			if p.sessions != nil {
 				res, err = p.closeSession(ctx, closed[i:], g)
 			} else {
 				res, err = p.cfg.Reducer.Reduce(ctx, c.Window, g.Keys, g.Items)

@@ -66,10 +66,10 @@ const jsAPITimeout = 5 * time.Second
 //
 // Delivery is at least once. Ack acks messages once they are written and
 // waits until the server has confirmed every ack (double acks, confirmed in
-// bulk), so nothing acked is delivered again; Nak hands messages back to be
-// delivered again after a delay. Until a message is acked or naked the source
+// bulk), so nothing acked is delivered again; Nack hands messages back to be
+// delivered again after a delay. Until a message is acked or nacked the source
 // tells the server every third of the consumer's AckWait that it is still in
-// progress, as Numaflow does; a message neither acked nor naked when the
+// progress, as Numaflow does; a message neither acked nor nacked when the
 // source is closed is handed back, and one held by a process that died is
 // delivered again once AckWait has passed.
 //
@@ -88,10 +88,10 @@ type JetStream struct {
 }
 
 var (
-	_ isb.Reader       = (*JetStream)(nil)
-	_ isb.Naker        = (*JetStream)(nil)
-	_ isb.OptionsNaker = (*JetStream)(nil)
-	_ isb.Closer       = (*JetStream)(nil)
+	_ isb.Reader        = (*JetStream)(nil)
+	_ isb.Nacker        = (*JetStream)(nil)
+	_ isb.OptionsNacker = (*JetStream)(nil)
+	_ isb.Closer        = (*JetStream)(nil)
 )
 
 // NewJetStream connects to the server and binds to the consumer (creating it
@@ -202,22 +202,22 @@ func (j *JetStream) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return nil
 }
 
-// Nak hands msgs back to be delivered again no sooner than delay from now
-// (0: at once), and waits until the server has received the naks. A message
-// already acked or naked is left as it is.
-func (j *JetStream) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	if err := j.c.Nak(ctx, msgs, delay); err != nil {
-		return j.err("nak", err)
+// Nack hands msgs back to be delivered again no sooner than delay from now
+// (0: at once), and waits until the server has received the NAKs. A message
+// already acked or nacked is left as it is.
+func (j *JetStream) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	if err := j.c.Nack(ctx, msgs, delay); err != nil {
+		return j.err("nack", err)
 	}
 	return nil
 }
 
-// NakOptions hands msgs back as Nak does, after opts.Delay, but for those
+// NackOptions hands msgs back as Nack does, after opts.Delay, but for those
 // delivered opts.MaxDeliveries times already (when it is set), which the
-// server drops. It implements [isb.OptionsNaker].
-func (j *JetStream) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
-	if err := j.c.NakMax(ctx, msgs, opts.Delay, opts.MaxDeliveries); err != nil {
-		return j.err("nak", err)
+// server drops. It implements [isb.OptionsNacker].
+func (j *JetStream) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	if err := j.c.NackMax(ctx, msgs, opts.Delay, opts.MaxDeliveries); err != nil {
+		return j.err("nack", err)
 	}
 	return nil
 }

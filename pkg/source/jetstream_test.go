@@ -209,8 +209,8 @@ func TestJetStreamAckWait(t *testing.T) {
 	}
 }
 
-// A naked message comes back after the nak's delay, or at once.
-func TestJetStreamNak(t *testing.T) {
+// A nacked message comes back after the nack's delay, or at once.
+func TestJetStreamNack(t *testing.T) {
 	t.Parallel()
 	const delay = 500 * time.Millisecond
 	s, _, js := jsServer(t, natstest.Options{})
@@ -221,13 +221,13 @@ func TestJetStreamNak(t *testing.T) {
 		t.Fatalf("read %d", len(got))
 	}
 	start := time.Now()
-	if err := src.Nak(natsCtx(t), got[:1], delay); err != nil {
+	if err := src.Nack(natsCtx(t), got[:1], delay); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Nak(natsCtx(t), got[1:2], 0); err != nil {
+	if err := src.Nack(natsCtx(t), got[1:2], 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Nak(natsCtx(t), got[1:2], 0); err != nil { // already naked: left alone
+	if err := src.Nack(natsCtx(t), got[1:2], 0); err != nil { // already nacked: left alone
 		t.Fatal(err)
 	}
 	now := readBatch(t, src, 10)

@@ -56,7 +56,7 @@ const natsDropWarnEvery = 10 * time.Second
 // dropped (counted by Dropped, with a warning at most every 10 s), messages
 // published while the connection is down are never received, and messages
 // held or read and not yet written when the process stops are lost. Ack does
-// nothing, and NATS is no [isb.Naker]: a nacked message is delivered again by
+// nothing, and NATS is no [isb.Nacker]: a nacked message is delivered again by
 // the forwarder itself.
 //
 // A message's Value is the NATS payload and its Headers the NATS headers (the

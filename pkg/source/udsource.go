@@ -32,8 +32,8 @@ type UD struct {
 
 var (
 	_ isb.Reader          = (*UD)(nil)
-	_ isb.Naker           = (*UD)(nil)
-	_ isb.OptionsNaker    = (*UD)(nil)
+	_ isb.Nacker          = (*UD)(nil)
+	_ isb.OptionsNacker   = (*UD)(nil)
 	_ isb.PartitionReader = (*UD)(nil)
 )
 
@@ -187,15 +187,15 @@ func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return nil
 }
 
-// Nak hands msgs back to the source (NackFn), to be delivered again no sooner
+// Nack hands msgs back to the source (NackFn), to be delivered again no sooner
 // than delay.
-func (s *UD) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	return s.NakOptions(ctx, msgs, isb.NackOptions{Delay: delay})
+func (s *UD) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	return s.NackOptions(ctx, msgs, isb.NackOptions{Delay: delay})
 }
 
-// NakOptions hands msgs back to the source (NackFn) with the options of the
+// NackOptions hands msgs back to the source (NackFn) with the options of the
 // nack: its reason, delay, most deliveries and free-form values.
-func (s *UD) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+func (s *UD) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	offsets := offsetsOf(msgs)
 	if len(offsets) == 0 {
 		return nil

@@ -60,7 +60,7 @@ func TestUDSourceNackOptionsAndMetadata(t *testing.T) {
 		t.Fatalf("metadata %v; want origin/source = simple", buf[0].Metadata)
 	}
 	opts := isb.NackOptions{Reason: "later", Delay: 2 * time.Second, MaxDeliveries: 4, Values: map[string]string{"a": "b"}}
-	if err := s.NakOptions(cctx, buf[:1], opts); err != nil {
+	if err := s.NackOptions(cctx, buf[:1], opts); err != nil {
 		t.Fatal(err)
 	}
 	src.mu.Lock()

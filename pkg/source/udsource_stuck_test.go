@@ -67,7 +67,7 @@ func TestStuckSourceIsAbandoned(t *testing.T) {
 			return s.Ack(ctx, read)
 		}},
 		{"nack", "NackFn", 2, timeout, func(ctx context.Context, s *source.UD, read []isb.ReadMessage) error {
-			return s.Nak(ctx, read, 0)
+			return s.Nack(ctx, read, 0)
 		}},
 		{"pending", "PendingFn", 0, timeout, func(ctx context.Context, s *source.UD, _ []isb.ReadMessage) error {
 			_, err := s.Pending(ctx)

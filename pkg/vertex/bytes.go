@@ -69,7 +69,7 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	if err != nil {
 		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
 	}
-	v.bytes, v.live.bytes = l, hist
+	v.bytes, v.page.bytes = l, hist
 	v.onClose(func() error { return l.Close(context.Background()) })
 	observe.RegisterByteLimiter(reg, l.Status)
 	return nil

@@ -109,7 +109,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 		ratelimit.WithLogger(log.Named("ratelimit")),
 		ratelimit.WithClock(v.o.clock),
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
-			v.live.history.Observe(s)
+			v.page.history.Observe(s)
 			fields := []zap.Field{zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
 				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max)}
@@ -138,7 +138,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 	switch {
 	case s.Pool != nil:
 		opts = append(opts, ratelimit.WithStore(s.Pool))
-		v.live.shared = true
+		v.page.shared = true
 	case s.Replicas > 0:
 		if v.o.replica >= s.Replicas {
 			return nil, Store{}, fmt.Errorf("%w: %d is not below the %d replicas of the rate limit's store", ErrReplica, v.o.replica, s.Replicas)

@@ -39,10 +39,10 @@ type tracker struct {
 	// A buffer partition's: the offsets read and not finished, increasing,
 	// with how many messages at each (0: finished, not yet dropped); the
 	// largest offset read; the offsets handed back, to be read again.
-	open  []openOffset
-	hint  int
-	done  int64
-	naked map[int64]int
+	open   []openOffset
+	hint   int
+	done   int64
+	nacked map[int64]int
 	// A source's: its batches not finished, in the order read.
 	batches []*readBatch
 	scratch []isb.ReadMessage
@@ -115,15 +115,15 @@ func newTracker(r isb.Reader, src *watermark.Source, part int32) *tracker {
 // reader returns t as a reader with the optional methods of the reader it
 // wraps.
 func (t *tracker) reader() isb.Reader {
-	_, nak := t.r.(isb.Naker)
-	_, opts := t.r.(isb.OptionsNaker)
+	_, nack := t.r.(isb.Nacker)
+	_, opts := t.r.(isb.OptionsNacker)
 	switch {
-	case nak && opts:
-		return trackedNakers{trackedNaker{trackedReader{t}}}
-	case nak:
-		return trackedNaker{trackedReader{t}}
+	case nack && opts:
+		return trackedNackers{trackedNacker{trackedReader{t}}}
+	case nack:
+		return trackedNacker{trackedReader{t}}
 	case opts:
-		return trackedOptionsNaker{trackedReader{t}}
+		return trackedOptionsNacker{trackedReader{t}}
 	}
 	return trackedReader{t}
 }
@@ -152,7 +152,7 @@ func (t *tracker) readOffsets(msgs []isb.ReadMessage) {
 			t.open[k-1].n++
 		} else if k == 0 || t.open[k-1].off < o {
 			t.open = append(t.open, openOffset{o, 1})
-		} else { // read again after a nak: in its place
+		} else { // read again after a nack: in its place
 			j, found := slices.BinarySearchFunc(t.open, o, func(e openOffset, o int64) int { return cmp.Compare(e.off, o) })
 			if found {
 				t.open[j].n++
@@ -160,9 +160,9 @@ func (t *tracker) readOffsets(msgs []isb.ReadMessage) {
 				t.open = slices.Insert(t.open, j, openOffset{o, 1})
 			}
 		}
-		if t.naked != nil && t.naked[o] > 0 {
-			if t.naked[o]--; t.naked[o] == 0 {
-				delete(t.naked, o)
+		if t.nacked != nil && t.nacked[o] > 0 {
+			if t.nacked[o]--; t.nacked[o] == 0 {
+				delete(t.nacked, o)
 			}
 		}
 	}
@@ -198,7 +198,7 @@ func (t *tracker) readBatch(msgs []isb.ReadMessage) {
 }
 
 // unwrap returns a source's msgs with the reader's own handles, in a slice
-// of t's (callers make one Ack or Nak call at a time; release gives it
+// of t's (callers make one Ack or Nack call at a time; release gives it
 // back).
 func (t *tracker) unwrap(msgs []isb.ReadMessage) []isb.ReadMessage {
 	if t.off != nil {
@@ -217,10 +217,10 @@ func (t *tracker) unwrap(msgs []isb.ReadMessage) []isb.ReadMessage {
 	return out
 }
 
-// finish counts msgs finished, before the reader hears of them; naked says
+// finish counts msgs finished, before the reader hears of them; nacked says
 // they are handed back, to be read again: a buffer partition's frontier
 // stays before them until then.
-func (t *tracker) finish(msgs []isb.ReadMessage, naked bool) {
+func (t *tracker) finish(msgs []isb.ReadMessage, nacked bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.off == nil {
@@ -235,11 +235,11 @@ func (t *tracker) finish(msgs []isb.ReadMessage, naked bool) {
 		}
 		t.open[j].n--
 		t.hint = j
-		if naked {
-			if t.naked == nil {
-				t.naked = map[int64]int{}
+		if nacked {
+			if t.nacked == nil {
+				t.nacked = map[int64]int{}
 			}
-			t.naked[o]++
+			t.nacked[o]++
 		}
 	}
 	k := 0
@@ -328,7 +328,7 @@ func (t *tracker) frontier() int64 {
 	if t.floorer != nil {
 		f = min(f, t.floor.Load())
 	}
-	for o := range t.naked {
+	for o := range t.nacked {
 		f = min(f, o-1)
 	}
 	return f
@@ -344,20 +344,20 @@ func (t *tracker) ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return err
 }
 
-func (t *tracker) nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+func (t *tracker) nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	own := t.unwrap(msgs)
 	t.finish(msgs, true)
-	err := t.r.(isb.Naker).Nak(ctx, own, delay)
+	err := t.r.(isb.Nacker).Nack(ctx, own, delay)
 	t.release(own)
 	return err
 }
 
-func (t *tracker) nakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+func (t *tracker) nackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	own := t.unwrap(msgs)
 	// With MaxDeliveries the reader may drop them, and they would hold the
 	// frontier for ever: they count as finished.
 	t.finish(msgs, opts.MaxDeliveries == 0)
-	err := t.r.(isb.OptionsNaker).NakOptions(ctx, own, opts)
+	err := t.r.(isb.OptionsNacker).NackOptions(ctx, own, opts)
 	t.release(own)
 	return err
 }
@@ -373,20 +373,20 @@ func (r trackedReader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return r.t.ack(ctx, msgs)
 }
 
-type trackedNaker struct{ trackedReader }
+type trackedNacker struct{ trackedReader }
 
-func (r trackedNaker) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	return r.t.nak(ctx, msgs, delay)
+func (r trackedNacker) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	return r.t.nack(ctx, msgs, delay)
 }
 
-type trackedOptionsNaker struct{ trackedReader }
+type trackedOptionsNacker struct{ trackedReader }
 
-func (r trackedOptionsNaker) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
-	return r.t.nakOptions(ctx, msgs, opts)
+func (r trackedOptionsNacker) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	return r.t.nackOptions(ctx, msgs, opts)
 }
 
-type trackedNakers struct{ trackedNaker }
+type trackedNackers struct{ trackedNacker }
 
-func (r trackedNakers) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
-	return r.t.nakOptions(ctx, msgs, opts)
+func (r trackedNackers) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	return r.t.nackOptions(ctx, msgs, opts)
 }

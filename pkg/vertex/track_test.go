@@ -13,9 +13,9 @@ import (
 // offsetReader hands out queued messages whose handles are their offsets,
 // and records what it is given back.
 type offsetReader struct {
-	queue        []int64
-	start        int64
-	acked, naked []int64
+	queue         []int64
+	start         int64
+	acked, nacked []int64
 }
 
 func (r *offsetReader) Read(_ context.Context, buf []isb.ReadMessage) (int, error) {
@@ -34,9 +34,9 @@ func (r *offsetReader) Ack(_ context.Context, msgs []isb.ReadMessage) error {
 	return nil
 }
 
-func (r *offsetReader) Nak(_ context.Context, msgs []isb.ReadMessage, _ time.Duration) error {
+func (r *offsetReader) Nack(_ context.Context, msgs []isb.ReadMessage, _ time.Duration) error {
 	for _, m := range msgs {
-		r.naked = append(r.naked, m.Handle.(int64))
+		r.nacked = append(r.nacked, m.Handle.(int64))
 		r.queue = append(r.queue, m.Handle.(int64))
 	}
 	return nil
@@ -53,12 +53,12 @@ func TestTrackerFrontier(t *testing.T) {
 	inner := &offsetReader{queue: []int64{11, 12, 13, 14, 15, 16}, start: 10}
 	tr := newTracker(inner, nil, 0)
 	r := tr.reader()
-	nak, ok := r.(isb.Naker)
+	nack, ok := r.(isb.Nacker)
 	if !ok {
-		t.Fatal("the tracked reader of a Naker is no Naker")
+		t.Fatal("the tracked reader of a Nacker is no Nacker")
 	}
-	if _, ok := r.(isb.OptionsNaker); ok {
-		t.Fatal("the tracked reader of a reader without NakOptions has it")
+	if _, ok := r.(isb.OptionsNacker); ok {
+		t.Fatal("the tracked reader of a reader without NackOptions has it")
 	}
 	if f := tr.frontier(); f != 10 {
 		t.Fatalf("before any read: frontier %d, want the start offset 10", f)
@@ -83,7 +83,7 @@ func TestTrackerFrontier(t *testing.T) {
 			if err := r.Ack(ctx, c[:1]); err != nil {
 				return err
 			}
-			return nak.Nak(ctx, c[1:], 0)
+			return nack.Nack(ctx, c[1:], 0)
 		}, 15},
 	}
 	for _, s := range steps {

@@ -69,8 +69,8 @@ type Vertex struct {
 
 	// bytes is the byte limit (rateLimit.bytes); nil without.
 	bytes *ratelimit.Limiter
-	// live is what /status/live shows beyond the status.
-	live liveState
+	// page is what /status/live shows beyond the status.
+	page pageState
 }
 
 // ErrReplica is matched by the error of a replica index beyond the replicas
@@ -122,7 +122,7 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 		v.lateLog = reduce.NewLateLog(v.log, o.clock)
 		v.onClose(v.lateLog.Close)
 	}
-	v.live.history = v.newHistory()
+	v.page.history = v.newHistory()
 	if err := v.buildLimiter(reg); err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ type BufferInfo struct {
 	// Pending is how many messages no reader has been given yet.
 	Pending uint64
 	// AckPending is how many messages readers have been given and not yet
-	// acked (including those naked with a delay not yet passed).
+	// acked (including those nacked with a delay not yet passed).
 	AckPending int
 	// Redelivered is how many of the AckPending messages have been given
 	// more than once.

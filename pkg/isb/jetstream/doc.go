@@ -39,7 +39,7 @@
 // cuts the server's work per message by about the frame's size. A Reader
 // still returns messages one by one and never more than asked for: the rest
 // of a frame waits for its next Read, kept in progress. A frame is acked once
-// all of its messages are acked; if one of them is naked, the whole frame is
+// all of its messages are acked; if one of them is nacked, the whole frame is
 // delivered again, its acked messages too. A frame's Nats-Msg-Id is made of
 // its messages' IDs, so a retried write of the same frame is still dropped
 // as a duplicate; but messages processed again after a crash, and grouped

@@ -115,17 +115,17 @@ func TestFramesFetchedAhead(t *testing.T) {
 	waitEmpty(t, c, sp.Name)
 }
 
-// A frame with a message naked is delivered again whole, once its other
+// A frame with a message nacked is delivered again whole, once its other
 // messages are acked.
-func TestFrameNak(t *testing.T) {
+func TestFrameNack(t *testing.T) {
 	t.Parallel()
-	sp := spec("framenak-0", 100)
+	sp := spec("framenack-0", 100)
 	_, c := setup(t, sp, frames(4))
 	w := newWriter(t, c, sp, "up")
 	r := newReader(t, c, sp.Name, time.Second)
 	write(t, w, messages("m", 4))
 	got := readN(t, r, 4, 4)
-	if err := r.Nak(testCtx(t), got[1:2], 0); err != nil {
+	if err := r.Nack(testCtx(t), got[1:2], 0); err != nil {
 		t.Fatal(err)
 	}
 	ack(t, r, got[:1])

@@ -85,16 +85,16 @@ func TestOffsets(t *testing.T) {
 				}
 			}
 
-			// Nak one message and ack the rest: it comes back (with its
+			// Nack one message and ack the rest: it comes back (with its
 			// frame) at the offsets read first.
-			naked := got[5]
-			if err := r.Nak(testCtx(t), []isb.ReadMessage{naked}, 0); err != nil {
+			nacked := got[5]
+			if err := r.Nack(testCtx(t), []isb.ReadMessage{nacked}, 0); err != nil {
 				t.Fatal(err)
 			}
 			ack(t, r, slices.Concat(got[:5], got[6:]))
 			again := readN(t, r, frame, frame)
-			if !slices.Contains(ids(again), naked.ID) {
-				t.Fatalf("read again %v, want %s among them", ids(again), naked.ID)
+			if !slices.Contains(ids(again), nacked.ID) {
+				t.Fatalf("read again %v, want %s among them", ids(again), nacked.ID)
 			}
 			for i := range again {
 				if o := r.Offset(&again[i]); o != offsets[again[i].ID] {

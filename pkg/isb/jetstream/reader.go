@@ -17,7 +17,7 @@ import (
 
 // Reader reads one buffer through its durable consumer, with a
 // [jsconsumer.Consumer] that fetches ahead. It implements [isb.Reader],
-// [isb.Naker], [isb.OffsetReader] and [isb.Closer] and is safe for
+// [isb.Nacker], [isb.OffsetReader] and [isb.Closer] and is safe for
 // concurrent use. Readers of
 // the same buffer, in one process or many, share the consumer: each message
 // goes to one of them.
@@ -34,10 +34,10 @@ import (
 // frames asks for as many as fill its buf, and keeps the rest of the last
 // one for the next Read.
 //
-// Until a message read (or fetched ahead) is acked or naked, the Reader
+// Until a message read (or fetched ahead) is acked or nacked, the Reader
 // tells the server every third of the consumer's AckWait that it is still
 // in progress, so that a slow batch is not delivered again to another
-// reader. A message neither acked nor naked when the Reader is closed is
+// reader. A message neither acked nor nacked when the Reader is closed is
 // handed back; if its process dies, it is delivered again once AckWait has
 // passed.
 type Reader struct {
@@ -48,12 +48,12 @@ type Reader struct {
 }
 
 var (
-	_ isb.Reader       = (*Reader)(nil)
-	_ isb.Naker        = (*Reader)(nil)
-	_ isb.OptionsNaker = (*Reader)(nil)
-	_ isb.OffsetReader = (*Reader)(nil)
-	_ isb.AckFloorer   = (*Reader)(nil)
-	_ isb.Closer       = (*Reader)(nil)
+	_ isb.Reader        = (*Reader)(nil)
+	_ isb.Nacker        = (*Reader)(nil)
+	_ isb.OptionsNacker = (*Reader)(nil)
+	_ isb.OffsetReader  = (*Reader)(nil)
+	_ isb.AckFloorer    = (*Reader)(nil)
+	_ isb.Closer        = (*Reader)(nil)
 )
 
 // Reader returns a reader of the buffer name (created with CreateBuffer)
@@ -122,7 +122,7 @@ func (r *Reader) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 // nothing acked before a disconnect is delivered again. It fails when an ack
 // cannot be sent or the server does not confirm receipt; acking the same
 // messages again is then safe. A frame is acked once all of its messages are
-// (or naked, when one of them was).
+// (or nacked, when one of them was).
 func (r *Reader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	if err := r.c.Ack(ctx, msgs); err != nil {
 		return r.err("ack", err)
@@ -130,13 +130,13 @@ func (r *Reader) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	return nil
 }
 
-// Nak hands msgs back to be delivered again after delay (0: at once), and
-// waits until the server has received the naks. A message already acked or
-// naked is left as it is. A frame is delivered again whole, once all of its
-// messages are acked or naked: its acked messages too.
-func (r *Reader) Nak(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
-	if err := r.c.Nak(ctx, msgs, delay); err != nil {
-		return r.err("nak", err)
+// Nack hands msgs back to be delivered again after delay (0: at once), and
+// waits until the server has received the NAKs. A message already acked or
+// nacked is left as it is. A frame is delivered again whole, once all of its
+// messages are acked or nacked: its acked messages too.
+func (r *Reader) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	if err := r.c.Nack(ctx, msgs, delay); err != nil {
+		return r.err("nack", err)
 	}
 	return nil
 }
@@ -151,12 +151,12 @@ func (r *Reader) Offset(m *isb.ReadMessage) int64 { return int64(r.c.Sequence(m)
 // implements [isb.OffsetReader].
 func (r *Reader) StartOffset() int64 { return r.start }
 
-// NakOptions hands msgs back as Nak does, after opts.Delay, but for those
+// NackOptions hands msgs back as Nack does, after opts.Delay, but for those
 // delivered opts.MaxDeliveries times already (when it is set), which the
-// server drops (a frame whole). It implements [isb.OptionsNaker].
-func (r *Reader) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
-	if err := r.c.NakMax(ctx, msgs, opts.Delay, opts.MaxDeliveries); err != nil {
-		return r.err("nak", err)
+// server drops (a frame whole). It implements [isb.OptionsNacker].
+func (r *Reader) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+	if err := r.c.NackMax(ctx, msgs, opts.Delay, opts.MaxDeliveries); err != nil {
+		return r.err("nack", err)
 	}
 	return nil
 }

@@ -238,34 +238,34 @@ func TestCloseHandsBack(t *testing.T) {
 	waitEmpty(t, c, sp.Name)
 }
 
-// Nak hands a message back, to be delivered again no sooner than its delay.
-func TestNakWithDelay(t *testing.T) {
+// Nack hands a message back, to be delivered again no sooner than its delay.
+func TestNackWithDelay(t *testing.T) {
 	t.Parallel()
-	sp := spec("nak-0", 10)
+	sp := spec("nack-0", 10)
 	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = 10 * time.Second })
 	write(t, newWriter(t, c, sp, "up"), messages("m", 1))
 	r := newReader(t, c, sp.Name, 5*time.Second)
 	for _, delay := range []time.Duration{0, 700 * time.Millisecond} {
 		got := readN(t, r, 1, 1)
-		nakAt := time.Now()
-		if err := r.Nak(testCtx(t), got, delay); err != nil {
+		nackAt := time.Now()
+		if err := r.Nack(testCtx(t), got, delay); err != nil {
 			t.Fatal(err)
 		}
 		again := readN(t, r, 1, 1)
-		since := time.Since(nakAt)
+		since := time.Since(nackAt)
 		if since < delay || (delay == 0 && since > 2*time.Second) {
-			t.Fatalf("Nak with delay %v: delivered again after %v", delay, since)
+			t.Fatalf("Nack with delay %v: delivered again after %v", delay, since)
 		}
 		if again[0].ID != "m0" {
 			t.Fatalf("got %s", again[0].ID)
 		}
-		if err := r.Nak(testCtx(t), again, 0); err != nil {
+		if err := r.Nack(testCtx(t), again, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := readN(t, r, 1, 1)
 	ack(t, r, got)
-	if err := r.Nak(testCtx(t), got, 0); err != nil { // after Ack: nothing happens
+	if err := r.Nack(testCtx(t), got, 0); err != nil { // after Ack: nothing happens
 		t.Fatal(err)
 	}
 	waitEmpty(t, c, sp.Name)
@@ -384,11 +384,11 @@ func TestReadGivenUpHandsBackLateMessage(t *testing.T) {
 	waitEmpty(t, c, sp.Name)
 }
 
-// NakOptions with MaxDeliveries hands a message back until it has been
+// NackOptions with MaxDeliveries hands a message back until it has been
 // delivered that many times, then the server drops it.
-func TestNakOptionsMaxDeliveries(t *testing.T) {
+func TestNackOptionsMaxDeliveries(t *testing.T) {
 	t.Parallel()
-	sp := spec("nakmax-0", 10)
+	sp := spec("nackmax-0", 10)
 	_, c := setup(t, sp, func(cfg *Config) { cfg.AckWait = 10 * time.Second })
 	write(t, newWriter(t, c, sp, "up"), messages("m", 1))
 	r := newReader(t, c, sp.Name, 2*time.Second)
@@ -398,7 +398,7 @@ func TestNakOptionsMaxDeliveries(t *testing.T) {
 		if got[0].ID != "m0" {
 			t.Fatalf("delivery %d: got %s", delivery, got[0].ID)
 		}
-		if err := r.NakOptions(testCtx(t), got, opts); err != nil {
+		if err := r.NackOptions(testCtx(t), got, opts); err != nil {
 			t.Fatal(err)
 		}
 	}

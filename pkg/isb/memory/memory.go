@@ -5,7 +5,7 @@
 // # Offsets
 //
 // Write gives each message the buffer's next offset (1, 2, 3...), which it
-// keeps when it is naked and read again: [Buffer.Offset] returns it.
+// keeps when it is nacked and read again: [Buffer.Offset] returns it.
 // [Buffer.LastOffset] is the offset of the last message written by any
 // writer, at or after that of every message the caller wrote. A message
 // without an ID is read with the ID <buffer name>-<offset>. The buffer
@@ -25,9 +25,9 @@ import (
 )
 
 // Buffer is a bounded FIFO of messages with acks. Messages read and not acked are
-// in flight; they count against the capacity until acked, and Nak puts them back.
+// in flight; they count against the capacity until acked, and Nack puts them back.
 // Each message has the offset Write gave it (see the package doc). Buffer
-// implements [isb.Reader], [isb.Writer], [isb.Naker], [isb.OffsetReader] and
+// implements [isb.Reader], [isb.Writer], [isb.Nacker], [isb.OffsetReader] and
 // [isb.OffsetWriter], and is safe for concurrent use.
 type Buffer struct {
 	name        string
@@ -41,7 +41,7 @@ type Buffer struct {
 	last     atomic.Int64 // the offset of the last message written; raised with mu held
 	acked    uint64
 	closed   bool
-	notify   chan struct{} // closed and replaced at every write, ack, nak and Close
+	notify   chan struct{} // closed and replaced at every write, ack, nack and Close
 }
 
 // entry is a message in the buffer with its offset, and how many times it
@@ -54,19 +54,19 @@ type entry struct {
 
 // handle is the Handle of a message read, with how many times it has been
 // read, this time included. Every read makes a new one, so a handle from a
-// read before a Nak acks nothing.
+// read before a Nack acks nothing.
 type handle struct {
 	off        int64
 	deliveries uint32
 }
 
 var (
-	_ isb.Reader       = (*Buffer)(nil)
-	_ isb.Writer       = (*Buffer)(nil)
-	_ isb.Naker        = (*Buffer)(nil)
-	_ isb.OptionsNaker = (*Buffer)(nil)
-	_ isb.OffsetReader = (*Buffer)(nil)
-	_ isb.OffsetWriter = (*Buffer)(nil)
+	_ isb.Reader        = (*Buffer)(nil)
+	_ isb.Writer        = (*Buffer)(nil)
+	_ isb.Nacker        = (*Buffer)(nil)
+	_ isb.OptionsNacker = (*Buffer)(nil)
+	_ isb.OffsetReader  = (*Buffer)(nil)
+	_ isb.OffsetWriter  = (*Buffer)(nil)
 )
 
 // New returns an empty buffer holding at most capacity messages, whose reads wait at
@@ -190,10 +190,10 @@ func (b *Buffer) waitUntil(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// Nak puts messages in flight back at the front of the buffer, to be read again:
+// Nack puts messages in flight back at the front of the buffer, to be read again:
 // at once, or once delay has passed on the buffer's clock (they stay in flight,
 // and count against the capacity, until then).
-func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+func (b *Buffer) Nack(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	hs := make([]*handle, 0, len(msgs))
 	for i := range msgs {
 		if h, ok := msgs[i].Handle.(*handle); ok {
@@ -208,12 +208,12 @@ func (b *Buffer) Nak(_ context.Context, msgs []isb.ReadMessage, delay time.Durat
 	return nil
 }
 
-// NakOptions hands msgs back as Nak does, after opts.Delay, but for those
+// NackOptions hands msgs back as Nack does, after opts.Delay, but for those
 // read opts.MaxDeliveries times already (when it is set), which it drops as
-// acked. It implements [isb.OptionsNaker].
-func (b *Buffer) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+// acked. It implements [isb.OptionsNacker].
+func (b *Buffer) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	if opts.MaxDeliveries == 0 {
-		return b.Nak(ctx, msgs, opts.Delay)
+		return b.Nack(ctx, msgs, opts.Delay)
 	}
 	var again, done []isb.ReadMessage
 	for i := range msgs {
@@ -226,7 +226,7 @@ func (b *Buffer) NakOptions(ctx context.Context, msgs []isb.ReadMessage, opts is
 	if err := b.Ack(ctx, done); err != nil {
 		return err
 	}
-	return b.Nak(ctx, again, opts.Delay)
+	return b.Nack(ctx, again, opts.Delay)
 }
 
 // putBack moves the messages of hs that are still in flight to the front,

@@ -229,9 +229,9 @@ func TestInFlightCountsAgainstCapacity(t *testing.T) {
 		{"two in flight and one pending fill the buffer", func() {}, []string{"d"}, []error{isb.ErrBufferFull}},
 		{"ack one frees one place", func() { b.Ack(ctx, got[:1]) }, []string{"d", "e"}, []error{nil, isb.ErrBufferFull}},
 		{"ack the other frees one more", func() { b.Ack(ctx, got[1:]) }, []string{"e", "f"}, []error{nil, isb.ErrBufferFull}},
-		{"nak frees nothing", func() {
+		{"nack frees nothing", func() {
 			r := read(t, b, 1)
-			b.Nak(ctx, r, 0)
+			b.Nack(ctx, r, 0)
 		}, []string{"f"}, []error{isb.ErrBufferFull}},
 	}
 	for _, s := range steps {
@@ -266,8 +266,8 @@ func TestAck(t *testing.T) {
 			b.Ack(ctx, []isb.ReadMessage{{Handle: "buf-99"}, {Handle: 7}, {}})
 		}, 0, 3},
 		{"empty", func(b *memory.Buffer, r []isb.ReadMessage) { b.Ack(ctx, nil) }, 0, 3},
-		{"after nak the old handle is stale", func(b *memory.Buffer, r []isb.ReadMessage) {
-			b.Nak(ctx, r[:1], 0)
+		{"after nack the old handle is stale", func(b *memory.Buffer, r []isb.ReadMessage) {
+			b.Nack(ctx, r[:1], 0)
 			b.Ack(ctx, r[:1])
 		}, 0, 2},
 	}
@@ -284,11 +284,11 @@ func TestAck(t *testing.T) {
 	}
 }
 
-func TestNakPutsBackAtTheFront(t *testing.T) {
+func TestNackPutsBackAtTheFront(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name        string
-		nak         func(r []isb.ReadMessage) []isb.ReadMessage
+		nack        func(r []isb.ReadMessage) []isb.ReadMessage
 		wantPending []string
 	}{
 		{"all in order", func(r []isb.ReadMessage) []isb.ReadMessage { return r }, []string{"a", "b", "c", "d"}},
@@ -306,8 +306,8 @@ func TestNakPutsBackAtTheFront(t *testing.T) {
 			b := memory.New("buf", 10, time.Second, clock.NewManual(t0))
 			write(t, b, "a", "b", "c", "d")
 			r := read(t, b, 3)
-			naked := tt.nak(r)
-			if err := b.Nak(ctx, naked, 0); err != nil {
+			nacked := tt.nack(r)
+			if err := b.Nack(ctx, nacked, 0); err != nil {
 				t.Fatal(err)
 			}
 			if got := pendingValues(b); !slices.Equal(got, tt.wantPending) {
@@ -317,7 +317,7 @@ func TestNakPutsBackAtTheFront(t *testing.T) {
 			if !slices.Equal(values(again), tt.wantPending) {
 				t.Fatalf("read again %q, want %q", values(again), tt.wantPending)
 			}
-			// In flight: the messages not naked and everything read again.
+			// In flight: the messages not nacked and everything read again.
 			if s := b.Stats(); s.InFlight != 4 || s.Pending != 0 || s.Acked != 0 {
 				t.Fatalf("Stats() = %+v, want 4 in flight", s)
 			}
@@ -325,36 +325,36 @@ func TestNakPutsBackAtTheFront(t *testing.T) {
 	}
 }
 
-func TestNakKeepsTheID(t *testing.T) {
+func TestNackKeepsTheID(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New("buf", 10, time.Second, clock.NewManual(t0))
 	write(t, b, "a")
 	first := read(t, b, 1)
-	b.Nak(ctx, first, 0)
+	b.Nack(ctx, first, 0)
 	again := read(t, b, 1)
 	if again[0].ID != first[0].ID {
 		t.Fatalf("read again with ID %q, first read with %q", again[0].ID, first[0].ID)
 	}
 }
 
-func TestNakWithDelay(t *testing.T) {
+func TestNackWithDelay(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(t0)
 	b := memory.New("buf", 10, time.Second, clk)
 	write(t, b, "a", "b")
 	first := read(t, b, 1)
-	if err := b.Nak(ctx, first, 2*time.Second); err != nil {
+	if err := b.Nack(ctx, first, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if s := b.Stats(); s.Pending != 1 || s.InFlight != 1 {
-		t.Fatalf("before the delay: %+v; want the nak'd message still in flight", s)
+		t.Fatalf("before the delay: %+v; want the nack'd message still in flight", s)
 	}
 	clk.Advance(2 * time.Second)
 	if s := b.Stats(); s.Pending != 2 || s.InFlight != 0 {
 		t.Fatalf("after the delay: %+v; want it pending again", s)
 	}
 	if again := read(t, b, 1); string(again[0].Value) != "a" {
-		t.Fatalf("read %q first after the delay; want the nak'd message at the front", again[0].Value)
+		t.Fatalf("read %q first after the delay; want the nack'd message at the front", again[0].Value)
 	}
 }
 
@@ -554,14 +554,14 @@ func TestReadReturnsOnCancel(t *testing.T) {
 }
 
 func TestReadAckWakesNothing(t *testing.T) {
-	// An ack or nak of nothing wakes a waiting Read, which goes back to waiting
+	// An ack or nack of nothing wakes a waiting Read, which goes back to waiting
 	// for the same deadline.
 	clk := clock.NewManual(t0)
 	b := memory.New("buf", 10, time.Second, clk)
 	ch := readAsync(context.Background(), b, 5)
 	waitArmed(t, clk)
 	b.Ack(context.Background(), nil)
-	b.Nak(context.Background(), nil, 0)
+	b.Nack(context.Background(), nil, 0)
 	select {
 	case r := <-ch:
 		t.Fatalf("Read returned %d messages on an empty ack", len(r.msgs))
@@ -660,22 +660,22 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	var (
-		mu     sync.Mutex
-		acked  = map[string]int{}
-		naked  = map[string]bool{}
-		rg     sync.WaitGroup
-		nakAll = func(buf []isb.ReadMessage) (nak, ack []isb.ReadMessage) {
-			// Nak each message the first time it is read at the head of a batch.
+		mu      sync.Mutex
+		acked   = map[string]int{}
+		nacked  = map[string]bool{}
+		rg      sync.WaitGroup
+		nackAll = func(buf []isb.ReadMessage) (nack, ack []isb.ReadMessage) {
+			// Nack each message the first time it is read at the head of a batch.
 			mu.Lock()
 			defer mu.Unlock()
-			if len(buf) > 1 && !naked[string(buf[0].Value)] {
-				naked[string(buf[0].Value)] = true
-				nak, buf = buf[:1], buf[1:]
+			if len(buf) > 1 && !nacked[string(buf[0].Value)] {
+				nacked[string(buf[0].Value)] = true
+				nack, buf = buf[:1], buf[1:]
 			}
 			for _, m := range buf {
 				acked[string(m.Value)]++
 			}
-			return nak, buf
+			return nack, buf
 		}
 	)
 	for range readers {
@@ -683,8 +683,8 @@ func TestConcurrentUse(t *testing.T) {
 			buf := make([]isb.ReadMessage, 7)
 			for ctx.Err() == nil {
 				n, _ := b.Read(ctx, buf)
-				nak, ack := nakAll(buf[:n])
-				b.Nak(ctx, nak, 0)
+				nack, ack := nackAll(buf[:n])
+				b.Nack(ctx, nack, 0)
 				b.Ack(ctx, ack)
 			}
 		})
@@ -708,24 +708,24 @@ func TestConcurrentUse(t *testing.T) {
 			}
 		}
 	}
-	if len(naked) == 0 {
-		t.Error("no message was naked; the test did not exercise Nak")
+	if len(nacked) == 0 {
+		t.Error("no message was nacked; the test did not exercise Nack")
 	}
 	if s := b.Stats(); s.Acked != total || s.InFlight != 0 || s.Pending != 0 {
 		t.Fatalf("Stats() = %+v, want all %d acked", s, total)
 	}
 }
 
-// NakOptions with MaxDeliveries puts a message back until it has been read
+// NackOptions with MaxDeliveries puts a message back until it has been read
 // that many times, then drops it as acked.
-func TestNakOptionsMaxDeliveries(t *testing.T) {
+func TestNackOptionsMaxDeliveries(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New("buf", 10, time.Millisecond, clock.NewManual(t0))
 	write(t, b, "a")
 	opts := isb.NackOptions{MaxDeliveries: 2}
 	for delivery := 1; delivery <= 2; delivery++ {
 		got := read(t, b, 1)
-		if err := b.NakOptions(ctx, got, opts); err != nil {
+		if err := b.NackOptions(ctx, got, opts); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -51,8 +51,8 @@ func TestOffsets(t *testing.T) {
 	}
 }
 
-// A message naked, at once or with a delay, is read again at its offset.
-func TestNakKeepsTheOffset(t *testing.T) {
+// A message nacked, at once or with a delay, is read again at its offset.
+func TestNackKeepsTheOffset(t *testing.T) {
 	for _, delay := range []time.Duration{0, 2 * time.Second} {
 		t.Run(delay.String(), func(t *testing.T) {
 			ctx := context.Background()
@@ -60,7 +60,7 @@ func TestNakKeepsTheOffset(t *testing.T) {
 			b := memory.New("buf", 10, time.Second, clk)
 			write(t, b, "a", "b", "c")
 			r := read(t, b, 3)
-			if err := b.Nak(ctx, []isb.ReadMessage{r[2], r[0]}, delay); err != nil {
+			if err := b.Nack(ctx, []isb.ReadMessage{r[2], r[0]}, delay); err != nil {
 				t.Fatal(err)
 			}
 			write(t, b, "d")

@@ -105,7 +105,7 @@ func connect(t *testing.T, dir string) *udfsession.Client {
 	return c
 }
 
-func newLiveCounter(t *testing.T, c *udfsession.Client, log *wal.Log) (*Processor, *recorder) {
+func newRemoteSessionCounter(t *testing.T, c *udfsession.Client, log *wal.Log) (*Processor, *recorder) {
 	t.Helper()
 	s, _ := window.Session(5 * time.Second)
 	r := &recorder{SessionReducer: RemoteSession(c, nil)}
@@ -116,9 +116,9 @@ func newLiveCounter(t *testing.T, c *udfsession.Client, log *wal.Log) (*Processo
 	return p, r
 }
 
-// liveInput opens, appends to, expands and merges sessions of a, and opens
+// sessionInput opens, appends to, expands and merges sessions of a, and opens
 // one of b.
-var liveInput = []isb.Message{
+var sessionInput = []isb.Message{
 	msg("1", "a", 100), // open [100,105)
 	msg("2", "a", 102), // expand to [100,107)
 	msg("3", "a", 101), // append
@@ -128,16 +128,16 @@ var liveInput = []isb.Message{
 	msg("7", "a", 111), // append
 }
 
-// TestRemoteSessionLive sends each session's operations to a session
+// TestRemoteSessionOperations sends each session's operations to a session
 // counter served by sluice's SDK as messages are added, closes the
 // sessions as the watermark passes them, and gets what the built-in count
 // gets.
-func TestRemoteSessionLive(t *testing.T) {
+func TestRemoteSessionOperations(t *testing.T) {
 	_, c, _ := sessionClient(t)
-	p, r := newLiveCounter(t, c, nil)
+	p, r := newRemoteSessionCounter(t, c, nil)
 	local := newSessionCounter(t, nil)
-	add(t, p, liveInput...)
-	add(t, local, liveInput...)
+	add(t, p, sessionInput...)
+	add(t, local, sessionInput...)
 	want := []string{
 		"open a [100,105) #1",
 		"expand a [100,105) [100,107) #2",
@@ -154,7 +154,7 @@ func TestRemoteSessionLive(t *testing.T) {
 	r.ops = nil
 	got, want2 := text(advance(t, p, 130)), text(advance(t, local, 130))
 	if got != want2 || got != "b=1@107.999 a=6@116.999" {
-		t.Errorf("live %q; built-in %q", got, want2)
+		t.Errorf("remote %q; built-in %q", got, want2)
 	}
 	if ops := strings.Join(r.ops, "; "); ops != "close b [103,108); close a [100,117)" {
 		t.Errorf("operations at the watermark: %s", ops)
@@ -166,7 +166,7 @@ func TestRemoteSessionLive(t *testing.T) {
 // each opened with its first message and its others appended, before the
 // next message's operations, and the results are the built-in count's.
 func TestRemoteSessionResent(t *testing.T) {
-	resent := []string{ // after liveInput[:5], sorted
+	resent := []string{ // after sessionInput[:5], sorted
 		"append a [100,107) #2",
 		"append a [100,107) #3",
 		"open a [100,107) #1",
@@ -197,29 +197,29 @@ func TestRemoteSessionResent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, _ := newLiveCounter(t, c, l)
-		add(t, p, liveInput[:5]...)
+		p, _ := newRemoteSessionCounter(t, c, l)
+		add(t, p, sessionInput[:5]...)
 		l.Close()
 		if l, err = wal.Open(logDir, wal.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		p, r := newLiveCounter(t, connect(t, dir), l) // a new stream: the server has none of the sessions
+		p, r := newRemoteSessionCounter(t, connect(t, dir), l) // a new stream: the server has none of the sessions
 		if n, err := p.Recover(); err != nil || n != 5 {
 			t.Fatalf("Recover: %d, %v", n, err)
 		}
-		add(t, p, liveInput[5:]...)
+		add(t, p, sessionInput[5:]...)
 		check(t, r, p)
 	})
 	t.Run("server restarted", func(t *testing.T) {
 		dir, c, stop := sessionClient(t)
-		p, r := newLiveCounter(t, c, nil)
-		add(t, p, liveInput[:5]...)
+		p, r := newRemoteSessionCounter(t, c, nil)
+		add(t, p, sessionInput[:5]...)
 		stop()
 		serveSessionCount(t, dir)
 		connect(t, dir) // the new server is up
 		r.ops = nil
-		add(t, p, liveInput[5:]...)
+		add(t, p, sessionInput[5:]...)
 		// The old stream's failure shows on a call now or at the close; the
 		// open sessions go again either way, a's merged.
 		if got := text(advance(t, p, 130)); got != "b=1@107.999 a=6@116.999" {

@@ -14,9 +14,9 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// liveRig is a rate limiter on a manual clock whose epochs a History keeps,
+// pageRig is a rate limiter on a manual clock whose epochs a History keeps,
 // served on /status/live, with counters the test moves.
-type liveRig struct {
+type pageRig struct {
 	clk    *clock.Manual
 	l      *ratelimit.Limiter
 	h      *History
@@ -24,9 +24,9 @@ type liveRig struct {
 	addr   string
 }
 
-func newLiveRig(t *testing.T, size int, cfg ratelimit.Config) *liveRig {
+func newPageRig(t *testing.T, size int, cfg ratelimit.Config) *pageRig {
 	t.Helper()
-	r := &liveRig{clk: clock.NewManual(time.Now().Truncate(time.Second))}
+	r := &pageRig{clk: clock.NewManual(time.Now().Truncate(time.Second))}
 	// The manual clock runs the limiter's timers, and so the observer, in
 	// the goroutine that advances it: the test's own.
 	r.h = NewHistory(size, func() Totals { return r.totals })
@@ -36,18 +36,18 @@ func newLiveRig(t *testing.T, size int, cfg ratelimit.Config) *liveRig {
 	}
 	r.l = l
 	t.Cleanup(func() { l.Close(context.Background()) })
-	live := func(since int64) any {
+	data := func(since int64) any {
 		return struct {
 			Epochs []Epoch `json:"epochs"`
 		}{r.h.Since(since)}
 	}
-	r.addr = serve(t, Handlers{Live: live}, nil)
+	r.addr = serve(t, Handlers{PageData: data}, nil)
 	return r
 }
 
 // epoch takes n tokens, counts them read and written, adds paused seconds
 // of rate_limited, and ends the epoch.
-func (r *liveRig) epoch(t *testing.T, n int, paused float64) int64 {
+func (r *pageRig) epoch(t *testing.T, n int, paused float64) int64 {
 	t.Helper()
 	e, _ := r.l.Epoch()
 	if n > 0 {
@@ -62,27 +62,27 @@ func (r *liveRig) epoch(t *testing.T, n int, paused float64) int64 {
 	return e
 }
 
-func (r *liveRig) get(t *testing.T, query string) []Epoch {
+func (r *pageRig) get(t *testing.T, query string) []Epoch {
 	t.Helper()
-	code, body := get(t, http.DefaultClient, "http://"+r.addr+LivePath+query)
+	code, body := get(t, http.DefaultClient, "http://"+r.addr+PageDataPath+query)
 	if code != http.StatusOK {
-		t.Fatalf("GET %s%s: %d %s", LivePath, query, code, body)
+		t.Fatalf("GET %s%s: %d %s", PageDataPath, query, code, body)
 	}
 	var v struct {
 		Epochs []Epoch `json:"epochs"`
 	}
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		t.Fatalf("GET %s%s: %v in %s", LivePath, query, err, body)
+		t.Fatalf("GET %s%s: %v in %s", PageDataPath, query, err, body)
 	}
 	return v.Epochs
 }
 
-// TestLiveEpochs ends three epochs of a flat limit of 20 on the manual
+// TestPageEpochs ends three epochs of a flat limit of 20 on the manual
 // clock and reads them back from /status/live: the pool, the grants, what
 // was read and written, and the seconds paused, per epoch; since keeps
 // only the later ones.
-func TestLiveEpochs(t *testing.T) {
-	r := newLiveRig(t, DefaultHistory, ratelimit.Config{Max: 20, Min: 20})
+func TestPageEpochs(t *testing.T) {
+	r := newPageRig(t, DefaultHistory, ratelimit.Config{Max: 20, Min: 20})
 	first := r.epoch(t, 20, 0.25)
 	second := r.epoch(t, 7, 0)
 	r.epoch(t, 0, 0)
@@ -114,10 +114,10 @@ func TestLiveEpochs(t *testing.T) {
 	}
 }
 
-// TestLiveKeepsTheLastEpochs fills a ring of three with five epochs: the
+// TestPageKeepsTheLastEpochs fills a ring of three with five epochs: the
 // last three are served, oldest first.
-func TestLiveKeepsTheLastEpochs(t *testing.T) {
-	r := newLiveRig(t, 3, ratelimit.Config{Max: 20, Min: 20})
+func TestPageKeepsTheLastEpochs(t *testing.T) {
+	r := newPageRig(t, 3, ratelimit.Config{Max: 20, Min: 20})
 	var epochs []int64
 	for n := range 5 {
 		epochs = append(epochs, r.epoch(t, n+1, 0))
@@ -133,10 +133,10 @@ func TestLiveKeepsTheLastEpochs(t *testing.T) {
 	}
 }
 
-// TestLiveLastChange changes the max live: the epoch it takes effect in, the
+// TestPageLastChange changes the max live: the epoch it takes effect in, the
 // next one, is marked switched, and LastChange reports it.
-func TestLiveLastChange(t *testing.T) {
-	r := newLiveRig(t, DefaultHistory, ratelimit.Config{Max: 20, Min: 1})
+func TestPageLastChange(t *testing.T) {
+	r := newPageRig(t, DefaultHistory, ratelimit.Config{Max: 20, Min: 1})
 	if _, _, ok := r.h.LastChange(); ok {
 		t.Fatal("a last change before any")
 	}
@@ -159,11 +159,11 @@ func TestLiveLastChange(t *testing.T) {
 	}
 }
 
-// TestLiveBadQuery asks with bad query parameters: each is a 400 that
+// TestPageBadQuery asks with bad query parameters: each is a 400 that
 // names the parameter and its value.
-func TestLiveBadQuery(t *testing.T) {
+func TestPageBadQuery(t *testing.T) {
 	var calls atomic.Int32
-	addr := serve(t, Handlers{Live: func(int64) any { calls.Add(1); return nil }}, nil)
+	addr := serve(t, Handlers{PageData: func(int64) any { calls.Add(1); return nil }}, nil)
 	for _, tc := range []struct{ name, query, want string }{
 		{"not a number", "?since=soon", `since ("soon")`},
 		{"negative", "?since=-5", `since ("-5")`},
@@ -172,21 +172,21 @@ func TestLiveBadQuery(t *testing.T) {
 		{"unknown", "?vertex=cat", `unknown query parameter "vertex" ("cat")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := get(t, http.DefaultClient, "http://"+addr+LivePath+tc.query)
+			code, body := get(t, http.DefaultClient, "http://"+addr+PageDataPath+tc.query)
 			if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
 				t.Errorf("GET %s: %d %q; want 400 naming %s", tc.query, code, body, tc.want)
 			}
 		})
 	}
 	if n := calls.Load(); n != 0 {
-		t.Errorf("Live called %d times for bad queries", n)
+		t.Errorf("PageData called %d times for bad queries", n)
 	}
 }
 
-// TestLivePage serves the page on / alone: it loads no other file, and
+// TestPageAlone serves the page on / alone: it loads no other file, and
 // reads status/live by a relative URL, so that it works over HTTPS and
 // behind a path prefix.
-func TestLivePage(t *testing.T) {
+func TestPageAlone(t *testing.T) {
 	addr := serve(t, Handlers{}, nil)
 	code, body := get(t, http.DefaultClient, "http://"+addr+"/")
 	if code != http.StatusOK || !strings.Contains(body, `"status/live`) {
@@ -200,7 +200,7 @@ func TestLivePage(t *testing.T) {
 	if code, _ := get(t, http.DefaultClient, "http://"+addr+"/nothing"); code != http.StatusNotFound {
 		t.Errorf("GET /nothing: %d, want 404", code)
 	}
-	if code, body := get(t, http.DefaultClient, "http://"+addr+LivePath); code != http.StatusOK || strings.TrimSpace(body) != "{}" {
-		t.Errorf("GET %s without Live: %d %q, want 200 {}", LivePath, code, body)
+	if code, body := get(t, http.DefaultClient, "http://"+addr+PageDataPath); code != http.StatusOK || strings.TrimSpace(body) != "{}" {
+		t.Errorf("GET %s without PageData: %d %q, want 200 {}", PageDataPath, code, body)
 	}
 }

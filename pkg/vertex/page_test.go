@@ -11,19 +11,19 @@ import (
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-// TestLive runs generator → cat → log at 10 a second on a manual clock for
-// two epochs: LiveView lists both, each with its pool, grants, messages
+// TestPageView runs generator → cat → log at 10 a second on a manual clock for
+// two epochs: PageView lists both, each with its pool, grants, messages
 // read and written and its second throttled, and the rate limit's config
 // and shares; since keeps the later one.
-func TestLive(t *testing.T) {
-	v, r := runTwoEpochs(t, "live", generatorToLog)
-	lv := v.LiveView(0)
+func TestPageView(t *testing.T) {
+	v, r := runTwoEpochs(t, "page", generatorToLog)
+	lv := v.PageView(0)
 	if len(lv.Vertices) != 1 || lv.Pipeline != "" {
-		t.Fatalf("LiveView: %d vertices, pipeline %q; want one, none", len(lv.Vertices), lv.Pipeline)
+		t.Fatalf("PageView: %d vertices, pipeline %q; want one, none", len(lv.Vertices), lv.Pipeline)
 	}
 	l := lv.Vertices[0]
-	if l.Vertex != "live" || l.Column != 0 || l.Limit == nil {
-		t.Fatalf("vertex %q, column %d, limit %v; want live, 0 and a limit", l.Vertex, l.Column, l.Limit)
+	if l.Vertex != "page" || l.Column != 0 || l.Limit == nil {
+		t.Fatalf("vertex %q, column %d, limit %v; want page, 0 and a limit", l.Vertex, l.Column, l.Limit)
 	}
 	if c := l.Limit.Config; c.Max != 10 || c.Min != 10 || c.Mode != "relaxed" || l.Limit.Store != "none" ||
 		len(l.Limit.Shares) != 1 || l.Limit.Shares[0] != 10 || !l.Limit.StoreUp || l.Limit.LastChange != nil {
@@ -49,7 +49,7 @@ func TestLive(t *testing.T) {
 			t.Errorf("epoch %d: %vs rate limited, want 1", i, got)
 		}
 	}
-	if later := v.LiveView(1_700_000_000).Vertices[0].Epochs; len(later) != 1 || later[0].Epoch != 1_700_000_001 {
+	if later := v.PageView(1_700_000_000).Vertices[0].Epochs; len(later) != 1 || later[0].Epoch != 1_700_000_001 {
 		t.Errorf("since the first epoch: %+v; want the second alone", later)
 	}
 	if err := r.Stop(t); err != nil {
@@ -57,14 +57,14 @@ func TestLive(t *testing.T) {
 	}
 }
 
-// TestLiveBesideLimits: /status/live has the epochs of the byte limit and
+// TestPageViewBesideLimits: /status/live has the epochs of the byte limit and
 // of each shared limit a vertex joined, beside its message limit's.
-func TestLiveBesideLimits(t *testing.T) {
+func TestPageViewBesideLimits(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
 		spec := strings.Replace(generatorToLog, "      rampUpDuration: 0s\n", "      rampUpDuration: 0s\n      bytes: {max: 100000, min: 100000}\n", 1)
 		v, r := runTwoEpochs(t, "bytes", spec)
-		runtest.WaitFor(t, "two epochs of the byte limit", func() bool { return len(v.LiveView(0).Vertices[0].Limit.BytesEpochs) >= 2 })
-		l := v.LiveView(0).Vertices[0].Limit
+		runtest.WaitFor(t, "two epochs of the byte limit", func() bool { return len(v.PageView(0).Vertices[0].Limit.BytesEpochs) >= 2 })
+		l := v.PageView(0).Vertices[0].Limit
 		if l.GroupEpochs != nil {
 			t.Errorf("group epochs %+v without a group", l.GroupEpochs)
 		}
@@ -73,7 +73,7 @@ func TestLiveBesideLimits(t *testing.T) {
 				t.Errorf("bytes epoch %d: %+v; want a pool of 100000 and bytes granted", i, e)
 			}
 		}
-		if later := v.LiveView(1_700_000_000).Vertices[0].Limit.BytesEpochs; len(later) != 1 || later[0].Epoch != 1_700_000_001 {
+		if later := v.PageView(1_700_000_000).Vertices[0].Limit.BytesEpochs; len(later) != 1 || later[0].Epoch != 1_700_000_001 {
 			t.Errorf("since the first epoch: %+v; want the second alone", later)
 		}
 		if err := r.Stop(t); err != nil {
@@ -85,7 +85,7 @@ func TestLiveBesideLimits(t *testing.T) {
 		_, sinkOpt := logSink()
 		spec := strings.Replace(generatorToLog, "      rampUpDuration: 0s\n", `      rampUpDuration: 0s
       groups:
-        - {name: live-beside, max: 5, min: 5, rampUpDuration: 0s}
+        - {name: page-beside, max: 5, min: 5, rampUpDuration: 0s}
 `, 1)
 		v, err := vertex.New(vertexconfig.FromMonoVertex(monoVertex(t, "group", spec)), vertex.WithClock(clk), sinkOpt)
 		if err != nil {
@@ -96,13 +96,13 @@ func TestLiveBesideLimits(t *testing.T) {
 			clk.Advance(100 * time.Millisecond)
 		}
 		runtest.WaitFor(t, "three epochs of the group", func() bool {
-			return len(v.LiveView(0).Vertices[0].Limit.GroupEpochs["live-beside"]) >= 3
+			return len(v.PageView(0).Vertices[0].Limit.GroupEpochs["page-beside"]) >= 3
 		})
-		l := v.LiveView(0).Vertices[0].Limit
+		l := v.PageView(0).Vertices[0].Limit
 		if l.BytesEpochs != nil {
 			t.Errorf("byte epochs %+v without a byte limit", l.BytesEpochs)
 		}
-		es := l.GroupEpochs["live-beside"]
+		es := l.GroupEpochs["page-beside"]
 		if e := es[len(es)-1]; e.Pool != 5 || e.Share != 5 || e.Max != 5 || e.PoolSize != 1 {
 			t.Errorf("the group's last epoch %+v; want its pool, share and max of 5, one replica", e)
 		}

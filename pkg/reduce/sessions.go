@@ -34,13 +34,13 @@ type SessionReducer interface {
 func (p *Processor) tell(ctx context.Context, keys []string, c window.Change, m isb.Message) error {
 	switch c.Op {
 	case window.Opened:
-		return p.live.Open(ctx, keys, c.Window, m)
+		return p.sessions.Open(ctx, keys, c.Window, m)
 	case window.Joined:
-		return p.live.Append(ctx, keys, c.Window, m)
+		return p.sessions.Append(ctx, keys, c.Window, m)
 	case window.Expanded:
-		return p.live.Expand(ctx, keys, c.Old[0], c.Window, m)
+		return p.sessions.Expand(ctx, keys, c.Old[0], c.Window, m)
 	case window.Merged:
-		if err := p.live.Merge(ctx, keys, c.Old); err != nil {
+		if err := p.sessions.Merge(ctx, keys, c.Old); err != nil {
 			return err
 		}
 		merged := c.Old[0]
@@ -48,9 +48,9 @@ func (p *Processor) tell(ctx context.Context, keys []string, c window.Change, m 
 			merged = merged.Union(w)
 		}
 		if merged != c.Window {
-			return p.live.Expand(ctx, keys, merged, c.Window, m)
+			return p.sessions.Expand(ctx, keys, merged, c.Window, m)
 		}
-		return p.live.Append(ctx, keys, c.Window, m)
+		return p.sessions.Append(ctx, keys, c.Window, m)
 	}
 	return fmt.Errorf("reduce: a session change of unknown op %v", c.Op)
 }
@@ -64,11 +64,11 @@ func (p *Processor) resend(ctx context.Context, closing []window.Closed[isb.Mess
 		if err != nil || len(g.Items) == 0 {
 			return
 		}
-		if err = p.live.Open(ctx, g.Keys, w, g.Items[0]); err != nil {
+		if err = p.sessions.Open(ctx, g.Keys, w, g.Items[0]); err != nil {
 			return
 		}
 		for _, m := range g.Items[1:] {
-			if err = p.live.Append(ctx, g.Keys, w, m); err != nil {
+			if err = p.sessions.Append(ctx, g.Keys, w, m); err != nil {
 				return
 			}
 		}
@@ -87,11 +87,11 @@ func (p *Processor) resend(ctx context.Context, closing []window.Closed[isb.Mess
 }
 
 // closeSession reduces the closing session c, its group g, through the
-// live reducer; when that fails, it sends closing (from c on) and the open
+// session reducer; when that fails, it sends closing (from c on) and the open
 // sessions again, and tries once more.
 func (p *Processor) closeSession(ctx context.Context, closing []window.Closed[isb.Message], g *window.Group[isb.Message]) ([]isb.Message, error) {
 	c := closing[0]
-	res, err := p.live.Reduce(ctx, c.Window, g.Keys, g.Items)
+	res, err := p.sessions.Reduce(ctx, c.Window, g.Keys, g.Items)
 	if err == nil || ctx.Err() != nil {
 		return res, err
 	}
@@ -99,5 +99,5 @@ func (p *Processor) closeSession(ctx context.Context, closing []window.Closed[is
 	if err := p.resend(ctx, closing); err != nil {
 		return nil, err
 	}
-	return p.live.Reduce(ctx, c.Window, g.Keys, g.Items)
+	return p.sessions.Reduce(ctx, c.Window, g.Keys, g.Items)
 }

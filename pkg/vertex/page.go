@@ -10,22 +10,23 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// LiveView is the JSON of /status/live: the vertices the process runs, one
-// for a MonoVertex, every vertex of a pipeline run in one process.
-type LiveView struct {
+// PageView is the JSON of /status/live, which the status page polls: the
+// vertices the process runs, one for a MonoVertex, every vertex of a
+// pipeline run in one process.
+type PageView struct {
 	// Pipeline is the pipeline's name; absent for a MonoVertex.
-	Pipeline string `json:"pipeline,omitempty"`
-	Vertices []Live `json:"vertices"`
+	Pipeline string       `json:"pipeline,omitempty"`
+	Vertices []PageVertex `json:"vertices"`
 }
 
-// LiveView returns the JSON of /status/live for this replica alone.
-func (v *Vertex) LiveView(since int64) LiveView {
-	return LiveView{Vertices: []Live{v.Live(since)}}
+// PageView returns the JSON of /status/live for this replica alone.
+func (v *Vertex) PageView(since int64) PageView {
+	return PageView{Vertices: []PageVertex{v.PageVertex(since)}}
 }
 
-// Live is a replica's part of /status/live: every field of its [Status],
+// PageVertex is a replica's part of /status/live: every field of its [Status],
 // its rate limit as it stands, and its last epochs.
-type Live struct {
+type PageVertex struct {
 	Status
 	// Column is the vertex's column in the pipeline's graph, its depth from
 	// the sources (0 for a MonoVertex and for sources), and To the
@@ -33,7 +34,7 @@ type Live struct {
 	Column int      `json:"column"`
 	To     []string `json:"to,omitempty"`
 	// Limit is the rate limit as it stands; nil without one.
-	Limit *LiveLimit `json:"limit,omitempty"`
+	Limit *PageLimit `json:"limit,omitempty"`
 	// Epochs are the last epochs of the rate limit after the epoch asked
 	// for, oldest first, at most [observe.DefaultHistory]; without a rate
 	// limit, the last seconds of the vertex's clock, with only what was
@@ -41,10 +42,10 @@ type Live struct {
 	Epochs []observe.Epoch `json:"epochs"`
 }
 
-// LiveLimit is a replica's rate limit as it stands: its config in force,
+// PageLimit is a replica's rate limit as it stands: its config in force,
 // its pool and the replicas it is split among, its closed loop and its
 // per-key holds.
-type LiveLimit struct {
+type PageLimit struct {
 	// Store is where the replicas agree on the pool: none (the replica
 	// alone), replicas (a fixed count of replicas), or shared (a store's
 	// pool, such as Redis). StoreUp is false while the last sync with the
@@ -55,7 +56,7 @@ type LiveLimit struct {
 	// replica in it, by rank (this replica's is at Status.Rank).
 	Shares []int64 `json:"shares"`
 	// Config is the config in force.
-	Config LiveConfig `json:"config"`
+	Config PageConfig `json:"config"`
 	// LastChange is the last live change of the config this replica saw
 	// take effect; nil when none did.
 	LastChange *LiveChange `json:"lastChange,omitempty"`
@@ -77,8 +78,8 @@ type LiveLimit struct {
 	GroupEpochs map[string][]observe.LimitEpoch `json:"groupEpochs,omitempty"`
 }
 
-// LiveConfig is the rate limit's config in force.
-type LiveConfig struct {
+// PageConfig is the rate limit's config in force.
+type PageConfig struct {
 	Mode              string  `json:"mode"`
 	Max               int64   `json:"max"`
 	Min               int64   `json:"min"`
@@ -103,10 +104,10 @@ type KeyCount struct {
 	Tokens int64  `json:"tokens"`
 }
 
-// liveState is what the vertex keeps for /status/live: its history, fed
+// pageState is what the vertex keeps for /status/live: its history, fed
 // by the limiter's epoch observer (or, without a rate limit, by
 // recordSeconds), and the per-key limit's last top keys, fed by its own.
-type liveState struct {
+type pageState struct {
 	history *observe.History
 	// bytes is the byte limit's history, nil without one; each group
 	// limiter keeps its own.
@@ -131,21 +132,21 @@ func (v *Vertex) observeKeys(s ratelimit.KeyEpochSummary) {
 	for i, k := range s.Top {
 		top[i] = KeyCount{Key: k.Key, Tokens: k.Tokens}
 	}
-	v.live.topKeys.Store(&top)
+	v.page.topKeys.Store(&top)
 }
 
-// Live returns the replica's part of /status/live, with the epochs after
+// PageVertex returns the replica's part of /status/live, with the epochs after
 // since.
-func (v *Vertex) Live(since int64) Live {
-	lv := Live{Status: v.Status(), Epochs: v.live.history.Since(since)}
+func (v *Vertex) PageVertex(since int64) PageVertex {
+	lv := PageVertex{Status: v.Status(), Epochs: v.page.history.Since(since)}
 	l := v.limiter
 	if l == nil {
 		return lv
 	}
 	s, cfg := l.Status(), l.Config()
-	ll := &LiveLimit{Store: v.storeKind(), StoreUp: s.StoreUp, Shares: s.Shares(), Cuts: s.Cuts,
+	ll := &PageLimit{Store: v.storeKind(), StoreUp: s.StoreUp, Shares: s.Shares(), Cuts: s.Cuts,
 		Ceiling: float64(s.CeilingMilli) / 1000,
-		Config: LiveConfig{Mode: cfg.Mode.String(), Max: cfg.Max, Min: cfg.Min, RampUpSeconds: cfg.RampUpDuration.Seconds(),
+		Config: PageConfig{Mode: cfg.Mode.String(), Max: cfg.Max, Min: cfg.Min, RampUpSeconds: cfg.RampUpDuration.Seconds(),
 			Adaptive: cfg.Adaptive, Shadow: cfg.Shadow, OnStoreFailure: cfg.OnStoreFailure.String(),
 			StaleAfterSeconds: cfg.StaleAfter.Seconds(), CoolDownSeconds: cfg.CoolDownPeriod.Seconds()}}
 	if ll.Shares == nil {
@@ -154,14 +155,14 @@ func (v *Vertex) Live(since int64) Live {
 	if !s.PausedUntil.IsZero() {
 		ll.PausedUntil = s.PausedUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
-	if e, m, ok := v.live.history.LastChange(); ok {
+	if e, m, ok := v.page.history.LastChange(); ok {
 		ll.LastChange = &LiveChange{Epoch: e, Max: m}
 	}
-	if top := v.live.topKeys.Load(); top != nil {
+	if top := v.page.topKeys.Load(); top != nil {
 		ll.TopKeys = *top
 	}
-	if v.live.bytes != nil {
-		ll.BytesEpochs = v.live.bytes.LimitSince(since)
+	if v.page.bytes != nil {
+		ll.BytesEpochs = v.page.bytes.LimitSince(since)
 	}
 	for _, g := range v.groups {
 		if ll.GroupEpochs == nil {
@@ -179,7 +180,7 @@ func (v *Vertex) storeKind() string {
 	switch rl := v.spec.Limits.RateLimit; {
 	case rl == nil || rl.Store == nil:
 		return "none"
-	case v.live.shared:
+	case v.page.shared:
 		return "shared"
 	default:
 		return "replicas"
@@ -196,6 +197,6 @@ func (v *Vertex) recordSeconds(ctx context.Context) {
 		if !clock.SleepUntil(ctx, v.o.clock, end) {
 			return
 		}
-		v.live.history.Observe(ratelimit.EpochSummary{Epoch: end.Unix() - 1})
+		v.page.history.Observe(ratelimit.EpochSummary{Epoch: end.Unix() - 1})
 	}
 }
