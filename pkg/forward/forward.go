@@ -22,12 +22,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// Limiter is the rate limit as a forwarder uses it: see throttle.Limiter.
-type Limiter = throttle.Limiter
-
-// Noop is the Limiter of a vertex without a rate limit: see throttle.Noop.
-type Noop = throttle.Noop
-
 // Deps are what a forwarder moves messages between.
 type Deps struct {
 	Reader      isb.Reader

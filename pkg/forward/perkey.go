@@ -24,7 +24,7 @@ import (
 // token again then: it is put at the front of a later read, before new
 // messages. Messages without keys are under the vertex's limit only.
 //
-// The hold is bounded (PerKey.MaxHeld): a read takes no more new messages
+// The hold is bounded (throttle.PerKey.MaxHeld): a read takes no more new messages
 // than there is room for. Once the hold is full and none of its keys can go
 // on before the next epoch, a reader that takes messages back (isb.Naker)
 // gets the newest held messages of the keys that hold the most, to deliver
@@ -36,28 +36,10 @@ import (
 // take them, and otherwise left unacked, for the source to deliver again if
 // it can.
 
-// KeyLimiter is the part of a per-key limiter a forwarder uses: see
-// throttle.KeyLimiter.
-type KeyLimiter = throttle.KeyLimiter
-
-// PerKey is a forwarder's per-key limit: see throttle.PerKey.
-type PerKey = throttle.PerKey
-
-// DefaultMaxHeldBatches is the default hold, in read batches.
-const DefaultMaxHeldBatches = throttle.DefaultMaxHeldBatches
-
-// KeyMetrics count the messages the forwarders of a vertex hold for their
-// key's limit: see throttle.KeyMetrics.
-type KeyMetrics = throttle.KeyMetrics
-
-// NewKeyMetrics creates the per-key metrics and registers them with reg:
-// see throttle.NewKeyMetrics.
-func NewKeyMetrics(reg prometheus.Registerer) *KeyMetrics { return throttle.NewKeyMetrics(reg) }
-
 // keyHold holds the messages over their key's limit. Only the forwarder's
 // reading goroutine uses it.
 type keyHold struct {
-	PerKey
+	throttle.PerKey
 	holdDeps
 	queues map[string]*heldKey
 	order  []*heldKey // keys with held messages, in the order they were first held
@@ -102,12 +84,12 @@ type holdDeps struct {
 
 // newKeyHold returns the hold of p for a forwarder that reads batches of
 // batchSize.
-func newKeyHold(p PerKey, d holdDeps, batchSize int) *keyHold {
+func newKeyHold(p throttle.PerKey, d holdDeps, batchSize int) *keyHold {
 	if p.MaxHeld <= 0 {
-		p.MaxHeld = DefaultMaxHeldBatches * batchSize
+		p.MaxHeld = throttle.DefaultMaxHeldBatches * batchSize
 	}
 	if p.Metrics == nil {
-		p.Metrics = NewKeyMetrics(nil)
+		p.Metrics = throttle.NewKeyMetrics(nil)
 	}
 	return &keyHold{PerKey: p, holdDeps: d, queues: map[string]*heldKey{}, index: map[string]int{}}
 }

@@ -137,7 +137,7 @@ type keyedRig struct {
 	clk     *clock.Manual
 	sink    *epochSink
 	keys    *ratelimit.KeyLimiter
-	metrics *KeyMetrics
+	metrics *throttle.KeyMetrics
 	granted map[int64]int64 // the vertex limiter's grants per epoch
 	mu      sync.Mutex
 }
@@ -160,9 +160,9 @@ func startKeyed(t *testing.T, in isb.Reader, vertexMax, keyMax int64, maxHeld in
 	}
 	t.Cleanup(func() { r.keys.Close() })
 	r.sink = newEpochSink(r.clk)
-	r.metrics = NewKeyMetrics(prometheus.NewRegistry())
+	r.metrics = throttle.NewKeyMetrics(prometheus.NewRegistry())
 	opts.MaxIdlePause = time.Millisecond // dry reads pause on the wall clock, briefly
-	r.harness = start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: r.sink, Throttle: &throttle.Throttle{Limiter: lim, PerKey: &PerKey{Limiter: r.keys, MaxHeld: maxHeld, Metrics: r.metrics}}}, opts)
+	r.harness = start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: r.sink, Throttle: &throttle.Throttle{Limiter: lim, PerKey: &throttle.PerKey{Limiter: r.keys, MaxHeld: maxHeld, Metrics: r.metrics}}}, opts)
 	return r
 }
 
