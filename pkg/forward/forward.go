@@ -141,8 +141,12 @@ type Forwarder struct {
 	// (with the options of a nack); nil otherwise.
 	naker     isb.Naker
 	optsNaker isb.OptionsNaker
-	// keys holds the messages over their key's limit (throttle.Throttle.PerKey).
-	keys *keyHold
+	// keys holds the messages over their key's limit (throttle.Hold); nil
+	// without a per-key limit.
+	keys *throttle.Hold
+	// nakKeys hands held messages back to the reader; nil when it cannot
+	// take them.
+	nakKeys throttle.NakFunc
 
 	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak
 	// of the reader, when batches are in flight at once.
@@ -224,9 +228,8 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 			Bytes: m.Bytes, BytesDeposited: m.BytesDeposited, CostErrors: m.Errors.WithLabelValues(StageCost)}})
 	f.naker, _ = d.Reader.(isb.Naker)
 	f.optsNaker, _ = d.Reader.(isb.OptionsNaker)
-	if pk := f.th.PerKey; pk != nil && pk.Limiter != nil {
-		f.keys = newKeyHold(*pk, holdDeps{naker: f.naker, ackMu: &f.ackMu, reads: d.Metrics.Read,
-			tracker: d.Tracker, log: d.Logger, readSize: f.readSize()}, opts.BatchSize)
+	if f.keys = f.th.NewHold(opts.BatchSize, f.readSize()); f.naker != nil {
+		f.nakKeys = f.nakHeld
 	}
 	return f, nil
 }
@@ -260,7 +263,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 
 	err := f.run(ctx, hard)
 	if f.keys != nil {
-		f.keys.handBack(hard)
+		f.releaseHeld(hard)
 	}
 	if err != nil {
 		return err
@@ -330,9 +333,9 @@ func (f *Forwarder) readBatch(ctx context.Context, buf []isb.ReadMessage) []isb.
 	var n int
 	var err error
 	if f.keys != nil {
-		n, err = f.keys.read(ctx, f.d.Reader, buf) // counts what it reads
-	} else if n, err = f.d.Reader.Read(ctx, buf); n > 0 {
-		f.d.Metrics.Read.Add(float64(n))
+		n, err = f.keys.Read(ctx, buf, f.readCounted) // what goes on of the held and the new
+	} else {
+		n, err = f.readCounted(ctx, buf)
 	}
 	if n > 0 || err == nil {
 		f.idle.read(start, n)

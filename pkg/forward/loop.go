@@ -98,7 +98,7 @@ func (l *loop) step(ctx context.Context) error {
 	f := l.f
 	j := <-l.free // one more than the workers: never waits long
 	if f.keys != nil {
-		f.keys.wait(ctx) // a full hold makes room, or reads nothing new
+		f.keys.Wait(ctx, f.nakKeys) // a full hold makes room, or reads nothing new
 	}
 	k := l.slots.take(ctx, l.readSize)
 	if k == 0 {
