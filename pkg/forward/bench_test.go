@@ -24,7 +24,7 @@ import (
 // capacity, or a cost of the payload's length alone. Divide ns/op by 500 for
 // the cost per message.
 func BenchmarkForwardCycle(b *testing.B) {
-	rateLimiter := func(b *testing.B) Limiter {
+	rateLimiter := func(b *testing.B) throttle.Limiter {
 		l, err := ratelimit.New(ratelimit.Config{Max: ratelimit.MaxTokens})
 		if err != nil {
 			b.Fatal(err)
@@ -34,13 +34,13 @@ func BenchmarkForwardCycle(b *testing.B) {
 	}
 	for _, tt := range []struct {
 		name    string
-		limiter func(b *testing.B) Limiter
+		limiter func(b *testing.B) throttle.Limiter
 		keys    int  // of the messages, round robin
 		perKey  bool // a per-key limit
 		bytes   bool // a byte limit far above capacity
 		cost    bool // a cost of len(payload)/1000000, 1 a message
 	}{
-		{"noop-limiter", func(*testing.B) Limiter { return Noop{} }, 0, false, false, false},
+		{"noop-limiter", func(*testing.B) throttle.Limiter { return throttle.Noop{} }, 0, false, false, false},
 		{"rate-limiter", rateLimiter, 0, false, false, false},
 		{"rate-limiter-10-keys", rateLimiter, 10, false, false, false},
 		{"perkey-10-keys", rateLimiter, 10, true, false, false},
@@ -58,14 +58,14 @@ func BenchmarkForwardCycle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var pk *PerKey
+			var pk *throttle.PerKey
 			if tt.perKey {
 				kl, err := ratelimit.NewKeyLimiter(ratelimit.KeyConfig{Max: ratelimit.MaxTokens})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { kl.Close() })
-				pk = &PerKey{Limiter: kl}
+				pk = &throttle.PerKey{Limiter: kl}
 			}
 			tr := NewTracker(nil)
 			d := Deps{Reader: gen, Mapper: udf.Cat{}, Sink: sink.Blackhole{}, Metrics: NewMetrics(prometheus.NewRegistry(), tr), Tracker: tr, Throttle: &throttle.Throttle{Limiter: tt.limiter(b), PerKey: pk}}

@@ -27,7 +27,7 @@
 // downstream_throttled while it waits as long as a sink that refused messages
 // with isb.ErrThrottled asked). On shutdown
 // reads stop, the batches in flight are written and acked within the shutdown
-// timeout, and a batch still unacked at that deadline is logged and naked (when
+// timeout, and a batch still unacked at that deadline is logged and nacked (when
 // the reader is an isb.Nacker) so that it is delivered again at once.
 //
 // One loop takes tokens and reads, in every mode (loop.go), and hands each

@@ -22,12 +22,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// Limiter is the rate limit as a forwarder uses it: see throttle.Limiter.
-type Limiter = throttle.Limiter
-
-// Noop is the Limiter of a vertex without a rate limit: see throttle.Noop.
-type Noop = throttle.Noop
-
 // Deps are what a forwarder moves messages between.
 type Deps struct {
 	Reader      isb.Reader
@@ -143,14 +137,18 @@ type Forwarder struct {
 	opts Options
 	log  *zap.Logger
 	idle idle
-	// naker and optsNaker are the reader, when it can take messages back
+	// nacker and optsNacker are the reader, when it can take messages back
 	// (with the options of a nack); nil otherwise.
-	naker     isb.Nacker
-	optsNaker isb.OptionsNacker
-	// keys holds the messages over their key's limit (throttle.Throttle.PerKey).
-	keys *keyHold
+	nacker     isb.Nacker
+	optsNacker isb.OptionsNacker
+	// keys holds the messages over their key's limit (throttle.Hold); nil
+	// without a per-key limit.
+	keys *throttle.Hold
+	// nackKeys hands held messages back to the reader; nil when it cannot
+	// take them.
+	nackKeys throttle.NackFunc
 
-	// writeMu makes one write to the sinks at a time, and ackMu one ack or nak
+	// writeMu makes one write to the sinks at a time, and ackMu one ack or nack
 	// of the reader, when batches are in flight at once.
 	writeMu, ackMu sync.Mutex
 	nackLog        atomic.Bool
@@ -186,14 +184,10 @@ type worker struct {
 	// nacks[i] is set when batch[i] of the batch in progress was nacked.
 	nacks  []*isb.NackOptions
 	nacked int // how many of nacks are set
-	// grant is the tokens the batch in progress is written on, and kept how
-	// many of them it keeps: one per message read, less those dropped with
-	// ExcludeDropped (see spendOn).
-	grant ratelimit.Grant
-	kept  int
-	// paid is what the batch in progress paid after its read (throttle.Throttle.Pay),
-	// and gone marks the messages of the batch that go on.
-	paid throttle.Payment
+	// tok is the tokens of the batch in progress (throttle.Tokens): what
+	// it is written on and what it paid after its read. gone marks the
+	// messages of the batch that go on.
+	tok  throttle.Tokens
 	gone []bool
 }
 
@@ -232,11 +226,10 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	f.th = d.Throttle.With(throttle.Env{Pauses: d.Tracker, Logger: d.Logger, Clock: opts.Clock,
 		Metrics: throttle.Metrics{Granted: m.Granted, Deposited: m.Deposited, Retaken: m.Retaken,
 			Bytes: m.Bytes, BytesDeposited: m.BytesDeposited, CostErrors: m.Errors.WithLabelValues(StageCost)}})
-	f.naker, _ = d.Reader.(isb.Nacker)
-	f.optsNaker, _ = d.Reader.(isb.OptionsNacker)
-	if pk := f.th.PerKey; pk != nil && pk.Limiter != nil {
-		f.keys = newKeyHold(*pk, holdDeps{naker: f.naker, ackMu: &f.ackMu, reads: d.Metrics.Read,
-			tracker: d.Tracker, log: d.Logger, readSize: f.readSize()}, opts.BatchSize)
+	f.nacker, _ = d.Reader.(isb.Nacker)
+	f.optsNacker, _ = d.Reader.(isb.OptionsNacker)
+	if f.keys = f.th.NewHold(opts.BatchSize, f.readSize()); f.nacker != nil {
+		f.nackKeys = f.nackHeld
 	}
 	return f, nil
 }
@@ -270,7 +263,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 
 	err := f.run(ctx, hard)
 	if f.keys != nil {
-		f.keys.handBack(hard)
+		f.releaseHeld(hard)
 	}
 	if err != nil {
 		return err
@@ -288,18 +281,19 @@ func (f *Forwarder) newWorker(transformer, mapper udf.Mapper) *worker {
 	return &worker{Forwarder: f, transformer: transformer, mapper: mapper}
 }
 
-// forward processes, writes and acks batch, read at start with the tokens of
-// g. With turns, it writes and acks when turn seq comes, after the batches
+// forward processes, writes and acks batch, read at start and sent on with
+// tok. With turns, it writes and acks when turn seq comes, after the batches
 // read before it. It abandons the batch when hard ends first.
-func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, start time.Time, t *turns, seq uint64) {
-	defer func() { f.paid = throttle.Payment{} }()
+func (f *worker) forward(hard context.Context, tok throttle.Tokens, batch []isb.ReadMessage, start time.Time, t *turns, seq uint64) {
+	f.tok = tok
+	defer func() { f.tok = throttle.Tokens{} }()
 	if f.d.Tracer != nil {
 		// A span per batch, from the start of its read; empty reads make none.
 		var span trace.Span
 		hard, span = f.d.Tracer.Start(hard, "forward", trace.WithTimestamp(start))
 		defer span.End()
 	}
-	out, err := f.process(hard, g, batch)
+	out, err := f.process(hard, batch)
 	if t != nil {
 		t.wait(seq)
 		defer t.done()
@@ -313,7 +307,7 @@ func (f *worker) forward(hard context.Context, g ratelimit.Grant, batch []isb.Re
 		return
 	}
 	if f.nacked > 0 {
-		err = f.settle(hard, g, batch)
+		err = f.settle(hard, batch)
 	} else {
 		err = f.ack(hard, batch)
 	}
@@ -339,9 +333,9 @@ func (f *Forwarder) readBatch(ctx context.Context, buf []isb.ReadMessage) []isb.
 	var n int
 	var err error
 	if f.keys != nil {
-		n, err = f.keys.read(ctx, f.d.Reader, buf) // counts what it reads
-	} else if n, err = f.d.Reader.Read(ctx, buf); n > 0 {
-		f.d.Metrics.Read.Add(float64(n))
+		n, err = f.keys.Read(ctx, buf, f.readCounted) // what goes on of the held and the new
+	} else {
+		n, err = f.readCounted(ctx, buf)
 	}
 	if n > 0 || err == nil {
 		f.idle.read(start, n)
@@ -356,38 +350,38 @@ func (f *Forwarder) readBatch(ctx context.Context, buf []isb.ReadMessage) []isb.
 
 // abandon gives up a batch that was read but could not be acked because step
 // failed, which happens only once hard is done: every step retries until then. It
-// logs the failure and naks the batch when the reader can, so that the batch is
+// logs the failure and nacks the batch when the reader can, so that the batch is
 // delivered again at once instead of after the reader's ack deadline.
 func (f *Forwarder) abandon(hard context.Context, step string, batch []isb.ReadMessage, err error) {
 	f.log.Warn("batch not acked: "+step+" did not finish; it will be delivered again",
 		zap.String("stage", step), zap.Int("messages", len(batch)), zap.Error(err))
-	if f.naker == nil {
+	if f.nacker == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nackTimeout)
 	defer cancel()
 	f.ackMu.Lock()
-	nerr := f.naker.Nack(ctx, batch, 0)
+	nerr := f.nacker.Nack(ctx, batch, 0)
 	f.ackMu.Unlock()
 	if nerr != nil {
-		f.log.Warn("nak failed; the batch is delivered again after the reader's ack deadline",
+		f.log.Warn("nack failed; the batch is delivered again after the reader's ack deadline",
 			zap.Int("messages", len(batch)), zap.Error(nerr))
 	}
 }
 
-// nakTimeout bounds the nak of an abandoned batch, which runs after the shutdown
+// nackTimeout bounds the nack of an abandoned batch, which runs after the shutdown
 // deadline.
-const nakTimeout = time.Second
+const nackTimeout = time.Second
 
 // readErrorPause is how long the loop waits after a failed read.
 const readErrorPause = 100 * time.Millisecond
 
-// deliver processes batch and writes what it produces, and returns that. The
-// messages of batch that a function or the sink nacked are marked in f.nacks.
-// When it cannot finish before hard is done, it abandons the batch and returns
-// the error.
-func (f *worker) deliver(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
-	out, err := f.process(hard, g, batch)
+// deliver processes batch, on f.tok, and writes what it produces, and
+// returns that. The messages of batch that a function or the sink nacked are
+// marked in f.nacks. When it cannot finish before hard is done, it abandons
+// the batch and returns the error.
+func (f *worker) deliver(hard context.Context, batch []isb.ReadMessage) ([]isb.Message, error) {
+	out, err := f.process(hard, batch)
 	if err != nil {
 		f.abandon(hard, "process", batch, err)
 		return nil, err
@@ -402,7 +396,7 @@ func (f *worker) deliver(hard context.Context, g ratelimit.Grant, batch []isb.Re
 // process runs the transformer and the UDF, retrying each until it succeeds or hard
 // is done, and gives back the tokens of dropped messages when ExcludeDropped. The
 // messages the functions nacked are marked in f.nacks and left out.
-func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) ([]isb.Message, error) {
+func (f *worker) process(hard context.Context, batch []isb.ReadMessage) ([]isb.Message, error) {
 	f.in = f.in[:0]
 	for i := range batch {
 		f.in = append(f.in, batch[i].Message)
@@ -443,12 +437,8 @@ func (f *worker) process(hard context.Context, g ratelimit.Grant, batch []isb.Re
 	if dropped > 0 {
 		f.d.Metrics.Dropped.Add(float64(dropped))
 	}
-	f.grant, f.kept = g, len(batch)
 	if f.opts.ExcludeDropped && dropped > 0 {
-		// The dropped messages give their tokens back: only what goes on
-		// counts, against the limit or in shadow.
-		f.grant = f.th.Drop(g, len(batch), dropped)
-		f.kept -= dropped
+		f.tok.Drop(dropped) // the dropped give back their message tokens
 		f.refund(batch, msgs)
 	}
 	return msgs, nil
@@ -513,28 +503,6 @@ func (f *worker) write(hard context.Context, msgs []isb.Message) error {
 	return f.writeAside(hard, f.d.OnSuccess, StageOnSuccess, f.onSuccess)
 }
 
-// spendOn makes the tokens a write of n messages to the sink (stage
-// StageWrite) starts on those of the current epoch, for up to the batch's
-// kept tokens (see throttle.Throttle.Freshen). It returns hard's error when
-// hard ends first. f.writeMu is held, so that writes and the tokens they
-// take go one at a time.
-func (f *worker) spendOn(hard context.Context, stage string, n int) error {
-	if stage == StageWrite && !f.th.Freshen(hard, &f.grant, &f.paid, min(n, f.kept)) {
-		return hard.Err()
-	}
-	return nil
-}
-
-// chargeFor takes, after a write of n messages to the sink that returned in
-// a later epoch than the tokens it started on (a stalled sink), that epoch's
-// tokens too (see throttle.Throttle.Freshen). A write that ends with hard is
-// not charged. f.writeMu is held.
-func (f *worker) chargeFor(hard context.Context, stage string, n int) {
-	if stage == StageWrite {
-		f.th.Freshen(hard, &f.grant, &f.paid, min(n, f.kept))
-	}
-}
-
 // writeOnce writes msgs to w once, counts the outcome, and returns the messages to
 // retry (in f.failed, with their failed attempts in f.tries, aligned with msgs on
 // the way in and with the result on the way out) and what became of the batch.
@@ -542,11 +510,11 @@ func (f *worker) chargeFor(hard context.Context, stage string, n int) {
 // routes to the on-success sink to f.onSuccess.
 func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msgs []isb.Message) ([]isb.Message, outcome) {
 	errs := f.errSlice(len(msgs))
-	f.writeMu.Lock()
-	err := f.spendOn(hard, stage, len(msgs))
+	f.writeMu.Lock() // writes, and the tokens they take, go one at a time
+	err := f.freshen(hard, stage, len(msgs))
 	if err == nil {
 		err = w.Write(hard, msgs, errs)
-		f.chargeFor(hard, stage, len(msgs))
+		f.freshen(hard, stage, len(msgs))
 	}
 	f.writeMu.Unlock()
 	if err != nil {
@@ -578,6 +546,20 @@ func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msg
 	// writing past the message being read, and tries does f.tries likewise.
 	f.failed, f.tries = failed, tries
 	return failed, o
+}
+
+// freshen makes the tokens a write of n messages to the sink (stage
+// StageWrite) is written on those of the current epoch (see
+// throttle.Tokens.Freshen): before the write, for a batch whose tokens are
+// of an epoch that has ended; after it, for a write that returned in a
+// later epoch than it started in (a stalled sink), whose messages are
+// charged to that epoch too. It returns hard's error when hard ends first.
+// f.writeMu is held.
+func (f *worker) freshen(hard context.Context, stage string, n int) error {
+	if stage == StageWrite && !f.tok.Freshen(hard, n) {
+		return hard.Err()
+	}
+	return nil
 }
 
 // writeAside writes pending to w, the fallback or the on-success sink of

@@ -63,7 +63,7 @@ func start(t *testing.T, d Deps, opts Options, modes ...func(*Options)) *harness
 		h.in = r.Reader.(*memory.Buffer)
 	case *optionsReader:
 		h.in = r.Buffer
-	case noNak:
+	case noNack:
 		h.in = r.b
 	}
 	if d.Sink == nil {
@@ -428,11 +428,11 @@ func TestShutdownFinishesTheBatchInFlight(t *testing.T) {
 	}
 }
 
-// ackOnly is a reader that cannot nak.
+// ackOnly is a reader that cannot nack.
 type ackOnly struct{ isb.Reader }
 
 // TestShutdownTimeoutBoundsAStuckSink checks that a batch the sink never takes
-// is given up at the shutdown deadline, logged, and naked when the reader can,
+// is given up at the shutdown deadline, logged, and nacked when the reader can,
 // so that it is read again at once.
 func TestShutdownTimeoutBoundsAStuckSink(t *testing.T) { testShutdownTimeoutBoundsAStuckSink(t) }
 
@@ -442,8 +442,8 @@ func testShutdownTimeoutBoundsAStuckSink(t *testing.T, modes ...func(*Options)) 
 		reader func(*memory.Buffer) isb.Reader
 		want   memory.Stats
 	}{
-		{"naked", func(b *memory.Buffer) isb.Reader { return b }, memory.Stats{Pending: 10}},
-		{"reader cannot nak", func(b *memory.Buffer) isb.Reader { return ackOnly{b} }, memory.Stats{InFlight: 10}},
+		{"nacked", func(b *memory.Buffer) isb.Reader { return b }, memory.Stats{Pending: 10}},
+		{"reader cannot nack", func(b *memory.Buffer) isb.Reader { return ackOnly{b} }, memory.Stats{InFlight: 10}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}

@@ -35,7 +35,7 @@ type loop struct {
 type job struct {
 	read  []isb.ReadMessage // its buffer, readSize long
 	batch []isb.ReadMessage
-	tok   throttle.Tokens // its message tokens, and what it paid after its read
+	tok   throttle.Tokens // its tokens, kept one a message (see throttle.Throttle.Send)
 	start time.Time
 	seq   uint64
 }
@@ -64,8 +64,7 @@ func (f *Forwarder) newLoop(hard context.Context) (l *loop, stop func()) {
 		go func() {
 			defer l.wg.Done()
 			for j := range l.jobs {
-				w.paid = j.tok.Paid()
-				w.forward(hard, j.tok.Grant(), j.batch, j.start, l.order, j.seq)
+				w.forward(hard, j.tok, j.batch, j.start, l.order, j.seq)
 				l.done(j, true)
 			}
 		}()
@@ -99,7 +98,7 @@ func (l *loop) step(ctx context.Context) error {
 	f := l.f
 	j := <-l.free // one more than the workers: never waits long
 	if f.keys != nil {
-		f.keys.wait(ctx) // a full hold makes room, or reads nothing new
+		f.keys.Wait(ctx, f.nackKeys) // a full hold makes room, or reads nothing new
 	}
 	k := l.slots.take(ctx, l.readSize)
 	if k == 0 {
@@ -162,8 +161,7 @@ func (l *loop) dispatch(j *job) {
 		l.jobs <- j
 		return
 	}
-	l.inline.paid = j.tok.Paid()
-	l.inline.forward(l.hard, j.tok.Grant(), j.batch, j.start, nil, 0)
+	l.inline.forward(l.hard, j.tok, j.batch, j.start, nil, 0)
 	l.done(j, false)
 }
 

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
 // A message a function or the sink nacks (rejects) is not written: the
@@ -56,7 +55,7 @@ func (f *worker) nack(origin int, opts *isb.NackOptions) {
 // settle acks the messages of batch that were delivered and hands back those
 // that were nacked: to the reader when it takes messages back, else it
 // delivers them again itself until none is nacked.
-func (f *worker) settle(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage) error {
+func (f *worker) settle(hard context.Context, batch []isb.ReadMessage) error {
 	done := make([]isb.ReadMessage, 0, len(batch)-f.nacked)
 	nacked := make([]isb.ReadMessage, 0, f.nacked)
 	opts := make([]*isb.NackOptions, 0, f.nacked)
@@ -69,8 +68,8 @@ func (f *worker) settle(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 	}
 	f.d.Metrics.Nacked.Add(float64(len(nacked)))
 	f.logNack(opts[0])
-	if f.optsNaker == nil && f.naker == nil {
-		return f.redeliver(hard, g, batch, nacked, opts)
+	if f.optsNacker == nil && f.nacker == nil {
+		return f.redeliver(hard, batch, nacked, opts)
 	}
 	if len(done) > 0 {
 		if err := f.ack(hard, done); err != nil {
@@ -84,7 +83,7 @@ func (f *worker) settle(hard context.Context, g ratelimit.Grant, batch []isb.Rea
 // handBack hands msgs back to the reader, each with its nack options, in runs
 // of equal options.
 func (f *Forwarder) handBack(hard context.Context, msgs []isb.ReadMessage, opts []*isb.NackOptions) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nakTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nackTimeout)
 	defer cancel()
 	for start := 0; start < len(msgs); {
 		end := start + 1
@@ -93,10 +92,10 @@ func (f *Forwarder) handBack(hard context.Context, msgs []isb.ReadMessage, opts 
 		}
 		var err error
 		f.ackMu.Lock()
-		if f.optsNaker != nil {
-			err = f.optsNaker.NackOptions(ctx, msgs[start:end], *opts[start])
+		if f.optsNacker != nil {
+			err = f.optsNacker.NackOptions(ctx, msgs[start:end], *opts[start])
 		} else {
-			err = f.naker.Nack(ctx, msgs[start:end], opts[start].Delay)
+			err = f.nacker.Nack(ctx, msgs[start:end], opts[start].Delay)
 		}
 		f.ackMu.Unlock()
 		if err != nil {
@@ -115,8 +114,7 @@ func sameNack(a, b *isb.NackOptions) bool {
 // redeliver delivers the nacked messages of batch again, after their delay,
 // until none is nacked, then acks the whole batch. A message nacked
 // MaxDeliveries times is dropped.
-func (f *worker) redeliver(hard context.Context, g ratelimit.Grant, batch, nacked []isb.ReadMessage, opts []*isb.NackOptions) error {
-	ok := true
+func (f *worker) redeliver(hard context.Context, batch, nacked []isb.ReadMessage, opts []*isb.NackOptions) error {
 	for delivery := 1; len(nacked) > 0; delivery++ {
 		wait := f.backoff(delivery - 1)
 		keep := nacked[:0]
@@ -139,11 +137,11 @@ func (f *worker) redeliver(hard context.Context, g ratelimit.Grant, batch, nacke
 		}
 		// Delivered again, each message takes a token again, as one read again
 		// from a source that takes messages back does.
-		if g, ok = f.th.RenewAll(hard, len(nacked)); !ok {
+		if !f.tok.RenewAll(hard, len(nacked)) {
 			f.abandon(hard, StageNack, batch, hard.Err())
 			return nil
 		}
-		if _, err := f.deliver(hard, g, nacked); err != nil {
+		if _, err := f.deliver(hard, nacked); err != nil {
 			return nil // abandoned
 		}
 		keep, opts = nacked[:0], opts[:0]

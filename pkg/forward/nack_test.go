@@ -107,7 +107,7 @@ func testNackedByTheFunctionComesBackOnce(t *testing.T, modes ...func(*Options))
 		name   string
 		reader func(*memory.Buffer) isb.Reader
 	}{
-		{"reader naks", func(b *memory.Buffer) isb.Reader { return b }},
+		{"reader nacks", func(b *memory.Buffer) isb.Reader { return b }},
 		{"forwarder redelivers", func(b *memory.Buffer) isb.Reader { return ackOnly{b} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,7 +141,7 @@ func testNackedByTheSinkComesBackOnce(t *testing.T, modes ...func(*Options)) {
 		name   string
 		reader func(*memory.Buffer) isb.Reader
 	}{
-		{"reader naks", func(b *memory.Buffer) isb.Reader { return b }},
+		{"reader nacks", func(b *memory.Buffer) isb.Reader { return b }},
 		{"forwarder redelivers", func(b *memory.Buffer) isb.Reader { return ackOnly{b} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

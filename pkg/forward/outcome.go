@@ -184,7 +184,7 @@ func (f *worker) giveUp(pending []isb.Message) []isb.Message {
 // the backoff, or as long as the longest wait the sink asked for when it
 // throttled messages, then until the limiter's next epoch begins. While it waits for a throttled sink, the tracker holds
 // downstream_throttled, and after the wait it takes tokens anew for the
-// messages to send again (see retake). It reports whether it waited the whole
+// messages to send again (see throttle.Tokens.Retake). It reports whether it waited the whole
 // time, which it does not when hard ends.
 func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool {
 	d := f.backoff(attempt)
@@ -204,11 +204,7 @@ func (f *worker) pause(hard context.Context, o outcome, attempt, retry int) bool
 	if !waited {
 		return false
 	}
-	g, ok := f.th.Retake(hard, retry, from)
-	if ok && g.Tokens > 0 {
-		f.grant = g // the retry is written on these
-	}
-	return ok
+	return f.tok.Retake(hard, retry, from) // the retry is written on these
 }
 
 // freshMargin is the least of an epoch left when a forwarder sends again

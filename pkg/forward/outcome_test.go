@@ -202,7 +202,7 @@ func TestShutdownDuringAThrottleWait(t *testing.T) {
 		t.Fatalf("still throttled for %v after Run returned", rs)
 	}
 	if s := in.Stats(); s.Acked != 0 || s.Pending != 10 {
-		t.Fatalf("source %+v; want the batch naked, none acked", s)
+		t.Fatalf("source %+v; want the batch nacked, none acked", s)
 	}
 }
 

@@ -6,11 +6,11 @@ import (
 
 // refund gives back, with Options.ExcludeDropped, the bytes, the extra
 // cost and the groups' tokens the dropped messages of batch paid (see
-// throttle.Throttle.Refund): those that none of msgs (what goes on to the
+// throttle.Tokens.Refund): those that none of msgs (what goes on to the
 // sink) or the messages bypass sends to the other sinks came from, and that
 // were not nacked.
 func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
-	if !f.paid.Refundable() {
+	if !f.tok.Refundable() {
 		return
 	}
 	f.gone = zeroedBools(f.gone, len(batch))
@@ -26,7 +26,7 @@ func (f *worker) refund(batch []isb.ReadMessage, msgs []isb.Message) {
 			f.gone[i] = true
 		}
 	}
-	f.th.Refund(&f.paid, batch, f.gone)
+	f.tok.Refund(batch, f.gone)
 }
 
 // zeroedBools returns b resized to n, all false.

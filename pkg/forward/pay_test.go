@@ -316,7 +316,7 @@ func TestGroups(t *testing.T) {
 		group, _ := newLimiter(t, ratelimit.Config{Max: 10, Min: 10}, clk)
 		in := sizedBuffer(t, 40, 10)
 		es := newEpochSink(clk)
-		h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: lim.Gate(), Groups: []Limiter{group.Gate()}}},
+		h := start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: es, Throttle: &throttle.Throttle{Limiter: lim.Gate(), Groups: []throttle.Limiter{group.Gate()}}},
 			Options{BatchSize: 2, Clock: clk, MaxIdlePause: time.Millisecond})
 		h.runEpochs(t, clk, 40, 20, lim, group)
 		if got, _ := es.perEpoch(t0.Unix()); fmt.Sprint(got) != "[10 10 10 10]" {
@@ -330,7 +330,7 @@ func TestGroups(t *testing.T) {
 		t.Run(fmt.Sprint("excludeDropped=", exclude), func(t *testing.T) {
 			clk := clock.NewManual(t0)
 			group, _ := newLimiter(t, ratelimit.Config{Max: 1000, Min: 1000}, clk)
-			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Throttle: &throttle.Throttle{Groups: []Limiter{group.Gate()}}},
+			h := start(t, Deps{Reader: filledBuffer(t, 40), Mapper: dropOdd{}, Throttle: &throttle.Throttle{Groups: []throttle.Limiter{group.Gate()}}},
 				Options{ExcludeDropped: exclude, BatchSize: 10, Clock: clk, MaxIdlePause: time.Millisecond})
 			h.waitAcked(t, 40)
 			h.stop(t) // a read in progress holds the tokens of the next batch

@@ -137,7 +137,7 @@ type keyedRig struct {
 	clk     *clock.Manual
 	sink    *epochSink
 	keys    *ratelimit.KeyLimiter
-	metrics *KeyMetrics
+	metrics *throttle.KeyMetrics
 	granted map[int64]int64 // the vertex limiter's grants per epoch
 	mu      sync.Mutex
 }
@@ -160,9 +160,9 @@ func startKeyed(t *testing.T, in isb.Reader, vertexMax, keyMax int64, maxHeld in
 	}
 	t.Cleanup(func() { r.keys.Close() })
 	r.sink = newEpochSink(r.clk)
-	r.metrics = NewKeyMetrics(prometheus.NewRegistry())
+	r.metrics = throttle.NewKeyMetrics(prometheus.NewRegistry())
 	opts.MaxIdlePause = time.Millisecond // dry reads pause on the wall clock, briefly
-	r.harness = start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: r.sink, Throttle: &throttle.Throttle{Limiter: lim, PerKey: &PerKey{Limiter: r.keys, MaxHeld: maxHeld, Metrics: r.metrics}}}, opts)
+	r.harness = start(t, Deps{Reader: in, Mapper: udf.Cat{}, Sink: r.sink, Throttle: &throttle.Throttle{Limiter: lim, PerKey: &throttle.PerKey{Limiter: r.keys, MaxHeld: maxHeld, Metrics: r.metrics}}}, opts)
 	return r
 }
 
@@ -260,14 +260,14 @@ func TestPerKeyLimitLeavesKeylessMessagesToTheVertexLimit(t *testing.T) {
 	}
 }
 
-// noNak is a reader that cannot take messages back.
-type noNak struct{ b *memory.Buffer }
+// noNack is a reader that cannot take messages back.
+type noNack struct{ b *memory.Buffer }
 
-func (r noNak) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+func (r noNack) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	return r.b.Read(ctx, buf)
 }
 
-func (r noNak) Ack(ctx context.Context, msgs []isb.ReadMessage) error { return r.b.Ack(ctx, msgs) }
+func (r noNack) Ack(ctx context.Context, msgs []isb.ReadMessage) error { return r.b.Ack(ctx, msgs) }
 
 // TestFullHoldStopsReading holds at most 5 messages from a reader that
 // cannot take messages back: once the hold is full the forwarder reads
@@ -282,7 +282,7 @@ func TestFullHoldStopsReading(t *testing.T) {
 			in := keyedBuffer(t, keys)
 			opts := Options{BatchSize: 10}
 			mode.set(&opts)
-			r := startKeyed(t, noNak{in}, 100, 3, 5, opts)
+			r := startKeyed(t, noNack{in}, 100, 3, 5, opts)
 			for epoch := range 10 {
 				r.sink.waitFor(t, 3*(epoch+1))
 				r.waitAcked(t, uint64(3*(epoch+1)))

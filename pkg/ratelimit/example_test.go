@@ -28,7 +28,7 @@ func Example() {
 		panic(err)
 	}
 	read := min(g.Tokens, 40) // the source had only 40 messages
-	l.Settle(g, read) // keeps read tokens, gives the others back
+	l.Settle(g, read)         // keeps read tokens, gives the others back
 	fmt.Println("granted", g.Tokens, "used", read)
 	// Output: granted 64 used 40
 }

@@ -14,9 +14,9 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 )
 
@@ -108,7 +108,7 @@ func TestLoopLogsLate(t *testing.T) {
 	metrics := NewMetrics(prometheus.NewRegistry())
 	late := NewLateLog(zap.New(core), clk)
 	defer late.Close()
-	loop := &Loop{Reader: in, Writer: out, Processor: p, Watermark: wm.get, Limiter: forward.Noop{}, BatchSize: 10,
+	loop := &Loop{Reader: in, Writer: out, Processor: p, Watermark: wm.get, Limiter: throttle.Noop{}, BatchSize: 10,
 		Clock: clk, Metrics: metrics, LateLog: late}
 	runtest.Start(t, loop)
 	ctx := context.Background()

@@ -13,7 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// Limiter is how a Loop takes tokens for its reads: forward.Noop for no
+// Limiter is how a Loop takes tokens for its reads: throttle.Noop for no
 // limit, or a rate limiter's gate.
 type Limiter interface {
 	Acquire(ctx context.Context, n int) (ratelimit.Grant, error)

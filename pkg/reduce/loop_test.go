@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 )
 
@@ -67,7 +67,7 @@ func TestLoopOnBuffers(t *testing.T) {
 	var wm watermark
 	metrics := NewMetrics(prometheus.NewRegistry())
 	loop := &Loop{Reader: in, Writer: &flaky{Writer: out}, Processor: p, Watermark: wm.get,
-		Limiter: forward.Noop{}, BatchSize: 4, RetryInterval: time.Millisecond, Metrics: metrics}
+		Limiter: throttle.Noop{}, BatchSize: 4, RetryInterval: time.Millisecond, Metrics: metrics}
 	run := runtest.Start(t, loop)
 	var msgs []isb.Message
 	for i, k := range []string{"a", "b", "a", "c", "a", "b"} {
@@ -112,7 +112,7 @@ func TestLoopNeedsItsParts(t *testing.T) {
 	}
 	p := newCounter(t, nil)
 	in := memory.New("in", 1, time.Millisecond, clock.Real())
-	l := &Loop{Reader: in, Writer: in, Processor: p, Watermark: (&watermark{}).get, Limiter: forward.Noop{}}
+	l := &Loop{Reader: in, Writer: in, Processor: p, Watermark: (&watermark{}).get, Limiter: throttle.Noop{}}
 	if err := l.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "BatchSize (0)") {
 		t.Errorf("BatchSize 0: %v", err)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
@@ -219,7 +219,7 @@ func TestLoopWritesStreamedResults(t *testing.T) {
 	p := newStreamer(t, streamerClient(t, dir), l)
 	var wm watermark
 	wm.set(100)
-	loop := &Loop{Reader: in, Writer: out, Processor: p, Watermark: wm.get, Limiter: forward.Noop{}, BatchSize: 10, Clock: clk}
+	loop := &Loop{Reader: in, Writer: out, Processor: p, Watermark: wm.get, Limiter: throttle.Noop{}, BatchSize: 10, Clock: clk}
 	run := runtest.Start(t, loop)
 	// turnsUntil lets the reader take turns, each a read that times out on
 	// the clock, until out holds n results.

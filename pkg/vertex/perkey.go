@@ -5,7 +5,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 )
@@ -25,7 +24,7 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *RateLimit, store
 		return nil
 	}
 	log := v.log.Named("perkey")
-	metrics := forward.NewKeyMetrics(reg)
+	metrics := throttle.NewKeyMetrics(reg)
 	opts := []ratelimit.Option{
 		ratelimit.WithClock(v.o.clock),
 		ratelimit.WithLogger(log),

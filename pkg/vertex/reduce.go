@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	"go.uber.org/zap"
@@ -58,7 +59,7 @@ func (v *Vertex) addReducer(i int, r isb.Reader, shared bool) error {
 		v.log.Warn("accumulator outputs may be written again: their messages were marked done and the crash came before the mark was confirmed",
 			zap.Int("partition", rs.FirstPartition+i), zap.Int("messages", a.InDoubt()))
 	}
-	var lim reduce.Limiter = forward.Noop{}
+	var lim reduce.Limiter = throttle.Noop{}
 	if l := v.limiter; l != nil {
 		lim = l.Gate()
 		if shared {

@@ -21,6 +21,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 )
 
@@ -48,7 +49,7 @@ type Vertex struct {
 	groups  []groupLimiter     // the shared limits it joined
 	// The per-key limit (rateLimit.perKey) and its metrics; nil without.
 	keys       *ratelimit.KeyLimiter
-	keyMetrics *forward.KeyMetrics
+	keyMetrics *throttle.KeyMetrics
 	uds        []UDClient        // user-defined servers, connected before the forwarders start
 	udKinds    []serverinfo.Kind // the kind of each
 	// calls are the calls to them (Env.Calls).

@@ -14,13 +14,19 @@
 //
 // # A batch's tokens
 //
-// A batch's tokens are one [Tokens] value, handled here only:
+// A batch's tokens are one [Tokens] value, handled here only. The
+// forwarder's reading loop calls the throttle:
 //
 //   - [Throttle.Take] before the read: message tokens, and those of each group;
 //   - [Throttle.Pay] after it: the unused go back, the bytes and the cost are paid;
-//   - [Throttle.Send] hands the batch on with tokens of the epoch it goes on in;
-//   - [Throttle.Freshen] before and after each write to the sink;
-//   - [Throttle.Drop] and [Throttle.Refund] give back what dropped messages took.
+//   - [Throttle.Send] hands the batch on with tokens of the epoch it goes on in.
+//
+// The worker that writes the batch holds its Tokens and calls them:
+//
+//   - [Tokens.Drop] and [Tokens.Refund] give back what dropped messages took;
+//   - [Tokens.Freshen] before and after each write to the sink;
+//   - [Tokens.Retake] after a throttled sink's wait, [Tokens.RenewAll] for
+//     messages delivered again.
 //
 // # Tokens belong to their epoch
 //

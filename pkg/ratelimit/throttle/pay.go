@@ -28,11 +28,11 @@ import (
 // before the read, a token a message, and takes them then (takeGroups): no
 // more is read than every limit allows.
 
-// Payment is what a batch paid after its read: the last grants of its bytes,
+// payment is what a batch paid after its read: the last grants of its bytes,
 // of its cost beyond one token a message and of each group, settled, so
 // that dropped messages can give theirs back (Refund). The zero value paid
 // nothing.
-type Payment struct {
+type payment struct {
 	bytes, cost ratelimit.Grant
 	groups      []ratelimit.Grant // in the order of Throttle.Groups
 	// nBytes and nCost are what the batch carries of each, less what its
@@ -67,7 +67,7 @@ func (t *Throttle) Pay(hard context.Context, tok Tokens, batch []isb.ReadMessage
 	t.settleGroups(tok.paid.groups, len(batch))
 	if len(batch) == 0 {
 		t.keep(tok.grant, 0) // unused tokens go back, same epoch
-		return Tokens{}, true
+		return Tokens{t: t}, true
 	}
 	if !t.pays() {
 		return tok, true
@@ -76,17 +76,17 @@ func (t *Throttle) Pay(hard context.Context, tok Tokens, batch []isb.ReadMessage
 	if !ok {
 		t.keep(g, 0)
 		t.settleGroups(p.groups, 0)
-		return Tokens{}, false
+		return Tokens{t: t}, false
 	}
-	return Tokens{grant: g, paid: p}, true
+	return Tokens{t: t, grant: g, paid: p}, true
 }
 
 // pay takes the bytes and the extra cost of batch, read on g with the
 // groups' grants groups, and returns g less the tokens a batch that costs
 // less than a token a message gives back, and what the batch paid. It
 // reports false when hard ends first.
-func (t *Throttle) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, groups []ratelimit.Grant) (ratelimit.Grant, Payment, bool) {
-	p := Payment{groups: groups}
+func (t *Throttle) pay(hard context.Context, g ratelimit.Grant, batch []isb.ReadMessage, groups []ratelimit.Grant) (ratelimit.Grant, payment, bool) {
+	p := payment{groups: groups}
 	var bytes, cost int
 	switch {
 	case t.Cost == nil:
@@ -155,29 +155,31 @@ func (t *Throttle) take(hard context.Context, lim Limiter, n int) (ratelimit.Gra
 }
 
 // Freshen makes the tokens a write of n messages to the sink is written on,
-// *g, those of the current epoch, and pays again what p carries (repay).
+// tok's grant, those of the current epoch, for up to the messages tok
+// keeps, and pays again what the batch paid (repay).
 // Called before the write, it renews the tokens of a batch whose grant is
 // of an epoch that has ended (a slow function, a batch that waited for its
 // turn to write); called after it, those of a write that returned in a later
 // epoch than the one it started in (a stalled sink): the messages may have
 // reached the downstream in it, and what is read next in it must leave room
 // for them. Either way it takes the current epoch's tokens for up to n
-// messages, all of one epoch (see renew), keeps them and makes them *g. It
-// reports false when hard ends first. Writes and their calls to Freshen go
-// one at a time.
-func (t *Throttle) Freshen(hard context.Context, g *ratelimit.Grant, p *Payment, n int) bool {
-	if n <= 0 {
+// messages, all of one epoch (see renew), keeps them and makes them tok's
+// grant. It reports false when hard ends first. Writes and their calls to
+// Freshen go one at a time.
+func (tok *Tokens) Freshen(hard context.Context, n int) bool {
+	if n = min(n, tok.kept); n <= 0 {
 		return true
 	}
-	if t.stale(*g) {
+	t := tok.t
+	if t.stale(tok.grant) {
 		ng, ok := t.renew(hard, n, true)
 		if !ok {
 			return false
 		}
 		t.spend(ng)
-		*g = ng
+		tok.grant = ng
 	}
-	return t.repay(hard, p)
+	return t.repay(hard, &tok.paid)
 }
 
 // repay pays again, for the batch in progress, the bytes and the extra
@@ -186,7 +188,7 @@ func (t *Throttle) Freshen(hard context.Context, g *ratelimit.Grant, p *Payment,
 // write that returned in a later epoch): the same amounts, from the current
 // epoch, all of one epoch (see take), as its message tokens are taken again
 // (Freshen). It reports false when hard ends first.
-func (t *Throttle) repay(hard context.Context, p *Payment) bool {
+func (t *Throttle) repay(hard context.Context, p *payment) bool {
 	return t.payAgain(hard, t.Bytes, &p.bytes, p.nBytes, t.env.Metrics.Bytes) &&
 		t.payAgain(hard, t.Limiter, &p.cost, p.nCost, t.env.Metrics.Granted, t.env.Metrics.Retaken)
 }
@@ -209,17 +211,22 @@ func (t *Throttle) payAgain(hard context.Context, lim Limiter, g *ratelimit.Gran
 	return true
 }
 
-// Refundable reports whether p holds tokens that dropped messages could
-// give back (see Refund).
-func (p *Payment) Refundable() bool {
+// Refundable reports whether tok paid, after its read, tokens that dropped
+// messages could give back (see Refund).
+func (tok *Tokens) Refundable() bool { return tok.paid.refundable() }
+
+// refundable reports whether p holds tokens that dropped messages could give
+// back.
+func (p *payment) refundable() bool {
 	return p.bytes.Tokens != 0 || p.cost.Tokens != 0 || len(p.groups) != 0
 }
 
 // Refund gives back, with excludeDropped, the bytes, the extra cost and the
-// groups' tokens the dropped messages of batch paid: those i for which
-// goesOn[i] is false. They go back to the epoch of the batch's last grant,
-// while it is current.
-func (t *Throttle) Refund(p *Payment, batch []isb.ReadMessage, goesOn []bool) {
+// groups' tokens the dropped messages of batch, tok's batch, paid: those i
+// for which goesOn[i] is false. They go back to the epoch of the batch's
+// last grant, while it is current.
+func (tok *Tokens) Refund(batch []isb.ReadMessage, goesOn []bool) {
+	t, p := tok.t, &tok.paid
 	var bytes, cost, dropped int
 	for i := range batch {
 		if goesOn[i] {

@@ -173,7 +173,7 @@ func TestNil(t *testing.T) {
 	if err != nil || g.Tokens != 7 || th.stale(g) {
 		t.Fatalf("acquire(7) = %v, %v (stale %v); want 7 fresh tokens", g, err, th.stale(g))
 	}
-	if tok, ok := th.Pay(context.Background(), Tokens{grant: g}, batchOf(7, 10)); !ok || tok.paid.Refundable() || tok.N() != 7 {
+	if tok, ok := th.Pay(context.Background(), Tokens{grant: g}, batchOf(7, 10)); !ok || tok.Refundable() || tok.N() != 7 {
 		t.Fatalf("Pay = %v, %v; want 7 tokens, nothing paid", tok, ok)
 	}
 }
@@ -338,13 +338,15 @@ func TestFreshen(t *testing.T) {
 	th := (&Throttle{Limiter: lim, Bytes: bytes}).With(e)
 	tok, _ := th.Take(context.Background(), 4)
 	tok, _ = th.Pay(context.Background(), tok, batchOf(4, 10))
-	g, p := th.keep(tok.grant, 4), tok.paid
-	before := g
-	if !th.Freshen(context.Background(), &g, &p, 4) || g != before {
-		t.Fatalf("Freshen of a current grant changed it: %v; want %v", g, before)
+	var sent Tokens
+	th.Send(context.Background(), tok, batchOf(4, 10), func(tok Tokens, _ []isb.ReadMessage) { sent = tok })
+	before := sent.grant
+	if !sent.Freshen(context.Background(), 4) || sent.grant != before {
+		t.Fatalf("Freshen of a current grant changed it: %v; want %v", sent.grant, before)
 	}
 	clk.Advance(time.Second)
-	if !th.Freshen(context.Background(), &g, &p, 4) || g.Epoch() != t0.Unix()+1 || g.Tokens != 4 {
+	if !sent.Freshen(context.Background(), 4) || sent.grant.Epoch() != t0.Unix()+1 || sent.grant.Tokens != 4 {
+		g := sent.grant
 		t.Fatalf("Freshen of a stale grant = %d tokens of %d; want 4 of %d", g.Tokens, g.Epoch(), t0.Unix()+1)
 	}
 	if got := lim.keptIn(2); !slices.Equal(got, []int{4, 4}) {

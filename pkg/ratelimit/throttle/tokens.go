@@ -36,11 +36,20 @@ import (
 // Tokens taken again are counted in the granted metric and in
 // sluice_ratelimit_retaken_total.
 
-// Tokens are the tokens a batch holds: its grant of message tokens, and
-// what it paid after its read (see Pay). The zero value holds none.
+// Tokens are the tokens a batch holds, of the throttle that took them: its
+// grant of message tokens, how many of them it keeps, and what it paid after
+// its read. The loop takes them (Take), pays for the read (Pay) and sends
+// them on with the batch (Send); the worker that writes the batch holds them
+// as one value and calls their verbs: Drop and Refund for what a function
+// dropped, Freshen around each write, Retake after a throttled sink, RenewAll
+// for messages it delivers again. The zero value holds none.
 type Tokens struct {
+	t     *Throttle
 	grant ratelimit.Grant
-	paid  Payment
+	// kept is the messages the batch keeps tokens of, once sent on (Send):
+	// one a message, less those dropped with excludeDropped (Drop).
+	kept int
+	paid payment
 }
 
 // N returns the message tokens of tok: the most messages its read takes.
@@ -49,22 +58,19 @@ func (tok Tokens) N() int { return tok.grant.Tokens }
 // Grant returns tok's grant of message tokens.
 func (tok Tokens) Grant() ratelimit.Grant { return tok.grant }
 
-// Paid returns what tok paid after its read.
-func (tok Tokens) Paid() Payment { return tok.paid }
-
 // Take takes the tokens of a read of up to n messages, before the read:
 // up to n message tokens (see acquire) and, of every group, as many as the
 // fewest any of them grants (see takeGroups). Its errors are acquire's.
 func (t *Throttle) Take(ctx context.Context, n int) (Tokens, error) {
 	g, err := t.acquire(ctx, n)
 	if err != nil {
-		return Tokens{grant: g}, err
+		return Tokens{t: t, grant: g}, err
 	}
 	var groups []ratelimit.Grant
 	if len(t.Groups) > 0 && g.Tokens > 0 {
 		g, groups = t.takeGroups(ctx, g)
 	}
-	return Tokens{grant: g, paid: Payment{groups: groups}}, nil
+	return Tokens{t: t, grant: g, paid: payment{groups: groups}}, nil
 }
 
 // acquire takes up to n message tokens for a read. When none are available
@@ -104,12 +110,18 @@ func (t *Throttle) keep(g ratelimit.Grant, read int) ratelimit.Grant {
 	return g
 }
 
-// Drop gives back, with excludeDropped, the tokens of dropped of the
-// messages kept on g, and returns the grant of the others.
-func (t *Throttle) Drop(g ratelimit.Grant, kept, dropped int) ratelimit.Grant {
-	g = t.Limiter.Settle(g, kept-dropped)
+// Drop gives back, with excludeDropped, the message tokens of dropped of
+// the messages tok keeps, which a function dropped: only what goes on
+// counts, against the limit or in shadow. What they paid after the read
+// goes back with Refund.
+func (tok *Tokens) Drop(dropped int) {
+	if dropped <= 0 {
+		return
+	}
+	t := tok.t
+	tok.grant = t.Limiter.Settle(tok.grant, tok.kept-dropped)
+	tok.kept -= dropped
 	t.env.Metrics.Deposited.Add(float64(dropped))
-	return g
 }
 
 // takeGroups takes as many tokens of every group as g holds and returns g
@@ -286,7 +298,7 @@ func (t *Throttle) spend(g ratelimit.Grant) {
 // ended before they had tokens.
 func (t *Throttle) Send(hard context.Context, tok Tokens, batch []isb.ReadMessage, send func(Tokens, []isb.ReadMessage)) (unsent []isb.ReadMessage) {
 	if !t.stale(tok.grant) {
-		tok.grant = t.keep(tok.grant, len(batch))
+		tok.grant, tok.kept = t.keep(tok.grant, len(batch)), len(batch)
 		send(tok, batch)
 		return nil
 	}
@@ -305,21 +317,25 @@ func (t *Throttle) Send(hard context.Context, tok Tokens, batch []isb.ReadMessag
 			batch = append(batch[:k:k], slices.Clone(batch[k:])...)
 		}
 		first = false
-		send(Tokens{grant: t.keep(ng, k), paid: paid}, batch[:k])
-		paid = Payment{}
+		send(Tokens{t: t, grant: t.keep(ng, k), kept: k, paid: paid}, batch[:k])
+		paid = payment{}
 		batch = batch[k:]
 	}
 	return nil
 }
 
 // RenewAll takes n tokens, all of one epoch when it can (see renew), for n
-// messages delivered again, and keeps them as a read's (see keep).
-func (t *Throttle) RenewAll(hard context.Context, n int) (ratelimit.Grant, bool) {
+// messages of tok's batch delivered again, and keeps them as a read's (see
+// keep): tok goes on with them, for the n messages, and with what the batch
+// paid. It reports false when hard ends first.
+func (tok *Tokens) RenewAll(hard context.Context, n int) bool {
+	t := tok.t
 	g, ok := t.renew(hard, n, true)
-	if ok {
-		g = t.keep(g, g.Tokens)
+	if !ok {
+		return false
 	}
-	return g, ok
+	tok.grant, tok.kept = t.keep(g, g.Tokens), n
+	return true
 }
 
 // Retake takes n tokens from the limiter, waiting for them as a read does,
@@ -329,8 +345,18 @@ func (t *Throttle) RenewAll(hard context.Context, n int) (ratelimit.Grant, bool)
 // would come on top of the current epoch's grant, and the sink would see
 // more than the limit in a second. It reports false when hard ends first; a
 // limiter that fails otherwise (closed) lets the messages go without tokens.
-// It returns the last grant it took, of the epoch the messages go on in.
-func (t *Throttle) Retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
+// The retry is written on the last grant it took, of the epoch the messages
+// go on in: tok holds it.
+func (tok *Tokens) Retake(hard context.Context, n int, from int64) bool {
+	g, ok := tok.t.retake(hard, n, from)
+	if ok && g.Tokens > 0 {
+		tok.grant = g
+	}
+	return ok
+}
+
+// retake takes n tokens for Retake and returns the last grant it took.
+func (t *Throttle) retake(hard context.Context, n int, from int64) (ratelimit.Grant, bool) {
 	var g ratelimit.Grant
 	for n > 0 {
 		if e, left := t.Limiter.Epoch(); e < from {
