@@ -51,7 +51,7 @@ spec:
 	}
 	// A clock that moves only when told keeps the rate limit's epochs still.
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	p, err := pipeline.New(context.Background(), f.Pipeline,
+	p, err := pipeline.NewFromConfig(context.Background(), f.Pipeline,
 		pipeline.WithVertexOptions(vertex.WithClock(clk), vertex.WithLogSink(sink.NewLog(io.Discard))))
 	if err != nil {
 		log.Fatal(err)
