@@ -30,7 +30,7 @@ type Pipeline struct {
 	g                    Graph
 	o                    options
 	p                    *config.Pipeline // the config it was made from, nil for a Spec
-	mem                  *Memory // nil on JetStream
+	mem                  *Memory          // nil on JetStream
 	sources, others, all []*vertex.Vertex
 	allNames             []string // of all's vertices
 
