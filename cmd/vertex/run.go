@@ -284,7 +284,7 @@ func (r runner) pipeline(ctx context.Context, p *config.Pipeline) error {
 	if r.flags.sideInputsDir != "" {
 		opts = append(opts, pipeline.WithSideInputsDir(r.flags.sideInputsDir))
 	}
-	pl, err := pipeline.New(ctx, p, opts...)
+	pl, err := pipeline.NewFromConfig(ctx, p, opts...)
 	if err != nil {
 		return withJetStreamHint(err, p)
 	}

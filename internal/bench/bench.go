@@ -91,7 +91,7 @@ func (t *Target) Build(ctx context.Context, on bool) (Runner, error) {
 		}
 		opts = append(opts, pipeline.WithBackend(pipeline.OnJetStream))
 	}
-	return pipeline.New(ctx, f.Pipeline, opts...)
+	return pipeline.NewFromConfig(ctx, f.Pipeline, opts...)
 }
 
 // withBlackholes returns a copy of f in which every sink is a blackhole, with

@@ -69,7 +69,7 @@ func (t *Target) build(ctx context.Context, f *config.File) (Runner, error) {
 	if m := f.MonoVertex; m != nil {
 		return vertex.New(vertexconfig.FromMonoVertex(m), append([]vertex.Option{vertex.WithSocketDir(t.SocketDir)}, t.VertexOptions...)...)
 	}
-	return pipeline.New(ctx, f.Pipeline, pipeline.WithSocketDir(t.SocketDir), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(io.Discard))))
+	return pipeline.NewFromConfig(ctx, f.Pipeline, pipeline.WithSocketDir(t.SocketDir), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(io.Discard))))
 }
 
 // CompareVariants measures t with its rate limits off, on and each of

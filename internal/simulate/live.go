@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // CheckLive returns an error when next differs from base in a setting that
@@ -23,7 +24,7 @@ func CheckLive(base, next ratelimit.Config) error {
 	err = l.Update(next)
 	var nl *ratelimit.NotLiveError
 	if errors.As(err, &nl) {
-		f, _ := ratelimit.FieldOf(nl.Field)
+		f, _ := vertexconfig.RateLimitFieldOf(nl.Field)
 		return fmt.Errorf("%s (%v, was %v) cannot change while a replica runs", f.YAML, nl.New, nl.Old)
 	}
 	return err
@@ -49,7 +50,7 @@ func ParseChange(s string, epochs int) (epoch int, path string, err error) {
 // (not the byte limit, which a simulation has none of).
 func LiveSettings() string {
 	var names []string
-	for _, f := range ratelimit.Fields {
+	for _, f := range vertexconfig.RateLimitFields {
 		if f.Live && f.Go != "" && !strings.Contains(f.YAML, ".") {
 			names = append(names, f.YAML)
 		}

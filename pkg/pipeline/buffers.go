@@ -48,14 +48,10 @@ var _ Buffers = (*Memory)(nil)
 // vertex's readTimeout.
 func NewMemory(g Graph) (*Memory, error) {
 	m := &Memory{buffers: map[string]*memory.Buffer{}}
-	for _, v := range g.p.Spec.Vertices {
-		l, err := g.p.VertexLimits(v.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range g.Inputs(v.Name) {
+	for _, v := range g.vertices {
+		for _, b := range g.Inputs(v.name) {
 			capacity := max(1, b.MaxLength*b.UsageLimit/100)
-			buf := memory.New(b.Name, capacity, l.GetReadTimeout(), nil)
+			buf := memory.New(b.Name, capacity, v.buffers.ReadTimeout, nil)
 			m.buffers[b.Name] = buf
 			m.order = append(m.order, buf)
 		}

@@ -155,7 +155,7 @@ const sharedSocketDirHint = "such servers serve one vertex per process, and this
 	"with user-defined containers, each in a directory of its own: run each of those vertices as a process of its own " +
 	"(vertex run -f FILE --vertex NAME, with the buffers on JetStream)"
 
-func buildOptions(p *config.Pipeline, opts []Option) (options, error) {
+func buildOptions(name string, opts []Option) (options, error) {
 	o := options{drainTimeout: DefaultDrainTimeout}
 	for _, opt := range opts {
 		opt(&o)
@@ -170,7 +170,7 @@ func buildOptions(p *config.Pipeline, opts []Option) (options, error) {
 		o.socketDir = serverinfo.DefaultDir
 	}
 	if o.stateDir == "" {
-		o.stateDir = DefaultStateDir(p.Metadata.Name)
+		o.stateDir = DefaultStateDir(name)
 	}
 	o.sideInputsDir = sideInputsDirOrDefault(o.sideInputsDir)
 	if o.only != "" && o.backend != OnJetStream {

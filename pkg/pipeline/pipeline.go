@@ -29,7 +29,8 @@ var ErrNoVertex = errors.New("no vertex")
 type Pipeline struct {
 	g                    Graph
 	o                    options
-	mem                  *Memory // nil on JetStream
+	p                    *config.Pipeline // the config it was made from, nil for a Spec
+	mem                  *Memory          // nil on JetStream
 	sources, others, all []*vertex.Vertex
 	allNames             []string // of all's vertices
 
@@ -39,23 +40,61 @@ type Pipeline struct {
 	si *sideInputs // nil without side inputs in this process
 }
 
-// New builds the vertices of p, which must be valid, and their buffers: on
-// JetStream it connects (waiting, until ctx ends, for a server that is not up)
-// and creates the buffers that are missing. A problem with a field of p that
-// shows only now is a [*config.FieldError]; a vertex p does not have matches
-// [ErrNoVertex].
-func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, err error) {
-	o, err := buildOptions(p, opts)
+// New builds the vertices of s, declared in Go, and their buffers, in
+// memory: every vertex runs in this process. A Spec that cannot run is an
+// error matching [ErrInvalidSpec]. [NewFromConfig] builds a Pipeline's YAML
+// this way, and on JetStream.
+func New(ctx context.Context, s Spec, opts ...Option) (*Pipeline, error) {
+	o, err := buildOptions(s.Name, opts)
 	if err != nil {
 		return nil, err
 	}
-	pl := &Pipeline{g: NewGraph(p), o: o}
+	if o.backend != OnMemory {
+		return nil, fmt.Errorf("pipeline: a Spec runs on in-memory buffers, not on %s: JetStream's connection is a Pipeline's spec.isb (NewFromConfig)", o.backend)
+	}
+	return build(ctx, s, o, nil)
+}
+
+// NewFromConfig builds the vertices of p, which must be valid, and their
+// buffers: it makes p's [Spec] and builds it as [New] does, on in-memory
+// buffers (the default) or on JetStream, with p's side inputs. On JetStream
+// it connects (waiting, until ctx ends, for a server that is not up) and
+// creates the buffers that are missing. A problem with a field of p that
+// shows only now is a [*config.FieldError]; a vertex p does not have matches
+// [ErrNoVertex].
+func NewFromConfig(ctx context.Context, p *config.Pipeline, opts ...Option) (*Pipeline, error) {
+	o, err := buildOptions(p.Metadata.Name, opts)
+	if err != nil {
+		return nil, err
+	}
+	g := NewGraph(p)
+	names, err := runHere(g, o, func(name string) bool {
+		v := p.Vertex(name)
+		return v != nil && v.UDF != nil && v.UDF.GroupBy != nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s, err := specOf(p, o, names)
+	if err != nil {
+		return nil, err
+	}
+	return build(ctx, s, o, p)
+}
+
+// build builds the vertices of s that run in this process, on the buffers o
+// says; p is the config s was made from, nil for a Spec declared in Go.
+func build(ctx context.Context, s Spec, o options, p *config.Pipeline) (_ *Pipeline, err error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	pl := &Pipeline{g: s.graph(), o: o, p: p}
 	defer func() {
 		if err != nil {
 			pl.Close()
 		}
 	}()
-	names, err := pl.names()
+	names, err := runHere(pl.g, o, func(name string) bool { return s.vertex(name).Spec.Reduce != nil })
 	if err != nil {
 		return nil, err
 	}
@@ -66,71 +105,79 @@ func New(ctx context.Context, p *config.Pipeline, opts ...Option) (_ *Pipeline, 
 		pl.closers = append(pl.closers, pl.mem.Close)
 	}
 	// With every vertex in this process, so is the side inputs' manager.
-	if pl.si, err = newSideInputs(ctx, p, o, o.only == "", names, &pl.closers); err != nil {
-		return nil, err
+	if p != nil {
+		if pl.si, err = newSideInputs(ctx, p, o, o.only == "", names, &pl.closers); err != nil {
+			return nil, err
+		}
 	}
-	dirs := SocketDirs(p, o.socketDir, o.only)
 	for _, name := range names {
-		if err := pl.addVertex(ctx, name, dirs); err != nil {
+		if err := pl.addVertex(ctx, s.vertex(name)); err != nil {
 			return nil, err
 		}
 	}
 	return pl, nil
 }
 
-// names lists the vertices that run in this process.
-func (pl *Pipeline) names() ([]string, error) {
-	if only := pl.o.only; only != "" {
-		v, _, err := pl.g.vertex(only)
-		if err != nil {
+// vertex returns the vertex of s called name, which s has.
+func (s Spec) vertex(name string) Vertex {
+	for _, v := range s.Vertices {
+		if v.Name == name {
+			return v
+		}
+	}
+	return Vertex{}
+}
+
+// runHere lists the vertices of g that run in this process; reduce says
+// whether a vertex is a reduce.
+func runHere(g Graph, o options, reduce func(name string) bool) ([]string, error) {
+	if only := o.only; only != "" {
+		if err := g.has(only); err != nil {
 			return nil, err
 		}
-		if n := pl.g.Partitions(only); v.UDF != nil && v.UDF.GroupBy != nil && pl.o.replica >= n {
-			return nil, fmt.Errorf("vertex %s: replica %d: a reduce vertex has a replica per partition, and it has %d", only, pl.o.replica, n)
+		if n := g.Partitions(only); reduce(only) && o.replica >= n {
+			return nil, fmt.Errorf("vertex %s: replica %d: a reduce vertex has a replica per partition, and it has %d", only, o.replica, n)
 		}
 		return []string{only}, nil
 	}
-	return pl.g.Vertices(), nil
+	return g.Vertices(), nil
 }
 
-// addVertex builds the vertex called name, its user-defined containers'
-// sockets in dirs[name].
-func (pl *Pipeline) addVertex(ctx context.Context, name string, dirs map[string]string) error {
+// addVertex builds vertex v.
+func (pl *Pipeline) addVertex(ctx context.Context, v Vertex) error {
+	name := v.Name
 	var b Buffers
 	if pl.mem != nil {
 		b = pl.mem
 	} else {
 		// A connection per vertex, as when each runs in a process of its own:
 		// the server works through each connection in turn.
-		js, err := OpenJetStream(ctx, pl.g.p, pl.o.log)
+		js, err := OpenJetStream(ctx, pl.p, pl.o.log)
 		if err != nil {
 			return err
 		}
 		pl.closers = append(pl.closers, js.Close)
 		b = js
 	}
-	spec, err := pl.g.vertexSpec(ctx, name, b, pl.o, &pl.closers)
+	spec, err := pl.g.vertexSpec(ctx, v, b, pl.o, &pl.closers)
 	if err != nil {
 		return err
 	}
 	opts := append(slices.Clip(pl.o.vertexOpts), vertex.WithSocketDir(pl.o.socketDir))
-	if dir, ok := dirs[name]; ok {
-		opts = append(opts, vertex.WithSocketDir(dir))
+	opts = append(opts, v.Options...)
+	if pl.p != nil {
+		opts = append(opts, pl.si.gate(pl.p.Vertex(name))...)
 	}
-	if len(dirs) > 1 {
-		opts = append(opts, vertex.WithSocketDirHint(sharedSocketDirHint))
-	}
-	opts = append(opts, pl.si.gate(pl.g.p.Vertex(name))...)
-	v, err := vertex.New(spec, opts...)
+	vx, err := vertex.New(spec, opts...)
 	if err != nil {
 		return err
 	}
 	if spec.Source != nil {
-		pl.sources = append(pl.sources, v)
+		pl.sources = append(pl.sources, vx)
 	} else {
-		pl.others = append(pl.others, v)
+		pl.others = append(pl.others, vx)
 	}
-	pl.all = append(pl.all, v)
+	pl.all = append(pl.all, vx)
 	pl.allNames = append(pl.allNames, name)
 	return nil
 }
@@ -253,7 +300,7 @@ func (pl *Pipeline) Status() []vertex.Status {
 // vertices it writes to.
 func (pl *Pipeline) PageView(since int64) vertex.PageView {
 	cols := pl.g.Columns()
-	out := vertex.PageView{Pipeline: pl.g.p.Metadata.Name, Vertices: make([]vertex.PageVertex, len(pl.all))}
+	out := vertex.PageView{Pipeline: pl.g.name, Vertices: make([]vertex.PageVertex, len(pl.all))}
 	for i, v := range pl.all {
 		lv := v.PageVertex(since)
 		lv.Column = cols[pl.allNames[i]]

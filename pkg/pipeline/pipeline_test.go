@@ -84,7 +84,7 @@ func checkOnce(t *testing.T, ls []string) {
 // reaches the sink, once.
 func TestMemory(t *testing.T) {
 	out := &runtest.Buffer{}
-	pl, err := pipeline.New(context.Background(), parse(t, "mem", threeVertices("")),
+	pl, err := pipeline.NewFromConfig(context.Background(), parse(t, "mem", threeVertices("")),
 		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out))))
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestDrainTimeout(t *testing.T) {
           min: 1
           rampUpDuration: 0s
 `, 1))
-	pl, err := pipeline.New(context.Background(), p, pipeline.WithDrainTimeout(100*time.Millisecond), pipeline.WithLogger(zap.New(core)),
+	pl, err := pipeline.NewFromConfig(context.Background(), p, pipeline.WithDrainTimeout(100*time.Millisecond), pipeline.WithLogger(zap.New(core)),
 		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(&runtest.Buffer{}))))
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestJetStream(t *testing.T) {
 	p := parse(t, "js", threeVertices("  isb:\n    jetstream:\n      url: "+nats.URL+"\n"))
 	out := &runtest.Buffer{}
 	opts := []pipeline.Option{pipeline.WithBackend(pipeline.OnJetStream), pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out)))}
-	pl, err := pipeline.New(context.Background(), p, opts...)
+	pl, err := pipeline.NewFromConfig(context.Background(), p, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestJetStream(t *testing.T) {
 	// Each vertex alone, in the order a deployment may start them.
 	before := len(out.Lines())
 	for _, name := range []string{"out", "cat", "in"} {
-		pl, err := pipeline.New(context.Background(), p, append(opts, pipeline.WithVertex(name))...)
+		pl, err := pipeline.NewFromConfig(context.Background(), p, append(opts, pipeline.WithVertex(name))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pl, err := pipeline.New(ctx, parse(t, "errs", tt.spec), tt.opts...)
+			pl, err := pipeline.NewFromConfig(ctx, parse(t, "errs", tt.spec), tt.opts...)
 			if err == nil {
 				pl.Close()
 				t.Fatal("New succeeded")
@@ -322,7 +322,7 @@ func TestUpdateRateLimits(t *testing.T) {
 	}
 	p := parse(t, "live", spec(100, 50))
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	pl, err := pipeline.New(context.Background(), p, pipeline.WithLogger(zap.NewNop()),
+	pl, err := pipeline.NewFromConfig(context.Background(), p, pipeline.WithLogger(zap.NewNop()),
 		pipeline.WithVertexOptions(vertex.WithClock(clk)))
 	if err != nil {
 		t.Fatal(err)

@@ -165,7 +165,7 @@ func NewSideInputsManager(ctx context.Context, p *config.Pipeline, opts ...Optio
 	if len(p.Spec.SideInputs) == 0 {
 		return nil, fmt.Errorf("pipeline %s has no side inputs (spec.sideInputs)", p.Metadata.Name)
 	}
-	o, err := buildOptions(p, append(slices.Clip(opts), WithBackend(OnJetStream)))
+	o, err := buildOptions(p.Metadata.Name, append(slices.Clip(opts), WithBackend(OnJetStream)))
 	if err != nil {
 		return nil, err
 	}

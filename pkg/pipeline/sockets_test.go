@@ -110,7 +110,7 @@ func TestOneUDVertexUsesTheBaseDir(t *testing.T) {
 		}
 	}()
 	out := &runtest.Buffer{}
-	pl, err := pipeline.New(context.Background(), parse(t, "base", udPipeline(false)), pipeline.WithSocketDir(base),
+	pl, err := pipeline.NewFromConfig(context.Background(), parse(t, "base", udPipeline(false)), pipeline.WithSocketDir(base),
 		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(out))))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestOneUDVertexUsesTheBaseDir(t *testing.T) {
 // With two vertices with user-defined containers, each waits in a directory
 // of its own.
 func TestTwoUDVerticesGetADirEach(t *testing.T) {
-	pl, err := pipeline.New(context.Background(), parse(t, "two", udPipeline(true)), pipeline.WithSocketDir("/run/x"),
+	pl, err := pipeline.NewFromConfig(context.Background(), parse(t, "two", udPipeline(true)), pipeline.WithSocketDir("/run/x"),
 		pipeline.WithVertexOptions(vertex.WithLogSink(sink.NewLog(&runtest.Buffer{}))))
 	if err != nil {
 		t.Fatal(err)

@@ -7,11 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 	"github.com/sluiceflow/sluice/pkg/watermark"
 )
 
@@ -32,39 +30,32 @@ func (c *closers) closeAll() {
 	*c = nil
 }
 
-// vertexSpec returns the [vertex.Spec] of the vertex called name, reading and
-// writing buffers b, a reduce keeping its windows under o's state directory;
-// the metrics of its edges go to o's registerer. What it opens of b is added
-// to cl. A reduce vertex running alone ([WithVertex]) reads the partition of
-// its replica ([WithReplica]); otherwise a vertex reads every partition of
-// its input buffer.
-func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, o options, cl *closers) (vertex.Spec, error) {
-	v, _, err := g.vertex(name)
-	if err != nil {
-		return vertex.Spec{}, err
+// vertexSpec returns the [vertex.Spec] of v, reading and writing buffers
+// b; the metrics of its edges go to o's registerer. What it opens of b is
+// added to cl. A reduce vertex running alone ([WithVertex]) reads the
+// partition of its replica ([WithReplica]); otherwise a vertex reads every
+// partition of its input buffer.
+func (g Graph) vertexSpec(ctx context.Context, v Vertex, b Buffers, o options, cl *closers) (vertex.Spec, error) {
+	name, s := v.Name, v.Spec
+	lim := g.find(name).buffers
+	if w := s.Watermark; w != nil {
+		c := *w
+		s.Watermark = &c
 	}
-	limits, err := g.p.VertexLimits(name)
-	if err != nil {
-		return vertex.Spec{}, err
+	if r := s.Reduce; r != nil {
+		c := *r
+		s.Reduce = &c
 	}
-	s, err := vertexconfig.PipelineVertex(g.p, name, o.stateDir)
-	if err != nil {
-		return vertex.Spec{}, err
-	}
-	var ws *vertex.Watermark
-	if wc := vertexconfig.WatermarkConfig(g.p.Spec.Watermark); !wc.Disabled {
-		ws = &vertex.Watermark{Source: wc}
-		s.Watermark = ws
-	}
-	if v.Source == nil {
-		if err := g.inputs(ctx, name, o.replica, o.only != "" && s.Reduce != nil, b, limits, &s, cl); err != nil {
+	ws := s.Watermark
+	if s.Source == nil {
+		if err := g.inputs(ctx, name, o.replica, o.only != "" && s.Reduce != nil, b, lim, &s, cl); err != nil {
 			return vertex.Spec{}, err
 		}
 	}
-	if v.Sink == nil {
+	if s.Sink == nil {
 		metrics := newRouteMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"vertex": name}, o.registerer))
 		var outs []vertex.WatermarkOutput
-		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, limits, b, metrics, cl, &outs) }
+		s.Output = func() (isb.Writer, error) { return g.output(ctx, name, lim, b, metrics, cl, &outs) }
 		if ws != nil {
 			ws.Outputs = func() []vertex.WatermarkOutput { return outs }
 		}
@@ -75,7 +66,7 @@ func (g Graph) vertexSpec(ctx context.Context, name string, b Buffers, o options
 // inputs adds to s the readers of vertex name's input buffer, with their
 // watermark fetchers when s has watermarks: every partition, or replica's
 // alone.
-func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b Buffers, limits *config.PipelineLimits, s *vertex.Spec, cl *closers) error {
+func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b Buffers, limits BufferLimits, s *vertex.Spec, cl *closers) error {
 	parts := g.Inputs(name)
 	first := 0
 	if one { // New checked the replica
@@ -90,7 +81,7 @@ func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b
 		}
 	}
 	for i, in := range parts {
-		r, err := b.Reader(ctx, in, limits.GetReadTimeout())
+		r, err := b.Reader(ctx, in, limits.ReadTimeout)
 		if err != nil {
 			return err
 		}
@@ -109,7 +100,7 @@ func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b
 
 // output returns a writer along the edges leaving vertex name, and adds
 // where it publishes its watermark to outs.
-func (g Graph) output(ctx context.Context, name string, limits *config.PipelineLimits, b Buffers, m *routeMetrics, cl *closers, outs *[]vertex.WatermarkOutput) (isb.Writer, error) {
+func (g Graph) output(ctx context.Context, name string, limits BufferLimits, b Buffers, m *routeMetrics, cl *closers, outs *[]vertex.WatermarkOutput) (isb.Writer, error) {
 	var edges []route.Edge
 	for _, e := range g.OutEdges(name) {
 		re := routeEdge(e)
@@ -118,7 +109,7 @@ func (g Graph) output(ctx context.Context, name string, limits *config.PipelineL
 			return nil, err
 		}
 		for i, out := range g.Inputs(e.To) {
-			w, err := b.Writer(ctx, out, name, limits.GetBufferMaxLength(), limits.GetBufferUsageLimit())
+			w, err := b.Writer(ctx, out, name, limits.MaxLength, limits.UsageLimit)
 			if err != nil {
 				return nil, err
 			}
@@ -137,13 +128,9 @@ func (g Graph) output(ctx context.Context, name string, limits *config.PipelineL
 	return w, nil
 }
 
-// routeEdge returns edge e with its conditions, and no partitions yet.
-func routeEdge(e config.Edge) route.Edge {
-	re := route.Edge{To: e.To, OnFull: vertexconfig.OnFull(&e)}
-	if c := e.Conditions; c != nil && c.Tags != nil {
-		re.Condition = route.Condition{Operator: vertexconfig.Operator(c.Tags), Values: slices.Clone(c.Tags.Values)}
-	}
-	return re
+// routeEdge returns edge e with its condition, and no partitions yet.
+func routeEdge(e Edge) route.Edge {
+	return route.Edge{To: e.To, OnFull: e.OnFull, Condition: route.Condition{Operator: e.Condition.Operator, Values: slices.Clone(e.Condition.Values)}}
 }
 
 // routeMetrics count what a vertex's edges did with its output.

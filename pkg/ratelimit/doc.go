@@ -65,7 +65,7 @@
 //
 // # Live changes
 //
-// [Limiter.Update] changes the settings that [Fields] marks live (the limit,
+// [Limiter.Update] changes the fields that [Fields] marks live (the limit,
 // its ramp and mode, shadow) while the limiter runs. With a store, every
 // replica applies the change from the same epoch, which the store picks (see
 // [pool.LimitChange]); without one, from the next epoch. The switching epoch keeps

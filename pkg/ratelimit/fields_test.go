@@ -4,7 +4,6 @@ import (
 	"errors"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -27,17 +26,10 @@ func bump(t *testing.T, v reflect.Value) {
 // a new one says whether it can change live.
 func TestFieldsCoverConfig(t *testing.T) {
 	cfg := reflect.TypeFor[Config]()
-	var goNames, yamlNames []string
+	var goNames []string
 	for _, f := range Fields {
-		if f.YAML == "" {
-			t.Errorf("%+v has no YAML name", f)
-		}
-		yamlNames = append(yamlNames, f.YAML)
-		if f.Go == "" {
-			continue
-		}
 		if _, ok := cfg.FieldByName(f.Go); !ok {
-			t.Errorf("Fields: %s (%s) is not a field of Config", f.Go, f.YAML)
+			t.Errorf("Fields: %q is not a field of Config", f.Go)
 		}
 		goNames = append(goNames, f.Go)
 		if g, _ := FieldOf(f.Go); g != f {
@@ -46,31 +38,14 @@ func TestFieldsCoverConfig(t *testing.T) {
 	}
 	for i := range cfg.NumField() {
 		if name := cfg.Field(i).Name; !slices.Contains(goNames, name) {
-			t.Errorf("Config.%s is not in Fields: add it with its YAML name and whether it can change live", name)
+			t.Errorf("Config.%s is not in Fields: add it with whether it can change live", name)
 		}
 	}
-	for _, names := range [][]string{goNames, yamlNames} {
-		if s := slices.Sorted(slices.Values(names)); len(slices.Compact(s)) != len(names) {
-			t.Errorf("a name is in Fields twice: %v", names)
-		}
-	}
-	// A reloaded config is told live or not by the settings at the top of
-	// its rateLimit block, so a nested setting is live when its block is.
-	for _, f := range Fields {
-		top, _, nested := strings.Cut(f.YAML, ".")
-		if !nested {
-			continue
-		}
-		i := slices.IndexFunc(Fields, func(b Field) bool { return b.YAML == top })
-		switch {
-		case i < 0:
-			t.Errorf("%s: its block %s is not in Fields", f.YAML, top)
-		case Fields[i].Live != f.Live:
-			t.Errorf("%s has Live %v, and its block %s %v", f.YAML, f.Live, top, Fields[i].Live)
-		}
+	if s := slices.Sorted(slices.Values(goNames)); len(slices.Compact(s)) != len(goNames) {
+		t.Errorf("a name is in Fields twice: %v", goNames)
 	}
 	if _, ok := FieldOf(""); ok {
-		t.Error("FieldOf(\"\") found a setting")
+		t.Error("FieldOf(\"\") found a field")
 	}
 }
 
@@ -80,7 +55,7 @@ func TestFieldsCoverConfig(t *testing.T) {
 func TestFieldsLiveConfig(t *testing.T) {
 	var live []string
 	for _, f := range Fields {
-		if f.Live && f.Go != "" {
+		if f.Live {
 			live = append(live, f.Go)
 		}
 	}
@@ -119,9 +94,6 @@ func TestFieldsLiveConfig(t *testing.T) {
 // lets the others through.
 func TestNotLiveFollowsFields(t *testing.T) {
 	for _, f := range Fields {
-		if f.Go == "" {
-			continue
-		}
 		t.Run(f.Go, func(t *testing.T) {
 			base := DefaultConfig(100)
 			next := base
@@ -135,23 +107,5 @@ func TestNotLiveFollowsFields(t *testing.T) {
 				t.Fatalf("notLive = %v; want a NotLiveError naming %s, matching ErrNotLive", err, f.Go)
 			}
 		})
-	}
-}
-
-func TestFieldPath(t *testing.T) {
-	for _, tt := range []struct {
-		goName string
-		mode   Mode
-		want   string
-	}{
-		{"Max", Relaxed, "max"},
-		{"CutPercentage", GoBackN, "adaptive.cutPercentage"},
-		{"CoolDownPeriod", GoBackN, "modes.goBackN.coolDownPeriod"},
-		{"ThresholdPercentage", OnlyIfUsed, "modes.onlyIfUsed.thresholdPercentage"},
-	} {
-		f, ok := FieldOf(tt.goName)
-		if got := f.Path(tt.mode); !ok || got != tt.want {
-			t.Errorf("FieldOf(%q).Path(%s) = %q, %v; want %q", tt.goName, tt.mode, got, ok, tt.want)
-		}
 	}
 }

@@ -27,68 +27,64 @@ import (
 // by the limiter's own rules, and the throttle signals of adaptive. It
 // reports each problem at its YAML path through r.
 func Check(f *config.File, r config.Reporter) {
-	c := checker{r}
 	if m := f.MonoVertex; m != nil {
 		s := &m.Spec
-		c.vertex("spec", s.Source, s.UDF, s.Sink)
+		checkVertex(r, "spec", s.Source, s.UDF, s.Sink)
 		if b := s.Bypass; b != nil {
 			for name, e := range map[string]*config.EdgeConditions{"sink": b.Sink, "fallback": b.Fallback, "onSuccess": b.OnSuccess} {
 				if e != nil && e.Tags != nil {
-					c.enum("spec.bypass."+name+".tags.operator", e.Tags.Operator, parseErr[route.Operator])
+					checkEnum(r, "spec.bypass."+name+".tags.operator", e.Tags.Operator, parseErr[route.Operator])
 				}
 			}
 		}
 		if s.Limits != nil && s.Limits.RateLimit != nil {
-			c.rateLimit("spec.limits.rateLimit", s.Limits.RateLimit)
+			checkRateLimit(r, "spec.limits.rateLimit", s.Limits.RateLimit)
 		}
 		return
 	}
 	p := f.Pipeline
 	if l := p.Spec.Limits; l != nil && l.RateLimit != nil {
-		c.rateLimit("spec.limits.rateLimit", l.RateLimit)
+		checkRateLimit(r, "spec.limits.rateLimit", l.RateLimit)
 	}
 	if isb := p.Spec.ISB; isb != nil && isb.JetStream != nil {
-		c.enum("spec.isb.jetstream.storage", isb.JetStream.Storage, parseErr[jetstream.Storage])
+		checkEnum(r, "spec.isb.jetstream.storage", isb.JetStream.Storage, parseErr[jetstream.Storage])
 	}
 	for i := range p.Spec.Edges {
 		e := &p.Spec.Edges[i]
 		path := fmt.Sprintf("spec.edges[%d]", i)
-		c.enum(path+".onFull", e.OnFull, parseErr[route.OnFull])
+		checkEnum(r, path+".onFull", e.OnFull, parseErr[route.OnFull])
 		if e.Conditions != nil && e.Conditions.Tags != nil {
-			c.enum(path+".conditions.tags.operator", e.Conditions.Tags.Operator, parseErr[route.Operator])
+			checkEnum(r, path+".conditions.tags.operator", e.Conditions.Tags.Operator, parseErr[route.Operator])
 		}
 	}
 	for i := range p.Spec.Vertices {
 		v := &p.Spec.Vertices[i]
 		path := fmt.Sprintf("spec.vertices[%d]", i)
-		c.vertex(path, v.Source, v.UDF, v.Sink)
+		checkVertex(r, path, v.Source, v.UDF, v.Sink)
 		if v.Limits != nil && v.Limits.RateLimit != nil {
 			// The rate limit checked is the vertex's merged with the pipeline's.
 			merged, _ := p.VertexRateLimit(v.Name)
 			if merged == nil {
 				merged = v.Limits.RateLimit
 			}
-			c.rateLimit(path+".limits.rateLimit", merged)
+			checkRateLimit(r, path+".limits.rateLimit", merged)
 		}
 	}
 }
 
-// checker reports the runtime's problems with a config.
-type checker struct{ r config.Reporter }
-
-// vertex checks the functions and connectors of the vertex at path; any of
+// checkVertex checks the functions and connectors of the vertex at path; any of
 // its parts may be nil.
-func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *config.Sink) {
+func checkVertex(r config.Reporter, path string, src *config.Source, u *config.UDF, sink *config.Sink) {
 	if src != nil {
 		if t := src.Transformer; t != nil && t.Container == nil && t.Builtin != nil {
 			_, err := udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, nil)
-			c.builtin(path+".source.transformer", err)
+			checkBuiltin(r, path+".source.transformer", err)
 		}
 		if k := src.Kafka; k != nil {
-			c.kafkaConfig(path+".source.kafka.config", k.Config, kafka.RoleSource)
+			checkKafkaConfig(r, path+".source.kafka.config", k.Config, kafka.RoleSource)
 		}
 		if j := src.JetStream; j != nil {
-			c.enum(path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[jsconsumer.DeliverFrom])
+			checkEnum(r, path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[jsconsumer.DeliverFrom])
 		}
 	}
 	if u != nil && u.Container == nil && u.Builtin != nil {
@@ -98,94 +94,101 @@ func (c checker) vertex(path string, src *config.Source, u *config.UDF, sink *co
 		} else {
 			_, err = udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, nil)
 		}
-		c.builtin(path+".udf", err)
+		checkBuiltin(r, path+".udf", err)
 	}
 	if sink != nil {
 		if k := sink.Kafka; k != nil {
-			c.kafkaConfig(path+".sink.kafka.config", k.Config, kafka.RoleSink)
+			checkKafkaConfig(r, path+".sink.kafka.config", k.Config, kafka.RoleSink)
 		}
 		if fb := sink.Fallback; fb != nil && fb.Kafka != nil {
-			c.kafkaConfig(path+".sink.fallback.kafka.config", fb.Kafka.Config, kafka.RoleSink)
+			checkKafkaConfig(r, path+".sink.fallback.kafka.config", fb.Kafka.Config, kafka.RoleSink)
 		}
 		if ons := sink.OnSuccess; ons != nil && ons.Kafka != nil {
-			c.kafkaConfig(path+".sink.onSuccess.kafka.config", ons.Kafka.Config, kafka.RoleSink)
+			checkKafkaConfig(r, path+".sink.onSuccess.kafka.config", ons.Kafka.Config, kafka.RoleSink)
 		}
-		c.onFailure(path+".sink", sink)
+		checkOnFailure(r, path+".sink", sink)
 	}
 }
 
-// enum reports the error of parsing the enumeration named name at path; a
+// checkEnum reports the error of parsing the enumeration named name at path; a
 // nil name is unset and fine.
-func (c checker) enum(path string, name *string, parseErr func(*string) error) {
+func checkEnum(r config.Reporter, path string, name *string, parseErr func(*string) error) {
 	if err := parseErr(name); err != nil {
-		c.r.Add(path, "(%q): %v", *name, err)
+		r.Add(path, "(%q): %v", *name, err)
 	}
 }
 
-// onFailure checks the retryStrategy.onFailure of the sink at path: a name
+// checkOnFailure checks the retryStrategy.onFailure of the sink at path: a name
 // forward.OnFailure takes, and a fallback sink when it says fallback.
-func (c checker) onFailure(path string, s *config.Sink) {
-	r := s.RetryStrategy
-	if r == nil || r.OnFailure == nil {
+func checkOnFailure(r config.Reporter, path string, s *config.Sink) {
+	rs := s.RetryStrategy
+	if rs == nil || rs.OnFailure == nil {
 		return
 	}
-	if err := parseErr[forward.OnFailure](r.OnFailure); err != nil {
-		c.r.Add(path+".retryStrategy.onFailure", "(%q): %v", *r.OnFailure, err)
+	if err := parseErr[forward.OnFailure](rs.OnFailure); err != nil {
+		r.Add(path+".retryStrategy.onFailure", "(%q): %v", *rs.OnFailure, err)
 		return
 	}
-	if f, _ := OnFailure(r); f == forward.Fallback && s.Fallback == nil {
-		c.r.Add(path+".retryStrategy.onFailure", "(fallback) needs a fallback sink: set %s", path+".fallback")
+	if f, _ := OnFailure(rs); f == forward.Fallback && s.Fallback == nil {
+		r.Add(path+".retryStrategy.onFailure", "(fallback) needs a fallback sink: set %s", path+".fallback")
 	}
 }
 
-// builtin reports the error of making the built-in function at path: under
+// checkBuiltin reports the error of making the built-in function at path: under
 // the kwarg it blames, or under its name.
-func (c checker) builtin(path string, err error) {
+func checkBuiltin(r config.Reporter, path string, err error) {
 	if err == nil {
 		return
 	}
 	var ke *udf.KWArgError
 	if errors.As(err, &ke) {
-		c.r.Add(path+".builtin.kwargs."+ke.Key, "%s", firstLine(ke.Err))
+		r.Add(path+".builtin.kwargs."+ke.Key, "%s", firstLine(ke.Err))
 		return
 	}
-	c.r.Add(path+".builtin.name", "%s", firstLine(err))
+	r.Add(path+".builtin.name", "%s", firstLine(err))
 }
 
-// kafkaConfig checks a Kafka client's flat config at path: its syntax, and
+// checkKafkaConfig checks a Kafka client's flat config at path: its syntax, and
 // the values of the properties sluice applies for role.
-func (c checker) kafkaConfig(path, s string, role kafka.Role) {
+func checkKafkaConfig(r config.Reporter, path, s string, role kafka.Role) {
 	p, err := kafka.ParseProperties(s)
 	if err == nil {
 		err = p.Check(role)
 	}
 	if err != nil {
-		c.r.Add(path, "%v", err)
+		r.Add(path, "%v", err)
 	}
 }
 
-// rateLimit checks the rateLimit block at path by the limiter's rules, and
-// the throttle signals of its adaptive block.
-func (c checker) rateLimit(path string, r *config.RateLimit) {
-	c.enum(path+".onStoreFailure", r.OnStoreFailure, parseErr[ratelimit.StoreFailurePolicy])
-	if r.PerKey != nil {
-		c.enum(path+".perKey.keys", r.PerKey.Keys, parseErr[ratelimit.KeyMode])
+// checkRateLimit checks the rateLimit block at path by the limiter's rules,
+// and the throttle signals of its adaptive block.
+func checkRateLimit(r config.Reporter, path string, rl *config.RateLimit) {
+	checkEnum(r, path+".onStoreFailure", rl.OnStoreFailure, parseErr[ratelimit.StoreFailurePolicy])
+	if rl.PerKey != nil {
+		checkEnum(r, path+".perKey.keys", rl.PerKey.Keys, parseErr[ratelimit.KeyMode])
 	}
-	c.limiterConfig(path, r)
-	c.bytesAndCost(path, r)
-	c.groups(path, r)
-	c.regions(path, r)
-	if a := r.Adaptive; a != nil && a.Signals != nil {
+	cfg := LimiterConfig(rl)
+	limiterErrors(r, limiterBlock{path: path, max: rl.Max, name: func(field string) string {
+		if field == "StaleAfter" {
+			return "" // staleAfter must be positive, which the schema checks
+		}
+		return limiterPath(field, cfg.Mode)
+	}}, cfg.Validate())
+	checkBytes(r, path, rl)
+	checkCost(r, path, rl)
+	checkGroups(r, path, rl)
+	checkRegions(r, path, rl)
+	if a := rl.Adaptive; a != nil && a.Signals != nil {
 		if len(a.Signals) == 0 {
-			c.r.Add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", signalNames())
+			r.Add(path+".adaptive.signals", "is empty; list the signals that cut the limit (%s), or leave it out for all", signalNames())
 		}
 		for i, s := range a.Signals {
 			var kind isb.SignalKind
 			switch {
 			case kind.UnmarshalText([]byte(s)) != nil:
-				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, signalNames())
+				r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is not a signal; use %s", s, signalNames())
 			case slices.Index(a.Signals, s) < i:
-				c.r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
+				r.Add(fmt.Sprintf("%s.adaptive.signals[%d]", path, i), "(%q) is listed twice", s)
 			}
 		}
 	}
@@ -195,67 +198,67 @@ func (c checker) rateLimit(path string, r *config.RateLimit) {
 // keys.
 var poolName = regexp.MustCompile(`^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$`)
 
-// groups checks the shared limits of the rateLimit block at path.
-func (c checker) groups(path string, r *config.RateLimit) {
-	if len(r.Groups) > 0 && r.Store != nil && r.Store.ReplicaCountStore != nil {
-		c.r.Add(path+".groups", "need a redisStore, or no store for the vertices of one process: replicaCountStore shares nothing among vertices")
+// checkGroups checks the shared limits of the rateLimit block at path.
+func checkGroups(r config.Reporter, path string, rl *config.RateLimit) {
+	if len(rl.Groups) > 0 && rl.Store != nil && rl.Store.ReplicaCountStore != nil {
+		r.Add(path+".groups", "need a redisStore, or no store for the vertices of one process: replicaCountStore shares nothing among vertices")
 	}
 	seen := map[string]bool{}
-	for i, g := range r.Groups {
+	for i, g := range rl.Groups {
 		p := fmt.Sprintf("%s.groups[%d]", path, i)
 		switch {
 		case g.Name == "":
-			c.r.Add(p+".name", "is required")
+			r.Add(p+".name", "is required")
 		case !poolName.MatchString(g.Name):
-			c.r.Add(p+".name", "(%q) must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", g.Name)
+			r.Add(p+".name", "(%q) must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", g.Name)
 		case seen[g.Name]:
-			c.r.Add(p+".name", "(%q) is listed twice", g.Name)
+			r.Add(p+".name", "(%q) is listed twice", g.Name)
 		}
 		seen[g.Name] = true
-		cfg := GroupConfig(&g)
-		switch {
-		case g.Max == nil:
-			c.r.Add(p+".max", "is required: the group's limit, all its members together")
-			cfg.Max = ratelimit.MaxTokens
-		case *g.Max > ratelimit.MaxTokens:
-			c.r.Add(p+".max", "(%d) must be at most %d", *g.Max, int64(ratelimit.MaxTokens))
-			cfg.Max = ratelimit.MaxTokens
+		if g.Max == nil {
+			r.Add(p+".max", "is required: the group's limit, all its members together")
 		}
-		c.limiterErrors(p, cfg, g.Max, true)
+		cfg := GroupConfig(&g)
+		limiterErrors(r, limiterBlock{path: p, max: g.Max, name: func(field string) string {
+			if field == "ReservePercentage" {
+				return "reservePercentage"
+			}
+			return limiterPath(field, cfg.Mode)
+		}}, cfg.Validate())
 	}
 }
 
-// regions checks the regions block of the rateLimit block at path.
-func (c checker) regions(path string, r *config.RateLimit) {
-	rg := r.Regions
+// checkRegions checks the regions block of the rateLimit block at path.
+func checkRegions(r config.Reporter, path string, rl *config.RateLimit) {
+	rg := rl.Regions
 	if rg == nil {
 		return
 	}
 	p := path + ".regions"
-	if r.Store != nil && r.Store.ReplicaCountStore != nil {
-		c.r.Add(p, "needs a redisStore: replicaCountStore lends nothing among regions")
+	if rl.Store != nil && rl.Store.ReplicaCountStore != nil {
+		r.Add(p, "needs a redisStore: replicaCountStore lends nothing among regions")
 	}
 	if len(rg.Proportions) == 0 {
-		c.r.Add(p+".proportions", "is empty; give each region a weight, such as {eu-west: 50, us-east: 50}")
+		r.Add(p+".proportions", "is empty; give each region a weight, such as {eu-west: 50, us-east: 50}")
 		return
 	}
 	names := slices.Sorted(maps.Keys(rg.Proportions))
 	for _, name := range names {
 		switch w := rg.Proportions[name]; {
 		case !poolName.MatchString(name):
-			c.r.Add(p+".proportions", "region %q must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", name)
+			r.Add(p+".proportions", "region %q must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", name)
 		case w == 0:
-			c.r.Add(p+".proportions."+name, "(0) must be at least 1")
+			r.Add(p+".proportions."+name, "(0) must be at least 1")
 		}
 	}
-	if r.Max != nil && *r.Max <= ratelimit.MaxTokens {
+	if rl.Max != nil && *rl.Max <= ratelimit.MaxTokens {
 		weights := map[string]int{}
 		for name, w := range rg.Proportions {
 			weights[name] = clampInt(w)
 		}
 		for _, name := range names {
-			if m := vertex.RegionShare(clampInt64(*r.Max), weights, name); m < 1 && weights[name] > 0 {
-				c.r.Add(p+".proportions."+name, "(%d) gives the region no token of max (%d): raise max or the weight", weights[name], *r.Max)
+			if m := vertex.RegionShare(clampInt64(*rl.Max), weights, name); m < 1 && weights[name] > 0 {
+				r.Add(p+".proportions."+name, "(%d) gives the region no token of max (%d): raise max or the weight", weights[name], *rl.Max)
 			}
 		}
 	}
@@ -270,53 +273,59 @@ func signalNames() string {
 	return strings.Join(names, ", ")
 }
 
-// limiterConfig checks the fields of r that make the rate limiter's config with
-// the limiter's own validation, and reports its errors under their YAML paths.
-func (c checker) limiterConfig(path string, r *config.RateLimit) {
-	cfg := LimiterConfig(r)
-	if r.Max == nil {
-		// Check the rest against the largest max: "max is required" is the
-		// schema's to say.
-		cfg.Max = ratelimit.MaxTokens
-	} else if *r.Max > ratelimit.MaxTokens {
-		c.r.Add(path+".max", "(%d) must be at most %d", *r.Max, int64(ratelimit.MaxTokens))
-		cfg.Max = ratelimit.MaxTokens
-	}
-	c.limiterErrors(path, cfg, r.Max, false)
+// limiterBlock is a block of YAML that makes a limiter's config, for
+// [limiterErrors].
+type limiterBlock struct {
+	path string
+	// max is the block's max as written, nil when it is unset: "is
+	// required" is the schema's (or the block's check's) to say.
+	max *uint64
+	// name returns the YAML path, under path, of the Config field named
+	// field, or "" for a field whose errors the block leaves to others.
+	name func(field string) string
+	// maxReason, when set, says what is wrong with a max out of the
+	// limiter's bounds, in the words of the block.
+	maxReason string
 }
 
-// limiterErrors reports the errors of the limiter's validation of cfg, made
-// from the block at path whose max is max (a group's when group), under
-// their YAML paths.
-func (c checker) limiterErrors(path string, cfg ratelimit.Config, max *uint64, group bool) {
-	for _, err := range unjoin(cfg.Validate()) {
+// limiterErrors reports the errors of the limiter's validation of a config
+// made from block b under their YAML paths: the limiter's rules are written
+// once, in [ratelimit.Config.Validate], and this names each error's fields
+// as the YAML does. A max out of bounds is given as written; an error that
+// compares with a max that is itself wrong, or unset, is left out.
+func limiterErrors(r config.Reporter, b limiterBlock, err error) {
+	maxBad := b.max == nil || *b.max < 1 || *b.max > ratelimit.MaxTokens
+	for _, err := range unjoin(err) {
 		var fe *ratelimit.FieldError
 		if !errors.As(err, &fe) {
-			c.r.Add(path, "%v", err)
+			r.Add(b.path, "%v", err)
 			continue
 		}
-		if (fe.Field == "Max" || fe.Other == "Max") && (max == nil || *max > ratelimit.MaxTokens) {
-			continue // max itself is the problem, reported above
-		}
-		if fe.Field == "StaleAfter" {
-			continue // staleAfter must be positive, which the schema checks
+		field := b.name(fe.Field)
+		switch {
+		case field == "" || fe.Other != "" && b.name(fe.Other) == "":
+			continue
+		case fe.Field == "Max" && b.max == nil, fe.Other == "Max" && maxBad:
+			continue
+		case fe.Field == "Max" && b.maxReason != "":
+			r.Add(b.path+"."+field, "(%d) %s", *b.max, b.maxReason)
+			continue
+		case fe.Field == "Max":
+			r.Add(b.path+"."+field, "(%d) %s", *b.max, fe.Reason)
+			continue
 		}
 		msg := fmt.Sprintf("(%v) %s", fe.Value, fe.Reason)
 		if fe.Other != "" {
-			msg += fmt.Sprintf(" %s (%v)", limiterPath(fe.Other, cfg.Mode), fe.OtherValue)
+			msg += fmt.Sprintf(" %s (%v)", b.name(fe.Other), fe.OtherValue)
 		}
-		field := limiterPath(fe.Field, cfg.Mode)
-		if group && fe.Field == "ReservePercentage" {
-			field = "reservePercentage"
-		}
-		c.r.Add(path+"."+field, "%s", msg)
+		r.Add(b.path+"."+field, "%s", msg)
 	}
 }
 
 // limiterPath returns the YAML path in a rateLimit block, under mode m, of
 // the rate limiter's field named field: "modes.goBackN.coolDownPeriod".
 func limiterPath(field string, m ratelimit.Mode) string {
-	if f, ok := ratelimit.FieldOf(field); ok {
+	if f, ok := RateLimitFieldOf(field); ok {
 		return f.Path(m)
 	}
 	return field
@@ -339,22 +348,29 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// bytesAndCost checks the byte limit (bytes) of the rateLimit block at path
-// by the limiter's rules, and compiles its cost expression.
-func (c checker) bytesAndCost(path string, r *config.RateLimit) {
-	if b := r.Bytes; b != nil {
-		switch {
-		case b.Max == nil:
-			c.r.Add(path+".bytes.max", "is required: the most payload bytes per second")
-		case *b.Max < 1 || *b.Max > ratelimit.MaxTokens:
-			c.r.Add(path+".bytes.max", "(%d) must be between 1 and %d", *b.Max, int64(ratelimit.MaxTokens))
-		case b.GetMin() > *b.Max:
-			c.r.Add(path+".bytes.min", "(%d) > bytes.max (%d)", b.GetMin(), *b.Max)
-		}
+// checkBytes checks the byte limit (bytes) of the rateLimit block at path
+// by the limiter's rules, which the byte limiter's config (see [ByteConfig])
+// takes its max and min from; its other fields are the block's, checked with
+// it.
+func checkBytes(r config.Reporter, path string, rl *config.RateLimit) {
+	b := rl.Bytes
+	if b == nil {
+		return
 	}
-	if r.Cost != nil {
-		if _, err := Cost(r); err != nil {
-			c.r.Add(path+".cost", "(%q) is not a cost expression: %s", *r.Cost, firstLine(err))
+	if b.Max == nil {
+		r.Add(path+".bytes.max", "is required: the most payload bytes per second")
+		return
+	}
+	names := map[string]string{"Max": "bytes.max", "Min": "bytes.min"}
+	limiterErrors(r, limiterBlock{path: path, max: b.Max, name: func(field string) string { return names[field] },
+		maxReason: fmt.Sprintf("must be between 1 and %d", int64(ratelimit.MaxTokens))}, ByteConfig(rl).Validate())
+}
+
+// checkCost compiles the cost expression of the rateLimit block at path.
+func checkCost(r config.Reporter, path string, rl *config.RateLimit) {
+	if rl.Cost != nil {
+		if _, err := Cost(rl); err != nil {
+			r.Add(path+".cost", "(%q) is not a cost expression: %s", *rl.Cost, firstLine(err))
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // LiveChange reports whether next differs from running only in what a running
 // replica can take on: the settings of its rateLimit blocks that
-// [ratelimit.Fields] marks live, and Kubernetes-only fields, which sluice
+// [RateLimitFields] marks live, and Kubernetes-only fields, which sluice
 // ignores. Otherwise it returns an error that matches [ratelimit.ErrNotLive]
 // and names the first field that differs by its path, such as
 // "spec.limits.rateLimit.store.redisStore.url changed: needs a restart".
@@ -39,14 +39,14 @@ var (
 
 // liveRateLimit are the YAML names of the settings of a rateLimit block
 // that can change while a replica runs.
-var liveRateLimit = ratelimit.LiveYAML()
+var liveRateLimit = liveYAML()
 
 // ownLimiter are the live settings of a rateLimit block that make a limiter
 // of their own (they set no field of the limiter's config): their values
 // change live, their presence does not.
 var ownLimiter = func() []string {
 	var names []string
-	for _, f := range ratelimit.Fields {
+	for _, f := range RateLimitFields {
 		if f.Live && f.Go == "" && !strings.Contains(f.YAML, ".") {
 			names = append(names, f.YAML)
 		}

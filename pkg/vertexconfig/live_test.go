@@ -79,13 +79,13 @@ func parse(t *testing.T, yaml string) *config.File {
 }
 
 // TestRateLimitFieldsInTable fails when a setting of a rateLimit block is not
-// in ratelimit.Fields, so that a new one says whether it can change live, or
+// in RateLimitFields, so that a new one says whether it can change live, or
 // when the table names one the block does not have. A block the table
 // names settings in (adaptive, modes) has each of its settings there; in
-// modes, a mode's name is ratelimit.ModeBlock.
+// modes, a mode's name is ModeBlock.
 func TestRateLimitFieldsInTable(t *testing.T) {
 	rows := map[string]bool{}
-	for _, f := range ratelimit.Fields {
+	for _, f := range vertexconfig.RateLimitFields {
 		rows[f.YAML] = true
 	}
 	nested := func(p string) bool {
@@ -110,7 +110,7 @@ func TestRateLimitFieldsInTable(t *testing.T) {
 			}
 			var m ratelimit.Mode
 			if path == "modes" && m.UnmarshalText([]byte(name)) == nil {
-				name = ratelimit.ModeBlock
+				name = vertexconfig.ModeBlock
 			}
 			p := name
 			if path != "" {
@@ -121,24 +121,24 @@ func TestRateLimitFieldsInTable(t *testing.T) {
 			case nested(p):
 				walk(p, sf.Type)
 			case !rows[p]:
-				t.Errorf("rateLimit.%s is not in ratelimit.Fields: add it with whether it can change live", p)
+				t.Errorf("rateLimit.%s is not in RateLimitFields: add it with whether it can change live", p)
 			}
 		}
 	}
 	walk("", reflect.TypeFor[config.RateLimit]())
 	for r := range rows {
 		if !seen[r] {
-			t.Errorf("ratelimit.Fields has %s, which a rateLimit block does not", r)
+			t.Errorf("RateLimitFields has %s, which a rateLimit block does not", r)
 		}
 	}
 }
 
 // TestLiveChangeFollowsFields changes each setting at the top of a rateLimit
-// block alone: LiveChange takes the live ones of ratelimit.Fields and
+// block alone: LiveChange takes the live ones of RateLimitFields and
 // refuses the others, naming them.
 func TestLiveChangeFollowsFields(t *testing.T) {
 	base := parse(t, liveBase)
-	for _, f := range ratelimit.Fields {
+	for _, f := range vertexconfig.RateLimitFields {
 		if strings.Contains(f.YAML, ".") {
 			continue
 		}
