@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 )
@@ -231,32 +231,32 @@ func TestSignaled(t *testing.T) {
 	const e = 1_700_000_000
 	for _, tt := range []struct {
 		name string
-		a    pool.Adaptation
-		s    pool.Signal
+		a    share.Adaptation
+		s    share.Signal
 		now  time.Time
-		want pool.Adaptation
+		want share.Adaptation
 	}{
-		{"first cut applies from the epoch after the lead", pool.Adaptation{},
-			pool.Signal{Epoch: e, Cut: true, Pool: 50_000, Lead: 200 * time.Millisecond}, at(300),
-			pool.Adaptation{From: e + 1, Pool: 50_000}},
-		{"a lead past the next boundary waits one more epoch", pool.Adaptation{},
-			pool.Signal{Epoch: e, Cut: true, Pool: 50_000, Lead: 200 * time.Millisecond}, at(850),
-			pool.Adaptation{From: e + 2, Pool: 50_000}},
-		{"a signal before the last cut took effect cuts nothing", pool.Adaptation{From: e + 1, Pool: 50_000},
-			pool.Signal{Epoch: e, Cut: true, Pool: 25_000}, at(900),
-			pool.Adaptation{From: e + 1, Pool: 50_000}},
-		{"one in the cut's epoch cuts again", pool.Adaptation{From: e + 1, Pool: 50_000},
-			pool.Signal{Epoch: e + 1, Cut: true, Pool: 25_000, Lead: 200 * time.Millisecond}, at(1_100),
-			pool.Adaptation{From: e + 2, Pool: 25_000}},
-		{"a late signal applies after its own epoch", pool.Adaptation{},
-			pool.Signal{Epoch: e + 3, Cut: true, Pool: 1_000}, at(100),
-			pool.Adaptation{From: e + 4, Pool: 1_000}},
-		{"the pause only grows", pool.Adaptation{PauseUntil: at(2_000)},
-			pool.Signal{Epoch: e, PauseUntil: at(1_500)}, at(100),
-			pool.Adaptation{PauseUntil: at(2_000)}},
-		{"a later pause extends it", pool.Adaptation{From: e, Pool: 7_000, PauseUntil: at(2_000)},
-			pool.Signal{Epoch: e, PauseUntil: at(2_500)}, at(100),
-			pool.Adaptation{From: e, Pool: 7_000, PauseUntil: at(2_500)}},
+		{"first cut applies from the epoch after the lead", share.Adaptation{},
+			share.Signal{Epoch: e, Cut: true, Pool: 50_000, Lead: 200 * time.Millisecond}, at(300),
+			share.Adaptation{From: e + 1, Pool: 50_000}},
+		{"a lead past the next boundary waits one more epoch", share.Adaptation{},
+			share.Signal{Epoch: e, Cut: true, Pool: 50_000, Lead: 200 * time.Millisecond}, at(850),
+			share.Adaptation{From: e + 2, Pool: 50_000}},
+		{"a signal before the last cut took effect cuts nothing", share.Adaptation{From: e + 1, Pool: 50_000},
+			share.Signal{Epoch: e, Cut: true, Pool: 25_000}, at(900),
+			share.Adaptation{From: e + 1, Pool: 50_000}},
+		{"one in the cut's epoch cuts again", share.Adaptation{From: e + 1, Pool: 50_000},
+			share.Signal{Epoch: e + 1, Cut: true, Pool: 25_000, Lead: 200 * time.Millisecond}, at(1_100),
+			share.Adaptation{From: e + 2, Pool: 25_000}},
+		{"a late signal applies after its own epoch", share.Adaptation{},
+			share.Signal{Epoch: e + 3, Cut: true, Pool: 1_000}, at(100),
+			share.Adaptation{From: e + 4, Pool: 1_000}},
+		{"the pause only grows", share.Adaptation{PauseUntil: at(2_000)},
+			share.Signal{Epoch: e, PauseUntil: at(1_500)}, at(100),
+			share.Adaptation{PauseUntil: at(2_000)}},
+		{"a later pause extends it", share.Adaptation{From: e, Pool: 7_000, PauseUntil: at(2_000)},
+			share.Signal{Epoch: e, PauseUntil: at(2_500)}, at(100),
+			share.Adaptation{From: e, Pool: 7_000, PauseUntil: at(2_500)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.a.Signaled(tt.s, tt.now); got != tt.want {

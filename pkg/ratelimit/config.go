@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 )
@@ -125,7 +125,7 @@ type Config struct {
 	// at once (no ceiling is learnt).
 	ForgetAfter time.Duration
 
-	// Lend exchanges spare tokens through the store (see [pool.Spare]): at
+	// Lend exchanges spare tokens through the store (see [share.Spare]): at
 	// each sync, a replica that granted nothing since the last one lends
 	// what is left of its epoch's share, less ReservePercentage of the
 	// share, and a replica that ran out asks for as many as its share. The
@@ -146,11 +146,11 @@ type Config struct {
 }
 
 // DefaultStaleAfter is the default lease of a replica with its store.
-const DefaultStaleAfter = pool.DefaultStaleAfter
+const DefaultStaleAfter = share.DefaultStaleAfter
 
 // withDefaults returns c with the defaults of its zero settings filled in.
 func (c Config) withDefaults() Config {
-	c.StaleAfter = pool.Lease(c.StaleAfter)
+	c.StaleAfter = share.Lease(c.StaleAfter)
 	return c
 }
 

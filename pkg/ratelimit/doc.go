@@ -58,7 +58,7 @@
 // its first signal, for a downstream that takes spread over the second what
 // it refuses in a burst. [Limiter.SignalUnavailable] (an HTTP 503) cuts and
 // pauses but teaches no ceiling. With a store, the store decides the cut and
-// its ceiling for every replica and keeps the pause (see [pool.Adaptation]);
+// its ceiling for every replica and keeps the pause (see [share.Adaptation]);
 // each replica pauses at its next sync and applies the cut from the same
 // epoch, so shares still sum to floor(P). Package simulate replays a
 // downstream with a quota (a fixed window, a token bucket).
@@ -68,7 +68,7 @@
 // [Limiter.Update] changes the fields that [Fields] marks live (the limit,
 // its ramp and mode, shadow) while the limiter runs. With a store, every
 // replica applies the change from the same epoch, which the store picks (see
-// [pool.LimitChange]); without one, from the next epoch. The switching epoch keeps
+// [share.LimitChange]); without one, from the next epoch. The switching epoch keeps
 // the pool it would have had, capped by the new Max, so it never grants more
 // than the smaller of the two limits; the new ramp goes on from there.
 //
@@ -90,7 +90,7 @@
 //
 // # Replicas
 //
-// With [WithStore], a limiter is one replica of a pool kept in a [pool.Store]: it syncs
+// With [WithStore], a limiter is one replica of a limit shared in a [share.Store]: it syncs
 // with the store from a background goroutine (every 100ms by default), never per
 // Acquire, and [New] does no I/O: the first sync starts in the background at once. Replicas agree on the pool size before a newcomer takes tokens, a new
 // size takes effect at the next epoch boundary, and a replica that leaves or stops
@@ -119,7 +119,7 @@
 // # Per-key limits
 //
 // A [KeyLimiter] grants tokens per key instead: at most Max per key per epoch, over
-// every replica of a [pool.KeyStore] (redisstore's, one script run per call) or in this
+// every replica of a [share.KeyStore] (redisstore's, one script run per call) or in this
 // process. [KeyLimiter.TryAcquire] asks for all the keys of a batch at once, so a batch
 // costs one store call whatever its keys. A forwarder holds the messages of keys it
 // was granted no tokens for, and gives their tokens of the Limiter back.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"go.uber.org/zap"
 
@@ -18,7 +18,7 @@ import (
 )
 
 // KeyLimiter grants tokens per key: at most Max per key per one-second epoch,
-// over every replica of its [pool.KeyStore], or in this process without one. A
+// over every replica of its [share.KeyStore], or in this process without one. A
 // caller asks for the tokens of many keys at once with [KeyLimiter.TryAcquire],
 // which makes at most one call to the store whatever the number of keys, and
 // none for keys it knows have no tokens left in the epoch.
@@ -37,7 +37,7 @@ import (
 type KeyLimiter struct {
 	cfg     KeyConfig
 	clk     clock.Clock
-	store   pool.KeyStore
+	store   share.KeyStore
 	share   func() (size, rank int)
 	log     *zap.Logger
 	observe func(KeyEpochSummary)

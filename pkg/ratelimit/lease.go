@@ -27,7 +27,7 @@ import (
 //
 // With Config.Adaptive the view a replica learned at a sync is complete only
 // for a while: a cut the store decides later applies from the first epoch
-// that begins two sync intervals after (pool.Signal.Lead), so a replica knows every
+// that begins two sync intervals after (share.Signal.Lead), so a replica knows every
 // cut of the epochs that begin before that lead has passed since its last
 // sync, and no more. It grants in no later epoch until it has synced again,
 // as when its lease has run out, but it need not rejoin: the others have not

@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"sync/atomic"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // lendState is a replica's side of the exchange of spare tokens
@@ -27,7 +27,7 @@ type lendState struct {
 // current epoch, and returns the lend to report, or nil when it neither
 // lends nor asks; waiters are the callers waiting for tokens, and
 // reservePct is Config.ReservePercentage. l.mu is held.
-func (s *lendState) report(st *epochState, waiters []*waiter, reservePct int) *pool.Lend {
+func (s *lendState) report(st *epochState, waiters []*waiter, reservePct int) *share.Lend {
 	granted := st.granted()
 	idle := granted == s.markGranted
 	if st.epoch != s.markEpoch {
@@ -38,7 +38,7 @@ func (s *lendState) report(st *epochState, waiters []*waiter, reservePct int) *p
 	if !st.eligible || st.held || st.closed || st.revoked {
 		return nil
 	}
-	r := &pool.Lend{Epoch: st.epoch, Region: s.region}
+	r := &share.Lend{Epoch: st.epoch, Region: s.region}
 	switch {
 	case dry:
 		r.Want = max(st.share, 1)
@@ -73,7 +73,7 @@ func (s *lendState) ended(st *epochState, on bool) {
 // epoch, when it is still r's, and returns them, for the owner to hand out
 // (waiting callers first); it returns 0 for none, and for tokens of an epoch
 // that has ended, which are dropped. l.mu is held.
-func (s *lendState) borrow(st *epochState, r *pool.Lend, lent int64) int64 {
+func (s *lendState) borrow(st *epochState, r *share.Lend, lent int64) int64 {
 	if r == nil || lent <= 0 {
 		return 0
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Limiter hands out tokens from a pool of at most Max per one-second epoch, shared
-// with the other replicas of its [pool.Store] (or alone without one), ramping from Min as
+// with the other replicas of its [share.Store] (or alone without one), ramping from Min as
 // its [Mode] says. Callers take tokens with [Limiter.Acquire] before they read,
 // which waits for tokens, or with [Limiter.TryAcquire], which never waits and says
 // why there are none; after the read they keep what they used and give the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"go.uber.org/goleak"
 
@@ -608,20 +608,20 @@ func TestServedWaiterCountsAsCall(t *testing.T) {
 
 // blockingStore is a store whose Sync blocks until its context ends, as a store
 // behind a network that drops packets does.
-type blockingStore struct{ entered chan pool.Report }
+type blockingStore struct{ entered chan share.Report }
 
-func (s blockingStore) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
+func (s blockingStore) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	s.entered <- r
 	<-ctx.Done()
-	return pool.View{}, ctx.Err()
+	return share.View{}, ctx.Err()
 }
 
-func (blockingStore) Leave(context.Context, pool.Report) error { return nil }
+func (blockingStore) Leave(context.Context, share.Report) error { return nil }
 
 func TestNewDoesNoIO(t *testing.T) {
 	// New returns while the store does not answer; the first sync starts from the
 	// background at once, and Close cuts it short.
-	store := blockingStore{entered: make(chan pool.Report, 1)}
+	store := blockingStore{entered: make(chan share.Report, 1)}
 	l, err := New(Config{Max: 10}, WithStore(store), WithReplicaID("a"))
 	if err != nil {
 		t.Fatal(err)

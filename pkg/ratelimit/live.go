@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"go.uber.org/zap"
 )
@@ -111,10 +111,10 @@ func notLive(a, b Config) error {
 // lead and log are set once; l.mu guards the rest.
 type liveState struct {
 	log      *zap.Logger
-	lead     time.Duration     // a proposal's pool.LimitChange.Lead
-	proposal *pool.LimitChange // to report at the next sync
-	switches []limitSwitch     // planned, in order of epoch
-	gen      int64             // the last change learned from the store
+	lead     time.Duration      // a proposal's share.LimitChange.Lead
+	proposal *share.LimitChange // to report at the next sync
+	switches []limitSwitch      // planned, in order of epoch
+	gen      int64              // the last change learned from the store
 }
 
 // limitSwitch is a change of the live limit to apply from epoch from.
@@ -139,7 +139,7 @@ func (k *link) liveLead(staleAfter time.Duration) time.Duration {
 // naming the first, and cfg must be valid (see [Config.Validate]). Without
 // a store the change applies from the next epoch; with one, every replica
 // applies it from the same epoch, which the store picks (see
-// [pool.LimitChange]). Update does no I/O.
+// [share.LimitChange]). Update does no I/O.
 func (l *Limiter) Update(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -200,7 +200,7 @@ func (s *liveState) plan(sw limitSwitch) {
 // propose makes spec, a config's live settings, the change to report at
 // the next sync. l.mu is held.
 func (s *liveState) propose(spec string) {
-	s.proposal = &pool.LimitChange{Spec: spec, Lead: s.lead}
+	s.proposal = &share.LimitChange{Spec: spec, Lead: s.lead}
 }
 
 // learn plans the changes of the live limit the store returned that the
@@ -210,7 +210,7 @@ func (s *liveState) propose(spec string) {
 // after its epoch began (the replica missed syncs) applies from the next
 // epoch, and is logged. It reports whether it proposed the limit in force
 // again, for a store that lost it: the owner then syncs soon. l.mu is held.
-func (s *liveState) learn(limits []pool.LiveLimit, first bool, cur Config, epoch int64) (proposed bool) {
+func (s *liveState) learn(limits []share.LiveLimit, first bool, cur Config, epoch int64) (proposed bool) {
 	if n := len(limits); !first && (n == 0 || limits[n-1].Gen < s.gen) {
 		// The store lost its keys (a Redis that restarted empty, or all
 		// replicas gone past its ttl): offer the limit in force again.

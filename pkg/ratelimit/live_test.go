@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // granted takes all it can in each of n epochs and returns what each granted.
@@ -178,16 +178,16 @@ func TestUpdateToTheSameLimitDoesNothing(t *testing.T) {
 func TestProposeLimit(t *testing.T) {
 	now := time.Unix(100, 600_000_000)
 	lead := 500 * time.Millisecond
-	var ls []pool.LiveLimit
-	ls = pool.ProposeLimit(ls, pool.LimitChange{Spec: "a", Lead: lead}, now)
+	var ls []share.LiveLimit
+	ls = share.ProposeLimit(ls, share.LimitChange{Spec: "a", Lead: lead}, now)
 	if fmt.Sprint(ls) != "[{1 a 102}]" {
 		t.Fatalf("first proposal: %v; want gen 1 from epoch 102 (100.6s + 0.5s is in 101)", ls)
 	}
-	if again := pool.ProposeLimit(ls, pool.LimitChange{Spec: "a", Lead: lead}, now.Add(5*time.Second)); fmt.Sprint(again) != fmt.Sprint(ls) {
+	if again := share.ProposeLimit(ls, share.LimitChange{Spec: "a", Lead: lead}, now.Add(5*time.Second)); fmt.Sprint(again) != fmt.Sprint(ls) {
 		t.Fatalf("the same spec again: %v; want no change", again)
 	}
-	ls = pool.ProposeLimit(ls, pool.LimitChange{Spec: "b", Lead: lead}, now)
-	ls = pool.ProposeLimit(ls, pool.LimitChange{Spec: "c", Lead: lead}, now)
+	ls = share.ProposeLimit(ls, share.LimitChange{Spec: "b", Lead: lead}, now)
+	ls = share.ProposeLimit(ls, share.LimitChange{Spec: "c", Lead: lead}, now)
 	if fmt.Sprint(ls) != "[{2 b 103} {3 c 104}]" {
 		t.Fatalf("two more at once: %v; want the last two, one epoch apart", ls)
 	}

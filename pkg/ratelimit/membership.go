@@ -1,8 +1,8 @@
 package ratelimit
 
-import "github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+import "github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
-// membership is a replica's side of the pool agreement (see pool.Store): what it reports
+// membership is a replica's side of the pool agreement (see share.Store): what it reports
 // to the store, the views it learned, and from which epoch each one applies. The
 // Limiter calls it with its mutex held.
 type membership struct {
@@ -32,7 +32,7 @@ type stampedView struct {
 // ranks (a smaller share is always safe: a store that lost replicas' writes
 // ranks the caller too low), and report the live count, so that every
 // replica converges on it.
-func (m *membership) learn(v pool.View, stamp int64) {
+func (m *membership) learn(v share.View, stamp int64) {
 	size, rank := v.PoolSize, v.Rank
 	if v.Agreed {
 		m.report = v.PoolSize

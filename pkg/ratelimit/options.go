@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"go.uber.org/zap"
 
@@ -22,7 +22,7 @@ type Option func(*options)
 
 type options struct {
 	clock        clock.Clock
-	store        pool.Store
+	store        share.Store
 	id           string
 	syncInterval time.Duration
 	log          *zap.Logger
@@ -33,7 +33,7 @@ type options struct {
 	unpaced      bool
 
 	// A KeyLimiter's (perkey.go).
-	keyStore   pool.KeyStore
+	keyStore   share.KeyStore
 	keyShare   func() (size, rank int)
 	keyObserve func(KeyEpochSummary)
 	keyTop     int
@@ -45,7 +45,7 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 // WithStore makes the limiter one replica of a pool kept in s, sharing the limit with
 // the other replicas of the same store. Without a store the limiter is the only
 // replica.
-func WithStore(s pool.Store) Option { return func(o *options) { o.store = s } }
+func WithStore(s share.Store) Option { return func(o *options) { o.store = s } }
 
 // WithReplicaID names this replica in its store. Replicas are ranked by ID. The
 // default is the host name, the process id and a counter.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"github.com/sluiceflow/sluice/internal/enum"
 )
@@ -61,7 +61,7 @@ func (m KeyMode) KeyOf(keys []string) (string, bool) {
 const DefaultMaxKeys = 10_000
 
 // KeyConfig is a per-key limit: at most Max tokens per key per one-second
-// epoch, over every replica of the [pool.KeyStore] (or in this process without one).
+// epoch, over every replica of the [share.KeyStore] (or in this process without one).
 type KeyConfig struct {
 	// Max is the most tokens one key may take in one epoch, 1 or more.
 	Max int64
@@ -92,8 +92,8 @@ func (c KeyConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// KeyRequest asks for tokens of one key (see pool.KeyRequest).
-type KeyRequest = pool.KeyRequest
+// KeyRequest asks for tokens of one key (see share.KeyRequest).
+type KeyRequest = share.KeyRequest
 
 // KeyCount is the tokens granted to one key.
 type KeyCount struct {
@@ -138,7 +138,7 @@ type KeyStatus struct {
 // Limiter.
 
 // WithKeyStore counts the keys in s, shared with every replica that uses it.
-func WithKeyStore(s pool.KeyStore) Option { return func(o *options) { o.keyStore = s } }
+func WithKeyStore(s share.KeyStore) Option { return func(o *options) { o.keyStore = s } }
 
 // WithKeyShare says how many replicas share the per-key limit and this
 // one's rank among them, for counting in this process: without a store (a

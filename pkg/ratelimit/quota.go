@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"go.uber.org/zap"
 )
@@ -97,13 +97,13 @@ func (q *quota) relimit(c Config) {
 // signalState is what throttle signals did to a replica's pool and what it
 // is to report of them.
 type signalState struct {
-	cutFrom    int64        // epoch from which the last cut known applies
-	planned    cutPlan      // a cut decided, to apply at its epoch
-	pauseUntil int64        // store-clock ns before which no tokens are granted
-	pending    *pool.Signal // to report at the next sync
-	last       int64        // the epoch of the last signal known, or before
-	taught     int64        // the epoch of the last signal of this replica's own that teaches a ceiling
-	at         int64        // how far into its epoch the first of those came, ns
+	cutFrom    int64         // epoch from which the last cut known applies
+	planned    cutPlan       // a cut decided, to apply at its epoch
+	pauseUntil int64         // store-clock ns before which no tokens are granted
+	pending    *share.Signal // to report at the next sync
+	last       int64         // the epoch of the last signal known, or before
+	taught     int64         // the epoch of the last signal of this replica's own that teaches a ceiling
+	at         int64         // how far into its epoch the first of those came, ns
 	cuts       atomic.Int64
 }
 
@@ -170,7 +170,7 @@ func (q *quota) signal(r *ramp, ns, p int64, teach bool, until int64, lead time.
 	}
 	s := q.signals.pending
 	if s == nil {
-		s = &pool.Signal{Epoch: e, Lead: lead}
+		s = &share.Signal{Epoch: e, Lead: lead}
 		q.signals.pending = s
 	}
 	if cut && !s.Cut {
@@ -238,7 +238,7 @@ func (q *quota) applyCut(r *ramp, e int64) {
 // taken effect belongs to the pool's past and is not applied: the replica
 // starts its own ramp. It returns the end of the pause to join (ns; 0 for
 // none).
-func (q *quota) adapt(a pool.Adaptation, stamp int64, first bool) (pauseUntil int64) {
+func (q *quota) adapt(a share.Adaptation, stamp int64, first bool) (pauseUntil int64) {
 	if !q.cfg.adaptive {
 		return 0
 	}
@@ -257,7 +257,7 @@ func (q *quota) adapt(a pool.Adaptation, stamp int64, first bool) (pauseUntil in
 
 // unsent puts back a signal whose sync failed, merged with any that came
 // since.
-func (q *quota) unsent(s *pool.Signal) {
+func (q *quota) unsent(s *share.Signal) {
 	if s == nil {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"go.uber.org/zap"
 )
@@ -94,7 +94,7 @@ func TestQuotaSignalWithAStore(t *testing.T) {
 	if !q.signal(&r, at(10, 300), 90_000, true, at(13, 0), 200*time.Millisecond) {
 		t.Fatal("no sync asked for the second pause")
 	}
-	want := pool.Signal{Epoch: 10, Cut: true, Pool: 80_000, Ceiling: 100_000, PauseUntil: time.Unix(0, at(13, 0)),
+	want := share.Signal{Epoch: 10, Cut: true, Pool: 80_000, Ceiling: 100_000, PauseUntil: time.Unix(0, at(13, 0)),
 		Lead: 200 * time.Millisecond}
 	if q.signals.pending == nil || !reflect.DeepEqual(*q.signals.pending, want) {
 		t.Fatalf("pending %+v; want %+v", q.signals.pending, want)
@@ -284,10 +284,10 @@ func TestQuotaLearnBucket(t *testing.T) {
 // but at the first sync one that took effect already is the pool's past;
 // a pause is joined.
 func TestQuotaAdapt(t *testing.T) {
-	cut := pool.Adaptation{From: 12, Pool: 80_000, Ceiling: 100_000, Floor: 90_000}
+	cut := share.Adaptation{From: 12, Pool: 80_000, Ceiling: 100_000, Floor: 90_000}
 	for _, tt := range []struct {
 		name      string
-		a         pool.Adaptation
+		a         share.Adaptation
 		stamp     int64
 		first     bool
 		adaptive  bool
@@ -297,7 +297,7 @@ func TestQuotaAdapt(t *testing.T) {
 		{"a cut", cut, 11, false, true, cutPlan{ok: true, from: 12, pool: 80_000, ceiling: 100_000, floor: 90_000}, 0},
 		{"a cut to come, first sync", cut, 11, true, true, cutPlan{ok: true, from: 12, pool: 80_000, ceiling: 100_000, floor: 90_000}, 0},
 		{"a cut past, first sync", cut, 12, true, true, cutPlan{}, 0},
-		{"a pause", pool.Adaptation{PauseUntil: time.Unix(0, at(13, 0))}, 11, false, true, cutPlan{}, at(13, 0)},
+		{"a pause", share.Adaptation{PauseUntil: time.Unix(0, at(13, 0))}, 11, false, true, cutPlan{}, at(13, 0)},
 		{"not adaptive", cut, 11, false, false, cutPlan{}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,9 +317,9 @@ func TestQuotaAdapt(t *testing.T) {
 // earlier cut and the later pause.
 func TestQuotaUnsent(t *testing.T) {
 	q := newTestQuota(issueConfig())
-	q.signals.pending = &pool.Signal{Epoch: 12, Cut: true, Pool: 70_000, PauseUntil: time.Unix(0, at(12, 0))}
-	q.unsent(&pool.Signal{Epoch: 11, Cut: true, Pool: 80_000, Ceiling: 100_000, PauseUntil: time.Unix(0, at(14, 0))})
-	want := pool.Signal{Epoch: 11, Cut: true, Pool: 80_000, Ceiling: 100_000, PauseUntil: time.Unix(0, at(14, 0))}
+	q.signals.pending = &share.Signal{Epoch: 12, Cut: true, Pool: 70_000, PauseUntil: time.Unix(0, at(12, 0))}
+	q.unsent(&share.Signal{Epoch: 11, Cut: true, Pool: 80_000, Ceiling: 100_000, PauseUntil: time.Unix(0, at(14, 0))})
+	want := share.Signal{Epoch: 11, Cut: true, Pool: 80_000, Ceiling: 100_000, PauseUntil: time.Unix(0, at(14, 0))}
 	if !reflect.DeepEqual(*q.signals.pending, want) {
 		t.Errorf("pending %+v; want %+v", *q.signals.pending, want)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
 
@@ -15,7 +15,7 @@ import (
 // how its syncs go. store, id and interval are set once; l.mu guards the
 // rest.
 type link struct {
-	store    pool.Store // nil without one
+	store    share.Store // nil without one
 	id       string
 	interval time.Duration
 	// ctx is the parent of every sync's context, cancelled by Close.
@@ -26,8 +26,8 @@ type link struct {
 	fail       error     // the last sync's error, nil after a success
 	fails      int       // consecutive failed syncs
 	registered bool      // has synced with the store once
-	storeLease time.Time // the lease deadline the store recorded at the last sync (pool.Report.LeaseUntil)
-	held       time.Time // the end of the store's hold the last sync saw (pool.View.Held)
+	storeLease time.Time // the lease deadline the store recorded at the last sync (share.Report.LeaseUntil)
+	held       time.Time // the end of the store's hold the last sync saw (share.View.Held)
 	lease      lease     // how long the last agreed view may be used
 	agreedSize int       // the last pool size agreed, for logging changes
 	syncs      int64     // calls to the store so far
@@ -45,11 +45,11 @@ func (l *Limiter) syncOnce() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	var lend *pool.Lend
+	var lend *share.Lend
 	if l.cfg.Lend && l.link.store != nil {
 		lend = l.lend.report(l.state.Load(), l.wait.list, l.cfg.ReservePercentage)
 	}
-	rep := pool.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
+	rep := share.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
 		Lend: lend, LeaseUntil: l.link.storeLease}
 	l.quota.signals.pending = nil
 	l.mu.Unlock()
@@ -186,5 +186,5 @@ func (k *link) leave(ctx context.Context, p int64, staleAfter time.Duration) err
 	if k.store == nil {
 		return nil
 	}
-	return k.store.Leave(ctx, pool.Report{ID: k.id, Pool: p, StaleAfter: staleAfter})
+	return k.store.Leave(ctx, share.Report{ID: k.id, Pool: p, StaleAfter: staleAfter})
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // groupLimiter is a shared limit the vertex joined: one replica of the
@@ -78,7 +78,7 @@ func localGroup(name string, v *Vertex) *memstore.Store {
 func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 	host, _ := os.Hostname()
 	for _, g := range rl.Groups {
-		var s pool.Store
+		var s share.Store
 		if rl.Store != nil {
 			env := v.env()
 			env.StoreKey, env.Region = GroupStorePrefix(g.Name), ""

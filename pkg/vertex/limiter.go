@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // buildLimiter makes the vertex's rate limiter, if it has a rate limit, and
@@ -149,8 +149,8 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 }
 
 // keyStore returns the store of s that counts per-key limits, or nil.
-func keyStore(s Store) pool.KeyStore {
-	ks, _ := s.Pool.(pool.KeyStore)
+func keyStore(s Store) share.KeyStore {
+	ks, _ := s.Pool.(share.KeyStore)
 	return ks
 }
 

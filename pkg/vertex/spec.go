@@ -9,7 +9,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/udf"
@@ -243,15 +243,15 @@ type PerKey struct {
 // Store is where the replicas of a vertex share its rate limit: a store of
 // their pool, or a fixed count of replicas, or neither (the replica alone).
 type Store struct {
-	// Pool is the store the replicas share. When it is a pool.KeyStore too,
+	// Pool is the store the replicas share. When it is a share.KeyStore too,
 	// the per-key limit counts there.
-	Pool pool.Store
+	Pool share.Store
 	// Replicas, without a Pool, splits the limit among this many replicas,
 	// this one ranked by its index ([WithReplica]), which must be below it.
 	Replicas int
 	// Bytes is the store of the byte limit's pool (RateLimit.Bytes), beside
 	// Pool's: required with a Pool and a byte limit.
-	Bytes pool.Store
+	Bytes share.Store
 }
 
 // SourceFunc opens a vertex's source.

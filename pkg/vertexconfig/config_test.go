@@ -20,7 +20,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 	"github.com/sluiceflow/sluice/pkg/source"
 )
 
@@ -432,7 +432,7 @@ func TestDefaults(t *testing.T) {
 			r.Pacing != nil || r.TTL != nil || r.ResumedRampUp != nil || r.Store != nil || r.Modes != nil {
 			t.Errorf("unset fields are set: %+v", r)
 		}
-		if ratelimit.DefaultMin != 1 || ratelimit.DefaultRampUpDuration != time.Second || pool.DefaultTTL != 180*time.Second ||
+		if ratelimit.DefaultMin != 1 || ratelimit.DefaultRampUpDuration != time.Second || share.DefaultTTL != 180*time.Second ||
 			ratelimit.DefaultStaleAfter != 2*time.Second || ratelimit.DefaultSyncInterval != 100*time.Millisecond {
 			t.Error("rateLimit defaults changed")
 		}

@@ -1,4 +1,4 @@
-// Package memstore is an in-process [pool.Store]: several Limiters in one
+// Package memstore is an in-process [share.Store]: several Limiters in one
 // process share one limit through it, with the same pool agreement as the Redis
 // store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID, the
 // cut and the pause of throttle signals).
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // ErrUnavailable is returned by every call while the store is set down with
@@ -33,9 +33,9 @@ type Store struct {
 	down        bool
 	resume      int64 // pool saved by the last replica to leave
 	resumeUntil time.Time
-	adapt       pool.Adaptation // what throttle signals did
-	limits      []pool.LiveLimit
-	holdUntil   time.Time // the end of a hold after lost writes (pool.View.Held)
+	adapt       share.Adaptation // what throttle signals did
+	limits      []share.LiveLimit
+	holdUntil   time.Time // the end of a hold after lost writes (share.View.Held)
 	// Per-key counts of the current epoch (perkey.go).
 	keyEpoch  int64
 	keyCounts map[string]int64
@@ -48,7 +48,7 @@ type Store struct {
 // its regions share (see [Store.Region]).
 type spareBook struct {
 	mu      sync.Mutex
-	spare   pool.Spare
+	spare   share.Spare
 	regions map[string]*Store
 }
 
@@ -57,22 +57,22 @@ type replica struct {
 	reported int
 }
 
-var _ pool.Store = (*Store)(nil)
+var _ share.Store = (*Store)(nil)
 
 // New returns an empty store that reads time from clk (nil for the wall clock). It
 // removes a replica whose last heartbeat is older than the StaleAfter the replica
 // reported. Use SetTTL to change how long a left replica's pool is kept (default
-// [pool.DefaultTTL]).
+// [share.DefaultTTL]).
 func New(clk clock.Clock) *Store {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Store{clk: clk, ttl: pool.DefaultTTL, replicas: map[string]*replica{}, spare: &spareBook{regions: map[string]*Store{}}}
+	return &Store{clk: clk, ttl: share.DefaultTTL, replicas: map[string]*replica{}, spare: &spareBook{regions: map[string]*Store{}}}
 }
 
 // Region returns the pool of region name of the same limit: a store of its
 // own, which shares the spare tokens of s and of every other region of s
-// (see [pool.Spare]). The same name returns the same store.
+// (see [share.Spare]). The same name returns the same store.
 func (s *Store) Region(name string) *Store {
 	s.mu.Lock()
 	ttl := s.ttl
@@ -95,20 +95,20 @@ func (s *Store) SetTTL(ttl time.Duration) {
 	s.ttl = ttl
 }
 
-// Sync implements [pool.Store].
-func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
+// Sync implements [share.Store].
+func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	if err := ctx.Err(); err != nil {
-		return pool.View{}, err
+		return share.View{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return pool.View{}, ErrUnavailable
+		return share.View{}, ErrUnavailable
 	}
 	now := s.clk.Now()
 	if until := r.LeaseUntil; until.After(now) {
 		if rep, ok := s.replicas[r.ID]; !ok || rep.lease.Before(until) {
-			// Writes were lost: see pool.Report.LeaseUntil.
+			// Writes were lost: see share.Report.LeaseUntil.
 			if end := now.Add(r.Lease()); end.After(s.holdUntil) {
 				s.holdUntil = end
 			}
@@ -120,7 +120,7 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
 	}
 	if r.Limit != nil {
-		s.limits = pool.ProposeLimit(s.limits, *r.Limit, now)
+		s.limits = share.ProposeLimit(s.limits, *r.Limit, now)
 	}
 
 	ids := make([]string, 0, len(s.replicas))
@@ -140,7 +140,7 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live && !held
-	v := pool.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
+	v := share.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
 		Limits: slices.Clone(s.limits)}
 	if held {
 		v.Held = s.holdUntil
@@ -156,8 +156,8 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	return v, nil
 }
 
-// Leave implements [pool.Store].
-func (s *Store) Leave(ctx context.Context, r pool.Report) error {
+// Leave implements [share.Store].
+func (s *Store) Leave(ctx context.Context, r share.Report) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (s *Store) Flush() {
 	defer s.mu.Unlock()
 	clear(s.replicas)
 	s.resume, s.resumeUntil = 0, time.Time{}
-	s.adapt, s.limits, s.holdUntil = pool.Adaptation{}, nil, time.Time{}
+	s.adapt, s.limits, s.holdUntil = share.Adaptation{}, nil, time.Time{}
 	s.keyEpoch, s.keyCounts = 0, nil
 }
 

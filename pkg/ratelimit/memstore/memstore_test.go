@@ -14,7 +14,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,20 +22,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // cuttable is a store a replica reaches through a link the test can cut, as if the
 // replica's process had died or its network had gone.
 type cuttable struct {
-	pool.Store
+	share.Store
 	cut atomic.Bool
 }
 
 var errCut = errors.New("link cut")
 
-func (c *cuttable) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
+func (c *cuttable) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	if c.cut.Load() {
-		return pool.View{}, errCut
+		return share.View{}, errCut
 	}
 	return c.Store.Sync(ctx, r)
 }
 
-func (c *cuttable) Leave(ctx context.Context, r pool.Report) error {
+func (c *cuttable) Leave(ctx context.Context, r share.Report) error {
 	if c.cut.Load() {
 		return errCut
 	}
@@ -273,25 +273,25 @@ func TestStoreSync(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := memstore.New(clk)
 	ctx := context.Background()
-	v, _ := s.Sync(ctx, pool.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
+	v, _ := s.Sync(ctx, share.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	v, _ = s.Sync(ctx, pool.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, share.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
 	if !v.Agreed || v.PoolSize != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	v, _ = s.Sync(ctx, pool.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, share.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
 	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	v, _ = s.Sync(ctx, pool.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, share.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
 	if v.Live != 1 || v.Agreed {
 		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
 	}
 	s.SetAvailable(false)
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); !errors.Is(err, memstore.ErrUnavailable) {
 		t.Fatalf("down store: %v", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := memstore.New(clk)
 	ctx := context.Background()
-	for _, r := range []pool.Report{
+	for _, r := range []share.Report{
 		{ID: "short", StaleAfter: time.Second},
 		{ID: "default"}, // ratelimit.DefaultStaleAfter, 2s
 		{ID: "long", StaleAfter: 3 * time.Second},
@@ -321,7 +321,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 		{3*time.Second + time.Millisecond, "[watcher]"},
 	} {
 		clk.Set(time.Unix(1_700_000_000, 0).Add(step.at))
-		if _, err := s.Sync(ctx, pool.Report{ID: "watcher", StaleAfter: time.Hour}); err != nil {
+		if _, err := s.Sync(ctx, share.Report{ID: "watcher", StaleAfter: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		if got := fmt.Sprint(s.Members()); got != step.want {
@@ -536,11 +536,11 @@ func TestEpochObserver(t *testing.T) {
 // skewed is a store whose clock runs ahead of the replica's by skew, as a Redis
 // on another host would.
 type skewed struct {
-	pool.Store
+	share.Store
 	skew time.Duration
 }
 
-func (s skewed) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
+func (s skewed) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	if !r.LeaseUntil.IsZero() {
 		r.LeaseUntil = r.LeaseUntil.Add(-s.skew) // on the store's clock, as it gave it
 	}

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
-var _ pool.KeyStore = (*Store)(nil)
+var _ share.KeyStore = (*Store)(nil)
 
-// TakeKeys implements [pool.KeyStore]: several KeyLimiters in one
+// TakeKeys implements [share.KeyStore]: several KeyLimiters in one
 // process share their per-key counts through the store, in the epochs of its
 // clock. Only the current epoch's counts are kept.
 func (s *Store) TakeKeys(ctx context.Context, max int64, reqs []ratelimit.KeyRequest, granted []int) (time.Time, error) {

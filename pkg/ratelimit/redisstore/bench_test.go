@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // The benchmarks run the sync script on a redis-server of their own, beside
@@ -79,7 +79,7 @@ func (p *benchPool) split(k int) []*benchPool {
 // syncs runs n syncs of the next members, as Store.Sync calls the script, in
 // pipelines of up to 100.
 func (p *benchPool) syncs(ctx context.Context, c *redis.Client, n int) error {
-	size, lease, ttl := len(p.ids), benchLease.Milliseconds(), pool.DefaultTTL.Milliseconds()
+	size, lease, ttl := len(p.ids), benchLease.Milliseconds(), share.DefaultTTL.Milliseconds()
 	for n > 0 {
 		k := min(n, 100)
 		pipe := c.Pipeline()

@@ -8,12 +8,12 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // TestSpareAsTheGoStoreDoes runs lends of three regions through the script
-// and through pool.Spare, the reference, and checks that each is granted the
+// and through share.Spare, the reference, and checks that each is granted the
 // same. A lend is applied at the store's time, so one that the epoch's end
 // overtakes is dropped by both.
 func TestSpareAsTheGoStoreDoes(t *testing.T) {
@@ -23,13 +23,13 @@ func TestSpareAsTheGoStoreDoes(t *testing.T) {
 		stores[r] = newStore(t, srv, "mv", redisstore.Options{Region: r})
 	}
 	ctx := context.Background()
-	v, err := stores["eu"].Sync(ctx, pool.Report{ID: "eu-0"})
+	v, err := stores["eu"].Sync(ctx, share.Report{ID: "eu-0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := v.Time.Unix()
-	var ref pool.Spare
-	for i, l := range []pool.Lend{
+	var ref share.Spare
+	for i, l := range []share.Lend{
 		{Epoch: e, Give: 40, Region: "us"},
 		{Epoch: e, Give: 10, Region: "ap"},
 		{Epoch: e, Want: 5, Region: "ap"}, // its own first
@@ -39,12 +39,12 @@ func TestSpareAsTheGoStoreDoes(t *testing.T) {
 		{Epoch: e - 1, Give: 7, Want: 9, Region: "eu"}, // of an epoch gone: nothing
 		{Epoch: e, Want: 100, Region: "us"},
 	} {
-		v, err := stores[l.Region].Sync(ctx, pool.Report{ID: fmt.Sprint(l.Region, "-", i), Lend: &l})
+		v, err := stores[l.Region].Sync(ctx, share.Report{ID: fmt.Sprint(l.Region, "-", i), Lend: &l})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := ref.Apply(l, v.Time); v.Lent != want {
-			t.Fatalf("lend %d %+v: lent %d; want %d as pool.Spare grants", i, l, v.Lent, want)
+			t.Fatalf("lend %d %+v: lent %d; want %d as share.Spare grants", i, l, v.Lent, want)
 		}
 	}
 	if keys := stores["us"].Keys(); keys[0] != "sluice:{mv}:region:us:heartbeats" || keys[6] != "sluice:{mv}:spare" {

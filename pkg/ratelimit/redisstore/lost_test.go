@@ -7,8 +7,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 // TestStoreThatLostWritesHolds: a replica whose deadline, still ahead, the
@@ -22,7 +22,7 @@ func TestStoreThatLostWritesHolds(t *testing.T) {
 	ms := memstore.New(nil)
 	for _, st := range []struct {
 		name  string
-		store pool.Store
+		store share.Store
 		flush func()
 	}{
 		{"redis", rs, func() { srv.Do(t, "FLUSHALL") }},
@@ -32,13 +32,13 @@ func TestStoreThatLostWritesHolds(t *testing.T) {
 	}
 }
 
-func testLostWrites(t *testing.T, s pool.Store, flush func()) {
+func testLostWrites(t *testing.T, s share.Store, flush func()) {
 	const lease = 400 * time.Millisecond
 	ctx := context.Background()
 	until := map[string]time.Time{}
-	sync := func(id string, size int, lend *pool.Lend) pool.View {
+	sync := func(id string, size int, lend *share.Lend) share.View {
 		t.Helper()
-		v, err := s.Sync(ctx, pool.Report{ID: id, PoolSize: size, StaleAfter: lease, LeaseUntil: until[id], Lend: lend})
+		v, err := s.Sync(ctx, share.Report{ID: id, PoolSize: size, StaleAfter: lease, LeaseUntil: until[id], Lend: lend})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func testLostWrites(t *testing.T, s pool.Store, flush func()) {
 	}
 	held := v.Held
 	epoch := v.Time.Unix()
-	lend := func(give, want int64) *pool.Lend { return &pool.Lend{Epoch: epoch, Give: give, Want: want} }
+	lend := func(give, want int64) *share.Lend { return &share.Lend{Epoch: epoch, Give: give, Want: want} }
 	if v := sync("a", 1, lend(10, 0)); v.Agreed || !v.Held.Equal(held) {
 		t.Fatalf("alone in the hold: %+v; want DISAGREE, held until %v", v, held)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 var (
@@ -22,7 +22,7 @@ var (
 // the epoch; then Redis deletes them.
 const KeyLinger = 2 * time.Second
 
-var _ pool.KeyStore = (*Store)(nil)
+var _ share.KeyStore = (*Store)(nil)
 
 // KeyPrefix returns the base name of the store's per-key counts: the count of
 // message key k is the string KeyPrefix():k, which holds "<epoch>:<tokens>"
@@ -34,7 +34,7 @@ func (s *Store) KeyPrefix() string { return s.keyBase }
 // KeyName returns the name of the count of message key k.
 func (s *Store) KeyName(k string) string { return s.keyBase + ":" + k }
 
-// TakeKeys implements [pool.KeyStore] with one run of a script
+// TakeKeys implements [share.KeyStore] with one run of a script
 // (perkey.lua, EVALSHA), whatever the number of keys: it takes up to Want
 // tokens of each key in the epoch of Redis TIME, never more than max per key
 // per epoch over every replica, and returns Redis's time.

@@ -1,4 +1,4 @@
-// Package redisstore is a [pool.Store] in Redis: the replicas of a vertex,
+// Package redisstore is a [share.Store] in Redis: the replicas of a vertex,
 // wherever they run, agree through it on who is in the pool, so that together
 // they stay under the vertex's limit.
 //
@@ -43,7 +43,7 @@
 // or restarts without them, forgets the latest heartbeats: the replicas it
 // then drops as stale may still be taking their shares, their own leases
 // running from the heartbeats it lost. Each sync carries the deadline the
-// store recorded for the replica at its last sync (pool.Report.LeaseUntil);
+// store recorded for the replica at its last sync (share.Report.LeaseUntil);
 // when that is still ahead and the store holds an earlier one or none, the
 // store lost writes, and it holds the pool for a lease from then: no size
 // agrees and no spare tokens are lent until every lease it may have forgotten
@@ -62,7 +62,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 var (
@@ -76,16 +76,16 @@ var (
 )
 
 // Options tune a store. A replica's lease is not one of them: each replica
-// reports its own staleAfter at every sync (pool.Report.StaleAfter).
+// reports its own staleAfter at every sync (share.Report.StaleAfter).
 type Options struct {
 	// TTL is how long keys outlive the last sync (and at least twice the longest
 	// lease), and how long the pool of a replica that left is kept for resuming
-	// (0 for pool.DefaultTTL).
+	// (0 for share.DefaultTTL).
 	TTL time.Duration
 	// Region is the region of the limit whose pool the store is ("" for a
 	// limit without regions): each region's pool has keys of its own,
 	// sluice:{prefix}:region:<name>:..., and the regions of a limit share
-	// the spare tokens of sluice:{prefix}:spare (see pool.Spare).
+	// the spare tokens of sluice:{prefix}:spare (see share.Spare).
 	Region string
 }
 
@@ -104,7 +104,7 @@ type Store struct {
 	closeErr  error
 }
 
-var _ pool.Store = (*Store)(nil)
+var _ share.Store = (*Store)(nil)
 
 // Open returns the pool of the vertex prefix in the Redis that conn describes,
 // through a client of its own, and pings Redis once within ctx to check the
@@ -158,7 +158,7 @@ func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: region %q has a brace", opts.Region)
 	}
 	if opts.TTL <= 0 {
-		opts.TTL = pool.DefaultTTL
+		opts.TTL = share.DefaultTTL
 	}
 	return newStore(client, "sluice:{"+prefix+"}:", opts), nil
 }
@@ -186,8 +186,8 @@ func (s *Store) Pool(name string) *Store {
 // Keys returns the store's keys.
 func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
-// Sync implements [pool.Store] with one script run.
-func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
+// Sync implements [share.Store] with one script run.
+func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	args := []any{r.ID, r.PoolSize, leaseMillis(r), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, "", 0}
 	if !r.LeaseUntil.IsZero() {
 		// The deadline as the script recorded it: its time in whole ms plus the lease's.
@@ -213,11 +213,11 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	}
 	vals, err := syncScript.Run(ctx, s.client, s.keys, args...).Slice()
 	if err != nil {
-		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
+		return share.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
 	res, limits, tail, err := syncResult(vals)
 	if err != nil {
-		return pool.View{}, fmt.Errorf("redisstore: sync: %w", err)
+		return share.View{}, fmt.Errorf("redisstore: sync: %w", err)
 	}
 	var pause, hold time.Time
 	if res[9] > 0 {
@@ -226,9 +226,9 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 	if tail[3] > 0 {
 		hold = time.UnixMilli(tail[3])
 	}
-	return pool.View{
+	return share.View{
 		Held:       hold,
-		Adaptation: pool.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: tail[0], Floor: tail[1]},
+		Adaptation: share.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: tail[0], Floor: tail[1]},
 		Agreed:     res[0] == 1,
 		PoolSize:   int(res[1]),
 		Live:       int(res[2]),
@@ -242,13 +242,13 @@ func (s *Store) Sync(ctx context.Context, r pool.Report) (pool.View, error) {
 
 // leaseMillis is r's lease in whole milliseconds, at least 1: the store's
 // deadline for it is its time then plus this.
-func leaseMillis(r pool.Report) int64 { return max(r.Lease().Milliseconds(), 1) }
+func leaseMillis(r share.Report) int64 { return max(r.Lease().Milliseconds(), 1) }
 
 // syncResult reads the values of the sync script: ten numbers, then the two
 // last changes of the live limit as gen, spec, from, then the tail: the
 // learnt ceiling and floor, the tokens lent and the end of the store's hold.
-func syncResult(vals []any) (res []int64, ls []pool.LiveLimit, tail []int64, err error) {
-	const nums, limits, tails = 10, pool.MaxLiveLimits, 4
+func syncResult(vals []any) (res []int64, ls []share.LiveLimit, tail []int64, err error) {
+	const nums, limits, tails = 10, share.MaxLiveLimits, 4
 	if len(vals) != nums+3*limits+tails {
 		return nil, nil, nil, fmt.Errorf("%d values from the script, want %d", len(vals), nums+3*limits+tails)
 	}
@@ -277,14 +277,14 @@ func syncResult(vals []any) (res []int64, ls []pool.LiveLimit, tail []int64, err
 			return nil, nil, nil, fmt.Errorf("values %d to %d from the script are %T, %T, %T, want a live limit", i+1, i+3, vals[i], vals[i+1], vals[i+2])
 		}
 		if gen > 0 {
-			ls = append(ls, pool.LiveLimit{Gen: gen, Spec: spec, From: from})
+			ls = append(ls, share.LiveLimit{Gen: gen, Spec: spec, From: from})
 		}
 	}
 	return res, ls, tail, nil
 }
 
-// Leave implements [pool.Store].
-func (s *Store) Leave(ctx context.Context, r pool.Report) error {
+// Leave implements [share.Store].
+func (s *Store) Leave(ctx context.Context, r share.Report) error {
 	err := leaveScript.Run(ctx, s.client, s.keys, r.ID, strconv.FormatInt(max(r.Pool, 0), 10), s.opts.TTL.Milliseconds()).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: leave: %w", err)

@@ -19,8 +19,8 @@ import (
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
-	"github.com/sluiceflow/sluice/pkg/ratelimit/pool"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
+	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
 )
 
 func TestMain(m *testing.M) {
@@ -47,9 +47,9 @@ func TestSyncAgreement(t *testing.T) { forEachMode(t, testSyncAgreement) }
 func testSyncAgreement(t *testing.T, d deployment) {
 	s := d.store(t, "mv", redisstore.Options{})
 	ctx := context.Background()
-	sync := func(id string, size int) pool.View {
+	sync := func(id string, size int) share.View {
 		t.Helper()
-		v, err := s.Sync(ctx, pool.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
+		v, err := s.Sync(ctx, share.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Second})
 	ctx := context.Background()
-	for _, r := range []pool.Report{{ID: "short", StaleAfter: 200 * time.Millisecond}, {ID: "long", StaleAfter: time.Minute}} {
+	for _, r := range []share.Report{{ID: "short", StaleAfter: 200 * time.Millisecond}, {ID: "long", StaleAfter: time.Minute}} {
 		if _, err := s.Sync(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		v, err := s.Sync(ctx, pool.Report{ID: "watcher", StaleAfter: time.Minute})
+		v, err := s.Sync(ctx, share.Report{ID: "watcher", StaleAfter: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,18 +127,18 @@ func TestLeaveAndResume(t *testing.T) { forEachMode(t, testLeaveAndResume) }
 func testLeaveAndResume(t *testing.T, d deployment) {
 	s := d.store(t, "mv", redisstore.Options{TTL: 2 * time.Second})
 	ctx := context.Background()
-	s.Sync(ctx, pool.Report{ID: "a", PoolSize: 0})
-	s.Sync(ctx, pool.Report{ID: "b", PoolSize: 0})
-	if err := s.Leave(ctx, pool.Report{ID: "a", Pool: 42_500}); err != nil {
+	s.Sync(ctx, share.Report{ID: "a", PoolSize: 0})
+	s.Sync(ctx, share.Report{ID: "b", PoolSize: 0})
+	if err := s.Leave(ctx, share.Report{ID: "a", Pool: 42_500}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := s.Sync(ctx, pool.Report{ID: "b", PoolSize: 1})
+	v, err := s.Sync(ctx, share.Report{ID: "b", PoolSize: 1})
 	if err != nil || !v.Agreed || v.Live != 1 || v.Resume != 42_500 {
 		t.Fatalf("after a left: %+v, %v; want b alone and the pool a saved", v, err)
 	}
 	// Leaving without a pool keeps the saved one.
-	s.Leave(ctx, pool.Report{ID: "b"})
-	if v, _ := s.Sync(ctx, pool.Report{ID: "c"}); v.Resume != 42_500 {
+	s.Leave(ctx, share.Report{ID: "b"})
+	if v, _ := s.Sync(ctx, share.Report{ID: "c"}); v.Resume != 42_500 {
 		t.Fatalf("resume %d after a leave without a pool", v.Resume)
 	}
 	if ttl := d.do(t, "PTTL", s.Keys()[3]).(int64); ttl <= 0 || ttl > 2000 {
@@ -152,10 +152,10 @@ func TestVerticesDoNotShareState(t *testing.T) {
 	b := newStore(t, srv, "pipe-b", redisstore.Options{})
 	ctx := context.Background()
 	for range 2 {
-		a.Sync(ctx, pool.Report{ID: "x", PoolSize: 1})
-		a.Sync(ctx, pool.Report{ID: "y", PoolSize: 1})
+		a.Sync(ctx, share.Report{ID: "x", PoolSize: 1})
+		a.Sync(ctx, share.Report{ID: "y", PoolSize: 1})
 	}
-	v, _ := b.Sync(ctx, pool.Report{ID: "z", PoolSize: 0})
+	v, _ := b.Sync(ctx, share.Report{ID: "z", PoolSize: 0})
 	if v.Live != 1 {
 		t.Fatalf("vertex b sees %d replicas; want only its own", v.Live)
 	}
@@ -170,11 +170,11 @@ func TestScriptsReloadAfterFlush(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Do(t, "SCRIPT", "FLUSH")
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatalf("after SCRIPT FLUSH: %v", err)
 	}
 }
@@ -333,7 +333,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -342,7 +342,7 @@ func TestClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err == nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err == nil {
 		t.Fatal("Sync after Close worked; want the client Open made closed")
 	}
 	// A store on the caller's client leaves the client alone.
@@ -351,7 +351,7 @@ func TestClose(t *testing.T) {
 	if err := mine.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mine.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := mine.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatalf("Sync on the caller's client after Close: %v", err)
 	}
 }
@@ -398,7 +398,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("with the CA: %v", err)
 	}
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatalf("sync over TLS: %v", err)
 	}
 	// Without the test's CA, the system's roots do not trust the server.
@@ -417,13 +417,13 @@ func TestSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatalf("through the sentinels: %v", err)
 	}
 	sn.Failover(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, err := s.Sync(ctx, pool.Report{ID: "a", PoolSize: 1})
+		_, err := s.Sync(ctx, share.Report{ID: "a", PoolSize: 1})
 		if err == nil {
 			break
 		}
@@ -446,7 +446,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatalf("sync on the cluster: %v", err)
 	}
 	granted := make([]int, 3)
@@ -457,7 +457,7 @@ func TestCluster(t *testing.T) {
 	// The byte limit's pool of the same vertex syncs on the cluster too, in
 	// the vertex's slot.
 	bytes := s.Pool("bytes")
-	if v, err := bytes.Sync(ctx, pool.Report{ID: "a"}); err != nil || v.Live != 1 {
+	if v, err := bytes.Sync(ctx, share.Report{ID: "a"}); err != nil || v.Live != 1 {
 		t.Fatalf("sync of the bytes pool on the cluster = %+v, %v", v, err)
 	}
 	client := c.Client(t)
@@ -492,24 +492,24 @@ func TestCluster(t *testing.T) {
 }
 
 // TestSignalsAsTheGoStoreDoes runs a sequence of throttle signals through the
-// script and checks each view's adaptation against pool.Adaptation's
+// script and checks each view's adaptation against share.Adaptation's
 // rule applied at the store's time of that sync. The key expires with the
 // others.
 func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Minute})
 	ctx := context.Background()
-	v, err := s.Sync(ctx, pool.Report{ID: "a"})
+	v, err := s.Sync(ctx, share.Report{ID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Adaptation != (pool.Adaptation{}) {
+	if v.Adaptation != (share.Adaptation{}) {
 		t.Fatalf("adaptation before any signal: %+v; want none", v.Adaptation)
 	}
 	e := v.Time.Unix()
 	lead := 200 * time.Millisecond
-	var want pool.Adaptation
-	for i, sig := range []*pool.Signal{
+	var want share.Adaptation
+	for i, sig := range []*share.Signal{
 		{Epoch: e, Cut: true, Pool: 50_000, Ceiling: 100_000, Floor: 80_000, Lead: lead},
 		{Epoch: e, Cut: true, Pool: 25_000, Ceiling: 50_000, Lead: lead}, // before the cut took effect
 		nil,
@@ -519,7 +519,7 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 		{Epoch: e + 5, Cut: true, Pool: 6_000, Lead: lead},                            // before the cut took effect
 		{Epoch: e + 6, Cut: true, Pool: 1_000_000_000_000_000, Lead: 2 * time.Second}, // the largest pool, a long lead
 	} {
-		v, err := s.Sync(ctx, pool.Report{ID: "a", Signal: sig})
+		v, err := s.Sync(ctx, share.Report{ID: "a", Signal: sig})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,10 +554,10 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 	for i := range 400 {
 		id := ids[rng.IntN(len(ids))]
 		if rng.IntN(30) == 0 {
-			if err := s.Leave(ctx, pool.Report{ID: id}); err != nil {
+			if err := s.Leave(ctx, share.Report{ID: id}); err != nil {
 				t.Fatal(err)
 			}
-			ref.Leave(ctx, pool.Report{ID: id})
+			ref.Leave(ctx, share.Report{ID: id})
 			delete(live, id)
 			continue
 		}
@@ -565,7 +565,7 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 		if rng.IntN(15) == 0 {
 			size = rng.IntN(len(ids) + 1)
 		}
-		r := pool.Report{ID: id, PoolSize: size, StaleAfter: time.Minute}
+		r := share.Report{ID: id, PoolSize: size, StaleAfter: time.Minute}
 		got, err := s.Sync(ctx, r)
 		if err != nil {
 			t.Fatal(err)
@@ -594,9 +594,9 @@ func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{})
 	ctx := context.Background()
-	sync := func(id string, lease time.Duration) pool.View {
+	sync := func(id string, lease time.Duration) share.View {
 		t.Helper()
-		v, err := s.Sync(ctx, pool.Report{ID: id, PoolSize: 2, StaleAfter: lease})
+		v, err := s.Sync(ctx, share.Report{ID: id, PoolSize: 2, StaleAfter: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -663,24 +663,24 @@ func redisTime(t *testing.T, srv *redistest.Server) time.Time {
 }
 
 // TestLiveLimitsAsTheGoStoreDoes proposes changes of the live limit through
-// the script and checks each view against pool.ProposeLimit, the rule.
+// the script and checks each view against share.ProposeLimit, the rule.
 func TestLiveLimitsAsTheGoStoreDoes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, "mv", redisstore.Options{TTL: time.Minute})
 	ctx := context.Background()
 	lead := 500 * time.Millisecond
-	var want []pool.LiveLimit
+	var want []share.LiveLimit
 	for i, spec := range []string{"", `{"max":300}`, `{"max":300}`, "", `{"max":600}`, `{"max":150}`, `{"max":150}`, `{"max":"é"}`} {
-		r := pool.Report{ID: "a"}
+		r := share.Report{ID: "a"}
 		if spec != "" {
-			r.Limit = &pool.LimitChange{Spec: spec, Lead: lead}
+			r.Limit = &share.LimitChange{Spec: spec, Lead: lead}
 		}
 		v, err := s.Sync(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.Limit != nil {
-			want = pool.ProposeLimit(want, *r.Limit, v.Time)
+			want = share.ProposeLimit(want, *r.Limit, v.Time)
 		}
 		if fmt.Sprint(v.Limits) != fmt.Sprint(want) {
 			t.Fatalf("sync %d proposing %q: %v; want %v", i, spec, v.Limits, want)
@@ -710,10 +710,10 @@ func TestPool(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	if _, err := s.Sync(ctx, pool.Report{ID: "a"}); err != nil {
+	if _, err := s.Sync(ctx, share.Report{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := b.Sync(ctx, pool.Report{ID: "b"}); err != nil || v.Live != 1 {
+	if v, err := b.Sync(ctx, share.Report{ID: "b"}); err != nil || v.Live != 1 {
 		t.Fatalf("bytes pool: %+v, %v; want b alone", v, err)
 	}
 }
