@@ -22,7 +22,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
-	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
 // helperEnv makes TestHelperMapServer, in a test binary started as a
@@ -129,7 +129,7 @@ func TestSpawnRemovesStaleServerInfo(t *testing.T) {
 	}
 	defer g.Stop()
 
-	m := udf.NewRemoteMap(dir, log)
+	m := mapclient.New(dir, log)
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), spawnWait)
 	defer cancel()
@@ -165,7 +165,7 @@ func TestSpawnRemovesStaleServerInfo(t *testing.T) {
 
 // mapOne maps one message through m, retrying (as the forwarder does) while
 // the server is away, until ctx ends.
-func mapOne(ctx context.Context, t *testing.T, m *udf.Remote, stderr *lockedBuffer) {
+func mapOne(ctx context.Context, t *testing.T, m *mapclient.Client, stderr *lockedBuffer) {
 	t.Helper()
 	in := []isb.Message{{ID: "a", Value: []byte("hello"), Keys: []string{"k"}, EventTime: time.UnixMilli(1_700_000_000_000)}}
 	for {

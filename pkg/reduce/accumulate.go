@@ -13,7 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 )
 
 // HeartbeatPrefix starts the ID of the watermark messages an Accumulator
@@ -35,7 +35,7 @@ type AccumulatorConfig struct {
 	// latest event time of its messages by more than this.
 	Timeout time.Duration
 	// Client is the accumulator function's server.
-	Client *udfacc.Client
+	Client *accumulatorclient.Client
 	// Log is the write-ahead log; nil keeps state in memory alone.
 	Log *wal.Log
 }
@@ -129,11 +129,11 @@ type Accumulator struct {
 	buf       []byte
 	nextID    uint64
 
-	st       *udfacc.Stream
+	st       *accumulatorclient.Stream
 	cancel   context.CancelFunc
 	recvWG   sync.WaitGroup
 	mu       sync.Mutex
-	resps    []udfacc.Response
+	resps    []accumulatorclient.Response
 	rerr     error
 	received chan struct{} // signalled (never blocking) when a response or failure comes
 }
@@ -274,11 +274,11 @@ func (a *Accumulator) feed(prev time.Time) error {
 		ks := a.sets[id]
 		end := ks.start.Add(a.cfg.Timeout)
 		send := func(m isb.Message, wm time.Time) error {
-			op := udfacc.OpAppend
+			op := accumulatorclient.OpAppend
 			if !ks.opened {
-				op, ks.opened = udfacc.OpOpen, true
+				op, ks.opened = accumulatorclient.OpOpen, true
 			}
-			return a.st.Send(udfacc.Request{Op: op, Keys: ks.keys, Start: ks.start, End: end, Message: m, Watermark: wm})
+			return a.st.Send(accumulatorclient.Request{Op: op, Keys: ks.keys, Start: ks.start, End: end, Message: m, Watermark: wm})
 		}
 		n := 0
 		for _, m := range ks.held {
@@ -305,7 +305,7 @@ func (a *Accumulator) feed(prev time.Time) error {
 		}
 		if len(ks.held) == 0 && a.wm.After(ks.lastSeen.Add(a.cfg.Timeout)) {
 			if ks.opened {
-				if err := a.st.Send(udfacc.Request{Op: udfacc.OpClose, Keys: ks.keys, Start: ks.start, End: end}); err != nil {
+				if err := a.st.Send(accumulatorclient.Request{Op: accumulatorclient.OpClose, Keys: ks.keys, Start: ks.start, End: end}); err != nil {
 					return err
 				}
 				a.closing[id] = append(a.closing[id], ks)

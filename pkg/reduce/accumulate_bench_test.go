@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 )
 
 // BenchmarkAccumulatorLog runs one always-active key for 1, 5 and 10
@@ -41,7 +41,7 @@ func BenchmarkAccumulatorLog(b *testing.B) {
 			}
 			a.Close()
 			l.Close()
-			idle := udfacc.New(b.TempDir(), zap.NewNop()) // a replay opens no stream
+			idle := accumulatorclient.New(b.TempDir(), zap.NewNop()) // a replay opens no stream
 			n := 0
 			for b.Loop() {
 				l, err := wal.Open(dir, wal.Options{SegmentSize: AccumulatorSegmentSize})

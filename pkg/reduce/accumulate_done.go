@@ -9,8 +9,8 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 // The kinds of log record of an Accumulator, besides recWatermark.
@@ -34,7 +34,7 @@ func (a *Accumulator) drain() ([]isb.Message, error) {
 		if r.EOF {
 			q := a.closing[id]
 			if len(q) == 0 {
-				return nil, fmt.Errorf("%w: an EOF of keys %q, which were not closed", udfacc.ErrProtocol, r.Keys)
+				return nil, fmt.Errorf("%w: an EOF of keys %q, which were not closed", udf.ErrProtocol, r.Keys)
 			}
 			a.closed = append(a.closed, q[0])
 			if a.closing[id] = q[1:]; len(q) == 1 {
@@ -44,7 +44,7 @@ func (a *Accumulator) drain() ([]isb.Message, error) {
 		}
 		m := r.Message
 		a.emitted(id, m.ID, r.Watermark)
-		if strings.HasPrefix(m.ID, HeartbeatPrefix) || slices.Contains(m.Tags, udfreduce.DropTag) {
+		if strings.HasPrefix(m.ID, HeartbeatPrefix) || slices.Contains(m.Tags, reduceclient.DropTag) {
 			continue
 		}
 		if m.Keys == nil {

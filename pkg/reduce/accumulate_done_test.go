@@ -16,7 +16,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	sdkacc "github.com/sluiceflow/sluice/pkg/sdk/accumulator"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 )
 
 // stream is one always-active key's messages, made as a manual clock
@@ -76,7 +76,7 @@ func undoneIDs(a *Accumulator) []string { return slices.Sorted(maps.Keys(a.undon
 
 // checkReplay opens the log in dir as a restart would, and checks that it
 // brings back exactly the messages want, none in doubt.
-func checkReplay(t *testing.T, c *udfacc.Client, dir string, want []string, inDoubt int) {
+func checkReplay(t *testing.T, c *accumulatorclient.Client, dir string, want []string, inDoubt int) {
 	t.Helper()
 	l, err := wal.Open(dir, wal.Options{})
 	if err != nil {
@@ -325,7 +325,7 @@ func TestAccumulatorRecoverRecords(t *testing.T) {
 				}
 			}
 			l.Close()
-			a, n := newAcc(t, udfacc.New(t.TempDir(), zap.NewNop()), openLog(t, dir, 0))
+			a, n := newAcc(t, accumulatorclient.New(t.TempDir(), zap.NewNop()), openLog(t, dir, 0))
 			if got := undoneIDs(a); n != len(tc.back) || !slices.Equal(got, tc.back) || a.InDoubt() != tc.inDoubt || a.batch != tc.batch {
 				t.Errorf("back %v (%d), %d in doubt, batch %d; want %v, %d in doubt, batch %d",
 					got, n, a.InDoubt(), a.batch, tc.back, tc.inDoubt, tc.batch)

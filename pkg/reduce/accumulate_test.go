@@ -15,7 +15,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	sdkacc "github.com/sluiceflow/sluice/pkg/sdk/accumulator"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 )
 
 // sorter emits its key set's messages in event-time order as the watermark
@@ -56,21 +56,21 @@ func (s *sorter) Accumulate(ctx context.Context, in <-chan sdkacc.Datum, out cha
 
 // serveSorter starts a server of sorters with lag in a directory of its
 // own and returns a client of it.
-func serveSorter(t testing.TB, lag time.Duration) *udfacc.Client {
+func serveSorter(t testing.TB, lag time.Duration) *accumulatorclient.Client {
 	t.Helper()
 	return serveAcc(t, func() sdkacc.Accumulator { return &sorter{lag: lag, wm: time.UnixMilli(-1)} })
 }
 
 // serveAcc starts a server of the accumulators fn makes in a directory of
 // its own and returns a client of it.
-func serveAcc(t testing.TB, fn func() sdkacc.Accumulator) *udfacc.Client {
+func serveAcc(t testing.TB, fn func() sdkacc.Accumulator) *accumulatorclient.Client {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	srv := sdkacc.NewServer(sdkacc.CreatorFunc(fn), sdkacc.WithSocketDir(dir), sdkacc.WithShutdownTimeout(time.Second))
 	go func() { done <- srv.Start(ctx) }()
-	c := udfacc.New(dir, zap.NewNop())
+	c := accumulatorclient.New(dir, zap.NewNop())
 	t.Cleanup(func() {
 		c.Close()
 		cancel()
@@ -100,7 +100,7 @@ func openLog(t testing.TB, dir string, size int64) *wal.Log {
 
 // newAcc makes an Accumulator with a timeout of 5s on c and l, recovered;
 // it is closed at the end of the test.
-func newAcc(t testing.TB, c *udfacc.Client, l *wal.Log) (*Accumulator, int) {
+func newAcc(t testing.TB, c *accumulatorclient.Client, l *wal.Log) (*Accumulator, int) {
 	t.Helper()
 	a, err := NewAccumulator(AccumulatorConfig{Timeout: 5 * time.Second, Client: c, Log: l})
 	if err != nil {

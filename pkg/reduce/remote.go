@@ -7,8 +7,8 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
-	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 )
 
 // Remote is a Reducer that runs a user-defined reduce function through c,
@@ -18,23 +18,23 @@ import (
 // message carries the watermark fn returns (nil: none, -1 ms on the wire).
 // The results keep their keys, tags and user metadata; those tagged to be
 // dropped are left out.
-func Remote(c *udfreduce.Client, watermark func() time.Time) Reducer {
+func Remote(c *reduceclient.Client, watermark func() time.Time) Reducer {
 	return ReducerFunc(func(ctx context.Context, w window.Window, _ []string, msgs []isb.Message) ([]isb.Message, error) {
 		var wm time.Time
 		if watermark != nil {
 			wm = watermark()
 		}
-		in := make([]udfreduce.Message, len(msgs))
+		in := make([]reduceclient.Message, len(msgs))
 		for i := range msgs {
-			in[i] = udfreduce.Message{Message: msgs[i], Watermark: wm}
+			in[i] = reduceclient.Message{Message: msgs[i], Watermark: wm}
 		}
-		res, err := c.Reduce(ctx, udfreduce.Window{Start: w.Start, End: w.End}, in)
+		res, err := c.Reduce(ctx, reduceclient.Window{Start: w.Start, End: w.End}, in)
 		if err != nil {
 			return nil, err
 		}
 		out := make([]isb.Message, 0, len(res))
 		for _, r := range res {
-			if slices.Contains(r.Tags, udfreduce.DropTag) {
+			if slices.Contains(r.Tags, reduceclient.DropTag) {
 				continue
 			}
 			out = append(out, isb.Message{Keys: r.Keys, Value: r.Value, Tags: r.Tags, Metadata: r.Metadata})
@@ -50,27 +50,27 @@ func Remote(c *udfreduce.Client, watermark func() time.Time) Reducer {
 // it. Each message carries the watermark fn returns (nil: none, -1 ms on
 // the wire). The results keep their keys, tags and user metadata; those
 // tagged to be dropped are left out.
-func RemoteSession(c *udfsession.Client, watermark func() time.Time) SessionReducer {
+func RemoteSession(c *sessionreduceclient.Client, watermark func() time.Time) SessionReducer {
 	return &remoteSession{c: c, watermark: watermark}
 }
 
 type remoteSession struct {
-	c         *udfsession.Client
+	c         *sessionreduceclient.Client
 	watermark func() time.Time
 }
 
 var _ SessionReducer = (*remoteSession)(nil)
 
-func keyed(w window.Window, keys []string) udfsession.KeyedWindow {
-	return udfsession.KeyedWindow{Start: w.Start, End: w.End, Keys: keys}
+func keyed(w window.Window, keys []string) sessionreduceclient.KeyedWindow {
+	return sessionreduceclient.KeyedWindow{Start: w.Start, End: w.End, Keys: keys}
 }
 
-func (r *remoteSession) message(m isb.Message) udfsession.Message {
+func (r *remoteSession) message(m isb.Message) sessionreduceclient.Message {
 	var wm time.Time
 	if r.watermark != nil {
 		wm = r.watermark()
 	}
-	return udfsession.Message{Message: m, Watermark: wm}
+	return sessionreduceclient.Message{Message: m, Watermark: wm}
 }
 
 // Open opens session w of keys on the server with m.
@@ -90,7 +90,7 @@ func (r *remoteSession) Expand(ctx context.Context, keys []string, old, to windo
 
 // Merge merges the sessions ws of keys into one.
 func (r *remoteSession) Merge(ctx context.Context, keys []string, ws []window.Window) error {
-	kws := make([]udfsession.KeyedWindow, len(ws))
+	kws := make([]sessionreduceclient.KeyedWindow, len(ws))
 	for i, w := range ws {
 		kws[i] = keyed(w, keys)
 	}
@@ -106,7 +106,7 @@ func (r *remoteSession) Reduce(ctx context.Context, w window.Window, keys []stri
 	}
 	out := make([]isb.Message, 0, len(res[0]))
 	for _, r := range res[0] {
-		if slices.Contains(r.Tags, udfsession.DropTag) {
+		if slices.Contains(r.Tags, sessionreduceclient.DropTag) {
 			continue
 		}
 		out = append(out, isb.Message{Keys: r.Keys, Value: r.Value, Tags: r.Tags, Metadata: r.Metadata})

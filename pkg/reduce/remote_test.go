@@ -13,8 +13,8 @@ import (
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
-	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 )
 
 // TestRemoteCount reduces keyed fixed windows with a counter served over a
@@ -40,7 +40,7 @@ func TestRemoteCount(t *testing.T) {
 	}
 	go func() { served <- reducer.NewServer(reducer.ReducerFunc(count), reducer.WithSocketDir(dir)).Start(ctx) }()
 	t.Cleanup(func() { stop(); <-served })
-	c, err := udfreduce.New(dir, serverinfo.KindReduce, nil)
+	c, err := reduceclient.New(dir, serverinfo.KindReduce, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestRemoteSessionCount(t *testing.T) {
 		sessionreducer.WithSocketDir(dir), sessionreducer.WithShutdownTimeout(100*time.Millisecond))
 	go func() { served <- srv.Start(ctx) }()
 	t.Cleanup(func() { stop(); <-served })
-	c := udfsession.New(dir, nil)
+	c := sessionreduceclient.New(dir, nil)
 	t.Cleanup(func() { c.Close() })
 	if err := c.Connect(ctx); err != nil {
 		t.Fatal(err)

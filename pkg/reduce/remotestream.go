@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 // ErrStreamerClosed is the error of a RemoteStreamer's Send after Close.
@@ -32,7 +32,7 @@ var ErrStreamerClosed = errors.New("reduce: the reduce streamer is closed")
 // is safe to call twice. Send, End and Reset are for one goroutine; Take
 // may be called from it too.
 type RemoteStreamer struct {
-	c         *udfreduce.Client
+	c         *reduceclient.Client
 	watermark func() time.Time
 	ctx       context.Context // the streams'; Close cancels it
 	cancel    context.CancelFunc
@@ -61,7 +61,7 @@ func idOf(w window.Window, keys []string) streamID {
 type remoteWindow struct {
 	w    window.Window
 	keys []string
-	st   *udfreduce.Stream
+	st   *reduceclient.Stream
 	done chan struct{} // closed when its receiver returns
 
 	// Under RemoteStreamer.mu:
@@ -75,7 +75,7 @@ type remoteWindow struct {
 // RemoteStream returns a RemoteStreamer of the reduce streamer c serves.
 // Each message carries the watermark fn returns (nil: none, -1 ms on the
 // wire).
-func RemoteStream(c *udfreduce.Client, watermark func() time.Time) *RemoteStreamer {
+func RemoteStream(c *reduceclient.Client, watermark func() time.Time) *RemoteStreamer {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &RemoteStreamer{c: c, watermark: watermark, ctx: ctx, cancel: cancel, streams: map[streamID]*remoteWindow{}}
 }
@@ -106,7 +106,7 @@ func (r *RemoteStreamer) Send(ctx context.Context, w window.Window, keys []strin
 	if r.watermark != nil {
 		wm = r.watermark()
 	}
-	return rw.st.Send(udfreduce.Message{Message: m, Watermark: wm})
+	return rw.st.Send(reduceclient.Message{Message: m, Watermark: wm})
 }
 
 // open opens the stream of window w and keys, and starts its receiver.
@@ -114,7 +114,7 @@ func (r *RemoteStreamer) open(ctx context.Context, id streamID, w window.Window,
 	if err := r.c.Connect(ctx); err != nil {
 		return nil, fmt.Errorf("reduce: window %v: %w", w, err)
 	}
-	st, err := r.c.Open(r.ctx, udfreduce.Window{Start: w.Start, End: w.End})
+	st, err := r.c.Open(r.ctx, reduceclient.Window{Start: w.Start, End: w.End})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (r *RemoteStreamer) receive(rw *remoteWindow) {
 			}
 			r.mu.Unlock()
 			return
-		case slices.Contains(res.Tags, udfreduce.DropTag):
+		case slices.Contains(res.Tags, reduceclient.DropTag):
 			r.mu.Unlock()
 			continue
 		}

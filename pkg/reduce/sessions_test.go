@@ -13,7 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
-	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 )
 
 // recorder is a SessionReducer that notes each call, then makes it.
@@ -82,7 +82,7 @@ func serveSessionCount(t *testing.T, dir string) (stop func()) {
 
 // sessionClient serves sessionCount in a new directory and returns it, and
 // a connected client of it.
-func sessionClient(t *testing.T) (dir string, c *udfsession.Client, stop func()) {
+func sessionClient(t *testing.T) (dir string, c *sessionreduceclient.Client, stop func()) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ls") // short, for the socket's path
 	if err != nil {
@@ -93,9 +93,9 @@ func sessionClient(t *testing.T) (dir string, c *udfsession.Client, stop func())
 	return dir, connect(t, dir), stop
 }
 
-func connect(t *testing.T, dir string) *udfsession.Client {
+func connect(t *testing.T, dir string) *sessionreduceclient.Client {
 	t.Helper()
-	c := udfsession.New(dir, nil)
+	c := sessionreduceclient.New(dir, nil)
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -105,7 +105,7 @@ func connect(t *testing.T, dir string) *udfsession.Client {
 	return c
 }
 
-func newRemoteSessionCounter(t *testing.T, c *udfsession.Client, log *wal.Log) (*Processor, *recorder) {
+func newRemoteSessionCounter(t *testing.T, c *sessionreduceclient.Client, log *wal.Log) (*Processor, *recorder) {
 	t.Helper()
 	s, _ := window.Session(5 * time.Second)
 	r := &recorder{SessionReducer: RemoteSession(c, nil)}

@@ -17,7 +17,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/reduce/wal"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 // byTwos is a reduce streamer that sends "2" each time its window and keys
@@ -57,9 +57,9 @@ func serveByTwos(t *testing.T, dir string) (stop func()) {
 
 // streamerClient returns a connected client of the reduce-stream server in
 // dir, closed when the test ends.
-func streamerClient(t *testing.T, dir string) *udfreduce.Client {
+func streamerClient(t *testing.T, dir string) *reduceclient.Client {
 	t.Helper()
-	c, err := udfreduce.New(dir, serverinfo.KindReduceStream, nil)
+	c, err := reduceclient.New(dir, serverinfo.KindReduceStream, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func streamerClient(t *testing.T, dir string) *udfreduce.Client {
 
 // newStreamer returns a Processor of keyed fixed 10 s windows whose
 // function is the reduce streamer c serves, logged in log (nil: none).
-func newStreamer(t *testing.T, c *udfreduce.Client, log *wal.Log) *Processor {
+func newStreamer(t *testing.T, c *reduceclient.Client, log *wal.Log) *Processor {
 	t.Helper()
 	rs := RemoteStream(c, nil)
 	t.Cleanup(func() { rs.Close() })

@@ -1,10 +1,5 @@
 package udf
 
-import (
-	"github.com/sluiceflow/sluice/internal/udsconn"
-	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
-)
-
 // Forker is a [Mapper] that can make more of itself, for a forwarder that maps
 // several batches at once (a streaming MonoVertex). Fork returns a Mapper that
 // may map while this one and the other forks do; a fork that is an io.Closer
@@ -35,30 +30,4 @@ func (c chain) Fork() Mapper {
 		forked[i] = f.Fork()
 	}
 	return forked
-}
-
-// Fork returns a client of the same server on the same connection, with a
-// stream of its own, so that its batches are in flight along with r's. Its
-// Close closes only its stream.
-func (r *Remote) Fork() Mapper {
-	f := &Remote{conn: r.conn, kind: r.kind}
-	if r.mapS != nil {
-		f.mapS = udsconn.NewStream[mapRequest, mapResponse](r.conn)
-		f.mapS.Open, f.mapS.Handshake, f.mapS.Echoed, f.mapS.Name = r.mapS.Open, r.mapS.Handshake, r.mapS.Echoed, r.mapS.Name
-	}
-	if r.stS != nil {
-		f.stS = udsconn.NewStream[stv1.SourceTransformRequest, stv1.SourceTransformResponse](r.conn)
-		f.stS.Open, f.stS.Handshake, f.stS.Echoed, f.stS.Name = r.stS.Open, r.stS.Handshake, r.stS.Echoed, r.stS.Name
-	}
-	return forked{f}
-}
-
-// forked is a fork of a Remote: it shares the connection, which its Close
-// leaves open.
-type forked struct{ *Remote }
-
-// Close closes the fork's stream.
-func (f forked) Close() error {
-	f.closeStream()
-	return nil
 }

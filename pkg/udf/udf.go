@@ -1,6 +1,31 @@
-// Package udf applies map functions to batches of messages: the built-ins (cat,
-// filter) and, through the same [Mapper] interface, user-defined functions reached
-// over gRPC. A source transformer is a Mapper too.
+// Package udf is the runtime's side of functions: the stages a vertex calls
+// ([Mapper], [Forker]), the built-in map functions (cat, filter, eventtime),
+// and what the clients of user-defined functions share.
+//
+// # Clients
+//
+// Each client of a user-defined function is a package of its own under
+// pkg/udf, named after the Numaflow gRPC service it calls:
+//
+//	mapclient            map.v1 (map, batch map, map stream) and sourcetransformer.v1: a [Mapper]
+//	reduceclient         reduce.v1 (reduce and reduce stream)
+//	sessionreduceclient  sessionreduce.v1
+//	accumulatorclient    accumulator.v1
+//	sourceclient         source.v1: an isb.Reader
+//	sinkclient           sink.v1 (sink, fallback and on-success sinks): an isb.Writer
+//	sideinputclient      sideinput.v1
+//
+// A client finds its server in a directory by the server-info file and socket
+// of its [Kind], waits for it, checks that it speaks a protocol sluice
+// understands (else an error matching [ErrIncompatible]), and connects again
+// after a failure. Every call has a deadline, the timeout of the calls
+// [WithCalls] makes it part of (limits.udfTimeout; 60 s by default), measured
+// from when the call starts on a connected server: past it the call is
+// abandoned with an error matching [ErrDeadline], the connection is kept,
+// and the caller's retry opens a new stream on it. Answers that break the
+// service's framing give an error matching [ErrProtocol].
+//
+// A source transformer is a [Mapper] too.
 package udf
 
 import (

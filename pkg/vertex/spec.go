@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"fmt"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/expr"
@@ -13,6 +12,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 	"github.com/sluiceflow/sluice/pkg/watermark"
 )
 
@@ -134,7 +134,7 @@ type Reduce struct {
 type Accumulator struct {
 	Timeout time.Duration
 	// Client makes the client of the accumulator server of one reader.
-	Client func(Env) (*udfacc.Client, error)
+	Client func(Env) (*accumulatorclient.Client, error)
 }
 
 // ReducerFunc makes the reduce function of one reader of a reduce vertex.
@@ -152,7 +152,7 @@ type Limits struct {
 	Concurrency int
 	// UDFTimeout is how long a call to one of the vertex's user-defined
 	// functions may go unanswered before it is abandoned and retried
-	// (0: udsconn.DefaultTimeout, 60s); a source's read has ReadTimeout on
+	// (0: 60s, the clients' default); a source's read has ReadTimeout on
 	// top. The clients that Env.Calls is given to take it from there.
 	UDFTimeout time.Duration
 	// RateLimit is the vertex's rate limit; nil for none.

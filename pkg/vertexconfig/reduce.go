@@ -11,9 +11,9 @@ import (
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
-	udfacc "github.com/sluiceflow/sluice/pkg/udf/accumulator"
-	udfreduce "github.com/sluiceflow/sluice/pkg/udf/reduce"
-	udfsession "github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -59,8 +59,8 @@ func storage(r *vertex.Reduce, path string, g *config.GroupBy, name, stateDir st
 // accumulator makes the Accumulator of a validated accumulator window: a
 // client of the accumulator server in the vertex's socket directory.
 func accumulator(timeout time.Duration) *vertex.Accumulator {
-	return &vertex.Accumulator{Timeout: timeout, Client: func(env vertex.Env) (*udfacc.Client, error) {
-		c := udfacc.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
+	return &vertex.Accumulator{Timeout: timeout, Client: func(env vertex.Env) (*accumulatorclient.Client, error) {
+		c := accumulatorclient.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 		env.Remote(serverinfo.KindAccumulator, c)
 		return c, nil
 	}}
@@ -103,7 +103,7 @@ func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.Red
 			return r, nil
 		}
 		if session {
-			c := udfsession.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
+			c := sessionreduceclient.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 			env.Remote(serverinfo.KindSessionReduce, c)
 			return reduce.RemoteSession(c, env.Watermark), nil
 		}
@@ -111,7 +111,7 @@ func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.Red
 		if streaming {
 			kind = serverinfo.KindReduceStream
 		}
-		c, err := udfreduce.New(env.SocketDir, kind, env.Log, udsconn.WithCalls(env.Calls))
+		c, err := reduceclient.New(env.SocketDir, kind, env.Log, udsconn.WithCalls(env.Calls))
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -42,7 +43,7 @@ func sinkFunc(path string, s *config.AbstractSink, kind serverinfo.Kind) vertex.
 func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if t.Container != nil {
-			c := udf.NewRemoteTransformer(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
+			c := mapclient.NewTransformer(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
 			env.Remote(serverinfo.KindSourceTransformer, c)
 			return c, nil
@@ -60,7 +61,7 @@ func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 func mapFunc(path string, u *config.UDF) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if u.Container != nil {
-			c := udf.NewRemoteMap(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
+			c := mapclient.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
 			env.Remote(serverinfo.KindMap, c)
 			return c, nil

@@ -1,4 +1,4 @@
-package udf_test
+package mapclient_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
-	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
 // benchBatch is the size of the batches the benchmarks map, a vertex's
@@ -58,7 +58,7 @@ func cpuTime(b *testing.B) time.Duration {
 // one batch, and msg/s is what a vertex would get from the map alone. The
 // allocations, and cpu-ns/msg (the CPU time used per message), are those of
 // both sides.
-func BenchmarkRemoteMap(b *testing.B) {
+func BenchmarkMap(b *testing.B) {
 	cases := []struct {
 		name  string
 		start func(dir string) func(context.Context) error
@@ -74,7 +74,7 @@ func BenchmarkRemoteMap(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			dir := socketDir(b)
 			stop := serve(b, c.start(dir))
-			r := udf.NewRemoteMap(dir, nil)
+			r := mapclient.New(dir, nil)
 			connect(b, r)
 			in := benchMessages(benchBatch)
 			out := make([]isb.Message, 0, benchBatch)

@@ -1,4 +1,4 @@
-// Package accumulator is the client of an accumulator.v1 server: a
+// Package accumulatorclient is the client of an accumulator.v1 server: a
 // user-defined accumulator function built with numaflow-go's accumulator
 // package or sluice's pkg/sdk/accumulator.
 //
@@ -14,5 +14,5 @@
 //
 // The server is found in a directory by its server-info file,
 // accumulator-server-info, and socket, accumulator.sock (see
-// serverinfo.KindAccumulator).
-package accumulator
+// [udf.KindAccumulator]).
+package accumulatorclient

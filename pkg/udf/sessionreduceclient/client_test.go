@@ -1,4 +1,4 @@
-package sessionreduce_test
+package sessionreduceclient_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
-	"github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,7 +44,7 @@ func (c *counter) MergeAccumulator(_ context.Context, acc []byte) {
 
 // start serves the counter in a new directory until stop or the test's
 // end, and returns a client of it.
-func start(t *testing.T) (c *sessionreduce.Client, stop func()) {
+func start(t *testing.T) (c *sessionreduceclient.Client, stop func()) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sessionreduce")
 	if err != nil {
@@ -64,7 +64,7 @@ func start(t *testing.T) (c *sessionreduce.Client, stop func()) {
 			<-done
 		}
 	}
-	c = sessionreduce.New(dir, nil)
+	c = sessionreduceclient.New(dir, nil)
 	t.Cleanup(func() {
 		_ = c.Close()
 		stop()
@@ -83,15 +83,15 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func win(start, end int64, keys ...string) sessionreduce.KeyedWindow {
-	return sessionreduce.KeyedWindow{Start: time.Unix(start, 0), End: time.Unix(end, 0), Keys: keys}
+func win(start, end int64, keys ...string) sessionreduceclient.KeyedWindow {
+	return sessionreduceclient.KeyedWindow{Start: time.Unix(start, 0), End: time.Unix(end, 0), Keys: keys}
 }
 
-func message(keys []string, sec int64, value string) sessionreduce.Message {
-	return sessionreduce.Message{Message: isb.Message{Keys: keys, Value: []byte(value), EventTime: time.Unix(sec, 0)}}
+func message(keys []string, sec int64, value string) sessionreduceclient.Message {
+	return sessionreduceclient.Message{Message: isb.Message{Keys: keys, Value: []byte(value), EventTime: time.Unix(sec, 0)}}
 }
 
-func describe(res []sessionreduce.Result) string {
+func describe(res []sessionreduceclient.Result) string {
 	var out []string
 	for _, r := range res {
 		out = append(out, fmt.Sprintf("%s=%s@%d [%d,%d)", strings.Join(r.Keys, ","), r.Value, r.EventTime.UnixMilli(),
@@ -106,7 +106,7 @@ func TestReduce(t *testing.T) {
 	c, _ := start(t)
 	ctx := testContext(t)
 	a := []string{"a"}
-	res, err := c.Reduce(ctx, win(100, 115, "a"), []sessionreduce.Message{message(a, 100, "x"), message(a, 105, "y")})
+	res, err := c.Reduce(ctx, win(100, 115, "a"), []sessionreduceclient.Message{message(a, 100, "x"), message(a, 105, "y")})
 	if err != nil || describe(res) != "a=2@114999 [100,115)" {
 		t.Fatalf("Reduce = %q, %v", describe(res), err)
 	}
@@ -114,7 +114,7 @@ func TestReduce(t *testing.T) {
 	for i := range 10 {
 		go func() {
 			k := []string{fmt.Sprint("k", i)}
-			in := make([]sessionreduce.Message, i+1)
+			in := make([]sessionreduceclient.Message, i+1)
 			for j := range in {
 				in[j] = message(k, int64(200+j), "v")
 			}
@@ -173,18 +173,18 @@ func TestStreamFails(t *testing.T) {
 	}
 	stop()
 	_, err := c.CloseSessions(ctx, win(100, 110, "a"))
-	if !errors.Is(err, sessionreduce.ErrStream) {
+	if !errors.Is(err, sessionreduceclient.ErrStream) {
 		t.Errorf("CloseSessions after the server stopped = %v; want ErrStream", err)
 	}
 	octx, ocancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer ocancel()
-	if err := c.Open(octx, win(100, 110, "a"), message(a, 100, "x")); errors.Is(err, sessionreduce.ErrStream) || err == nil {
+	if err := c.Open(octx, win(100, 110, "a"), message(a, 100, "x")); errors.Is(err, sessionreduceclient.ErrStream) || err == nil {
 		t.Errorf("Open after the failure was told = %v; want a new stream's error, no server", err)
 	}
 	if err := c.Close(); err != nil {
 		t.Error(err)
 	}
-	if err := c.Open(ctx, win(100, 110, "a"), message(a, 100, "x")); !errors.Is(err, sessionreduce.ErrClosed) {
+	if err := c.Open(ctx, win(100, 110, "a"), message(a, 100, "x")); !errors.Is(err, sessionreduceclient.ErrClosed) {
 		t.Errorf("Open after Close = %v; want ErrClosed", err)
 	}
 }

@@ -1,4 +1,4 @@
-package reduce
+package reduceclient
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // DropTag marks a result that is to be dropped.
@@ -51,18 +51,18 @@ func (w Window) proto() *reducev1.Window {
 // Client is the connection to one reduce or reduce-stream server. It is safe
 // for concurrent use; each window opens a Stream of its own on it.
 type Client struct {
-	kind serverinfo.Kind
+	kind udf.Kind
 	conn *udsconn.Conn
 }
 
 // New returns a client, not yet connected, of the server of kind
-// (serverinfo.KindReduce or serverinfo.KindReduceStream) in dir: it waits for
+// ([udf.KindReduce] or [udf.KindReduceStream]) in dir: it waits for
 // the kind's server-info file and socket there. Any other kind gives an error
-// matching ErrKind. opts configure its connection (udsconn.WithCalls gives
+// matching ErrKind. opts configure its connection ([udf.WithCalls] gives
 // its calls their deadline).
-func New(dir string, kind serverinfo.Kind, log *zap.Logger, opts ...udsconn.Option) (*Client, error) {
-	if kind != serverinfo.KindReduce && kind != serverinfo.KindReduceStream {
-		return nil, fmt.Errorf("%w: %q (want %s or %s)", ErrKind, kind, serverinfo.KindReduce, serverinfo.KindReduceStream)
+func New(dir string, kind udf.Kind, log *zap.Logger, opts ...udf.Option) (*Client, error) {
+	if kind != udf.KindReduce && kind != udf.KindReduceStream {
+		return nil, fmt.Errorf("%w: %q (want %s or %s)", ErrKind, kind, udf.KindReduce, udf.KindReduceStream)
 	}
 	conn := udsconn.New(dir, kind, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := reducev1.NewReduceClient(cc).IsReady(ctx, &emptypb.Empty{})
@@ -72,7 +72,7 @@ func New(dir string, kind serverinfo.Kind, log *zap.Logger, opts ...udsconn.Opti
 }
 
 // Connect waits until the server is up and ready, or ctx ends. An incompatible
-// server gives an error matching udsconn.ErrIncompatible.
+// server gives an error matching [udf.ErrIncompatible].
 func (c *Client) Connect(ctx context.Context) error {
 	_, _, err := c.conn.Get(ctx)
 	return err
@@ -87,8 +87,8 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Reduce sends the messages of window w, each with its keys, ends the window
 // and returns its results in the order they came. It is Open, Send for each
 // message, CloseSend, and Recv until io.EOF, all one call with a deadline
-// (see udsconn, Deadlines): past it the stream is cancelled and the error
-// matches udsconn.ErrDeadline.
+// (see udf, Clients): past it the stream is cancelled and the error
+// matches [udf.ErrDeadline].
 func (c *Client) Reduce(ctx context.Context, w Window, in []Message) ([]Result, error) {
 	if _, _, err := c.conn.Get(ctx); err != nil {
 		return nil, fmt.Errorf("reduce: window %s: %w", w, err)

@@ -1,15 +1,8 @@
-package reduce
+package reduceclient
 
 import (
 	"errors"
-
-	"github.com/sluiceflow/sluice/internal/udsconn"
 )
-
-// ErrProtocol is matched by the errors of answers that break the reduce
-// framing: a result of another window, a stream that ends without EOF, or
-// answers after EOF. It matches udsconn.ErrProtocol too.
-var ErrProtocol = udsconn.ErrProtocol
 
 // ErrClosed is returned by Stream.Send after CloseSend.
 var ErrClosed = errors.New("reduce: the window's stream is half-closed")

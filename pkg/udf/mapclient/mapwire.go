@@ -1,4 +1,4 @@
-package udf
+package mapclient
 
 import (
 	"strconv"

@@ -1,4 +1,4 @@
-package accumulator_test
+package accumulatorclient_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	sdkacc "github.com/sluiceflow/sluice/pkg/sdk/accumulator"
-	"github.com/sluiceflow/sluice/pkg/udf/accumulator"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 )
 
 // echo emits each datum as it comes, and "end" when its key set closes.
@@ -39,7 +39,7 @@ func TestClient(t *testing.T) {
 		done <- sdkacc.NewServer(sdkacc.CreatorFunc(func() sdkacc.Accumulator { return echo{} }),
 			sdkacc.WithSocketDir(dir)).Start(ctx)
 	}()
-	c := accumulator.New(dir, zap.NewNop())
+	c := accumulatorclient.New(dir, zap.NewNop())
 	defer c.Close()
 	st, err := c.Open(ctx)
 	if err != nil {
@@ -47,19 +47,19 @@ func TestClient(t *testing.T) {
 	}
 	defer st.Close()
 	wm := time.UnixMilli(5000)
-	send := func(op accumulator.Op, key, id string, et int64) {
+	send := func(op accumulatorclient.Op, key, id string, et int64) {
 		t.Helper()
-		r := accumulator.Request{Op: op, Keys: []string{key}, Watermark: wm,
+		r := accumulatorclient.Request{Op: op, Keys: []string{key}, Watermark: wm,
 			Message: isb.Message{ID: id, Keys: []string{key}, Value: []byte(id), EventTime: time.UnixMilli(et)}}
 		if err := st.Send(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	send(accumulator.OpOpen, "a", "a1", 6000)
-	send(accumulator.OpOpen, "b", "b1", 7000)
-	send(accumulator.OpAppend, "a", "a2", 6500)
-	send(accumulator.OpClose, "a", "", 0)
-	got := map[string]accumulator.Response{}
+	send(accumulatorclient.OpOpen, "a", "a1", 6000)
+	send(accumulatorclient.OpOpen, "b", "b1", 7000)
+	send(accumulatorclient.OpAppend, "a", "a2", 6500)
+	send(accumulatorclient.OpClose, "a", "", 0)
+	got := map[string]accumulatorclient.Response{}
 	var eofs []string
 	for len(eofs) < 1 || len(got) < 4 {
 		r, err := st.Recv()

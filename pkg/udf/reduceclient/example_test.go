@@ -1,4 +1,4 @@
-package reduce_test
+package reduceclient_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
-	"github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 // A window of three messages of two keys, reduced by a counter served with
@@ -36,17 +36,17 @@ func Example() {
 	defer func() { stop(); <-served }()
 
 	// The runtime's side.
-	c, err := reduce.New(dir, serverinfo.KindReduce, nil)
+	c, err := reduceclient.New(dir, serverinfo.KindReduce, nil)
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close()
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	w := reduce.Window{Start: start, End: start.Add(time.Minute)}
-	msg := func(key string) reduce.Message {
-		return reduce.Message{Message: isb.Message{Keys: []string{key}, Value: []byte("x"), EventTime: start.Add(time.Second)}}
+	w := reduceclient.Window{Start: start, End: start.Add(time.Minute)}
+	msg := func(key string) reduceclient.Message {
+		return reduceclient.Message{Message: isb.Message{Keys: []string{key}, Value: []byte("x"), EventTime: start.Add(time.Second)}}
 	}
-	results, err := c.Reduce(ctx, w, []reduce.Message{msg("a"), msg("b"), msg("a")})
+	results, err := c.Reduce(ctx, w, []reduceclient.Message{msg("a"), msg("b"), msg("a")})
 	if err != nil {
 		panic(err)
 	}

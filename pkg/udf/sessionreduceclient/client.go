@@ -1,4 +1,4 @@
-package sessionreduce
+package sessionreduceclient
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sluiceflow/sluice/internal/isbproto"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	sessionreducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/sessionreduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // DropTag marks a result that is to be dropped.
@@ -120,9 +120,9 @@ type closing struct {
 
 // New returns a client, not yet connected, of the session reduce server in
 // dir: it waits for the server-info file and socket there. opts configure
-// its connection (udsconn.WithCalls gives its calls their deadline).
-func New(dir string, log *zap.Logger, opts ...udsconn.Option) *Client {
-	conn := udsconn.New(dir, serverinfo.KindSessionReduce, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+// its connection ([udf.WithCalls] gives its calls their deadline).
+func New(dir string, log *zap.Logger, opts ...udf.Option) *Client {
+	conn := udsconn.New(dir, udf.KindSessionReduce, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sessionreducev1.NewSessionReduceClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
 	}, log, opts...)
@@ -130,7 +130,7 @@ func New(dir string, log *zap.Logger, opts ...udsconn.Option) *Client {
 }
 
 // Connect waits until the server is up and ready, or ctx ends. An
-// incompatible server gives an error matching udsconn.ErrIncompatible.
+// incompatible server gives an error matching [udf.ErrIncompatible].
 func (c *Client) Connect(ctx context.Context) error {
 	_, _, err := c.conn.Get(ctx)
 	return err
@@ -183,8 +183,8 @@ func (c *Client) Merge(ctx context.Context, ws ...KeyedWindow) error {
 // CloseSessions closes the open sessions ws and returns the results of
 // each, in the order of ws, each in the order the server sent them, once
 // the server has ended every one. That is a call with a deadline (see
-// udsconn, Deadlines): past it the stream fails, with its open sessions,
-// and the error matches udsconn.ErrDeadline.
+// udf, Clients): past it the stream fails, with its open sessions,
+// and the error matches [udf.ErrDeadline].
 func (c *Client) CloseSessions(ctx context.Context, ws ...KeyedWindow) ([][]Result, error) {
 	return c.closeOn(ctx, nil, ws...)
 }
@@ -356,7 +356,7 @@ func (c *Client) dropLocked(st *stream, err error) {
 	if c.st == st {
 		c.st = nil
 	}
-	if f := st.failure(); !errors.Is(f, ErrClosed) && !errors.Is(f, udsconn.ErrDeadline) &&
+	if f := st.failure(); !errors.Is(f, ErrClosed) && !errors.Is(f, udf.ErrDeadline) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		c.conn.Broken(st.cc, err)
 	}
@@ -369,7 +369,7 @@ func (st *stream) receive() {
 		resp, err := st.st.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("%w: the server ended the stream", ErrProtocol)
+				err = fmt.Errorf("%w: the server ended the stream", udf.ErrProtocol)
 			}
 			st.fail(err)
 			return
@@ -380,7 +380,7 @@ func (st *stream) receive() {
 		w := st.waiting[id]
 		if w == nil {
 			st.mu.Unlock()
-			st.fail(fmt.Errorf("%w: a result of the session [%s, %s) %q, which is not closing", ErrProtocol,
+			st.fail(fmt.Errorf("%w: a result of the session [%s, %s) %q, which is not closing", udf.ErrProtocol,
 				kw.GetStart().AsTime().UTC().Format(time.RFC3339Nano), kw.GetEnd().AsTime().UTC().Format(time.RFC3339Nano), kw.GetKeys()))
 			return
 		}

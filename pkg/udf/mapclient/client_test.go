@@ -1,4 +1,4 @@
-package udf_test
+package mapclient_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
 	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
 // socketDir returns a short temporary directory: unix socket paths are limited.
@@ -53,7 +53,7 @@ func serve(t testing.TB, start func(ctx context.Context) error) (stop func()) {
 	return stop
 }
 
-func connect(t testing.TB, r *udf.Remote) {
+func connect(t testing.TB, r *mapclient.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -100,10 +100,10 @@ func evenOdd(ctx context.Context, _ []string, d mapper.Datum) mapper.Messages {
 	}
 }
 
-func TestRemoteUnaryMap(t *testing.T) {
+func TestUnaryMap(t *testing.T) {
 	dir := socketDir(t)
 	serve(t, mapper.NewServer(mapper.MapperFunc(evenOdd), mapper.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	connect(t, r)
 	out, dropped, err := r.Map(context.Background(), messages("1", "2", "x", "4"), nil)
 	if err != nil {
@@ -129,7 +129,7 @@ func TestRemoteUnaryMap(t *testing.T) {
 	}
 }
 
-func TestRemoteBatchMap(t *testing.T) {
+func TestBatchMap(t *testing.T) {
 	dir := socketDir(t)
 	split := batchmapper.BatchMapperFunc(func(_ context.Context, datums <-chan batchmapper.Datum) batchmapper.BatchResponses {
 		var out batchmapper.BatchResponses
@@ -143,7 +143,7 @@ func TestRemoteBatchMap(t *testing.T) {
 		return out
 	})
 	serve(t, batchmapper.NewServer(split, batchmapper.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	connect(t, r)
 	for range 3 { // the stream is reused batch after batch
 		out, _, err := r.Map(context.Background(), messages("a,b", "c"), nil)
@@ -156,7 +156,7 @@ func TestRemoteBatchMap(t *testing.T) {
 	}
 }
 
-func TestRemoteMapStream(t *testing.T) {
+func TestMapStream(t *testing.T) {
 	dir := socketDir(t)
 	repeat := mapstreamer.MapStreamerFunc(func(_ context.Context, _ []string, d mapstreamer.Datum, out chan<- mapstreamer.Message) {
 		for range len(d.Value()) {
@@ -164,7 +164,7 @@ func TestRemoteMapStream(t *testing.T) {
 		}
 	})
 	serve(t, mapstreamer.NewServer(repeat, mapstreamer.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	connect(t, r)
 	out, dropped, err := r.Map(context.Background(), messages("aaa", "b", ""), nil)
 	if err != nil {
@@ -175,7 +175,7 @@ func TestRemoteMapStream(t *testing.T) {
 	}
 }
 
-func TestRemoteTransformer(t *testing.T) {
+func TestTransformer(t *testing.T) {
 	dir := socketDir(t)
 	stamp := sourcetransformer.SourceTransformerFunc(func(_ context.Context, keys []string, d sourcetransformer.Datum) sourcetransformer.Messages {
 		if string(d.Value()) == "drop" {
@@ -184,7 +184,7 @@ func TestRemoteTransformer(t *testing.T) {
 		return sourcetransformer.Messages{sourcetransformer.NewMessage(d.Value(), time.UnixMilli(42)).WithKeys(keys)}
 	})
 	serve(t, sourcetransformer.NewServer(stamp, sourcetransformer.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteTransformer(dir, nil)
+	r := mapclient.NewTransformer(dir, nil)
 	connect(t, r)
 	out, dropped, err := r.Map(context.Background(), messages("a", "drop", "b"), nil)
 	if err != nil {
@@ -195,10 +195,10 @@ func TestRemoteTransformer(t *testing.T) {
 	}
 }
 
-func TestRemoteReconnectsAfterCrash(t *testing.T) {
+func TestReconnectsAfterCrash(t *testing.T) {
 	dir := socketDir(t)
 	stop := serve(t, mapper.NewServer(mapper.MapperFunc(evenOdd), mapper.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	connect(t, r)
 	// A panic in the function: the error carries the UDF's own message and the
 	// server shuts down.
@@ -224,19 +224,19 @@ func TestRemoteReconnectsAfterCrash(t *testing.T) {
 	r.Close() // before the server's stop, which waits for open streams
 }
 
-func TestRemoteIncompatibleServer(t *testing.T) {
+func TestIncompatibleServer(t *testing.T) {
 	dir := socketDir(t)
 	info := serverinfo.Default(serverinfo.KindMap, "v9.9.9")
 	info.MinimumNumaflowVersion = "9.9.9-z"
 	if err := serverinfo.Write(filepath.Join(dir, serverinfo.MapInfoFile), info); err != nil {
 		t.Fatal(err)
 	}
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := r.Connect(ctx)
-	if !errors.Is(err, udsconn.ErrIncompatible) || !strings.Contains(err.Error(), "9.9.9") {
+	if !errors.Is(err, udf.ErrIncompatible) || !strings.Contains(err.Error(), "9.9.9") {
 		t.Fatalf("Connect = %v; want an incompatibility naming the versions", err)
 	}
 }
@@ -253,10 +253,10 @@ func nackOrTag(_ context.Context, keys []string, d mapper.Datum) mapper.Messages
 	return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys(keys).WithUserMetadata(md)}
 }
 
-func TestRemoteNackAndMetadata(t *testing.T) {
+func TestNackAndMetadata(t *testing.T) {
 	dir := socketDir(t)
 	serve(t, mapper.NewServer(mapper.MapperFunc(nackOrTag), mapper.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	connect(t, r)
 	in := messages("a", "nack", "b")
 	for i := range in {
@@ -281,13 +281,13 @@ func TestRemoteNackAndMetadata(t *testing.T) {
 	}
 }
 
-func TestRemoteTransformerNack(t *testing.T) {
+func TestTransformerNack(t *testing.T) {
 	dir := socketDir(t)
 	nackAll := sourcetransformer.SourceTransformerFunc(func(_ context.Context, _ []string, d sourcetransformer.Datum) sourcetransformer.Messages {
 		return sourcetransformer.Messages{sourcetransformer.MessageToNack(d.EventTime(), nil)}
 	})
 	serve(t, sourcetransformer.NewServer(nackAll, sourcetransformer.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteTransformer(dir, nil)
+	r := mapclient.NewTransformer(dir, nil)
 	connect(t, r)
 	in := messages("a", "b")
 	in[1].Origin = 1
@@ -300,7 +300,7 @@ func TestRemoteTransformerNack(t *testing.T) {
 // TestRemoteRateLimited: a map result tagged RateLimitedTag, built by the
 // SDK's MessageRateLimited, hands its input back like a nack, with the
 // Retry-After as its delay, marked RateLimited.
-func TestRemoteRateLimited(t *testing.T) {
+func TestRateLimited(t *testing.T) {
 	dir := socketDir(t)
 	serve(t, mapper.NewServer(mapper.MapperFunc(func(_ context.Context, keys []string, d mapper.Datum) mapper.Messages {
 		switch string(d.Value()) {
@@ -311,7 +311,7 @@ func TestRemoteRateLimited(t *testing.T) {
 		}
 		return mapper.Messages{mapper.NewMessage(d.Value())}
 	}), mapper.WithSocketDir(dir)).Start)
-	r := udf.NewRemoteMap(dir, nil)
+	r := mapclient.New(dir, nil)
 	connect(t, r)
 	in := messages("a", "limited", "limited, no wait")
 	for i := range in {

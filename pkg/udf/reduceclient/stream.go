@@ -1,4 +1,4 @@
-package reduce
+package reduceclient
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // Message is one input message of a window, with the watermark of the vertex
@@ -68,9 +69,9 @@ type Stream struct {
 
 // Open opens the stream of window w, connecting first if needed, for no longer
 // than ctx: once ctx ends, the stream is cancelled. From CloseSend to the
-// results' EOF the stream is a call with a deadline (see udsconn,
-// Deadlines): past it the stream fails with an error matching
-// udsconn.ErrDeadline.
+// results' EOF the stream is a call with a deadline (see udf,
+// Clients): past it the stream fails with an error matching
+// [udf.ErrDeadline].
 func (c *Client) Open(ctx context.Context, w Window) (*Stream, error) { return c.open(ctx, w, nil) }
 
 // open opens the stream of window w, in call when not nil: abandoning the
@@ -170,11 +171,11 @@ func (s *Stream) Recv() (Result, error) {
 			s.endCall(nil)
 			return Result{}, io.EOF
 		case errors.Is(err, io.EOF):
-			return Result{}, s.setErr(fmt.Errorf("%w: the stream ended without EOF", ErrProtocol))
+			return Result{}, s.setErr(fmt.Errorf("%w: the stream ended without EOF", udf.ErrProtocol))
 		case err != nil:
 			return Result{}, s.setErr(err)
 		case eof:
-			return Result{}, s.setErr(fmt.Errorf("%w: an answer after EOF", ErrProtocol))
+			return Result{}, s.setErr(fmt.Errorf("%w: an answer after EOF", udf.ErrProtocol))
 		case resp.GetEOF():
 			s.mu.Lock()
 			s.eof = true
@@ -195,7 +196,7 @@ func (s *Stream) Recv() (Result, error) {
 func (s *Stream) checkWindow(w *reducev1.Window) error {
 	start, end := w.GetStart().AsTime(), w.GetEnd().AsTime()
 	if w == nil || start.UnixMilli() != s.w.Start.UnixMilli() || end.UnixMilli() != s.w.End.UnixMilli() {
-		return fmt.Errorf("%w: a result of the window [%s, %s)", ErrProtocol,
+		return fmt.Errorf("%w: a result of the window [%s, %s)", udf.ErrProtocol,
 			start.UTC().Format(time.RFC3339Nano), end.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
@@ -244,7 +245,7 @@ func (s *Stream) setErr(err error) error {
 // than the end of the caller's context ctx or a call abandoned at its
 // deadline, drops the connection cc.
 func (c *Client) fail(ctx context.Context, cc *grpc.ClientConn, w Window, err error) error {
-	if ctx.Err() == nil && !errors.Is(err, udsconn.ErrDeadline) {
+	if ctx.Err() == nil && !errors.Is(err, udf.ErrDeadline) {
 		c.conn.Broken(cc, err)
 	}
 	return fmt.Errorf("reduce: window %s: %w", w, err)

@@ -1,4 +1,4 @@
-package udf
+package mapclient
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	stv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sourcetransformer/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // Tags with a meaning of their own in the results of a map or a transformer.
@@ -38,13 +39,13 @@ const (
 	RateLimitedTag = "U+005C__RATE_LIMITED__"
 )
 
-// Remote is a user-defined function served over gRPC on a unix socket: a map
+// Client is a user-defined function served over gRPC on a unix socket: a map
 // (unary, batch or stream, as the server's info says) or a source transformer.
-// It is a [Mapper]: a batch goes over one stream with every request in flight at
+// It is a [udf.Mapper] and a [udf.Forker]: a batch goes over one stream with every request in flight at
 // once and answers matched by id, so one slow message does not hold up the
 // others. After a failure the batch's error is returned (the forwarder retries
 // it) and the next batch reconnects, waiting for the server to be back.
-type Remote struct {
+type Client struct {
 	conn *udsconn.Conn
 	kind serverinfo.Kind
 	mapS *udsconn.Stream[mapRequest, mapResponse]
@@ -73,12 +74,12 @@ type result struct {
 	nack       *common.NackOptions
 }
 
-var _ Mapper = (*Remote)(nil)
+var _ udf.Mapper = (*Client)(nil)
 
-// NewRemoteMap returns the map UDF served in dir; opts configure its
-// connection (udsconn.WithCalls gives its calls their deadline).
-func NewRemoteMap(dir string, log *zap.Logger, opts ...udsconn.Option) *Remote {
-	r := &Remote{kind: serverinfo.KindMap}
+// New returns the client of the map UDF served in dir; opts configure its
+// connection ([udf.WithCalls] gives its calls their deadline).
+func New(dir string, log *zap.Logger, opts ...udf.Option) *Client {
+	r := &Client{kind: serverinfo.KindMap}
 	r.conn = udsconn.New(dir, serverinfo.KindMap, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := mapv1.NewMapClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
@@ -99,10 +100,10 @@ func NewRemoteMap(dir string, log *zap.Logger, opts ...udsconn.Option) *Remote {
 	return r
 }
 
-// NewRemoteTransformer returns the source transformer served in dir; opts
-// configure its connection.
-func NewRemoteTransformer(dir string, log *zap.Logger, opts ...udsconn.Option) *Remote {
-	r := &Remote{kind: serverinfo.KindSourceTransformer}
+// NewTransformer returns the client of the source transformer served in dir;
+// opts configure its connection.
+func NewTransformer(dir string, log *zap.Logger, opts ...udf.Option) *Client {
+	r := &Client{kind: serverinfo.KindSourceTransformer}
 	r.conn = udsconn.New(dir, serverinfo.KindSourceTransformer, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := stv1.NewSourceTransformClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
@@ -122,10 +123,10 @@ func NewRemoteTransformer(dir string, log *zap.Logger, opts ...udsconn.Option) *
 // SetWatermark makes every request carry the watermark wm returns when its
 // batch is sent (before the first batch). Without it requests carry -1,
 // none.
-func (r *Remote) SetWatermark(wm func() time.Time) { r.watermark = wm }
+func (r *Client) SetWatermark(wm func() time.Time) { r.watermark = wm }
 
 // mark returns the watermark the next batch carries.
-func (r *Remote) mark() timestamp {
+func (r *Client) mark() timestamp {
 	if r.watermark == nil {
 		return watermarkNone
 	}
@@ -134,23 +135,23 @@ func (r *Remote) mark() timestamp {
 }
 
 // Connect waits until the server is up and ready, or ctx ends. An incompatible
-// server gives an error matching udsconn.ErrIncompatible.
-func (r *Remote) Connect(ctx context.Context) error {
+// server gives an error matching [udf.ErrIncompatible].
+func (r *Client) Connect(ctx context.Context) error {
 	_, _, err := r.conn.Get(ctx)
 	return err
 }
 
 // Ready returns nil while the server is connected, or why not.
-func (r *Remote) Ready() error { return r.conn.Ready() }
+func (r *Client) Ready() error { return r.conn.Ready() }
 
 // Close closes the connection.
-func (r *Remote) Close() error {
+func (r *Client) Close() error {
 	r.closeStream()
 	return r.conn.Close()
 }
 
 // closeStream closes r's stream, leaving the connection open.
-func (r *Remote) closeStream() {
+func (r *Client) closeStream() {
 	if r.mapS != nil {
 		r.mapS.Close()
 	}
@@ -160,7 +161,7 @@ func (r *Remote) closeStream() {
 }
 
 // Map sends in to the server and appends its answers to out, in the order of in.
-func (r *Remote) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message, int, error) {
+func (r *Client) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message, int, error) {
 	if len(in) == 0 {
 		return out, 0, nil
 	}
@@ -189,7 +190,7 @@ func (r *Remote) Map(ctx context.Context, in, out []isb.Message) ([]isb.Message,
 }
 
 // index returns the batch index of an answer's id.
-func (r *Remote) index(id, prefix string, n int) (int, error) {
+func (r *Client) index(id, prefix string, n int) (int, error) {
 	rest, ok := strings.CutPrefix(id, prefix)
 	i, err := strconv.Atoi(rest)
 	if !ok || err != nil || i < 0 || i >= n {
@@ -208,7 +209,7 @@ func reuse[T any](s []T, n int) []T {
 }
 
 // eventTimes sets r.times[i] to the event time of in[i].
-func (r *Remote) eventTimes(in []isb.Message) {
+func (r *Client) eventTimes(in []isb.Message) {
 	r.times = reuse(r.times, len(in))
 	for i := range in {
 		t := in[i].EventTime
@@ -224,7 +225,7 @@ func (r *Remote) eventTimes(in []isb.Message) {
 // watermarkNone is the watermark of none: -1 ms.
 var watermarkNone = timestamp{seconds: -1, nanos: 999_000_000}
 
-func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, mode serverinfo.Kind) error {
+func (r *Client) mapBatch(ctx context.Context, in []isb.Message, prefix string, mode serverinfo.Kind) error {
 	r.mapReqs = reuse(r.mapReqs, len(in))
 	wm := r.mark()
 	send := func(send func(*mapRequest) error) error {
@@ -281,7 +282,7 @@ func (r *Remote) mapBatch(ctx context.Context, in []isb.Message, prefix string, 
 	return r.mapS.Exchange(ctx, len(in), send, recv)
 }
 
-func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string) error {
+func (r *Client) transform(ctx context.Context, in []isb.Message, prefix string) error {
 	r.eventTimes(in)
 	r.stReqs = reuse(r.stReqs, len(in))
 	r.stBods = reuse(r.stBods, len(in))
@@ -323,7 +324,7 @@ func (r *Remote) transform(ctx context.Context, in []isb.Message, prefix string)
 // one message with Nack set, in place of all its results; one tagged
 // [RateLimitedTag] the same, with Nack.RateLimited. A result without
 // metadata keeps its input's.
-func (r *Remote) collect(in, out []isb.Message) ([]isb.Message, int, error) {
+func (r *Client) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 	dropped := 0
 	for i, results := range r.results {
 		if j := slices.IndexFunc(results, func(res result) bool {

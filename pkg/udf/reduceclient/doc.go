@@ -1,4 +1,4 @@
-// Package reduce is the runtime's side of the reduce.v1 wire: a [Client]
+// Package reduceclient is the runtime's side of the reduce.v1 wire: a [Client]
 // reaches a reduce or reduce-stream UDF server on its unix socket, and a
 // [Stream] carries one window to it and brings the window's results back.
 //
@@ -25,9 +25,10 @@
 // Internal "UDF_EXECUTION_ERROR(...)" of a function that panicked) is wrapped
 // as it came, so that status.Code reads it, and the connection is dropped, to
 // be made again, once the server is back, by the next window. A server that
-// breaks the framing gives an error matching [ErrProtocol]. A window the
-// server does not answer within the deadline of its call (see udsconn,
-// Deadlines) gives an error matching udsconn.ErrDeadline; its stream is
+// breaks the framing (a result of another window, a stream that ends without
+// EOF, or answers after EOF) gives an error matching [udf.ErrProtocol]. A window the
+// server does not answer within the deadline of its call (see udf,
+// Clients) gives an error matching [udf.ErrDeadline]; its stream is
 // cancelled and the connection kept. Nothing is retried here: a window that
 // failed is sent again whole by the caller.
-package reduce
+package reduceclient

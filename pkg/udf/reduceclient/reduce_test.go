@@ -1,4 +1,4 @@
-package reduce_test
+package reduceclient_test
 
 import (
 	"context"
@@ -24,7 +24,8 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	"github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,9 +43,9 @@ func socketDir(t *testing.T) string {
 
 // client connects to the server of kind in dir; it is closed when the test
 // ends.
-func client(t *testing.T, dir string, kind serverinfo.Kind) *reduce.Client {
+func client(t *testing.T, dir string, kind udf.Kind) *reduceclient.Client {
 	t.Helper()
-	c, err := reduce.New(dir, kind, nil)
+	c, err := reduceclient.New(dir, kind, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func testContext(t *testing.T) context.Context {
 }
 
 // describe renders a result "keys=value @eventTime(ms) [tags] metadata".
-func describe(r reduce.Result) string {
+func describe(r reduceclient.Result) string {
 	s := fmt.Sprintf("%s=%s @%d", strings.Join(r.Keys, ","), r.Value, r.EventTime.UnixMilli())
 	if len(r.Tags) > 0 {
 		s += fmt.Sprint(" ", r.Tags)
@@ -75,10 +76,10 @@ func describe(r reduce.Result) string {
 	return s
 }
 
-func messages(keys []string, values ...string) []reduce.Message {
-	var out []reduce.Message
+func messages(keys []string, values ...string) []reduceclient.Message {
+	var out []reduceclient.Message
 	for i, v := range values {
-		out = append(out, reduce.Message{Message: isb.Message{ID: strconv.Itoa(i), Keys: keys, Value: []byte(v),
+		out = append(out, reduceclient.Message{Message: isb.Message{ID: strconv.Itoa(i), Keys: keys, Value: []byte(v),
 			EventTime: time.UnixMilli(60_000 + int64(i)), Headers: map[string]string{"h": v}}})
 	}
 	return out
@@ -111,7 +112,7 @@ func TestReduceWithSDKReducer(t *testing.T) {
 	dir := socketDir(t)
 	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(summary), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
-	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
+	w := reduceclient.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
 	in := append(messages([]string{"a"}, "1", "2", "3"), messages([]string{"b"}, "x")...)
 	in[1].Metadata = isb.Metadata{"g": {"k": []byte("v")}}
 	in[2].Metadata = isb.Metadata{"g": {"k": []byte("last")}}
@@ -143,7 +144,7 @@ func TestEmptyWindow(t *testing.T) {
 	dir := socketDir(t)
 	udstest.Start(t, reducer.NewServer(reducer.ReducerFunc(summary), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
-	out, err := c.Reduce(testContext(t), reduce.Window{Start: time.UnixMilli(0), End: time.UnixMilli(10)}, nil)
+	out, err := c.Reduce(testContext(t), reduceclient.Window{Start: time.UnixMilli(0), End: time.UnixMilli(10)}, nil)
 	if err != nil || len(out) != 0 {
 		t.Fatalf("Reduce = %v, %v; want no result", out, err)
 	}
@@ -164,7 +165,7 @@ func TestStreamWithSDKReduceStreamer(t *testing.T) {
 	}
 	udstest.Start(t, reducestreamer.NewServer(reducestreamer.ReduceStreamerFunc(byTwo), reducestreamer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduceStream)
-	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(70_000), Slot: "slot-1"}
+	w := reduceclient.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(70_000), Slot: "slot-1"}
 	s, err := c.Open(testContext(t), w)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestStreamWithSDKReduceStreamer(t *testing.T) {
 	if err := s.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Send(messages(nil, "late")[0]); !errors.Is(err, reduce.ErrClosed) {
+	if err := s.Send(messages(nil, "late")[0]); !errors.Is(err, reduceclient.ErrClosed) {
 		t.Errorf("Send after CloseSend = %v, want ErrClosed", err)
 	}
 	r, err = s.Recv()
@@ -202,7 +203,7 @@ func TestPanicFailsTheWindow(t *testing.T) {
 		panic("boom")
 	}), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
-	w := reduce.Window{Start: time.UnixMilli(0), End: time.UnixMilli(1000)}
+	w := reduceclient.Window{Start: time.UnixMilli(0), End: time.UnixMilli(1000)}
 	_, err := c.Reduce(testContext(t), w, messages([]string{"k"}, "1", "2"))
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "UDF_EXECUTION_ERROR(reduce): boom") ||
 		!strings.Contains(err.Error(), w.String()) {
@@ -261,16 +262,16 @@ func TestProtocolErrors(t *testing.T) {
 			dir := socketDir(t)
 			serveRogue(t, dir, mode)
 			c := client(t, dir, serverinfo.KindReduce)
-			_, err := c.Reduce(testContext(t), reduce.Window{Start: time.UnixMilli(0), End: time.UnixMilli(1000)}, messages([]string{"k"}, "1"))
-			if !errors.Is(err, reduce.ErrProtocol) {
-				t.Fatalf("Reduce = %v, want ErrProtocol", err)
+			_, err := c.Reduce(testContext(t), reduceclient.Window{Start: time.UnixMilli(0), End: time.UnixMilli(1000)}, messages([]string{"k"}, "1"))
+			if !errors.Is(err, udf.ErrProtocol) {
+				t.Fatalf("Reduce = %v, want udf.ErrProtocol", err)
 			}
 		})
 	}
 }
 
 func TestNewRefusesOtherKinds(t *testing.T) {
-	if _, err := reduce.New(t.TempDir(), serverinfo.KindMap, nil); !errors.Is(err, reduce.ErrKind) {
+	if _, err := reduceclient.New(t.TempDir(), serverinfo.KindMap, nil); !errors.Is(err, reduceclient.ErrKind) {
 		t.Fatalf("New(map) = %v, want ErrKind", err)
 	}
 }
@@ -289,7 +290,7 @@ func TestContextEndsTheWindow(t *testing.T) {
 		return summary(ctx, keys, in, md)
 	}), reducer.WithSocketDir(dir)).Start)
 	c := client(t, dir, serverinfo.KindReduce)
-	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
+	w := reduceclient.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
 
 	ctx, cancel := context.WithCancel(testContext(t))
 	s, err := c.Open(ctx, w)

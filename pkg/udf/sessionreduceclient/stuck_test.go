@@ -1,4 +1,4 @@
-package sessionreduce_test
+package sessionreduceclient_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/sdk/sessionreducer"
-	"github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 )
 
 // hanging takes a session's messages and waits as its Hang says.
@@ -35,7 +35,7 @@ func TestStuckSessionCloseIsAbandoned(t *testing.T) {
 	udstest.Start(t, sessionreducer.NewServer(sessionreducer.CreatorFunc(func() sessionreducer.SessionReducer { return h }),
 		sessionreducer.WithSocketDir(dir), sessionreducer.WithShutdownTimeout(100*time.Millisecond)).Start)
 	st := udstest.NewStuck(time.Minute)
-	c := sessionreduce.New(dir, st.Logger, st.WithCalls())
+	c := sessionreduceclient.New(dir, st.Logger, st.WithCalls())
 	t.Cleanup(func() { _ = c.Close() })
 	t.Cleanup(h.Release)
 	ctx := testContext(t)
@@ -60,13 +60,13 @@ func TestStuckSessionCloseIsAbandoned(t *testing.T) {
 	st.Warn(t, ctx, 5*time.Second, map[string]any{"function": "sessionreducer", "call": "SessionReduceFn CLOSE", "messages": int64(1)})
 	st.Oldest(t, "sessionreducer")
 	err := st.Abandon(t, time.Minute, done, "sessionreducer call SessionReduceFn CLOSE of 1 messages: no answer within the deadline of 1m0s (limits.udfTimeout)")
-	if !errors.Is(err, sessionreduce.ErrStream) {
+	if !errors.Is(err, sessionreduceclient.ErrStream) {
 		t.Fatalf("CloseSessions = %v; want ErrDeadline and ErrStream, naming the function and the deadline", err)
 	}
 	udstest.NotReadyStuck(t, c.Ready)
 	st.ConnectionKept(t)
 	h.Answer()
-	res, err := c.Reduce(ctx, w, []sessionreduce.Message{message([]string{"k"}, 10, "a")})
+	res, err := c.Reduce(ctx, w, []sessionreduceclient.Message{message([]string{"k"}, 10, "a")})
 	if err != nil || len(res) != 1 {
 		t.Fatalf("Reduce once the server answers = %v, %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package accumulator
+package accumulatorclient
 
 import (
 	"context"
@@ -14,20 +14,15 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sluiceflow/sluice/internal/isbproto"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	accumulatorv1 "github.com/sluiceflow/sluice/pkg/apis/proto/accumulator/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // Slot is the slot every key set's window names.
 const Slot = "slot-0"
-
-// ErrProtocol is matched by the errors of answers that break the framing:
-// a response without a window, or a stream that ends before the client
-// half-closed it. It matches udsconn.ErrProtocol too.
-var ErrProtocol = udsconn.ErrProtocol
 
 // Op is what a request does to its key set's accumulator. The zero value
 // is OpOpen.
@@ -88,9 +83,9 @@ type Client struct {
 
 // New returns a client, not yet connected, of the accumulator server in
 // dir: it waits for the server-info file and socket there. opts configure
-// its connection (udsconn.WithCalls gives its calls their deadline).
-func New(dir string, log *zap.Logger, opts ...udsconn.Option) *Client {
-	conn := udsconn.New(dir, serverinfo.KindAccumulator, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+// its connection ([udf.WithCalls] gives its calls their deadline).
+func New(dir string, log *zap.Logger, opts ...udf.Option) *Client {
+	conn := udsconn.New(dir, udf.KindAccumulator, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := accumulatorv1.NewAccumulatorClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
 	}, log, opts...)
@@ -114,8 +109,8 @@ func (c *Client) Close() error { return c.conn.Close() }
 // every call after; Close ends it.
 //
 // Each Send, and each key set closed (OpClose) until its EOF comes back,
-// is a call with a deadline (see udsconn, Deadlines): past it the stream
-// fails with an error matching udsconn.ErrDeadline.
+// is a call with a deadline (see udf, Clients): past it the stream
+// fails with an error matching [udf.ErrDeadline].
 type Stream struct {
 	c      *Client
 	cc     *grpc.ClientConn
@@ -232,14 +227,14 @@ func (s *Stream) Recv() (Response, error) {
 		if hc {
 			return Response{}, io.EOF
 		}
-		return Response{}, s.setErr(fmt.Errorf("%w: the stream ended before the client ended it", ErrProtocol))
+		return Response{}, s.setErr(fmt.Errorf("%w: the stream ended before the client ended it", udf.ErrProtocol))
 	}
 	if err != nil {
 		return Response{}, s.setErr(err)
 	}
 	w := resp.GetWindow()
 	if w == nil {
-		return Response{}, s.setErr(fmt.Errorf("%w: a response without a window", ErrProtocol))
+		return Response{}, s.setErr(fmt.Errorf("%w: a response without a window", udf.ErrProtocol))
 	}
 	r := Response{Keys: w.GetKeys(), End: w.GetEnd().AsTime(), EOF: resp.GetEOF()}
 	if r.EOF {
@@ -286,7 +281,7 @@ func (s *Stream) setErr(err error) error {
 	s.mu.Lock()
 	first := s.err == nil
 	if first {
-		if s.ctx.Err() == nil && !errors.Is(err, udsconn.ErrDeadline) {
+		if s.ctx.Err() == nil && !errors.Is(err, udf.ErrDeadline) {
 			s.c.conn.Broken(s.cc, err)
 		}
 		s.err = fmt.Errorf("accumulator: %w", err)

@@ -1,4 +1,4 @@
-package sessionreduce_test
+package sessionreduceclient_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/udf/sessionreduce"
+	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
 )
 
 // serveMain runs numaflow-go's session counter example with numaflow-go's
@@ -119,7 +119,7 @@ func numaflowGoCounter(t *testing.T) string {
 // closes, and whole sessions one after another.
 func TestNumaflowGoSessionCounter(t *testing.T) {
 	dir := numaflowGoCounter(t)
-	c := sessionreduce.New(dir, nil)
+	c := sessionreduceclient.New(dir, nil)
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := testContext(t)
 	if err := c.Connect(ctx); err != nil {
@@ -150,7 +150,7 @@ func TestNumaflowGoSessionCounter(t *testing.T) {
 	}
 	for i := range 3 {
 		start := int64(200 + 20*i)
-		r, err := c.Reduce(ctx, win(start, start+10, "k"), []sessionreduce.Message{message([]string{"k"}, start, "x"), message([]string{"k"}, start+1, "y")})
+		r, err := c.Reduce(ctx, win(start, start+10, "k"), []sessionreduceclient.Message{message([]string{"k"}, start, "x"), message([]string{"k"}, start+1, "y")})
 		if want := fmt.Sprintf("k=2@%d [%d,%d)", (start+10)*1000-1, start, start+10); err != nil || describe(r) != want {
 			t.Errorf("session %d: %q, %v; want %q", i, describe(r), err, want)
 		}

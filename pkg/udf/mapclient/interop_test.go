@@ -1,4 +1,4 @@
-package udf_test
+package mapclient_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
 // plainMap is a map server built on the generated code alone, with gRPC's
@@ -75,7 +75,7 @@ func (p *plainMap) MapFn(stream mapv1.Map_MapFnServer) error {
 func describe(r *mapv1.MapRequest_Request) *mapv1.MapResponse_Result {
 	if string(r.GetValue()) == "nack" {
 		reason := "no"
-		return &mapv1.MapResponse_Result{Tags: []string{udf.NackTag}, NackOptions: &common.NackOptions{Reason: &reason}}
+		return &mapv1.MapResponse_Result{Tags: []string{mapclient.NackTag}, NackOptions: &common.NackOptions{Reason: &reason}}
 	}
 	var md []string
 	for g, kv := range r.GetMetadata().GetUserMetadata() {
@@ -106,7 +106,7 @@ func servePlain(t *testing.T, dir string, batch bool) {
 
 // The hand-encoded requests and hand-decoded answers of the map stream
 // work with a server on the generated code and gRPC's own codec.
-func TestRemoteMapPlainServer(t *testing.T) {
+func TestMapPlainServer(t *testing.T) {
 	at := time.Date(2024, 2, 29, 23, 59, 59, 123_456_789, time.UTC)
 	in := []isb.Message{
 		{ID: "a", Keys: []string{"k1", "k2"}, Value: []byte("v1"), EventTime: at, Headers: map[string]string{"h": "x"},
@@ -123,7 +123,7 @@ func TestRemoteMapPlainServer(t *testing.T) {
 		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
 			dir := socketDir(t)
 			servePlain(t, dir, batch)
-			r := udf.NewRemoteMap(dir, nil)
+			r := mapclient.New(dir, nil)
 			connect(t, r)
 			for round := range 3 { // the stream is reused batch after batch
 				out, dropped, err := r.Map(context.Background(), in, nil)

@@ -1,4 +1,4 @@
-package reduce_test
+package reduceclient_test
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducer"
 	"github.com/sluiceflow/sluice/pkg/sdk/reducestreamer"
-	"github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 // hang takes a window's messages and waits as h says.
@@ -29,7 +29,7 @@ func hang(ctx context.Context, h *udstest.Hang, in <-chan reducer.Datum) {
 // deadline; the connection is kept, and the function stuck until a window
 // is answered.
 func TestStuckReduceIsAbandoned(t *testing.T) {
-	for _, kind := range []serverinfo.Kind{serverinfo.KindReduce, serverinfo.KindReduceStream} {
+	for _, kind := range []udf.Kind{serverinfo.KindReduce, serverinfo.KindReduceStream} {
 		t.Run(string(kind), func(t *testing.T) {
 			dir := socketDir(t)
 			h := udstest.NewHang()
@@ -46,7 +46,7 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 			}
 			t.Cleanup(h.Release)
 			st := udstest.NewStuck(time.Minute)
-			c, err := reduce.New(dir, kind, st.Logger, st.WithCalls())
+			c, err := reduceclient.New(dir, kind, st.Logger, st.WithCalls())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestStuckReduceIsAbandoned(t *testing.T) {
 			if err := c.Connect(ctx); err != nil {
 				t.Fatal(err)
 			}
-			w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
+			w := reduceclient.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
 			done := udstest.Go(func() error {
 				_, err := c.Reduce(ctx, w, messages([]string{"k"}, "a", "b", "c"))
 				return err
@@ -89,13 +89,13 @@ func TestStuckStreamIsAbandonedAfterCloseSend(t *testing.T) {
 	}), reducer.WithSocketDir(dir)).Start)
 	t.Cleanup(h.Release)
 	st := udstest.NewStuck(10 * time.Second)
-	c, err := reduce.New(dir, serverinfo.KindReduce, nil, st.WithCalls())
+	c, err := reduceclient.New(dir, serverinfo.KindReduce, nil, st.WithCalls())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := testContext(t)
-	s, err := c.Open(ctx, reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)})
+	s, err := c.Open(ctx, reduceclient.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestStuckStreamIsAbandonedAfterCloseSend(t *testing.T) {
 	}
 	h.Taken(t, ctx)
 	st.Clock.Set(st.Start.Add(10 * time.Second))
-	if _, err := s.Recv(); !errors.Is(err, udsconn.ErrDeadline) || errors.Is(err, io.EOF) ||
+	if _, err := s.Recv(); !errors.Is(err, udf.ErrDeadline) || errors.Is(err, io.EOF) ||
 		!strings.Contains(err.Error(), "reduce call ReduceFn of 2 messages") {
 		t.Fatalf("Recv = %v; want ErrDeadline naming the call", err)
 	}

@@ -1,4 +1,4 @@
-// Package sessionreduce is the client of a user-defined session reduce
+// Package sessionreduceclient is the client of a user-defined session reduce
 // function: a server of sessionreduce.v1.SessionReduce, such as one built
 // with numaflow-go's sessionreducer package or sluice's
 // pkg/sdk/sessionreducer.
@@ -23,5 +23,7 @@
 // When the stream fails, every operation waiting on it, and the next
 // operation, return an error matching [ErrStream]: the sessions the server
 // held are gone. The operation after opens a new stream, on which the
-// caller sends its sessions again.
-package sessionreduce
+// caller sends its sessions again. Answers that break the session reduce
+// framing (a result of a session not being closed, or a stream that ends
+// with sessions still to answer) give an error matching [udf.ErrProtocol].
+package sessionreduceclient

@@ -1,4 +1,4 @@
-package accumulator_test
+package accumulatorclient_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	sdkacc "github.com/sluiceflow/sluice/pkg/sdk/accumulator"
-	"github.com/sluiceflow/sluice/pkg/udf/accumulator"
+	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 )
 
 // hanging takes a key set's messages and, while its Hang is stuck, does not
@@ -30,18 +30,18 @@ func TestStuckAccumulatorIsAbandoned(t *testing.T) {
 	h := hanging{udstest.NewHang()}
 	udstest.Start(t, sdkacc.NewServer(sdkacc.CreatorFunc(func() sdkacc.Accumulator { return h }), sdkacc.WithSocketDir(dir)).Start)
 	st := udstest.NewStuck(time.Minute)
-	c := accumulator.New(dir, st.Logger, st.WithCalls())
+	c := accumulatorclient.New(dir, st.Logger, st.WithCalls())
 	t.Cleanup(func() { _ = c.Close() })
 	t.Cleanup(h.Release)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	closeKey := func(st *accumulator.Stream, key string) {
+	closeKey := func(st *accumulatorclient.Stream, key string) {
 		t.Helper()
 		m := isb.Message{ID: key + "1", Keys: []string{key}, Value: []byte("v"), EventTime: time.UnixMilli(6000)}
-		if err := st.Send(accumulator.Request{Op: accumulator.OpOpen, Keys: []string{key}, Message: m}); err != nil {
+		if err := st.Send(accumulatorclient.Request{Op: accumulatorclient.OpOpen, Keys: []string{key}, Message: m}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Send(accumulator.Request{Op: accumulator.OpClose, Keys: []string{key}}); err != nil {
+		if err := st.Send(accumulatorclient.Request{Op: accumulatorclient.OpClose, Keys: []string{key}}); err != nil {
 			t.Fatal(err)
 		}
 	}

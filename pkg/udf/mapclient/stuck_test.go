@@ -1,4 +1,4 @@
-package udf_test
+package mapclient_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcetransformer"
-	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
 // Every kind of map and the transformer: a call the server accepts and
@@ -59,11 +59,11 @@ func TestStuckFunctionIsAbandoned(t *testing.T) {
 			serve(t, tc.serve(dir, h))
 			t.Cleanup(h.Release) // before the server stops
 			st := udstest.NewStuck(time.Minute)
-			var r *udf.Remote
+			var r *mapclient.Client
 			if tc.transformer {
-				r = udf.NewRemoteTransformer(dir, st.Logger, st.WithCalls())
+				r = mapclient.NewTransformer(dir, st.Logger, st.WithCalls())
 			} else {
-				r = udf.NewRemoteMap(dir, st.Logger, st.WithCalls())
+				r = mapclient.New(dir, st.Logger, st.WithCalls())
 			}
 			connect(t, r)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,4 +1,4 @@
-package reduce_test
+package reduceclient_test
 
 import (
 	"bytes"
@@ -16,7 +16,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/udf/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 )
 
 // EnvNumaflowGo names a directory holding the source of numaflow-go (Numaflow's
@@ -55,7 +56,7 @@ func main() {
 // creator, with numaflow-go's server of package pkg, on the socket and
 // server-info file of kind in REDUCE_DIR. It skips the test, with one line
 // saying why, when no source tree is given.
-func buildNumaflowExample(t *testing.T, example, pkg, creator string, kind serverinfo.Kind) string {
+func buildNumaflowExample(t *testing.T, example, pkg, creator string, kind udf.Kind) string {
 	t.Helper()
 	src := os.Getenv(EnvNumaflowGo)
 	exampleDir := filepath.Join(src, "examples", example)
@@ -147,9 +148,9 @@ func TestNumaflowGoReducerCounter(t *testing.T) {
 	c := client(t, dir, serverinfo.KindReduce)
 	for i := range 3 {
 		start := time.UnixMilli(int64(i) * 60_000)
-		w := reduce.Window{Start: start, End: start.Add(time.Minute)}
+		w := reduceclient.Window{Start: start, End: start.Add(time.Minute)}
 		in := append(messages([]string{"even"}, "2", "4", "6"), messages([]string{"odd"}, "1", "3")...)
-		in = append(in, reduce.Message{Message: isb.Message{Keys: []string{"even"}, Value: []byte("8"), EventTime: start}})
+		in = append(in, reduceclient.Message{Message: isb.Message{Keys: []string{"even"}, Value: []byte("8"), EventTime: start}})
 		out, err := c.Reduce(testContext(t), w, in)
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +178,7 @@ func TestNumaflowGoReduceStreamerCounter(t *testing.T) {
 	dir := socketDir(t)
 	runExample(t, bin, dir)
 	c := client(t, dir, serverinfo.KindReduceStream)
-	w := reduce.Window{Start: time.UnixMilli(0), End: time.UnixMilli(10_000)}
+	w := reduceclient.Window{Start: time.UnixMilli(0), End: time.UnixMilli(10_000)}
 	s, err := c.Open(testContext(t), w)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestNumaflowGoReducerSum(t *testing.T) {
 	dir := socketDir(t)
 	runExample(t, bin, dir)
 	c := client(t, dir, serverinfo.KindReduce)
-	w := reduce.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
+	w := reduceclient.Window{Start: time.UnixMilli(60_000), End: time.UnixMilli(120_000)}
 	in := append(messages([]string{"a"}, "1", "2", "x", "39"), messages([]string{"b"}, "-5")...)
 	out, err := c.Reduce(testContext(t), w, in)
 	if err != nil {
