@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/pkg/expr"
+	"github.com/sluiceflow/sluice/internal/expr"
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 

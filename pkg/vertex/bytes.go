@@ -3,14 +3,11 @@ package vertex
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/pkg/expr"
-	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -94,14 +91,6 @@ func (v *Vertex) UpdateByteLimit(cfg *ratelimit.Config) error {
 		return fmt.Errorf("vertex %s: byte limit: %w", v.spec.Name, err)
 	}
 	return nil
-}
-
-// costFunc returns the forwarder's cost of a message by c.
-func costFunc(c *expr.Cost) func(*isb.Message) (int, error) {
-	return func(m *isb.Message) (int, error) {
-		n, err := c.Of(m.Value, m.Headers, m.Keys)
-		return int(min(n, math.MaxInt32)), err
-	}
 }
 
 // byteStatus returns the byte limit's status, or nil without one.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluiceflow/sluice/pkg/expr"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
@@ -202,8 +201,9 @@ type RateLimit struct {
 	// byte limiter's config, all replicas together; nil for none.
 	Bytes *ratelimit.Config
 	// Cost is the tokens each message takes from the limit
-	// (rateLimit.cost); nil for one each.
-	Cost *expr.Cost
+	// (rateLimit.cost); nil for one each. An error counts the message as
+	// one token and is counted in sluice_forward_error_total{stage="cost"}.
+	Cost func(m *isb.Message) (int, error)
 	// Groups are the shared limits the vertex joins, each a pool of its
 	// own in the vertex's store: a message passes only when the vertex's
 	// limit and every group's allow it.

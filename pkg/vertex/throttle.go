@@ -26,7 +26,7 @@ func (v *Vertex) throttle(shared bool) *throttle.Throttle {
 		}
 	}
 	if rl := v.spec.Limits.RateLimit; rl != nil && rl.Cost != nil && v.limiter != nil {
-		t.Cost = costFunc(rl.Cost)
+		t.Cost = rl.Cost
 	}
 	for _, g := range v.groups {
 		gate := g.l.Gate()

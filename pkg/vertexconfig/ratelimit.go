@@ -1,8 +1,10 @@
 package vertexconfig
 
 import (
+	"math"
+
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/pkg/expr"
+	"github.com/sluiceflow/sluice/internal/expr"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
@@ -127,13 +129,23 @@ func ByteConfig(r *config.RateLimit) *ratelimit.Config {
 	return &cfg
 }
 
-// Cost returns the compiled cost expression of a rateLimit block
-// (rateLimit.cost), nil without one, or its compile error.
-func Cost(r *config.RateLimit) (*expr.Cost, error) {
+// Cost returns the cost of a message by the cost expression of a rateLimit
+// block (rateLimit.cost), nil without one, or the expression's compile
+// error. The cost is the expression's value rounded up, at most
+// math.MaxInt32; a value that is negative or not a number, or a failed
+// evaluation, costs 1 and returns an error.
+func Cost(r *config.RateLimit) (func(*isb.Message) (int, error), error) {
 	if r.Cost == nil {
 		return nil, nil
 	}
-	return expr.CompileCost(*r.Cost)
+	c, err := expr.CompileCost(*r.Cost)
+	if err != nil {
+		return nil, err
+	}
+	return func(m *isb.Message) (int, error) {
+		n, err := c.Of(m.Value, m.Headers, m.Keys)
+		return int(min(n, math.MaxInt32)), err
+	}, nil
 }
 
 // KeyConfig returns the per-key limiter's config of a rateLimit block:

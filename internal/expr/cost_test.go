@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluiceflow/sluice/pkg/expr"
+	"github.com/sluiceflow/sluice/internal/expr"
 )
 
 func TestCost(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sluiceflow/sluice/pkg/expr"
+	"github.com/sluiceflow/sluice/internal/expr"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
