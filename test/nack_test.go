@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // TestNackedMessagesComeBackOnce runs a user-defined source, a map that nacks
@@ -39,9 +41,9 @@ spec:
 	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
 	// The last batch's ack follows its write: wait for it before reading the
 	// counters.
-	pollFor(t, 10*time.Second, "every message acked", func() bool {
+	runtest.WaitFor(t, "every message acked", func() bool {
 		return metricValues(t, addr, "sluice_forward_ack_total")["nacks"] >= count
-	})
+	}, runtest.Within(10*time.Second), runtest.Every(50*time.Millisecond))
 	nacked := metricValues(t, addr, "sluice_forward_nack_total")["nacks"]
 	acked := metricValues(t, addr, "sluice_forward_ack_total")["nacks"]
 	read := metricValues(t, addr, "sluice_forward_read_total")["nacks"]
@@ -105,9 +107,9 @@ spec:
 	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0")
 	addr := p.metricsAddr()
 	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= count })
-	pollFor(t, 10*time.Second, "every message acked", func() bool {
+	runtest.WaitFor(t, "every message acked", func() bool {
 		return metricValues(t, addr, "sluice_forward_ack_total")["out"] >= count
-	})
+	}, runtest.Within(10*time.Second), runtest.Every(50*time.Millisecond))
 	nacked := metricValues(t, addr, "sluice_forward_nack_total")
 	code, _ := p.stop(syscall.SIGTERM, 30*time.Second)
 	if code != 0 {
@@ -127,16 +129,3 @@ spec:
 	}
 }
 
-// pollFor calls cond every 50ms until it is true, or fails the test after
-// timeout: for conditions on metrics, which change without the process
-// writing anything.
-func pollFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond) // real processes, real time
-	}
-}

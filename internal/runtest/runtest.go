@@ -84,30 +84,38 @@ func (r *Run) Stop(t testing.TB) error {
 	}
 }
 
-// WaitFor waits until cond holds and fails the test, naming what it waited
-// for, after Timeout or the time [Within] gives. It looks at once, then
-// after 1 ms, 2 ms, 4 ms, 8 ms and every 10 ms from then on: quick for what
-// holds soon, light on a server asked each time.
-func WaitFor(t testing.TB, what string, cond func() bool, opts ...WaitOption) {
+// WaitFor waits until cond holds and reports whether it did. After Timeout,
+// or the time [Within] gives, it fails the test, naming what it waited for
+// (with [Soft], it logs that instead and returns false, for a caller whose
+// assertions say what was not reached). It looks at once, then after 1 ms,
+// 2 ms, 4 ms, 8 ms and every 10 ms (or the time [Every] gives) from then on:
+// quick for what holds soon, light on a server asked each time.
+func WaitFor(t testing.TB, what string, cond func() bool, opts ...WaitOption) bool {
 	t.Helper()
-	w := waitOptions{timeout: Timeout}
+	w := waitOptions{timeout: Timeout, every: maxPause}
 	for _, o := range opts {
 		o(&w)
 	}
 	deadline := time.Now().Add(w.timeout)
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, maxPause) {
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, w.every) {
 		if time.Now().After(deadline) {
 			msg := fmt.Sprintf("timed out after %v waiting for %s", w.timeout, what)
 			if w.showing != nil {
 				msg += ": " + w.showing()
 			}
+			if w.soft {
+				t.Log(msg)
+				return false
+			}
 			t.Fatal(msg)
 		}
 		time.Sleep(pause)
 	}
+	return true
 }
 
-// maxPause is the longest pause of WaitFor between two looks.
+// maxPause is the longest pause of WaitFor between two looks, unless
+// [Every] gives another.
 const maxPause = 10 * time.Millisecond
 
 // A WaitOption changes how WaitFor waits.
@@ -115,11 +123,20 @@ type WaitOption func(*waitOptions)
 
 type waitOptions struct {
 	timeout time.Duration
+	every   time.Duration
 	showing func() string
+	soft    bool
 }
 
 // Within makes WaitFor give up after d instead of Timeout.
 func Within(d time.Duration) WaitOption { return func(w *waitOptions) { w.timeout = d } }
+
+// Every makes WaitFor look at most every d: for a condition that is costly
+// to check, such as one that reads the logs of processes.
+func Every(d time.Duration) WaitOption { return func(w *waitOptions) { w.every = max(d, time.Millisecond) } }
+
+// Soft makes WaitFor log, not fail, when it gives up, and return false.
+func Soft() WaitOption { return func(w *waitOptions) { w.soft = true } }
 
 // Showing adds what state returns, called once WaitFor gives up, to its
 // failure message.

@@ -12,10 +12,13 @@ import (
 // testing package's does.
 type fatalTB struct {
 	testing.TB
-	msg string
+	msg    string
+	logged string
 }
 
 func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Log(args ...any) { f.logged = fmt.Sprint(args...) }
 
 func (f *fatalTB) Fatal(args ...any) {
 	f.msg = fmt.Sprint(args...)
@@ -59,6 +62,27 @@ func TestWaitFor(t *testing.T) {
 		msg := waitFor(func() bool { return false }, Within(time.Millisecond))
 		if !strings.HasSuffix(msg, "waiting for the condition") {
 			t.Errorf("failed with %q", msg)
+		}
+	})
+	t.Run("Soft logs and returns false instead of failing", func(t *testing.T) {
+		tb := &fatalTB{}
+		if WaitFor(tb, "the condition", func() bool { return false }, Within(time.Millisecond), Soft()) {
+			t.Fatal("WaitFor returned true for a condition that never holds")
+		}
+		if tb.msg != "" || !strings.HasSuffix(tb.logged, "waiting for the condition") {
+			t.Errorf("failed with %q, logged %q; want no failure and the log", tb.msg, tb.logged)
+		}
+		if !WaitFor(tb, "the condition", func() bool { return true }, Soft()) {
+			t.Error("WaitFor returned false for a condition that holds")
+		}
+	})
+	t.Run("Every bounds the pause between looks", func(t *testing.T) {
+		var looks []time.Time
+		began := time.Now()
+		WaitFor(&fatalTB{}, "the condition", func() bool { looks = append(looks, time.Now()); return len(looks) == 8 }, Every(20*time.Millisecond))
+		// 1, 2, 4, 8, 16, then 20 and 20 ms: at least 71 ms.
+		if took := time.Since(began); took < 71*time.Millisecond {
+			t.Errorf("8 looks took %v, want at least 71ms with pauses up to 20ms", took)
 		}
 	})
 }

@@ -3,13 +3,13 @@ package forward
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
@@ -131,12 +131,9 @@ func TestTokensAreSpentInTheirEpoch(t *testing.T) {
 // the limiter's next epoch, or on a timer of its own beside the limiter's.
 func waitForClock(t *testing.T, clk *clock.Manual, lim *ratelimit.Limiter) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); lim.Status().Waiting == 0 && clk.Pending() < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("the forwarder does not wait on the clock")
-		}
-		runtime.Gosched()
-	}
+	runtest.WaitFor(t, "the forwarder to wait on the clock", func() bool {
+		return lim.Status().Waiting > 0 || clk.Pending() >= 2
+	}, runtest.Within(10*time.Second))
 }
 
 func sum(xs []int) int {
