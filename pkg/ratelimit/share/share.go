@@ -1,11 +1,10 @@
 // Package share is how the replicas of a rate-limited vertex share its
-// limit: they agree on each epoch's token pool through a store, the
-// [Store] a replica syncs with, by what it reports ([Report]) and learns
-// ([View]) at each sync, and the rules every store
-// applies the same way: the lease of a replica, the cut and the pause of a
-// throttle signal ([Adaptation.Signaled]), and the epoch a live change of
-// the limit applies from ([ProposeLimit]). Per-key limits count in a
-// [KeyStore].
+// limit: they agree on each epoch's token pool through a store. It holds the
+// [Store] a replica syncs with, what the replica reports ([Report]) and
+// learns ([View]) at each sync, and the rules every store applies the same
+// way: the lease of a replica, the cut and the pause of a throttle signal
+// ([Adaptation.Signaled]), and the epoch a live change of the limit applies
+// from ([ProposeLimit]). Per-key limits count in a [KeyStore].
 //
 // Package ratelimit's Limiter is the replica's side; memstore and redisstore
 // are stores. Epochs are whole seconds of the store's clock.
