@@ -421,6 +421,8 @@ func TestFullHoldHandsBack(t *testing.T) {
 			[]string{"a3", "a4", "a5"}, 2 * time.Second, []string{"a1", "b1"}},
 		{"two hot keys", 1, 4, 10, []string{"a", "a", "a", "b", "b", "b"}, false,
 			[]string{"a2", "b2"}, time.Second, []string{"a1", "b1"}},
+		{"less than a second's backlog", 3, 4, 10, times(7, "a"), false,
+			[]string{"a5", "a6"}, time.Second, []string{"a3", "a4"}},
 		{"a read's worth", 2, 10, 2, times(14, "a"), false,
 			[]string{"a10", "a11"}, 4 * time.Second, []string{"a2", "a3"}},
 		{"a backlog of many seconds", 1, 200, 100, times(201, "a"), false,
