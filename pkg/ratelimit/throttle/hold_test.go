@@ -288,68 +288,93 @@ func TestHeldGoOnInALaterEpoch(t *testing.T) {
 }
 
 // TestHeldTakeVertexTokensWhenTheyGoOn reads through the hold as a
-// forwarder does, under a vertex limit of 12 a second and 3 a key: 20
-// messages of a, then a, b, c and d in turn. Held messages give their
-// vertex tokens back at once and take them again when they go on, so every
-// second grants exactly what goes on: 12 while there are b, c and d, which
-// get their 3 in each of those seconds behind the held a, then a's 3.
+// forwarder does (Take, Read, Pay, Send) under a vertex limit and a key
+// limit. Held messages give their vertex tokens back at once and take them
+// again when they go on, so every second grants exactly what goes on, and
+// no key goes on more than its limit in a second, in its order.
+//
+//   - hot key first: 20 messages of a, then a, b, c and d in turn, under 12
+//     a second and 3 a key: b, c and d, read behind 20 held messages of a,
+//     still get their 3 in each second while they last, then a alone has 3
+//     a second;
+//   - keyless: 30 messages of which every third is of a, under 25 and 2:
+//     the 20 keyless ones are under the vertex limit only.
 func TestHeldTakeVertexTokensWhenTheyGoOn(t *testing.T) {
-	keys := times(20, "a")
+	hot := times(20, "a")
 	for range 9 {
-		keys = append(keys, "b", "c", "d", "a")
+		hot = append(hot, "b", "c", "d", "a")
 	}
-	clk := clock.NewManual(t0)
-	lim := newGrants(t, clk, 12)
-	r := newHold(t, clk, lim, 3, 100, 10, keyed(keys...))
-	want := []int{12, 12, 12, 3, 3, 3, 3, 3, 3, 2}
-	var got []int
-	last := map[string]int{}
-	for epoch := range len(want) + 1 {
-		n := 0
-		byKey := map[string]int{}
-		for range 20 {
-			if lim.Status().Throttled != ratelimit.NotThrottled {
-				break
-			}
-			out := r.cycle(t, 10)
-			if len(out) == 0 {
-				break
-			}
-			n += len(out)
-			for _, v := range out {
-				k, i := v[:1], v[1:]
-				byKey[k]++
-				j, _ := strconv.Atoi(i)
-				if l, ok := last[k]; ok && j != l+1 {
-					t.Fatalf("epoch %d: %s went on after %s%d", epoch, v, k, l)
+	keyless := make([]string, 30)
+	for i := range 10 {
+		keyless[3*i] = "a"
+	}
+	for _, tc := range []struct {
+		name              string
+		vertexMax, keyMax int64
+		keys              []string
+		perEpoch          []int
+		first             map[string]int // per key in the first three epochs
+	}{
+		{"hot key first", 12, 3, hot, []int{12, 12, 12, 3, 3, 3, 3, 3, 3, 2}, map[string]int{"a": 3, "b": 3, "c": 3, "d": 3}},
+		{"keyless", 25, 2, keyless, []int{22, 2, 2, 2, 2}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewManual(t0)
+			lim := newGrants(t, clk, tc.vertexMax)
+			r := newHold(t, clk, lim, tc.keyMax, 100, 10, keyed(tc.keys...))
+			var got []int
+			last := map[string]int{}
+			for epoch := range len(tc.perEpoch) + 1 {
+				n := 0
+				byKey := map[string]int{}
+				for range 20 {
+					if lim.Status().Throttled != ratelimit.NotThrottled {
+						break
+					}
+					out := r.cycle(t, 10)
+					if len(out) == 0 {
+						break
+					}
+					n += len(out)
+					for _, v := range out {
+						k := v[:1]
+						byKey[k]++
+						j, _ := strconv.Atoi(v[1:])
+						if l, ok := last[k]; ok && j != l+1 {
+							t.Fatalf("epoch %d: %s went on after %s%d", epoch, v, k, l)
+						}
+						last[k] = j
+					}
 				}
-				last[k] = j
+				for k, c := range byKey {
+					if k != "-" && c > int(tc.keyMax) {
+						t.Errorf("epoch %d: %d of key %s; limit %d", epoch, c, k, tc.keyMax)
+					}
+				}
+				if epoch == 0 && tc.first == nil && (byKey["-"] != 20 || byKey["a"] != 2) {
+					t.Errorf("first epoch %v; want the 20 keyless and 2 of a", byKey)
+				}
+				if epoch < 3 && tc.first != nil && fmt.Sprint(byKey) != fmt.Sprint(tc.first) {
+					t.Errorf("epoch %d: %v; want %v", epoch, byKey, tc.first)
+				}
+				if n > 0 {
+					got = append(got, n)
+				}
+				clk.Advance(time.Second)
 			}
-		}
-		for k, c := range byKey {
-			if c > 3 {
-				t.Errorf("epoch %d: %d of key %s; limit 3", epoch, c, k)
+			if fmt.Sprint(got) != fmt.Sprint(tc.perEpoch) {
+				t.Fatalf("went on per epoch %v; want %v", got, tc.perEpoch)
 			}
-		}
-		if epoch < 3 && (byKey["b"] != 3 || byKey["c"] != 3 || byKey["d"] != 3) {
-			t.Errorf("epoch %d: %v; want 3 each of b, c and d", epoch, byKey)
-		}
-		if n > 0 {
-			got = append(got, n)
-		}
-		clk.Advance(time.Second)
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("went on per epoch %v; want %v", got, want)
-	}
-	granted := lim.in(len(want))
-	for i, n := range want {
-		if granted[i] != int64(n) {
-			t.Errorf("epoch %d: vertex limiter granted %d; want %d, what went on (granted %v)", i, granted[i], n, granted)
-		}
-	}
-	if r.src.reads != len(keys) || r.h.Metrics.Held() != 0 {
-		t.Fatalf("%d of %d read, %d held; want all read and gone on", r.src.reads, len(keys), r.h.Metrics.Held())
+			granted := lim.in(len(tc.perEpoch))
+			for i, n := range tc.perEpoch {
+				if granted[i] != int64(n) {
+					t.Errorf("epoch %d: vertex limiter granted %d; want %d, what went on (granted %v)", i, granted[i], n, granted)
+				}
+			}
+			if r.src.reads != len(tc.keys) || r.h.Metrics.Held() != 0 {
+				t.Fatalf("%d of %d read, %d held; want all read and gone on", r.src.reads, len(tc.keys), r.h.Metrics.Held())
+			}
+		})
 	}
 }
 
