@@ -431,3 +431,101 @@ func TestSendTakesTheEpochItGoesOnIn(t *testing.T) {
 		t.Fatalf("granted per epoch %v; want the read's epoch's 3 and no more in each", got)
 	}
 }
+
+// TestPayOnARealLimiter: a batch pays its bytes, and its cost beyond a
+// token a message, all of one epoch when an epoch's share will do: an epoch
+// with fewer left gives back what it granted and the batch pays in the
+// next; a batch bigger than a share pays over as many epochs as it takes,
+// none granting more than its share.
+func TestPayOnARealLimiter(t *testing.T) {
+	costs := func(m *isb.Message) (int, error) { return len(m.Value), nil }
+	for _, tc := range []struct {
+		name    string
+		max     int64 // of the limit paid
+		o       rigOpts
+		used    int // taken before in the first epoch
+		batch   []isb.ReadMessage
+		granted []int64 // of the limit paid, per epoch
+	}{
+		{"bytes that fit", 100, rigOpts{bytes: 100}, 30, batchOf(5, 10), []int64{80}},
+		{"bytes the epoch is short of", 100, rigOpts{bytes: 100}, 70, batchOf(5, 10), []int64{70, 50}},
+		{"bytes bigger than an epoch", 20, rigOpts{bytes: 20}, 0, batchOf(5, 10), []int64{0, 20, 20, 10}},
+		{"cost that fits", 100, rigOpts{cost: costs}, 30, batchOf(5, 3), []int64{45}},
+		{"cost the epoch is short of", 100, rigOpts{cost: costs}, 88, batchOf(5, 3), []int64{93, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			max := int64(1000)
+			if tc.o.cost != nil {
+				max = tc.max
+			}
+			r := newTokens(t, max, tc.o)
+			paid := r.lim
+			if r.bytes != nil {
+				paid = r.bytes
+			}
+			if tc.used > 0 {
+				use(t, paid, tc.used)
+			}
+			tok, _ := r.th.Take(context.Background(), len(tc.batch))
+			if !drive(t, r.clk, len(tc.granted), func() bool {
+				_, ok := r.th.Pay(context.Background(), tok, tc.batch)
+				return ok
+			}, paid) {
+				t.Fatal("Pay reported false")
+			}
+			if got := paid.in(len(tc.granted)); !slices.Equal(got, tc.granted) {
+				t.Fatalf("granted per epoch %v; want %v", got, tc.granted)
+			}
+			paid.atMost(t, len(tc.granted), tc.max)
+		})
+	}
+}
+
+// TestHardEndsFirst: Freshen, Pay, Retake and RenewAll report false when
+// hard ends while they wait for tokens.
+func TestHardEndsFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    rigOpts
+		f    func(r *tokensRig, hard context.Context) bool
+	}{
+		{"Freshen", rigOpts{}, func(r *tokensRig, hard context.Context) bool {
+			tok := r.sent(t, batchOf(4, 1))
+			r.clk.Advance(time.Second)
+			use(t, r.lim, 8)
+			return tok.Freshen(hard, 4)
+		}},
+		{"Pay", rigOpts{bytes: 10}, func(r *tokensRig, hard context.Context) bool {
+			tok, _ := r.th.Take(context.Background(), 4)
+			use(t, r.bytes, 8)
+			_, ok := r.th.Pay(hard, tok, batchOf(4, 1))
+			return ok
+		}},
+		{"Retake", rigOpts{}, func(r *tokensRig, hard context.Context) bool {
+			tok := r.sent(t, batchOf(4, 1))
+			return tok.Retake(hard, 4, t0.Unix()+1)
+		}},
+		{"RenewAll", rigOpts{}, func(r *tokensRig, hard context.Context) bool {
+			tok := r.sent(t, batchOf(4, 1))
+			use(t, r.lim, 6)
+			return tok.RenewAll(hard, 4)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTokens(t, 10, tc.o)
+			hard, cancel := context.WithCancel(context.Background())
+			base := r.clk.Pending()
+			var ok bool
+			done := async(func() { ok = tc.f(r, hard) })
+			runtest.WaitFor(t, "a wait for tokens", func() bool {
+				return r.clk.Pending() > base || r.lim.Status().Waiting > 0 ||
+					(r.bytes != nil && r.bytes.Status().Waiting > 0)
+			})
+			cancel()
+			wait(t, done)
+			if ok {
+				t.Fatal("reported true")
+			}
+		})
+	}
+}
