@@ -568,3 +568,28 @@ func TestHoldRelease(t *testing.T) {
 		t.Fatalf("released messages went on: %v", got)
 	}
 }
+
+// TestHoldCountsTheModesKey: a message counts under its first key, or
+// with AllKeys under its whole key list as one key.
+func TestHoldCountsTheModesKey(t *testing.T) {
+	lists := [][]string{{"a", "x"}, {"a", "y"}, {"a", "x"}, {"a"}, {"b", "x"}}
+	for _, tc := range []struct {
+		mode ratelimit.KeyMode
+		out  []string
+	}{
+		{ratelimit.FirstKey, []string{"m0", "m4"}},
+		{ratelimit.AllKeys, []string{"m0", "m1", "m3", "m4"}},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			msgs := make([]isb.ReadMessage, len(lists))
+			for i, keys := range lists {
+				msgs[i].Keys, msgs[i].Value = keys, []byte("m"+strconv.Itoa(i))
+			}
+			r := newHold(t, clock.NewManual(t0), nil, 1, 100, 10, msgs)
+			r.h.Mode = tc.mode
+			if got := r.read(t, 10); !slices.Equal(got, tc.out) {
+				t.Fatalf("went on %v; want %v", got, tc.out)
+			}
+		})
+	}
+}
