@@ -593,3 +593,91 @@ func TestHoldCountsTheModesKey(t *testing.T) {
 		})
 	}
 }
+
+// redelivery is a source that takes messages back: handed back with a
+// delay, a message is read again once that much of clk has passed, before
+// new ones.
+type redelivery struct {
+	clk   *clock.Manual
+	due   []time.Time
+	back  []isb.ReadMessage
+	src   *source
+	nacks int
+}
+
+func (d *redelivery) nack(_ context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+	d.nacks++
+	for _, m := range msgs {
+		d.back = append(d.back, m)
+		d.due = append(d.due, d.clk.Now().Add(delay))
+	}
+	return nil
+}
+
+func (d *redelivery) read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+	n := 0
+	for i := 0; i < len(d.back) && n < len(buf); {
+		if d.clk.Now().Before(d.due[i]) {
+			i++
+			continue
+		}
+		buf[n] = d.back[i]
+		n++
+		d.back, d.due = slices.Delete(d.back, i, i+1), slices.Delete(d.due, i, i+1)
+	}
+	k, err := d.src.read(ctx, buf[n:])
+	return n + k, err
+}
+
+// TestFullHoldKeepsOtherKeysGoing reads 30 messages of a hot key a, then 3
+// each of b and c, under a key limit of 3 a second and a hold of 5, from a
+// source that takes messages back: once the hold is full of a, the newest
+// of them go back to come again later, so the reads go on and b and c get
+// their 3 in the first second. Every message goes on exactly once, no key
+// more than 3 a second, and nothing is left held or handed back.
+func TestFullHoldKeepsOtherKeysGoing(t *testing.T) {
+	keys := append(times(30, "a"), "b", "c", "b", "c", "b", "c")
+	clk := clock.NewManual(t0)
+	r := newHold(t, clk, nil, 3, 5, 10, keyed(keys...))
+	d := &redelivery{clk: clk, src: r.src}
+	seen := map[string]bool{}
+	for epoch := 0; len(seen) < len(keys); epoch++ {
+		if epoch == 40 {
+			t.Fatalf("%d of %d went on in 40 epochs", len(seen), len(keys))
+		}
+		byKey := map[string]int{}
+		for range 50 {
+			r.h.Wait(context.Background(), d.nack)
+			buf := make([]isb.ReadMessage, 10)
+			n, err := r.h.Read(context.Background(), buf, d.read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range values(buf[:n]) {
+				if seen[v] {
+					t.Fatalf("%s went on twice", v)
+				}
+				seen[v] = true
+				byKey[v[:1]]++
+			}
+			if full, _ := r.h.full(); n == 0 && !full {
+				break
+			}
+		}
+		for k, c := range byKey {
+			if c > 3 {
+				t.Fatalf("epoch %d: %d of key %s; limit 3", epoch, c, k)
+			}
+		}
+		if epoch == 0 && (byKey["a"] != 3 || byKey["b"] != 3 || byKey["c"] != 3) {
+			t.Fatalf("first epoch %v; want 3 each of a, b and c", byKey)
+		}
+		clk.Advance(time.Second)
+	}
+	if d.nacks == 0 || testutil.ToFloat64(r.h.Metrics.HandedBackTotal) == 0 {
+		t.Fatal("nothing handed back; want the full hold to make room")
+	}
+	if r.h.Metrics.Held() != 0 || len(d.back) != 0 {
+		t.Fatalf("%d held, %d handed back still; want none", r.h.Metrics.Held(), len(d.back))
+	}
+}
