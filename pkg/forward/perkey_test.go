@@ -244,22 +244,6 @@ func TestPerKeyLimitHoldsOnlyTheKeysOverIt(t *testing.T) {
 	}
 }
 
-// TestPerKeyLimitLeavesKeylessMessagesToTheVertexLimit: messages without
-// keys are under the vertex's limit only.
-func TestPerKeyLimitLeavesKeylessMessagesToTheVertexLimit(t *testing.T) {
-	keys := make([]string, 30)
-	for i := range 10 {
-		keys[3*i] = "a"
-	}
-	in := keyedBuffer(t, keys)
-	r := startKeyed(t, in, 25, 2, 100, Options{BatchSize: 10})
-	r.run(t, []int{22, 2, 2, 2, 2})
-	_, byKey := r.sink.perEpoch(epochStart.Unix())
-	if got := byKey[epochStart.Unix()]; got[""] != 20 || got["a"] != 2 {
-		t.Fatalf("first epoch %v; want the 20 keyless and 2 of a", got)
-	}
-}
-
 // noNack is a reader that cannot take messages back.
 type noNack struct{ b *memory.Buffer }
 
