@@ -192,7 +192,7 @@ func (s *server) streams() (reads, acks int, ends []string) {
 }
 
 // client is a source's connection with its read and ack streams, as
-// source.UD has them.
+// sourceclient.Client has them.
 type client struct {
 	conn *udsconn.Conn
 	rd   *udsconn.Stream[sourcev1.ReadRequest, sourcev1.ReadResponse]

@@ -13,6 +13,8 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/sideinputclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -43,7 +45,7 @@ func SideInputSocketDirs(p *config.Pipeline, base string) map[string]string {
 type sideInputs struct {
 	manager *sideinputs.Manager // nil when another process runs the side inputs
 	files   *sideinputs.Files   // nil when no vertex of the process names one
-	remotes []*sideinputs.Remote
+	remotes []*sideinputclient.Client
 }
 
 // newSideInputs builds the side inputs of a process of p that runs the
@@ -89,7 +91,7 @@ func newSideInputs(ctx context.Context, p *config.Pipeline, o options, manage bo
 		// A retrieval has the pipeline's limits.udfTimeout as its deadline.
 		calls := udsconn.NewCalls(p.Spec.Limits.GetUDFTimeout(), nil)
 		for _, si := range p.Spec.SideInputs {
-			r := sideinputs.NewRemote(dirs[si.Name], o.log.With(zap.String("sideInput", si.Name)), nil, udsconn.WithCalls(calls))
+			r := sideinputclient.New(dirs[si.Name], o.log.With(zap.String("sideInput", si.Name)), nil, udf.WithCalls(calls))
 			*cl = append(*cl, r.Close)
 			retrievers[si.Name] = r
 			s.remotes = append(s.remotes, r)

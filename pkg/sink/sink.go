@@ -1,5 +1,6 @@
-// Package sink holds the built-in sinks, log, blackhole and [HTTP], and the
-// user-defined sink reached over gRPC. Every sink is an [isb.Writer].
+// Package sink holds the built-in sinks, log, blackhole and [HTTP]. Every
+// sink is an [isb.Writer]. The user-defined sink, reached over gRPC, is
+// pkg/udf/sinkclient.
 package sink
 
 import (

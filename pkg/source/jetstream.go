@@ -32,7 +32,7 @@ type JetStreamConfig struct {
 	DurableName string
 	// DeliverPolicy is where a consumer the source creates starts; the zero
 	// value is all.
-	DeliverPolicy jsconsumer.DeliverFrom
+	DeliverPolicy DeliverFrom
 	// FilterSubjects are the subjects of the stream a consumer the source
 	// creates delivers (default: all). More than one needs nats-server 2.10.
 	FilterSubjects []string
@@ -43,8 +43,8 @@ type JetStreamConfig struct {
 	ReadTimeout time.Duration
 	// AckWait is how long a message read and not acked waits before it is
 	// delivered again, for a consumer the source creates or its own (default
-	// [jsconsumer.DefaultAckWait], at least [jsconsumer.MinAckWait]); an
-	// existing consumer named by Consumer keeps its own.
+	// 60s, at least 100ms); an existing consumer named by Consumer keeps its
+	// own.
 	AckWait time.Duration
 	Logger  *zap.Logger
 }
@@ -53,8 +53,8 @@ type JetStreamConfig struct {
 const jsAPITimeout = 5 * time.Second
 
 // JetStream is a source that reads a JetStream stream through a durable pull
-// consumer, with a [jsconsumer.Consumer]. Replicas that read through the
-// same consumer share its messages: each message goes to one of them.
+// consumer, at least once. Replicas that read through the same consumer
+// share its messages: each message goes to one of them.
 //
 // Read asks the server for at most len(buf) messages and never more. It
 // first takes what is there without waiting; when that is nothing it waits

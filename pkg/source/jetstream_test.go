@@ -321,7 +321,7 @@ func TestJetStreamNamedConsumer(t *testing.T) {
 	}
 
 	created := newJS(t, s, source.JetStreamConfig{Consumer: "absent",
-		DeliverPolicy: jsconsumer.DeliverFrom{Policy: jsconsumer.DeliverByStartSequence, StartSeq: 5},
+		DeliverPolicy: source.DeliverFrom{Policy: source.DeliverByStartSequence, StartSeq: 5},
 		AckWait:       5 * time.Second})
 	if v := values(readN(t, created, 2, 10)); !slices.Equal(v, []string{"b1", "b2"}) {
 		t.Fatalf("read %v from the created consumer", v)
@@ -382,7 +382,7 @@ func TestJetStreamDeliverPolicy(t *testing.T) {
 	}
 	var srcs []*source.JetStream
 	for i, c := range cases {
-		dp, err := jsconsumer.ParseDeliverFrom(c.policy)
+		dp, err := source.ParseDeliverFrom(c.policy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -547,7 +547,7 @@ func TestJetStreamConfigErrors(t *testing.T) {
 		{"no stream", source.JetStreamConfig{URL: s.URL, DurableName: "d"}, "stream"},
 		{"no consumer", source.JetStreamConfig{URL: s.URL, Stream: "S"}, "durableName"},
 		{"deliver policy", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d",
-			DeliverPolicy: jsconsumer.DeliverFrom{Policy: jsconsumer.DeliverByStartSequence}}, "deliverPolicy"},
+			DeliverPolicy: source.DeliverFrom{Policy: source.DeliverByStartSequence}}, "deliverPolicy"},
 		{"ack wait", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d", AckWait: time.Millisecond}, "ackWait"},
 		{"two auths", source.JetStreamConfig{URL: s.URL, Stream: "S", DurableName: "d",
 			Auth: source.NATSAuth{Token: "t0ken", User: "u", Password: "p4ss"}}, "auth"},

@@ -26,7 +26,8 @@ var (
 	ErrNATSAuth = errors.New("the NATS server refused the credentials")
 	// ErrNATSNotConnected is matched by errors of calls made while the
 	// connection is down and reconnecting; they work again once it is back.
-	// It is [jsconsumer.ErrNotConnected].
+	// It is the ErrNotConnected of the JetStream buffers (pkg/isb/jetstream)
+	// too.
 	ErrNATSNotConnected = jsconsumer.ErrNotConnected
 	// ErrNATSClosed is returned by calls on a closed source.
 	ErrNATSClosed = errors.New("the NATS source is closed")

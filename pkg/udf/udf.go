@@ -13,7 +13,7 @@
 //	accumulatorclient    accumulator.v1
 //	sourceclient         source.v1: an isb.Reader
 //	sinkclient           sink.v1 (sink, fallback and on-success sinks): an isb.Writer
-//	sideinputclient      sideinput.v1
+//	sideinputclient      sideinput.v1: a sideinputs.Retriever
 //
 // A client finds its server in a directory by the server-info file and socket
 // of its [Kind], waits for it, checks that it speaks a protocol sluice

@@ -7,11 +7,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // Env is what the constructors of a vertex's parts ([SourceFunc],
@@ -47,7 +47,7 @@ type Env struct {
 	// it has none: what requests to its functions carry.
 	Watermark func() time.Time
 	// Calls are the calls to the vertex's user-defined servers: a client
-	// given udsconn.WithCalls(Calls) has the vertex's UDFTimeout as its
+	// given [udf.WithCalls](Calls) has the vertex's UDFTimeout as its
 	// deadline, and its calls in /status and in the metric
 	// sluice_udf_call_oldest_seconds.
 	Calls *udsconn.Calls
@@ -69,7 +69,7 @@ func (e Env) OnClose(f func() error) { e.v.onClose(f) }
 // Remote notes c, a client of a user-defined server of kind: the vertex
 // connects it before its forwarders start, checks it in Ready, and closes
 // it after them.
-func (e Env) Remote(kind serverinfo.Kind, c UDClient) { e.v.remote(kind, c) }
+func (e Env) Remote(kind udf.Kind, c UDClient) { e.v.remote(kind, c) }
 
 // Shared returns the writer the vertex's forwarders share under key: the
 // first call with key opens it with open, the later ones return it. A sink

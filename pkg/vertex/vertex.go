@@ -23,6 +23,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
 	"github.com/sluiceflow/sluice/pkg/reduce"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
 // Vertex is one replica of a vertex: its reader (a source, or a forwarder per
@@ -240,7 +241,7 @@ func (v *Vertex) closeUDs() error {
 // New opened (half-closing the streams to the user-defined servers, which get
 // a second to end them) and returns. It returns an error when the vertex
 // cannot go on: a socket directory it cannot create, a user-defined server
-// sluice cannot talk to (matching udsconn.ErrIncompatible), a closed limiter.
+// sluice cannot talk to (matching [udf.ErrIncompatible]), a closed limiter.
 // A Vertex runs once.
 func (v *Vertex) Run(ctx context.Context) error {
 	if v.ran.Swap(true) {
@@ -319,7 +320,7 @@ func (v *Vertex) connect(ctx context.Context) error {
 // was not ready within the startup timeout ([WithStartupTimeout]).
 type StartupError struct {
 	Vertex, Container string
-	Kind              serverinfo.Kind
+	Kind              udf.Kind
 	Timeout           time.Duration
 	// InfoFile and Socket are the server-info file and the socket the vertex
 	// waited for; InfoWritten, whether the server wrote the file by then.

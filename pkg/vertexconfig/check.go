@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
@@ -17,6 +16,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/kafka"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/reduce"
+	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
@@ -84,7 +84,7 @@ func checkVertex(r config.Reporter, path string, src *config.Source, u *config.U
 			checkKafkaConfig(r, path+".source.kafka.config", k.Config, kafka.RoleSource)
 		}
 		if j := src.JetStream; j != nil {
-			checkEnum(r, path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[jsconsumer.DeliverFrom])
+			checkEnum(r, path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[source.DeliverFrom])
 		}
 	}
 	if u != nil && u.Container == nil && u.Builtin != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
@@ -78,8 +77,8 @@ func Storage(j *config.JetStreamISB) jetstream.Storage {
 
 // DeliverFrom returns a JetStream source's deliver_policy, or its default,
 // all.
-func DeliverFrom(j *config.JetStreamSource) jsconsumer.DeliverFrom {
-	return parse(&j.DeliverPolicy, jsconsumer.DeliverFrom{})
+func DeliverFrom(j *config.JetStreamSource) source.DeliverFrom {
+	return parse(&j.DeliverPolicy, source.DeliverFrom{})
 }
 
 // OnFailure returns a sink's retryStrategy.onFailure, and whether it is set.

@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/reduce"
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
+	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
 	"github.com/sluiceflow/sluice/pkg/udf/reduceclient"
 	"github.com/sluiceflow/sluice/pkg/udf/sessionreduceclient"
@@ -60,8 +59,8 @@ func storage(r *vertex.Reduce, path string, g *config.GroupBy, name, stateDir st
 // client of the accumulator server in the vertex's socket directory.
 func accumulator(timeout time.Duration) *vertex.Accumulator {
 	return &vertex.Accumulator{Timeout: timeout, Client: func(env vertex.Env) (*accumulatorclient.Client, error) {
-		c := accumulatorclient.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
-		env.Remote(serverinfo.KindAccumulator, c)
+		c := accumulatorclient.New(env.SocketDir, env.Log, udf.WithCalls(env.Calls))
+		env.Remote(udf.KindAccumulator, c)
 		return c, nil
 	}}
 }
@@ -103,15 +102,15 @@ func reducerFunc(path string, u *config.UDF, streaming, session bool) vertex.Red
 			return r, nil
 		}
 		if session {
-			c := sessionreduceclient.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
-			env.Remote(serverinfo.KindSessionReduce, c)
+			c := sessionreduceclient.New(env.SocketDir, env.Log, udf.WithCalls(env.Calls))
+			env.Remote(udf.KindSessionReduce, c)
 			return reduce.RemoteSession(c, env.Watermark), nil
 		}
-		kind := serverinfo.KindReduce
+		kind := udf.KindReduce
 		if streaming {
-			kind = serverinfo.KindReduceStream
+			kind = udf.KindReduceStream
 		}
-		c, err := reduceclient.New(env.SocketDir, kind, env.Log, udsconn.WithCalls(env.Calls))
+		c, err := reduceclient.New(env.SocketDir, kind, env.Log, udf.WithCalls(env.Calls))
 		if err != nil {
 			return nil, err
 		}

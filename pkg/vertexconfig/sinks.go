@@ -6,26 +6,25 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
+	"github.com/sluiceflow/sluice/pkg/udf/sinkclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
 // sinkFunc returns the constructor of the sink s at path, the vertex's sink
-// of kind (serverinfo.KindSink, KindFallbackSink or KindOnSuccessSink). A
+// of kind (udf.KindSink, KindFallbackSink or KindOnSuccessSink). A
 // Kafka or http sink is opened once and shared by the vertex's forwarders;
 // the others are one per forwarder.
-func sinkFunc(path string, s *config.AbstractSink, kind serverinfo.Kind) vertex.SinkFunc {
+func sinkFunc(path string, s *config.AbstractSink, kind udf.Kind) vertex.SinkFunc {
 	return func(env vertex.Env) (isb.Writer, error) {
 		switch {
 		case s.Log != nil:
 			return env.LogSink, nil
 		case s.UDSink != nil:
-			c := sink.NewUD(env.SocketDir, kind, env.Log, udsconn.WithCalls(env.Calls))
+			c := sinkclient.New(env.SocketDir, kind, env.Log, udf.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
 			env.Remote(kind, c)
 			return c, nil
@@ -43,9 +42,9 @@ func sinkFunc(path string, s *config.AbstractSink, kind serverinfo.Kind) vertex.
 func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if t.Container != nil {
-			c := mapclient.NewTransformer(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
+			c := mapclient.NewTransformer(env.SocketDir, env.Log, udf.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
-			env.Remote(serverinfo.KindSourceTransformer, c)
+			env.Remote(udf.KindSourceTransformer, c)
 			return c, nil
 		}
 		m, err := udf.NewBuiltinTransformer(t.Builtin.Name, t.Builtin.KWArgs, env.Log)
@@ -61,9 +60,9 @@ func transformerFunc(path string, t *config.Transformer) vertex.FunctionFunc {
 func mapFunc(path string, u *config.UDF) vertex.FunctionFunc {
 	return func(env vertex.Env) (udf.Mapper, error) {
 		if u.Container != nil {
-			c := mapclient.New(env.SocketDir, env.Log, udsconn.WithCalls(env.Calls))
+			c := mapclient.New(env.SocketDir, env.Log, udf.WithCalls(env.Calls))
 			c.SetWatermark(env.Watermark)
-			env.Remote(serverinfo.KindMap, c)
+			env.Remote(udf.KindMap, c)
 			return c, nil
 		}
 		m, err := udf.NewBuiltin(u.Builtin.Name, u.Builtin.KWArgs, env.Log)

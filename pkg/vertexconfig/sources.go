@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -25,8 +25,8 @@ func sourceFunc(path string, src *config.Source) vertex.SourceFunc {
 		case src.HTTP != nil:
 			return httpSource(env, path+".http", src.HTTP)
 		case src.UDSource != nil:
-			c := source.NewUD(env.SocketDir, env.Limits.ReadTimeout, env.Log, udsconn.WithCalls(env.Calls))
-			env.Remote(serverinfo.KindSource, c)
+			c := sourceclient.New(env.SocketDir, env.Limits.ReadTimeout, env.Log, udf.WithCalls(env.Calls))
+			env.Remote(udf.KindSource, c)
 			return c, nil
 		case src.Nats != nil:
 			return natsSource(env, path+".nats", src.Nats)

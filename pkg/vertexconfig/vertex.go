@@ -5,9 +5,9 @@ import (
 	"slices"
 
 	"github.com/sluiceflow/sluice/config"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
+	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -93,12 +93,12 @@ func parts(path string, src *config.Source, u *config.UDF, sink *config.Sink) ve
 		s.Map = mapFunc(path+".udf", u)
 	}
 	if sink != nil {
-		s.Sink = sinkFunc(path+".sink", &sink.AbstractSink, serverinfo.KindSink)
+		s.Sink = sinkFunc(path+".sink", &sink.AbstractSink, udf.KindSink)
 		if fb := sink.Fallback; fb != nil {
-			s.Fallback = sinkFunc(path+".sink.fallback", fb, serverinfo.KindFallbackSink)
+			s.Fallback = sinkFunc(path+".sink.fallback", fb, udf.KindFallbackSink)
 		}
 		if ons := sink.OnSuccess; ons != nil {
-			s.OnSuccess = sinkFunc(path+".sink.onSuccess", ons, serverinfo.KindOnSuccessSink)
+			s.OnSuccess = sinkFunc(path+".sink.onSuccess", ons, udf.KindOnSuccessSink)
 		}
 		s.Retry = RetryPolicy(sink)
 	}

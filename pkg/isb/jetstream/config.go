@@ -48,8 +48,7 @@ func (s Storage) jetstream() jetstream.StorageType {
 	return jetstream.FileStorage
 }
 
-// Defaults applied to zero fields of [Config]; AckWait's is
-// [jsconsumer.DefaultAckWait].
+// Defaults applied to zero fields of [Config]; AckWait's is 60s.
 const (
 	// DefaultDuplicateWindow is how long a stream remembers message ids to
 	// drop duplicates.
@@ -76,8 +75,7 @@ type Config struct {
 	Storage Storage
 	// AckWait is CreateBuffer's consumer ack wait: how long a message read
 	// and not acked (nor kept in progress by its reader) waits before it is
-	// delivered again. 0 is [jsconsumer.DefaultAckWait]; else it is at
-	// least [jsconsumer.MinAckWait].
+	// delivered again. 0 is 60s; else it is at least 100ms.
 	AckWait time.Duration
 	// DuplicateWindow is CreateBuffer's stream deduplication window; 0 is
 	// DefaultDuplicateWindow.

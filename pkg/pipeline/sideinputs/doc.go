@@ -4,9 +4,10 @@
 // # Model
 //
 // A [Manager] asks each side input's [Retriever] (its container, over
-// sideinput.v1, see [NewRemote]) for a value once at start and then at every
-// time its schedule (spec.sideInputs[].trigger) matches, and puts each value
-// into a [Store] unless the container says no_broadcast. The store is
+// sideinput.v1: a sideinputclient.Client of pkg/udf/sideinputclient) for a
+// value once at start and then at every time its schedule
+// (spec.sideInputs[].trigger) matches, and puts each value into a [Store]
+// unless the container says no_broadcast. The store is
 // [Memory] for a pipeline in one process and a JetStream key-value bucket,
 // [KV], for a pipeline across processes.
 //

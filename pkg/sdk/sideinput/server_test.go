@@ -9,6 +9,7 @@ import (
 
 	rt "github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
 	"github.com/sluiceflow/sluice/pkg/sdk/sideinput"
+	"github.com/sluiceflow/sluice/pkg/udf/sideinputclient"
 )
 
 // TestServe serves a counter that broadcasts odd counts alone, and asks it as
@@ -33,7 +34,7 @@ func TestServe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(sctx) }()
 
-	r := rt.NewRemote(dir, nil, nil)
+	r := sideinputclient.New(dir, nil, nil)
 	defer r.Close()
 	for i, want := range []struct {
 		value     string

@@ -1,4 +1,4 @@
-package source
+package sourceclient
 
 import (
 	"context"
@@ -13,17 +13,19 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/sluiceflow/sluice/internal/isbproto"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// UD is a user-defined source served over gRPC on a unix socket. Read asks the
-// server for as many records as the buffer holds — the tokens the forwarder was
-// granted — and Ack acks their offsets on the ack stream. Messages read and not
-// acked are the source's to deliver again.
-type UD struct {
+// Client is the runtime's side of a user-defined source served over source.v1
+// on a unix socket: an [isb.Reader]. Read asks the server for as many records
+// as the buffer holds — the tokens the forwarder was granted — and Ack acks
+// their offsets on the ack stream. Messages read and not acked are the
+// source's to deliver again.
+type Client struct {
 	conn        *udsconn.Conn
 	read        *udsconn.Stream[sourcev1.ReadRequest, sourcev1.ReadResponse]
 	ack         *udsconn.Stream[sourcev1.AckRequest, sourcev1.AckResponse]
@@ -31,15 +33,15 @@ type UD struct {
 }
 
 var (
-	_ isb.Reader          = (*UD)(nil)
-	_ isb.Nacker          = (*UD)(nil)
-	_ isb.OptionsNacker   = (*UD)(nil)
-	_ isb.PartitionReader = (*UD)(nil)
+	_ isb.Reader          = (*Client)(nil)
+	_ isb.Nacker          = (*Client)(nil)
+	_ isb.OptionsNacker   = (*Client)(nil)
+	_ isb.PartitionReader = (*Client)(nil)
 )
 
 // Partition returns the partition of m's offset, as the source gave it. It
 // implements [isb.PartitionReader].
-func (s *UD) Partition(m *isb.ReadMessage) int32 {
+func (s *Client) Partition(m *isb.ReadMessage) int32 {
 	if o, ok := m.Handle.(*sourcev1.Offset); ok {
 		return o.GetPartitionId()
 	}
@@ -48,18 +50,19 @@ func (s *UD) Partition(m *isb.ReadMessage) int32 {
 
 // OnPartitionsGone implements [isb.PartitionReader]: a user-defined source
 // does not say when partitions go, so f is never called.
-func (*UD) OnPartitionsGone(func(partitions []int32)) {}
+func (*Client) OnPartitionsGone(func(partitions []int32)) {}
 
-// ErrSourceRead is matched by read failures the source reports in its answer.
-var ErrSourceRead = errors.New("user-defined source failed the read")
+// ErrRead is matched by read failures the source reports in its answer.
+var ErrRead = errors.New("user-defined source failed the read")
 
-// NewUD returns the user-defined source served in dir; a read waits at most
-// readTimeout for records, and the deadline of a read comes that much after
-// the others'. opts configure its connection (udsconn.WithCalls gives its
+// New returns a client, not yet connected, of the user-defined source served
+// in dir (its server-info file and socket of [udf.KindSource]); a read waits
+// at most readTimeout for records, and the deadline of a read comes that much
+// after the others'. opts configure its connection ([udf.WithCalls] gives its
 // calls their deadline).
-func NewUD(dir string, readTimeout time.Duration, log *zap.Logger, opts ...udsconn.Option) *UD {
-	s := &UD{readTimeout: readTimeout}
-	s.conn = udsconn.New(dir, serverinfo.KindSource, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
+func New(dir string, readTimeout time.Duration, log *zap.Logger, opts ...udf.Option) *Client {
+	s := &Client{readTimeout: readTimeout}
+	s.conn = udsconn.New(dir, udf.KindSource, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sourcev1.NewSourceClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
 	}, log, opts...)
@@ -86,34 +89,31 @@ func NewUD(dir string, readTimeout time.Duration, log *zap.Logger, opts ...udsco
 	return s
 }
 
-// Connect waits until the server is up and ready, or ctx ends.
-func (s *UD) Connect(ctx context.Context) error {
+// Connect waits until the server is up and ready, or ctx ends. An
+// incompatible server gives an error matching [udf.ErrIncompatible].
+func (s *Client) Connect(ctx context.Context) error {
 	_, _, err := s.conn.Get(ctx)
 	return err
 }
 
 // Ready returns nil while the server is connected, or why not.
-func (s *UD) Ready() error { return s.conn.Ready() }
+func (s *Client) Ready() error { return s.conn.Ready() }
 
 // Close closes the connection.
-func (s *UD) Close() error {
+func (s *Client) Close() error {
 	s.read.Close()
 	s.ack.Close()
 	return s.conn.Close()
 }
 
-// PendingUnknown is what Pending returns when the source cannot tell how many
-// messages are pending.
-const PendingUnknown int64 = -1
-
 // Pending asks the source how many messages are pending: not yet read, or due
-// to be read again. It is PendingUnknown when the source cannot tell (it
-// answers a negative count), and an error while the server is not connected,
-// is stuck (see udsconn, Deadlines) or fails the call; it does not wait for
-// the server to connect.
-func (s *UD) Pending(ctx context.Context) (int64, error) {
+// to be read again. It is [source.PendingUnknown] when the source cannot tell
+// (it answers a negative count), and an error while the server is not
+// connected, is stuck (see udf, Clients) or fails the call; it does not wait
+// for the server to connect.
+func (s *Client) Pending(ctx context.Context) (int64, error) {
 	if err := s.conn.Ready(); err != nil {
-		return PendingUnknown, err
+		return source.PendingUnknown, err
 	}
 	var resp *sourcev1.PendingResponse
 	err := s.conn.Unary(ctx, "PendingFn", 0, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
@@ -121,16 +121,16 @@ func (s *UD) Pending(ctx context.Context) (int64, error) {
 		return err
 	})
 	if err != nil {
-		return PendingUnknown, udsconn.Wrap("user-defined source pending", err)
+		return source.PendingUnknown, udsconn.Wrap("user-defined source pending", err)
 	}
 	if n := resp.GetResult().GetCount(); n >= 0 {
 		return n, nil
 	}
-	return PendingUnknown, nil
+	return source.PendingUnknown, nil
 }
 
 // Read asks the source for len(buf) records, waiting at most the read timeout.
-func (s *UD) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+func (s *Client) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
 	}
@@ -141,11 +141,11 @@ func (s *UD) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	}
 	recv := func(resp *sourcev1.ReadResponse) (bool, error) {
 		if st := resp.GetStatus(); st.GetCode() == sourcev1.ReadResponse_Status_FAILURE {
-			return true, fmt.Errorf("%w: %s", ErrSourceRead, st.GetMsg())
+			return true, fmt.Errorf("%w: %s", ErrRead, st.GetMsg())
 		}
 		if r := resp.GetResult(); r != nil {
 			if n == len(buf) {
-				return true, fmt.Errorf("%w: more records than the %d asked for", udsconn.ErrProtocol, len(buf))
+				return true, fmt.Errorf("%w: more records than the %d asked for", udf.ErrProtocol, len(buf))
 			}
 			m := &buf[n]
 			*m = isb.ReadMessage{Message: isb.Message{ID: offsetID(r.GetOffset()), Keys: r.GetKeys(), Value: r.GetPayload(),
@@ -172,7 +172,7 @@ func offsetID(o *sourcev1.Offset) string {
 }
 
 // Ack acks the offsets of msgs.
-func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
+func (s *Client) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	offsets := offsetsOf(msgs)
 	if len(offsets) == 0 {
 		return nil
@@ -189,13 +189,13 @@ func (s *UD) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 
 // Nack hands msgs back to the source (NackFn), to be delivered again no sooner
 // than delay.
-func (s *UD) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+func (s *Client) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	return s.NackOptions(ctx, msgs, isb.NackOptions{Delay: delay})
 }
 
 // NackOptions hands msgs back to the source (NackFn) with the options of the
 // nack: its reason, delay, most deliveries and free-form values.
-func (s *UD) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
+func (s *Client) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opts isb.NackOptions) error {
 	offsets := offsetsOf(msgs)
 	if len(offsets) == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package source_test
+package sourceclient_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 )
 
 // stuckSource reads, acks, nacks and tells its pending count, but the call
@@ -57,19 +57,19 @@ func TestStuckSourceIsAbandoned(t *testing.T) {
 		call, rpc string
 		messages  int
 		deadline  time.Duration
-		do        func(ctx context.Context, s *source.UD, read []isb.ReadMessage) error
+		do        func(ctx context.Context, s *sourceclient.Client, read []isb.ReadMessage) error
 	}{
-		{"read", "ReadFn", 3, timeout + readTimeout, func(ctx context.Context, s *source.UD, _ []isb.ReadMessage) error {
+		{"read", "ReadFn", 3, timeout + readTimeout, func(ctx context.Context, s *sourceclient.Client, _ []isb.ReadMessage) error {
 			_, err := s.Read(ctx, make([]isb.ReadMessage, 3))
 			return err
 		}},
-		{"ack", "AckFn", 2, timeout, func(ctx context.Context, s *source.UD, read []isb.ReadMessage) error {
+		{"ack", "AckFn", 2, timeout, func(ctx context.Context, s *sourceclient.Client, read []isb.ReadMessage) error {
 			return s.Ack(ctx, read)
 		}},
-		{"nack", "NackFn", 2, timeout, func(ctx context.Context, s *source.UD, read []isb.ReadMessage) error {
+		{"nack", "NackFn", 2, timeout, func(ctx context.Context, s *sourceclient.Client, read []isb.ReadMessage) error {
 			return s.Nack(ctx, read, 0)
 		}},
-		{"pending", "PendingFn", 0, timeout, func(ctx context.Context, s *source.UD, _ []isb.ReadMessage) error {
+		{"pending", "PendingFn", 0, timeout, func(ctx context.Context, s *sourceclient.Client, _ []isb.ReadMessage) error {
 			_, err := s.Pending(ctx)
 			return err
 		}},
@@ -82,7 +82,7 @@ func TestStuckSourceIsAbandoned(t *testing.T) {
 			t.Cleanup(src.h.Release)
 
 			st := udstest.NewStuck(timeout)
-			s := source.NewUD(dir, readTimeout, st.Logger, st.WithCalls())
+			s := sourceclient.New(dir, readTimeout, st.Logger, st.WithCalls())
 			t.Cleanup(func() { s.Close() })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -1,7 +1,8 @@
-package sink
+package sinkclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,20 +14,21 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sluiceflow/sluice/internal/isbproto"
-	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
-// UD is a user-defined sink served over gRPC on a unix socket. A batch goes
-// over one stream, ended by an end-of-transmission message; the server answers
-// each message with a status: SUCCESS, FAILURE (retried), FALLBACK (routed to
-// the fallback sink), or NACK (an error matching isb.ErrNack: not retried, the
-// message is handed back to its source), ON_SUCCESS (written, and to be
-// written to the on-success sink too: an isb.OnSuccessError, with the
-// sink's on_success_msg if it sent one). SERVE counts as written.
-type UD struct {
+// Client is the runtime's side of a user-defined sink served over sink.v1 on
+// a unix socket: an [isb.Writer]. A batch goes over one stream, ended by an
+// end-of-transmission message; the server answers each message with a
+// status: SUCCESS, FAILURE (retried), FALLBACK (routed to the fallback sink),
+// or NACK (an error matching isb.ErrNack: not retried, the message is handed
+// back to its source), ON_SUCCESS (written, and to be written to the
+// on-success sink too: an isb.OnSuccessError, with the sink's on_success_msg
+// if it sent one). SERVE counts as written.
+type Client struct {
 	conn   *udsconn.Conn
 	stream *udsconn.Stream[sinkv1.SinkRequest, sinkv1.SinkResponse]
 	log    *zap.Logger
@@ -39,16 +41,17 @@ type UD struct {
 	limit, largest int
 }
 
-var _ isb.Writer = (*UD)(nil)
+var _ isb.Writer = (*Client)(nil)
 
-// NewUD returns the user-defined sink of kind (serverinfo.KindSink or
-// KindFallbackSink or KindOnSuccessSink) served in dir; opts configure its
-// connection (udsconn.WithCalls gives its calls their deadline).
-func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger, opts ...udsconn.Option) *UD {
+// New returns a client, not yet connected, of the user-defined sink of kind
+// ([udf.KindSink], [udf.KindFallbackSink] or [udf.KindOnSuccessSink]) served
+// in dir; opts configure its connection ([udf.WithCalls] gives its calls
+// their deadline).
+func New(dir string, kind udf.Kind, log *zap.Logger, opts ...udf.Option) *Client {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &UD{log: log}
+	s := &Client{log: log}
 	s.conn = udsconn.New(dir, kind, func(ctx context.Context, cc *grpc.ClientConn) (bool, error) {
 		resp, err := sinkv1.NewSinkClient(cc).IsReady(ctx, &emptypb.Empty{})
 		return resp.GetReady(), err
@@ -68,19 +71,20 @@ func NewUD(dir string, kind serverinfo.Kind, log *zap.Logger, opts ...udsconn.Op
 // SetWatermark makes every request carry the watermark wm returns when its
 // batch is sent (before the first batch). Without it requests carry -1,
 // none.
-func (s *UD) SetWatermark(wm func() time.Time) { s.watermark = wm }
+func (s *Client) SetWatermark(wm func() time.Time) { s.watermark = wm }
 
-// Connect waits until the server is up and ready, or ctx ends.
-func (s *UD) Connect(ctx context.Context) error {
+// Connect waits until the server is up and ready, or ctx ends. An
+// incompatible server gives an error matching [udf.ErrIncompatible].
+func (s *Client) Connect(ctx context.Context) error {
 	_, _, err := s.conn.Get(ctx)
 	return err
 }
 
 // Ready returns nil while the server is connected, or why not.
-func (s *UD) Ready() error { return s.conn.Ready() }
+func (s *Client) Ready() error { return s.conn.Ready() }
 
 // Close closes the connection.
-func (s *UD) Close() error {
+func (s *Client) Close() error {
 	s.stream.Close()
 	return s.conn.Close()
 }
@@ -97,7 +101,7 @@ func (s *UD) Close() error {
 // largest batch, when there is none again. So after a sink's first
 // refusal, a batch is not all sent into the wall. Write is not safe for
 // concurrent use.
-func (s *UD) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
+func (s *Client) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -138,13 +142,14 @@ func (s *UD) Write(ctx context.Context, msgs []isb.Message, errs []error) error 
 
 // Limit returns the limit on the messages sent to the sink in one
 // exchange, 0 for none.
-func (s *UD) Limit() int { return s.limit }
+func (s *Client) Limit() int { return s.limit }
 
 // refusedIn returns the first of errs that says the sink is rate limited,
 // or nil.
 func refusedIn(errs []error) *isb.ThrottledError {
 	for _, err := range errs {
-		if te, ok := asThrottled(err); ok && te.Signal == isb.SignalSinkRateLimited {
+		var te *isb.ThrottledError
+		if errors.As(err, &te) && te.Signal == isb.SignalSinkRateLimited {
 			return te
 		}
 	}
@@ -153,7 +158,7 @@ func refusedIn(errs []error) *isb.ThrottledError {
 
 // exchange sends msgs over the stream as one batch and records each
 // message's status in errs.
-func (s *UD) exchange(ctx context.Context, msgs []isb.Message, errs []error) error {
+func (s *Client) exchange(ctx context.Context, msgs []isb.Message, errs []error) error {
 	s.seq++
 	prefix := strconv.FormatUint(s.seq, 10) + "-"
 	answered := make([]bool, len(msgs))
@@ -178,7 +183,7 @@ func (s *UD) exchange(ctx context.Context, msgs []isb.Message, errs []error) err
 	recv := func(resp *sinkv1.SinkResponse) (bool, error) {
 		if resp.GetStatus().GetEot() {
 			if pending > 0 {
-				return true, fmt.Errorf("%w: end of batch with %d messages unanswered", udsconn.ErrProtocol, pending)
+				return true, fmt.Errorf("%w: end of batch with %d messages unanswered", udf.ErrProtocol, pending)
 			}
 			return true, nil
 		}
@@ -201,7 +206,7 @@ func (s *UD) exchange(ctx context.Context, msgs []isb.Message, errs []error) err
 	return nil
 }
 
-func (s *UD) status(r *sinkv1.SinkResponse_Result) error {
+func (s *Client) status(r *sinkv1.SinkResponse_Result) error {
 	switch r.GetStatus() {
 	case sinkv1.Status_SUCCESS:
 		return nil
@@ -240,5 +245,5 @@ func index(id, prefix string, n int) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: answer for unknown id %q", udsconn.ErrProtocol, id)
+	return 0, fmt.Errorf("%w: answer for unknown id %q", udf.ErrProtocol, id)
 }

@@ -1,4 +1,4 @@
-package sink_test
+package sinkclient_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udf/sinkclient"
 )
 
 // TestUDSinkRateLimited runs a user-defined sink that fails each message
@@ -19,7 +19,7 @@ import (
 // rate-limited marker are throttle signals with the wait they give, the rest
 // plain failures.
 func TestUDSinkRateLimited(t *testing.T) {
-	const m = sink.RateLimitedMarker
+	const m = sinkclient.RateLimitedMarker
 	tests := []struct {
 		errMsg     string
 		signal     bool
@@ -44,7 +44,7 @@ func TestUDSinkRateLimited(t *testing.T) {
 		return out
 	})
 	dir, _ := startSinker(t, serverinfo.KindSink, failAsTold)
-	s, ctx := connectUD(t, dir, serverinfo.KindSink)
+	s, ctx := connect(t, dir, serverinfo.KindSink)
 	msgs := make([]isb.Message, len(tests))
 	for i, tt := range tests {
 		msgs[i] = isb.Message{Value: []byte(tt.errMsg)}
@@ -76,7 +76,7 @@ func TestSDKResponseRateLimited(t *testing.T) {
 	}{{0, ""}, {2 * time.Second, ""}, {1500 * time.Millisecond, "quota: exhausted"}, {0, "busy"}} {
 		t.Run(fmt.Sprint(tt.wait, tt.reason), func(t *testing.T) {
 			r := sinker.ResponseRateLimited("id", tt.wait, tt.reason)
-			if !strings.HasPrefix(r.Err(), sink.RateLimitedMarker) || r.OK() {
+			if !strings.HasPrefix(r.Err(), sinkclient.RateLimitedMarker) || r.OK() {
 				t.Fatalf("ResponseRateLimited: %q, ok %v; want a failure with the marker", r.Err(), r.OK())
 			}
 			failWith := sinker.SinkerFunc(func(_ context.Context, datums <-chan sinker.Datum) sinker.Responses {
@@ -87,7 +87,7 @@ func TestSDKResponseRateLimited(t *testing.T) {
 				return out
 			})
 			dir, _ := startSinker(t, serverinfo.KindSink, failWith)
-			s, ctx := connectUD(t, dir, serverinfo.KindSink)
+			s, ctx := connect(t, dir, serverinfo.KindSink)
 			errs := make([]error, 1)
 			if err := s.Write(ctx, []isb.Message{{Value: []byte("x")}}, errs); err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package sink
+package sinkclient
 
 import (
 	"strconv"

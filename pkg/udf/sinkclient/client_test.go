@@ -1,4 +1,4 @@
-package sink_test
+package sinkclient_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udf/sinkclient"
 )
 
 // startSinker serves a sinker in a short temporary directory until the test ends.
@@ -33,11 +33,11 @@ func startSinker(t *testing.T, kind serverinfo.Kind, sk sinker.Sinker) (dir stri
 	return dir, got
 }
 
-// connectUD connects to the sink of kind served in dir, within 10s, and
+// connect connects to the sink of kind served in dir, within 10s, and
 // closes it when the test ends; the context is the test's, until then.
-func connectUD(t *testing.T, dir string, kind serverinfo.Kind) (*sink.UD, context.Context) {
+func connect(t *testing.T, dir string, kind serverinfo.Kind) (*sinkclient.Client, context.Context) {
 	t.Helper()
-	s := sink.NewUD(dir, kind, nil)
+	s := sinkclient.New(dir, kind, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	if err := s.Connect(ctx); err != nil {
@@ -68,7 +68,7 @@ func TestUDSinkStatuses(t *testing.T) {
 	for _, kind := range []serverinfo.Kind{serverinfo.KindSink, serverinfo.KindFallbackSink} {
 		t.Run(string(kind), func(t *testing.T) {
 			dir, _ := startSinker(t, kind, sinker.SinkerFunc(byPayload))
-			s, ctx := connectUD(t, dir, kind)
+			s, ctx := connect(t, dir, kind)
 			for range 3 { // batch after batch on one stream
 				msgs := []isb.Message{{Value: []byte("ok")}, {Value: []byte("fail me")}, {Value: []byte("fallback")}, {Value: []byte("fine")}}
 				errs := make([]error, len(msgs))
@@ -98,7 +98,7 @@ func TestUDSinkNackAndMetadata(t *testing.T) {
 		return out
 	})
 	dir, _ := startSinker(t, serverinfo.KindSink, nackOdd)
-	s, ctx := connectUD(t, dir, serverinfo.KindSink)
+	s, ctx := connect(t, dir, serverinfo.KindSink)
 	msgs := []isb.Message{{Value: []byte("0")}, {Value: []byte("1"), Metadata: isb.Metadata{"g": {"k": []byte("odd")}}}}
 	errs := make([]error, len(msgs))
 	if err := s.Write(ctx, msgs, errs); err != nil {
@@ -132,7 +132,7 @@ func TestUDSinkOnSuccess(t *testing.T) {
 		return out
 	})
 	dir, _ := startSinker(t, serverinfo.KindSink, onSuccess)
-	s, ctx := connectUD(t, dir, serverinfo.KindSink)
+	s, ctx := connect(t, dir, serverinfo.KindSink)
 	in := isb.Metadata{"g": {"k": []byte("in")}}
 	msgs := []isb.Message{
 		{ID: "0", Value: []byte("as is"), Keys: []string{"a"}, Metadata: in},
@@ -178,7 +178,7 @@ func TestUDSinkLimitsInFlight(t *testing.T) {
 		}
 		return out
 	}))
-	s, ctx := connectUD(t, dir, serverinfo.KindSink)
+	s, ctx := connect(t, dir, serverinfo.KindSink)
 	write := func() []error {
 		t.Helper()
 		msgs := make([]isb.Message, 100)

@@ -1,4 +1,4 @@
-package source_test
+package sourceclient_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 )
 
 // nackRecorder is a source of one message with user metadata that records
@@ -44,7 +44,7 @@ func TestUDSourceNackOptionsAndMetadata(t *testing.T) {
 	go func() { done <- sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	s := source.NewUD(dir, 100*time.Millisecond, nil)
+	s := sourceclient.New(dir, 100*time.Millisecond, nil)
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()
 	if err := s.Connect(cctx); err != nil {

@@ -1,4 +1,4 @@
-package sideinputs_test
+package sideinputclient_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/udstest"
-	"github.com/sluiceflow/sluice/pkg/pipeline/sideinputs"
 	sdkside "github.com/sluiceflow/sluice/pkg/sdk/sideinput"
+	"github.com/sluiceflow/sluice/pkg/udf/sideinputclient"
 )
 
 // A side-input server that takes a retrieval and never answers: the call is
@@ -22,7 +22,7 @@ func TestStuckRetrievalIsAbandoned(t *testing.T) {
 		return sdkside.BroadcastMessage([]byte("v"))
 	}), sdkside.WithSocketDir(dir)).Start)
 	st := udstest.NewStuck(20 * time.Second)
-	r := sideinputs.NewRemote(dir, st.Logger, nil, st.WithCalls())
+	r := sideinputclient.New(dir, st.Logger, nil, st.WithCalls())
 	t.Cleanup(func() { r.Close() })
 	t.Cleanup(h.Release)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,4 +1,4 @@
-package source_test
+package sourceclient_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 )
 
 // counting is a source of "0", "1", ... that hands out again what is not acked
@@ -65,7 +65,7 @@ func TestUDSource(t *testing.T) {
 	go func() { done <- sourcer.NewServer(src, sourcer.WithSocketDir(dir)).Start(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	s := source.NewUD(dir, 100*time.Millisecond, nil)
+	s := sourceclient.New(dir, 100*time.Millisecond, nil)
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()
 	if err := s.Connect(cctx); err != nil {

@@ -1,4 +1,4 @@
-package source_test
+package sourceclient_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 )
 
 // pendingOf is a source that has nothing to read and the pending count the
@@ -29,7 +30,7 @@ func TestUDPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	s := source.NewUD(dir, 100*time.Millisecond, nil)
+	s := sourceclient.New(dir, 100*time.Millisecond, nil)
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

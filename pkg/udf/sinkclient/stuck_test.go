@@ -1,4 +1,4 @@
-package sink_test
+package sinkclient_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/udstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/udf/sinkclient"
 )
 
 // A sink, and a fallback sink, that take a batch and never answer: the
@@ -31,7 +31,7 @@ func TestStuckSinkIsAbandoned(t *testing.T) {
 			}))
 			t.Cleanup(h.Release)
 			st := udstest.NewStuck(30 * time.Second)
-			s := sink.NewUD(dir, kind, st.Logger, st.WithCalls())
+			s := sinkclient.New(dir, kind, st.Logger, st.WithCalls())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := s.Connect(ctx); err != nil {
