@@ -22,7 +22,7 @@ type replicaEpoch struct {
 	Pool     float64
 	Share    int64
 	Granted  int64
-	PoolSize int
+	Replicas int `json:"poolSize"`
 	Rank     int
 	Eligible bool
 	TS       time.Time `json:"ts"` // when the replica logged it
@@ -101,7 +101,7 @@ func (g *epochGrid) stale(i int, e int64) bool { return i == g.hit && e > g.faul
 func (g *epochGrid) agreed(e int64, n int) bool {
 	count := 0
 	for _, eps := range g.byRep {
-		if l, ok := eps[e]; ok && l.Eligible && l.PoolSize == n {
+		if l, ok := eps[e]; ok && l.Eligible && l.Replicas == n {
 			count++
 		}
 	}
@@ -169,7 +169,7 @@ func (g *epochGrid) describe(e int64) string {
 		}
 		if l, ok := eps[e]; ok {
 			fmt.Fprintf(&b, "  replica %d%s: granted %d, share %d, pool %g, poolSize %d, rank %d, eligible %v\n",
-				i, mark, l.Granted, l.Share, l.Pool, l.PoolSize, l.Rank, l.Eligible)
+				i, mark, l.Granted, l.Share, l.Pool, l.Replicas, l.Rank, l.Eligible)
 		} else {
 			fmt.Fprintf(&b, "  replica %d%s: no epoch line\n", i, mark)
 		}
@@ -217,9 +217,9 @@ func (g *epochGrid) table(from, to int64) string {
 			case !ok:
 				b.WriteString(" -")
 			case !l.Eligible:
-				fmt.Fprintf(&b, " %d/%d/%d*", l.Granted, l.Share, l.PoolSize)
+				fmt.Fprintf(&b, " %d/%d/%d*", l.Granted, l.Share, l.Replicas)
 			default:
-				fmt.Fprintf(&b, " %d/%d/%d", l.Granted, l.Share, l.PoolSize)
+				fmt.Fprintf(&b, " %d/%d/%d", l.Granted, l.Share, l.Replicas)
 			}
 		}
 		b.WriteByte('\n')
@@ -249,7 +249,7 @@ func (g *epochGrid) checkTakeover(t *testing.T, backAt time.Time) (checked, miss
 				continue
 			}
 			l, found := eps[e]
-			ok = ok && found && l.Eligible && l.PoolSize == tokenReplicas-1
+			ok = ok && found && l.Eligible && l.Replicas == tokenReplicas-1
 			shares += l.Share
 			granted += l.Granted
 		}

@@ -44,7 +44,7 @@ func TestGroupThroughRedis(t *testing.T) {
 		for _, p := range procs {
 			for e, l := range p.logEpochs(t, "group epoch") {
 				granted[e] += l.Granted
-				if l.Eligible && l.PoolSize == 6 {
+				if l.Eligible && l.Replicas == 6 {
 					eligible[e]++
 				}
 			}

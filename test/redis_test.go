@@ -47,7 +47,7 @@ type epochLog struct {
 	Pool     float64
 	Granted  int64
 	Share    int64
-	PoolSize int
+	Replicas int `json:"poolSize"`
 	Eligible bool
 	// With rateLimit.shadow: what the readers took beyond the grants, and
 	// all they took.
@@ -198,7 +198,7 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 			ep := p.epochs(t)
 			for _, e := range epochs {
 				if l, ok := ep[e]; ok {
-					row = append(row, fmt.Sprintf("%d/%d/%v", l.Granted, l.PoolSize, l.Eligible))
+					row = append(row, fmt.Sprintf("%d/%d/%v", l.Granted, l.Replicas, l.Eligible))
 				} else {
 					row = append(row, "-")
 				}
@@ -468,8 +468,8 @@ spec:
 	}
 	for i, want := range []int64{34, 33, 33} {
 		for e, l := range procs[i].epochs(t) {
-			if l.Share != want || l.PoolSize != 3 {
-				t.Errorf("replica %d, epoch %d: share %d of %d; want %d of 3", i, e, l.Share, l.PoolSize, want)
+			if l.Share != want || l.Replicas != 3 {
+				t.Errorf("replica %d, epoch %d: share %d of %d; want %d of 3", i, e, l.Share, l.Replicas, want)
 			}
 		}
 	}

@@ -97,7 +97,7 @@ func readEpochs(t *testing.T, procs []*proc, n int) replicaEpochs {
 	for _, p := range procs {
 		for e, l := range p.epochs(t) {
 			r.granted[e] += l.Granted
-			if l.Eligible && l.PoolSize == n {
+			if l.Eligible && l.Replicas == n {
 				r.eligible[e]++
 				r.shares[e] += l.Share
 			}

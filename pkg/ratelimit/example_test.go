@@ -88,7 +88,7 @@ func ExampleWithStore() {
 
 	for _, l := range replicas {
 		s := l.Status()
-		fmt.Printf("rank %d of %d: share %d\n", s.Rank, s.PoolSize, s.Share)
+		fmt.Printf("rank %d of %d: share %d\n", s.Rank, s.Replicas, s.Share)
 	}
 	// Output:
 	// rank 0 of 3: share 4

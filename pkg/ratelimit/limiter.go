@@ -66,7 +66,7 @@ type EpochSummary struct {
 	Share     int64
 	// Granted is the tokens granted in the epoch, less deposits.
 	Granted  int64
-	PoolSize int
+	Replicas int
 	Rank     int
 	// Eligible is false when the replica took no part: joining, or paused.
 	Eligible bool
@@ -421,8 +421,8 @@ type Status struct {
 	Share int64
 	// Granted is the tokens granted in this epoch, less deposits.
 	Granted int64
-	// PoolSize is the number of replicas the pool is split among.
-	PoolSize int
+	// Replicas is the number of replicas the pool is split among.
+	Replicas int
 	// Rank is this replica's rank in the pool.
 	Rank int
 	// Called reports whether a call arrived in this epoch.
@@ -462,15 +462,15 @@ type Status struct {
 func (s Status) Pool() float64 { return float64(s.PoolMilli) / milli }
 
 // Shares returns every replica's share of the pool in the epoch, by rank:
-// PoolSize shares that sum to the whole tokens of the pool; nil while the
+// Replicas shares that sum to the whole tokens of the pool; nil while the
 // pool size is not known.
 func (s Status) Shares() []int64 {
-	if s.PoolSize <= 0 {
+	if s.Replicas <= 0 {
 		return nil
 	}
-	out := make([]int64, s.PoolSize)
+	out := make([]int64, s.Replicas)
 	for r := range out {
-		out[r] = shareOf(s.PoolMilli, s.PoolSize, r)
+		out[r] = shareOf(s.PoolMilli, s.Replicas, r)
 	}
 	return out
 }
@@ -482,7 +482,7 @@ func (l *Limiter) Status() Status {
 	st := l.state.Load()
 	s := Status{
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
-		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
+		Granted: st.granted(), Replicas: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: l.wait.len(), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
 		Cuts: l.quota.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,

@@ -33,15 +33,15 @@ type stampedView struct {
 // ranks the caller too low), and report the live count, so that every
 // replica converges on it.
 func (m *membership) learn(v share.View, stamp int64) {
-	size, rank := v.PoolSize, v.Rank
+	size, rank := v.Replicas, v.Rank
 	if v.Agreed {
-		m.report = v.PoolSize
+		m.report = v.Replicas
 		if !m.agreed {
 			m.agreed = true
 			m.eligibleFrom = stamp + 1
 		}
 	} else {
-		size = max(v.PoolSize, v.Live, m.latest.size)
+		size = max(v.Replicas, v.Live, m.latest.size)
 		if m.latest.ok {
 			rank = max(rank, m.latest.rank)
 		}

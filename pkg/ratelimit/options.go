@@ -63,10 +63,10 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 // Close; the calls never overlap. f must not block.
 func WithEpochObserver(f func(EpochSummary)) Option { return func(o *options) { o.observe = f } }
 
-// WithFixedPool makes the limiter replica rank of a pool of size replicas known
+// WithFixedReplicas makes the limiter replica rank of a pool of size replicas known
 // in advance, with no store: each replica takes its rank's exact share of the
 // pool. It cannot notice a replica that died or one too many.
-func WithFixedPool(size, rank int) Option {
+func WithFixedReplicas(size, rank int) Option {
 	return func(o *options) { o.fixedSize, o.fixedRank = size, rank }
 }
 
@@ -113,9 +113,9 @@ func buildOptions(opts []Option) (options, error) {
 	if o.fixedSize != 0 {
 		switch {
 		case o.store != nil:
-			return o, fmt.Errorf("ratelimit: WithFixedPool and WithStore together: %w", ErrInvalidConfig)
+			return o, fmt.Errorf("ratelimit: WithFixedReplicas and WithStore together: %w", ErrInvalidConfig)
 		case o.fixedSize < 0:
-			return o, &FieldError{Field: "PoolSize", Value: o.fixedSize, Reason: "must be at least 1"}
+			return o, &FieldError{Field: "Replicas", Value: o.fixedSize, Reason: "must be at least 1"}
 		case o.fixedRank < 0 || o.fixedRank >= o.fixedSize:
 			return o, &FieldError{Field: "Rank", Value: o.fixedRank, Reason: fmt.Sprintf("must be between 0 and %d (the pool has %d replicas)", o.fixedSize-1, o.fixedSize)}
 		}

@@ -134,7 +134,7 @@ type KeyStatus struct {
 // The options of a [KeyLimiter] are [Option]s: [WithClock] and [WithLogger]
 // as for a Limiter, and these three of its own. Options that concern only a
 // Limiter (WithStore, WithReplicaID, WithSyncInterval, WithEpochObserver,
-// WithFixedPool) do nothing to a KeyLimiter, and these do nothing to a
+// WithFixedReplicas) do nothing to a KeyLimiter, and these do nothing to a
 // Limiter.
 
 // WithKeyStore counts the keys in s, shared with every replica that uses it.

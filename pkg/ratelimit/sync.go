@@ -49,7 +49,7 @@ func (l *Limiter) syncOnce() error {
 	if l.cfg.Lend && l.link.store != nil {
 		lend = l.lend.report(l.state.Load(), l.wait.list, l.cfg.ReservePercentage)
 	}
-	rep := share.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
+	rep := share.Report{ID: l.link.id, Replicas: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
 		Lend: lend, LeaseUntil: l.link.storeLease}
 	l.quota.signals.pending = nil
 	l.mu.Unlock()
@@ -104,11 +104,11 @@ func (l *Limiter) syncOnce() error {
 	l.member.learn(v, stamp)
 	switch {
 	case !wasAgreed && l.member.agreed:
-		l.log.Info("joined the pool", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-		l.link.agreedSize = v.PoolSize
-	case v.Agreed && l.link.agreedSize != v.PoolSize:
-		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-		l.link.agreedSize = v.PoolSize
+		l.log.Info("joined the pool", zap.Int("poolSize", v.Replicas), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
+		l.link.agreedSize = v.Replicas
+	case v.Agreed && l.link.agreedSize != v.Replicas:
+		l.log.Info("pool size agreed", zap.Int("poolSize", v.Replicas), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
+		l.link.agreedSize = v.Replicas
 	}
 	// A replica that rejoins applies the last cut it missed from its next
 	// epoch: its pool is then no larger than the others', which applied it

@@ -44,7 +44,7 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
 			hist.Observe(s)
 			log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
-				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.Replicas),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max),
 				zap.Int64("shadowThrottled", s.ShadowThrottled))
 		}),
@@ -63,7 +63,7 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	case store.Pool != nil:
 		return fmt.Errorf("vertex %s: the rate limit's store has no pool for the byte limit", v.spec.Name)
 	case store.Replicas > 0:
-		opts = append(opts, ratelimit.WithFixedPool(store.Replicas, v.o.replica))
+		opts = append(opts, ratelimit.WithFixedReplicas(store.Replicas, v.o.replica))
 	}
 	l, err := ratelimit.New(cfg, opts...)
 	if err != nil {

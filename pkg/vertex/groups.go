@@ -103,7 +103,7 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 				hist.Observe(s)
 				log.Debug("group epoch", zap.String("group", g.Name), zap.Int64("epoch", s.Epoch),
 					zap.Float64("pool", float64(s.PoolMilli)/1000), zap.Int64("share", s.Share), zap.Int64("granted", s.Granted),
-					zap.Int("poolSize", s.PoolSize), zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max))
+					zap.Int("poolSize", s.Replicas), zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max))
 			}),
 			ratelimit.WithClock(v.o.clock),
 			ratelimit.WithSyncInterval(syncInterval(rl)))

@@ -111,7 +111,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
 			v.page.history.Observe(s)
 			fields := []zap.Field{zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
-				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.Replicas),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max)}
 			if s.Switched {
 				fields = append(fields, zap.Bool("switched", true))
@@ -143,7 +143,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 		if v.o.replica >= s.Replicas {
 			return nil, Store{}, fmt.Errorf("%w: %d is not below the %d replicas of the rate limit's store", ErrReplica, v.o.replica, s.Replicas)
 		}
-		opts = append(opts, ratelimit.WithFixedPool(s.Replicas, v.o.replica))
+		opts = append(opts, ratelimit.WithFixedReplicas(s.Replicas, v.o.replica))
 	}
 	return opts, s, nil
 }

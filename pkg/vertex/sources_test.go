@@ -249,7 +249,7 @@ func TestRedisStore(t *testing.T) {
 	}
 	runtest.WaitFor(t, "a pool of two", func() bool {
 		a, b := vs[0].Status(), vs[1].Status()
-		return a.PoolSize == 2 && b.PoolSize == 2 && a.Epoch == b.Epoch && a.Share+b.Share == 21
+		return a.Replicas == 2 && b.Replicas == 2 && a.Epoch == b.Epoch && a.Share+b.Share == 21
 	})
 }
 

@@ -37,7 +37,7 @@ func storeFunc(rl *config.RateLimit, path string) vertex.StoreFunc {
 			}
 			s := vertex.Store{Pool: store}
 			if rl.Bytes != nil {
-				s.Bytes = store.Pool("bytes") // the byte limit's, in the same slot
+				s.Bytes = store.Limit("bytes") // the byte limit's, in the same slot
 			}
 			return s, nil
 		}

@@ -269,7 +269,7 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 	pl.Stop(t, stopTimeout)
 
 	granted := map[int64]int64{}
-	inPool := map[int64]int{} // replicas eligible in a pool of 2
+	eligible := map[int64]int{} // replicas eligible per epoch, of the 2
 	for _, name := range names {
 		if code := p.Inspect(t, name, "{{.State.ExitCode}}"); code != "0" {
 			t.Errorf("%s exited with code %s on SIGTERM", name, code)
@@ -279,8 +279,8 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 		checkSequence(t, stdout)
 		for e, l := range epochs(t, stderr) {
 			granted[e] += l.Granted
-			if l.Eligible && l.PoolSize == 2 {
-				inPool[e]++
+			if l.Eligible && l.Replicas == 2 {
+				eligible[e]++
 			}
 		}
 	}
@@ -289,12 +289,12 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 		if granted[e] > int64(limit) {
 			t.Errorf("epoch %d: the replicas granted %d together; max %d", e, granted[e], limit)
 		}
-		if inPool[e] == 2 && granted[e] == int64(limit) {
+		if eligible[e] == 2 && granted[e] == int64(limit) {
 			full++
 		}
 	}
 	if full < 4 {
-		t.Errorf("%d epochs with both replicas in the pool granted the whole limit; want at least 4 (granted per epoch: %v, in pool: %v)", full, granted, inPool)
+		t.Errorf("%d epochs with both replicas eligible granted the whole limit; want at least 4 (granted per epoch: %v, eligible: %v)", full, granted, eligible)
 	}
 	if rate < 0.9*float64(limit) || rate > float64(limit) {
 		t.Errorf("%.1f messages a second written by both; want the limit, %d", rate, limit)
@@ -320,7 +320,7 @@ type epochLog struct {
 	Epoch    int64
 	Granted  int64
 	Share    int64
-	PoolSize int
+	Replicas int `json:"poolSize"`
 	Eligible bool
 }
 
@@ -461,8 +461,10 @@ func waitPool(t *testing.T, addrs []string, n int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for _, a := range addrs {
 		for {
-			var st struct{ PoolSize int }
-			if code, body := get(t, a+"/status"); code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.PoolSize == n {
+			var st struct {
+				Replicas int `json:"poolSize"`
+			}
+			if code, body := get(t, a+"/status"); code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.Replicas == n {
 				break
 			}
 			if time.Now().After(deadline) {

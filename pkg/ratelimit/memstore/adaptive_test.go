@@ -49,7 +49,7 @@ func TestSignalReachesEveryReplica(t *testing.T) {
 	for range 150 { // 15s: agreed, and ramped to 90
 		tick()
 	}
-	if s := p.reps["a"].l.Status(); s.Pool() != 90 || s.PoolSize != 3 {
+	if s := p.reps["a"].l.Status(); s.Pool() != 90 || s.Replicas != 3 {
 		t.Fatalf("after 15s: %+v; want the pool at 90 among 3", s)
 	}
 	for range 3 { // 300ms into an epoch

@@ -343,8 +343,8 @@ func TestStoreThatLostWritesHoldsThePool(t *testing.T) {
 			if got := p.nextEpoch(); got["a"] != 100 {
 				t.Fatalf("a took %d while b's and c's leases lasted; want its share of 100 (%v)", got["a"], got)
 			}
-			if s := p.reps["a"].l.Status(); s.PoolSize != 3 {
-				t.Fatalf("a: pool size %d in the hold; want the 3 agreed last", s.PoolSize)
+			if s := p.reps["a"].l.Status(); s.Replicas != 3 {
+				t.Fatalf("a: pool size %d in the hold; want the 3 agreed last", s.Replicas)
 			}
 			if back {
 				p.reps["b"].link.cut.Store(false)

@@ -99,8 +99,8 @@ func TestJoiningReplicaSetsTheLimit(t *testing.T) {
 	p.join("c")
 	watchLive(p, 40, epochs)
 	for id, r := range p.reps {
-		if s := r.l.Status(); s.Max != 400 || s.Pool() != 400 || s.PoolSize != 3 {
-			t.Errorf("%s: max %d, pool %v among %d; want 400 among 3", id, s.Max, s.Pool(), s.PoolSize)
+		if s := r.l.Status(); s.Max != 400 || s.Pool() != 400 || s.Replicas != 3 {
+			t.Errorf("%s: max %d, pool %v among %d; want 400 among 3", id, s.Max, s.Pool(), s.Replicas)
 		}
 	}
 }
@@ -130,8 +130,8 @@ func TestStoreThatLostTheLimit(t *testing.T) {
 	}
 	watchLive(p, 30, epochs)
 	for id, r := range p.reps {
-		if s := r.l.Status(); s.Max != 150 || s.Pool() != 150 || s.PoolSize != 2 {
-			t.Errorf("%s: max %d, pool %v among %d; want 150 among 2", id, s.Max, s.Pool(), s.PoolSize)
+		if s := r.l.Status(); s.Max != 150 || s.Pool() != 150 || s.Replicas != 2 {
+			t.Errorf("%s: max %d, pool %v among %d; want 150 among 2", id, s.Max, s.Pool(), s.Replicas)
 		}
 	}
 }

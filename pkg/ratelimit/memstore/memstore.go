@@ -115,7 +115,7 @@ func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 		}
 	}
 	held := now.Before(s.holdUntil)
-	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.PoolSize}
+	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.Replicas}
 	if r.Signal != nil {
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
 	}
@@ -140,7 +140,7 @@ func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live && !held
-	v := share.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
+	v := share.View{Agreed: agreed, Replicas: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
 		Limits: slices.Clone(s.limits)}
 	if held {
 		v.Held = s.holdUntil

@@ -196,7 +196,7 @@ func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
 	if got := p.nextEpoch(); got["a"] != 4 || got["b"] != 3 || got["c"] != 3 {
 		t.Fatalf("after the join: %v; want a 4, b 3, c 3", got)
 	}
-	if s := p.reps["a"].l.Status(); s.PoolSize != 3 || s.Rank != 0 {
+	if s := p.reps["a"].l.Status(); s.Replicas != 3 || s.Rank != 0 {
 		t.Fatalf("joiner status %+v; want pool size 3, rank 0", s)
 	}
 }
@@ -273,20 +273,20 @@ func TestStoreSync(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := memstore.New(clk)
 	ctx := context.Background()
-	v, _ := s.Sync(ctx, share.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
+	v, _ := s.Sync(ctx, share.Report{ID: "b", Replicas: 0, StaleAfter: time.Second})
 	if v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	v, _ = s.Sync(ctx, share.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
-	if !v.Agreed || v.PoolSize != 1 {
+	v, _ = s.Sync(ctx, share.Report{ID: "b", Replicas: 1, StaleAfter: time.Second})
+	if !v.Agreed || v.Replicas != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	v, _ = s.Sync(ctx, share.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
-	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
+	v, _ = s.Sync(ctx, share.Report{ID: "a", Replicas: 0, StaleAfter: time.Second})
+	if v.Agreed || v.Replicas != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	v, _ = s.Sync(ctx, share.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, share.Report{ID: "a", Replicas: 2, StaleAfter: time.Second})
 	if v.Live != 1 || v.Agreed {
 		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
 	}
@@ -486,12 +486,12 @@ func TestResumedRampUp(t *testing.T) {
 	}
 }
 
-func TestFixedPool(t *testing.T) {
+func TestFixedReplicas(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	for rank, want := range []int{4, 3, 3} {
-		l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithFixedPool(3, rank))
+		l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithFixedReplicas(3, rank))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,8 +501,8 @@ func TestFixedPool(t *testing.T) {
 		l.Close(context.Background())
 	}
 	for _, bad := range [][2]int{{3, 3}, {3, -1}, {-2, 0}} {
-		if _, err := ratelimit.New(flat(10), ratelimit.WithFixedPool(bad[0], bad[1])); err == nil {
-			t.Errorf("WithFixedPool(%d, %d) accepted", bad[0], bad[1])
+		if _, err := ratelimit.New(flat(10), ratelimit.WithFixedReplicas(bad[0], bad[1])); err == nil {
+			t.Errorf("WithFixedReplicas(%d, %d) accepted", bad[0], bad[1])
 		}
 	}
 }

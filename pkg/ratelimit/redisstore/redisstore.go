@@ -174,12 +174,12 @@ func newStore(client redis.Scripter, base string, opts Options) *Store {
 		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare", keys + "hold"}}
 }
 
-// Pool returns another pool of the same vertex, name, on the same client:
-// its keys are the store's with name after the hash tag
+// Limit returns the store of another limit of the same vertex, name, on the
+// same client: its keys are the store's with name after the hash tag
 // (sluice:{prefix}:name:heartbeats...), so they live in the vertex's slot.
-// A vertex's byte limit (rateLimit.bytes) shares through its store's pool
+// A vertex's byte limit (rateLimit.bytes) shares through its store's limit
 // "bytes". Closing it does nothing; close s.
-func (s *Store) Pool(name string) *Store {
+func (s *Store) Limit(name string) *Store {
 	return newStore(s.client, s.base+name+":", s.opts)
 }
 
@@ -188,7 +188,7 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [share.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
-	args := []any{r.ID, r.PoolSize, leaseMillis(r), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, "", 0}
+	args := []any{r.ID, r.Replicas, leaseMillis(r), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, "", 0}
 	if !r.LeaseUntil.IsZero() {
 		// The deadline as the script recorded it: its time in whole ms plus the lease's.
 		args[17] = r.LeaseUntil.Add(-r.Lease()).UnixMilli() + leaseMillis(r)
@@ -230,7 +230,7 @@ func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 		Held:       hold,
 		Adaptation: share.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: tail[0], Floor: tail[1]},
 		Agreed:     res[0] == 1,
-		PoolSize:   int(res[1]),
+		Replicas:   int(res[1]),
 		Live:       int(res[2]),
 		Rank:       int(res[3]),
 		Time:       time.Unix(res[4], res[5]*int64(time.Microsecond)),

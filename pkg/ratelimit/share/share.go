@@ -66,9 +66,9 @@ const DefaultTTL = 180 * time.Second
 type Report struct {
 	// ID identifies the replica; ranks are its order among the live IDs.
 	ID string
-	// PoolSize is the pool size the replica reports: 0 at its first sync, then the
+	// Replicas is the pool size the replica reports: 0 at its first sync, then the
 	// live count or agreed size it last learned.
-	PoolSize int
+	Replicas int
 	// StaleAfter is the replica's lease (ratelimit.Config.StaleAfter; 0 for
 	// [DefaultStaleAfter]): the store drops the replica once its last heartbeat is
 	// older than this, and the replica stops trusting its last view no later than
@@ -186,8 +186,8 @@ type View struct {
 	// Agreed is true when every live replica reported the same pool size and that
 	// size equals the live count.
 	Agreed bool
-	// PoolSize is the agreed size when Agreed, otherwise the largest size reported.
-	PoolSize int
+	// Replicas is the agreed size when Agreed, otherwise the largest size reported.
+	Replicas int
 	// Live is the number of live replicas, the caller included.
 	Live int
 	// Rank is the caller's 0-based rank by ID among the live replicas.
