@@ -76,7 +76,7 @@ func storeRun(t *testing.T, round int, row *faultRow, lost bool, v tokenVertex, 
 	}
 	held := 0
 	for _, p := range g.procs {
-		if strings.Contains(p.stderrText(), "the store lost the pool's last writes") {
+		if strings.Contains(p.stderrText(), "the store lost its last writes") {
 			held++
 		}
 	}

@@ -175,7 +175,7 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	})
 	stoppingAt := time.Now().Unix() // epochs from here on see the pool change again
 
-	// Replica 4 comes back and rejoins the pool.
+	// Replica 4 comes back and rejoins the replicas.
 	rejoined := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "4", "--log-level", "debug")
 	rejoined.metricsAddr()
 	back := append(slices.Clone(procs[:4]), rejoined)
@@ -322,7 +322,7 @@ func TestRedisOutage(t *testing.T) {
 				}
 			}
 			// Normal again within two seconds of Redis's return: a replica
-			// whose lease ran out rejoins the pool.
+			// whose lease ran out rejoins the replicas.
 			for e := rejoinBy; e < backAt.Unix()+5; e++ {
 				if r.eligible[e] != 2 || r.shares[e] != 100 {
 					t.Errorf("epoch %d, %v after Redis came back: %d replicas in a pool of two with shares of %d; want 2 and 100",

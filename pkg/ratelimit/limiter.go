@@ -120,7 +120,7 @@ const maxRequest = MaxTokens
 // New returns a Limiter for cfg, which must be valid (see [Config.Validate]). It
 // does no I/O: with [WithStore] the limiter registers with the store from a
 // background goroutine, starting at once, and takes no tokens until the replicas
-// agree on a pool that includes it.
+// agree on a replica count that includes it.
 func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.timers.arm(l.untilTick(now))
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
-		// is the same: the last to start or change sets it (see pool.LimitChange).
+		// is the same: the last to start or change sets it (see share.LimitChange).
 		l.live.propose(cfg.liveSpec())
 		l.scheduleSync(0, true)
 	}
@@ -382,7 +382,7 @@ func (st *epochState) reason(storeFailing bool) Reason {
 }
 
 // Close stops the limiter: waiting callers get [ErrClosed], later calls too, and a
-// replica of a store leaves its pool so that the others get its share back. Close
+// replica of a store leaves the replicas so that the others get its share back. Close
 // is safe to call more than once; later calls return nil.
 func (l *Limiter) Close(ctx context.Context) error {
 	l.mu.Lock()
@@ -423,7 +423,7 @@ type Status struct {
 	Granted int64
 	// Replicas is the number of replicas the pool is split among.
 	Replicas int
-	// Rank is this replica's rank in the pool.
+	// Rank is this replica's rank among them.
 	Rank int
 	// Called reports whether a call arrived in this epoch.
 	Called bool
@@ -463,7 +463,7 @@ func (s Status) Pool() float64 { return float64(s.PoolMilli) / milli }
 
 // Shares returns every replica's share of the pool in the epoch, by rank:
 // Replicas shares that sum to the whole tokens of the pool; nil while the
-// pool size is not known.
+// replica count is not known.
 func (s Status) Shares() []int64 {
 	if s.Replicas <= 0 {
 		return nil

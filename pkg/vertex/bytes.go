@@ -28,7 +28,7 @@ type ByteStatus struct {
 }
 
 // buildByteLimiter makes the vertex's byte limiter, if its rate limit has
-// one, sharing through store's byte pool (or its fixed pool), and registers
+// one, sharing through store's byte limit (or its fixed replica count), and registers
 // its gauges with reg.
 func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, store Store) error {
 	if rl.Bytes == nil {
@@ -60,8 +60,8 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	switch {
 	case store.Bytes != nil:
 		opts = append(opts, ratelimit.WithStore(store.Bytes))
-	case store.Pool != nil:
-		return fmt.Errorf("vertex %s: the rate limit's store has no pool for the byte limit", v.spec.Name)
+	case store.Shared != nil:
+		return fmt.Errorf("vertex %s: the rate limit's store has none for the byte limit", v.spec.Name)
 	case store.Replicas > 0:
 		opts = append(opts, ratelimit.WithFixedReplicas(store.Replicas, v.o.replica))
 	}

@@ -86,10 +86,10 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 			if err != nil {
 				return err
 			}
-			if st.Pool == nil {
+			if st.Shared == nil {
 				return fmt.Errorf("vertex %s: group %s needs a store that its members share", v.spec.Name, g.Name)
 			}
-			s = st.Pool
+			s = st.Shared
 		} else {
 			s = localGroup(g.Name, v)
 		}

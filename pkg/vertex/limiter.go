@@ -99,8 +99,8 @@ func (v *Vertex) UpdateRateLimit(cfg *ratelimit.Config) error {
 }
 
 // limiterOptions opens the rate limit's store and returns the rate limiter's
-// options for it: none for the replica alone, a fixed pool for a count of
-// replicas, the store's pool for a store.
+// options for it: none for the replica alone, a fixed replica set for a count of
+// replicas, the store for a store.
 func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error) {
 	host, _ := os.Hostname()
 	log := v.log
@@ -136,8 +136,8 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 		return nil, Store{}, err
 	}
 	switch {
-	case s.Pool != nil:
-		opts = append(opts, ratelimit.WithStore(s.Pool))
+	case s.Shared != nil:
+		opts = append(opts, ratelimit.WithStore(s.Shared))
 		v.page.shared = true
 	case s.Replicas > 0:
 		if v.o.replica >= s.Replicas {
@@ -150,7 +150,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 
 // keyStore returns the store of s that counts per-key limits, or nil.
 func keyStore(s Store) share.KeyStore {
-	ks, _ := s.Pool.(share.KeyStore)
+	ks, _ := s.Shared.(share.KeyStore)
 	return ks
 }
 

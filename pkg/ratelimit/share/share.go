@@ -39,17 +39,17 @@ func Lease(d time.Duration) time.Duration {
 	return d
 }
 
-// Store is where the replicas of one vertex agree on who is in the pool. Tokens are
+// Store is where the replicas of one vertex agree on who the replicas are. Tokens are
 // never counted in the store: each replica computes its own share of the pool from
-// the agreed pool size and its rank, so the store is called once per sync interval
+// the agreed replica count and its rank, so the store is called once per sync interval
 // from a background goroutine, never per Acquire.
 //
-// Implementations are safe for concurrent use and keep one pool per key; the
+// Implementations are safe for concurrent use and keep one replica set per key; the
 // in-process one is [memstore], the distributed one is backed by Redis.
 type Store interface {
-	// Sync records a heartbeat for r.ID with the pool size it reports, removes
+	// Sync records a heartbeat for r.ID with the replica count it reports, removes
 	// every replica whose last heartbeat is older than the StaleAfter that replica
-	// reported with it, and returns the pool as the store sees it now. A replica
+	// reported with it, and returns the replicas as the store sees them now. A replica
 	// unknown to the store is registered by its first Sync.
 	Sync(ctx context.Context, r Report) (View, error)
 	// Leave removes the replica r.ID at once, on graceful shutdown, and keeps
@@ -66,7 +66,7 @@ const DefaultTTL = 180 * time.Second
 type Report struct {
 	// ID identifies the replica; ranks are its order among the live IDs.
 	ID string
-	// Replicas is the pool size the replica reports: 0 at its first sync, then the
+	// Replicas is the replica count the replica reports: 0 at its first sync, then the
 	// live count or agreed size it last learned.
 	Replicas int
 	// StaleAfter is the replica's lease (ratelimit.Config.StaleAfter; 0 for
@@ -181,9 +181,9 @@ func (a Adaptation) Signaled(s Signal, now time.Time) Adaptation {
 	return a
 }
 
-// View is the pool as the store saw it at one sync.
+// View is the replicas as the store saw them at one sync.
 type View struct {
-	// Agreed is true when every live replica reported the same pool size and that
+	// Agreed is true when every live replica reported the same replica count and that
 	// size equals the live count.
 	Agreed bool
 	// Replicas is the agreed size when Agreed, otherwise the largest size reported.
