@@ -97,7 +97,7 @@ func (g *epochGrid) allowed(e int64) int64 {
 // the fault, before e.
 func (g *epochGrid) stale(i int, e int64) bool { return i == g.hit && e > g.faultAt.Unix() }
 
-// agreed reports whether all n replicas were eligible in e in a pool of n.
+// agreed reports whether all n replicas were eligible in e among n.
 func (g *epochGrid) agreed(e int64, n int) bool {
 	count := 0
 	for _, eps := range g.byRep {
@@ -204,7 +204,7 @@ func (g *epochGrid) around(i int, e int64, n int) []string {
 	return out
 }
 
-// table prints the replicas' grants, shares and pool sizes over epochs, one
+// table prints the replicas' grants, shares and replica counts over epochs, one
 // line per replica, for the log of a run.
 func (g *epochGrid) table(from, to int64) string {
 	var b strings.Builder
@@ -234,7 +234,7 @@ func (g *epochGrid) table(from, to int64) string {
 // checkTakeover checks that in every epoch from the one by which the others
 // must have dropped the replica hit (its lease and the margin after the
 // fault) to the last one that ended before backAt, the others were eligible
-// in a pool of the rest and their shares made up the whole pool. It returns
+// among the rest and their shares made up the whole pool. It returns
 // the epochs checked and those that failed.
 func (g *epochGrid) checkTakeover(t *testing.T, backAt time.Time) (checked, missed int) {
 	t.Helper()
@@ -263,7 +263,7 @@ func (g *epochGrid) checkTakeover(t *testing.T, backAt time.Time) (checked, miss
 }
 
 // checkAgreed checks that every epoch from first to last had all replicas
-// eligible in a pool of all of them; what names the check.
+// eligible among all of them; what names the check.
 func (g *epochGrid) checkAgreed(t *testing.T, first, last int64, what string) bool {
 	t.Helper()
 	if first > last {

@@ -10,7 +10,7 @@ import (
 )
 
 // storeHolds is what must hold when the store itself fails.
-const storeHolds = "no epoch over max; the pool agrees again within 3 epochs"
+const storeHolds = "no epoch over max; the replicas agree again within 3 epochs"
 
 // storeCases kill the Redis that three replicas share 300 a
 // second through and starts it again half a second later with its data

@@ -38,7 +38,7 @@ func TestGroupThroughRedis(t *testing.T) {
 		p.metricsAddr()
 	}
 	// groupEpochs returns what the group granted by epoch, and the
-	// replicas in it with all six in its pool.
+	// replicas in it with all six agreed.
 	groupEpochs := func() (map[int64]int64, map[int64]int) {
 		granted, eligible := map[int64]int64{}, map[int64]int{}
 		for _, p := range procs {

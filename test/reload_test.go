@@ -66,7 +66,7 @@ func reloads(t *testing.T, addr string) map[string]float64 {
 }
 
 // waitMax polls /status of every replica until each has max in force and
-// the pool of 3 agreed, for at most 30s (a busy machine's bound: it takes
+// the count of 3 agreed, for at most 30s (a busy machine's bound: it takes
 // a second or two on an idle one).
 func waitMax(t *testing.T, addrs []string, max int64) {
 	t.Helper()

@@ -12,7 +12,7 @@ var (
 	ErrRateLimited = errors.New("rate limited")
 	// ErrAwaitingAgreement is matched by a [*ThrottledError] whose reason is that the
 	// replicas have not yet agreed on a replica count that includes this replica.
-	ErrAwaitingAgreement = errors.New("awaiting pool agreement")
+	ErrAwaitingAgreement = errors.New("awaiting agreement on the replicas")
 	// ErrStoreUnavailable is matched by a [*ThrottledError] whose reason is that the
 	// store cannot be reached and the replica's lease has run out.
 	ErrStoreUnavailable = errors.New("store unavailable")

@@ -92,7 +92,7 @@ func TestPageViewBesideLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runtest.Start(t, v)
-		for range 40 { // the group's pool agrees at its syncs
+		for range 40 { // the group's replicas agree at its syncs
 			clk.Advance(100 * time.Millisecond)
 		}
 		runtest.WaitFor(t, "three epochs of the group", func() bool {

@@ -211,7 +211,7 @@ func TestNewErrors(t *testing.T) {
 			Map: func(vertex.Env) (udf.Mapper, error) { return nil, errMap }},
 		check: func(err error) bool { return errors.Is(err, errMap) },
 	}, {
-		name: "replica beyond a fixed pool",
+		name: "replica beyond a fixed replica count",
 		spec: vertex.Spec{Name: "x", Limits: vertex.Limits{ReadBatchSize: 1, ReadTimeout: time.Second,
 			RateLimit: &vertex.RateLimit{Config: ratelimit.DefaultConfig(10),
 				Store: func(vertex.Env) (vertex.Store, error) { return vertex.Store{Replicas: 2}, nil }}},
@@ -265,7 +265,7 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-// TestReplicaCountStore checks that a replica of a fixed pool takes its
+// TestReplicaCountStore checks that a replica of a fixed count of replicas takes its
 // rank's share.
 func TestReplicaCountStore(t *testing.T) {
 	t.Setenv("NUMAFLOW_REPLICAS", "3")

@@ -225,7 +225,7 @@ func TestPodmanMonoVertex(t *testing.T) {
 // Redis the test starts on loopback with the password of the overlay's
 // Secret, which the vertices read from the file the Secret mounts (a
 // ConfigMap here: podman 4.3 does not mount Secrets). Together they never
-// exceed the limit in an epoch, and with both in the pool they reach it.
+// exceed the limit in an epoch, and with both agreed they reach it.
 func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 	p := podmantest.New(t)
 	objs := kubetest.Render(t, "../../deploy/overlays/monovertex-redis")
@@ -455,7 +455,7 @@ func counter(t *testing.T, addr, name string) float64 {
 	return sum
 }
 
-// waitPool waits until every vertex's /status says it is in a pool of n.
+// waitPool waits until every vertex's /status says it is among n replicas.
 func waitPool(t *testing.T, addrs []string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

@@ -344,7 +344,7 @@ func TestStoreThatLostWritesHoldsThePool(t *testing.T) {
 				t.Fatalf("a took %d while b's and c's leases lasted; want its share of 100 (%v)", got["a"], got)
 			}
 			if s := p.reps["a"].l.Status(); s.Replicas != 3 {
-				t.Fatalf("a: pool size %d in the hold; want the 3 agreed last", s.Replicas)
+				t.Fatalf("a: replica count %d in the hold; want the 3 agreed last", s.Replicas)
 			}
 			if back {
 				p.reps["b"].link.cut.Store(false)

@@ -197,7 +197,7 @@ func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
 		t.Fatalf("after the join: %v; want a 4, b 3, c 3", got)
 	}
 	if s := p.reps["a"].l.Status(); s.Replicas != 3 || s.Rank != 0 {
-		t.Fatalf("joiner status %+v; want pool size 3, rank 0", s)
+		t.Fatalf("joiner status %+v; want replica count 3, rank 0", s)
 	}
 }
 

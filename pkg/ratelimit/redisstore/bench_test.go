@@ -42,8 +42,8 @@ type benchPool struct {
 	next int // the member that syncs next, round robin
 }
 
-// newBenchPool loads src and registers n members in a pool of its own, each
-// reporting n, so that the pool agrees.
+// newBenchPool loads src and registers n members in a store of its own, each
+// reporting n, so that the replicas agree.
 func newBenchPool(b *testing.B, c *redis.Client, src, prefix, sizesKey string, n int) *benchPool {
 	b.Helper()
 	ctx := context.Background()

@@ -76,7 +76,7 @@ func testSyncAgreement(t *testing.T, d deployment) {
 	if d := time.Since(v.Time); d < -time.Second || d > time.Second {
 		t.Fatalf("store time %v is %v from this host's clock", v.Time, d)
 	}
-	// b stops syncing: after staleAfter it is gone from the pool.
+	// b stops syncing: after staleAfter it is gone from the replicas.
 	deadline := time.Now().Add(5 * time.Second)
 	for sync("a", 2).Live != 1 {
 		if time.Now().After(deadline) {
@@ -215,7 +215,7 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 		limiters = append(limiters, l)
 	}
 	// check goes over the epochs that have ended and reports the epochs with
-	// all three in the pool and those of them that granted the whole pool.
+	// all three agreed and those of them that granted the whole pool.
 	check := func(report bool) (full, used int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -266,7 +266,7 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 	if full < 2 || used < 1 {
 		mu.Lock()
 		defer mu.Unlock()
-		t.Fatalf("in %v, %d epochs with all three replicas in the pool, %d of them granting all %d; want 2 and 1: %v",
+		t.Fatalf("in %v, %d epochs with all three replicas agreed, %d of them granting all %d; want 2 and 1: %v",
 			waited.Round(time.Millisecond), full, used, max, byEpoch)
 	}
 }
@@ -540,7 +540,7 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 
 // TestViewsAsTheGoStoreDoes runs one random sequence of syncs and leaves
 // through the script and through memstore, the reference, and checks that
-// every view agrees on the agreement, the pool size, the live count and the
+// every view agrees on the agreement, the replica count, the live count and the
 // rank. No lease runs out here: the next test covers that.
 func TestViewsAsTheGoStoreDoes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
@@ -587,7 +587,7 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 
 // TestSweepsStaleReplicasOverSeveralSyncs has more replicas go stale at once
 // than a sync drops (16): they go over the next syncs, the live count leaves
-// them out from the first, and the pool agrees only once they are all gone,
+// them out from the first, and the replicas agree only once they are all gone,
 // since until then the ranks still count them.
 func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
 	const sweep, stale = 16, 40
