@@ -113,7 +113,7 @@ type pageState struct {
 	// limiter keeps its own.
 	bytes   *observe.History
 	topKeys atomic.Pointer[[]KeyCount]
-	// shared is true when the pool is a store's, which the replicas share.
+	// shared is true when the replicas share a store.
 	shared bool
 }
 

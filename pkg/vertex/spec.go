@@ -215,7 +215,7 @@ type RateLimit struct {
 
 // Group is a shared limit a vertex joins (a resource group).
 type Group struct {
-	// Name names the group's pool in the store: sluice:{group-<name>}:...
+	// Name names the group's limit in the store: sluice:{group-<name>}:...
 	Name string
 	// Config is the group's limit, all its members together.
 	Config ratelimit.Config

@@ -6,8 +6,8 @@
 //
 // A store keeps these keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
-// sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the pool
-// size each reported), :members (for ranks by id), :resume, :adaptive (the
+// sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the replica
+// count each reported), :members (for ranks by id), :resume, :adaptive (the
 // last cut, its learnt ceiling and the pause of throttle signals), :limit (the
 // live limit's last changes), :spare (spare tokens lent) and :hold (the end of
 // a hold after the store lost writes, below). Every key expires after the ttl (and

@@ -95,7 +95,7 @@ type Report struct {
 }
 
 // Lend is a replica's exchange of spare tokens with the others that share
-// its store's spare: the replicas of its pool, and those of the pools of the
+// its store's spare: the other replicas of its limit, and those of the
 // other regions of the same limit.
 type Lend struct {
 	// Epoch is the epoch of the tokens, by the replica's store clock. A
