@@ -148,8 +148,9 @@ type LimitEpoch struct {
 	// Epoch is the epoch, whole seconds of the store clock.
 	Epoch int64 `json:"epoch"`
 	// Pool is the limit's pool P in the epoch, all replicas together,
-	// Replicas the replicas it was split among, Share this replica's part,
-	// Granted what it took of it (less deposits) and Max the limit in force.
+	// Replicas the number of replicas it was split among (JSON poolSize),
+	// Share this replica's part, Granted what it took of it (less deposits)
+	// and Max the limit in force.
 	Pool     float64 `json:"pool"`
 	Replicas int     `json:"poolSize"`
 	Share    int64   `json:"share"`

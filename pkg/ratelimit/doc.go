@@ -93,7 +93,7 @@
 // With [WithStore], a limiter is one replica of a limit shared in a [share.Store]: it syncs
 // with the store from a background goroutine (every 100ms by default), never per
 // Acquire, and [New] does no I/O: the first sync starts in the background at once. Replicas agree on their count before a newcomer takes tokens, a new
-// size takes effect at the next epoch boundary, and a replica that leaves or stops
+// count takes effect at the next epoch boundary, and a replica that leaves or stops
 // sending heartbeats is dropped so the others get its share back. Package memstore
 // is an in-process store.
 //

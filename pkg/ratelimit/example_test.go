@@ -84,7 +84,7 @@ func ExampleWithStore() {
 		defer l.Close(context.Background())
 		replicas = append(replicas, l)
 	}
-	clk.Advance(3 * time.Second) // syncs every 100ms; the three agree on the pool
+	clk.Advance(3 * time.Second) // syncs every 100ms; the three agree on who they are
 
 	for _, l := range replicas {
 		s := l.Status()

@@ -44,8 +44,8 @@ type Status struct {
 	// so far, for its own pool and its groups' (each one round trip to
 	// Redis).
 	StoreSyncs int64 `json:"storeSyncs,omitempty"`
-	// Replicas is the number of replicas the pool is split among, and Rank
-	// this one's rank among them.
+	// Replicas is the number of replicas the pool is split among (JSON
+	// poolSize, a replica count), and Rank this one's rank among them.
 	Replicas int `json:"poolSize,omitempty"`
 	Rank     int `json:"rank"`
 	// Throttled reports whether the replica is paused now, and Reasons why:
@@ -84,7 +84,8 @@ type GroupStatus struct {
 	Share   int64   `json:"share"`
 	Granted int64   `json:"grantedThisEpoch"`
 	// Replicas is the number of replicas, of every member vertex, the pool
-	// is split among, and Rank this one's rank among them.
+	// is split among (JSON poolSize, a replica count), and Rank this one's
+	// rank among them.
 	Replicas int `json:"poolSize"`
 	Rank     int `json:"rank"`
 	// Lent and Borrowed are the tokens of the group this replica lent and

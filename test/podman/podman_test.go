@@ -256,7 +256,7 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 	for _, addr := range addrs {
 		waitStatus(t, addr+"/readyz", http.StatusOK, readyTimeout)
 	}
-	waitPool(t, addrs, 2, readyTimeout)
+	waitReplicas(t, addrs, 2, readyTimeout)
 	ready := time.Since(played)
 	for i, a := range addrs {
 		// The replica's index comes from the pod's annotation (NUMAFLOW_REPLICA).
@@ -455,8 +455,8 @@ func counter(t *testing.T, addr, name string) float64 {
 	return sum
 }
 
-// waitPool waits until every vertex's /status says it is among n replicas.
-func waitPool(t *testing.T, addrs []string, n int, timeout time.Duration) {
+// waitReplicas waits until every vertex's /status says it is among n replicas.
+func waitReplicas(t *testing.T, addrs []string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, a := range addrs {

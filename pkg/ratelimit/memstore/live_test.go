@@ -7,7 +7,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// liveRecord is what the replicas of a pool did in one epoch: the tokens
+// liveRecord is what the replicas of a store did in one epoch: the tokens
 // granted in all, and the max each replica had in force.
 type liveRecord struct {
 	granted int64
@@ -46,7 +46,7 @@ func watchLive(p *replicas, steps int, epochs map[int64]*liveRecord) {
 // around it grant exactly their limit.
 func TestUpdateSwitchesEveryReplicaAtOneEpoch(t *testing.T) {
 	cfg := ratelimit.Config{Max: 300, Min: 1}
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	for _, id := range []string{"a", "b", "c"} {
 		p.join(id)
 	}
@@ -90,7 +90,7 @@ func TestUpdateSwitchesEveryReplicaAtOneEpoch(t *testing.T) {
 // the last to start sets the vertex's limit, and the others follow it at
 // one epoch.
 func TestJoiningReplicaSetsTheLimit(t *testing.T) {
-	p := newPool(t, ratelimit.Config{Max: 300, Min: 1})
+	p := newReplicas(t, ratelimit.Config{Max: 300, Min: 1})
 	p.join("a")
 	p.join("b")
 	epochs := map[int64]*liveRecord{}
@@ -110,7 +110,7 @@ func TestJoiningReplicaSetsTheLimit(t *testing.T) {
 // reaches every replica.
 func TestStoreThatLostTheLimit(t *testing.T) {
 	cfg := ratelimit.Config{Max: 300, Min: 1}
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	p.join("a")
 	p.join("b")
 	epochs := map[int64]*liveRecord{}

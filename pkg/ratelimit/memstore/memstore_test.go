@@ -59,7 +59,7 @@ type replicaUnderTest struct {
 	dead bool
 }
 
-func newPool(t *testing.T, cfg ratelimit.Config) *replicas {
+func newReplicas(t *testing.T, cfg ratelimit.Config) *replicas {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	p := &replicas{t: t, cfg: cfg, clk: clk, store: memstore.New(clk),
 		reps: map[string]*replicaUnderTest{}, kept: map[int64]int64{}}
@@ -155,7 +155,7 @@ func TestSharesSplitExactlyByRank(t *testing.T) {
 		{997, []string{"r1", "r2", "r3", "r4", "r5"}, map[string]int64{"r1": 200, "r2": 200, "r3": 199, "r4": 199, "r5": 199}},
 	} {
 		t.Run(fmt.Sprint(tt.max, tt.ids), func(t *testing.T) {
-			p := newPool(t, flat(tt.max))
+			p := newReplicas(t, flat(tt.max))
 			for _, id := range tt.ids {
 				p.join(id)
 			}
@@ -176,7 +176,7 @@ func TestSharesSplitExactlyByRank(t *testing.T) {
 }
 
 func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
-	p := newPool(t, flat(10))
+	p := newReplicas(t, flat(10))
 	p.join("b")
 	p.join("c")
 	p.run(2 * time.Second)
@@ -202,7 +202,7 @@ func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
 }
 
 func TestLeavingReplicaGivesItsShareBack(t *testing.T) {
-	p := newPool(t, flat(9))
+	p := newReplicas(t, flat(9))
 	for _, id := range []string{"a", "b", "c"} {
 		p.join(id)
 	}
@@ -219,7 +219,7 @@ func TestLeavingReplicaGivesItsShareBack(t *testing.T) {
 }
 
 func TestCrashedReplicaIsDroppedAfterStaleAfter(t *testing.T) {
-	p := newPool(t, flat(9))
+	p := newReplicas(t, flat(9))
 	for _, id := range []string{"a", "b", "c"} {
 		p.join(id)
 	}
@@ -238,7 +238,7 @@ func TestCrashedReplicaIsDroppedAfterStaleAfter(t *testing.T) {
 func TestChurnNeverExceedsPool(t *testing.T) {
 	// Replicas join, leave and crash in turn; at every step every live replica takes
 	// all it can, and no epoch ever grants more than the pool (checked by run).
-	p := newPool(t, flat(100))
+	p := newReplicas(t, flat(100))
 	steps := []func(){
 		func() { p.join("m") },
 		func() { p.join("d") },
@@ -334,7 +334,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 // the survivors get a crashed replica's share back only once its own lease, not
 // theirs, has run out, so no epoch grants more than the pool meanwhile.
 func TestCrashedReplicaKeepsItsShareForItsLease(t *testing.T) {
-	p := newPool(t, flat(10))
+	p := newReplicas(t, flat(10))
 	long := flat(10)
 	long.StaleAfter = 5 * time.Second
 	p.joinWith("a", flat(10))
@@ -382,7 +382,7 @@ func TestStoreOutage(t *testing.T) {
 		t.Run(tt.policy.String(), func(t *testing.T) {
 			cfg := flat(10)
 			cfg.OnStoreFailure = tt.policy
-			p := newPool(t, cfg)
+			p := newReplicas(t, cfg)
 			p.joinWith("a", cfg)
 			p.joinWith("b", cfg)
 			p.run(2 * time.Second)
@@ -424,7 +424,7 @@ func TestStoreOutage(t *testing.T) {
 }
 
 func TestRegistrationFailureTakesNoTokens(t *testing.T) {
-	p := newPool(t, flat(10))
+	p := newReplicas(t, flat(10))
 	p.store.SetAvailable(false)
 	l := p.joinWith("a", flat(10))
 	p.clk.Advance(0) // the first sync, from the background
@@ -446,7 +446,7 @@ func TestRegistrationFailureTakesNoTokens(t *testing.T) {
 
 func TestResumedRampUp(t *testing.T) {
 	cfg := ratelimit.Config{Max: 100, Min: 10, RampUpDuration: 9 * time.Second, ResumedRampUp: true}
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	p.joinWith("a", cfg)
 	p.run(6 * time.Second) // the ramp climbs 10 a second while a drains it
 	before := p.reps["a"].l.Status().PoolMilli

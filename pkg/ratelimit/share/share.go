@@ -66,8 +66,8 @@ const DefaultTTL = 180 * time.Second
 type Report struct {
 	// ID identifies the replica; ranks are its order among the live IDs.
 	ID string
-	// Replicas is the replica count the replica reports: 0 at its first sync, then the
-	// live count or agreed size it last learned.
+	// Replicas is the replica count the replica reports: 0 at its first sync,
+	// then the live count or agreed count it last learned.
 	Replicas int
 	// StaleAfter is the replica's lease (ratelimit.Config.StaleAfter; 0 for
 	// [DefaultStaleAfter]): the store drops the replica once its last heartbeat is
@@ -183,10 +183,11 @@ func (a Adaptation) Signaled(s Signal, now time.Time) Adaptation {
 
 // View is the replicas as the store saw them at one sync.
 type View struct {
-	// Agreed is true when every live replica reported the same replica count and that
-	// size equals the live count.
+	// Agreed is true when every live replica reported the same replica count
+	// and that count equals the live count.
 	Agreed bool
-	// Replicas is the agreed size when Agreed, otherwise the largest size reported.
+	// Replicas is the agreed replica count when Agreed, otherwise the largest
+	// count reported.
 	Replicas int
 	// Live is the number of live replicas, the caller included.
 	Live int
