@@ -168,7 +168,7 @@ func (g *epochGrid) describe(e int64) string {
 			mark = " (hit by the fault)"
 		}
 		if l, ok := eps[e]; ok {
-			fmt.Fprintf(&b, "  replica %d%s: granted %d, share %d, pool %g, poolSize %d, rank %d, eligible %v\n",
+			fmt.Fprintf(&b, "  replica %d%s: granted %d, share %d, pool %g, replicas %d, rank %d, eligible %v\n",
 				i, mark, l.Granted, l.Share, l.Pool, l.Replicas, l.Rank, l.Eligible)
 		} else {
 			fmt.Fprintf(&b, "  replica %d%s: no epoch line\n", i, mark)
@@ -208,7 +208,7 @@ func (g *epochGrid) around(i int, e int64, n int) []string {
 // line per replica, for the log of a run.
 func (g *epochGrid) table(from, to int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "epochs %d..%d, granted/share/poolSize per replica (- absent, * not eligible), then the sum:\n", from, to)
+	fmt.Fprintf(&b, "epochs %d..%d, granted/share/replicas per replica (- absent, * not eligible), then the sum:\n", from, to)
 	for i, eps := range g.byRep {
 		fmt.Fprintf(&b, "  replica %d:", i)
 		for e := from; e <= to; e++ {

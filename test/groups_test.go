@@ -18,7 +18,7 @@ import (
 // 500 a second, through one redis-server. No epoch grants more than 500 of
 // the group, neither vertex more than its 400, the group is used to 95% in
 // most epochs once every replica is in it, and Redis sees at most 12
-// commands per replica per second for both pools.
+// commands per replica per second for both limits.
 func TestGroupThroughRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
