@@ -80,8 +80,8 @@ func storeRun(t *testing.T, round int, row *faultRow, lost bool, v tokenVertex, 
 			held++
 		}
 	}
-	t.Logf("%d of %d replicas saw the store hold the pool after it lost writes", held, len(g.procs))
+	t.Logf("%d of %d replicas saw the store hold the replica count after it lost writes", held, len(g.procs))
 	if lost && held == 0 {
-		t.Errorf("no replica saw the store hold the pool, which lost its data:\n%s", g.logTails(12))
+		t.Errorf("no replica saw the store hold the replica count, which lost its data:\n%s", g.logTails(12))
 	}
 }
