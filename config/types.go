@@ -270,8 +270,8 @@ type RateLimit struct {
 	// ExcludeDropped gives back the tokens of messages the UDF drops (to_drop),
 	// so that only messages that go on count against the limit.
 	ExcludeDropped *bool `yaml:"excludeDropped"`
-	// StaleAfter is how long a replica may miss heartbeats before the pool drops
-	// it (default 2s).
+	// StaleAfter is how long a replica may miss heartbeats before the store drops
+	// it from the replicas (default 2s).
 	StaleAfter *Duration `yaml:"staleAfter"`
 	// SyncInterval is how often a replica syncs with the store (default 100ms).
 	SyncInterval *Duration `yaml:"syncInterval"`

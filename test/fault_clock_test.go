@@ -136,7 +136,7 @@ func clockStepRun(t *testing.T, round int, row *faultRow, step time.Duration, po
 			ratelimit.WithReplicaID(fmt.Sprintf("clockstep-%d", i)), ratelimit.WithLogger(log),
 			ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
 				log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
-					zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+					zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.Replicas),
 					zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible))
 			}))
 		if err != nil {

@@ -140,7 +140,7 @@ func (r cutResult) checkLastKnown(t *testing.T, row *faultRow) {
 	r.noteReturn(t, row)
 }
 
-// noteReturn notes a cut replica that is not back in an agreed pool within
+// noteReturn notes a cut replica that is not back among the agreed replicas within
 // 3 epochs of the heal.
 func (r cutResult) noteReturn(t *testing.T, row *faultRow) {
 	for e := r.healed.Unix() + 1; e <= min(r.healed.Unix()+3, r.g.lastFull()); e++ {
@@ -148,7 +148,7 @@ func (r cutResult) noteReturn(t *testing.T, row *faultRow) {
 			return
 		}
 	}
-	t.Logf("replica %d not back in an agreed pool within 3 epochs of the heal", r.grid.hit)
+	t.Logf("replica %d not back among the agreed replicas within 3 epochs of the heal", r.grid.hit)
 	row.Note = noteOnce(row.Note, "not back within 3 epochs of the heal")
 }
 

@@ -22,7 +22,7 @@ type replicaEpoch struct {
 	Pool     float64
 	Share    int64
 	Granted  int64
-	PoolSize int
+	Replicas int `json:"poolSize"`
 	Rank     int
 	Eligible bool
 	TS       time.Time `json:"ts"` // when the replica logged it
@@ -97,11 +97,11 @@ func (g *epochGrid) allowed(e int64) int64 {
 // the fault, before e.
 func (g *epochGrid) stale(i int, e int64) bool { return i == g.hit && e > g.faultAt.Unix() }
 
-// agreed reports whether all n replicas were eligible in e in a pool of n.
+// agreed reports whether all n replicas were eligible in e among n.
 func (g *epochGrid) agreed(e int64, n int) bool {
 	count := 0
 	for _, eps := range g.byRep {
-		if l, ok := eps[e]; ok && l.Eligible && l.PoolSize == n {
+		if l, ok := eps[e]; ok && l.Eligible && l.Replicas == n {
 			count++
 		}
 	}
@@ -168,8 +168,8 @@ func (g *epochGrid) describe(e int64) string {
 			mark = " (hit by the fault)"
 		}
 		if l, ok := eps[e]; ok {
-			fmt.Fprintf(&b, "  replica %d%s: granted %d, share %d, pool %g, poolSize %d, rank %d, eligible %v\n",
-				i, mark, l.Granted, l.Share, l.Pool, l.PoolSize, l.Rank, l.Eligible)
+			fmt.Fprintf(&b, "  replica %d%s: granted %d, share %d, pool %g, replicas %d, rank %d, eligible %v\n",
+				i, mark, l.Granted, l.Share, l.Pool, l.Replicas, l.Rank, l.Eligible)
 		} else {
 			fmt.Fprintf(&b, "  replica %d%s: no epoch line\n", i, mark)
 		}
@@ -204,11 +204,11 @@ func (g *epochGrid) around(i int, e int64, n int) []string {
 	return out
 }
 
-// table prints the replicas' grants, shares and pool sizes over epochs, one
+// table prints the replicas' grants, shares and replica counts over epochs, one
 // line per replica, for the log of a run.
 func (g *epochGrid) table(from, to int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "epochs %d..%d, granted/share/poolSize per replica (- absent, * not eligible), then the sum:\n", from, to)
+	fmt.Fprintf(&b, "epochs %d..%d, granted/share/replicas per replica (- absent, * not eligible), then the sum:\n", from, to)
 	for i, eps := range g.byRep {
 		fmt.Fprintf(&b, "  replica %d:", i)
 		for e := from; e <= to; e++ {
@@ -217,9 +217,9 @@ func (g *epochGrid) table(from, to int64) string {
 			case !ok:
 				b.WriteString(" -")
 			case !l.Eligible:
-				fmt.Fprintf(&b, " %d/%d/%d*", l.Granted, l.Share, l.PoolSize)
+				fmt.Fprintf(&b, " %d/%d/%d*", l.Granted, l.Share, l.Replicas)
 			default:
-				fmt.Fprintf(&b, " %d/%d/%d", l.Granted, l.Share, l.PoolSize)
+				fmt.Fprintf(&b, " %d/%d/%d", l.Granted, l.Share, l.Replicas)
 			}
 		}
 		b.WriteByte('\n')
@@ -234,7 +234,7 @@ func (g *epochGrid) table(from, to int64) string {
 // checkTakeover checks that in every epoch from the one by which the others
 // must have dropped the replica hit (its lease and the margin after the
 // fault) to the last one that ended before backAt, the others were eligible
-// in a pool of the rest and their shares made up the whole pool. It returns
+// among the rest and their shares made up the whole pool. It returns
 // the epochs checked and those that failed.
 func (g *epochGrid) checkTakeover(t *testing.T, backAt time.Time) (checked, missed int) {
 	t.Helper()
@@ -249,7 +249,7 @@ func (g *epochGrid) checkTakeover(t *testing.T, backAt time.Time) (checked, miss
 				continue
 			}
 			l, found := eps[e]
-			ok = ok && found && l.Eligible && l.PoolSize == tokenReplicas-1
+			ok = ok && found && l.Eligible && l.Replicas == tokenReplicas-1
 			shares += l.Share
 			granted += l.Granted
 		}
@@ -263,7 +263,7 @@ func (g *epochGrid) checkTakeover(t *testing.T, backAt time.Time) (checked, miss
 }
 
 // checkAgreed checks that every epoch from first to last had all replicas
-// eligible in a pool of all of them; what names the check.
+// eligible among all of them; what names the check.
 func (g *epochGrid) checkAgreed(t *testing.T, first, last int64, what string) bool {
 	t.Helper()
 	if first > last {

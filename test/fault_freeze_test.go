@@ -18,7 +18,7 @@ const freezeHolds = "no epoch over max; the others take its share after its leas
 // onStoreFailure policy, as a stop-the-world pause or a starved container
 // would. No epoch may grant more than 300 over the replicas; once its lease
 // has run out the other two share all 300; within 2 epochs of waking it is
-// in the pool again.
+// one of the agreed replicas again.
 func freezeCases() []tokenFaultCase {
 	var cases []tokenFaultCase
 	for _, d := range []time.Duration{15 * time.Second, 5 * time.Second, 2 * time.Second, 500 * time.Millisecond} {

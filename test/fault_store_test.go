@@ -10,7 +10,7 @@ import (
 )
 
 // storeHolds is what must hold when the store itself fails.
-const storeHolds = "no epoch over max; the pool agrees again within 3 epochs"
+const storeHolds = "no epoch over max; the replicas agree again within 3 epochs"
 
 // storeCases kill the Redis that three replicas share 300 a
 // second through and starts it again half a second later with its data
@@ -76,12 +76,12 @@ func storeRun(t *testing.T, round int, row *faultRow, lost bool, v tokenVertex, 
 	}
 	held := 0
 	for _, p := range g.procs {
-		if strings.Contains(p.stderrText(), "the store lost the pool's last writes") {
+		if strings.Contains(p.stderrText(), "the store lost its last writes") {
 			held++
 		}
 	}
-	t.Logf("%d of %d replicas saw the store hold the pool after it lost writes", held, len(g.procs))
+	t.Logf("%d of %d replicas saw the store hold the replica count after it lost writes", held, len(g.procs))
 	if lost && held == 0 {
-		t.Errorf("no replica saw the store hold the pool, which lost its data:\n%s", g.logTails(12))
+		t.Errorf("no replica saw the store hold the replica count, which lost its data:\n%s", g.logTails(12))
 	}
 }

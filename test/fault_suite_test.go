@@ -174,7 +174,7 @@ func startTokenGroup(t *testing.T, v tokenVertex) *tokenGroup {
 }
 
 // waitAgreed waits, polling the logs, until an epoch in which every replica
-// was eligible in a pool of all of them has ended.
+// was eligible among all of them has ended.
 func (g *tokenGroup) waitAgreed(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	const poll = 200 * time.Millisecond

@@ -18,7 +18,7 @@ import (
 // 500 a second, through one redis-server. No epoch grants more than 500 of
 // the group, neither vertex more than its 400, the group is used to 95% in
 // most epochs once every replica is in it, and Redis sees at most 12
-// commands per replica per second for both pools.
+// commands per replica per second for both limits.
 func TestGroupThroughRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
@@ -38,13 +38,13 @@ func TestGroupThroughRedis(t *testing.T) {
 		p.metricsAddr()
 	}
 	// groupEpochs returns what the group granted by epoch, and the
-	// replicas in it with all six in its pool.
+	// replicas in it with all six agreed.
 	groupEpochs := func() (map[int64]int64, map[int64]int) {
 		granted, eligible := map[int64]int64{}, map[int64]int{}
 		for _, p := range procs {
 			for e, l := range p.logEpochs(t, "group epoch") {
 				granted[e] += l.Granted
-				if l.Eligible && l.PoolSize == 6 {
+				if l.Eligible && l.Replicas == 6 {
 					eligible[e]++
 				}
 			}

@@ -203,7 +203,7 @@ func TestObservability(t *testing.T) {
 		Pool             float64
 		Share            int64
 		GrantedThisEpoch int64
-		PoolSize         int
+		Replicas         int `json:"poolSize"`
 		Throttled        bool
 		ThrottledReasons []string
 	}
@@ -217,7 +217,7 @@ func TestObservability(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // real time: the vertex is real
 	}
-	if st.Vertex != "observed" || st.Replica != 3 || !st.RateLimit || st.Mode != "relaxed" || st.Pool != 10 || st.Share != 10 || st.PoolSize != 1 {
+	if st.Vertex != "observed" || st.Replica != 3 || !st.RateLimit || st.Mode != "relaxed" || st.Pool != 10 || st.Share != 10 || st.Replicas != 1 {
 		t.Fatalf("/status = %s", body)
 	}
 	if !st.Throttled || len(st.ThrottledReasons) != 1 || st.ThrottledReasons[0] != "rate_limited" {

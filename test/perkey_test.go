@@ -95,7 +95,7 @@ spec:
     blackhole: {}
 `, max, max, perKey, srv.Addr, 20*len(keys), strings.Join(keys, ", ")))
 	procs, addrs := startReplicas(t, cfg, replicas)
-	// full are the seconds with every replica in the pool, in it the
+	// full are the seconds with every replica agreed, in it the
 	// second before too, and not the first or last second logged.
 	fullSeconds := func() []int64 {
 		_, eligible := sumEpochs(t, procs)
@@ -108,7 +108,7 @@ spec:
 		}
 		return out
 	}
-	waitUntil(t, epochWait, "8 seconds with every replica in the pool", func() bool { return len(fullSeconds()) >= 8 })
+	waitUntil(t, epochWait, "8 seconds with every replica agreed", func() bool { return len(fullSeconds()) >= 8 })
 	var held float64
 	for _, a := range addrs {
 		held += metricValues(t, a, "sluice_ratelimit_key_held_messages")["perkey"]
@@ -139,7 +139,7 @@ spec:
 	}
 	full := fullSeconds()
 	if len(full) < 5 {
-		t.Fatalf("%d seconds with every replica in the pool; want at least 5", len(full))
+		t.Fatalf("%d seconds with every replica agreed; want at least 5", len(full))
 	}
 	sum := func(e int64) (n int64) {
 		for _, c := range byKey[e] {

@@ -47,7 +47,7 @@ type epochLog struct {
 	Pool     float64
 	Granted  int64
 	Share    int64
-	PoolSize int
+	Replicas int `json:"poolSize"`
 	Eligible bool
 	// With rateLimit.shadow: what the readers took beyond the grants, and
 	// all they took.
@@ -137,7 +137,7 @@ func generatorValues(t *testing.T, p *proc) int {
 
 // TestReplicasShareThroughRedis runs five replicas of one MonoVertex sharing 997
 // messages a second through Redis. No epoch grants more than 997 in all; with all
-// five in the pool their shares make exactly 997, and most epochs deliver at
+// five agreed their shares make exactly 997, and most epochs deliver at
 // least 99.5% of it; after one is killed with SIGKILL, the survivors take back
 // its share within staleAfter + 1s; when it comes back it rejoins; Redis sees at
 // most 12 commands per replica per second.
@@ -175,7 +175,7 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	})
 	stoppingAt := time.Now().Unix() // epochs from here on see the pool change again
 
-	// Replica 4 comes back and rejoins the pool.
+	// Replica 4 comes back and rejoins the replicas.
 	rejoined := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "4", "--log-level", "debug")
 	rejoined.metricsAddr()
 	back := append(slices.Clone(procs[:4]), rejoined)
@@ -198,7 +198,7 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 			ep := p.epochs(t)
 			for _, e := range epochs {
 				if l, ok := ep[e]; ok {
-					row = append(row, fmt.Sprintf("%d/%d/%v", l.Granted, l.PoolSize, l.Eligible))
+					row = append(row, fmt.Sprintf("%d/%d/%v", l.Granted, l.Replicas, l.Eligible))
 				} else {
 					row = append(row, "-")
 				}
@@ -211,7 +211,7 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 			t.Errorf("epoch %d granted %d; max %d", e, granted[e], max)
 		}
 	}
-	// Five in the pool before the kill, and after the return: their shares
+	// Five agreed before the kill, and after the return: their shares
 	// make the pool, and most epochs use it.
 	five, after := readEpochs(t, procs[:5], 5), readEpochs(t, back, 5)
 	for _, r := range []struct {
@@ -227,11 +227,11 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	mostReach(t, "five replicas before the kill", five.full(5, 0, killEpoch-1), most, 3, five.grantedIn)
 	mostReach(t, "five replicas after the return", after.full(5, stoppingAt+1, forever), most, 2, after.grantedIn)
 	// The survivors reclaim the dead replica's share within staleAfter + 1s:
-	// from then on the four are in a pool of four whose shares make 997.
+	// from then on the four are among four replicas whose shares make 997.
 	four := readEpochs(t, procs[:4], 4)
 	for e := reclaimedBy + 1; e < stoppingAt; e++ {
 		if four.eligible[e] != 4 || four.shares[e] != max {
-			t.Errorf("epoch %d (%ds after the kill): %d survivors in a pool of four, their shares make %d; they should have reclaimed the share",
+			t.Errorf("epoch %d (%ds after the kill): %d survivors among four, their shares make %d; they should have reclaimed the share",
 				e, e-killEpoch, four.eligible[e], four.shares[e])
 		}
 	}
@@ -269,7 +269,7 @@ func commandCalls(t *testing.T, srv *redistest.Server) int64 {
 
 // TestRedisOutage stops Redis for 10 seconds under each onStoreFailure policy:
 // no message read is lost; with pause no epoch ever exceeds the limit; within
-// two seconds of Redis's return the replicas are both in the pool again, their
+// two seconds of Redis's return the replicas both agree again, their
 // shares make the whole pool, and they use it.
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
@@ -286,10 +286,10 @@ func TestRedisOutage(t *testing.T) {
 			for _, p := range procs {
 				p.metricsAddr()
 			}
-			if !waitUntil(t, epochWait, "an epoch of both replicas in a pool of two", func() bool {
+			if !waitUntil(t, epochWait, "an epoch of both replicas among two", func() bool {
 				return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0
 			}) {
-				t.Fatal("the replicas never agreed on a pool of two")
+				t.Fatal("the replicas never agreed on a count of two")
 			}
 			srv.Stop()
 			stoppedAt := time.Now()
@@ -322,10 +322,10 @@ func TestRedisOutage(t *testing.T) {
 				}
 			}
 			// Normal again within two seconds of Redis's return: a replica
-			// whose lease ran out rejoins the pool.
+			// whose lease ran out rejoins the replicas.
 			for e := rejoinBy; e < backAt.Unix()+5; e++ {
 				if r.eligible[e] != 2 || r.shares[e] != 100 {
-					t.Errorf("epoch %d, %v after Redis came back: %d replicas in a pool of two with shares of %d; want 2 and 100",
+					t.Errorf("epoch %d, %v after Redis came back: %d replicas among two with shares of %d; want 2 and 100",
 						e, time.Unix(e, 0).Sub(backAt), r.eligible[e], r.shares[e])
 				}
 			}
@@ -361,8 +361,8 @@ func TestSentinelFailover(t *testing.T) {
 		p.metricsAddr()
 	}
 	agreed := func() bool { return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0 }
-	if !waitUntil(t, epochWait, "an epoch of both replicas in a pool of two", agreed) {
-		t.Fatal("the replicas never agreed on a pool of two")
+	if !waitUntil(t, epochWait, "an epoch of both replicas among two", agreed) {
+		t.Fatal("the replicas never agreed on a count of two")
 	}
 	sn.Failover(t)
 	failedOverAt := time.Now()
@@ -383,10 +383,10 @@ func TestSentinelFailover(t *testing.T) {
 		}
 	}
 	// Throttling goes on through the failover: in the last seconds both
-	// replicas are in the pool, their shares make the limit, and they use it.
+	// replicas agree, their shares make the limit, and they use it.
 	for e := from; e <= to; e++ {
 		if r.eligible[e] != 2 || r.shares[e] != 50 {
-			t.Errorf("epoch %d after the failover: %d replicas in a pool of two with shares of %d; want 2 and 50", e, r.eligible[e], r.shares[e])
+			t.Errorf("epoch %d after the failover: %d replicas among two with shares of %d; want 2 and 50", e, r.eligible[e], r.shares[e])
 		}
 	}
 	mostReach(t, "after the failover", r.full(2, from, forever), 50, 1, r.grantedIn)
@@ -468,8 +468,8 @@ spec:
 	}
 	for i, want := range []int64{34, 33, 33} {
 		for e, l := range procs[i].epochs(t) {
-			if l.Share != want || l.PoolSize != 3 {
-				t.Errorf("replica %d, epoch %d: share %d of %d; want %d of 3", i, e, l.Share, l.PoolSize, want)
+			if l.Share != want || l.Replicas != 3 {
+				t.Errorf("replica %d, epoch %d: share %d of %d; want %d of 3", i, e, l.Share, l.Replicas, want)
 			}
 		}
 	}

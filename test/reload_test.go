@@ -66,7 +66,7 @@ func reloads(t *testing.T, addr string) map[string]float64 {
 }
 
 // waitMax polls /status of every replica until each has max in force and
-// the pool of 3 agreed, for at most 30s (a busy machine's bound: it takes
+// the count of 3 agreed, for at most 30s (a busy machine's bound: it takes
 // a second or two on an idle one).
 func waitMax(t *testing.T, addrs []string, max int64) {
 	t.Helper()
@@ -75,13 +75,13 @@ func waitMax(t *testing.T, addrs []string, max int64) {
 		for {
 			var st struct {
 				Max      int64 `json:"max"`
-				PoolSize int   `json:"poolSize"`
+				Replicas int   `json:"poolSize"`
 			}
 			_, body := httpGet(t, "http://"+a+"/status")
 			if err := json.Unmarshal(body, &st); err != nil {
 				t.Fatalf("/status: %v: %s", err, body)
 			}
-			if st.Max == max && st.PoolSize == 3 {
+			if st.Max == max && st.Replicas == 3 {
 				break
 			}
 			if time.Now().After(deadline) {

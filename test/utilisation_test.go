@@ -90,14 +90,14 @@ type replicaEpochs struct {
 }
 
 // readEpochs reads the epoch logs of procs so far: those that were
-// eligible in a pool of n are counted in eligible and shares.
+// eligible among n are counted in eligible and shares.
 func readEpochs(t *testing.T, procs []*proc, n int) replicaEpochs {
 	t.Helper()
 	r := replicaEpochs{granted: map[int64]int64{}, shares: map[int64]int64{}, eligible: map[int64]int{}}
 	for _, p := range procs {
 		for e, l := range p.epochs(t) {
 			r.granted[e] += l.Granted
-			if l.Eligible && l.PoolSize == n {
+			if l.Eligible && l.Replicas == n {
 				r.eligible[e]++
 				r.shares[e] += l.Share
 			}
@@ -107,7 +107,7 @@ func readEpochs(t *testing.T, procs []*proc, n int) replicaEpochs {
 }
 
 // full returns, in order, the epochs from from to to (inclusive) in which all
-// n replicas were eligible in a pool of n (n as given to readEpochs).
+// n replicas were eligible among n (n as given to readEpochs).
 func (r replicaEpochs) full(n int, from, to int64) []int64 {
 	var out []int64
 	for e := range r.granted {

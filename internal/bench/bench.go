@@ -143,7 +143,7 @@ const firstWriteTimeout = 10 * time.Second
 
 // Measure builds what is measured, runs it and returns the messages it wrote
 // in d, counted from [WarmUp] after its first write, and the time that took.
-// Start-up is left out: a replica joining its pool takes no tokens before the
+// Start-up is left out: a replica joining the replicas takes no tokens before the
 // next second, and while it waits the runtime hands memory back to the
 // system, which the first moments of the run then take again.
 func Measure(build func() (Runner, error), d time.Duration) (float64, time.Duration, error) {

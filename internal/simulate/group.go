@@ -41,7 +41,7 @@ var groupStart = time.Unix(1_700_000_000, 0)
 const simSlices = int(time.Second / ratelimit.DefaultSyncInterval)
 
 // SimulateGroup runs real rate limiters on a manual clock: each member's own,
-// and one replica of the group's pool per member, sharing an in-process
+// and one replica of the group's limit per member, sharing an in-process
 // store of the group as the vertices of a group share the Redis one. In
 // each slice of a sync interval a member asks for what is left of its
 // epoch's demand: its own limit first, then the group for what that

@@ -114,7 +114,7 @@ func (h *History) Observe(s ratelimit.EpochSummary) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ring[h.next] = Epoch{LimitEpoch: LimitEpoch{Epoch: s.Epoch, Pool: float64(s.PoolMilli) / 1000, PoolSize: s.PoolSize,
+	h.ring[h.next] = Epoch{LimitEpoch: LimitEpoch{Epoch: s.Epoch, Pool: float64(s.PoolMilli) / 1000, Replicas: s.Replicas,
 		Share: s.Share, Granted: s.Granted, Max: s.Max}, Cut: s.Cut, Paused: s.Paused, Switched: s.Switched,
 		ShadowThrottled: s.ShadowThrottled, Throttled: t.Throttled.minus(h.last.Throttled),
 		Read: t.Read - h.last.Read, Written: t.Written - h.last.Written}
@@ -148,10 +148,11 @@ type LimitEpoch struct {
 	// Epoch is the epoch, whole seconds of the store clock.
 	Epoch int64 `json:"epoch"`
 	// Pool is the limit's pool P in the epoch, all replicas together,
-	// PoolSize the replicas it was split among, Share this replica's part,
-	// Granted what it took of it (less deposits) and Max the limit in force.
+	// Replicas the number of replicas it was split among (JSON poolSize),
+	// Share this replica's part, Granted what it took of it (less deposits)
+	// and Max the limit in force.
 	Pool     float64 `json:"pool"`
-	PoolSize int     `json:"poolSize"`
+	Replicas int     `json:"poolSize"`
 	Share    int64   `json:"share"`
 	Granted  int64   `json:"granted"`
 	Max      int64   `json:"max"`

@@ -57,7 +57,7 @@ func registerLimiter(reg prometheus.Registerer, status func() ratelimit.Status, 
 	gauge("sluice_ratelimit_max_tokens", "The rate limit in force (rateLimit.max), which a live change of the config sets.",
 		func(s ratelimit.Status) float64 { return float64(s.Max) })
 	gauge("sluice_ratelimit_pool_size", "Number of replicas the pool is split among.",
-		func(s ratelimit.Status) float64 { return float64(s.PoolSize) })
+		func(s ratelimit.Status) float64 { return float64(s.Replicas) })
 	counter("sluice_ratelimit_cuts_total", "Cuts of the pool by throttle signals (rateLimit.adaptive) this replica applied.",
 		func(s ratelimit.Status) float64 { return float64(s.Cuts) })
 	counter("sluice_ratelimit_shadow_throttled_total", "Tokens the rate limit would have throttled and let through (rateLimit.shadow).",

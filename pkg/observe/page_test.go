@@ -98,8 +98,8 @@ func TestPageEpochs(t *testing.T) {
 		paused  float64
 	}{{first, 20, 20, 0.25}, {second, 7, 7, 0}, {second + 1, 0, 0, 0}} {
 		e := got[i]
-		if e.Epoch != want.epoch || e.Pool != 20 || e.Share != 20 || e.PoolSize != 1 || e.Max != 20 {
-			t.Errorf("epoch %d: %+v; want epoch %d, pool, share and max 20, pool size 1", i, e, want.epoch)
+		if e.Epoch != want.epoch || e.Pool != 20 || e.Share != 20 || e.Replicas != 1 || e.Max != 20 {
+			t.Errorf("epoch %d: %+v; want epoch %d, pool, share and max 20, replica count 1", i, e, want.epoch)
 		}
 		if e.Granted != want.granted || e.Read != want.moved || e.Written != want.moved || e.Throttled.RateLimited != want.paused {
 			t.Errorf("epoch %d: granted %d, read %v, written %v, rate_limited %vs; want %d, %v, %v, %vs",

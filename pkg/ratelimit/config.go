@@ -159,7 +159,7 @@ func (c Config) withDefaults() Config {
 type StoreFailurePolicy uint8
 
 const (
-	// LastKnown keeps the last agreed pool: availability first. If the other
+	// LastKnown keeps the last agreed replica count: availability first. If the other
 	// replicas drop this one meanwhile, the vertex can exceed its limit.
 	LastKnown StoreFailurePolicy = iota
 	// Pause takes no tokens until the store is back: the limit is never exceeded.

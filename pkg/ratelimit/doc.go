@@ -92,8 +92,8 @@
 //
 // With [WithStore], a limiter is one replica of a limit shared in a [share.Store]: it syncs
 // with the store from a background goroutine (every 100ms by default), never per
-// Acquire, and [New] does no I/O: the first sync starts in the background at once. Replicas agree on the pool size before a newcomer takes tokens, a new
-// size takes effect at the next epoch boundary, and a replica that leaves or stops
+// Acquire, and [New] does no I/O: the first sync starts in the background at once. Replicas agree on their count before a newcomer takes tokens, a new
+// count takes effect at the next epoch boundary, and a replica that leaves or stops
 // sending heartbeats is dropped so the others get its share back. Package memstore
 // is an in-process store.
 //
@@ -101,7 +101,7 @@
 // the start of its last successful sync; the store drops it StaleAfter after it
 // saw that sync, on the store's clock. Once its lease has run out (the store out of
 // reach, its network cut, the process frozen or starved) a replica grants nothing
-// until it has synced again and the pool has agreed on it, as a newcomer does;
+// until it has synced again and the replicas have agreed on it, as a newcomer does;
 // with [LastKnown] it keeps its last pool while its syncs fail, availability first.
 // Epochs are seconds of the store's clock, learned at each sync within half the
 // round trip; a sync slower than the one the offset came from leaves it alone, and
@@ -111,7 +111,7 @@
 //
 // A token is whatever the caller counts: a vertex's byte limit
 // (rateLimit.bytes) is a second Limiter whose tokens are payload bytes, with
-// a pool of its own in the same store (package redisstore's Store.Pool), and with a
+// a pool of its own in the same store (package redisstore's Store.Limit), and with a
 // cost (rateLimit.cost) a message takes as many tokens of the message limit
 // as its cost. Sizes and costs are known after the read, so the forwarder
 // takes them then, all of one epoch when a share allows.

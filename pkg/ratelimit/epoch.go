@@ -101,7 +101,7 @@ func (l *Limiter) newEpoch(e int64, now time.Time) *epochState {
 // summary is what the replica did in st so far.
 func (st *epochState) summary() EpochSummary {
 	return EpochSummary{Epoch: st.epoch, PoolMilli: st.pool, Share: st.share,
-		Granted: st.granted(), PoolSize: st.size, Rank: st.rank, Eligible: st.eligible,
+		Granted: st.granted(), Replicas: st.size, Rank: st.rank, Eligible: st.eligible,
 		Cut: st.cut, Paused: st.heldAny, ShadowThrottled: st.shadow.Load(),
 		Max: st.max, Shadow: st.shadowOn, Switched: st.switched}
 }

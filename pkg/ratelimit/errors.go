@@ -11,8 +11,8 @@ var (
 	// tokens and none could be granted before its deadline.
 	ErrRateLimited = errors.New("rate limited")
 	// ErrAwaitingAgreement is matched by a [*ThrottledError] whose reason is that the
-	// replicas have not yet agreed on the pool size this replica joins.
-	ErrAwaitingAgreement = errors.New("awaiting pool agreement")
+	// replicas have not yet agreed on a replica count that includes this replica.
+	ErrAwaitingAgreement = errors.New("awaiting agreement on the replicas")
 	// ErrStoreUnavailable is matched by a [*ThrottledError] whose reason is that the
 	// store cannot be reached and the replica's lease has run out.
 	ErrStoreUnavailable = errors.New("store unavailable")
@@ -35,7 +35,7 @@ const (
 	NotThrottled Reason = iota
 	// ReasonRateLimited means this epoch's share is used up.
 	ReasonRateLimited
-	// ReasonAwaitingAgreement means the replica waits for the pool to agree on it.
+	// ReasonAwaitingAgreement means the replica waits for the replicas to agree on it.
 	ReasonAwaitingAgreement
 	// ReasonStoreUnavailable means the store is down and the lease has run out.
 	ReasonStoreUnavailable

@@ -84,11 +84,11 @@ func ExampleWithStore() {
 		defer l.Close(context.Background())
 		replicas = append(replicas, l)
 	}
-	clk.Advance(3 * time.Second) // syncs every 100ms; the three agree on the pool
+	clk.Advance(3 * time.Second) // syncs every 100ms; the three agree on who they are
 
 	for _, l := range replicas {
 		s := l.Status()
-		fmt.Printf("rank %d of %d: share %d\n", s.Rank, s.PoolSize, s.Share)
+		fmt.Printf("rank %d of %d: share %d\n", s.Rank, s.Replicas, s.Share)
 	}
 	// Output:
 	// rank 0 of 3: share 4

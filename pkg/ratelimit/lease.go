@@ -6,7 +6,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// A replica's lease is how long it may go on using the last view of the pool
+// A replica's lease is how long it may go on using the last view of the replicas
 // it agreed on without hearing from its store: from the start of its last
 // successful sync, Config.StaleAfter less a margin, by its own clock. The
 // store drops the replica StaleAfter after it saw that sync's heartbeat, by
@@ -19,10 +19,10 @@ import (
 // pass until it runs again.
 //
 // Once the lease has run out the replica grants nothing until it has synced
-// again and seen the pool agree on a size that counts it: it rejoins as a
+// again and seen the replicas agree on a count that includes it: it rejoins as a
 // new replica does, because the others may have shared the pool without it.
 // The one exception is Config.OnStoreFailure LastKnown while the replica
-// sees its syncs fail: it keeps the last agreed pool then, availability
+// sees its syncs fail: it keeps the last agreed replica count then, availability
 // first, and rejoins when the store answers.
 //
 // With Config.Adaptive the view a replica learned at a sync is complete only
@@ -31,7 +31,7 @@ import (
 // cut of the epochs that begin before that lead has passed since its last
 // sync, and no more. It grants in no later epoch until it has synced again,
 // as when its lease has run out, but it need not rejoin: the others have not
-// left it out of the pool. Live changes of the limit apply a whole lease
+// left it out of the replicas. Live changes of the limit apply a whole lease
 // after the store takes them (liveLead), so a replica that cannot learn of
 // one has stopped granting by then.
 
@@ -93,7 +93,7 @@ func (l *Limiter) lapsed(now time.Time) bool {
 	if l.cfg.OnStoreFailure == LastKnown && l.link.fail != nil {
 		if !l.link.lease.logged && l.member.agreed {
 			l.link.lease.logged = true
-			l.log.Warn("store lease expired: keeping the last known pool until the store is back (onStoreFailure: lastKnown)")
+			l.log.Warn("store lease expired: keeping the last known replica count until the store is back (onStoreFailure: lastKnown)")
 		}
 		return false
 	}
@@ -103,7 +103,7 @@ func (l *Limiter) lapsed(now time.Time) bool {
 		case l.link.fail != nil:
 			l.log.Warn("store lease expired: taking no tokens until the store is back")
 		case l.link.lease.ran(now):
-			l.log.Warn("store lease expired without a failed sync (the process was frozen or starved, or a sync hangs): taking no tokens until it rejoins the pool",
+			l.log.Warn("store lease expired without a failed sync (the process was frozen or starved, or a sync hangs): taking no tokens until it rejoins the replicas",
 				zap.Duration("sinceLeaseEnd", now.Sub(l.link.lease.until)))
 		default:
 			l.log.Warn("no sync for longer than a cut's lead: taking no tokens until the store answers, as a cut may apply")

@@ -66,7 +66,7 @@ type EpochSummary struct {
 	Share     int64
 	// Granted is the tokens granted in the epoch, less deposits.
 	Granted  int64
-	PoolSize int
+	Replicas int
 	Rank     int
 	// Eligible is false when the replica took no part: joining, or paused.
 	Eligible bool
@@ -120,7 +120,7 @@ const maxRequest = MaxTokens
 // New returns a Limiter for cfg, which must be valid (see [Config.Validate]). It
 // does no I/O: with [WithStore] the limiter registers with the store from a
 // background goroutine, starting at once, and takes no tokens until the replicas
-// agree on a pool that includes it.
+// agree on a replica count that includes it.
 func New(cfg Config, opts ...Option) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	l.timers.arm(l.untilTick(now))
 	if l.link.store != nil {
 		// The replica's config is the vertex's limit unless another replica's
-		// is the same: the last to start or change sets it (see pool.LimitChange).
+		// is the same: the last to start or change sets it (see share.LimitChange).
 		l.live.propose(cfg.liveSpec())
 		l.scheduleSync(0, true)
 	}
@@ -382,7 +382,7 @@ func (st *epochState) reason(storeFailing bool) Reason {
 }
 
 // Close stops the limiter: waiting callers get [ErrClosed], later calls too, and a
-// replica of a store leaves its pool so that the others get its share back. Close
+// replica of a store leaves the replicas so that the others get its share back. Close
 // is safe to call more than once; later calls return nil.
 func (l *Limiter) Close(ctx context.Context) error {
 	l.mu.Lock()
@@ -421,9 +421,9 @@ type Status struct {
 	Share int64
 	// Granted is the tokens granted in this epoch, less deposits.
 	Granted int64
-	// PoolSize is the number of replicas the pool is split among.
-	PoolSize int
-	// Rank is this replica's rank in the pool.
+	// Replicas is the number of replicas the pool is split among.
+	Replicas int
+	// Rank is this replica's rank among them.
 	Rank int
 	// Called reports whether a call arrived in this epoch.
 	Called bool
@@ -462,15 +462,15 @@ type Status struct {
 func (s Status) Pool() float64 { return float64(s.PoolMilli) / milli }
 
 // Shares returns every replica's share of the pool in the epoch, by rank:
-// PoolSize shares that sum to the whole tokens of the pool; nil while the
-// pool size is not known.
+// Replicas shares that sum to the whole tokens of the pool; nil while the
+// replica count is not known.
 func (s Status) Shares() []int64 {
-	if s.PoolSize <= 0 {
+	if s.Replicas <= 0 {
 		return nil
 	}
-	out := make([]int64, s.PoolSize)
+	out := make([]int64, s.Replicas)
 	for r := range out {
-		out[r] = shareOf(s.PoolMilli, s.PoolSize, r)
+		out[r] = shareOf(s.PoolMilli, s.Replicas, r)
 	}
 	return out
 }
@@ -482,7 +482,7 @@ func (l *Limiter) Status() Status {
 	st := l.state.Load()
 	s := Status{
 		Epoch: st.epoch, Mode: l.cfg.Mode, PoolMilli: st.pool, Share: st.share,
-		Granted: st.granted(), PoolSize: st.size, Rank: st.rank,
+		Granted: st.granted(), Replicas: st.size, Rank: st.rank,
 		Called: st.called.Load(), Waiting: l.wait.len(), StoreUp: l.link.store == nil || (l.link.registered && l.link.fail == nil),
 		Cuts: l.quota.signals.cuts.Load(), ShadowThrottled: l.shadow.Load(), Max: st.max, Shadow: st.shadowOn,
 		Lent: l.lend.lent.Load(), Borrowed: l.lend.borrowed.Load(), Syncs: l.link.syncs,

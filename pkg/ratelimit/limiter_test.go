@@ -628,7 +628,7 @@ func TestNewDoesNoIO(t *testing.T) {
 	}
 	select {
 	case r := <-store.entered:
-		if r.ID != "a" || r.PoolSize != 0 {
+		if r.ID != "a" || r.Replicas != 0 {
 			t.Fatalf("first sync reported %+v; want a registration of a", r)
 		}
 	case <-time.After(5 * time.Second):
@@ -671,8 +671,8 @@ func TestStatusShares(t *testing.T) {
 		want []int64
 	}{
 		{"unknown size", Status{PoolMilli: 20_000}, nil},
-		{"even", Status{PoolMilli: 20_000, PoolSize: 2}, []int64{10, 10}},
-		{"remainder to the first ranks", Status{PoolMilli: 20_500, PoolSize: 3}, []int64{7, 7, 6}},
+		{"even", Status{PoolMilli: 20_000, Replicas: 2}, []int64{10, 10}},
+		{"remainder to the first ranks", Status{PoolMilli: 20_500, Replicas: 3}, []int64{7, 7, 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.s.Shares(); !slices.Equal(got, tc.want) {

@@ -2,15 +2,15 @@ package ratelimit
 
 import "github.com/sluiceflow/sluice/pkg/ratelimit/share"
 
-// membership is a replica's side of the pool agreement (see share.Store): what it reports
+// membership is a replica's side of the agreement on who the replicas are (see share.Store): what it reports
 // to the store, the views it learned, and from which epoch each one applies. The
 // Limiter calls it with its mutex held.
 type membership struct {
 	solo bool // no store: the only replica, always eligible
-	// A pool of fixedSize replicas known in advance, this one of rank fixedRank.
+	// A set of fixedSize replicas known in advance, this one of rank fixedRank.
 	fixedSize, fixedRank int
 
-	report       int   // pool size to report at the next sync
+	report       int   // replica count to report at the next sync
 	agreed       bool  // has seen AGREE at least once
 	eligibleFrom int64 // first epoch in which the replica may take tokens
 
@@ -22,7 +22,7 @@ type membership struct {
 type stampedView struct {
 	ok    bool
 	stamp int64
-	size  int // pool size in use
+	size  int // replica count in use
 	rank  int
 }
 
@@ -33,15 +33,15 @@ type stampedView struct {
 // ranks the caller too low), and report the live count, so that every
 // replica converges on it.
 func (m *membership) learn(v share.View, stamp int64) {
-	size, rank := v.PoolSize, v.Rank
+	size, rank := v.Replicas, v.Rank
 	if v.Agreed {
-		m.report = v.PoolSize
+		m.report = v.Replicas
 		if !m.agreed {
 			m.agreed = true
 			m.eligibleFrom = stamp + 1
 		}
 	} else {
-		size = max(v.PoolSize, v.Live, m.latest.size)
+		size = max(v.Replicas, v.Live, m.latest.size)
 		if m.latest.ok {
 			rank = max(rank, m.latest.rank)
 		}
@@ -54,12 +54,12 @@ func (m *membership) learn(v share.View, stamp int64) {
 	m.latest = sv
 }
 
-// rejoin forgets that the pool agreed on the replica: it was away past its
-// lease, and the others may have agreed on a pool without it since. It takes
-// no tokens until it sees the pool agree again, from the epoch after.
+// rejoin forgets that the replicas agreed on this one: it was away past its
+// lease, and the others may have agreed on a replica count without it since. It takes
+// no tokens until it sees the replicas agree again, from the epoch after.
 func (m *membership) rejoin() { m.agreed = false }
 
-// at returns the pool size and rank that apply in epoch e, and whether the replica
+// at returns the replica count and rank that apply in epoch e, and whether the replica
 // may take tokens in it.
 func (m *membership) at(e int64) (size, rank int, eligible bool) {
 	if m.solo {

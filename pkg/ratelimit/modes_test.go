@@ -47,7 +47,7 @@ func TestShareOfSumsToPool(t *testing.T) {
 		}
 	}
 	if shareOf(5000, 3, 3) != 0 || shareOf(5000, 0, 0) != 0 || shareOf(5000, 2, -1) != 0 {
-		t.Fatal("a rank outside the pool must get nothing")
+		t.Fatal("a rank outside the replica count must get nothing")
 	}
 }
 

@@ -42,7 +42,7 @@ type options struct {
 // WithClock makes the limiter read time from c instead of the wall clock.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
-// WithStore makes the limiter one replica of a pool kept in s, sharing the limit with
+// WithStore makes the limiter one replica of a replica set kept in s, sharing the limit with
 // the other replicas of the same store. Without a store the limiter is the only
 // replica.
 func WithStore(s share.Store) Option { return func(o *options) { o.store = s } }
@@ -55,7 +55,7 @@ func WithReplicaID(id string) Option { return func(o *options) { o.id = id } }
 func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.syncInterval = d } }
 
 // WithLogger logs the replica's changes of state: store lost and back, lease
-// expired, pool joined, pool size agreed. The default logs nothing.
+// expired, replicas joined, replica count agreed. The default logs nothing.
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithEpochObserver calls f with a summary of every epoch when it ends, from the
@@ -63,16 +63,16 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 // Close; the calls never overlap. f must not block.
 func WithEpochObserver(f func(EpochSummary)) Option { return func(o *options) { o.observe = f } }
 
-// WithFixedPool makes the limiter replica rank of a pool of size replicas known
+// WithFixedReplicas makes the limiter replica rank of a set of size replicas known
 // in advance, with no store: each replica takes its rank's exact share of the
 // pool. It cannot notice a replica that died or one too many.
-func WithFixedPool(size, rank int) Option {
+func WithFixedReplicas(size, rank int) Option {
 	return func(o *options) { o.fixedSize, o.fixedRank = size, rank }
 }
 
 // WithRegion puts the replica in region name of its limit: what it lends
 // goes to the region's spare, and it takes from its own region's spare
-// before any other's (see [Config.Lend]). The store is the region's pool,
+// before any other's (see [Config.Lend]). The store is the region's,
 // such as memstore's Store.Region or a redisstore with Options.Region.
 func WithRegion(name string) Option { return func(o *options) { o.region = name } }
 
@@ -113,11 +113,11 @@ func buildOptions(opts []Option) (options, error) {
 	if o.fixedSize != 0 {
 		switch {
 		case o.store != nil:
-			return o, fmt.Errorf("ratelimit: WithFixedPool and WithStore together: %w", ErrInvalidConfig)
+			return o, fmt.Errorf("ratelimit: WithFixedReplicas and WithStore together: %w", ErrInvalidConfig)
 		case o.fixedSize < 0:
-			return o, &FieldError{Field: "PoolSize", Value: o.fixedSize, Reason: "must be at least 1"}
+			return o, &FieldError{Field: "Replicas", Value: o.fixedSize, Reason: "must be at least 1"}
 		case o.fixedRank < 0 || o.fixedRank >= o.fixedSize:
-			return o, &FieldError{Field: "Rank", Value: o.fixedRank, Reason: fmt.Sprintf("must be between 0 and %d (the pool has %d replicas)", o.fixedSize-1, o.fixedSize)}
+			return o, &FieldError{Field: "Rank", Value: o.fixedRank, Reason: fmt.Sprintf("must be between 0 and %d (there are %d replicas)", o.fixedSize-1, o.fixedSize)}
 		}
 	}
 	return o, nil

@@ -134,7 +134,7 @@ type KeyStatus struct {
 // The options of a [KeyLimiter] are [Option]s: [WithClock] and [WithLogger]
 // as for a Limiter, and these three of its own. Options that concern only a
 // Limiter (WithStore, WithReplicaID, WithSyncInterval, WithEpochObserver,
-// WithFixedPool) do nothing to a KeyLimiter, and these do nothing to a
+// WithFixedReplicas) do nothing to a KeyLimiter, and these do nothing to a
 // Limiter.
 
 // WithKeyStore counts the keys in s, shared with every replica that uses it.
@@ -142,7 +142,7 @@ func WithKeyStore(s share.KeyStore) Option { return func(o *options) { o.keyStor
 
 // WithKeyShare says how many replicas share the per-key limit and this
 // one's rank among them, for counting in this process: without a store (a
-// fixed pool of replicas), or with one that cannot be reached and
+// fixed count of replicas), or with one that cannot be reached and
 // OnStoreFailure LastKnown. Each key then gets this replica's share of Max,
 // as a [Limiter] shares its pool: floor(Max/size), plus one for the first
 // Max mod size ranks. A size below 1 grants nothing. Without it, a limiter

@@ -74,7 +74,7 @@ func TestKeyLimiterCountsEachKeyPerEpoch(t *testing.T) {
 	}
 }
 
-func TestKeyLimiterShareOfAFixedPool(t *testing.T) {
+func TestKeyLimiterShareOfFixedReplicas(t *testing.T) {
 	for rank, want := range []string{"a=4", "a=3", "a=3"} {
 		k := newKeyLimiter(t, ratelimit.KeyConfig{Max: 10}, ratelimit.WithClock(clock.NewManual(epochStart)),
 			ratelimit.WithKeyShare(func() (int, int) { return 3, rank }))

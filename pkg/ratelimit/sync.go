@@ -29,7 +29,7 @@ type link struct {
 	storeLease time.Time // the lease deadline the store recorded at the last sync (share.Report.LeaseUntil)
 	held       time.Time // the end of the store's hold the last sync saw (share.View.Held)
 	lease      lease     // how long the last agreed view may be used
-	agreedSize int       // the last pool size agreed, for logging changes
+	agreedSize int       // the last replica count agreed, for logging changes
 	syncs      int64     // calls to the store so far
 }
 
@@ -37,7 +37,7 @@ type link struct {
 // fails, so that it is back within a second of the store.
 const maxSyncBackoff = 400 * time.Millisecond
 
-// syncOnce reports to the store and learns the pool's view. It does the store call
+// syncOnce reports to the store and learns the store's view of the replicas. It does the store call
 // without the mutex.
 func (l *Limiter) syncOnce() error {
 	l.mu.Lock()
@@ -49,7 +49,7 @@ func (l *Limiter) syncOnce() error {
 	if l.cfg.Lend && l.link.store != nil {
 		lend = l.lend.report(l.state.Load(), l.wait.list, l.cfg.ReservePercentage)
 	}
-	rep := share.Report{ID: l.link.id, PoolSize: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
+	rep := share.Report{ID: l.link.id, Replicas: l.member.report, StaleAfter: l.cfg.StaleAfter, Signal: l.quota.signals.pending, Limit: l.live.proposal,
 		Lend: lend, LeaseUntil: l.link.storeLease}
 	l.quota.signals.pending = nil
 	l.mu.Unlock()
@@ -76,22 +76,22 @@ func (l *Limiter) syncOnce() error {
 	}
 	l.link.fail, l.link.fails = nil, 0
 	// A replica whose lease ran out before this reply came may have been left
-	// out of the pool by the others: it rejoins, taking no tokens until the
-	// pool agrees on it again, and none in the current epoch.
+	// out of the replicas by the others: it rejoins, taking no tokens until the
+	// replicas agree on it again, and none in the current epoch.
 	away := l.link.registered && l.link.lease.ran(t1)
 	// The lease runs from before the request: the store saw this heartbeat no
 	// earlier, so the replica stops using its view before the store drops it.
 	l.link.lease.renew(t0, l.cfg.StaleAfter)
 	l.link.storeLease = v.Time.Add(rep.Lease())
 	if !v.Held.IsZero() && l.link.held.IsZero() {
-		l.log.Warn("the store lost the pool's last writes (a failover or a restart): no pool size agrees until the leases it may have forgotten have run out; the pool agreed last stays in use",
+		l.log.Warn("the store lost its last writes (a failover or a restart): no replica count agrees until the leases it may have forgotten have run out; the count agreed last stays in use",
 			zap.Time("until", v.Held), zap.Int("poolSize", l.member.latest.size))
 	}
 	l.link.held = v.Held
 	if away && l.member.agreed {
 		l.member.rejoin()
 		l.state.Load().revoke()
-		l.log.Warn("lease ran out before this sync (frozen, starved or cut off): rejoining the pool",
+		l.log.Warn("lease ran out before this sync (frozen, starved or cut off): rejoining the replicas",
 			zap.Duration("sinceLastSync", t1.Sub(l.link.lease.last)))
 	}
 	if step := l.clock.sample(t0, t1, v.Time); step != 0 {
@@ -104,11 +104,11 @@ func (l *Limiter) syncOnce() error {
 	l.member.learn(v, stamp)
 	switch {
 	case !wasAgreed && l.member.agreed:
-		l.log.Info("joined the pool", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-		l.link.agreedSize = v.PoolSize
-	case v.Agreed && l.link.agreedSize != v.PoolSize:
-		l.log.Info("pool size agreed", zap.Int("poolSize", v.PoolSize), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
-		l.link.agreedSize = v.PoolSize
+		l.log.Info("joined the replicas", zap.Int("poolSize", v.Replicas), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
+		l.link.agreedSize = v.Replicas
+	case v.Agreed && l.link.agreedSize != v.Replicas:
+		l.log.Info("replica count agreed", zap.Int("poolSize", v.Replicas), zap.Int("rank", v.Rank), zap.Int64("fromEpoch", stamp+1))
+		l.link.agreedSize = v.Replicas
 	}
 	// A replica that rejoins applies the last cut it missed from its next
 	// epoch: its pool is then no larger than the others', which applied it
@@ -128,7 +128,7 @@ func (l *Limiter) syncOnce() error {
 	}
 	if !l.link.registered {
 		l.link.registered = true
-		// The replica has taken no tokens yet: it is not in an agreed pool before
+		// The replica has taken no tokens yet: it is not in an agreed replica set before
 		// this sync. Its ramp starts from the saved pool at the next epoch.
 		if l.cfg.ResumedRampUp && v.Resume > 0 {
 			l.ramp.resume(v.Resume, stamp+1)
@@ -146,7 +146,7 @@ func (k *link) failed(err error, log *zap.Logger, cfg Config) {
 	case !k.registered:
 		log.Warn("store unreachable; taking no tokens until the replica registers", zap.Error(err))
 	default:
-		log.Warn("store unreachable; using the last agreed pool while the lease lasts",
+		log.Warn("store unreachable; using the last agreed replica count while the lease lasts",
 			zap.Error(err), zap.Duration("lease", cfg.StaleAfter), zap.Stringer("onStoreFailure", cfg.OnStoreFailure))
 	}
 	k.fail = err
@@ -155,7 +155,7 @@ func (k *link) failed(err error, log *zap.Logger, cfg Config) {
 
 // scheduleSync arms the timer of the next sync, d from now. The first sync
 // registers the replica and, when that succeeds, reports the live count at once:
-// a replica alone in its pool agrees at the second sync. A store that cannot be
+// a replica alone in its store agrees at the second sync. A store that cannot be
 // reached is retried, backing off to maxSyncBackoff. l.mu is held.
 func (l *Limiter) scheduleSync(d time.Duration, first bool) {
 	l.link.timer = l.timers.after(d, func() {

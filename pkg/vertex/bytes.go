@@ -25,7 +25,7 @@ type ByteStatus struct {
 }
 
 // buildByteLimiter makes the vertex's byte limiter, if its rate limit has
-// one, sharing through store's byte pool (or its fixed pool), and registers
+// one, sharing through store's byte limit (or its fixed replica count), and registers
 // its gauges with reg.
 func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, store Store) error {
 	if rl.Bytes == nil {
@@ -41,7 +41,7 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
 			hist.Observe(s)
 			log.Debug("epoch", zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
-				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.Replicas),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max),
 				zap.Int64("shadowThrottled", s.ShadowThrottled))
 		}),
@@ -57,10 +57,10 @@ func (v *Vertex) buildByteLimiter(reg prometheus.Registerer, rl *RateLimit, stor
 	switch {
 	case store.Bytes != nil:
 		opts = append(opts, ratelimit.WithStore(store.Bytes))
-	case store.Pool != nil:
-		return fmt.Errorf("vertex %s: the rate limit's store has no pool for the byte limit", v.spec.Name)
+	case store.Shared != nil:
+		return fmt.Errorf("vertex %s: the rate limit's store has none for the byte limit", v.spec.Name)
 	case store.Replicas > 0:
-		opts = append(opts, ratelimit.WithFixedPool(store.Replicas, v.o.replica))
+		opts = append(opts, ratelimit.WithFixedReplicas(store.Replicas, v.o.replica))
 	}
 	l, err := ratelimit.New(cfg, opts...)
 	if err != nil {

@@ -39,7 +39,7 @@ func (s *byteSink) total() int64 {
 }
 
 // TestRedisByteLimit runs three replicas of a vertex with a byte limit
-// shared through a real redis-server: they agree on a pool of three for
+// shared through a real redis-server: they agree on a replica count of three for
 // the bytes, and in no epoch do their byte limiters grant more than
 // bytes.max together, counted exactly from each replica's epoch log.
 func TestRedisByteLimit(t *testing.T) {
@@ -80,7 +80,7 @@ func TestRedisByteLimit(t *testing.T) {
 		runtest.Start(t, v)
 		vs = append(vs, v)
 	}
-	runtest.WaitFor(t, "a byte pool of three", func() bool {
+	runtest.WaitFor(t, "a byte limit shared by three", func() bool {
 		for _, v := range vs {
 			if b := v.Status().Bytes; b == nil || b.Share != max/3 {
 				return false

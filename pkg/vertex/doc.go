@@ -25,7 +25,7 @@
 // read at most that many messages, give back the unused tokens, transform, map,
 // write and ack. When its context ends the vertex stops reading, writes and
 // acks what it has read (for at most readTimeout + 5s), leaves its rate
-// limiter's pool and closes what it opened. [Vertex.Status] and
+// limit's replica set and closes what it opened. [Vertex.Status] and
 // [Vertex.Ready] report on it at any time; serve them as /status and /readyz
 // with package observe. A user-defined source is asked every 5s for its
 // pending count, the gauge sluice_source_pending.

@@ -23,7 +23,7 @@ type Env struct {
 	StoreKey string
 	Replica  int
 	// Region is the replica's region ([WithRegion]), "" for none: a store
-	// opens the region's pool of a limit with regions.
+	// opens the region's store of a limit with regions.
 	Region string
 	// Limits are the vertex's.
 	Limits Limits

@@ -26,26 +26,26 @@ type groupLimiter struct {
 }
 
 // syncInterval is how often each of a vertex's limiters syncs with its
-// store: the configured interval, or the default once per pool (its
+// store: the configured interval, or the default once per limit (its
 // messages', its bytes', each group's), so that a replica makes
-// ratelimit.DefaultSyncInterval's round trips a second however many pools
-// it belongs to.
+// ratelimit.DefaultSyncInterval's round trips a second however many limits
+// it shares.
 func syncInterval(rl *RateLimit) time.Duration {
 	if rl.SyncInterval > 0 {
 		return rl.SyncInterval
 	}
-	pools := 1 + len(rl.Groups)
+	limits := 1 + len(rl.Groups)
 	if rl.Bytes != nil {
-		pools++
+		limits++
 	}
-	return ratelimit.DefaultSyncInterval * time.Duration(pools)
+	return ratelimit.DefaultSyncInterval * time.Duration(limits)
 }
 
-// GroupStorePrefix is the store key of group name's pool: its keys are
+// GroupStorePrefix is the store key of group name's limit: its keys are
 // sluice:{group-<name>}:... in Redis.
 func GroupStorePrefix(name string) string { return "group-" + name }
 
-// localGroups are the pools of the groups of the vertices of this process
+// localGroups are the stores of the groups of the vertices of this process
 // that share no store: the vertices of one process share a group through
 // them.
 // (Vertices on different clocks, as tests run them, do not share one.)
@@ -59,7 +59,7 @@ type localGroupKey struct {
 	clk  clock.Clock
 }
 
-// localGroup returns this process's pool of group name.
+// localGroup returns this process's store of group name.
 func localGroup(name string, v *Vertex) *memstore.Store {
 	localGroups.Lock()
 	defer localGroups.Unlock()
@@ -73,7 +73,7 @@ func localGroup(name string, v *Vertex) *memstore.Store {
 }
 
 // buildGroups makes a limiter for each group the vertex joins, a replica of
-// the group's pool in the vertex's store (or in this process without one),
+// the group in the vertex's store (or in this process without one),
 // and registers its gauges with reg.
 func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 	host, _ := os.Hostname()
@@ -86,10 +86,10 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 			if err != nil {
 				return err
 			}
-			if st.Pool == nil {
+			if st.Shared == nil {
 				return fmt.Errorf("vertex %s: group %s needs a store that its members share", v.spec.Name, g.Name)
 			}
-			s = st.Pool
+			s = st.Shared
 		} else {
 			s = localGroup(g.Name, v)
 		}
@@ -103,7 +103,7 @@ func (v *Vertex) buildGroups(reg prometheus.Registerer, rl *RateLimit) error {
 				hist.Observe(s)
 				log.Debug("group epoch", zap.String("group", g.Name), zap.Int64("epoch", s.Epoch),
 					zap.Float64("pool", float64(s.PoolMilli)/1000), zap.Int64("share", s.Share), zap.Int64("granted", s.Granted),
-					zap.Int("poolSize", s.PoolSize), zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max))
+					zap.Int("poolSize", s.Replicas), zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max))
 			}),
 			ratelimit.WithClock(v.o.clock),
 			ratelimit.WithSyncInterval(syncInterval(rl)))

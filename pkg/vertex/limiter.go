@@ -99,8 +99,8 @@ func (v *Vertex) UpdateRateLimit(cfg *ratelimit.Config) error {
 }
 
 // limiterOptions opens the rate limit's store and returns the rate limiter's
-// options for it: none for the replica alone, a fixed pool for a count of
-// replicas, the store's pool for a store.
+// options for it: none for the replica alone, a fixed replica set for a count of
+// replicas, the store for a store.
 func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error) {
 	host, _ := os.Hostname()
 	log := v.log
@@ -111,7 +111,7 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 		ratelimit.WithEpochObserver(func(s ratelimit.EpochSummary) {
 			v.page.history.Observe(s)
 			fields := []zap.Field{zap.Int64("epoch", s.Epoch), zap.Float64("pool", float64(s.PoolMilli)/1000),
-				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.PoolSize),
+				zap.Int64("share", s.Share), zap.Int64("granted", s.Granted), zap.Int("poolSize", s.Replicas),
 				zap.Int("rank", s.Rank), zap.Bool("eligible", s.Eligible), zap.Int64("max", s.Max)}
 			if s.Switched {
 				fields = append(fields, zap.Bool("switched", true))
@@ -136,21 +136,21 @@ func (v *Vertex) limiterOptions(rl *RateLimit) ([]ratelimit.Option, Store, error
 		return nil, Store{}, err
 	}
 	switch {
-	case s.Pool != nil:
-		opts = append(opts, ratelimit.WithStore(s.Pool))
+	case s.Shared != nil:
+		opts = append(opts, ratelimit.WithStore(s.Shared))
 		v.page.shared = true
 	case s.Replicas > 0:
 		if v.o.replica >= s.Replicas {
 			return nil, Store{}, fmt.Errorf("%w: %d is not below the %d replicas of the rate limit's store", ErrReplica, v.o.replica, s.Replicas)
 		}
-		opts = append(opts, ratelimit.WithFixedPool(s.Replicas, v.o.replica))
+		opts = append(opts, ratelimit.WithFixedReplicas(s.Replicas, v.o.replica))
 	}
 	return opts, s, nil
 }
 
 // keyStore returns the store of s that counts per-key limits, or nil.
 func keyStore(s Store) share.KeyStore {
-	ks, _ := s.Pool.(share.KeyStore)
+	ks, _ := s.Shared.(share.KeyStore)
 	return ks
 }
 

@@ -52,8 +52,8 @@ func WithStartupTimeout(d time.Duration) Option { return func(o *options) { o.st
 // mapped and written (NUMAFLOW_READ_AHEAD); a streaming MonoVertex always does.
 func WithReadAhead(on bool) Option { return func(o *options) { o.readAhead = on } }
 
-// WithReplica sets the replica's index (default 0): it ranks the replica in
-// its rate limiter's pool and numbers the messages of a generator.
+// WithReplica sets the replica's index (default 0): it ranks the replica among
+// its rate limiter's replicas and numbers the messages of a generator.
 func WithReplica(n int) Option { return func(o *options) { o.replica = n } }
 
 // WithRegion sets the replica's region, for a rate limit with regions

@@ -46,7 +46,7 @@ type PageVertex struct {
 // its pool and the replicas it is split among, its closed loop and its
 // per-key holds.
 type PageLimit struct {
-	// Store is where the replicas agree on the pool: none (the replica
+	// Store is where the replicas agree on who they are: none (the replica
 	// alone), replicas (a fixed count of replicas), or shared (a store's
 	// pool, such as Redis). StoreUp is false while the last sync with the
 	// store failed.
@@ -113,7 +113,7 @@ type pageState struct {
 	// limiter keeps its own.
 	bytes   *observe.History
 	topKeys atomic.Pointer[[]KeyCount]
-	// shared is true when the pool is a store's, which the replicas share.
+	// shared is true when the replicas share a store.
 	shared bool
 }
 
@@ -174,7 +174,7 @@ func (v *Vertex) PageVertex(since int64) PageVertex {
 	return lv
 }
 
-// storeKind names where the replicas agree on the pool: none, replicas or
+// storeKind names where the replicas agree on who they are: none, replicas or
 // shared.
 func (v *Vertex) storeKind() string {
 	switch rl := v.spec.Limits.RateLimit; {

@@ -92,7 +92,7 @@ func TestPageViewBesideLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runtest.Start(t, v)
-		for range 40 { // the group's pool agrees at its syncs
+		for range 40 { // the group's replicas agree at its syncs
 			clk.Advance(100 * time.Millisecond)
 		}
 		runtest.WaitFor(t, "three epochs of the group", func() bool {
@@ -103,7 +103,7 @@ func TestPageViewBesideLimits(t *testing.T) {
 			t.Errorf("byte epochs %+v without a byte limit", l.BytesEpochs)
 		}
 		es := l.GroupEpochs["page-beside"]
-		if e := es[len(es)-1]; e.Pool != 5 || e.Share != 5 || e.Max != 5 || e.PoolSize != 1 {
+		if e := es[len(es)-1]; e.Pool != 5 || e.Share != 5 || e.Max != 5 || e.Replicas != 1 {
 			t.Errorf("the group's last epoch %+v; want its pool, share and max of 5, one replica", e)
 		}
 		if err := r.Stop(t); err != nil {

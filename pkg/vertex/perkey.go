@@ -38,11 +38,11 @@ func (v *Vertex) buildKeyLimiter(reg prometheus.Registerer, rl *RateLimit, store
 	case ks != nil:
 		opts = append(opts, ratelimit.WithKeyStore(ks), ratelimit.WithKeyShare(func() (int, int) {
 			s := l.Status()
-			return s.PoolSize, s.Rank
+			return s.Replicas, s.Rank
 		}))
-	case store.Pool == nil && store.Replicas > 0:
-		s := l.Status() // a fixed pool: its size and rank never change
-		opts = append(opts, ratelimit.WithKeyShare(func() (int, int) { return s.PoolSize, s.Rank }))
+	case store.Shared == nil && store.Replicas > 0:
+		s := l.Status() // a fixed replica set: its count and rank never change
+		opts = append(opts, ratelimit.WithKeyShare(func() (int, int) { return s.Replicas, s.Rank }))
 	}
 	k, err := ratelimit.NewKeyLimiter(rl.PerKey.Config, opts...)
 	if err != nil {

@@ -233,7 +233,7 @@ func redisSpec(t *testing.T, name, store string) vertex.Spec {
 }
 
 // TestRedisStore runs two replicas of a vertex in this process sharing a
-// limit through a real redis-server: they agree on a pool of two and split
+// limit through a real redis-server: they agree on a replica count of two and split
 // the limit exactly.
 func TestRedisStore(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
@@ -247,9 +247,9 @@ func TestRedisStore(t *testing.T) {
 		runtest.Start(t, v)
 		vs = append(vs, v)
 	}
-	runtest.WaitFor(t, "a pool of two", func() bool {
+	runtest.WaitFor(t, "a replica count of two", func() bool {
 		a, b := vs[0].Status(), vs[1].Status()
-		return a.PoolSize == 2 && b.PoolSize == 2 && a.Epoch == b.Epoch && a.Share+b.Share == 21
+		return a.Replicas == 2 && b.Replicas == 2 && a.Epoch == b.Epoch && a.Share+b.Share == 21
 	})
 }
 

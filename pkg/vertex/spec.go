@@ -215,7 +215,7 @@ type RateLimit struct {
 
 // Group is a shared limit a vertex joins (a resource group).
 type Group struct {
-	// Name names the group's pool in the store: sluice:{group-<name>}:...
+	// Name names the group's limit in the store: sluice:{group-<name>}:...
 	Name string
 	// Config is the group's limit, all its members together.
 	Config ratelimit.Config
@@ -240,17 +240,18 @@ type PerKey struct {
 	MaxHeld int
 }
 
-// Store is where the replicas of a vertex share its rate limit: a store of
-// their pool, or a fixed count of replicas, or neither (the replica alone).
+// Store is where the replicas of a vertex share its rate limit: a store
+// where they agree on who they are, or a fixed count of replicas, or neither
+// (the replica alone).
 type Store struct {
-	// Pool is the store the replicas share. When it is a share.KeyStore too,
-	// the per-key limit counts there.
-	Pool share.Store
-	// Replicas, without a Pool, splits the limit among this many replicas,
+	// Shared is the store the replicas share. When it is a share.KeyStore
+	// too, the per-key limit counts there.
+	Shared share.Store
+	// Replicas, without Shared, splits the limit among this many replicas,
 	// this one ranked by its index ([WithReplica]), which must be below it.
 	Replicas int
-	// Bytes is the store of the byte limit's pool (RateLimit.Bytes), beside
-	// Pool's: required with a Pool and a byte limit.
+	// Bytes is the store of the byte limit (RateLimit.Bytes), beside
+	// Shared: required with Shared and a byte limit.
 	Bytes share.Store
 }
 

@@ -36,7 +36,7 @@ func TestSpecOfGoValues(t *testing.T) {
 				Config: ratelimit.Config{Max: 100, Min: 100, Adaptive: true, CutPercentage: 50},
 				Store: func(env vertex.Env) (vertex.Store, error) {
 					note("store", env)
-					return vertex.Store{Pool: store}, nil
+					return vertex.Store{Shared: store}, nil
 				},
 				ExcludeDropped: true,
 				Signals:        []isb.SignalKind{isb.SignalHTTP429},

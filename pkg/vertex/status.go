@@ -44,9 +44,9 @@ type Status struct {
 	// so far, for its own pool and its groups' (each one round trip to
 	// Redis).
 	StoreSyncs int64 `json:"storeSyncs,omitempty"`
-	// PoolSize is the number of replicas the pool is split among, and Rank
-	// this one's rank among them.
-	PoolSize int `json:"poolSize,omitempty"`
+	// Replicas is the number of replicas the pool is split among (JSON
+	// poolSize, a replica count), and Rank this one's rank among them.
+	Replicas int `json:"poolSize,omitempty"`
 	Rank     int `json:"rank"`
 	// Throttled reports whether the replica is paused now, and Reasons why:
 	// rate_limited, awaiting_agreement, store_unavailable, downstream_full,
@@ -83,9 +83,10 @@ type GroupStatus struct {
 	Pool    float64 `json:"pool"`
 	Share   int64   `json:"share"`
 	Granted int64   `json:"grantedThisEpoch"`
-	// PoolSize is the number of replicas, of every member vertex, the pool
-	// is split among, and Rank this one's rank among them.
-	PoolSize int `json:"poolSize"`
+	// Replicas is the number of replicas, of every member vertex, the pool
+	// is split among (JSON poolSize, a replica count), and Rank this one's
+	// rank among them.
+	Replicas int `json:"poolSize"`
 	Rank     int `json:"rank"`
 	// Lent and Borrowed are the tokens of the group this replica lent and
 	// borrowed so far.
@@ -98,8 +99,8 @@ func (v *Vertex) Status() Status {
 	s := Status{Vertex: v.spec.Name, Replica: v.o.replica, Running: v.running.Load(), Reasons: []string{}}
 	if l := v.limiter; l != nil {
 		ls := l.Status()
-		s.RateLimit, s.Mode, s.Max, s.Epoch, s.Pool, s.Share, s.Granted, s.PoolSize, s.Rank =
-			true, ls.Mode.String(), ls.Max, ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.PoolSize, ls.Rank
+		s.RateLimit, s.Mode, s.Max, s.Epoch, s.Pool, s.Share, s.Granted, s.Replicas, s.Rank =
+			true, ls.Mode.String(), ls.Max, ls.Epoch, ls.Pool(), ls.Share, ls.Granted, ls.Replicas, ls.Rank
 		if ls.Shadow {
 			s.ShadowThrottled = &ls.ShadowThrottled
 		}
@@ -110,7 +111,7 @@ func (v *Vertex) Status() Status {
 			gs := g.l.Status()
 			s.StoreSyncs += gs.Syncs
 			s.Groups = append(s.Groups, GroupStatus{Name: g.name, Max: gs.Max, Pool: gs.Pool(), Share: gs.Share,
-				Granted: gs.Granted, PoolSize: gs.PoolSize, Rank: gs.Rank, Lent: gs.Lent, Borrowed: gs.Borrowed})
+				Granted: gs.Granted, Replicas: gs.Replicas, Rank: gs.Rank, Lent: gs.Lent, Borrowed: gs.Borrowed})
 		}
 	}
 	throttled, reasons := v.tracker.Throttled()

@@ -237,7 +237,7 @@ func (v *Vertex) closeUDs() error {
 // directory when it is missing and waiting until they are up, and forwards
 // until ctx is done, asking a user-defined source every 5s how many messages
 // it has pending. Then it stops reading, writes and acks the batches in flight
-// (for at most readTimeout + 5s), leaves the rate limiter's pool, closes what
+// (for at most readTimeout + 5s), leaves the rate limit's replica set, closes what
 // New opened (half-closing the streams to the user-defined servers, which get
 // a second to end them) and returns. It returns an error when the vertex
 // cannot go on: a socket directory it cannot create, a user-defined server

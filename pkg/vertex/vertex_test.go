@@ -62,7 +62,7 @@ func TestRateLimitPerEpoch(t *testing.T) {
 			t.Fatalf("epoch %d: %d messages written in all; want exactly %d", epoch, n, 10*epoch)
 		}
 		s := v.Status()
-		if !s.RateLimit || s.Mode != "relaxed" || s.Share != 10 || s.Granted != 10 || s.PoolSize != 1 ||
+		if !s.RateLimit || s.Mode != "relaxed" || s.Share != 10 || s.Granted != 10 || s.Replicas != 1 ||
 			len(s.Reasons) != 1 || s.Reasons[0] != "rate_limited" || s.Replica != 3 || !s.Running {
 			t.Fatalf("epoch %d: status %+v", epoch, s)
 		}
@@ -211,7 +211,7 @@ func TestNewErrors(t *testing.T) {
 			Map: func(vertex.Env) (udf.Mapper, error) { return nil, errMap }},
 		check: func(err error) bool { return errors.Is(err, errMap) },
 	}, {
-		name: "replica beyond a fixed pool",
+		name: "replica beyond a fixed replica count",
 		spec: vertex.Spec{Name: "x", Limits: vertex.Limits{ReadBatchSize: 1, ReadTimeout: time.Second,
 			RateLimit: &vertex.RateLimit{Config: ratelimit.DefaultConfig(10),
 				Store: func(vertex.Env) (vertex.Store, error) { return vertex.Store{Replicas: 2}, nil }}},
@@ -265,7 +265,7 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-// TestReplicaCountStore checks that a replica of a fixed pool takes its
+// TestReplicaCountStore checks that a replica of a fixed count of replicas takes its
 // rank's share.
 func TestReplicaCountStore(t *testing.T) {
 	t.Setenv("NUMAFLOW_REPLICAS", "3")
@@ -276,7 +276,7 @@ func TestReplicaCountStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := v.Status(); s.Share != want || s.PoolSize != 3 || s.Rank != rank {
+		if s := v.Status(); s.Share != want || s.Replicas != 3 || s.Rank != rank {
 			t.Errorf("replica %d: status %+v; want share %d of 3", rank, s, want)
 		}
 		v.Close()

@@ -194,9 +194,9 @@ func checkRateLimit(r config.Reporter, path string, rl *config.RateLimit) {
 	}
 }
 
-// poolName matches a group's or a region's name: it goes into the store's
+// limitName matches a group's or a region's name: it goes into the store's
 // keys.
-var poolName = regexp.MustCompile(`^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$`)
+var limitName = regexp.MustCompile(`^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$`)
 
 // checkGroups checks the shared limits of the rateLimit block at path.
 func checkGroups(r config.Reporter, path string, rl *config.RateLimit) {
@@ -209,7 +209,7 @@ func checkGroups(r config.Reporter, path string, rl *config.RateLimit) {
 		switch {
 		case g.Name == "":
 			r.Add(p+".name", "is required")
-		case !poolName.MatchString(g.Name):
+		case !limitName.MatchString(g.Name):
 			r.Add(p+".name", "(%q) must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", g.Name)
 		case seen[g.Name]:
 			r.Add(p+".name", "(%q) is listed twice", g.Name)
@@ -245,7 +245,7 @@ func checkRegions(r config.Reporter, path string, rl *config.RateLimit) {
 	names := slices.Sorted(maps.Keys(rg.Proportions))
 	for _, name := range names {
 		switch w := rg.Proportions[name]; {
-		case !poolName.MatchString(name):
+		case !limitName.MatchString(name):
 			r.Add(p+".proportions", "region %q must be 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", name)
 		case w == 0:
 			r.Add(p+".proportions."+name, "(0) must be at least 1")

@@ -19,7 +19,7 @@ import (
 
 // storeFunc returns the constructor of the store of the rateLimit block rl
 // at path: nil for none or inMemoryStore (the replica alone), a fixed count
-// for replicaCountStore, a Redis pool for redisStore.
+// for replicaCountStore, a Redis store for redisStore.
 func storeFunc(rl *config.RateLimit, path string) vertex.StoreFunc {
 	switch s := rl.Store; {
 	case s == nil:
@@ -35,9 +35,9 @@ func storeFunc(rl *config.RateLimit, path string) vertex.StoreFunc {
 			if err != nil {
 				return vertex.Store{}, err
 			}
-			s := vertex.Store{Pool: store}
+			s := vertex.Store{Shared: store}
 			if rl.Bytes != nil {
-				s.Bytes = store.Pool("bytes") // the byte limit's, in the same slot
+				s.Bytes = store.Limit("bytes") // the byte limit's, in the same slot
 			}
 			return s, nil
 		}

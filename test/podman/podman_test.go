@@ -225,7 +225,7 @@ func TestPodmanMonoVertex(t *testing.T) {
 // Redis the test starts on loopback with the password of the overlay's
 // Secret, which the vertices read from the file the Secret mounts (a
 // ConfigMap here: podman 4.3 does not mount Secrets). Together they never
-// exceed the limit in an epoch, and with both in the pool they reach it.
+// exceed the limit in an epoch, and with both agreed they reach it.
 func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 	p := podmantest.New(t)
 	objs := kubetest.Render(t, "../../deploy/overlays/monovertex-redis")
@@ -256,7 +256,7 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 	for _, addr := range addrs {
 		waitStatus(t, addr+"/readyz", http.StatusOK, readyTimeout)
 	}
-	waitPool(t, addrs, 2, readyTimeout)
+	waitReplicas(t, addrs, 2, readyTimeout)
 	ready := time.Since(played)
 	for i, a := range addrs {
 		// The replica's index comes from the pod's annotation (NUMAFLOW_REPLICA).
@@ -269,7 +269,7 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 	pl.Stop(t, stopTimeout)
 
 	granted := map[int64]int64{}
-	inPool := map[int64]int{} // replicas eligible in a pool of 2
+	eligible := map[int64]int{} // replicas eligible per epoch, of the 2
 	for _, name := range names {
 		if code := p.Inspect(t, name, "{{.State.ExitCode}}"); code != "0" {
 			t.Errorf("%s exited with code %s on SIGTERM", name, code)
@@ -279,8 +279,8 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 		checkSequence(t, stdout)
 		for e, l := range epochs(t, stderr) {
 			granted[e] += l.Granted
-			if l.Eligible && l.PoolSize == 2 {
-				inPool[e]++
+			if l.Eligible && l.Replicas == 2 {
+				eligible[e]++
 			}
 		}
 	}
@@ -289,12 +289,12 @@ func TestPodmanReplicasShareThroughRedis(t *testing.T) {
 		if granted[e] > int64(limit) {
 			t.Errorf("epoch %d: the replicas granted %d together; max %d", e, granted[e], limit)
 		}
-		if inPool[e] == 2 && granted[e] == int64(limit) {
+		if eligible[e] == 2 && granted[e] == int64(limit) {
 			full++
 		}
 	}
 	if full < 4 {
-		t.Errorf("%d epochs with both replicas in the pool granted the whole limit; want at least 4 (granted per epoch: %v, in pool: %v)", full, granted, inPool)
+		t.Errorf("%d epochs with both replicas eligible granted the whole limit; want at least 4 (granted per epoch: %v, eligible: %v)", full, granted, eligible)
 	}
 	if rate < 0.9*float64(limit) || rate > float64(limit) {
 		t.Errorf("%.1f messages a second written by both; want the limit, %d", rate, limit)
@@ -320,7 +320,7 @@ type epochLog struct {
 	Epoch    int64
 	Granted  int64
 	Share    int64
-	PoolSize int
+	Replicas int `json:"poolSize"`
 	Eligible bool
 }
 
@@ -455,14 +455,16 @@ func counter(t *testing.T, addr, name string) float64 {
 	return sum
 }
 
-// waitPool waits until every vertex's /status says it is in a pool of n.
-func waitPool(t *testing.T, addrs []string, n int, timeout time.Duration) {
+// waitReplicas waits until every vertex's /status says it is among n replicas.
+func waitReplicas(t *testing.T, addrs []string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, a := range addrs {
 		for {
-			var st struct{ PoolSize int }
-			if code, body := get(t, a+"/status"); code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.PoolSize == n {
+			var st struct {
+				Replicas int `json:"poolSize"`
+			}
+			if code, body := get(t, a+"/status"); code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.Replicas == n {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -8,7 +8,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// epochRecord is what the replicas of a pool did in one epoch.
+// epochRecord is what the replicas of a store did in one epoch.
 type epochRecord struct {
 	granted int64
 	pools   map[int64]bool // the pools (milli-tokens) the replicas saw
@@ -25,7 +25,7 @@ func TestSignalReachesEveryReplica(t *testing.T) {
 	cfg := ratelimit.DefaultConfig(90)
 	cfg.Min, cfg.RampUpDuration, cfg.Adaptive = 10, 8*time.Second, true
 	cfg.ProbeAfter = 15 * time.Second // no probe within the epochs checked
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	ids := []string{"a", "b", "c"}
 	for _, id := range ids {
 		p.join(id)
@@ -49,7 +49,7 @@ func TestSignalReachesEveryReplica(t *testing.T) {
 	for range 150 { // 15s: agreed, and ramped to 90
 		tick()
 	}
-	if s := p.reps["a"].l.Status(); s.Pool() != 90 || s.PoolSize != 3 {
+	if s := p.reps["a"].l.Status(); s.Pool() != 90 || s.Replicas != 3 {
 		t.Fatalf("after 15s: %+v; want the pool at 90 among 3", s)
 	}
 	for range 3 { // 300ms into an epoch

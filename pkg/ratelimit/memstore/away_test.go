@@ -58,7 +58,7 @@ func (f *freezable) thaw() {
 	}
 }
 
-// A replica frozen past its lease comes back to a pool that shared its share
+// A replica frozen past its lease comes back to others that shared its share
 // without it. Whatever runs first when it wakes (a caller, its epoch timer or
 // its sync), it spends nothing of the share it had, and it takes part again
 // only once the others count it.
@@ -77,7 +77,7 @@ func TestFrozenReplicaNeverSpendsAShareTheOthersTook(t *testing.T) {
 func testFrozenReplica(t *testing.T, policy ratelimit.StoreFailurePolicy, frozenFor time.Duration, first string) {
 	cfg := flat(300)
 	cfg.OnStoreFailure = policy
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	fa := &freezable{c: p.clk}
 	t.Cleanup(fa.thaw) // before the pool's, which closes the limiters
 	a := p.joinWith("a", cfg, ratelimit.WithClock(fa))
@@ -209,7 +209,7 @@ func TestSteppedClockKeepsTheLimit(t *testing.T) {
 			t.Run(fmt.Sprint(policy, "/", step), func(t *testing.T) {
 				cfg := flat(300)
 				cfg.OnStoreFailure = policy
-				p := newPool(t, cfg)
+				p := newReplicas(t, cfg)
 				sc := &stepped{c: p.clk}
 				p.joinWith("a", cfg, ratelimit.WithClock(sc))
 				p.joinWith("b", cfg)
@@ -276,7 +276,7 @@ func TestCutOffReplicaMissesACut(t *testing.T) {
 			cfg := flat(300)
 			cfg.Adaptive, cfg.CutPercentage, cfg.OnStoreFailure = true, 50, tt.policy
 			cfg.Min = 30
-			p := newPool(t, cfg)
+			p := newReplicas(t, cfg)
 			for _, id := range []string{"a", "b", "c"} {
 				p.join(id)
 			}
@@ -319,13 +319,13 @@ func TestCutOffReplicaMissesACut(t *testing.T) {
 
 // A store that lost its writes (a restart empty, a failover to a replica that
 // had not got them) forgets replicas that still take their shares: it holds
-// the pool, so the replica that finds itself alone in it keeps its share
-// until the leases it may have forgotten have run out, and takes the whole
-// pool only after them when the others are gone for good.
-func TestStoreThatLostWritesHoldsThePool(t *testing.T) {
+// the replica count, so the replica that finds itself alone in the store keeps
+// its share until the leases it may have forgotten have run out, and takes the
+// whole pool only after them when the others are gone for good.
+func TestStoreThatLostWritesHoldsTheReplicaCount(t *testing.T) {
 	for _, back := range []bool{true, false} {
 		t.Run(fmt.Sprint("othersBack=", back), func(t *testing.T) {
-			p := newPool(t, flat(300))
+			p := newReplicas(t, flat(300))
 			for _, id := range []string{"a", "b", "c"} {
 				p.join(id)
 			}
@@ -343,8 +343,8 @@ func TestStoreThatLostWritesHoldsThePool(t *testing.T) {
 			if got := p.nextEpoch(); got["a"] != 100 {
 				t.Fatalf("a took %d while b's and c's leases lasted; want its share of 100 (%v)", got["a"], got)
 			}
-			if s := p.reps["a"].l.Status(); s.PoolSize != 3 {
-				t.Fatalf("a: pool size %d in the hold; want the 3 agreed last", s.PoolSize)
+			if s := p.reps["a"].l.Status(); s.Replicas != 3 {
+				t.Fatalf("a: replica count %d in the hold; want the 3 agreed last", s.Replicas)
 			}
 			if back {
 				p.reps["b"].link.cut.Store(false)

@@ -7,7 +7,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 )
 
-// liveRecord is what the replicas of a pool did in one epoch: the tokens
+// liveRecord is what the replicas of a store did in one epoch: the tokens
 // granted in all, and the max each replica had in force.
 type liveRecord struct {
 	granted int64
@@ -46,7 +46,7 @@ func watchLive(p *replicas, steps int, epochs map[int64]*liveRecord) {
 // around it grant exactly their limit.
 func TestUpdateSwitchesEveryReplicaAtOneEpoch(t *testing.T) {
 	cfg := ratelimit.Config{Max: 300, Min: 1}
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	for _, id := range []string{"a", "b", "c"} {
 		p.join(id)
 	}
@@ -90,7 +90,7 @@ func TestUpdateSwitchesEveryReplicaAtOneEpoch(t *testing.T) {
 // the last to start sets the vertex's limit, and the others follow it at
 // one epoch.
 func TestJoiningReplicaSetsTheLimit(t *testing.T) {
-	p := newPool(t, ratelimit.Config{Max: 300, Min: 1})
+	p := newReplicas(t, ratelimit.Config{Max: 300, Min: 1})
 	p.join("a")
 	p.join("b")
 	epochs := map[int64]*liveRecord{}
@@ -99,8 +99,8 @@ func TestJoiningReplicaSetsTheLimit(t *testing.T) {
 	p.join("c")
 	watchLive(p, 40, epochs)
 	for id, r := range p.reps {
-		if s := r.l.Status(); s.Max != 400 || s.Pool() != 400 || s.PoolSize != 3 {
-			t.Errorf("%s: max %d, pool %v among %d; want 400 among 3", id, s.Max, s.Pool(), s.PoolSize)
+		if s := r.l.Status(); s.Max != 400 || s.Pool() != 400 || s.Replicas != 3 {
+			t.Errorf("%s: max %d, pool %v among %d; want 400 among 3", id, s.Max, s.Pool(), s.Replicas)
 		}
 	}
 }
@@ -110,7 +110,7 @@ func TestJoiningReplicaSetsTheLimit(t *testing.T) {
 // reaches every replica.
 func TestStoreThatLostTheLimit(t *testing.T) {
 	cfg := ratelimit.Config{Max: 300, Min: 1}
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	p.join("a")
 	p.join("b")
 	epochs := map[int64]*liveRecord{}
@@ -130,8 +130,8 @@ func TestStoreThatLostTheLimit(t *testing.T) {
 	}
 	watchLive(p, 30, epochs)
 	for id, r := range p.reps {
-		if s := r.l.Status(); s.Max != 150 || s.Pool() != 150 || s.PoolSize != 2 {
-			t.Errorf("%s: max %d, pool %v among %d; want 150 among 2", id, s.Max, s.Pool(), s.PoolSize)
+		if s := r.l.Status(); s.Max != 150 || s.Pool() != 150 || s.Replicas != 2 {
+			t.Errorf("%s: max %d, pool %v among %d; want 150 among 2", id, s.Max, s.Pool(), s.Replicas)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package memstore is an in-process [share.Store]: several Limiters in one
-// process share one limit through it, with the same pool agreement as the Redis
+// process share one limit through it, with the same agreement on the replicas as the Redis
 // store (heartbeats, stale removal, AGREE/DISAGREE, ranks by replica ID, the
 // cut and the pause of throttle signals).
 //
@@ -23,7 +23,7 @@ import (
 // [Store.SetAvailable].
 var ErrUnavailable = errors.New("memstore: unavailable")
 
-// Store is an in-process pool. It is safe for concurrent use.
+// Store is an in-process store of one limit's replicas. It is safe for concurrent use.
 type Store struct {
 	clk clock.Clock
 	ttl time.Duration
@@ -70,7 +70,7 @@ func New(clk clock.Clock) *Store {
 	return &Store{clk: clk, ttl: share.DefaultTTL, replicas: map[string]*replica{}, spare: &spareBook{regions: map[string]*Store{}}}
 }
 
-// Region returns the pool of region name of the same limit: a store of its
+// Region returns the store of region name of the same limit: a store of its
 // own, which shares the spare tokens of s and of every other region of s
 // (see [share.Spare]). The same name returns the same store.
 func (s *Store) Region(name string) *Store {
@@ -115,7 +115,7 @@ func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 		}
 	}
 	held := now.Before(s.holdUntil)
-	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.PoolSize}
+	s.replicas[r.ID] = &replica{lease: now.Add(r.Lease()), reported: r.Replicas}
 	if r.Signal != nil {
 		s.adapt = s.adapt.Signaled(*r.Signal, now)
 	}
@@ -140,7 +140,7 @@ func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 	rank, _ := slices.BinarySearch(ids, r.ID)
 	live := len(ids)
 	agreed := lo == hi && hi == live && !held
-	v := share.View{Agreed: agreed, PoolSize: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
+	v := share.View{Agreed: agreed, Replicas: hi, Live: live, Rank: rank, Time: now, Adaptation: s.adapt,
 		Limits: slices.Clone(s.limits)}
 	if held {
 		v.Held = s.holdUntil
@@ -191,7 +191,7 @@ func (s *Store) Flush() {
 	s.keyEpoch, s.keyCounts = 0, nil
 }
 
-// Members returns the IDs of the replicas in the pool, sorted.
+// Members returns the IDs of the replicas in the store, sorted.
 func (s *Store) Members() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -59,7 +59,7 @@ type replicaUnderTest struct {
 	dead bool
 }
 
-func newPool(t *testing.T, cfg ratelimit.Config) *replicas {
+func newReplicas(t *testing.T, cfg ratelimit.Config) *replicas {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	p := &replicas{t: t, cfg: cfg, clk: clk, store: memstore.New(clk),
 		reps: map[string]*replicaUnderTest{}, kept: map[int64]int64{}}
@@ -155,7 +155,7 @@ func TestSharesSplitExactlyByRank(t *testing.T) {
 		{997, []string{"r1", "r2", "r3", "r4", "r5"}, map[string]int64{"r1": 200, "r2": 200, "r3": 199, "r4": 199, "r5": 199}},
 	} {
 		t.Run(fmt.Sprint(tt.max, tt.ids), func(t *testing.T) {
-			p := newPool(t, flat(tt.max))
+			p := newReplicas(t, flat(tt.max))
 			for _, id := range tt.ids {
 				p.join(id)
 			}
@@ -176,7 +176,7 @@ func TestSharesSplitExactlyByRank(t *testing.T) {
 }
 
 func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
-	p := newPool(t, flat(10))
+	p := newReplicas(t, flat(10))
 	p.join("b")
 	p.join("c")
 	p.run(2 * time.Second)
@@ -196,13 +196,13 @@ func TestJoiningReplicaWaitsForAgreement(t *testing.T) {
 	if got := p.nextEpoch(); got["a"] != 4 || got["b"] != 3 || got["c"] != 3 {
 		t.Fatalf("after the join: %v; want a 4, b 3, c 3", got)
 	}
-	if s := p.reps["a"].l.Status(); s.PoolSize != 3 || s.Rank != 0 {
-		t.Fatalf("joiner status %+v; want pool size 3, rank 0", s)
+	if s := p.reps["a"].l.Status(); s.Replicas != 3 || s.Rank != 0 {
+		t.Fatalf("joiner status %+v; want replica count 3, rank 0", s)
 	}
 }
 
 func TestLeavingReplicaGivesItsShareBack(t *testing.T) {
-	p := newPool(t, flat(9))
+	p := newReplicas(t, flat(9))
 	for _, id := range []string{"a", "b", "c"} {
 		p.join(id)
 	}
@@ -219,7 +219,7 @@ func TestLeavingReplicaGivesItsShareBack(t *testing.T) {
 }
 
 func TestCrashedReplicaIsDroppedAfterStaleAfter(t *testing.T) {
-	p := newPool(t, flat(9))
+	p := newReplicas(t, flat(9))
 	for _, id := range []string{"a", "b", "c"} {
 		p.join(id)
 	}
@@ -238,7 +238,7 @@ func TestCrashedReplicaIsDroppedAfterStaleAfter(t *testing.T) {
 func TestChurnNeverExceedsPool(t *testing.T) {
 	// Replicas join, leave and crash in turn; at every step every live replica takes
 	// all it can, and no epoch ever grants more than the pool (checked by run).
-	p := newPool(t, flat(100))
+	p := newReplicas(t, flat(100))
 	steps := []func(){
 		func() { p.join("m") },
 		func() { p.join("d") },
@@ -273,20 +273,20 @@ func TestStoreSync(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	s := memstore.New(clk)
 	ctx := context.Background()
-	v, _ := s.Sync(ctx, share.Report{ID: "b", PoolSize: 0, StaleAfter: time.Second})
+	v, _ := s.Sync(ctx, share.Report{ID: "b", Replicas: 0, StaleAfter: time.Second})
 	if v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	v, _ = s.Sync(ctx, share.Report{ID: "b", PoolSize: 1, StaleAfter: time.Second})
-	if !v.Agreed || v.PoolSize != 1 {
+	v, _ = s.Sync(ctx, share.Report{ID: "b", Replicas: 1, StaleAfter: time.Second})
+	if !v.Agreed || v.Replicas != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	v, _ = s.Sync(ctx, share.Report{ID: "a", PoolSize: 0, StaleAfter: time.Second})
-	if v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
+	v, _ = s.Sync(ctx, share.Report{ID: "a", Replicas: 0, StaleAfter: time.Second})
+	if v.Agreed || v.Replicas != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE, largest reported 1, live 2, rank 0", v)
 	}
 	clk.Advance(1500 * time.Millisecond)
-	v, _ = s.Sync(ctx, share.Report{ID: "a", PoolSize: 2, StaleAfter: time.Second})
+	v, _ = s.Sync(ctx, share.Report{ID: "a", Replicas: 2, StaleAfter: time.Second})
 	if v.Live != 1 || v.Agreed {
 		t.Fatalf("after b went stale %+v; want live 1, no agreement on 2", v)
 	}
@@ -334,7 +334,7 @@ func TestEachReplicasOwnLease(t *testing.T) {
 // the survivors get a crashed replica's share back only once its own lease, not
 // theirs, has run out, so no epoch grants more than the pool meanwhile.
 func TestCrashedReplicaKeepsItsShareForItsLease(t *testing.T) {
-	p := newPool(t, flat(10))
+	p := newReplicas(t, flat(10))
 	long := flat(10)
 	long.StaleAfter = 5 * time.Second
 	p.joinWith("a", flat(10))
@@ -382,7 +382,7 @@ func TestStoreOutage(t *testing.T) {
 		t.Run(tt.policy.String(), func(t *testing.T) {
 			cfg := flat(10)
 			cfg.OnStoreFailure = tt.policy
-			p := newPool(t, cfg)
+			p := newReplicas(t, cfg)
 			p.joinWith("a", cfg)
 			p.joinWith("b", cfg)
 			p.run(2 * time.Second)
@@ -424,7 +424,7 @@ func TestStoreOutage(t *testing.T) {
 }
 
 func TestRegistrationFailureTakesNoTokens(t *testing.T) {
-	p := newPool(t, flat(10))
+	p := newReplicas(t, flat(10))
 	p.store.SetAvailable(false)
 	l := p.joinWith("a", flat(10))
 	p.clk.Advance(0) // the first sync, from the background
@@ -446,7 +446,7 @@ func TestRegistrationFailureTakesNoTokens(t *testing.T) {
 
 func TestResumedRampUp(t *testing.T) {
 	cfg := ratelimit.Config{Max: 100, Min: 10, RampUpDuration: 9 * time.Second, ResumedRampUp: true}
-	p := newPool(t, cfg)
+	p := newReplicas(t, cfg)
 	p.joinWith("a", cfg)
 	p.run(6 * time.Second) // the ramp climbs 10 a second while a drains it
 	before := p.reps["a"].l.Status().PoolMilli
@@ -486,12 +486,12 @@ func TestResumedRampUp(t *testing.T) {
 	}
 }
 
-func TestFixedPool(t *testing.T) {
+func TestFixedReplicas(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	for rank, want := range []int{4, 3, 3} {
-		l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithFixedPool(3, rank))
+		l, err := ratelimit.New(flat(10), ratelimit.WithClock(clk), ratelimit.WithFixedReplicas(3, rank))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,8 +501,8 @@ func TestFixedPool(t *testing.T) {
 		l.Close(context.Background())
 	}
 	for _, bad := range [][2]int{{3, 3}, {3, -1}, {-2, 0}} {
-		if _, err := ratelimit.New(flat(10), ratelimit.WithFixedPool(bad[0], bad[1])); err == nil {
-			t.Errorf("WithFixedPool(%d, %d) accepted", bad[0], bad[1])
+		if _, err := ratelimit.New(flat(10), ratelimit.WithFixedReplicas(bad[0], bad[1])); err == nil {
+			t.Errorf("WithFixedReplicas(%d, %d) accepted", bad[0], bad[1])
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 // The benchmarks run the sync script on a redis-server of their own, beside
 // the script as it was before sizes went into a sorted set
 // (testdata/sync_v1.lua, which read every reported size at every sync), on
-// pools of simulated replicas: each round measures the old and the new script
+// sets of simulated replicas: each round measures the old and the new script
 // in turn, and the results are the medians over the rounds. Redis's own
 // figures (INFO commandstats, INFO cpu) are what count, not the client's
 // times, so a busy machine blurs them little. Run them with a fixed number of
@@ -31,20 +31,20 @@ import (
 //	go test -run '^$' -bench . -benchtime 5x ./pkg/ratelimit/redisstore/
 
 // benchLease is the simulated replicas' staleAfter: long enough that none goes
-// stale while another pool is measured.
+// stale while another set is measured.
 const benchLease = 10 * time.Minute
 
-// benchPool is a pool of simulated replicas on one version of the script.
-type benchPool struct {
+// benchReplicas are simulated replicas on one version of the script.
+type benchReplicas struct {
 	sha  string
 	keys []string
 	ids  []string
 	next int // the member that syncs next, round robin
 }
 
-// newBenchPool loads src and registers n members in a pool of its own, each
-// reporting n, so that the pool agrees.
-func newBenchPool(b *testing.B, c *redis.Client, src, prefix, sizesKey string, n int) *benchPool {
+// newBenchReplicas loads src and registers n members in a store of its own, each
+// reporting n, so that the replicas agree.
+func newBenchReplicas(b *testing.B, c *redis.Client, src, prefix, sizesKey string, n int) *benchReplicas {
 	b.Helper()
 	ctx := context.Background()
 	sha, err := c.ScriptLoad(ctx, src).Result()
@@ -52,7 +52,7 @@ func newBenchPool(b *testing.B, c *redis.Client, src, prefix, sizesKey string, n
 		b.Fatal(err)
 	}
 	base := "sluice:{" + prefix + "}:"
-	p := &benchPool{sha: sha, keys: []string{base + "heartbeats", base + sizesKey, base + "members", base + "resume", base + "adaptive", base + "limit"}}
+	p := &benchReplicas{sha: sha, keys: []string{base + "heartbeats", base + sizesKey, base + "members", base + "resume", base + "adaptive", base + "limit"}}
 	for i := range n {
 		p.ids = append(p.ids, fmt.Sprintf("%s-pod-%05d", prefix, i))
 	}
@@ -64,11 +64,11 @@ func newBenchPool(b *testing.B, c *redis.Client, src, prefix, sizesKey string, n
 	return p
 }
 
-// split returns k pools of the same keys, sharing out the members.
-func (p *benchPool) split(k int) []*benchPool {
-	parts := make([]*benchPool, k)
+// split returns k sets of the same keys, sharing out the members.
+func (p *benchReplicas) split(k int) []*benchReplicas {
+	parts := make([]*benchReplicas, k)
 	for i := range parts {
-		parts[i] = &benchPool{sha: p.sha, keys: p.keys}
+		parts[i] = &benchReplicas{sha: p.sha, keys: p.keys}
 	}
 	for i, id := range p.ids {
 		parts[i%k].ids = append(parts[i%k].ids, id)
@@ -78,7 +78,7 @@ func (p *benchPool) split(k int) []*benchPool {
 
 // syncs runs n syncs of the next members, as Store.Sync calls the script, in
 // pipelines of up to 100.
-func (p *benchPool) syncs(ctx context.Context, c *redis.Client, n int) error {
+func (p *benchReplicas) syncs(ctx context.Context, c *redis.Client, n int) error {
 	size, lease, ttl := len(p.ids), benchLease.Milliseconds(), share.DefaultTTL.Milliseconds()
 	for n > 0 {
 		k := min(n, 100)
@@ -97,7 +97,7 @@ func (p *benchPool) syncs(ctx context.Context, c *redis.Client, n int) error {
 
 // usecPerCall runs calls syncs of p and returns the time Redis spent in each,
 // by INFO commandstats.
-func usecPerCall(b *testing.B, c *redis.Client, p *benchPool, calls int) float64 {
+func usecPerCall(b *testing.B, c *redis.Client, p *benchReplicas, calls int) float64 {
 	b.Helper()
 	ctx := context.Background()
 	if err := c.ConfigResetStat(ctx).Err(); err != nil {
@@ -156,32 +156,32 @@ func median(xs []float64) float64 {
 	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
-// BenchmarkSyncScript measures the time Redis spends in one sync, by pool
-// size, for the old and the new script: usec/call at that size, and its ratio
-// to a pool of 10 (measured in the same rounds). A round syncs each pool 200
+// BenchmarkSyncScript measures the time Redis spends in one sync, by replica
+// count, for the old and the new script: usec/call at that count, and its ratio
+// to 10 replicas (measured in the same rounds). A round syncs each set 200
 // times, round robin over its members.
 func BenchmarkSyncScript(b *testing.B) {
 	const calls = 200
 	srv := redistest.Start(b, redistest.Options{})
 	c := srv.Client(b)
 	oldSrc, newSrc := readScripts(b)
-	old10 := newBenchPool(b, c, oldSrc, "old-10", "reports", 10)
-	new10 := newBenchPool(b, c, newSrc, "new-10", "sizes", 10)
+	old10 := newBenchReplicas(b, c, oldSrc, "old-10", "reports", 10)
+	new10 := newBenchReplicas(b, c, newSrc, "new-10", "sizes", 10)
 	for _, n := range []int{10, 100, 1000, 5000} {
 		b.Run(fmt.Sprint("members=", n), func(b *testing.B) {
-			pools := []*benchPool{old10, new10}
+			sets := []*benchReplicas{old10, new10}
 			if n != 10 {
-				pools = append(pools,
-					newBenchPool(b, c, oldSrc, fmt.Sprint("old-", n), "reports", n),
-					newBenchPool(b, c, newSrc, fmt.Sprint("new-", n), "sizes", n))
+				sets = append(sets,
+					newBenchReplicas(b, c, oldSrc, fmt.Sprint("old-", n), "reports", n),
+					newBenchReplicas(b, c, newSrc, fmt.Sprint("new-", n), "sizes", n))
 			}
-			samples := make([][]float64, len(pools))
+			samples := make([][]float64, len(sets))
 			var oldRatio, newRatio []float64
 			for round := 0; b.Loop(); round++ {
-				got := make([]float64, len(pools))
-				for j := range pools { // each round in another order
-					k := (round + j) % len(pools)
-					got[k] = usecPerCall(b, c, pools[k], calls)
+				got := make([]float64, len(sets))
+				for j := range sets { // each round in another order
+					k := (round + j) % len(sets)
+					got[k] = usecPerCall(b, c, sets[k], calls)
 					samples[k] = append(samples[k], got[k])
 				}
 				if n != 10 {
@@ -189,7 +189,7 @@ func BenchmarkSyncScript(b *testing.B) {
 					newRatio = append(newRatio, got[3]/got[1])
 				}
 			}
-			at := len(pools) - 2 // the pools of n members
+			at := len(sets) - 2 // the sets of n members
 			b.ReportMetric(median(samples[at]), "old-usec/call")
 			b.ReportMetric(median(samples[at+1]), "new-usec/call")
 			if n != 10 {
@@ -200,7 +200,7 @@ func BenchmarkSyncScript(b *testing.B) {
 	}
 }
 
-// BenchmarkRedisCPU measures the CPU Redis spends on a pool of 1,000
+// BenchmarkRedisCPU measures the CPU Redis spends on 1,000
 // replicas that each sync at the default interval, 10,000 syncs a second in
 // all, for the old and the new script: the share of one core (user and
 // system, INFO cpu) over 3s, the syncs a second Redis and the client kept up
@@ -216,15 +216,15 @@ func BenchmarkRedisCPU(b *testing.B) {
 	srv := redistest.Start(b, redistest.Options{})
 	c := srv.Client(b)
 	oldSrc, newSrc := readScripts(b)
-	pools := []*benchPool{
-		newBenchPool(b, c, oldSrc, "old", "reports", replicas),
-		newBenchPool(b, c, newSrc, "new", "sizes", replicas),
+	sets := []*benchReplicas{
+		newBenchReplicas(b, c, oldSrc, "old", "reports", replicas),
+		newBenchReplicas(b, c, newSrc, "new", "sizes", replicas),
 	}
 	// Each sender syncs each of its members once per sync interval: it sends
 	// the syncs due by now, up to 100 at a time, catching up when it fell behind.
 	perSec := float64(replicas) / senders / ratelimit.DefaultSyncInterval.Seconds()
 	const target = replicas * float64(time.Second/ratelimit.DefaultSyncInterval)
-	measure := func(p *benchPool) (core, rate float64) {
+	measure := func(p *benchReplicas) (core, rate float64) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var done atomic.Int64
 		var wg sync.WaitGroup
@@ -268,9 +268,9 @@ func BenchmarkRedisCPU(b *testing.B) {
 	}
 	var cores, rates, atTarget [2][]float64
 	for round := 0; b.Loop(); round++ {
-		for j := range pools {
-			k := (round + j) % len(pools)
-			core, rate := measure(pools[k])
+		for j := range sets {
+			k := (round + j) % len(sets)
+			core, rate := measure(sets[k])
 			cores[k] = append(cores[k], core)
 			rates[k] = append(rates[k], rate)
 			atTarget[k] = append(atTarget[k], core*target/rate)

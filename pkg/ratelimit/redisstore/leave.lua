@@ -1,4 +1,4 @@
--- Removes a replica from the pool at once and, when it gives a pool, keeps that
+-- Removes a replica from the store at once and, when it gives a pool, keeps that
 -- pool for ttl so that a replica registering meanwhile resumes the ramp from it.
 --
 -- KEYS as in sync.lua. ARGV[1] id, ARGV[2] pool (milli-tokens, 0 for none),

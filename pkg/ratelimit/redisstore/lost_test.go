@@ -38,7 +38,7 @@ func testLostWrites(t *testing.T, s share.Store, flush func()) {
 	until := map[string]time.Time{}
 	sync := func(id string, size int, lend *share.Lend) share.View {
 		t.Helper()
-		v, err := s.Sync(ctx, share.Report{ID: id, PoolSize: size, StaleAfter: lease, LeaseUntil: until[id], Lend: lend})
+		v, err := s.Sync(ctx, share.Report{ID: id, Replicas: size, StaleAfter: lease, LeaseUntil: until[id], Lend: lend})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func testLostWrites(t *testing.T, s share.Store, flush func()) {
 	sync("a", 0, nil)
 	sync("b", 0, nil)
 	sync("a", 2, nil)
-	if v := sync("b", 2, nil); !v.Agreed || v.PoolSize != 2 || !v.Held.IsZero() {
+	if v := sync("b", 2, nil); !v.Agreed || v.Replicas != 2 || !v.Held.IsZero() {
 		t.Fatalf("before the loss: %+v; want AGREE(2), no hold", v)
 	}
 	flush()
@@ -68,7 +68,7 @@ func testLostWrites(t *testing.T, s share.Store, flush func()) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		v := sync("a", 1, nil)
-		if v.Agreed && v.PoolSize == 1 && v.Held.IsZero() {
+		if v.Agreed && v.Replicas == 1 && v.Held.IsZero() {
 			if v.Time.Before(held) {
 				t.Fatalf("agreed at %v, before the hold's end %v", v.Time, held)
 			}

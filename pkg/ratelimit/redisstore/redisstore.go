@@ -1,13 +1,13 @@
 // Package redisstore is a [share.Store] in Redis: the replicas of a vertex,
-// wherever they run, agree through it on who is in the pool, so that together
+// wherever they run, agree through it on who the replicas are, so that together
 // they stay under the vertex's limit.
 //
 // # Keys
 //
 // A store keeps these keys per vertex, all with the hash tag of its prefix
 // ({pipeline}-{vertex} or the MonoVertex's name) so that they live in one slot:
-// sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the pool
-// size each reported), :members (for ranks by id), :resume, :adaptive (the
+// sluice:{prefix}:heartbeats (each replica's lease deadline), :sizes (the replica
+// count each reported), :members (for ranks by id), :resume, :adaptive (the
 // last cut, its learnt ceiling and the pause of throttle signals), :limit (the
 // live limit's last changes), :spare (spare tokens lent) and :hold (the end of
 // a hold after the store lost writes, below). Every key expires after the ttl (and
@@ -32,7 +32,7 @@
 // not know it yet, EVAL: it records the heartbeat on Redis TIME with the lease
 // the replica reports (its staleAfter), drops the replicas whose lease has run
 // out (at most 16 per sync; more that went stale at once go over the next
-// syncs, and the pool does not agree until they are gone), and returns the
+// syncs, and the replicas do not agree until they are gone), and returns the
 // agreement, the rank and Redis's clock, which defines the epochs of every
 // replica. A replica syncs once per sync interval from a
 // background goroutine, never per message.
@@ -45,7 +45,7 @@
 // running from the heartbeats it lost. Each sync carries the deadline the
 // store recorded for the replica at its last sync (share.Report.LeaseUntil);
 // when that is still ahead and the store holds an earlier one or none, the
-// store lost writes, and it holds the pool for a lease from then: no size
+// store lost writes, and it holds the replica count for a lease from then: no size
 // agrees and no spare tokens are lent until every lease it may have forgotten
 // has run out, while the replicas keep the pool they last agreed on.
 package redisstore
@@ -82,14 +82,14 @@ type Options struct {
 	// lease), and how long the pool of a replica that left is kept for resuming
 	// (0 for share.DefaultTTL).
 	TTL time.Duration
-	// Region is the region of the limit whose pool the store is ("" for a
-	// limit without regions): each region's pool has keys of its own,
+	// Region is the region of the limit whose store this is ("" for a
+	// limit without regions): each region's store has keys of its own,
 	// sluice:{prefix}:region:<name>:..., and the regions of a limit share
 	// the spare tokens of sluice:{prefix}:spare (see share.Spare).
 	Region string
 }
 
-// Store is one vertex's pool in Redis. It is safe for concurrent use. Open one
+// Store is one vertex's replica set in Redis. It is safe for concurrent use. Open one
 // with [Open], which makes its own client, or build one on a client of yours with
 // [New].
 type Store struct {
@@ -106,7 +106,7 @@ type Store struct {
 
 var _ share.Store = (*Store)(nil)
 
-// Open returns the pool of the vertex prefix in the Redis that conn describes,
+// Open returns the store of the vertex prefix in the Redis that conn describes,
 // through a client of its own, and pings Redis once within ctx to check the
 // configuration. A configuration Redis rejects is an error that matches
 // [ErrAuth] (credentials), [ErrTLS] (TLS handshake) or [ErrHost] (unknown host),
@@ -144,7 +144,7 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// New returns the pool of the vertex prefix in the Redis of client, which stays
+// New returns the store of the vertex prefix in the Redis of client, which stays
 // the caller's to close.
 func New(client redis.Scripter, prefix string, opts Options) (*Store, error) {
 	if prefix == "" {
@@ -174,12 +174,12 @@ func newStore(client redis.Scripter, base string, opts Options) *Store {
 		keys: []string{keys + "heartbeats", keys + "sizes", keys + "members", keys + "resume", keys + "adaptive", keys + "limit", base + "spare", keys + "hold"}}
 }
 
-// Pool returns another pool of the same vertex, name, on the same client:
-// its keys are the store's with name after the hash tag
+// Limit returns the store of another limit of the same vertex, name, on the
+// same client: its keys are the store's with name after the hash tag
 // (sluice:{prefix}:name:heartbeats...), so they live in the vertex's slot.
-// A vertex's byte limit (rateLimit.bytes) shares through its store's pool
+// A vertex's byte limit (rateLimit.bytes) shares through its store's limit
 // "bytes". Closing it does nothing; close s.
-func (s *Store) Pool(name string) *Store {
+func (s *Store) Limit(name string) *Store {
 	return newStore(s.client, s.base+name+":", s.opts)
 }
 
@@ -188,7 +188,7 @@ func (s *Store) Keys() []string { return append([]string(nil), s.keys...) }
 
 // Sync implements [share.Store] with one script run.
 func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
-	args := []any{r.ID, r.PoolSize, leaseMillis(r), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, "", 0}
+	args := []any{r.ID, r.Replicas, leaseMillis(r), s.opts.TTL.Milliseconds(), "", 0, 0, 0, 0, "", 0, 0, 0, "", 0, 0, "", 0}
 	if !r.LeaseUntil.IsZero() {
 		// The deadline as the script recorded it: its time in whole ms plus the lease's.
 		args[17] = r.LeaseUntil.Add(-r.Lease()).UnixMilli() + leaseMillis(r)
@@ -230,7 +230,7 @@ func (s *Store) Sync(ctx context.Context, r share.Report) (share.View, error) {
 		Held:       hold,
 		Adaptation: share.Adaptation{From: res[7], Pool: res[8], PauseUntil: pause, Ceiling: tail[0], Floor: tail[1]},
 		Agreed:     res[0] == 1,
-		PoolSize:   int(res[1]),
+		Replicas:   int(res[1]),
 		Live:       int(res[2]),
 		Rank:       int(res[3]),
 		Time:       time.Unix(res[4], res[5]*int64(time.Microsecond)),

@@ -49,7 +49,7 @@ func testSyncAgreement(t *testing.T, d deployment) {
 	ctx := context.Background()
 	sync := func(id string, size int) share.View {
 		t.Helper()
-		v, err := s.Sync(ctx, share.Report{ID: id, PoolSize: size, StaleAfter: 300 * time.Millisecond})
+		v, err := s.Sync(ctx, share.Report{ID: id, Replicas: size, StaleAfter: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,14 +58,14 @@ func testSyncAgreement(t *testing.T, d deployment) {
 	if v := sync("b", 0); v.Agreed || v.Live != 1 || v.Rank != 0 {
 		t.Fatalf("first sync %+v; want disagreement, live 1", v)
 	}
-	if v := sync("b", 1); !v.Agreed || v.PoolSize != 1 {
+	if v := sync("b", 1); !v.Agreed || v.Replicas != 1 {
 		t.Fatalf("second sync %+v; want AGREE(1)", v)
 	}
-	if v := sync("a", 0); v.Agreed || v.PoolSize != 1 || v.Live != 2 || v.Rank != 0 {
+	if v := sync("a", 0); v.Agreed || v.Replicas != 1 || v.Live != 2 || v.Rank != 0 {
 		t.Fatalf("joiner %+v; want DISAGREE with the largest size 1, live 2, rank 0", v)
 	}
 	sync("b", 2)
-	if v := sync("a", 2); !v.Agreed || v.PoolSize != 2 || v.Rank != 0 {
+	if v := sync("a", 2); !v.Agreed || v.Replicas != 2 || v.Rank != 0 {
 		t.Fatalf("%+v; want AGREE(2), a ranked first", v)
 	}
 	if v := sync("b", 2); v.Rank != 1 {
@@ -76,7 +76,7 @@ func testSyncAgreement(t *testing.T, d deployment) {
 	if d := time.Since(v.Time); d < -time.Second || d > time.Second {
 		t.Fatalf("store time %v is %v from this host's clock", v.Time, d)
 	}
-	// b stops syncing: after staleAfter it is gone from the pool.
+	// b stops syncing: after staleAfter it is gone from the replicas.
 	deadline := time.Now().Add(5 * time.Second)
 	for sync("a", 2).Live != 1 {
 		if time.Now().After(deadline) {
@@ -84,7 +84,7 @@ func testSyncAgreement(t *testing.T, d deployment) {
 		}
 		time.Sleep(50 * time.Millisecond) // Redis's clock must move past staleAfter
 	}
-	if v := sync("a", 1); !v.Agreed || v.PoolSize != 1 {
+	if v := sync("a", 1); !v.Agreed || v.Replicas != 1 {
 		t.Fatalf("after b went stale: %+v; want AGREE(1)", v)
 	}
 }
@@ -127,12 +127,12 @@ func TestLeaveAndResume(t *testing.T) { forEachMode(t, testLeaveAndResume) }
 func testLeaveAndResume(t *testing.T, d deployment) {
 	s := d.store(t, "mv", redisstore.Options{TTL: 2 * time.Second})
 	ctx := context.Background()
-	s.Sync(ctx, share.Report{ID: "a", PoolSize: 0})
-	s.Sync(ctx, share.Report{ID: "b", PoolSize: 0})
+	s.Sync(ctx, share.Report{ID: "a", Replicas: 0})
+	s.Sync(ctx, share.Report{ID: "b", Replicas: 0})
 	if err := s.Leave(ctx, share.Report{ID: "a", Pool: 42_500}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := s.Sync(ctx, share.Report{ID: "b", PoolSize: 1})
+	v, err := s.Sync(ctx, share.Report{ID: "b", Replicas: 1})
 	if err != nil || !v.Agreed || v.Live != 1 || v.Resume != 42_500 {
 		t.Fatalf("after a left: %+v, %v; want b alone and the pool a saved", v, err)
 	}
@@ -152,10 +152,10 @@ func TestVerticesDoNotShareState(t *testing.T) {
 	b := newStore(t, srv, "pipe-b", redisstore.Options{})
 	ctx := context.Background()
 	for range 2 {
-		a.Sync(ctx, share.Report{ID: "x", PoolSize: 1})
-		a.Sync(ctx, share.Report{ID: "y", PoolSize: 1})
+		a.Sync(ctx, share.Report{ID: "x", Replicas: 1})
+		a.Sync(ctx, share.Report{ID: "y", Replicas: 1})
 	}
-	v, _ := b.Sync(ctx, share.Report{ID: "z", PoolSize: 0})
+	v, _ := b.Sync(ctx, share.Report{ID: "z", Replicas: 0})
 	if v.Live != 1 {
 		t.Fatalf("vertex b sees %d replicas; want only its own", v.Live)
 	}
@@ -215,7 +215,7 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 		limiters = append(limiters, l)
 	}
 	// check goes over the epochs that have ended and reports the epochs with
-	// all three in the pool and those of them that granted the whole pool.
+	// all three agreed and those of them that granted the whole pool.
 	check := func(report bool) (full, used int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -266,7 +266,7 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 	if full < 2 || used < 1 {
 		mu.Lock()
 		defer mu.Unlock()
-		t.Fatalf("in %v, %d epochs with all three replicas in the pool, %d of them granting all %d; want 2 and 1: %v",
+		t.Fatalf("in %v, %d epochs with all three replicas agreed, %d of them granting all %d; want 2 and 1: %v",
 			waited.Round(time.Millisecond), full, used, max, byEpoch)
 	}
 }
@@ -423,7 +423,7 @@ func TestSentinel(t *testing.T) {
 	sn.Failover(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, err := s.Sync(ctx, share.Report{ID: "a", PoolSize: 1})
+		_, err := s.Sync(ctx, share.Report{ID: "a", Replicas: 1})
 		if err == nil {
 			break
 		}
@@ -456,7 +456,7 @@ func TestCluster(t *testing.T) {
 	}
 	// The byte limit's pool of the same vertex syncs on the cluster too, in
 	// the vertex's slot.
-	bytes := s.Pool("bytes")
+	bytes := s.Limit("bytes")
 	if v, err := bytes.Sync(ctx, share.Report{ID: "a"}); err != nil || v.Live != 1 {
 		t.Fatalf("sync of the bytes pool on the cluster = %+v, %v", v, err)
 	}
@@ -540,7 +540,7 @@ func TestSignalsAsTheGoStoreDoes(t *testing.T) {
 
 // TestViewsAsTheGoStoreDoes runs one random sequence of syncs and leaves
 // through the script and through memstore, the reference, and checks that
-// every view agrees on the agreement, the pool size, the live count and the
+// every view agrees on the agreement, the replica count, the live count and the
 // rank. No lease runs out here: the next test covers that.
 func TestViewsAsTheGoStoreDoes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
@@ -565,15 +565,15 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 		if rng.IntN(15) == 0 {
 			size = rng.IntN(len(ids) + 1)
 		}
-		r := share.Report{ID: id, PoolSize: size, StaleAfter: time.Minute}
+		r := share.Report{ID: id, Replicas: size, StaleAfter: time.Minute}
 		got, err := s.Sync(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, _ := ref.Sync(ctx, r)
-		if got.Agreed != want.Agreed || got.PoolSize != want.PoolSize || got.Live != want.Live || got.Rank != want.Rank {
+		if got.Agreed != want.Agreed || got.Replicas != want.Replicas || got.Live != want.Live || got.Rank != want.Rank {
 			t.Fatalf("op %d, %+v: agreed %v, size %d, live %d, rank %d; the Go store says %v, %d, %d, %d", i, r,
-				got.Agreed, got.PoolSize, got.Live, got.Rank, want.Agreed, want.PoolSize, want.Live, want.Rank)
+				got.Agreed, got.Replicas, got.Live, got.Rank, want.Agreed, want.Replicas, want.Live, want.Rank)
 		}
 		if got.Agreed {
 			agreed++
@@ -587,7 +587,7 @@ func TestViewsAsTheGoStoreDoes(t *testing.T) {
 
 // TestSweepsStaleReplicasOverSeveralSyncs has more replicas go stale at once
 // than a sync drops (16): they go over the next syncs, the live count leaves
-// them out from the first, and the pool agrees only once they are all gone,
+// them out from the first, and the replicas agree only once they are all gone,
 // since until then the ranks still count them.
 func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
 	const sweep, stale = 16, 40
@@ -596,7 +596,7 @@ func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
 	ctx := context.Background()
 	sync := func(id string, lease time.Duration) share.View {
 		t.Helper()
-		v, err := s.Sync(ctx, share.Report{ID: id, PoolSize: 2, StaleAfter: lease})
+		v, err := s.Sync(ctx, share.Report{ID: id, Replicas: 2, StaleAfter: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -643,7 +643,7 @@ func TestSweepsStaleReplicasOverSeveralSyncs(t *testing.T) {
 			}
 			continue
 		}
-		if !v.Agreed || v.PoolSize != 2 || v.Rank != i%2 {
+		if !v.Agreed || v.Replicas != 2 || v.Rank != i%2 {
 			t.Fatalf("sync %d, all swept: %+v; want AGREE(2), rank %d", i, v, i%2)
 		}
 		if i+1 != (stale+sweep-1)/sweep {
@@ -694,16 +694,16 @@ func TestLiveLimitsAsTheGoStoreDoes(t *testing.T) {
 	}
 }
 
-// TestPool: another pool of a vertex has keys of its own, with the vertex's
+// TestLimit: another limit of a vertex has keys of its own, with the vertex's
 // hash tag, and its replicas are not the store's.
-func TestPool(t *testing.T) {
+func TestLimit(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	client := srv.Client(t)
 	s, err := redisstore.New(client, "mv", redisstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := s.Pool("bytes")
+	b := s.Limit("bytes")
 	for _, k := range b.Keys() {
 		if !strings.HasPrefix(k, "sluice:{mv}:bytes:") {
 			t.Errorf("key %s; want it under sluice:{mv}:bytes:", k)

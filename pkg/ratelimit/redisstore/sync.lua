@@ -1,16 +1,16 @@
--- Records a replica's heartbeat and reported pool size, drops replicas whose lease
--- has run out, and returns the pool as it stands: whether the live replicas agree
+-- Records a replica's heartbeat and reported replica count, drops replicas whose lease
+-- has run out, and returns the replicas as they stand: whether the live replicas agree
 -- on a size, the largest size reported, the live count, the caller's rank by id,
 -- the store's time, the pool saved for resuming, and the last cut and pause of
--- throttle signals, after applying the caller's signal (ratelimit.Adaptation).
+-- throttle signals, after applying the caller's signal (share.Adaptation).
 --
 -- Every step is O(log n) in the number of replicas n, or O(sweep * log n) for
--- the stale ones, so a sync costs about the same in a pool of 10 or 5,000.
+-- the stale ones, so a sync costs about the same among 10 replicas or 5,000.
 --
 -- KEYS[1] heartbeats: sorted set, member id, score the replica's lease deadline:
 --                     its last heartbeat (ms, Redis TIME) plus the staleAfter it
 --                     reported with it
--- KEYS[2] sizes:      sorted set, member id, score its reported pool size
+-- KEYS[2] sizes:      sorted set, member id, score its reported replica count
 -- KEYS[3] members:    sorted set, member id, score 0 (ranks are lexical by id)
 -- KEYS[4] resume:     string, pool in milli-tokens saved by a replica that left
 -- KEYS[5] adaptive:   hash: from (the epoch from which the last cut applies),
@@ -23,9 +23,9 @@
 --                     pgen, pspec and pfrom for the one before
 -- KEYS[7] spare:      hash: epoch (of the spare tokens), and r:<region> the
 --                     tokens of that epoch the replicas of each region gave
---                     (pool.Spare); a limit's regions share it
+--                     (share.Spare); a limit's regions share it
 -- KEYS[8] hold:       string, the end (ms of Redis TIME) of a hold: while it
---                     lasts the pool agrees on no size and lends no tokens
+--                     lasts the replicas agree on no size and it lends no tokens
 -- The first three keys hold the same ids.
 -- ARGV[1] id, ARGV[2] reported size, ARGV[3] the replica's staleAfter (ms),
 -- ARGV[4] ttl (ms); a throttle signal, or ARGV[5] empty: ARGV[5] its epoch,
@@ -34,10 +34,10 @@
 -- ARGV[10] a change of the live limit the replica proposes (its spec), or
 -- empty, and ARGV[11] its lead (us); ARGV[12] the signal's ceiling and
 -- ARGV[13] its floor (milli-tokens, 0 for none); a lend of spare tokens
--- (pool.Lend), or ARGV[14] empty: ARGV[14] its epoch, ARGV[15] the tokens
+-- (share.Lend), or ARGV[14] empty: ARGV[14] its epoch, ARGV[15] the tokens
 -- given, ARGV[16] the most tokens wanted, ARGV[17] the replica's region;
 -- ARGV[18] the lease deadline (ms) this store recorded at the replica's last
--- sync, or 0 (pool.Report.LeaseUntil)
+-- sync, or 0 (share.Report.LeaseUntil)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -46,7 +46,7 @@ local id = ARGV[1]
 -- A deadline still ahead that the store no longer holds is a write it lost
 -- (a failover to a replica that had not got it, a restart without it): it may
 -- have lost the others' last heartbeats too, and dropped replicas that still
--- take their shares. It holds the pool as it is until any lease it can have
+-- take their shares. It holds the replica count as it is until any lease it can have
 -- forgotten has run out: a lease from before now, of the caller's length.
 local expect = tonumber(ARGV[18])
 if expect >= now then
@@ -68,7 +68,7 @@ redis.call('ZADD', KEYS[3], 0, id)
 -- At most sweep replicas whose lease ran out are dropped per sync; more that
 -- went stale at once go over the next syncs of any replica. Until they are
 -- gone, the live count leaves them out but the sizes and ranks still count them:
--- the pool does not agree then, and the largest size and the rank can only be
+-- the replicas do not agree then, and the largest size and the rank can only be
 -- too large, which only shrinks shares.
 local sweep = 16
 local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, sweep)
@@ -124,7 +124,7 @@ if ARGV[10] ~= '' and (gen == 0 or ARGV[10] ~= spec) then
   redis.call('HSET', KEYS[6], 'gen', gen, 'spec', spec, 'from', lfrom, 'pgen', pgen, 'pspec', pspec, 'pfrom', pfrom)
 end
 if gen > 0 then redis.call('PEXPIRE', KEYS[6], keyttl) end
--- Spare tokens (pool.Spare): only of the store's current epoch; given to the
+-- Spare tokens (share.Spare): only of the store's current epoch; given to the
 -- giver's region, taken from the taker's own region first, then from the
 -- fullest other region.
 local lent = 0

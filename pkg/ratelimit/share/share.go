@@ -38,17 +38,17 @@ func Lease(d time.Duration) time.Duration {
 	return d
 }
 
-// Store is where the replicas of one vertex agree on who is in the pool. Tokens are
+// Store is where the replicas of one vertex agree on who the replicas are. Tokens are
 // never counted in the store: each replica computes its own share of the pool from
-// the agreed pool size and its rank, so the store is called once per sync interval
+// the agreed replica count and its rank, so the store is called once per sync interval
 // from a background goroutine, never per Acquire.
 //
-// Implementations are safe for concurrent use and keep one pool per key; the
+// Implementations are safe for concurrent use and keep one replica set per key; the
 // in-process one is [memstore], the distributed one is backed by Redis.
 type Store interface {
-	// Sync records a heartbeat for r.ID with the pool size it reports, removes
+	// Sync records a heartbeat for r.ID with the replica count it reports, removes
 	// every replica whose last heartbeat is older than the StaleAfter that replica
-	// reported with it, and returns the pool as the store sees it now. A replica
+	// reported with it, and returns the replicas as the store sees them now. A replica
 	// unknown to the store is registered by its first Sync.
 	Sync(ctx context.Context, r Report) (View, error)
 	// Leave removes the replica r.ID at once, on graceful shutdown, and keeps
@@ -65,9 +65,9 @@ const DefaultTTL = 180 * time.Second
 type Report struct {
 	// ID identifies the replica; ranks are its order among the live IDs.
 	ID string
-	// PoolSize is the pool size the replica reports: 0 at its first sync, then the
-	// live count or agreed size it last learned.
-	PoolSize int
+	// Replicas is the replica count the replica reports: 0 at its first sync,
+	// then the live count or agreed count it last learned.
+	Replicas int
 	// StaleAfter is the replica's lease (ratelimit.Config.StaleAfter; 0 for
 	// [DefaultStaleAfter]): the store drops the replica once its last heartbeat is
 	// older than this, and the replica stops trusting its last view no later than
@@ -94,7 +94,7 @@ type Report struct {
 }
 
 // Lend is a replica's exchange of spare tokens with the others that share
-// its store's spare: the replicas of its pool, and those of the pools of the
+// its store's spare: the other replicas of its limit, and those of the
 // other regions of the same limit.
 type Lend struct {
 	// Epoch is the epoch of the tokens, by the replica's store clock. A
@@ -180,13 +180,14 @@ func (a Adaptation) Signaled(s Signal, now time.Time) Adaptation {
 	return a
 }
 
-// View is the pool as the store saw it at one sync.
+// View is the replicas as the store saw them at one sync.
 type View struct {
-	// Agreed is true when every live replica reported the same pool size and that
-	// size equals the live count.
+	// Agreed is true when every live replica reported the same replica count
+	// and that count equals the live count.
 	Agreed bool
-	// PoolSize is the agreed size when Agreed, otherwise the largest size reported.
-	PoolSize int
+	// Replicas is the agreed replica count when Agreed, otherwise the largest
+	// count reported.
+	Replicas int
 	// Live is the number of live replicas, the caller included.
 	Live int
 	// Rank is the caller's 0-based rank by ID among the live replicas.
