@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // TestGroupThroughRedis runs three replicas of each of two MonoVertices,
@@ -62,17 +63,17 @@ func TestGroupThroughRedis(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	waitUntil(t, epochWait, "an epoch with all six replicas in the group", func() bool {
+	runtest.WaitFor(t, "an epoch with all six replicas in the group", func() bool {
 		_, eligible := groupEpochs()
 		return len(fullEpochs(eligible)) > 0
-	})
+	}, untilEpochs...)
 	// Four epochs with every replica in the group, and five seconds to
 	// count Redis's commands over.
 	before, at := commandCalls(t, srv), time.Now()
-	waitUntil(t, epochWait, "four epochs of the group at 95% of 500", func() bool {
+	runtest.WaitFor(t, "four epochs of the group at 95% of 500", func() bool {
 		granted, eligible := groupEpochs()
 		return time.Since(at) >= 5*time.Second && countReach(fullEpochs(eligible), 475, func(e int64) int64 { return granted[e] }) >= 4
-	})
+	}, untilEpochs...)
 	perReplica := float64(commandCalls(t, srv)-before) / float64(len(procs)) / time.Since(at).Seconds()
 	for _, p := range procs {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // monoVertexYAML is a generator → cat → log MonoVertex with the given rateLimit
@@ -95,7 +97,7 @@ func TestRampAndLimit(t *testing.T) {
 				}
 				return n
 			}
-			waitUntil(t, epochWait, "three epochs at max", func() bool { return atMax() >= 3 })
+			runtest.WaitFor(t, "three epochs at max", func() bool { return atMax() >= 3 }, untilEpochs...)
 			code, _ := p.stop(syscall.SIGTERM, 10*time.Second)
 			if code != 0 {
 				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())

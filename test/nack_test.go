@@ -128,4 +128,3 @@ spec:
 		t.Errorf("nacks per vertex %v; want map %d, out %d", nacked, count, count/2)
 	}
 }
-

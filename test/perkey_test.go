@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // keyEpochLog is a replica's per-key account of one epoch (the debug log
@@ -108,7 +109,7 @@ spec:
 		}
 		return out
 	}
-	waitUntil(t, epochWait, "8 seconds with every replica agreed", func() bool { return len(fullSeconds()) >= 8 })
+	runtest.WaitFor(t, "8 seconds with every replica agreed", func() bool { return len(fullSeconds()) >= 8 }, untilEpochs...)
 	var held float64
 	for _, a := range addrs {
 		held += metricValues(t, a, "sluice_ratelimit_key_held_messages")["perkey"]
@@ -225,7 +226,7 @@ spec:
 `, nats.URL, 20*len(keys), strings.Join(keys, ", "), perKey))
 	p := start(t, "run", "-f", cfg, "--isb", "jetstream", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
 	addr := p.metricsAddr()
-	waitUntil(t, epochWait, "12 seconds of per-key epochs", func() bool { return len(keyEpochs(t, []*proc{p})) >= 12 })
+	runtest.WaitFor(t, "12 seconds of per-key epochs", func() bool { return len(keyEpochs(t, []*proc{p})) >= 12 }, untilEpochs...)
 	handedBack := metricValues(t, addr, "sluice_ratelimit_key_handed_back_total")["limited"]
 	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())

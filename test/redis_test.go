@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // redisVertexYAML is a generator → log MonoVertex sharing its limit through the
@@ -157,10 +158,10 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	// five seconds to count Redis's commands over.
 	statsBefore := commandCalls(t, srv)
 	statsAt := time.Now()
-	waitUntil(t, epochWait, "three epochs of five replicas granting 99.5% of 997", func() bool {
+	runtest.WaitFor(t, "three epochs of five replicas granting 99.5% of 997", func() bool {
 		r := readEpochs(t, procs, 5)
 		return time.Since(statsAt) >= 5*time.Second && countReach(r.full(5, 0, forever), most, r.grantedIn) >= 3
-	})
+	}, untilEpochs...)
 	statsAfter := commandCalls(t, srv)
 	perReplica := float64(statsAfter-statsBefore) / 5 / time.Since(statsAt).Seconds()
 
@@ -169,20 +170,20 @@ func TestReplicasShareThroughRedis(t *testing.T) {
 	<-procs[4].done
 	killEpoch := killedAt.Unix()
 	reclaimedBy := killedAt.Add(2*time.Second + time.Second).Unix() // staleAfter + 1s
-	waitUntil(t, epochWait, "three epochs after the kill of four survivors granting 99.5% of 997", func() bool {
+	runtest.WaitFor(t, "three epochs after the kill of four survivors granting 99.5% of 997", func() bool {
 		r := readEpochs(t, procs[:4], 4)
 		return countReach(r.full(4, reclaimedBy+1, forever), most, r.grantedIn) >= 3
-	})
+	}, untilEpochs...)
 	stoppingAt := time.Now().Unix() // epochs from here on see the pool change again
 
 	// Replica 4 comes back and rejoins the replicas.
 	rejoined := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", "4", "--log-level", "debug")
 	rejoined.metricsAddr()
 	back := append(slices.Clone(procs[:4]), rejoined)
-	waitUntil(t, epochWait, "two epochs of five replicas granting 99.5% of 997 after replica 4 came back", func() bool {
+	runtest.WaitFor(t, "two epochs of five replicas granting 99.5% of 997 after replica 4 came back", func() bool {
 		r := readEpochs(t, back, 5)
 		return countReach(r.full(5, stoppingAt+1, forever), most, r.grantedIn) >= 2
-	})
+	}, untilEpochs...)
 	procs = append(procs, rejoined) // procs[4] is the killed one, procs[5] its return
 	for _, p := range back {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
@@ -286,9 +287,9 @@ func TestRedisOutage(t *testing.T) {
 			for _, p := range procs {
 				p.metricsAddr()
 			}
-			if !waitUntil(t, epochWait, "an epoch of both replicas among two", func() bool {
+			if !runtest.WaitFor(t, "an epoch of both replicas among two", func() bool {
 				return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0
-			}) {
+			}, untilEpochs...) {
 				t.Fatal("the replicas never agreed on a count of two")
 			}
 			srv.Stop()
@@ -297,10 +298,10 @@ func TestRedisOutage(t *testing.T) {
 			srv.Restart(t)
 			backAt := time.Now()
 			rejoinBy := backAt.Add(2*time.Second).Unix() + 1 // the first epoch both must be in
-			waitUntil(t, epochWait, "both replicas' epochs to 5s after Redis came back, one granting all 100", func() bool {
+			runtest.WaitFor(t, "both replicas' epochs to 5s after Redis came back, one granting all 100", func() bool {
 				r := readEpochs(t, procs, 2)
 				return logged(t, procs, backAt.Unix()+4) && countReach(r.full(2, rejoinBy, forever), 100, r.grantedIn) > 0
-			})
+			}, untilEpochs...)
 			for _, p := range procs {
 				if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 					t.Fatalf("exit %d", code)
@@ -361,16 +362,16 @@ func TestSentinelFailover(t *testing.T) {
 		p.metricsAddr()
 	}
 	agreed := func() bool { return len(readEpochs(t, procs, 2).full(2, 0, forever)) > 0 }
-	if !waitUntil(t, epochWait, "an epoch of both replicas among two", agreed) {
+	if !runtest.WaitFor(t, "an epoch of both replicas among two", agreed, untilEpochs...) {
 		t.Fatal("the replicas never agreed on a count of two")
 	}
 	sn.Failover(t)
 	failedOverAt := time.Now()
 	from, to := failedOverAt.Unix()+3, failedOverAt.Unix()+5 // the last seconds checked
-	waitUntil(t, epochWait, "the epochs to 6s after the failover, one granting all 50", func() bool {
+	runtest.WaitFor(t, "the epochs to 6s after the failover, one granting all 50", func() bool {
 		r := readEpochs(t, procs, 2)
 		return logged(t, procs, to) && countReach(r.full(2, from, forever), 50, r.grantedIn) > 0
-	})
+	}, untilEpochs...)
 	for _, p := range procs {
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d", code)

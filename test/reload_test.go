@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 const reloadConfig = `apiVersion: numaflow.numaproj.io/v1alpha1
@@ -109,7 +110,7 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	// epochsAt waits until every replica has logged two epochs with max in
 	// force, other than the one it switched in.
 	epochsAt := func(max int64) {
-		waitUntil(t, epochWait, fmt.Sprintf("two epochs of every replica at max %d", max), func() bool {
+		runtest.WaitFor(t, fmt.Sprintf("two epochs of every replica at max %d", max), func() bool {
 			at := map[int64]int{}
 			for _, p := range procs {
 				for e, l := range p.epochs(t) {
@@ -125,7 +126,7 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 				}
 			}
 			return n >= 2
-		})
+		}, untilEpochs...)
 	}
 	waitMax(t, addrs, 300)
 	epochsAt(300)
@@ -136,14 +137,14 @@ func TestLiveLimitChangeThroughRedis(t *testing.T) {
 	waitMax(t, addrs, 150)
 	epochsAt(150)
 	replaceFile(t, cfg, fmt.Sprintf(reloadConfig, 999, "redis://127.0.0.1:1"))
-	waitUntil(t, epochWait, "every replica to refuse the change of the store", func() bool {
+	runtest.WaitFor(t, "every replica to refuse the change of the store", func() bool {
 		for _, a := range addrs {
 			if reloads(t, a)["refused"] < 1 {
 				return false
 			}
 		}
 		return true
-	})
+	}, untilEpochs...)
 	waitMax(t, addrs, 150)
 	for i, a := range addrs {
 		if got := reloads(t, a); got["applied"] != 2 || got["refused"] != 1 {

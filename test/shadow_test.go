@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // TestShadowModeThroughRedis runs three replicas sharing a limit of 300 a
@@ -63,7 +64,7 @@ spec:
 		}
 		return out
 	}
-	waitUntil(t, epochWait, "4 epochs with every replica reading in full", func() bool { return len(full()) >= 4 })
+	runtest.WaitFor(t, "4 epochs with every replica reading in full", func() bool { return len(full()) >= 4 }, untilEpochs...)
 	var rateLimited float64
 	for _, a := range addrs {
 		rateLimited += metricValues(t, a, "sluice_ratelimit_throttled_seconds_total")["rate_limited"]

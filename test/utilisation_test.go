@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // Utilisation on the wall clock.
@@ -53,21 +55,10 @@ func countReach(epochs []int64, want int64, got func(e int64) int64) int {
 	return n
 }
 
-// waitUntil calls cond every 200 ms until it returns true or timeout has
-// passed, and reports whether it did. A caller goes on to its assertions
-// either way: they say what was not reached.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Logf("waited %v for %s", timeout, what)
-			return false
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return true
-}
+// untilEpochs are the options of a wait for epochs of real processes: a
+// minute at most, a look every 200 ms (each reads the processes' logs), and
+// on to the caller's assertions, which say what was not reached, if it ends.
+var untilEpochs = []runtest.WaitOption{runtest.Within(epochWait), runtest.Every(200 * time.Millisecond), runtest.Soft()}
 
 // logged reports whether every one of procs has logged epoch e.
 func logged(t *testing.T, procs []*proc, e int64) bool {

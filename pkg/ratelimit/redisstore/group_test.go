@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 )
@@ -87,7 +88,8 @@ func testGroupOfTwoVertices(t *testing.T, d deployment) {
 		}
 		return n
 	}
-	waitUntil(ctx, func() bool { return full(false) >= 2 })
+	runtest.WaitFor(t, "two epochs of the group at 90% of its max", func() bool { return full(false) >= 2 },
+		runtest.Within(shareTimeout), runtest.Every(100*time.Millisecond), runtest.Soft())
 	cancel()
 	wg.Wait()
 	for _, l := range limiters {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
@@ -115,7 +117,8 @@ func testRegionsLend(t *testing.T, d deployment) {
 		}
 		return n
 	}
-	waitUntil(ctx, func() bool { return lending(false) >= 2 })
+	runtest.WaitFor(t, "two epochs of the busy region taking 85%", func() bool { return lending(false) >= 2 },
+		runtest.Within(shareTimeout), runtest.Every(100*time.Millisecond), runtest.Soft())
 	cancel()
 	wg.Wait()
 	for _, l := range limiters {

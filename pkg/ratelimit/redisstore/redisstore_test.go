@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
@@ -255,7 +256,8 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 			}
 		})
 	}
-	waitUntil(ctx, func() bool { full, used := check(false); return full >= 2 && used >= 1 })
+	runtest.WaitFor(t, "two full epochs, one used in full", func() bool { full, used := check(false); return full >= 2 && used >= 1 },
+		runtest.Within(shareTimeout), runtest.Every(100*time.Millisecond), runtest.Soft())
 	waited := time.Since(began)
 	cancel()
 	wg.Wait()
@@ -268,19 +270,6 @@ func testLimitersShareOneLimit(t *testing.T, d deployment) {
 		defer mu.Unlock()
 		t.Fatalf("in %v, %d epochs with all three replicas agreed, %d of them granting all %d; want 2 and 1: %v",
 			waited.Round(time.Millisecond), full, used, max, byEpoch)
-	}
-}
-
-// waitUntil calls done every 100 ms until it returns true or ctx ends.
-func waitUntil(ctx context.Context, done func() bool) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !done() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/faultproxy"
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/redisstore"
 )
@@ -95,13 +96,11 @@ func TestRegionsTable(t *testing.T) {
 		phases = append(phases, phase{name, e})
 		time.Sleep(left + 1500*time.Millisecond)
 		if until != nil {
-			ctx, cancel := context.WithTimeout(ctx, shareTimeout)
-			defer cancel()
-			waitUntil(ctx, func() bool {
+			runtest.WaitFor(t, name+" to hold", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return until(e + 1)
-			})
+			}, runtest.Within(shareTimeout), runtest.Every(100*time.Millisecond), runtest.Soft())
 		}
 	}
 	// lent reports whether eu took 85% of max, its own proportion and most
