@@ -133,7 +133,9 @@ func Within(d time.Duration) WaitOption { return func(w *waitOptions) { w.timeou
 
 // Every makes WaitFor look at most every d: for a condition that is costly
 // to check, such as one that reads the logs of processes.
-func Every(d time.Duration) WaitOption { return func(w *waitOptions) { w.every = max(d, time.Millisecond) } }
+func Every(d time.Duration) WaitOption {
+	return func(w *waitOptions) { w.every = max(d, time.Millisecond) }
+}
 
 // Soft makes WaitFor log, not fail, when it gives up, and return false.
 func Soft() WaitOption { return func(w *waitOptions) { w.soft = true } }
