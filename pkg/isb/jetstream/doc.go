@@ -104,9 +104,11 @@
 //
 // Closing a Reader hands back at once every message it holds unacked.
 //
-// A clean server stop keeps every message and ack (file storage). A server
-// crash may lose the acks it received just before, so those messages are
-// delivered again; memory storage loses its buffers on any restart.
+// A clean server stop keeps every message and every ack the consumer has
+// applied (file storage). The server applies an ack shortly after it
+// receives it, so an ack received just before a stop, or a crash, may be
+// lost and its message delivered again; memory storage loses its buffers on
+// any restart.
 //
 // # Reconnects
 //
