@@ -468,10 +468,10 @@ type Source struct {
 	Kafka       *KafkaSource     `yaml:"kafka"`
 	Nats        *NatsSource      `yaml:"nats"`
 	JetStream   *JetStreamSource `yaml:"jetstream"`
+	SQS         *SQSSource       `yaml:"sqs"`
 	Transformer *Transformer     `yaml:"transformer"`
 	Serving     Unsupported      `yaml:"serving"`
 	Pulsar      Unsupported      `yaml:"pulsar"`
-	SQS         Unsupported      `yaml:"sqs"`
 }
 
 // Generator is the generator source.
@@ -727,8 +727,8 @@ type AbstractSink struct {
 	Kafka     *KafkaSink   `yaml:"kafka"`
 	// HTTP is sluice's addition.
 	HTTP   *HTTPSink   `yaml:"http"`
+	SQS    *SQSSink    `yaml:"sqs"`
 	Serve  Unsupported `yaml:"serve"`
-	SQS    Unsupported `yaml:"sqs"`
 	Pulsar Unsupported `yaml:"pulsar"`
 }
 

@@ -155,9 +155,9 @@ func (c *checker) oneOf(path, what string, kinds map[string]bool, unsupported ma
 
 func (c *checker) source(path string, s *Source) {
 	c.oneOf(path, "source", map[string]bool{"generator": s.Generator != nil, "http": s.HTTP != nil, "udsource": s.UDSource != nil,
-		"kafka": s.Kafka != nil, "nats": s.Nats != nil, "jetstream": s.JetStream != nil},
-		map[string]bool{"serving": s.Serving.IsSet(), "pulsar": s.Pulsar.IsSet(), "sqs": s.SQS.IsSet()},
-		"generator, http, kafka, nats, jetstream or udsource")
+		"kafka": s.Kafka != nil, "nats": s.Nats != nil, "jetstream": s.JetStream != nil, "sqs": s.SQS != nil},
+		map[string]bool{"serving": s.Serving.IsSet(), "pulsar": s.Pulsar.IsSet()},
+		"generator, http, kafka, nats, jetstream, sqs or udsource")
 	if g := s.Generator; g != nil {
 		c.generator(path+".generator", g)
 	}
@@ -183,6 +183,9 @@ func (c *checker) source(path string, s *Source) {
 	}
 	if s.JetStream != nil {
 		c.jetStreamSource(path+".jetstream", s.JetStream)
+	}
+	if s.SQS != nil {
+		c.sqsSource(path+".sqs", s.SQS)
 	}
 	if t := s.Transformer; t != nil {
 		c.function(path+".transformer", t.Container, t.Builtin)
@@ -349,9 +352,9 @@ func (c *checker) positive(path string, d *Duration) {
 
 func (c *checker) abstractSink(path string, s *AbstractSink) {
 	c.oneOf(path, "sink", map[string]bool{"log": s.Log != nil, "blackhole": s.Blackhole != nil, "udsink": s.UDSink != nil,
-		"kafka": s.Kafka != nil, "http": s.HTTP != nil},
-		map[string]bool{"serve": s.Serve.IsSet(), "sqs": s.SQS.IsSet(), "pulsar": s.Pulsar.IsSet()},
-		"log, blackhole, kafka, http or udsink")
+		"kafka": s.Kafka != nil, "http": s.HTTP != nil, "sqs": s.SQS != nil},
+		map[string]bool{"serve": s.Serve.IsSet(), "pulsar": s.Pulsar.IsSet()},
+		"log, blackhole, kafka, http, sqs or udsink")
 	if s.UDSink != nil {
 		c.udContainer(path+".udsink", s.UDSink)
 	}
@@ -360,6 +363,9 @@ func (c *checker) abstractSink(path string, s *AbstractSink) {
 	}
 	if s.HTTP != nil {
 		c.httpSink(path+".http", s.HTTP)
+	}
+	if s.SQS != nil {
+		c.sqsSink(path+".sqs", s.SQS)
 	}
 }
 

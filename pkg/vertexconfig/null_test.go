@@ -24,7 +24,7 @@ func TestNullSetsNothing(t *testing.T) {
 			t.Errorf("replicas %v, bypass %v; want neither set", s.Replicas, (s.Bypass != nil))
 		}
 		src := s.Source
-		if src.UDSource == nil || src.Generator != nil || src.HTTP != nil || src.Kafka != nil || src.SQS.IsSet() {
+		if src.UDSource == nil || src.Generator != nil || src.HTTP != nil || src.Kafka != nil || src.SQS != nil {
 			t.Errorf("source = %+v; want udsource alone", src)
 		}
 		if c := src.UDSource.Container; c.Command != nil || c.Args != nil || c.Env != nil {

@@ -16,7 +16,7 @@ import (
 
 // sinkFunc returns the constructor of the sink s at path, the vertex's sink
 // of kind (udf.KindSink, KindFallbackSink or KindOnSuccessSink). A
-// Kafka or http sink is opened once and shared by the vertex's forwarders;
+// Kafka, http or SQS sink is opened once and shared by the vertex's forwarders;
 // the others are one per forwarder.
 func sinkFunc(path string, s *config.AbstractSink, kind udf.Kind) vertex.SinkFunc {
 	return func(env vertex.Env) (isb.Writer, error) {
@@ -32,6 +32,8 @@ func sinkFunc(path string, s *config.AbstractSink, kind udf.Kind) vertex.SinkFun
 			return env.Shared(s, func() (isb.Writer, error) { return httpSink(env, path+".http", s.HTTP) })
 		case s.Kafka != nil:
 			return env.Shared(s, func() (isb.Writer, error) { return kafkaSink(env, path+".kafka", s.Kafka) })
+		case s.SQS != nil:
+			return env.Shared(s, func() (isb.Writer, error) { return sqsSink(env, path+".sqs", s.SQS) })
 		}
 		return sink.Blackhole{}, nil
 	}

@@ -34,6 +34,8 @@ func sourceFunc(path string, src *config.Source) vertex.SourceFunc {
 			return jetStreamSource(env, path+".jetstream", src.JetStream)
 		case src.Kafka != nil:
 			return kafkaSource(env, path+".kafka", src.Kafka)
+		case src.SQS != nil:
+			return sqsSource(env, path+".sqs", src.SQS)
 		}
 		return nil, fmt.Errorf("%s: no source sluice runs", path)
 	}

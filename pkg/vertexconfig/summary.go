@@ -127,6 +127,8 @@ func sourceKind(s *config.Source) string {
 		return "nats " + s.Nats.Subject
 	case s.JetStream != nil:
 		return "jetstream " + s.JetStream.Stream
+	case s.SQS != nil:
+		return "sqs " + s.SQS.QueueName
 	default:
 		return userDefined("udsource", s.UDSource)
 	}
@@ -142,6 +144,8 @@ func sinkKind(s *config.AbstractSink) string {
 		return "kafka " + s.Kafka.Topic
 	case s.HTTP != nil:
 		return "http " + s.HTTP.URL
+	case s.SQS != nil:
+		return "sqs " + s.SQS.QueueName
 	default:
 		return userDefined("udsink", s.UDSink)
 	}
