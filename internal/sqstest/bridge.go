@@ -30,6 +30,7 @@ func (s *Server) bridge(w http.ResponseWriter, r *http.Request) {
 	}
 	form := url.Values{"Action": {action}}
 	flatten(form, action, in)
+	s.note(action, form)
 	req := httptest.NewRequestWithContext(r.Context(), http.MethodPost, "/", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	rec := httptest.NewRecorder()

@@ -20,6 +20,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"testing"
@@ -44,9 +45,7 @@ const (
 
 var setup sync.Once
 
-// global sets goaws's environment up once per process and starts its
-// periodic task, which makes messages whose visibility timeout has passed
-// visible again (every second).
+// global sets goaws's environment up once per process.
 func global() {
 	setup.Do(func() {
 		log.SetLevel(log.WarnLevel)
@@ -55,7 +54,6 @@ func global() {
 		app.CurrentEnvironment.AccountID = AccountID
 		app.CurrentEnvironment.QueueAttributeDefaults = app.EnvQueueAttributes{
 			VisibilityTimeout: 30, MaximumMessageSize: 262144}
-		go gosqs.PeriodicTasks(time.Second, nil)
 	})
 }
 
@@ -65,8 +63,9 @@ type Server struct {
 	accessKey string
 	goaws     http.Handler
 
-	mu  sync.Mutex
-	srv *http.Server
+	mu    sync.Mutex
+	srv   *http.Server
+	calls map[string][]url.Values // action -> each call's query form
 }
 
 // Option configures a Server.
@@ -77,7 +76,7 @@ type Option func(*Server)
 func WithAccessKey(key string) Option { return func(s *Server) { s.accessKey = key } }
 
 // Start starts a server on a free loopback port; the test's cleanup stops
-// it.
+// it for good.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	global()
@@ -91,7 +90,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	s.addr = ln.Addr().String()
 	s.serve(ln)
-	t.Cleanup(s.Stop)
+	// goaws's periodic task makes messages whose visibility timeout has
+	// passed visible again, every second.
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); gosqs.PeriodicTasks(time.Second, quit) }()
+	t.Cleanup(func() { s.Stop(); close(quit); <-done })
 	return s
 }
 
@@ -101,6 +105,23 @@ func (s *Server) serve(ln net.Listener) {
 	s.srv = srv
 	s.mu.Unlock()
 	go func() { _ = srv.Serve(ln) }()
+}
+
+// Calls returns the query forms of the calls of action (ReceiveMessage,
+// SendMessageBatch...) the server has served, in order: what a client sent.
+func (s *Server) Calls(action string) []url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]url.Values(nil), s.calls[action]...)
+}
+
+func (s *Server) note(action string, form url.Values) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[string][]url.Values{}
+	}
+	s.calls[action] = append(s.calls[action], form)
 }
 
 // URL is the server's endpoint URL.
