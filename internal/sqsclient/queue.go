@@ -206,7 +206,7 @@ func (q *Queue) Succeeded() {
 	q.attempt, q.until, q.reported = 0, time.Time{}, ""
 	q.mu.Unlock()
 	if was != "" {
-		q.cfg.Logger.Info("sqs queue reachable again", zap.String("queue", q.cfg.QueueName), zap.String("after", was))
+		q.cfg.Logger.Info("sqs queue reachable again", zap.String("field", q.cfg.Field), zap.String("queue", q.cfg.QueueName))
 	}
 }
 

@@ -142,10 +142,10 @@ func TestNullForms(t *testing.T) {
 func TestNullExplained(t *testing.T) {
 	for _, tt := range []struct{ name, spec, want string }{
 		{"a sink kind", "  source:\n    generator: {}\n  sink:\n    log:\n",
-			"spec.sink: set one sink: log, blackhole, kafka, http or udsink; log: null sets nothing (write log: {})"},
+			"spec.sink: set one sink: log, blackhole, kafka, http, sqs or udsink; log: null sets nothing (write log: {})"},
 		{"a source", "  source: null\n  sink:\n    log: {}\n", "spec.source: is required; null sets nothing"},
 		{"a source kind", "  source:\n    generator: ~\n  sink:\n    log: {}\n",
-			"spec.source: set one source: generator, http, kafka, nats, jetstream or udsource; generator: null sets nothing (write generator: {})"},
+			"spec.source: set one source: generator, http, kafka, nats, jetstream, sqs or udsource; generator: null sets nothing (write generator: {})"},
 		{"the max", "  source:\n    generator: {}\n  sink:\n    log: {}\n  limits:\n    rateLimit:\n      max: null\n",
 			"spec.limits.rateLimit.max: is required; null sets nothing"},
 	} {
