@@ -118,6 +118,8 @@ func (c *checker) sqsQueue(path, region, name, owner string, endpoint *string, r
 		u, err := url.Parse(*endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			c.add(path+".endpointUrl", "(%q) is not an http:// or https:// URL", *endpoint)
+		} else {
+			c.urlPort(path+".endpointUrl", *endpoint, u)
 		}
 	}
 	if role != nil {

@@ -198,12 +198,14 @@ func TestSQSMonoVertexRateLimit(t *testing.T) {
 	t.Parallel()
 	const n, max = 500, 100
 	s := sqstest.Start(t)
-	in := s.CreateQueue(t, "e2e-rate-in", 30)
-	out := s.CreateQueue(t, "e2e-rate-out", 30)
+	qE2eRateIn := sqstest.Unique("e2e-rate-in")
+	in := s.CreateQueue(t, qE2eRateIn, 30)
+	qE2eRateOut := sqstest.Unique("e2e-rate-out")
+	out := s.CreateQueue(t, qE2eRateOut, 30)
 	sendSQSBatch(t, s, in, "r-", n)
 	col := &sqsCollector{t: t, c: s.Client(), url: out, counts: map[string]int{}}
 	began := time.Now()
-	p := startSQSVertex(t, s, sqsPipeConfig(t, s, "sqs-rate", "e2e-rate-in", "e2e-rate-out", max))
+	p := startSQSVertex(t, s, sqsPipeConfig(t, s, "sqs-rate", qE2eRateIn, qE2eRateOut, max))
 	col.waitDistinct(n, 30*time.Second)
 	took := time.Since(began)
 	if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
@@ -230,10 +232,12 @@ func TestSQSMonoVertexRestarts(t *testing.T) {
 	t.Parallel()
 	const n, max = 400, 100
 	s := sqstest.Start(t)
-	in := s.CreateQueue(t, "e2e-in", 3)
-	out := s.CreateQueue(t, "e2e-out", 30)
+	qE2eIn := sqstest.Unique("e2e-in")
+	in := s.CreateQueue(t, qE2eIn, 3)
+	qE2eOut := sqstest.Unique("e2e-out")
+	out := s.CreateQueue(t, qE2eOut, 30)
 	sendSQSBatch(t, s, in, "q-", n)
-	cfg := sqsPipeConfig(t, s, "sqs-pipe", "e2e-in", "e2e-out", max)
+	cfg := sqsPipeConfig(t, s, "sqs-pipe", qE2eIn, qE2eOut, max)
 	col := &sqsCollector{t: t, c: s.Client(), url: out, counts: map[string]int{}}
 	began := time.Now()
 	phase := func(what string) {
@@ -296,6 +300,7 @@ func TestSQSNumaflowExample(t *testing.T) {
 func TestSQSVertexMissingQueue(t *testing.T) {
 	t.Parallel()
 	s := sqstest.Start(t)
+	queue := sqstest.Unique("e2e-made-later")
 	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
@@ -306,16 +311,16 @@ spec:
   source:
     sqs:
       awsRegion: %s
-      queueName: e2e-made-later
+      queueName: %s
       endpointUrl: %s
   sink:
     log: {}
-`, sqstest.Region, s.URL()))
+`, sqstest.Region, queue, s.URL()))
 	p := startSQSVertex(t, s, cfg)
-	const want = `spec.source.sqs.queueName (\"e2e-made-later\"): the queue does not exist`
+	want := `spec.source.sqs.queueName (\"` + queue + `\"): the queue does not exist`
 	p.waitFor(20*time.Second, "the error naming the field", func() bool { return strings.Contains(p.stderr.String(), want) })
 	time.Sleep(2 * time.Second) // several retries
-	url := s.CreateQueue(t, "e2e-made-later", 30)
+	url := s.CreateQueue(t, queue, 30)
 	sendSQSBatch(t, s, url, "late-", 5)
 	p.waitFor(30*time.Second, "the messages at the log sink", func() bool { return len(payloadCounts(p.lines)) >= 5 })
 	if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {

@@ -164,9 +164,12 @@ func (q *Queue) URL(ctx context.Context) (string, error) {
 	}
 	url = aws.ToString(out.QueueUrl)
 	q.mu.Lock()
+	first := q.url == ""
 	q.url = url
 	q.mu.Unlock()
-	q.cfg.Logger.Info("sqs queue found", zap.String("queue", q.cfg.QueueName), zap.String("url", url))
+	if first {
+		q.cfg.Logger.Info("sqs queue found", zap.String("queue", q.cfg.QueueName), zap.String("url", url))
+	}
 	return url, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,15 @@ const (
 	SecretKey = "sqstest-secret"
 )
 
-var setup sync.Once
+var (
+	setup sync.Once
+	names atomic.Int64
+)
+
+// Unique returns base with a suffix no other call in the process returns: a
+// queue name of its own, since goaws's queues outlive a test (go test
+// -count 2 runs a test twice in one process).
+func Unique(base string) string { return base + "-" + strconv.FormatInt(names.Add(1), 10) }
 
 // global sets goaws's environment up once per process.
 func global() {

@@ -1,4 +1,4 @@
-// Package sink holds the built-in sinks, log, blackhole and [HTTP]. Every
+// Package sink holds the built-in sinks, log, blackhole, [HTTP] and [SQS]. Every
 // sink is an [isb.Writer]. The user-defined sink, reached over gRPC, is
 // pkg/udf/sinkclient.
 package sink

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,8 +61,9 @@ func receiveAll(t *testing.T, s *sqstest.Server, url string, want int) []string 
 // (goaws does not apply a batch entry's DelaySeconds).
 func TestSQSSinkBatches(t *testing.T) {
 	s := sqstest.Start(t)
-	url := s.CreateQueue(t, "sink-batches", 30)
-	w := newSQSSink(t, s, "sink-batches")
+	qSinkBatches := sqstest.Unique("sink-batches")
+	url := s.CreateQueue(t, qSinkBatches, 30)
+	w := newSQSSink(t, s, qSinkBatches)
 	msgs := make([]isb.Message, 25)
 	var want []string
 	for i := range msgs {
@@ -120,8 +122,9 @@ func TestSQSSinkBatches(t *testing.T) {
 // the rest of the batch.
 func TestSQSSinkRejectsBinary(t *testing.T) {
 	s := sqstest.Start(t)
-	url := s.CreateQueue(t, "sink-binary", 30)
-	w := newSQSSink(t, s, "sink-binary")
+	qSinkBinary := sqstest.Unique("sink-binary")
+	url := s.CreateQueue(t, qSinkBinary, 30)
+	w := newSQSSink(t, s, qSinkBinary)
 	msgs := []isb.Message{{ID: "a", Value: []byte("ok")}, {ID: "b", Value: []byte{0xff, 0xfe}}, {ID: "c", Value: []byte("ok too")}}
 	errs := make([]error, len(msgs))
 	if err := w.Write(context.Background(), msgs, errs); err != nil {
@@ -140,18 +143,19 @@ func TestSQSSinkRejectsBinary(t *testing.T) {
 // field, none is lost, and the write succeeds once the cause has passed.
 func TestSQSSinkBadInput(t *testing.T) {
 	s := sqstest.Start(t)
-	w := newSQSSink(t, s, "sink-later")
+	qSinkLater := sqstest.Unique("sink-later")
+	w := newSQSSink(t, s, qSinkLater)
 	msgs := []isb.Message{{ID: "a", Value: []byte("a")}, {ID: "b", Value: []byte("b")}}
 	errs := make([]error, len(msgs))
 	if err := w.Write(context.Background(), msgs, errs); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range errs {
-		if !errors.Is(err, sqsclient.ErrQueue) || !strings.Contains(err.Error(), `spec.sink.sqs.queueName ("sink-later")`) {
+		if !errors.Is(err, sqsclient.ErrQueue) || !strings.Contains(err.Error(), fmt.Sprintf("spec.sink.sqs.queueName (%q)", qSinkLater)) {
 			t.Fatalf("error %v: want one naming spec.sink.sqs.queueName", err)
 		}
 	}
-	url := s.CreateQueue(t, "sink-later", 30)
+	url := s.CreateQueue(t, qSinkLater, 30)
 	s.Stop()
 	if err := w.Write(context.Background(), msgs, errs); err != nil {
 		t.Fatal(err)
@@ -173,8 +177,9 @@ func TestSQSSinkBadInput(t *testing.T) {
 // BenchmarkSQSSink writes batches of 10 messages.
 func BenchmarkSQSSink(b *testing.B) {
 	s := sqstest.Start(b)
-	s.CreateQueue(b, "bench-sink", 30)
-	w := newSQSSink(b, s, "bench-sink")
+	qBenchSink := sqstest.Unique("bench-sink")
+	s.CreateQueue(b, qBenchSink, 30)
+	w := newSQSSink(b, s, qBenchSink)
 	msgs := make([]isb.Message, 10)
 	for i := range msgs {
 		msgs[i] = isb.Message{ID: strconv.Itoa(i), Value: []byte("payload-" + strconv.Itoa(i))}

@@ -1,6 +1,6 @@
 // Package source holds the built-in sources — generator, http, nats (core
-// NATS, at most once) and jetstream (a JetStream stream, at least once). Every
-// source is an [isb.Reader]. The user-defined source, reached over gRPC, is
+// NATS, at most once), jetstream (a JetStream stream, at least once) and sqs
+// (an AWS SQS queue, at least once). Every source is an [isb.Reader]. The user-defined source, reached over gRPC, is
 // pkg/udf/sourceclient.
 package source
 

@@ -97,7 +97,7 @@ func TestSQSReadNeverMoreThanBuf(t *testing.T) {
 	s := sqstest.Start(t)
 	for _, batch := range []int{1, 3, 10, 15} {
 		t.Run(strconv.Itoa(batch), func(t *testing.T) {
-			name := "read-batch-" + strconv.Itoa(batch)
+			name := sqstest.Unique("read-batch-" + strconv.Itoa(batch))
 			url := s.CreateQueue(t, name, 30)
 			sendSQS(t, s, url, 0, 23)
 			src := newSQS(t, s.URL(), name, nil)
@@ -121,10 +121,11 @@ func TestSQSReadNeverMoreThanBuf(t *testing.T) {
 // system attributes as headers, its event time and its message attributes.
 func TestSQSMessage(t *testing.T) {
 	s := sqstest.Start(t)
-	url := s.CreateQueue(t, "message", 30)
+	qMessage := sqstest.Unique("message")
+	url := s.CreateQueue(t, qMessage, 30)
 	before := time.Now().Add(-time.Second)
 	sendSQS(t, s, url, 7, 1)
-	src := newSQS(t, s.URL(), "message", nil)
+	src := newSQS(t, s.URL(), qMessage, nil)
 	m := readAll(t, src, 10, 1)[0]
 	if m.ID == "" || len(m.Keys) != 1 || m.Keys[0] != m.ID {
 		t.Errorf("ID %q keys %q: want the message ID as both", m.ID, m.Keys)
@@ -155,9 +156,10 @@ func TestSQSMessage(t *testing.T) {
 // once their visibility timeout has passed.
 func TestSQSAckNackVisibility(t *testing.T) {
 	s := sqstest.Start(t)
-	url := s.CreateQueue(t, "acknack", 2)
+	qAcknack := sqstest.Unique("acknack")
+	url := s.CreateQueue(t, qAcknack, 2)
 	sendSQS(t, s, url, 0, 30)
-	src := newSQS(t, s.URL(), "acknack", nil)
+	src := newSQS(t, s.URL(), qAcknack, nil)
 	ctx := context.Background()
 	first := readAll(t, src, 30, 30)
 	acked, nacked, left := first[:12], first[12:17], first[17:]
@@ -206,9 +208,10 @@ func TestSQSAckNackVisibility(t *testing.T) {
 // seconds.
 func TestSQSNackDelay(t *testing.T) {
 	s := sqstest.Start(t)
-	url := s.CreateQueue(t, "nackdelay", 30)
+	qNackdelay := sqstest.Unique("nackdelay")
+	url := s.CreateQueue(t, qNackdelay, 30)
 	sendSQS(t, s, url, 0, 1)
-	src := newSQS(t, s.URL(), "nackdelay", nil)
+	src := newSQS(t, s.URL(), qNackdelay, nil)
 	m := readAll(t, src, 1, 1)
 	if err := src.Nack(context.Background(), m, 1200*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -228,20 +231,22 @@ func TestSQSNackDelay(t *testing.T) {
 func TestSQSBadInput(t *testing.T) {
 	t.Run("queue does not exist", func(t *testing.T) {
 		s := sqstest.Start(t)
-		src := newSQS(t, s.URL(), "made-later", nil)
+		qMadeLater := sqstest.Unique("made-later")
+		src := newSQS(t, s.URL(), qMadeLater, nil)
 		err := readErr(t, src)
-		if !errors.Is(err, sqsclient.ErrQueue) || !strings.Contains(err.Error(), `spec.source.sqs.queueName ("made-later")`) {
+		if !errors.Is(err, sqsclient.ErrQueue) || !strings.Contains(err.Error(), fmt.Sprintf("spec.source.sqs.queueName (%q)", qMadeLater)) {
 			t.Fatalf("error %v: want one naming spec.source.sqs.queueName", err)
 		}
 		quietWhileFailing(t, src)
-		url := s.CreateQueue(t, "made-later", 30)
+		url := s.CreateQueue(t, qMadeLater, 30)
 		sendSQS(t, s, url, 0, 3)
 		_ = readAll(t, src, 10, 3)
 	})
 	t.Run("credentials refused", func(t *testing.T) {
 		s := sqstest.Start(t, sqstest.WithAccessKey(sqstest.AccessKey))
-		s.CreateQueue(t, "creds", 30)
-		src := newSQS(t, s.URL(), "creds", func(c *source.SQSConfig) {
+		qCreds := sqstest.Unique("creds")
+		s.CreateQueue(t, qCreds, 30)
+		src := newSQS(t, s.URL(), qCreds, func(c *source.SQSConfig) {
 			c.Queue.Credentials = credentials.NewStaticCredentialsProvider("wrong", "wrong", "")
 		})
 		err := readErr(t, src)
@@ -252,10 +257,11 @@ func TestSQSBadInput(t *testing.T) {
 	})
 	t.Run("endpoint unreachable", func(t *testing.T) {
 		s := sqstest.Start(t)
-		url := s.CreateQueue(t, "unreachable", 30)
+		qUnreachable := sqstest.Unique("unreachable")
+		url := s.CreateQueue(t, qUnreachable, 30)
 		sendSQS(t, s, url, 0, 4)
 		s.Stop()
-		src := newSQS(t, s.URL(), "unreachable", nil)
+		src := newSQS(t, s.URL(), qUnreachable, nil)
 		err := readErr(t, src)
 		if !errors.Is(err, sqsclient.ErrUnreachable) || !strings.Contains(err.Error(), fmt.Sprintf("spec.source.sqs.endpointUrl (%q)", s.URL())) {
 			t.Fatalf("error %v: want one naming spec.source.sqs.endpointUrl", err)
@@ -299,9 +305,10 @@ func quietWhileFailing(t *testing.T, src *source.SQS) {
 // and an ack in the air: nothing acked comes back, nothing unacked is lost.
 func TestSQSServerRestart(t *testing.T) {
 	s := sqstest.Start(t)
-	url := s.CreateQueue(t, "restart", 2)
+	qRestart := sqstest.Unique("restart")
+	url := s.CreateQueue(t, qRestart, 2)
 	sendSQS(t, s, url, 0, 40)
-	src := newSQS(t, s.URL(), "restart", nil)
+	src := newSQS(t, s.URL(), qRestart, nil)
 	ctx := context.Background()
 	first := readAll(t, src, 20, 20)
 	if err := src.Ack(ctx, first[:10]); err != nil {
@@ -342,7 +349,8 @@ func TestSQSServerRestart(t *testing.T) {
 // BenchmarkSQSSource reads and acks messages 10 at a time.
 func BenchmarkSQSSource(b *testing.B) {
 	s := sqstest.Start(b)
-	url := s.CreateQueue(b, "bench-source", 300)
+	qBenchSource := sqstest.Unique("bench-source")
+	url := s.CreateQueue(b, qBenchSource, 300)
 	fill := func(n int) {
 		c := s.Client()
 		entries := make([]types.SendMessageBatchRequestEntry, 10)
@@ -356,7 +364,7 @@ func BenchmarkSQSSource(b *testing.B) {
 		}
 	}
 	fill(b.N * 10)
-	src := newSQS(b, s.URL(), "bench-source", nil)
+	src := newSQS(b, s.URL(), qBenchSource, nil)
 	buf := make([]isb.ReadMessage, 10)
 	ctx := context.Background()
 	b.ResetTimer()
