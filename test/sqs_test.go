@@ -347,3 +347,49 @@ func numaflowSrc(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestSQSVertexBadCredentials starts a vertex whose AWS credentials the
+// server refuses: it says so once, naming the field, reads nothing, keeps
+// running while it retries, and stops cleanly. goaws checks no credentials;
+// the test server checks the signing access key.
+func TestSQSVertexBadCredentials(t *testing.T) {
+	t.Parallel()
+	s := sqstest.Start(t, sqstest.WithAccessKey(sqstest.AccessKey))
+	queue := sqstest.Unique("e2e-creds")
+	url := s.CreateQueue(t, queue, 30)
+	sendSQSBatch(t, s, url, "c-", 3)
+	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: sqs-creds
+spec:
+  limits:
+    readTimeout: 200ms
+  source:
+    sqs:
+      awsRegion: %s
+      queueName: %s
+      endpointUrl: %s
+  sink:
+    log: {}
+`, sqstest.Region, queue, s.URL()))
+	p := startSQSVertex(t, s, cfg, "AWS_ACCESS_KEY_ID=not-the-key")
+	const want = `spec.source.sqs: the AWS credentials were refused`
+	p.waitFor(20*time.Second, "the error naming the field", func() bool { return strings.Contains(p.stderr.String(), want) })
+	time.Sleep(2 * time.Second) // several retries
+	if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+	}
+	warned := 0
+	for _, l := range strings.Split(p.stderrText(), "\n") {
+		if strings.Contains(l, `"level":"warn"`) && strings.Contains(l, want) {
+			warned++
+		}
+	}
+	if warned != 1 || len(p.stdoutLines()) != 0 {
+		t.Errorf("the error is a warning %d times (want once), %d messages at the sink (want none):\n%s", warned, len(p.stdoutLines()), p.stderrText())
+	}
+	if v, _ := sqsCounts(t, s, url); v != "3" {
+		t.Errorf("the queue holds %s visible messages, want the 3 sent", v)
+	}
+}
