@@ -70,7 +70,6 @@ type SQSConfig struct {
 type SQS struct {
 	cfg SQSConfig
 	q   *sqsclient.Queue
-	log *zap.Logger
 }
 
 var (
@@ -78,8 +77,11 @@ var (
 	_ isb.Nacker = (*SQS)(nil)
 )
 
-// sqsMaxWait is SQS's longest long poll.
+// sqsMaxWait is SQS's longest long poll (seconds).
 const sqsMaxWait = 20
+
+// defaultSQSReadTimeout is an SQS source's read timeout when none is given.
+const defaultSQSReadTimeout = time.Second
 
 // NewSQS makes the source's client. It does not call SQS: the queue is
 // looked up on the first Read.
@@ -88,7 +90,7 @@ func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
 		cfg.MaxMessages = sqsclient.MaxBatch
 	}
 	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = defaultNATSReadTimeout
+		cfg.ReadTimeout = defaultSQSReadTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -104,7 +106,7 @@ func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SQS{cfg: cfg, q: q, log: cfg.Logger.With(zap.String("queue", cfg.Queue.QueueName))}, nil
+	return &SQS{cfg: cfg, q: q}, nil
 }
 
 // Read reads at most len(buf) messages into buf; see [SQS].
@@ -250,8 +252,12 @@ func (s *SQS) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Durat
 }
 
 // Pending returns the queue's ApproximateNumberOfMessages, as Numaflow
-// does: messages visible and waiting to be received.
+// does: messages visible and waiting to be received. While the queue is in
+// backoff it returns PendingUnknown without asking.
 func (s *SQS) Pending(ctx context.Context) (int64, error) {
+	if !s.q.Wait(ctx, 0) {
+		return PendingUnknown, nil
+	}
 	url, err := s.q.URL(ctx)
 	if err != nil {
 		return PendingUnknown, s.q.Explain(err)
