@@ -326,13 +326,7 @@ spec:
 	if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
 	}
-	warned := 0
-	for _, l := range strings.Split(p.stderrText(), "\n") {
-		if strings.Contains(l, `"level":"warn"`) && strings.Contains(l, want) {
-			warned++
-		}
-	}
-	if warned != 1 {
+	if warned := warnings(p, want); warned != 1 {
 		t.Errorf("the error is a warning %d times, want once:\n%s", warned, p.stderrText())
 	}
 }
@@ -346,6 +340,56 @@ func numaflowSrc(t *testing.T) string {
 		t.Skipf("%s is not set: Numaflow's example is not run (set it to Numaflow's source tree)", envNumaflowDir)
 	}
 	return dir
+}
+
+// warnings counts the warnings of p's log that contain want.
+func warnings(p *proc, want string) int {
+	n := 0
+	for _, l := range strings.Split(p.stderrText(), "\n") {
+		if strings.Contains(l, `"level":"warn"`) && strings.Contains(l, want) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSQSVertexUnreachable starts a vertex while its SQS endpoint is down:
+// it says so once, naming the field, keeps running, and reads the queue
+// once the server is back.
+func TestSQSVertexUnreachable(t *testing.T) {
+	t.Parallel()
+	s := sqstest.Start(t)
+	queue := sqstest.Unique("e2e-unreachable")
+	url := s.CreateQueue(t, queue, 30)
+	sendSQSBatch(t, s, url, "u-", 5)
+	s.Stop()
+	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: sqs-unreachable
+spec:
+  limits:
+    readTimeout: 200ms
+  source:
+    sqs:
+      awsRegion: %s
+      queueName: %s
+      endpointUrl: %s
+  sink:
+    log: {}
+`, sqstest.Region, queue, s.URL()))
+	p := startSQSVertex(t, s, cfg)
+	want := `spec.source.sqs.endpointUrl (\"` + s.URL() + `\"): cannot reach SQS`
+	p.waitFor(20*time.Second, "the error naming the field", func() bool { return strings.Contains(p.stderr.String(), want) })
+	time.Sleep(2 * time.Second) // several retries
+	s.Restart(t)
+	p.waitFor(30*time.Second, "the messages at the log sink", func() bool { return len(payloadCounts(p.lines)) >= 5 })
+	if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+	}
+	if warned := warnings(p, want); warned != 1 {
+		t.Errorf("the error is a warning %d times, want once:\n%s", warned, p.stderrText())
+	}
 }
 
 // TestSQSVertexBadCredentials starts a vertex whose AWS credentials the
@@ -380,13 +424,7 @@ spec:
 	if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
 	}
-	warned := 0
-	for _, l := range strings.Split(p.stderrText(), "\n") {
-		if strings.Contains(l, `"level":"warn"`) && strings.Contains(l, want) {
-			warned++
-		}
-	}
-	if warned != 1 || len(p.stdoutLines()) != 0 {
+	if warned := warnings(p, want); warned != 1 || len(p.stdoutLines()) != 0 {
 		t.Errorf("the error is a warning %d times (want once), %d messages at the sink (want none):\n%s", warned, len(p.stdoutLines()), p.stderrText())
 	}
 	if v, _ := sqsCounts(t, s, url); v != "3" {
