@@ -57,6 +57,20 @@ func NewStream[Req, Resp any](conn *Conn) *Stream[Req, Resp] { return &Stream[Re
 // ErrProtocol is matched by errors for answers that break the protocol.
 var ErrProtocol = errors.New("UDF server broke the protocol")
 
+// ErrServerFailed is matched by the error of an exchange that failed because
+// the server did (its stream broke, the server went away or answered with a
+// gRPC error), after which the connection was dropped to be made again; not
+// by a break of the protocol, an abandoned call or the caller's context.
+var ErrServerFailed = errors.New("UDF server failed")
+
+// serverFailed is an error of the server's, matching ErrServerFailed and
+// what its err matches, said as err.
+type serverFailed struct{ err error }
+
+func (e *serverFailed) Error() string        { return e.err.Error() }
+func (e *serverFailed) Unwrap() error        { return e.err }
+func (e *serverFailed) Is(target error) bool { return target == ErrServerFailed }
+
 func (s *Stream[Req, Resp]) grace() time.Duration {
 	if s.Grace > 0 {
 		return s.Grace
@@ -230,6 +244,9 @@ func (s *Stream[Req, Resp]) exchange(ctx context.Context, call *Call, send func(
 		o.cancel()
 		if !s.isClosed() && !call.Abandoned() {
 			s.conn.Broken(o.cc, err)
+			if !errors.Is(err, ErrProtocol) && ctx.Err() == nil {
+				err = &serverFailed{err}
+			}
 		}
 		return err
 	}

@@ -518,8 +518,8 @@ func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msg
 			continue
 		}
 		t := f.tries[i]
-		if !errors.Is(err, isb.ErrThrottled) {
-			t++ // a throttled message uses no retry step
+		if !errors.Is(err, isb.ErrThrottled) && !errors.Is(err, isb.ErrUnavailable) {
+			t++ // a throttled message, or one whose sink's server failed, uses no retry step
 		}
 		failed, tries = append(failed, msgs[i]), append(tries, t)
 	}

@@ -50,6 +50,7 @@ func TestPipelinedForwardersPassTheSequentialTests(t *testing.T) {
 		{"RejectedMessages", testRejectedMessages},
 		{"ThrottledRetryTakesTokensAgain", testThrottledRetryTakesTokensAgain},
 		{"FailedMessagesAreRetriedBeforeWrite", testFailedMessagesAreRetriedBeforeWrite},
+		{"UnavailableAttemptsUseNoRetrySteps", testUnavailableAttemptsUseNoRetrySteps},
 	}
 	for _, mode := range pipelinedModes {
 		t.Run(mode.name, func(t *testing.T) {
