@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // Stream is a bidirectional stream to a UDF server: opened on demand with the
@@ -70,6 +71,15 @@ type serverFailed struct{ err error }
 func (e *serverFailed) Error() string        { return e.err.Error() }
 func (e *serverFailed) Unwrap() error        { return e.err }
 func (e *serverFailed) Is(target error) bool { return target == ErrServerFailed }
+
+// GRPCStatus is the status of the server's error, nil when it has none, so
+// that Message says it as it would say err.
+func (e *serverFailed) GRPCStatus() *status.Status {
+	if s, ok := status.FromError(e.err); ok {
+		return s
+	}
+	return nil
+}
 
 func (s *Stream[Req, Resp]) grace() time.Duration {
 	if s.Grace > 0 {
