@@ -73,7 +73,7 @@ func (p RetryPolicy) wait(attempt int) time.Duration {
 func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, p RetryPolicy, in, out []isb.Message) ([]isb.Message, int, error) {
 	start := len(out)
 	res, dropped, err := f.call(hard, stage, m, in, out)
-	if err != nil || !slices.ContainsFunc(res[start:], func(m isb.Message) bool { return udf.Failed(&m) }) {
+	if err != nil || !anyFailed(res[start:]) {
 		return res, dropped, err
 	}
 	var failed []isb.Message
@@ -107,6 +107,16 @@ func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, p Re
 	// order of the batch.
 	slices.SortStableFunc(res[start:], func(a, b isb.Message) int { return cmp.Compare(a.Origin, b.Origin) })
 	return res, dropped, nil
+}
+
+// anyFailed reports whether a message of res is failed (udf.Failed).
+func anyFailed(res []isb.Message) bool {
+	for i := range res {
+		if udf.Failed(&res[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // takeFailed moves the failed messages of res[start:] out of it, as the

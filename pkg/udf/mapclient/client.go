@@ -331,7 +331,7 @@ func (r *Client) transform(ctx context.Context, in []isb.Message, prefix string)
 func (r *Client) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 	dropped := 0
 	for i, results := range r.results {
-		if slices.ContainsFunc(results, func(res result) bool { return slices.Contains(res.tags, FailTag) }) {
+		if failed(results) {
 			out = append(out, udf.Fail(in[i]))
 			continue
 		}
@@ -367,4 +367,14 @@ func (r *Client) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 		}
 	}
 	return out, dropped, nil
+}
+
+// failed reports whether one of results is tagged FailTag.
+func failed(results []result) bool {
+	for i := range results {
+		if slices.Contains(results[i].tags, FailTag) {
+			return true
+		}
+	}
+	return false
 }
