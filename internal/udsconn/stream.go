@@ -72,6 +72,15 @@ func (e *serverFailed) Error() string        { return e.err.Error() }
 func (e *serverFailed) Unwrap() error        { return e.err }
 func (e *serverFailed) Is(target error) bool { return target == ErrServerFailed }
 
+// failedBy returns err, an error of the server's, as one matching
+// ErrServerFailed; a break of the protocol stays as it is.
+func failedBy(err error) error {
+	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrServerFailed) {
+		return err
+	}
+	return &serverFailed{err}
+}
+
 // GRPCStatus is the status of the server's error, nil when it has none, so
 // that Message says it as it would say err.
 func (e *serverFailed) GRPCStatus() *status.Status {
@@ -129,7 +138,7 @@ func (s *Stream[Req, Resp]) get(ctx context.Context) (*opened[Req, Resp], error)
 		// When cc was no longer current (another stream had seen the server
 		// fail), open once more on the connection made since.
 		if s.conn.Broken(cc, err) || retried {
-			return nil, err
+			return nil, failedBy(err)
 		}
 	}
 }
@@ -254,8 +263,8 @@ func (s *Stream[Req, Resp]) exchange(ctx context.Context, call *Call, send func(
 		o.cancel()
 		if !s.isClosed() && !call.Abandoned() {
 			s.conn.Broken(o.cc, err)
-			if !errors.Is(err, ErrProtocol) && ctx.Err() == nil {
-				err = &serverFailed{err}
+			if ctx.Err() == nil {
+				err = failedBy(err)
 			}
 		}
 		return err
