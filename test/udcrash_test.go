@@ -3,19 +3,22 @@ package test
 import (
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// TestUDCrashKeepsVertexAlive runs a MonoVertex of user-defined containers
-// that the test starts itself (source, transformer, map, sink), kills one of
-// the transformer, the map and the sink with SIGKILL while messages flow, and
+// TestUDCrashKeepsVertexAlive runs an unthrottled MonoVertex of user-defined
+// containers that the test starts itself (source, transformer, map, sink),
+// kills one of the transformer, the map and the sink with SIGKILL once a
+// third of the 6000 messages reached the sink, and
 // starts it again on the same socket directory: the vertex process stays up
 // (the same pid, never exited), /readyz names the server-info file of the
 // killed server until it is back, and then every message of the source
-// reaches the sink at least once and none is dropped. The sink's
+// reaches the sink at least once, none is dropped, and the failed calls are
+// counted under the function's stage of sluice_forward_error_total. The sink's
 // retryStrategy drops what it fails once, and the map's what it fails
 // once: a crash uses neither, the messages in flight when the server died
 // are retried once it is back. Duplicates (messages the killed sink printed
@@ -24,21 +27,37 @@ import (
 func TestUDCrashKeepsVertexAlive(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		role, example, info string
+		role, example, info, stage string
 	}{
-		{"transformer", "eventtime", "sourcetransformer-server-info"},
-		{"udf", "evenodd", "mapper-server-info"},
-		{"udsink", "logsink", "sinker-server-info"},
+		{"transformer", "eventtime", "sourcetransformer-server-info", "transform"},
+		{"udf", "evenodd", "mapper-server-info", "map"},
+		{"udsink", "logsink", "sinker-server-info", "write"},
 	} {
 		t.Run(tt.role, func(t *testing.T) {
 			t.Parallel()
-			testUDCrash(t, tt.role, tt.example, tt.info)
+			testUDCrash(t, tt.role, tt.example, tt.info, tt.stage)
 		})
 	}
 }
 
-func testUDCrash(t *testing.T, role, example_, info string) {
-	const count = 900
+// stageErrors returns sluice_forward_error_total of stage.
+func stageErrors(t *testing.T, addr, stage string) float64 {
+	t.Helper()
+	code, body := httpGet(t, "http://"+addr+"/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	re := regexp.MustCompile(`(?m)^sluice_forward_error_total\{[^}]*stage="` + stage + `"[^}]*\} (\S+)$`)
+	var sum float64
+	for _, m := range re.FindAllStringSubmatch(string(body), -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		sum += v
+	}
+	return sum
+}
+
+func testUDCrash(t *testing.T, role, example_, info, stage string) {
+	const count = 6000 // unthrottled, so that a batch is in flight when the server dies
 	dir := udsDir(t)
 	runUD := func(name, role string, env ...string) *proc {
 		cmd := exec.Command(example(t, name))
@@ -61,10 +80,6 @@ spec:
   limits:
     readBatchSize: 20
     readTimeout: 200ms
-    rateLimit:
-      max: 300
-      min: 300
-      rampUpDuration: 0s
   source:
     udsource:
 `+udContainer("      ", "", nil)+`    transformer:
@@ -142,6 +157,10 @@ spec:
 	if len(seen) != count {
 		t.Errorf("the sink got %d distinct messages; the source has %d", len(seen), count)
 	}
+	errs := stageErrors(t, addr, stage)
+	if errs < 1 {
+		t.Errorf("sluice_forward_error_total{stage=%q} = %v; want the failed calls counted", stage, errs)
+	}
 	if d := metricValues(t, addr, "sluice_forward_drop_total")["crash"]; d != 0 {
 		t.Errorf("sluice_forward_drop_total = %v; want no message dropped for a crash", d)
 	}
@@ -155,6 +174,6 @@ spec:
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 	}
-	t.Logf("killed the %s after %d of %d messages; the sink got %d lines, %d duplicates; the vertex (pid %d) stayed up",
-		role, killedAt, count, len(lines()), dups, pid)
+	t.Logf("killed the %s after %d of %d messages; %v failed %s calls; the sink got %d lines, %d duplicates; the vertex (pid %d) stayed up",
+		role, killedAt, count, errs, stage, len(lines()), dups, pid)
 }
