@@ -605,9 +605,11 @@ type EnvVar struct {
 
 // Transformer is a source transformer: a container or a built-in.
 type Transformer struct {
-	Container     *Container  `yaml:"container"`
-	Builtin       *Builtin    `yaml:"builtin"`
-	RetryStrategy Unsupported `yaml:"retryStrategy"`
+	Container *Container `yaml:"container"`
+	Builtin   *Builtin   `yaml:"builtin"`
+	// RetryStrategy is how an input the transformer fails (a result tagged
+	// U+005C__FAIL__) is tried again: onFailure retry or drop.
+	RetryStrategy *RetryStrategy `yaml:"retryStrategy"`
 }
 
 // Builtin is a built-in function with its arguments.
@@ -620,10 +622,13 @@ type Builtin struct {
 // UDF is a vertex's function: a container or a built-in map; with GroupBy,
 // a reduce.
 type UDF struct {
-	Container     *Container  `yaml:"container"`
-	Builtin       *Builtin    `yaml:"builtin"`
-	GroupBy       *GroupBy    `yaml:"groupBy"`
-	RetryStrategy Unsupported `yaml:"retryStrategy"`
+	Container *Container `yaml:"container"`
+	Builtin   *Builtin   `yaml:"builtin"`
+	GroupBy   *GroupBy   `yaml:"groupBy"`
+	// RetryStrategy is how an input a map fails (a result tagged
+	// U+005C__FAIL__) is tried again: onFailure retry or drop. A reduce
+	// (GroupBy) takes none.
+	RetryStrategy *RetryStrategy `yaml:"retryStrategy"`
 }
 
 // GroupBy makes a vertex's function a reduce over event-time windows.
@@ -732,12 +737,14 @@ type AbstractSink struct {
 	Pulsar Unsupported `yaml:"pulsar"`
 }
 
-// RetryStrategy is how failed sink writes are retried.
+// RetryStrategy is how failed sink writes, and the inputs a map or a
+// transformer fails, are retried.
 type RetryStrategy struct {
 	Backoff *Backoff `yaml:"backoff"`
 	// OnFailure is what happens to a message once the backoff is spent: retry,
 	// fallback or drop (a forward.OnFailure's name). Unset, sluice retries,
-	// or, with a fallback sink, falls back after some attempts.
+	// or, with a fallback sink, falls back after some attempts. A map or a
+	// transformer takes retry or drop.
 	OnFailure *string `yaml:"onFailure"`
 }
 

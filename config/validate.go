@@ -189,8 +189,8 @@ func (c *checker) source(path string, s *Source) {
 	}
 	if t := s.Transformer; t != nil {
 		c.function(path+".transformer", t.Container, t.Builtin)
-		if t.RetryStrategy.IsSet() {
-			c.add(path+".transformer.retryStrategy", "is not supported by sluice")
+		if r := t.RetryStrategy; r != nil {
+			c.retry(path+".transformer.retryStrategy", r)
 		}
 	}
 }
@@ -280,8 +280,12 @@ func (c *checker) container(path string, ctr *Container) {
 
 func (c *checker) udf(path string, u *UDF) {
 	c.function(path, u.Container, u.Builtin)
-	if u.RetryStrategy.IsSet() {
-		c.add(path+".retryStrategy", "is not supported by sluice")
+	if r := u.RetryStrategy; r != nil {
+		if u.GroupBy != nil {
+			c.add(path+".retryStrategy", "is not supported for a reduce (%s.groupBy): a failed window fails the vertex", path)
+		} else {
+			c.retry(path+".retryStrategy", r)
+		}
 	}
 	if g := u.GroupBy; g != nil {
 		c.groupBy(path+".groupBy", g, u.Container != nil)

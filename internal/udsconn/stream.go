@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // Stream is a bidirectional stream to a UDF server: opened on demand with the
@@ -57,6 +58,38 @@ func NewStream[Req, Resp any](conn *Conn) *Stream[Req, Resp] { return &Stream[Re
 // ErrProtocol is matched by errors for answers that break the protocol.
 var ErrProtocol = errors.New("UDF server broke the protocol")
 
+// ErrServerFailed is matched by the error of an exchange that failed because
+// the server did (its stream broke, the server went away or answered with a
+// gRPC error), after which the connection was dropped to be made again; not
+// by a break of the protocol, an abandoned call or the caller's context.
+var ErrServerFailed = errors.New("UDF server failed")
+
+// serverFailed is an error of the server's, matching ErrServerFailed and
+// what its err matches, said as err.
+type serverFailed struct{ err error }
+
+func (e *serverFailed) Error() string        { return e.err.Error() }
+func (e *serverFailed) Unwrap() error        { return e.err }
+func (e *serverFailed) Is(target error) bool { return target == ErrServerFailed }
+
+// failedBy returns err, an error of the server's, as one matching
+// ErrServerFailed; a break of the protocol stays as it is.
+func failedBy(err error) error {
+	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrServerFailed) {
+		return err
+	}
+	return &serverFailed{err}
+}
+
+// GRPCStatus is the status of the server's error, nil when it has none, so
+// that Message says it as it would say err.
+func (e *serverFailed) GRPCStatus() *status.Status {
+	if s, ok := status.FromError(e.err); ok {
+		return s
+	}
+	return nil
+}
+
 func (s *Stream[Req, Resp]) grace() time.Duration {
 	if s.Grace > 0 {
 		return s.Grace
@@ -105,7 +138,7 @@ func (s *Stream[Req, Resp]) get(ctx context.Context) (*opened[Req, Resp], error)
 		// When cc was no longer current (another stream had seen the server
 		// fail), open once more on the connection made since.
 		if s.conn.Broken(cc, err) || retried {
-			return nil, err
+			return nil, failedBy(err)
 		}
 	}
 }
@@ -230,6 +263,9 @@ func (s *Stream[Req, Resp]) exchange(ctx context.Context, call *Call, send func(
 		o.cancel()
 		if !s.isClosed() && !call.Abandoned() {
 			s.conn.Broken(o.cc, err)
+			if ctx.Err() == nil {
+				err = failedBy(err)
+			}
 		}
 		return err
 	}

@@ -316,6 +316,10 @@ func TestRestartedServer(t *testing.T) {
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("%s on the stopped server = %v; want its failure", first, err)
 			}
+			if !errors.Is(err, udsconn.ErrServerFailed) || udsconn.Message(err) != udsconn.Message(errors.Unwrap(err)) {
+				t.Fatalf("%s on the stopped server = %v (said %q); want it to match ErrServerFailed, said as the server's error",
+					first, err, udsconn.Message(err))
+			}
 			if err := c.conn.Ready(); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, serverinfo.SourceInfoFile)) {
 				t.Fatalf("Ready = %v; want it to name the info file", err)
 			}

@@ -10,7 +10,9 @@
 //	late read?              Throttle.Send: its epoch ended, so the current
 //	                        epoch's tokens instead
 //	after an empty read     pause 1ms, doubling up to Options.MaxIdlePause
-//	process                 the source transformer and the UDF
+//	process                 the source transformer and the UDF; what they
+//	                        fail (udf.Failed) is retried as Options.TransformRetry
+//	                        and MapRetry say (retry.go)
 //	write                   the sink, or the fallback sink, on tokens of the
 //	                        epoch the write starts in; a write that returns in
 //	                        a later epoch takes that epoch's tokens too

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,24 +66,6 @@ func (f *OnFailure) UnmarshalText(b []byte) error {
 	return enum.Parse(f, onFailureNames[:], b, "onFailure")
 }
 
-// RetryPolicy is how a forwarder retries sink writes: exponential backoff from
-// Interval, doubling to at most MaxInterval, each wait jittered by up to half.
-//
-// A message the sink refused because it is throttled (isb.ErrThrottled) is
-// retried after the backoff or the wait the sink asked for, whichever is
-// longer, and that attempt is not one of its Steps. A message the sink
-// rejected (isb.ErrRejected) goes to the fallback sink at once when there is
-// one, is dropped at once when OnFailure is Drop, and is otherwise retried as
-// any failure.
-type RetryPolicy struct {
-	Interval    time.Duration
-	MaxInterval time.Duration
-	// Steps is the number of failed attempts of a message before OnFailure
-	// applies to it; 0 is no limit.
-	Steps     int
-	OnFailure OnFailure
-}
-
 // Options tune a forwarder.
 type Options struct {
 	// BatchSize is the most messages read per iteration (readBatchSize).
@@ -92,7 +73,11 @@ type Options struct {
 	// ExcludeDropped gives the tokens of messages the UDF dropped back to the
 	// limiter, so that only messages that reach the sink count against the limit.
 	ExcludeDropped bool
-	Retry          RetryPolicy
+	// Retry is how sink writes are retried.
+	Retry RetryPolicy
+	// TransformRetry and MapRetry are how the inputs the transformer and the
+	// map fail (udf.Failed) are retried: OnFailure Retry or Drop.
+	TransformRetry, MapRetry RetryPolicy
 	// ShutdownTimeout is how long the iteration in flight may take to finish once
 	// Run's context is done.
 	ShutdownTimeout time.Duration
@@ -203,12 +188,7 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if d.Logger == nil {
 		d.Logger = zap.NewNop()
 	}
-	if opts.Retry.Interval <= 0 {
-		opts.Retry.Interval = time.Millisecond
-	}
-	if opts.Retry.MaxInterval < opts.Retry.Interval {
-		opts.Retry.MaxInterval = max(opts.Retry.Interval, time.Second)
-	}
+	opts.Retry, opts.TransformRetry, opts.MapRetry = opts.Retry.normal(), opts.TransformRetry.normal(), opts.MapRetry.normal()
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
 	}
@@ -410,7 +390,7 @@ func (f *worker) process(hard context.Context, batch []isb.ReadMessage) ([]isb.M
 	if f.transformer != nil {
 		var n int
 		var err error
-		f.mid, n, err = f.apply(hard, StageTransform, f.transformer, msgs, f.mid[:0])
+		f.mid, n, err = f.apply(hard, StageTransform, f.transformer, f.opts.TransformRetry, msgs, f.mid[:0])
 		if err != nil {
 			return nil, err
 		}
@@ -421,7 +401,7 @@ func (f *worker) process(hard context.Context, batch []isb.ReadMessage) ([]isb.M
 	if f.mapper != nil {
 		var n int
 		var err error
-		f.out, n, err = f.apply(hard, StageMap, f.mapper, msgs, f.out[:0])
+		f.out, n, err = f.apply(hard, StageMap, f.mapper, f.opts.MapRetry, msgs, f.out[:0])
 		if err != nil {
 			return nil, err
 		}
@@ -444,7 +424,9 @@ func (f *worker) process(hard context.Context, batch []isb.ReadMessage) ([]isb.M
 	return msgs, nil
 }
 
-func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, out []isb.Message) ([]isb.Message, int, error) {
+// call runs m on in, retrying a call that fails with the sink's backoff
+// until it succeeds or hard is done.
+func (f *Forwarder) call(hard context.Context, stage string, m udf.Mapper, in, out []isb.Message) ([]isb.Message, int, error) {
 	for attempt := 0; ; attempt++ {
 		res, dropped, err := m.Map(hard, in, out)
 		if err == nil {
@@ -452,7 +434,7 @@ func (f *Forwarder) apply(hard context.Context, stage string, m udf.Mapper, in, 
 		}
 		f.d.Metrics.Errors.WithLabelValues(stage).Inc()
 		f.log.Warn("function failed; retrying", zap.String("stage", stage), zap.Int("attempt", attempt+1), zap.Error(err))
-		if !f.sleep(hard, f.backoff(attempt)) {
+		if !f.sleep(hard, f.opts.Retry.wait(attempt)) {
 			return nil, 0, hard.Err()
 		}
 	}
@@ -536,8 +518,8 @@ func (f *worker) writeOnce(w isb.Writer, stage string, hard context.Context, msg
 			continue
 		}
 		t := f.tries[i]
-		if !errors.Is(err, isb.ErrThrottled) {
-			t++ // a throttled message uses no retry step
+		if !errors.Is(err, isb.ErrThrottled) && !errors.Is(err, isb.ErrUnavailable) {
+			t++ // a throttled message, or one whose sink's server failed, uses no retry step
 		}
 		failed, tries = append(failed, msgs[i]), append(tries, t)
 	}
@@ -606,15 +588,9 @@ func (f *worker) errSlice(n int) []error {
 	return errs
 }
 
-// backoff is the wait before retry attempt+1: Interval doubled per attempt, capped
-// at MaxInterval, less up to half at random.
-func (f *Forwarder) backoff(attempt int) time.Duration {
-	d := f.opts.Retry.Interval << min(attempt, 30)
-	if d <= 0 || d > f.opts.Retry.MaxInterval {
-		d = f.opts.Retry.MaxInterval
-	}
-	return d - time.Duration(rand.Int64N(int64(d/2)+1))
-}
+// backoff is the wait before the retry of a sink write that follows attempt
+// (see RetryPolicy.wait).
+func (f *Forwarder) backoff(attempt int) time.Duration { return f.opts.Retry.wait(attempt) }
 
 // sleep waits d on the forwarder's clock or until ctx is done, and reports
 // whether it waited the whole d.

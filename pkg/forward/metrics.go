@@ -15,6 +15,9 @@ type Metrics struct {
 	Dropped   prometheus.Counter
 	Nacked    prometheus.Counter
 	Errors    *prometheus.CounterVec // by stage: read, transform, map, write, fallback, onsuccess, ack, nack, cost
+	// Failed counts the inputs a function failed (udf.Failed), by stage
+	// (transform, map), once per failed call: each is retried or dropped.
+	Failed    *prometheus.CounterVec
 	Granted   prometheus.Counter
 	Deposited prometheus.Counter
 	// Retaken counts the tokens taken again for messages that went on in a
@@ -99,7 +102,13 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
 	}
-	reg.MustRegister(m.Errors, m.Batch)
+	m.Failed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_forward_udf_failed_total",
+		Help: "Inputs a map or transformer failed (a result tagged U+005C__FAIL__), by stage, once per failed call; each is retried as its retryStrategy says, or dropped.",
+	}, []string{"stage"})
+	reg.MustRegister(m.Errors, m.Batch, m.Failed)
+	m.Failed.WithLabelValues(StageTransform)
+	m.Failed.WithLabelValues(StageMap)
 	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageOnSuccess, StageAck, StageNack, StageCost} {
 		m.Errors.WithLabelValues(stage)
 	}

@@ -188,6 +188,33 @@ func testThrottledAttemptsUseNoRetrySteps(t *testing.T, modes ...func(*Options))
 	}
 }
 
+// TestUnavailableAttemptsUseNoRetrySteps: writes that fail because the
+// sink's server failed (isb.ErrUnavailable, a user-defined sink that
+// crashed) are retried until it is back, using none of the two steps that
+// onFailure drop allows; a plain failure after them still uses one.
+func TestUnavailableAttemptsUseNoRetrySteps(t *testing.T) { testUnavailableAttemptsUseNoRetrySteps(t) }
+
+func testUnavailableAttemptsUseNoRetrySteps(t *testing.T, modes ...func(*Options)) {
+	sink := newAnswering(func(attempt int) error {
+		switch {
+		case attempt <= 5:
+			return fmt.Errorf("user-defined sink: Unavailable: connection refused: %w", isb.ErrUnavailable)
+		case attempt == 6:
+			return errors.New("connection reset")
+		}
+		return nil
+	})
+	h := start(t, Deps{Reader: filledBuffer(t, 10), Sink: sink},
+		Options{Retry: RetryPolicy{Interval: time.Millisecond, MaxInterval: time.Millisecond, Steps: 2, OnFailure: Drop}}, modes...)
+	h.waitAcked(t, 10)
+	if n := len(sink.out.Messages()); n != 10 {
+		t.Fatalf("sink took %d; want all 10", n)
+	}
+	if e, d := testutil.ToFloat64(h.m.Errors.WithLabelValues(StageWrite)), testutil.ToFloat64(h.m.Dropped); e != 60 || d != 0 {
+		t.Fatalf("write errors %v, dropped %v; want 60, 0", e, d)
+	}
+}
+
 // TestShutdownDuringAThrottleWait: a Retry-After longer than the shutdown
 // deadline ends with the batch given up at the deadline, and the tracker no
 // longer throttled.

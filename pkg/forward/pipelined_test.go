@@ -49,6 +49,8 @@ func TestPipelinedForwardersPassTheSequentialTests(t *testing.T) {
 		{"ThrottledAttemptsUseNoRetrySteps", testThrottledAttemptsUseNoRetrySteps},
 		{"RejectedMessages", testRejectedMessages},
 		{"ThrottledRetryTakesTokensAgain", testThrottledRetryTakesTokensAgain},
+		{"FailedMessagesAreRetriedBeforeWrite", testFailedMessagesAreRetriedBeforeWrite},
+		{"UnavailableAttemptsUseNoRetrySteps", testUnavailableAttemptsUseNoRetrySteps},
 	}
 	for _, mode := range pipelinedModes {
 		t.Run(mode.name, func(t *testing.T) {

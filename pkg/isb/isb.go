@@ -271,6 +271,11 @@ var (
 	// as an HTTP endpoint answering 400 Bad Request: trying it again will not
 	// help.
 	ErrRejected = errors.New("isb: rejected by the downstream")
+	// ErrUnavailable marks a write that failed because the server written to
+	// failed or went away (a user-defined sink that crashed): the writer is
+	// to try it again once the server is back, and the attempt uses none of
+	// the message's retry steps.
+	ErrUnavailable = errors.New("isb: the downstream's server is unavailable")
 )
 
 // OnSuccessError is a sink's answer ON_SUCCESS for one message: written, and

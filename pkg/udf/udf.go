@@ -44,7 +44,41 @@ import (
 //
 // Every message produced carries the Origin of the message it came from. A
 // function that rejects a message (a nack) produces, in its place, one
-// message with Nack set and nothing else; such a message is not a drop.
+// message with Nack set and nothing else; such a message is not a drop. A
+// function that fails a message, to have it tried again (Numaflow's
+// [FailTag]), produces in its place the input itself with FailTag appended
+// to its tags ([Failed] tells it, [Unfail] gives back the input); nor is that
+// a drop.
 type Mapper interface {
 	Map(ctx context.Context, in []isb.Message, out []isb.Message) ([]isb.Message, int, error)
+}
+
+// FailTag marks the result of an input a map or a transformer failed: the
+// input is to be tried again, as the function's retryStrategy says, instead
+// of any of its results being written. Numaflow's reserved tag: the literal
+// text "U+005C__FAIL__".
+const FailTag = "U+005C__FAIL__"
+
+// Failed reports whether m is the input of a failed call, as a [Mapper]
+// gives it back: its last tag is FailTag.
+func Failed(m *isb.Message) bool {
+	return len(m.Tags) > 0 && m.Tags[len(m.Tags)-1] == FailTag
+}
+
+// Fail returns in as a Mapper gives back an input it failed: in, with
+// FailTag appended to its tags (in's own tags are not written to).
+func Fail(in isb.Message) isb.Message {
+	in.Tags = append(in.Tags[:len(in.Tags):len(in.Tags)], FailTag)
+	return in
+}
+
+// Unfail returns the input a failed message stands for: m without the
+// FailTag that Fail appended.
+func Unfail(m isb.Message) isb.Message {
+	if Failed(&m) {
+		if m.Tags = m.Tags[:len(m.Tags)-1]; len(m.Tags) == 0 {
+			m.Tags = nil
+		}
+	}
+	return m
 }

@@ -56,6 +56,10 @@ type Spec struct {
 	// Retry is how the forwarders retry failed sink writes; the zero value
 	// retries until the sink takes the message.
 	Retry forward.RetryPolicy
+	// TransformRetry and MapRetry are how the forwarders retry the inputs
+	// the transformer and the map fail (a result tagged udf.FailTag); the
+	// zero value retries until the function takes them.
+	TransformRetry, MapRetry forward.RetryPolicy
 	// Output returns a writer along the vertex's edges for one forwarder; it is
 	// called once per input. The vertex does not close what it returns.
 	Output func() (isb.Writer, error)

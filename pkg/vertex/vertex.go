@@ -181,6 +181,8 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 		BatchSize:       limits.ReadBatchSize,
 		ExcludeDropped:  v.excludeDropped(),
 		Retry:           v.spec.Retry,
+		TransformRetry:  v.spec.TransformRetry,
+		MapRetry:        v.spec.MapRetry,
 		ShutdownTimeout: limits.ReadTimeout + shutdownGrace,
 		// A dry source is read at most every 100ms, or every readTimeout when
 		// that is shorter: a longer pause would delay the first message after a

@@ -86,6 +86,12 @@ func checkVertex(r config.Reporter, path string, src *config.Source, u *config.U
 		if j := src.JetStream; j != nil {
 			checkEnum(r, path+".source.jetstream.deliver_policy", &j.DeliverPolicy, parseErr[source.DeliverFrom])
 		}
+		if t := src.Transformer; t != nil {
+			checkFunctionOnFailure(r, path+".source.transformer", t.RetryStrategy)
+		}
+	}
+	if u != nil && u.GroupBy == nil {
+		checkFunctionOnFailure(r, path+".udf", u.RetryStrategy)
 	}
 	if u != nil && u.Container == nil && u.Builtin != nil {
 		var err error
@@ -131,6 +137,22 @@ func checkOnFailure(r config.Reporter, path string, s *config.Sink) {
 	}
 	if f, _ := OnFailure(rs); f == forward.Fallback && s.Fallback == nil {
 		r.Add(path+".retryStrategy.onFailure", "(fallback) needs a fallback sink: set %s", path+".fallback")
+	}
+}
+
+// checkFunctionOnFailure checks the retryStrategy.onFailure of the map or
+// transformer at path: retry or drop. A function has no fallback: what it
+// fails is tried again or dropped.
+func checkFunctionOnFailure(r config.Reporter, path string, rs *config.RetryStrategy) {
+	if rs == nil || rs.OnFailure == nil {
+		return
+	}
+	if err := parseErr[forward.OnFailure](rs.OnFailure); err != nil {
+		r.Add(path+".retryStrategy.onFailure", "(%q): unknown onFailure: want retry or drop", *rs.OnFailure)
+		return
+	}
+	if f, _ := OnFailure(rs); f == forward.Fallback {
+		r.Add(path+".retryStrategy.onFailure", "(fallback) is not supported for a map or a transformer: want retry or drop")
 	}
 }
 

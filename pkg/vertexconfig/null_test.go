@@ -30,10 +30,10 @@ func TestNullSetsNothing(t *testing.T) {
 		if c := src.UDSource.Container; c.Command != nil || c.Args != nil || c.Env != nil {
 			t.Errorf("source container = %+v; want no command, args or env", c)
 		}
-		if tr := src.Transformer; tr.Builtin != nil || tr.RetryStrategy.IsSet() || len(tr.Container.Env) != 1 || tr.Container.Env[0].Value != "info" {
+		if tr := src.Transformer; tr.Builtin != nil || tr.RetryStrategy != nil || len(tr.Container.Env) != 1 || tr.Container.Env[0].Value != "info" {
 			t.Errorf("transformer = %+v", tr)
 		}
-		if u := s.UDF; u.GroupBy != nil || u.Builtin != nil || u.RetryStrategy.IsSet() || u.Container == nil {
+		if u := s.UDF; u.GroupBy != nil || u.Builtin != nil || u.RetryStrategy != nil || u.Container == nil {
 			t.Errorf("udf = %+v; want a map container, no reduce", u)
 		}
 		sink := s.Sink

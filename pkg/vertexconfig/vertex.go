@@ -2,6 +2,7 @@ package vertexconfig
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sluiceflow/sluice/config"
@@ -102,6 +103,12 @@ func parts(path string, src *config.Source, u *config.UDF, sink *config.Sink) ve
 		}
 		s.Retry = RetryPolicy(sink)
 	}
+	if src != nil && src.Transformer != nil {
+		s.TransformRetry = FunctionRetry(src.Transformer.RetryStrategy)
+	}
+	if u != nil && u.GroupBy == nil {
+		s.MapRetry = FunctionRetry(u.RetryStrategy)
+	}
 	return s
 }
 
@@ -153,14 +160,42 @@ const defaultFallbackSteps = 10
 // or, when a fallback sink is configured, for 10 attempts before writing it
 // there. A vertex writing to buffers (s nil) retries until they take it.
 func RetryPolicy(s *config.Sink) forward.RetryPolicy {
-	var p forward.RetryPolicy
 	if s == nil {
-		return p
+		return forward.RetryPolicy{}
 	}
 	r := s.RetryStrategy
+	p := policy(r)
 	if s.Fallback != nil && (r == nil || r.OnFailure == nil) {
-		p.Steps, p.OnFailure = defaultFallbackSteps, forward.Fallback
+		p.OnFailure = forward.Fallback
+		if r == nil || r.Backoff == nil || r.Backoff.Steps == nil {
+			p.Steps = defaultFallbackSteps
+		}
 	}
+	return p
+}
+
+// FunctionRetry maps the retryStrategy of a map or a transformer (r, which
+// may be nil) to how the forwarder retries the inputs the function fails: as
+// a sink's backoff, and, with onFailure drop, dropped once retried
+// backoff.steps times (Numaflow's default steps when unset). Unset, a failed
+// input is retried until the function takes it.
+func FunctionRetry(r *config.RetryStrategy) forward.RetryPolicy {
+	p := policy(r)
+	if p.OnFailure == forward.Drop && p.Steps == 0 {
+		p.Steps = DefaultFunctionSteps
+	}
+	return p
+}
+
+// DefaultFunctionSteps is how often a map or transformer with onFailure drop
+// and no backoff.steps retries an input before dropping it: Numaflow's
+// default, the most its retry counter holds.
+const DefaultFunctionSteps = 65535
+
+// policy is the forwarder's retry policy of a retryStrategy (nil: none),
+// with 0 for each thing it leaves unset: the forwarder's defaults.
+func policy(r *config.RetryStrategy) forward.RetryPolicy {
+	var p forward.RetryPolicy
 	if r == nil {
 		return p
 	}
@@ -172,12 +207,13 @@ func RetryPolicy(s *config.Sink) forward.RetryPolicy {
 			p.MaxInterval = b.Cap.Duration
 		}
 		if b.Steps != nil {
-			p.Steps = int(*b.Steps)
+			p.Steps = int(min(*b.Steps, math.MaxInt32))
+		}
+		if b.Factor != nil {
+			p.Factor = *b.Factor
 		}
 	}
-	if f, ok := OnFailure(r); ok {
-		p.OnFailure = f
-	}
+	p.OnFailure, _ = OnFailure(r)
 	return p
 }
 

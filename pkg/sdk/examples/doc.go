@@ -11,6 +11,9 @@
 //     (default 10ms), as a function calling a slow service would;
 //   - nackmap (mapper): passes every message on, with its user metadata,
 //     after nacking each payload once (NACKMAP_DELAY sets the nack's delay);
+//   - failmap (mapper): passes every message on, with its user metadata,
+//     after failing each payload FAILMAP_FAILS (default 2) times, so that
+//     the runtime retries it as udf.retryStrategy says;
 //   - logsink (sinker): prints payloads, and fails or falls back on request;
 //   - nacksink (sinker): prints payloads, after nacking each odd integer
 //     once;

@@ -28,6 +28,11 @@
 // leave it to the runtime's defaults). On the wire, the result carries the
 // tag NackTag ("U+005C__NACK__") and, with opts, nack_options.
 //
+// Map can also fail a message, to be called with it again:
+// Messages{MessageToFail()}, a result tagged FailTag ("U+005C__FAIL__"),
+// has the runtime retry it as the vertex's udf.retryStrategy says (and,
+// with onFailure drop, drop it once the retries are spent).
+//
 // Messages also carry user metadata: groups of keys with values of bytes
 // that travel with a message from vertex to vertex. Datum.UserMetadata is
 // the input's (a copy to change at will); Message.WithUserMetadata sets an

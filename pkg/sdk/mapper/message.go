@@ -22,6 +22,11 @@ const NackTag = nack.Tag
 // MessageRateLimited.
 const RateLimitedTag = nack.RateLimitedTag
 
+// FailTag is the tag that marks a message as a failure of its input: the
+// literal text "U+005C__FAIL__", as Numaflow's protocol has it. See
+// MessageToFail.
+const FailTag = "U+005C__FAIL__"
+
 // NackOptions tell the runtime how to redeliver a nacked message: after
 // Delay milliseconds, at most MaxDeliveries times, with a Reason for the
 // logs and free-form values in NackMap. Every field is optional; nil means
@@ -60,6 +65,15 @@ func MessageToDrop() Message {
 // options (which it does not copy). Return it as the only message.
 func MessageToNack(opts *NackOptions) Message {
 	return Message{tags: []string{NackTag}, nack: opts}
+}
+
+// MessageToFail returns a message that says the function failed its input:
+// the runtime does not forward anything of it but calls the function with
+// it again, after the backoff of the vertex's udf.retryStrategy, until a
+// call does not fail it or, with onFailure drop, its steps are spent and the
+// input is dropped. It carries FailTag. Return it as the only message.
+func MessageToFail() Message {
+	return Message{tags: []string{FailTag}}
 }
 
 // MessageRateLimited returns a message that says the function could not

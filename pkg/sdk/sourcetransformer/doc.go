@@ -29,6 +29,9 @@
 // runtime to have the source deliver it again, as opts say (nil: the
 // runtime's defaults). On the wire, the result carries the tag NackTag
 // ("U+005C__NACK__") and, with opts, nack_options.
+// Messages{MessageToFail(d.EventTime())}, a result tagged FailTag
+// ("U+005C__FAIL__"), fails the message instead: the runtime calls the
+// transformer with it again as source.transformer.retryStrategy says.
 //
 // Messages carry user metadata, groups of keys with values of bytes that
 // travel with them through the pipeline: Datum.UserMetadata is the input's

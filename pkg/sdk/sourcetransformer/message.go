@@ -17,6 +17,11 @@ const DropTag = "U+005C__DROP__"
 // it.
 const NackTag = nack.Tag
 
+// FailTag is the tag that marks a message as a failure of its input: the
+// literal text "U+005C__FAIL__", as Numaflow's protocol has it. See
+// MessageToFail.
+const FailTag = "U+005C__FAIL__"
+
 // NackOptions tell the runtime how to redeliver a nacked message: after
 // Delay milliseconds, at most MaxDeliveries times, with a Reason for the
 // logs and free-form values in NackMap. Every field is optional; nil means
@@ -69,6 +74,16 @@ func MessageToDrop(eventTime time.Time) Message {
 // EventTime. Return it as the only message.
 func MessageToNack(eventTime time.Time, opts *NackOptions) Message {
 	return Message{eventTime: eventTime, tags: []string{NackTag}, nack: opts}
+}
+
+// MessageToFail returns a message that says the transformer failed its
+// input: the runtime does not forward anything of it but calls the
+// transformer with it again, after the backoff of the source's
+// transformer.retryStrategy, until a call does not fail it or, with
+// onFailure drop, its steps are spent and the input is dropped. It carries
+// FailTag; pass the Datum's EventTime. Return it as the only message.
+func MessageToFail(eventTime time.Time) Message {
+	return Message{eventTime: eventTime, tags: []string{FailTag}}
 }
 
 // WithKeys returns a copy of m with keys keys (which it does not copy).

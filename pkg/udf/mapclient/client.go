@@ -37,6 +37,9 @@ const (
 	// is a throttle signal (isb.SignalMapRateLimited) that, with
 	// rateLimit.adaptive, cuts the vertex's limit. sluice's own tag.
 	RateLimitedTag = "U+005C__RATE_LIMITED__"
+	// FailTag marks the result of an input the function failed: the input is
+	// tried again as the function's retryStrategy says (udf.FailTag).
+	FailTag = udf.FailTag
 )
 
 // Client is a user-defined function served over gRPC on a unix socket: a map
@@ -320,13 +323,18 @@ func (r *Client) transform(ctx context.Context, in []isb.Message, prefix string)
 }
 
 // collect appends the answers, in the order of in, and counts the messages that
-// produced nothing but drops. An input with a result tagged [NackTag] gives
-// one message with Nack set, in place of all its results; one tagged
+// produced nothing but drops. An input with a result tagged [FailTag] gives
+// itself back, failed (udf.Fail), in place of all its results; one with a
+// result tagged [NackTag] gives one message with Nack set; one tagged
 // [RateLimitedTag] the same, with Nack.RateLimited. A result without
 // metadata keeps its input's.
 func (r *Client) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 	dropped := 0
 	for i, results := range r.results {
+		if failed(results) {
+			out = append(out, udf.Fail(in[i]))
+			continue
+		}
 		if j := slices.IndexFunc(results, func(res result) bool {
 			return slices.Contains(res.tags, NackTag) || slices.Contains(res.tags, RateLimitedTag)
 		}); j >= 0 {
@@ -359,4 +367,14 @@ func (r *Client) collect(in, out []isb.Message) ([]isb.Message, int, error) {
 		}
 	}
 	return out, dropped, nil
+}
+
+// failed reports whether one of results is tagged FailTag.
+func failed(results []result) bool {
+	for i := range results {
+		if slices.Contains(results[i].tags, FailTag) {
+			return true
+		}
+	}
+	return false
 }

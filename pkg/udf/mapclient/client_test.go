@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +329,65 @@ func TestRateLimited(t *testing.T) {
 		if n := out[i].Nack; n == nil || !n.RateLimited || n.Delay != wait || out[i].Origin != i {
 			t.Errorf("result %d: %+v (options %+v); want handed back, rate limited, after %v", i, out[i], n, wait)
 		}
+	}
+}
+
+// TestFailedInputsComeBack: an input with a result tagged FailTag (the SDKs'
+// MessageToFail), alone or among other results, comes back as itself,
+// failed (udf.Failed), with its own tags once Unfail takes the tag off; the
+// other inputs' results are as the function made them. So for a map and a
+// transformer.
+func TestFailedInputsComeBack(t *testing.T) {
+	failOdd := func(v []byte) bool { n, _ := strconv.Atoi(string(v)); return n%2 == 1 }
+	m := mapper.MapperFunc(func(_ context.Context, _ []string, d mapper.Datum) mapper.Messages {
+		if failOdd(d.Value()) {
+			return mapper.Messages{mapper.NewMessage([]byte("partial")), mapper.MessageToFail()}
+		}
+		return mapper.Messages{mapper.NewMessage(d.Value())}
+	})
+	tr := sourcetransformer.SourceTransformerFunc(func(_ context.Context, _ []string, d sourcetransformer.Datum) sourcetransformer.Messages {
+		if failOdd(d.Value()) {
+			return sourcetransformer.Messages{sourcetransformer.MessageToFail(d.EventTime())}
+		}
+		return sourcetransformer.Messages{sourcetransformer.NewMessage(d.Value(), d.EventTime())}
+	})
+	for _, tt := range []struct {
+		name  string
+		start func(dir string) func(context.Context) error
+		new   func(dir string) *mapclient.Client
+	}{
+		{"map", func(dir string) func(context.Context) error {
+			return mapper.NewServer(m, mapper.WithSocketDir(dir)).Start
+		}, func(dir string) *mapclient.Client { return mapclient.New(dir, nil) }},
+		{"transformer", func(dir string) func(context.Context) error {
+			return sourcetransformer.NewServer(tr, sourcetransformer.WithSocketDir(dir)).Start
+		}, func(dir string) *mapclient.Client { return mapclient.NewTransformer(dir, nil) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := socketDir(t)
+			serve(t, tt.start(dir))
+			r := tt.new(dir)
+			connect(t, r)
+			in := messages("0", "1", "2")
+			for i := range in {
+				in[i].Origin, in[i].Tags = i, []string{"mine"}
+			}
+			out, dropped, err := r.Map(context.Background(), in, nil)
+			if err != nil || dropped != 0 || len(out) != 3 {
+				t.Fatalf("%+v, dropped %d, %v; want 3 messages", out, dropped, err)
+			}
+			for i, o := range out {
+				if failed := udf.Failed(&o); failed != (i == 1) {
+					t.Errorf("out[%d] failed = %v; want only message 1 failed", i, failed)
+				}
+				u := udf.Unfail(o)
+				if string(u.Value) != strconv.Itoa(i) || u.Origin != i || (i == 1 && (len(u.Tags) != 1 || u.Tags[0] != "mine")) {
+					t.Errorf("out[%d] = %+v, unfailed %+v; want message %d", i, o, u, i)
+				}
+			}
+			if len(in[1].Tags) != 1 {
+				t.Errorf("the input's tags were written to: %v", in[1].Tags)
+			}
+		})
 	}
 }

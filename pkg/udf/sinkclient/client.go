@@ -201,10 +201,21 @@ func (s *Client) exchange(ctx context.Context, msgs []isb.Message, errs []error)
 		return false, nil
 	}
 	if err := s.stream.Exchange(ctx, len(msgs), send, recv); err != nil {
+		if errors.Is(err, udsconn.ErrServerFailed) {
+			return unavailable{udsconn.Wrap("user-defined sink", err)}
+		}
 		return udsconn.Wrap("user-defined sink", err)
 	}
 	return nil
 }
+
+// unavailable is the error of a write to a sink whose server failed: it
+// matches isb.ErrUnavailable, so that the forwarder retries it once the
+// server is back without using a retry step, and what its error matches.
+type unavailable struct{ error }
+
+func (u unavailable) Unwrap() error        { return u.error }
+func (u unavailable) Is(target error) bool { return target == isb.ErrUnavailable }
 
 func (s *Client) status(r *sinkv1.SinkResponse_Result) error {
 	switch r.GetStatus() {

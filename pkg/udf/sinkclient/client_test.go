@@ -228,3 +228,52 @@ func TestUDSinkLimitsInFlight(t *testing.T) {
 		t.Errorf("limit %d after 43 batches answered; want none", s.Limit())
 	}
 }
+
+// TestUDSinkServerFailureIsUnavailable: a write whose server fails (here, a
+// sink that panics, which the SDK answers with Internal and shuts down)
+// returns an error matching isb.ErrUnavailable with the server's message;
+// once a server is back on the same directory the next write reconnects and
+// is answered.
+func TestUDSinkServerFailureIsUnavailable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	boom := sinker.SinkerFunc(func(ctx context.Context, datums <-chan sinker.Datum) sinker.Responses {
+		var out sinker.Responses
+		for d := range datums {
+			if string(d.Value()) == "boom" {
+				panic("boom")
+			}
+			out = append(out, sinker.ResponseOK(d.ID()))
+		}
+		return out
+	})
+	serveOnce := func() chan error {
+		done := make(chan error, 1)
+		go func() { done <- sinker.NewServer(boom, sinker.WithSocketDir(dir)).Start(context.Background()) }()
+		return done
+	}
+	first := serveOnce()
+	s, ctx := connect(t, dir, serverinfo.KindSink)
+	msgs := []isb.Message{{Value: []byte("boom")}}
+	err = s.Write(ctx, msgs, make([]error, 1))
+	if !errors.Is(err, isb.ErrUnavailable) || !strings.Contains(err.Error(), "UDF_EXECUTION_ERROR") {
+		t.Fatalf("Write = %v; want an error matching isb.ErrUnavailable with the server's message", err)
+	}
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server that panicked did not stop")
+	}
+	ctx2, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sinker.NewServer(boom, sinker.WithSocketDir(dir)).Start(ctx2) }()
+	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { s.Close() }) // before the server stops: it waits for the streams to end
+	errs := make([]error, 1)
+	if err := s.Write(ctx, []isb.Message{{Value: []byte("ok")}}, errs); err != nil || errs[0] != nil {
+		t.Fatalf("Write after the restart = %v, %v; want it written", err, errs[0])
+	}
+}
