@@ -99,6 +99,55 @@ func TestValidateNumaflowReduce(t *testing.T) {
 	}
 }
 
+// TestValidateNumaflowTree runs vertex validate over every MonoVertex and
+// Pipeline among the YAMLs of Numaflow's examples/ and test/ in the source
+// tree $NUMAFLOW_DIR names (skipped without it): each is valid. Files of
+// other kinds (an InterStepBufferService, a ServingPipeline, a Secret,
+// Kubernetes manifests) are not vertices and are left out.
+func TestValidateNumaflowTree(t *testing.T) {
+	dir := os.Getenv("NUMAFLOW_DIR")
+	if dir == "" {
+		t.Skip("NUMAFLOW_DIR is not set: Numaflow's YAMLs are not validated (set it to Numaflow's source tree)")
+	}
+	var files []string
+	for _, sub := range []string{"examples", "test"} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if kind, ok := strings.CutPrefix(line, "kind: "); ok {
+					if k := strings.TrimSpace(kind); k == "MonoVertex" || k == "Pipeline" {
+						files = append(files, path)
+					}
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("NUMAFLOW_DIR=%s: %v", dir, err)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatalf("NUMAFLOW_DIR=%s: no MonoVertex or Pipeline YAML under examples/ or test/", dir)
+	}
+	t.Logf("%d MonoVertex and Pipeline YAMLs", len(files))
+	for _, path := range files {
+		rel, _ := filepath.Rel(dir, path)
+		t.Run(rel, func(t *testing.T) {
+			code, out, errOut := runVertex(t, "validate", "-f", path)
+			if code != 0 || !strings.Contains(out, " is valid (") {
+				t.Errorf("exit %d, %q (stderr %q); want valid", code, out, errOut)
+			}
+		})
+	}
+}
+
 // TestValidateRefuses checks that bad input that vertex run could not run is
 // refused by vertex validate, exit 2, with one line naming the field and its
 // value; and that what Numaflow accepts but is likely a mistake is a warning
