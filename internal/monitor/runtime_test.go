@@ -134,8 +134,8 @@ func TestListenWhenFree(t *testing.T) {
 	addr := held.Addr().String()
 	core, logs := observer.New(zap.InfoLevel)
 	var (
-		mu  sync.Mutex
-		got net.Listener
+		mu   sync.Mutex
+		got  net.Listener
 		gerr error
 	)
 	done := make(chan struct{})
