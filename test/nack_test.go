@@ -173,7 +173,25 @@ func TestNumaflowProcessorNacks(t *testing.T) {
 	nacked := monovtx(t, base, "monovtx_nack_total", name, replica)
 	acked := monovtx(t, base, "monovtx_ack_total", name, replica)
 	_, body := getTLS(t, base+"/metrics")
-	sluiceNacked := regexp.MustCompile(`(?m)^sluice_forward_nack_total\{[^}]*\} (\S+)$`).FindStringSubmatch(string(body))
+	sample := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + `\{[^}]*\} (\S+)$`).FindStringSubmatch(string(body))
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	sluiceNacked := sample("sluice_forward_nack_total")
+	// monovtx_nack_time: a sample for each batch that had nacks, as sluice's
+	// histogram, in microseconds.
+	nackCalls, sluiceCalls := sample("monovtx_nack_time_count"), sample("sluice_forward_nack_duration_seconds_count")
+	if n, _ := strconv.Atoi(nackCalls); n < 1 || n > count+count/2 || nackCalls != sluiceCalls {
+		t.Errorf("monovtx_nack_time_count %q, sluice_forward_nack_duration_seconds_count %q; want the same, between 1 and the nacks",
+			nackCalls, sluiceCalls)
+	}
+	bucket := `(?m)^monovtx_nack_time_bucket\{mvtx_name="` + name + `",mvtx_replica="` + strconv.Itoa(replica) + `",le="100"\} `
+	if !regexp.MustCompile(bucket).MatchString(string(body)) {
+		t.Errorf("monovtx_nack_time has no bucket of 100µs with Numaflow's labels:\n%s", regexp.MustCompile(`(?m)^monovtx_nack_time.*$`).FindAllString(string(body), -1))
+	}
 	if code, _ := p.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
 	}
@@ -186,7 +204,7 @@ func TestNumaflowProcessorNacks(t *testing.T) {
 	if want := float64(count + count/2); nacked != want {
 		t.Errorf("monovtx_nack_total = %v; want %v, one for each nack", nacked, want)
 	}
-	if sluiceNacked == nil || sluiceNacked[1] != strconv.FormatFloat(nacked, 'g', -1, 64) {
+	if sluiceNacked != strconv.FormatFloat(nacked, 'g', -1, 64) {
 		t.Errorf("sluice_forward_nack_total %v; want %v, as monovtx_nack_total", sluiceNacked, nacked)
 	}
 	if acked != count {
