@@ -14,10 +14,12 @@
 // container of the pod mounts at /var/numaflow/runtime): one directory per
 // container, named by the container in the error's message
 // ("UDF_EXECUTION_ERROR(<container>): ...", "numa" when it names none), each
-// error a file <unix seconds>-numa.json holding one [Entry] as JSON, written
-// as current-numa.json and renamed, at most [DefaultMaxPerContainer] files a
-// container (the oldest go first). This is the layout Numaflow's own numa
-// container writes and its monitor reads.
+// error a file <unix seconds>-<sequence>-numa.json holding one [Entry] as
+// JSON (the sequence, counted by the Store, keeps apart the errors of one
+// second), written as current-numa.json and renamed, at most
+// [DefaultMaxPerContainer] files a container (the oldest go first). Numaflow's
+// v1.8 monitor and its main branch's numa container read this layout (the
+// latter writes <unix nanoseconds>-<sequence>-numa.json itself).
 //
 // # Endpoint
 //
