@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -13,9 +14,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
-// numaflowPodFile is the pod Numaflow's controller builds for a MonoVertex's
-// replica, with sluice's image in the numa container.
-const numaflowPodFile = "testdata/numaflow-monovertex-pod.yaml"
+// The pods Numaflow's controller builds for a MonoVertex's replica, with
+// sluice's image in the numa container: v1.8's, with its monitor sidecar,
+// and the main branch's, without.
+const (
+	numaflowPodFile     = "testdata/numaflow-monovertex-pod.yaml"
+	numaflowMainPodFile = "testdata/numaflow-monovertex-pod-main.yaml"
+)
 
 // The parts of a Kubernetes Pod the fixture's test looks at.
 type (
@@ -118,11 +123,27 @@ func checkProbe(t *testing.T, what string, p *k8sProbe, path string, timing [4]i
 	}
 }
 
-// TestNumaflowPodFixture checks the fixture against the pod Numaflow's
-// controller builds for a MonoVertex, and decodes and validates its
-// NUMAFLOW_MONO_VERTEX_OBJECT as the processor does.
+// TestNumaflowPodFixture checks the fixtures against the pods Numaflow's
+// controller builds for a MonoVertex, and decodes and validates their
+// NUMAFLOW_MONO_VERTEX_OBJECT as the processor does: v1.8's pod has the
+// monitor sidecar first and port 2469 alone on the numa container; the main
+// branch's has no monitor, and port 2470 named runtime on the numa container.
 func TestNumaflowPodFixture(t *testing.T) {
-	data, err := os.ReadFile(numaflowPodFile)
+	for _, tt := range []struct {
+		name, file string
+		monitor    bool           // the pod has the monitor sidecar
+		ports      map[string]int // of the numa container
+	}{
+		{"v1.8", numaflowPodFile, true, map[string]int{"metrics": 2469}},
+		{"main", numaflowMainPodFile, false, map[string]int{"metrics": 2469, "runtime": 2470}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkNumaflowPod(t, tt.file, tt.monitor, tt.ports) })
+	}
+}
+
+// checkNumaflowPod checks the pod of file; see TestNumaflowPodFixture.
+func checkNumaflowPod(t *testing.T, file string, monitor bool, wantPorts map[string]int) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +199,8 @@ func TestNumaflowPodFixture(t *testing.T) {
 	for _, p := range numa.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if len(ports) != 2 || ports["metrics"] != 2469 || ports["runtime"] != 2470 {
-		t.Errorf("numa ports %v; want metrics 2469 and runtime 2470", ports)
+	if !maps.Equal(ports, wantPorts) {
+		t.Errorf("numa ports %v; want %v", ports, wantPorts)
 	}
 	checkProbe(t, "numa readiness", numa.ReadinessProbe, "/readyz", [4]int{5, 10, 30, 6})
 	checkProbe(t, "numa liveness", numa.LivenessProbe, "/livez", [4]int{20, 60, 30, 5})
@@ -200,6 +221,9 @@ func TestNumaflowPodFixture(t *testing.T) {
 	// The user-defined containers: native sidecars in Numaflow's order.
 	images := map[string]string{}
 	var names []string
+	if i := slices.IndexFunc(pod.Spec.InitContainers, func(c k8sContainer) bool { return c.Name == "monitor" }); monitor != (i == 0) {
+		t.Errorf("the monitor sidecar is init container %d; want it first: %v", i, monitor)
+	}
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == "monitor" {
 			checkMonitor(t, c)

@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,13 +115,8 @@ func TestNumaflowProcessor(t *testing.T) {
 		`"limits":{"readBatchSize":500,"readTimeout":"1s","rateLimit":{"max":%d,"min":%d,"rampUpDuration":"0s","store":{"inMemoryStore":{}}},"concurrency":500},`+
 		`"scale":{"lookbackSeconds":120},"updateStrategy":{},"lifecycle":{}},`+
 		`"status":{"replicas":0,"desiredReplicas":0,"lastUpdated":null,"lastScaledAt":null}}`, name, maxRate, maxRate)
-	cmd := exec.Command(numaflowRS(t), "processor", "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
-	cmd.Env = append(os.Environ(),
-		"NUMAFLOW_MONO_VERTEX_OBJECT="+base64.StdEncoding.EncodeToString([]byte(object)),
-		"NUMAFLOW_READ_AHEAD=false", "NUMAFLOW_NAMESPACE=default", "NUMAFLOW_POD="+name+"-mv-1-abcde",
-		"NUMAFLOW_REPLICA="+strconv.Itoa(replica), "NUMAFLOW_MONO_VERTEX_NAME="+name,
-		"NUMAFLOW_CPU_LIMIT=2", "NUMAFLOW_CPU_REQUEST=0", "NUMAFLOW_MEMORY_LIMIT=0", "NUMAFLOW_MEMORY_REQUEST=0")
-	p := startCmd(t, cmd)
+	p := startCmd(t, processorCmd(t, name, replica, object, "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0",
+		"--runtime-addr", "127.0.0.1:0", "--runtime-errors-dir", t.TempDir(), "--log-level", "debug"))
 	base := "https://" + p.metricsAddr()
 
 	// Probes.
@@ -149,6 +146,8 @@ func TestNumaflowProcessor(t *testing.T) {
 	if code, body := httpGet(t, "http://"+base[len("https://"):]+"/livez"); code != http.StatusBadRequest {
 		t.Errorf("plain HTTP /livez = %d %q; want 400: the port speaks HTTPS only", code, body)
 	}
+	// Port 2470, as the numa container of Numaflow's main-branch pods serves it.
+	checkRuntimeErrors(t, "https://"+p.logAddr(runtimeAddrRE), "[]")
 
 	// The rate. Epochs are whole seconds of the clock, and each second's share
 	// is read at its start: reading the counter in the middle of each second
@@ -220,4 +219,141 @@ func TestNumaflowProcessor(t *testing.T) {
 	if n := len(p.stdoutLines()); float64(n) < samples[len(samples)-1] {
 		t.Errorf("the log sink printed %d messages; %v were read before the last sample", n, samples[len(samples)-1])
 	}
+}
+
+// processorCmd is `numaflow-rs processor args...` with the env Numaflow's
+// controller gives the numa container of replica replica of the MonoVertex
+// name, object its JSON.
+func processorCmd(t *testing.T, name string, replica int, object string, args ...string) *exec.Cmd {
+	cmd := exec.Command(numaflowRS(t), append([]string{"processor"}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"NUMAFLOW_MONO_VERTEX_OBJECT="+base64.StdEncoding.EncodeToString([]byte(object)),
+		"NUMAFLOW_READ_AHEAD=false", "NUMAFLOW_NAMESPACE=default", "NUMAFLOW_POD="+name+"-mv-"+strconv.Itoa(replica)+"-abcde",
+		"NUMAFLOW_REPLICA="+strconv.Itoa(replica), "NUMAFLOW_MONO_VERTEX_NAME="+name,
+		"NUMAFLOW_CPU_LIMIT=2", "NUMAFLOW_CPU_REQUEST=0", "NUMAFLOW_MEMORY_LIMIT=0", "NUMAFLOW_MEMORY_REQUEST=0")
+	return cmd
+}
+
+// runtimeAddrRE finds the address of the runtime errors in a log.
+var runtimeAddrRE = regexp.MustCompile(`"msg":"serving runtime errors".*"addr":"([^"]+)"`)
+
+// logAddr waits for the address re finds in the process's log. (waitFor's
+// conditions run with p.mu held: they read p.stderr.)
+func (p *proc) logAddr(re *regexp.Regexp) string {
+	var addr string
+	p.waitFor(20*time.Second, "the address in the log", func() bool {
+		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	return addr
+}
+
+// checkRuntimeErrors checks GET base/runtime/errors over HTTPS, whose data
+// must be the JSON data, and HEAD, with which Numaflow's MonoVertex daemon
+// tells whether a pod is active.
+func checkRuntimeErrors(t *testing.T, base, data string) {
+	t.Helper()
+	code, body := getTLS(t, base+"/runtime/errors")
+	if want := `{"errorMessage":null,"data":` + data + `}`; code != 200 || strings.TrimSpace(string(body)) != want {
+		t.Errorf("GET /runtime/errors = %d %s; want 200 %s", code, body, want)
+	}
+	req, _ := http.NewRequest(http.MethodHead, base+"/runtime/errors", nil)
+	resp, err := insecureClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("HEAD /runtime/errors = %d; want 200", resp.StatusCode)
+	}
+	if code, _ := httpGet(t, "http://"+strings.TrimPrefix(base, "https://")+"/runtime/errors"); code != http.StatusBadRequest {
+		t.Errorf("plain HTTP /runtime/errors = %d; want 400: the port speaks HTTPS only", code)
+	}
+}
+
+// TestNumaflowProcessorBesideMonitor runs the numa and monitor containers of
+// a Numaflow v1.8 pod, `numaflow-rs monitor` first and `numaflow-rs
+// processor` after it, on one runtime address and directory: the processor
+// leaves the port to the monitor and says so, and runs; the monitor serves
+// what the processor records. The other way round, a monitor started while
+// the processor holds the port waits for it, and takes it once the
+// processor is gone. Both exit 0 on SIGTERM.
+func TestNumaflowProcessorBesideMonitor(t *testing.T) {
+	t.Parallel()
+	const name = "nf-beside"
+	errs := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimeAddr := ln.Addr().String()
+	ln.Close()
+	object := `{"metadata":{"name":"` + name + `","namespace":"default","creationTimestamp":null},` +
+		`"spec":{"replicas":0,"source":{"generator":{"rpu":10,"duration":"1s","msgSize":8}},"sink":{"log":{},"retryStrategy":{}},` +
+		`"limits":{"readBatchSize":500,"readTimeout":"1s"},"scale":{"lookbackSeconds":120},"updateStrategy":{},"lifecycle":{}},` +
+		`"status":{"replicas":0,"desiredReplicas":0,"lastUpdated":null,"lastScaledAt":null}}`
+	processor := func() *proc {
+		return startCmd(t, processorCmd(t, name, 0, object, "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0",
+			"--runtime-addr", runtimeAddr, "--runtime-errors-dir", errs))
+	}
+	monitor := func() *proc {
+		return startCmd(t, exec.Command(numaflowRS(t), "monitor", "--addr", runtimeAddr, "--dir", errs))
+	}
+	stop := func(p *proc, what string) {
+		t.Helper()
+		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM; stderr:\n%s", what, code, p.stderrText())
+		}
+	}
+	// An error of a user-defined container, as the processor records it.
+	if err := os.MkdirAll(filepath.Join(errs, "udf"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	entry := `{"container":"udf","timestamp":1700000000,"code":"Internal error","message":"UDF_EXECUTION_ERROR(udf): boom","details":""}`
+	if err := os.WriteFile(filepath.Join(errs, "udf", "1700000000-numa.json"), []byte(entry), 0o666); err != nil {
+		t.Fatal(err)
+	}
+
+	// v1.8: the monitor first.
+	mon := monitor()
+	if got := mon.logAddr(runtimeAddrRE); got != runtimeAddr {
+		t.Fatalf("the monitor serves %s; want %s", got, runtimeAddr)
+	}
+	numa := processor()
+	base := "https://" + numa.metricsAddr()
+	numa.waitFor(20*time.Second, "the processor leaving the port to the monitor", func() bool {
+		return strings.Contains(numa.stderr.String(), "the pod's monitor sidecar serves them")
+	})
+	for i := 0; ; i++ {
+		if code, _ := getTLS(t, base+"/readyz"); code == 200 {
+			break
+		}
+		if i == 300 {
+			t.Fatal("/readyz not 200 after 30s")
+		}
+		time.Sleep(100 * time.Millisecond) // a real process: poll, at most 30s
+	}
+	checkRuntimeErrors(t, "https://"+runtimeAddr, "["+entry+"]")
+	stop(numa, "the processor")
+	stop(mon, "the monitor")
+
+	// The processor first: the monitor waits, and takes the port when the
+	// processor is gone.
+	numa = processor()
+	if got := numa.logAddr(runtimeAddrRE); got != runtimeAddr {
+		t.Fatalf("the processor serves %s; want %s", got, runtimeAddr)
+	}
+	checkRuntimeErrors(t, "https://"+runtimeAddr, "["+entry+"]")
+	mon = monitor()
+	mon.waitFor(20*time.Second, "the monitor waiting for the port", func() bool {
+		return strings.Contains(mon.stderr.String(), "the numa container serves them")
+	})
+	stop(numa, "the processor")
+	if got := mon.logAddr(runtimeAddrRE); got != runtimeAddr {
+		t.Fatalf("the monitor serves %s; want %s", got, runtimeAddr)
+	}
+	checkRuntimeErrors(t, "https://"+runtimeAddr, "["+entry+"]")
+	stop(mon, "the monitor")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,9 +50,14 @@ func runProcessor(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The errors of the user-defined containers go where the monitor
-	// sidecar serves them from.
+	// The errors of the user-defined containers, served on 2470 by this
+	// process or, in a v1.8 pod, by the monitor sidecar.
 	errs := monitor.NewStore(fl.runtimeErrorsDir, 0)
+	stopRuntime, err := monitor.StartRuntime(fl.runtimeAddr, tlsConfig, errs, log)
+	if err != nil {
+		return usagef("processor: --runtime-addr (%q): %v", fl.runtimeAddr, err)
+	}
+	defer stopRuntime()
 	udsconn.ReportFailures(func(err error) {
 		if rerr := errs.RecordUDFError(err, time.Now()); rerr != nil {
 			log.Warn("cannot record the error for the monitor", zap.Error(rerr))
@@ -70,7 +76,9 @@ of its JSON, as Numaflow's controller sets it in the pods of a MonoVertex), as
 the numa container of such a pod: the replica is $NUMAFLOW_REPLICA, the
 user-defined containers' sockets are in /var/run/numaflow, and port 2469 serves
 /metrics (with Numaflow's monovtx_* metrics), /readyz, /livez, /sidecar-livez,
-/healthz and /status over HTTPS with a self-signed certificate made at start.
+/healthz and /status over HTTPS with a self-signed certificate made at start;
+port 2470 serves the user-defined containers' errors on /runtime/errors, unless
+the pod's monitor sidecar (Numaflow v1.8) holds it and serves them itself.
 On SIGTERM it stops reading, finishes and acks the batch in flight, leaves the
 rate limiter's pool and exits 0.
 
@@ -83,7 +91,8 @@ flags:
 	fs.StringVar(&fl.udsDir, "uds-dir", serverinfo.DefaultDir, "directory of the user-defined containers' sockets and server-info files, created if missing")
 	fs.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn or error (default debug when $"+vertexconfig.EnvDebug+" is true)")
 	fs.StringVar(&fl.otlp, "otlp-endpoint", "", "OTLP gRPC endpoint for traces of forward iterations (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
-	fs.StringVar(&fl.runtimeErrorsDir, "runtime-errors-dir", monitor.DefaultDir, "directory where the user-defined containers' errors are recorded for the monitor sidecar")
+	fs.StringVar(&fl.runtimeErrorsDir, "runtime-errors-dir", monitor.DefaultDir, "directory where the user-defined containers' errors are recorded")
+	fs.StringVar(&fl.runtimeAddr, "runtime-addr", ":"+strconv.Itoa(monitor.Port), "HTTPS address of "+monitor.Path+" (the pod's port named runtime), unless the monitor sidecar holds it; \"\" for none")
 	if err := fs.ParseArgs(args, stdout); err != nil {
 		return fl, err
 	}

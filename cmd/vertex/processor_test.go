@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"os"
 	"strings"
 	"testing"
 
@@ -92,7 +93,8 @@ func TestProcessorCommandLine(t *testing.T) {
 			"NUMAFLOW_MONO_VERTEX_OBJECT is not set and NUMAFLOW_VERTEX_OBJECT is: this is the pod of a pipeline's vertex"},
 		{"bad replica", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject), "NUMAFLOW_REPLICA": "one"}, nil, 2,
 			`NUMAFLOW_REPLICA ("one") must be a whole number`},
-		{"bad read-ahead", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject), vertexconfig.EnvReadAhead: "maybe"}, nil, 2,
+		{"bad read-ahead", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject), vertexconfig.EnvReadAhead: "maybe"},
+			[]string{"--runtime-addr", "127.0.0.1:0", "--runtime-errors-dir", os.TempDir()}, 2,
 			`NUMAFLOW_READ_AHEAD ("maybe"): want true or false`},
 		{"unknown flag", map[string]string{vertexconfig.EnvMonoVertexObject: b64(numaflowObject)}, []string{"--type=source"}, 2,
 			"processor: flag provided but not defined: -type"},

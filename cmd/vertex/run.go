@@ -41,8 +41,8 @@ type runFlags struct {
 	sideInputsDir     string
 	sideInputsManager bool
 	// runtimeErrorsDir is where the processor records the user-defined
-	// containers' errors for the monitor sidecar.
-	runtimeErrorsDir string
+	// containers' errors, and runtimeAddr where it serves them.
+	runtimeErrorsDir, runtimeAddr string
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {

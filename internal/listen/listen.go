@@ -229,10 +229,20 @@ func TCP(addr string) (net.Listener, error) {
 	if err != nil {
 		// "listen tcp 127.0.0.1:2469: bind: address already in use" says
 		// the address already.
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "listen tcp "+addr+": "))
+		return nil, &bindError{strings.TrimPrefix(err.Error(), "listen tcp "+addr+": "), err}
 	}
 	return ln, nil
 }
+
+// bindError is the error of a bind without the address its caller names,
+// and with its cause (syscall.EADDRINUSE, ...) for errors.Is.
+type bindError struct {
+	msg string
+	err error
+}
+
+func (e *bindError) Error() string { return e.msg }
+func (e *bindError) Unwrap() error { return e.err }
 
 // Metrics hands over the listener of --metrics-addr, nil without one; it is
 // handed over once.

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ type Store struct {
 	dir string
 	max int
 	mu  sync.Mutex
+	seq int64 // of the next file's name, under mu
 }
 
 // NewStore returns the store of dir ("" is DefaultDir) keeping at most max
@@ -119,7 +121,16 @@ func (s *Store) Record(e Entry) error {
 	if err := os.WriteFile(cur, b, 0o666); err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
-	name := strconv.FormatInt(e.Timestamp, 10) + "-numa.json"
+	// The sequence tells apart the errors of one second, and files left by
+	// an earlier process in it.
+	var name string
+	for {
+		name = strconv.FormatInt(e.Timestamp, 10) + "-" + strconv.FormatInt(s.seq, 10) + "-numa.json"
+		s.seq++
+		if _, err := os.Lstat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
 	if err := os.Rename(cur, filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
@@ -178,7 +189,7 @@ func Handler(s *Store) http.Handler {
 }
 
 // errorFiles lists the error files of a container's directory, oldest first
-// (by the timestamp that starts their names); current-numa.json, being
+// (by the timestamp that starts their names, then their sequence); current-numa.json, being
 // written, is not one.
 func errorFiles(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)
@@ -191,11 +202,22 @@ func errorFiles(dir string) ([]string, error) {
 			names = append(names, d.Name())
 		}
 	}
-	ts := func(name string) int64 {
-		n, _ := strconv.ParseInt(strings.SplitN(name, "-", 2)[0], 10, 64)
-		return n
+	// <seconds>-<sequence>-numa.json; <seconds>-numa.json has sequence 0.
+	key := func(name string) [2]int64 {
+		parts := strings.SplitN(name, "-", 3)
+		var k [2]int64
+		for i := 0; i < 2 && i < len(parts); i++ {
+			k[i], _ = strconv.ParseInt(parts[i], 10, 64)
+		}
+		return k
 	}
-	slices.SortStableFunc(names, func(a, b string) int { return int(ts(a) - ts(b)) })
+	slices.SortStableFunc(names, func(a, b string) int {
+		ka, kb := key(a), key(b)
+		if c := cmp.Compare(ka[0], kb[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(ka[1], kb[1])
+	})
 	return names, nil
 }
 

@@ -71,7 +71,7 @@ func TestStoreAndHandler(t *testing.T) {
 	for i := range names {
 		names[i] = filepath.Base(names[i])
 	}
-	if want := []string{"101-numa.json", "103-numa.json"}; !slices.Equal(names, want) {
+	if want := []string{"101-1-numa.json", "103-3-numa.json"}; !slices.Equal(names, want) {
 		t.Fatalf("udf's files %v; want %v (the oldest removed)", names, want)
 	}
 
@@ -122,5 +122,37 @@ func TestNoDirectoryIsNoErrors(t *testing.T) {
 	monitor.Handler(monitor.NewStore(f, 0)).ServeHTTP(rec, httptest.NewRequest("GET", monitor.Path, nil))
 	if rec.Code != 500 || !json.Valid(rec.Body.Bytes()) {
 		t.Fatalf("%d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// TestStoreOneSecond keeps every error of one second, up to the maximum,
+// and the newest of them: none overwrites another, nor a file an earlier
+// process left in that second.
+func TestStoreOneSecond(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "udf"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// Left by an earlier process: its sequence started at 0 too.
+	if err := os.WriteFile(filepath.Join(dir, "udf", "100-0-numa.json"), []byte(`{"container":"udf","timestamp":100,"message":"earlier"}`), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	s := monitor.NewStore(dir, 4)
+	for i := range 5 {
+		if err := s.Record(monitor.Entry{Container: "udf", Timestamp: 100, Message: "m" + string(rune('0'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := s.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Message)
+	}
+	slices.Sort(got)
+	if want := []string{"m1", "m2", "m3", "m4"}; !slices.Equal(got, want) {
+		t.Fatalf("kept %v; want the newest 4, %v", got, want)
 	}
 }

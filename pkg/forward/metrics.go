@@ -24,6 +24,9 @@ type Metrics struct {
 	// later epoch than their grant's (see throttle.Throttle.Send); they are in Granted too.
 	Retaken prometheus.Counter
 	Batch   prometheus.Histogram
+	// NackTime times the hand-back of a batch's nacked messages to the
+	// reader, once a batch that had any, in NackTimeBuckets.
+	NackTime prometheus.Histogram
 	// Bytes and BytesDeposited are Granted and Deposited of the byte limit
 	// (rateLimit.bytes): the payload bytes of the messages read, and those
 	// given back for dropped messages with excludeDropped.
@@ -33,6 +36,11 @@ type Metrics struct {
 	// signal (isb.ErrThrottled), once per refusal.
 	ThrottleSignals prometheus.Counter
 }
+
+// NackTimeBuckets are the buckets of Metrics.NackTime, in seconds: those of
+// Numaflow's monovtx_nack_time (10 from 100µs to 15 minutes, exponentially
+// spaced), so that they can be exported under its name in microseconds.
+var NackTimeBuckets = prometheus.ExponentialBucketsRange(100e-6, 900, 10)
 
 // Stages of a forward iteration, the values of the error counter's stage label.
 const (
@@ -106,9 +114,14 @@ func NewMetrics(reg prometheus.Registerer, tr *Tracker) *Metrics {
 		Name: "sluice_forward_udf_failed_total",
 		Help: "Inputs a map or transformer failed (a result tagged U+005C__FAIL__), by stage, once per failed call; each is retried as its retryStrategy says, or dropped.",
 	}, []string{"stage"})
-	reg.MustRegister(m.Errors, m.Batch, m.Failed)
 	m.Failed.WithLabelValues(StageTransform)
 	m.Failed.WithLabelValues(StageMap)
+	m.NackTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_forward_nack_duration_seconds",
+		Help:    "Time to hand a batch's nacked messages back to the source (every nack call of the batch), once a batch that had any.",
+		Buckets: NackTimeBuckets,
+	})
+	reg.MustRegister(m.Errors, m.Batch, m.Failed, m.NackTime)
 	for _, stage := range []string{StageRead, StageTransform, StageMap, StageWrite, StageFallback, StageOnSuccess, StageAck, StageNack, StageCost} {
 		m.Errors.WithLabelValues(stage)
 	}

@@ -85,6 +85,7 @@ func (f *worker) settle(hard context.Context, batch []isb.ReadMessage) error {
 func (f *Forwarder) handBack(hard context.Context, msgs []isb.ReadMessage, opts []*isb.NackOptions) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), nackTimeout)
 	defer cancel()
+	defer func(start time.Time) { f.d.Metrics.NackTime.Observe(time.Since(start).Seconds()) }(time.Now())
 	for start := 0; start < len(msgs); {
 		end := start + 1
 		for end < len(msgs) && sameNack(opts[start], opts[end]) {

@@ -21,17 +21,23 @@ import (
 // The counters are untyped, as a Prometheus text parser sees those of
 // Numaflow's own data plane (whose counter families are named without the
 // _total of their samples); Numaflow's daemon reads them as such, and would
-// read a typed counter as zero. monovtx_pending_raw is a gauge.
+// read a typed counter as zero. monovtx_pending_raw is a gauge, and
+// monovtx_nack_time a histogram in microseconds with Numaflow's buckets.
 func WithNumaflowMetrics() Option { return func(o *options) { o.numaflowMetrics = true } }
 
 // numaflowCollector exports the vertex's counters under Numaflow's MonoVertex
 // names, reading them at each scrape.
 type numaflowCollector struct {
-	v       *Vertex
-	descs   []*prometheus.Desc
-	values  []func() float64
-	pending *prometheus.Desc
+	v        *Vertex
+	descs    []*prometheus.Desc
+	values   []func() float64
+	pending  *prometheus.Desc
+	nackTime *prometheus.Desc
 }
+
+// numaflowNackBuckets are the upper bounds of Numaflow's monovtx_nack_time,
+// in microseconds: forward.NackTimeBuckets, bucket for bucket.
+var numaflowNackBuckets = prometheus.ExponentialBucketsRange(100, 900e6, len(forward.NackTimeBuckets))
 
 var _ prometheus.Collector = (*numaflowCollector)(nil)
 
@@ -39,7 +45,9 @@ func newNumaflowCollector(v *Vertex) *numaflowCollector {
 	labels := prometheus.Labels{"mvtx_name": v.spec.Name, "mvtx_replica": strconv.Itoa(v.o.replica)}
 	c := &numaflowCollector{v: v,
 		pending: prometheus.NewDesc("monovtx_pending_raw",
-			"Messages the source has pending, as its Pending answered when last asked (every 5s); -1 when it cannot tell (built-in sources).", nil, labels)}
+			"Messages the source has pending, as its Pending answered when last asked (every 5s); -1 when it cannot tell (built-in sources).", nil, labels),
+		nackTime: prometheus.NewDesc("monovtx_nack_time",
+			"Time to nack a batch's nacked messages to the source, in microseconds (sluice_forward_nack_duration_seconds).", nil, labels)}
 	m := v.metrics
 	counter := func(name, help string, cnt prometheus.Counter) {
 		c.descs = append(c.descs, prometheus.NewDesc(name, help, nil, labels))
@@ -65,6 +73,7 @@ func (c *numaflowCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.pending
+	ch <- c.nackTime
 }
 
 // Collect reads the counters and the pending count now.
@@ -80,4 +89,14 @@ func (c *numaflowCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, pending)
+	var h dto.Metric
+	if err := c.v.metrics.NackTime.Write(&h); err == nil {
+		buckets := map[float64]uint64{}
+		for i, b := range h.GetHistogram().GetBucket() {
+			if i < len(numaflowNackBuckets) {
+				buckets[numaflowNackBuckets[i]] = b.GetCumulativeCount()
+			}
+		}
+		ch <- prometheus.MustNewConstHistogram(c.nackTime, h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum()*1e6, buckets)
+	}
 }

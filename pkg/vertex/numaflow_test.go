@@ -1,6 +1,7 @@
 package vertex_test
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -112,11 +113,43 @@ func TestNumaflowMetrics(t *testing.T) {
 		if got := numaflowValue(t, mfs, "monovtx_pending_raw", "numa", "2"); got != -1 {
 			t.Errorf("monovtx_pending_raw = %v for a generator; want -1", got)
 		}
+		if n := numaflowNackTime(t, mfs, "numa", "2").GetSampleCount(); n != 0 {
+			t.Errorf("monovtx_nack_time has %d samples; want none", n)
+		}
 		clk.Advance(time.Second)
 	}
 	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// numaflowNackTime returns the one sample of monovtx_nack_time, a histogram
+// with Numaflow's labels and its buckets: in microseconds, 10 from 100 to
+// 900,000,000 (15 minutes), exponentially spaced.
+func numaflowNackTime(t *testing.T, mfs map[string]*dto.MetricFamily, mvtx, replica string) *dto.Histogram {
+	t.Helper()
+	mf, ok := mfs["monovtx_nack_time"]
+	if !ok || len(mf.GetMetric()) != 1 || mf.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("monovtx_nack_time: %v; want one histogram", mf)
+	}
+	m := mf.GetMetric()[0]
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if len(labels) != 2 || labels["mvtx_name"] != mvtx || labels["mvtx_replica"] != replica {
+		t.Fatalf("monovtx_nack_time labels %v; want only mvtx_name=%q and mvtx_replica=%q", labels, mvtx, replica)
+	}
+	var bounds []float64
+	for _, b := range m.GetHistogram().GetBucket() {
+		if !math.IsInf(b.GetUpperBound(), 1) {
+			bounds = append(bounds, b.GetUpperBound())
+		}
+	}
+	if len(bounds) != 10 || bounds[0] != 100 || math.Abs(bounds[9]-900e6) > 1 || math.Abs(bounds[1]-100*math.Pow(9e6, 1.0/9)) > 1e-6 {
+		t.Fatalf("monovtx_nack_time buckets %v; want Numaflow's, 10 from 100µs to 900s", bounds)
+	}
+	return m.GetHistogram()
 }
 
 // TestNumaflowPending exports a user-defined source's pending count as
