@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,27 @@ const (
 
 // DefaultFlags are podman's global flags on the project's machines: VFS
 // storage, runc (crun does not support cgroups in hybrid mode) and cgroupfs.
+// The tests add a storage of their own ([Storage]), so that a machine whose
+// podman storage was set up with another driver still runs them.
 var DefaultFlags = []string{"--storage-driver", "vfs", "--runtime", "runc", "--cgroup-manager", "cgroupfs"}
+
+// Storage returns the graph root and run root of the tests' VFS storage:
+// under /var/lib/containers and /run/containers for root, else under the
+// user's cache directory and the temporary directory. Podman refuses a
+// storage whose database names another driver ("database configuration
+// mismatch"), which the machine's default storage does once podman ran
+// there without --storage-driver vfs. Images built there stay for the next
+// run.
+func Storage() (graphRoot, runRoot string) {
+	if os.Geteuid() == 0 {
+		return "/var/lib/containers/sluice-tests", "/run/containers/sluice-tests"
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "sluice-tests", "containers"), filepath.Join(os.TempDir(), fmt.Sprintf("sluice-tests-run-%d", os.Geteuid()))
+}
 
 // Podman runs podman commands.
 type Podman struct {
@@ -90,7 +111,8 @@ func setup() {
 		skip = "podman: " + err.Error()
 		return
 	}
-	flags := DefaultFlags
+	graphRoot, runRoot := Storage()
+	flags := append(slices.Clone(DefaultFlags), "--root", graphRoot, "--runroot", runRoot)
 	if f, ok := os.LookupEnv("PODMAN_FLAGS"); ok {
 		flags = strings.Fields(f)
 	}
@@ -114,9 +136,10 @@ func setup() {
 
 // EngineEnv is the environment of a process that runs podman without the
 // package's flags, as `vertex run --containers podman` does: configuration
-// files that say what DefaultFlags say (VFS storage, runc, cgroupfs) and
-// what containers.conf says (no default ulimits), in $CONTAINERS_CONF and
-// $CONTAINERS_STORAGE_CONF.
+// files that say what DefaultFlags say (VFS storage, runc, cgroupfs), the
+// tests' storage ([Storage]) and what containers.conf says (no default
+// ulimits), in $CONTAINERS_CONF and $CONTAINERS_STORAGE_CONF. With
+// $PODMAN_FLAGS set, the storage is podman's default.
 func (p *Podman) EngineEnv(t testing.TB) []string {
 	t.Helper()
 	conf := filepath.Join(p.dir, "engine-containers.conf")
@@ -127,9 +150,13 @@ func (p *Podman) EngineEnv(t testing.TB) []string {
 		return []string{"CONTAINERS_CONF=" + conf, "CONTAINERS_STORAGE_CONF=" + storage}
 	}
 	p.engineEnv = true
+	graphRoot, runRoot := Storage()
+	if _, ok := os.LookupEnv("PODMAN_FLAGS"); ok {
+		graphRoot, runRoot = "/var/lib/containers/storage", "/run/containers/storage"
+	}
 	for path, text := range map[string]string{
 		conf:    "[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\n",
-		storage: "[storage]\ndriver = \"vfs\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n",
+		storage: fmt.Sprintf("[storage]\ndriver = \"vfs\"\nrunroot = %q\ngraphroot = %q\n", runRoot, graphRoot),
 	} {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
