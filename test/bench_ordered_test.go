@@ -67,13 +67,13 @@ var orderedBenchCases = []struct {
 // in orderedBenchPipeline, unordered and ordered, in one process and on
 // JetStream (a nats-server on loopback) with a process per replica. Each of
 // b.N rounds runs every case once, each first in turn, for 4s after 2s of
-// warm-up, and logs a line of the rates; it reports the median rates and
+// warm-up (a JetStream case on a nats-server of its own), and logs a line
+// of the rates; it reports the median rates and
 // the medians over the rounds of ordered/unordered, both measured in the
 // same round:
 //
 //	go test -run '^$' -bench BenchmarkOrderedPipeline -benchtime 3x ./test/
 func BenchmarkOrderedPipeline(b *testing.B) {
-	nats := natstest.Start(b, natstest.Options{})
 	cases := orderedBenchCases
 	rates := make([][]float64, len(cases))
 	b.ResetTimer()
@@ -85,7 +85,9 @@ func BenchmarkOrderedPipeline(b *testing.B) {
 			name := fmt.Sprintf("ob%d-%d", round, i)
 			var rate float64
 			if c.jetstream {
+				nats := natstest.Start(b, natstest.Options{})
 				rate = orderedRateOnJetStream(b, orderedBenchPipeline(name, c.ordered, jetStreamISB(nats.URL, "")))
+				nats.Stop()
 			} else {
 				rate = orderedRateInOneProcess(b, orderedBenchPipeline(name, c.ordered, ""))
 			}
