@@ -29,13 +29,19 @@ var orderedKeys = []string{"a", "b", "key-0", "key-1", "user-123", "a:b"}
 // randomCat is the container of the slowcat example waiting a random time
 // from 0 to delay for each message, at indent 8 (a udf's fields).
 func randomCat(t *testing.T, delay string) string {
-	return udContainer("        ", example(t, "slowcat"), map[string]string{"SLOWCAT_DELAY": delay, "SLOWCAT_RANDOM": "1"})
+	return "      udf:\n" + udContainer("        ", example(t, "slowcat"), map[string]string{"SLOWCAT_DELAY": delay, "SLOWCAT_RANDOM": "1"})
 }
 
 // orderedPipeline is http source in | map cat (3 partitions, slowcat with a
 // random delay) | log sink out (3 partitions), with spec.ordered.enabled as
 // ordered, readBatchSize batch and isb added to spec.
 func orderedPipeline(t *testing.T, name string, ordered bool, batch int, delay, isb string) string {
+	return orderedPipelineWith(name, ordered, batch, randomCat(t, delay), isb)
+}
+
+// orderedPipelineWith is orderedPipeline with cat's fields at indent 6
+// (its udf, and limits).
+func orderedPipelineWith(name string, ordered bool, batch int, cat, isb string) string {
 	return `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: Pipeline
 metadata:
@@ -52,8 +58,7 @@ spec:
         http: {}
     - name: cat
       partitions: 3
-      udf:
-` + randomCat(t, delay) + `    - name: out
+` + cat + `    - name: out
       partitions: 3
       sink:
         log: {}
@@ -226,24 +231,45 @@ func checkKeysSpread(t *testing.T) {
 	}
 }
 
-// TestOrderedInOneProcess runs http | cat (3 partitions, each message
-// delayed at random from 0 to 5ms) | log (3 partitions) with
-// spec.ordered.enabled in one process on the memory ISB, reading batches of
-// 50: 600 messages posted one after another over six keys reach the sink
-// each exactly once, every partition's in the order posted.
+// TestOrderedInOneProcess runs http | cat (3 partitions) | log (3
+// partitions) with spec.ordered.enabled in one process on the memory ISB,
+// reading batches of 50, with cat: slowcat delaying each message at random
+// from 0 to 5ms; nackmap, which nacks every message once with a delay of
+// 2ms, throttled to 200 deliveries a second so that messages queue (on an
+// unordered vertex the memory buffer takes a nacked message back and queued
+// ones overtake it); and slowcat throttled to 300 messages a second. The messages posted one after another over six keys reach the
+// sink each exactly once, every partition's in the order posted.
 func TestOrderedInOneProcess(t *testing.T) {
 	t.Parallel()
 	checkKeysSpread(t)
-	cfg := writeConfig(t, orderedPipeline(t, "ordered-local", true, 50, "5ms", ""))
-	msgs := orderedPosts([]string{"in"}, 600)
-	p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	url := sourceURL(p, httpsAddrRE, "in")
-	postOrdered(t, map[string]string{"in": url}, msgs)
-	p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= len(msgs) })
-	if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+	throttled := func(n int) string {
+		return fmt.Sprintf("      limits:\n        rateLimit:\n          max: %d\n          min: %d\n          rampUpDuration: 0s\n", n, n)
 	}
-	checkExactOrder(t, msgs, orderedPayloads(t, p.stdoutLines()))
+	for _, tc := range []struct {
+		name string
+		cat  func(t *testing.T) string
+		n    int
+	}{
+		{"random delay", func(t *testing.T) string { return randomCat(t, "5ms") }, 600},
+		{"nacked once", func(t *testing.T) string {
+			return "      udf:\n" + udContainer("        ", example(t, "nackmap"), map[string]string{"NACKMAP_DELAY": "2ms"}) + throttled(200)
+		}, 300},
+		{"throttled", func(t *testing.T) string { return randomCat(t, "5ms") + throttled(300) }, 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := writeConfig(t, orderedPipelineWith("ordered-local", true, 50, tc.cat(t), ""))
+			msgs := orderedPosts([]string{"in"}, tc.n)
+			p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+			url := sourceURL(p, httpsAddrRE, "in")
+			postOrdered(t, map[string]string{"in": url}, msgs)
+			p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= len(msgs) })
+			if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
+			}
+			checkExactOrder(t, msgs, orderedPayloads(t, p.stdoutLines()))
+		})
+	}
 }
 
 // TestOrderedOnJetStream runs the same pipeline on JetStream with a process
@@ -365,7 +391,8 @@ func TestNumaflowOrderedPipelines(t *testing.T) {
 			if !nfMapCatRE.MatchString(y) {
 				t.Fatalf("%s: no map-cat container to replace", rel)
 			}
-			y = nfMapCatRE.ReplaceAllLiteralString(y, randomCat(t, "5ms"))
+			y = nfMapCatRE.ReplaceAllLiteralString(y, udContainer("        ", example(t, "slowcat"),
+				map[string]string{"SLOWCAT_DELAY": "5ms", "SLOWCAT_RANDOM": "1"}))
 			y = nfRedisSinkRE.ReplaceAllString(y, "${1}log: {}\n${2}")
 			// Each http source on a free port of its own.
 			urls := map[string]string{}
