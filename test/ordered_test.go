@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -89,15 +90,19 @@ func orderedPosts(sources []string, n int) []orderedPost {
 }
 
 // postOrdered posts msgs one at a time, in order, each to urls[its source]
-// with its key, retrying one until the source takes it (within a minute).
-func postOrdered(t *testing.T, urls map[string]string, msgs []orderedPost) {
+// with its key, retrying one until the source takes it (within a minute),
+// until ctx ends.
+func postOrdered(ctx context.Context, t *testing.T, urls map[string]string, msgs []orderedPost) {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer c.CloseIdleConnections()
 	for i, m := range msgs {
 		deadline := time.Now().Add(time.Minute)
 		for {
-			req, err := http.NewRequest(http.MethodPost, urls[m.source], strings.NewReader(m.payload))
+			if ctx.Err() != nil {
+				return
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, urls[m.source], strings.NewReader(m.payload))
 			if err != nil {
 				t.Error(err)
 				return
@@ -112,6 +117,9 @@ func postOrdered(t *testing.T, urls map[string]string, msgs []orderedPost) {
 					break
 				}
 				err = fmt.Errorf("%s", resp.Status)
+			}
+			if ctx.Err() != nil {
+				return
 			}
 			if time.Now().After(deadline) {
 				t.Errorf("posting message %d (%s): %v", i, m.payload, err)
@@ -262,7 +270,7 @@ func TestOrderedInOneProcess(t *testing.T) {
 			msgs := orderedPosts([]string{"in"}, tc.n)
 			p := start(t, "run", "-f", cfg, "--spawn", "--uds-dir", udsDir(t), "--metrics-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 			url := sourceURL(p, httpsAddrRE, "in")
-			postOrdered(t, map[string]string{"in": url}, msgs)
+			postOrdered(context.Background(), t, map[string]string{"in": url}, msgs)
 			p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= len(msgs) })
 			if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
@@ -299,9 +307,14 @@ func TestOrderedOnJetStream(t *testing.T) {
 	in := vertexProc(t, cfg, "in", 0, "--http-addr", addr)
 	url := sourceURL(in, httpsAddrRE, "in")
 	posted := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { // a test that fails early stops the posts first
+		cancel()
+		<-posted
+	})
 	go func() {
 		defer close(posted)
-		postOrdered(t, map[string]string{"in": url}, msgs)
+		postOrdered(ctx, t, map[string]string{"in": url}, msgs)
 	}()
 	written := func() int {
 		n := 0
@@ -418,7 +431,7 @@ func TestNumaflowOrderedPipelines(t *testing.T) {
 				return strings.Count(p.stderr.String(), `"msg":"http source listening"`) == len(sources)
 			})
 			msgs := orderedPosts(sources, 300)
-			postOrdered(t, urls, msgs)
+			postOrdered(context.Background(), t, urls, msgs)
 			p.waitFor(60*time.Second, "every message at the sink", func() bool { return len(p.lines) >= len(msgs) })
 			if code, _ := p.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 				t.Fatalf("exit code %d; stderr:\n%s", code, p.stderrText())
