@@ -25,9 +25,6 @@ func (c *checker) pipeline(p *Pipeline) {
 		}
 	}
 	c.sideInputs(s)
-	if s.Ordered.IsEnabled() {
-		c.add("spec.ordered", errOrdered)
-	}
 	kinds, ambiguous := c.vertices(p)
 	in, out := c.edges(s, kinds)
 	c.connected(s, kinds, in, out, ambiguous)
@@ -348,9 +345,7 @@ func (c *checker) vertex(path string, v *Vertex, p *Pipeline) string {
 			"set udf.groupBy.keyed: true to reduce each key set on its own", *n)
 	}
 	c.vertexSideInputs(path, v, p.Spec.SideInputs)
-	if v.Ordered.IsEnabled() {
-		c.add(path+".ordered", errOrdered)
-	}
+	c.ordered(path, v, p)
 	return kind
 }
 
@@ -487,9 +482,3 @@ func (c *checker) watermark(path string, w *Watermark) {
 		}
 	}
 }
-
-// errOrdered is why ordered.enabled is refused.
-const errOrdered = "ordered processing is not supported: sluice's replicas read a partition together and ack out of order, " +
-	"so a message may be processed before the one written ahead of it in its partition (Numaflow's ordered " +
-	"processing runs one replica per partition and processes its N-th message only once the (N-1)-th is done); " +
-	"remove ordered or set enabled: false"

@@ -874,7 +874,7 @@ type Vertex struct {
 	UDF                         *UDF            `yaml:"udf"`
 	Limits                      *PipelineLimits `yaml:"limits"`
 	Partitions                  *int32          `yaml:"partitions"`
-	Scale                       K8s             `yaml:"scale"`
+	Scale                       Scale           `yaml:"scale"`
 	ContainerTemplate           K8s             `yaml:"containerTemplate"`
 	InitContainerTemplate       K8s             `yaml:"initContainerTemplate"`
 	Volumes                     K8s             `yaml:"volumes"`
@@ -907,17 +907,6 @@ type TagConditions struct {
 	Operator *string  `yaml:"operator"`
 	Values   []string `yaml:"values"`
 }
-
-// Ordered is Numaflow's ordered processing (spec.ordered and a vertex's
-// ordered): with Enabled, a map or sink vertex processes the messages of a
-// partition one after another, in the order they were written. sluice does
-// not; validation refuses Enabled and accepts false.
-type Ordered struct {
-	Enabled bool `yaml:"enabled"`
-}
-
-// IsEnabled reports whether ordered processing is asked for.
-func (o *Ordered) IsEnabled() bool { return o != nil && o.Enabled }
 
 // Bypass is a MonoVertex's bypass: conditions on a message's tags, checked
 // after the source (and its transformer) and after the UDF, that send the

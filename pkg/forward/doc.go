@@ -40,4 +40,9 @@
 // batch processed by forks of the functions and acked as soon as it is
 // written. Either way one goroutine acquires and reads, so a grant's tokens
 // are still taken before its read and its unused ones deposited at once.
+//
+// With Options.Ordered (ordered processing) the forwarder moves one message
+// at a time and reads the next only once the last is written and acked: no
+// read-ahead, no streaming, and a nacked message is delivered again in
+// place, so the order read is the order written.
 package forward

@@ -109,6 +109,13 @@ type Options struct {
 	// one is mapped and written: two batches in flight, written and acked in
 	// the order they were read. Streaming overrides it.
 	ReadAhead bool
+	// Ordered (a vertex's ordered processing) forwards one message at a
+	// time, in the order read: the next is read only once the last is
+	// written and acked. It sets Concurrency to 1 and turns Streaming and
+	// ReadAhead off. A message a function or the sink nacks is delivered
+	// again by the forwarder itself, after the nack's delay, before any
+	// later one is read; retries of a write hold the next message likewise.
+	Ordered bool
 }
 
 // Forwarder runs the forward loop of one vertex replica: acquire tokens, read at
@@ -201,6 +208,9 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = opts.BatchSize
 	}
+	if opts.Ordered {
+		opts.Concurrency, opts.Streaming, opts.ReadAhead = 1, false, false
+	}
 	f := &Forwarder{d: d, opts: opts, log: d.Logger, idle: newIdle(opts.Clock, opts.MaxIdlePause)}
 	m := d.Metrics
 	f.th = d.Throttle.With(throttle.Env{Pauses: d.Tracker, Logger: d.Logger, Clock: opts.Clock,
@@ -210,6 +220,9 @@ func New(d Deps, opts Options) (*Forwarder, error) {
 	f.optsNacker, _ = d.Reader.(isb.OptionsNacker)
 	if f.keys = f.th.NewHold(opts.BatchSize, f.readSize()); f.nacker != nil {
 		f.nackKeys = f.nackHeld
+	}
+	if opts.Ordered && f.keys != nil {
+		return nil, errors.New("forward: Ordered with a per-key limit: held keys would be overtaken by later messages")
 	}
 	return f, nil
 }

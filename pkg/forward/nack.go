@@ -15,7 +15,9 @@ import (
 // message of the batch it came from is handed back to the reader, to be read
 // again as the nack's options say, and the rest of the batch is acked. A
 // reader that cannot take messages back (a generator, the http source) has
-// them delivered again by the forwarder itself, after the nack's delay.
+// them delivered again by the forwarder itself, after the nack's delay; so
+// has every nacked message of an ordered forwarder (Options.Ordered), so
+// that no later message of its partition is read before it is done.
 
 // takeNacks marks the origins of the nacked messages in msgs and returns msgs
 // without them.
@@ -68,7 +70,7 @@ func (f *worker) settle(hard context.Context, batch []isb.ReadMessage) error {
 	}
 	f.d.Metrics.Nacked.Add(float64(len(nacked)))
 	f.logNack(opts[0])
-	if f.optsNacker == nil && f.nacker == nil {
+	if f.opts.Ordered || (f.optsNacker == nil && f.nacker == nil) {
 		return f.redeliver(hard, batch, nacked, opts)
 	}
 	if len(done) > 0 {

@@ -18,4 +18,15 @@
 // context ends; then the sources stop first, and on in-memory buffers the
 // other vertices go on until the buffers are empty, for at most the drain
 // timeout ([WithDrainTimeout]), so that nothing read is lost.
+//
+// # Ordered processing
+//
+// A map or sink vertex with ordered processing ([Vertex].Ordered, from
+// spec.ordered or the vertex's ordered) keeps the order of each partition of
+// its input buffer: the vertices writing to it pick its partitions by
+// route.OrderedPartition (Numaflow's hash of the keys), each partition is
+// read by one forwarder that forwards one message at a time
+// (vertex.Spec.Ordered), and alone ([WithVertex]) replica i reads partition
+// i. On JetStream its buffers' consumers keep one message in flight
+// (jetstream.BufferSpec.Ordered).
 package pipeline

@@ -22,6 +22,7 @@ type Graph struct {
 type graphVertex struct {
 	name       string
 	partitions int
+	ordered    bool
 	buffers    BufferLimits // with defaults
 }
 
@@ -35,7 +36,8 @@ func NewGraph(p *config.Pipeline) Graph {
 func (s Spec) graph() Graph {
 	g := Graph{name: s.Name, edges: s.Edges}
 	for _, v := range s.Vertices {
-		g.vertices = append(g.vertices, graphVertex{name: v.Name, partitions: max(1, v.Partitions), buffers: v.Buffers.withDefaults()})
+		g.vertices = append(g.vertices, graphVertex{name: v.Name, partitions: max(1, v.Partitions), ordered: v.Ordered,
+			buffers: v.Buffers.withDefaults()})
 	}
 	return g
 }
@@ -47,6 +49,9 @@ type BufferSpec struct {
 	Name       string
 	MaxLength  int
 	UsageLimit int
+	// Ordered is set for the buffer of an ordered vertex, read one message
+	// at a time.
+	Ordered bool
 }
 
 // BufferName is the name of partition i of vertex's input buffer,
@@ -69,6 +74,12 @@ func (g Graph) Partitions(vertex string) int {
 		return v.partitions
 	}
 	return 1
+}
+
+// Ordered reports whether vertex has ordered processing.
+func (g Graph) Ordered(vertex string) bool {
+	v := g.find(vertex)
+	return v != nil && v.ordered
 }
 
 // find returns the vertex called name, or nil.
@@ -103,7 +114,7 @@ func (g Graph) Inputs(vertex string) []BufferSpec {
 	}
 	specs := make([]BufferSpec, g.Partitions(vertex))
 	for i := range specs {
-		specs[i] = BufferSpec{Name: g.BufferName(vertex, i), MaxLength: maxLen, UsageLimit: usage}
+		specs[i] = BufferSpec{Name: g.BufferName(vertex, i), MaxLength: maxLen, UsageLimit: usage, Ordered: g.Ordered(vertex)}
 	}
 	return specs
 }

@@ -68,7 +68,7 @@ func OpenJetStream(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*J
 
 // JetStreamSpec is b as a JetStream buffer.
 func (b BufferSpec) JetStreamSpec() jetstream.BufferSpec {
-	return jetstream.BufferSpec{Name: b.Name, MaxLength: b.MaxLength, UsageLimit: b.UsageLimit}
+	return jetstream.BufferSpec{Name: b.Name, MaxLength: b.MaxLength, UsageLimit: b.UsageLimit, Ordered: b.Ordered}
 }
 
 // ensure creates buffer b unless this connection has already.

@@ -68,7 +68,8 @@ func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
 func WithVertex(name string) Option { return func(o *options) { o.only = name } }
 
 // WithReplica makes the vertex that runs alone ([WithVertex]) replica i of
-// its vertex (default 0): a reduce vertex's replica i reads partition i.
+// its vertex (default 0): a reduce vertex's replica i reads partition i, and
+// so does an ordered one's.
 func WithReplica(i int) Option {
 	return func(o *options) {
 		o.replica = i

@@ -138,6 +138,9 @@ func runHere(g Graph, o options, reduce func(name string) bool) ([]string, error
 		if n := g.Partitions(only); reduce(only) && o.replica >= n {
 			return nil, fmt.Errorf("vertex %s: replica %d: a reduce vertex has a replica per partition, and it has %d", only, o.replica, n)
 		}
+		if n := g.Partitions(only); g.Ordered(only) && o.replica >= n {
+			return nil, fmt.Errorf("vertex %s: replica %d: an ordered vertex has a replica per partition, and it has %d", only, o.replica, n)
+		}
 		return []string{only}, nil
 	}
 	return g.Vertices(), nil

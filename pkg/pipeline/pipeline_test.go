@@ -233,6 +233,11 @@ func TestErrors(t *testing.T) {
 			func(err error) bool {
 				return strings.Contains(err.Error(), "vertex cat: replica 2: a reduce vertex has a replica per partition, and it has 2")
 			}},
+		{"an ordered vertex alone beyond its partitions", "  ordered:\n    enabled: true\n" + threeVertices("  isb:\n    jetstream:\n      url: "+nats.URL+"\n"),
+			[]pipeline.Option{js, pipeline.WithVertex("cat"), pipeline.WithReplica(2)},
+			func(err error) bool {
+				return strings.Contains(err.Error(), "vertex cat: replica 2: an ordered vertex has a replica per partition, and it has 2")
+			}},
 		{"wrong password", threeVertices(isb("      password: {file: " + secret("wrong", "wrong") + "}\n")), []pipeline.Option{js},
 			fieldError("spec.isb.jetstream")},
 		{"unreadable password", threeVertices(isb("      password: {file: " + dir + "/none}\n")), []pipeline.Option{js},

@@ -43,6 +43,12 @@ type Vertex struct {
 	// Partitions is the number of partitions of the vertex's input buffer;
 	// 0 is 1.
 	Partitions int
+	// Ordered is ordered processing (a map or sink vertex's, see
+	// config.Pipeline.VertexOrdered): the vertices writing to it pick its
+	// partitions by route.OrderedPartition, a replica running alone
+	// ([WithVertex], [WithReplica]) reads the partition of its index, and
+	// every forwarder forwards one message at a time (vertex.Spec.Ordered).
+	Ordered bool
 	// Buffers are the limits of the buffers the vertex writes, and its
 	// read timeout.
 	Buffers BufferLimits
@@ -119,6 +125,9 @@ func (s Spec) validate() error {
 		if v.Partitions < 0 {
 			bad("vertex %q: partitions (%d) must not be negative", v.Name, v.Partitions)
 		}
+		if v.Ordered && (v.Spec.Source != nil || v.Spec.Reduce != nil) {
+			bad("vertex %q: ordered processing is for map and sink vertices, not a source or a reduce", v.Name)
+		}
 	}
 	for _, e := range s.Edges {
 		for _, end := range []string{e.From, e.To} {
@@ -151,6 +160,7 @@ func specOf(p *config.Pipeline, o options, names []string) (Spec, error) {
 		if cv.Partitions != nil {
 			v.Partitions = int(*cv.Partitions)
 		}
+		v.Ordered = p.VertexOrdered(cv.Name)
 		if slices.Contains(names, cv.Name) {
 			if v.Spec, err = vertexconfig.PipelineVertex(p, cv.Name, o.stateDir); err != nil {
 				return Spec{}, err

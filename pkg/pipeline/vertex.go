@@ -32,9 +32,9 @@ func (c *closers) closeAll() {
 
 // vertexSpec returns the [vertex.Spec] of v, reading and writing buffers
 // b; the metrics of its edges go to o's registerer. What it opens of b is
-// added to cl. A reduce vertex running alone ([WithVertex]) reads the
-// partition of its replica ([WithReplica]); otherwise a vertex reads every
-// partition of its input buffer.
+// added to cl. A reduce or ordered vertex running alone ([WithVertex])
+// reads the partition of its replica ([WithReplica]); otherwise a vertex
+// reads every partition of its input buffer, a forwarder each.
 func (g Graph) vertexSpec(ctx context.Context, v Vertex, b Buffers, o options, cl *closers) (vertex.Spec, error) {
 	name, s := v.Name, v.Spec
 	lim := g.find(name).buffers
@@ -47,8 +47,9 @@ func (g Graph) vertexSpec(ctx context.Context, v Vertex, b Buffers, o options, c
 		s.Reduce = &c
 	}
 	ws := s.Watermark
+	s.Ordered = v.Ordered
 	if s.Source == nil {
-		if err := g.inputs(ctx, name, o.replica, o.only != "" && s.Reduce != nil, b, lim, &s, cl); err != nil {
+		if err := g.inputs(ctx, name, o.replica, o.only != "" && (s.Reduce != nil || s.Ordered), b, lim, &s, cl); err != nil {
 			return vertex.Spec{}, err
 		}
 	}
@@ -71,7 +72,9 @@ func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b
 	first := 0
 	if one { // New checked the replica
 		parts, first = parts[replica:replica+1], replica
-		s.Reduce.FirstPartition = first
+		if s.Reduce != nil {
+			s.Reduce.FirstPartition = first
+		}
 	}
 	var store watermark.Store
 	if s.Watermark != nil {
@@ -103,7 +106,7 @@ func (g Graph) inputs(ctx context.Context, name string, replica int, one bool, b
 func (g Graph) output(ctx context.Context, name string, limits BufferLimits, b Buffers, m *routeMetrics, cl *closers, outs *[]vertex.WatermarkOutput) (isb.Writer, error) {
 	var edges []route.Edge
 	for _, e := range g.OutEdges(name) {
-		re := routeEdge(e)
+		re := g.routeEdge(e)
 		store, err := b.Marks(ctx, g.MarksName(e.To))
 		if err != nil {
 			return nil, err
@@ -128,9 +131,10 @@ func (g Graph) output(ctx context.Context, name string, limits BufferLimits, b B
 	return w, nil
 }
 
-// routeEdge returns edge e with its condition, and no partitions yet.
-func routeEdge(e Edge) route.Edge {
-	return route.Edge{To: e.To, OnFull: e.OnFull, Condition: route.Condition{Operator: e.Condition.Operator, Values: slices.Clone(e.Condition.Values)}}
+// routeEdge returns edge e with its condition, ordered when it leads to an
+// ordered vertex, and no partitions yet.
+func (g Graph) routeEdge(e Edge) route.Edge {
+	return route.Edge{To: e.To, OnFull: e.OnFull, Ordered: g.Ordered(e.To), Condition: route.Condition{Operator: e.Condition.Operator, Values: slices.Clone(e.Condition.Values)}}
 }
 
 // routeMetrics count what a vertex's edges did with its output.

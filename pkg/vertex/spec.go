@@ -33,6 +33,11 @@ type Spec struct {
 	// Streaming overlaps reads with the mapping, writing and acking of the
 	// messages before (a MonoVertex's spec.streaming).
 	Streaming bool
+	// Ordered is a pipeline vertex's ordered processing: each forwarder (one
+	// per input partition) forwards one message at a time, in the order it
+	// reads them (forward.Options.Ordered), whatever Limits.Concurrency,
+	// Streaming and WithReadAhead say.
+	Ordered bool
 
 	// Source opens the vertex's source; nil for a vertex that reads Inputs.
 	Source SourceFunc

@@ -193,6 +193,7 @@ func (v *Vertex) addForwarder(r isb.Reader, shared bool) error {
 		Concurrency:  limits.concurrency(),
 		Streaming:    v.spec.Streaming,
 		ReadAhead:    v.o.readAhead,
+		Ordered:      v.spec.Ordered,
 	}
 	fwd, err := forward.New(d, opts)
 	if err != nil {

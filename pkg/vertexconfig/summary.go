@@ -23,6 +23,7 @@ import (
 //	3 vertices, 2 edges; in: generator; even: filter; out: log
 //	3 vertices, 2 edges; in: http; sum: reduce my/sum:v1 (sliding 1m0s every 10s, keyed); out: log
 //	3 vertices, 2 edges; in: generator; tag: udf my/map:v1 (side inputs ticker); out: log; side input ticker: container my/ticker:v1 on "*/5 * * * *"
+//	3 vertices, 2 edges; in: http; cat: cat (ordered, 3 partitions); out: log (ordered, 3 partitions)
 func Summary(f *config.File) string {
 	if m := f.MonoVertex; m != nil {
 		spec := &m.Spec
@@ -47,6 +48,13 @@ func Summary(f *config.File) string {
 		s += "; " + v.Name + ": " + flow(v.Source, v.UDF, v.Sink)
 		if len(v.SideInputs) > 0 {
 			s += " (side inputs " + strings.Join(v.SideInputs, ", ") + ")"
+		}
+		if f.Pipeline.VertexOrdered(v.Name) {
+			n := int32(1)
+			if v.Partitions != nil {
+				n = *v.Partitions
+			}
+			s += fmt.Sprintf(" (ordered, %d partition%s)", n, map[bool]string{true: "s"}[n > 1])
 		}
 	}
 	for _, si := range spec.SideInputs {

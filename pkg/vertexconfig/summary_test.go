@@ -220,6 +220,21 @@ spec:
 			"3 vertices, 2 edges; in: generator; tag: udf my/map:v1 (side inputs ticker); out: log; " +
 				`side input ticker: container my/ticker:v1 on "*/5 * * * *" in Europe/Paris`,
 		},
+		{
+			"ordered",
+			"apiVersion: numaflow.numaproj.io/v1alpha1\nkind: Pipeline\nmetadata:\n  name: p\nspec:\n" + `  ordered: {enabled: true}
+  vertices:
+    - {name: in, source: {http: {}}}
+    - {name: cat, partitions: 3, udf: {builtin: {name: cat}}}
+    - {name: fast, ordered: {enabled: false}, udf: {builtin: {name: cat}}}
+    - {name: out, sink: {log: {}}}
+  edges:
+    - {from: in, to: cat}
+    - {from: cat, to: fast}
+    - {from: fast, to: out}
+`,
+			"4 vertices, 3 edges; in: http; cat: cat (ordered, 3 partitions); fast: cat; out: log (ordered, 1 partition)",
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := vertexconfig.Parse([]byte(tt.yaml))

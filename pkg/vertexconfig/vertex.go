@@ -46,6 +46,7 @@ func PipelineVertex(p *config.Pipeline, name, stateDir string) (vertex.Spec, err
 	spec := parts(path, v.Source, v.UDF, v.Sink)
 	spec.Name, spec.StoreKey = name, p.Metadata.Name+"-"+name
 	spec.Limits = limits(&l.Limits, rateLimitPath(p, v, path))
+	spec.Ordered = p.VertexOrdered(name)
 	if u := v.UDF; u != nil && u.GroupBy != nil {
 		if spec.Reduce, err = Reduce(path+".udf", u, name, stateDir); err != nil {
 			return vertex.Spec{}, err

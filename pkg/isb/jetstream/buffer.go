@@ -29,6 +29,11 @@ type BufferSpec struct {
 	// buffer counts as full for writers once it holds MaxLength*UsageLimit/100
 	// messages; at 100 only once it holds MaxLength.
 	UsageLimit int
+	// Ordered is set for the buffer of a vertex with ordered processing: its
+	// consumer has one message in flight at a time (MaxAckPending 1), so
+	// that no message is delivered before the one ahead of it is acked, a
+	// message nacked or left unacked by a reader that died included.
+	Ordered bool
 }
 
 func (s BufferSpec) validate() error {
@@ -76,7 +81,8 @@ func (c *Conn) streamConfig(spec BufferSpec) jetstream.StreamConfig {
 }
 
 // consumerConfig is a buffer's durable pull consumer, shared by all readers
-// of the buffer. MaxAckPending is MaxLength so that it never limits reads.
+// of the buffer. MaxAckPending is MaxLength so that it never limits reads,
+// or 1 for an ordered buffer.
 func (c *Conn) consumerConfig(spec BufferSpec) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       spec.Name,
@@ -84,9 +90,16 @@ func (c *Conn) consumerConfig(spec BufferSpec) jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       c.cfg.AckWait,
-		MaxAckPending: spec.MaxLength,
+		MaxAckPending: maxAckPending(spec),
 		MaxDeliver:    -1,
 	}
+}
+
+func maxAckPending(spec BufferSpec) int {
+	if spec.Ordered {
+		return 1
+	}
+	return spec.MaxLength
 }
 
 // createAttempts bounds CreateBuffer's retries when another process creates

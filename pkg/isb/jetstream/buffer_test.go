@@ -125,6 +125,36 @@ func TestCreateBufferIdempotent(t *testing.T) {
 	}
 }
 
+// TestOrderedBufferHasOneMessageInFlight creates the buffer of an ordered
+// vertex, and then the same buffer unordered: its consumer's MaxAckPending
+// is 1, then MaxLength again.
+func TestOrderedBufferHasOneMessageInFlight(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t, natstest.Options{})
+	c := connect(t, s, nil)
+	js, err := jetstream.New(s.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ordered bool
+		want    int
+	}{{true, 1}, {false, 100}} {
+		sp := spec("pipe-ordered-0", 100)
+		sp.Ordered = tc.ordered
+		if err := c.CreateBuffer(testCtx(t), sp); err != nil {
+			t.Fatal(err)
+		}
+		cons, err := js.Consumer(testCtx(t), sp.Name, sp.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := cons.CachedInfo().Config.MaxAckPending; n != tc.want {
+			t.Errorf("ordered %v: MaxAckPending %d; want %d", tc.ordered, n, tc.want)
+		}
+	}
+}
+
 func consumerNames(t *testing.T, st jetstream.Stream) []string {
 	t.Helper()
 	var names []string

@@ -13,8 +13,11 @@
 // messages beyond MaxLength (Discard New, MaxMsgs). The consumer acks
 // explicitly, gives a reader AckWait to ack a message before delivering it
 // again, and never limits how many messages are out at once
-// (MaxAckPending = MaxLength). All replicas of the reading vertex share the
-// consumer, and the server spreads the messages among them.
+// (MaxAckPending = MaxLength), but for the buffer of an ordered vertex
+// ([BufferSpec].Ordered), whose consumer has one message out at a time
+// (MaxAckPending = 1), so that none is delivered before the one ahead of it
+// is acked. All replicas of the reading vertex share the consumer, and the
+// server spreads the messages among them.
 //
 // [Conn.CreateBuffer] creates or updates a buffer and may be called by every
 // replica at start-up; [Conn.DeleteBuffer] removes one.

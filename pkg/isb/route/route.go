@@ -14,7 +14,10 @@
 //
 // A message with keys goes to the partition its keys hash to, so that messages
 // with the same keys stay together; one without keys goes to the partitions in
-// turn.
+// turn. On an edge to an ordered vertex ([Edge].Ordered) every message goes
+// to the partition Numaflow's runtime picks ([OrderedPartition]), keyless
+// ones included, so that the order of a key's messages is that of one
+// partition.
 //
 // # Full buffers
 //
@@ -127,6 +130,9 @@ type Edge struct {
 	Condition  Condition
 	OnFull     OnFull
 	Partitions []isb.Writer
+	// Ordered is set on an edge to a vertex with ordered processing: its
+	// partitions are chosen by [OrderedPartition].
+	Ordered bool
 }
 
 // Counts are what a Writer did with the messages it was given, for metrics.
@@ -312,6 +318,9 @@ func (w *Writer) partition(e int, keys []string) int {
 	n := len(w.edges[e].Partitions)
 	if n == 1 {
 		return 0
+	}
+	if w.edges[e].Ordered {
+		return OrderedPartition(keys, n)
 	}
 	if len(keys) == 0 {
 		p := w.next[e]

@@ -1,13 +1,17 @@
 // Command slowcat is a map UDF that passes every message on unchanged after
 // waiting SLOWCAT_DELAY (a Go duration, default 10ms) for it, as a function
 // that calls a slow service would: for measuring how many messages a vertex
-// keeps in flight (spec.streaming, limits.concurrency).
+// keeps in flight (spec.streaming, limits.concurrency). With SLOWCAT_RANDOM=1
+// each message waits a random time from 0 to SLOWCAT_DELAY instead, so that
+// messages mapped at once finish out of order (for ordered processing's
+// tests).
 package main
 
 import (
 	"context"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -24,8 +28,13 @@ func main() {
 		}
 		delay = d
 	}
+	random := os.Getenv("SLOWCAT_RANDOM") == "1"
 	slow := func(ctx context.Context, keys []string, d mapper.Datum) mapper.Messages {
-		t := time.NewTimer(delay)
+		wait := delay
+		if random {
+			wait = rand.N(delay + 1)
+		}
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-t.C:
