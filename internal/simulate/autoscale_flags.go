@@ -1,0 +1,168 @@
+package simulate
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/pkg/ratelimit"
+	"github.com/sluiceflow/sluice/pkg/vertex/autoscale"
+)
+
+// ScaleFlags maps the scale fields (their YAML names, as
+// [autoscale.RangeError] reports them) to the flags of `vertex simulate
+// --autoscale` that set them.
+var ScaleFlags = map[string]string{
+	"min": "--scale-min", "max": "--scale-max", "lookbackSeconds": "--lookback",
+	"scaleUpCooldownSeconds": "--scale-up-cooldown", "scaleDownCooldownSeconds": "--scale-down-cooldown",
+	"targetProcessingSeconds": "--target-processing", "replicasPerScaleUp": "--replicas-per-scale-up",
+	"replicasPerScaleDown": "--replicas-per-scale-down", "replicaRate": "--rule-replica-rate",
+}
+
+// AutoscaleFlags are the flags of `vertex simulate --autoscale`, on the
+// command's flag set.
+type AutoscaleFlags struct {
+	fs                                 *flag.FlagSet
+	on                                 bool
+	replicaRate                        int
+	ruleRate                           float64
+	min, max, perUp, perDown           int
+	lookback, upCool, downCool, target int64
+}
+
+// AddAutoscaleFlags defines the flags of --autoscale on fs, with
+// Numaflow's defaults of the scale fields.
+func AddAutoscaleFlags(fs *flag.FlagSet) *AutoscaleFlags {
+	a := &AutoscaleFlags{fs: fs}
+	d := autoscale.DefaultConfig()
+	fs.BoolVar(&a.on, "autoscale", false, "scale the vertex's replicas by sluice's scaling rule: per epoch pool, backlog, processed and replicas (needs --replica-rate)")
+	fs.IntVar(&a.replicaRate, "replica-rate", 0, "--autoscale: messages one simulated replica processes a second")
+	fs.Float64Var(&a.ruleRate, "rule-replica-rate", 0, "--autoscale: the replica rate the rule is told (0: it learns it)")
+	fs.IntVar(&a.min, "scale-min", d.Min, "--autoscale: scale.min, the fewest replicas")
+	fs.IntVar(&a.max, "scale-max", d.Max, "--autoscale: scale.max, the most replicas")
+	fs.Int64Var(&a.lookback, "lookback", int64(d.Lookback/time.Second), "--autoscale: scale.lookbackSeconds")
+	fs.Int64Var(&a.upCool, "scale-up-cooldown", int64(d.ScaleUpCooldown/time.Second), "--autoscale: scale.scaleUpCooldownSeconds")
+	fs.Int64Var(&a.downCool, "scale-down-cooldown", int64(d.ScaleDownCooldown/time.Second), "--autoscale: scale.scaleDownCooldownSeconds")
+	fs.Int64Var(&a.target, "target-processing", int64(d.TargetProcessing/time.Second), "--autoscale: scale.targetProcessingSeconds")
+	fs.IntVar(&a.perUp, "replicas-per-scale-up", d.ReplicasPerScaleUp, "--autoscale: scale.replicasPerScaleUp")
+	fs.IntVar(&a.perDown, "replicas-per-scale-down", d.ReplicasPerScaleDown, "--autoscale: scale.replicasPerScaleDown")
+	return a
+}
+
+// On reports whether --autoscale was given.
+func (a *AutoscaleFlags) On() bool { return a.on }
+
+// set reports whether the flag name was given.
+func (a *AutoscaleFlags) set(name string) bool {
+	set := false
+	a.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// Check returns a usage error for a flag of --autoscale given without it.
+func (a *AutoscaleFlags) Check() error {
+	if a.on {
+		return nil
+	}
+	for _, f := range append(mapValues(ScaleFlags), "--replica-rate") {
+		if a.set(f[2:]) {
+			return cli.Usagef("simulate: %s is for --autoscale", f)
+		}
+	}
+	return nil
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Config returns the rule's config the flags set, or a usage error naming
+// the flag out of range.
+func (a *AutoscaleFlags) Config() (autoscale.Config, error) {
+	secs := func(v int64) time.Duration { return time.Duration(max(min(v, 1<<33), -(1<<33))) * time.Second }
+	c := autoscale.Config{Min: a.min, Max: a.max, Lookback: secs(a.lookback), ScaleUpCooldown: secs(a.upCool),
+		ScaleDownCooldown: secs(a.downCool), TargetProcessing: secs(a.target),
+		ReplicasPerScaleUp: a.perUp, ReplicasPerScaleDown: a.perDown, ReplicaRate: a.ruleRate}
+	err := c.Validate()
+	var re *autoscale.RangeError
+	if errors.As(err, &re) {
+		value := re.Value
+		for name, v := range map[string]int64{"lookbackSeconds": a.lookback, "scaleUpCooldownSeconds": a.upCool,
+			"scaleDownCooldownSeconds": a.downCool, "targetProcessingSeconds": a.target} {
+			if name == re.Field {
+				value = formatInt(v)
+			}
+		}
+		return c, cli.Usagef("simulate: %s (%s) must be %s", ScaleFlags[re.Field], value, re.Want)
+	}
+	return c, err
+}
+
+// Run runs the simulation the flags describe when --autoscale was given,
+// with the rate limit cfg, the demand (messages arriving per epoch) and
+// the signals, and writes it in format to w, and a chart to plotPath when
+// it is not "". It reports whether it ran or found a flag of --autoscale
+// given without it. Flags of vertex simulate that --autoscale does not take
+// (set reports which were given) and flags out of range are usage errors
+// naming the flag.
+func (a *AutoscaleFlags) Run(w io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration,
+	format Format, plotPath string, set func(string) bool) (bool, error) {
+	if !a.on {
+		err := a.Check()
+		return err != nil, err
+	}
+	return true, a.run(w, cfg, demand, signals, format, plotPath, set)
+}
+
+func (a *AutoscaleFlags) run(w io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration,
+	format Format, plotPath string, set func(string) bool) error {
+	for _, f := range []string{"change", "quota", "group", "demand-of"} {
+		if set(f) {
+			return cli.Usagef("simulate: --%s is not for --autoscale", f)
+		}
+	}
+	if a.replicaRate < 1 {
+		return cli.Usagef("simulate: --replica-rate (%d) must be at least 1 with --autoscale", a.replicaRate)
+	}
+	scale, err := a.Config()
+	if err != nil {
+		return err
+	}
+	s := Scaled{Limit: cfg, Scale: scale, ReplicaRate: a.replicaRate, Demand: demand, Signals: signals}
+	var chart *os.File
+	if plotPath != "" {
+		if chart, err = os.Create(plotPath); err != nil {
+			return cli.Usagef("simulate: --plot (%q): %v", plotPath, errors.Unwrap(err))
+		}
+		defer chart.Close()
+	}
+	epochs, err := SimulateScaled(s)
+	if err != nil {
+		return err
+	}
+	if format == CSV {
+		err = WriteScaledCSV(w, epochs)
+	} else {
+		err = WriteScaledTable(w, s, epochs)
+	}
+	if err != nil || chart == nil {
+		return err
+	}
+	if err := WriteScaledPNG(chart, s, epochs); err != nil {
+		return fmt.Errorf("simulate: --plot (%q): %w", plotPath, err)
+	}
+	return chart.Close()
+}
+
+func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
