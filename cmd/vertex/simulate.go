@@ -143,7 +143,7 @@ flags:
 	if err := cfg.Validate(); err != nil {
 		return usagef("simulate: %s", simulate.RenderConfigError(err, simulate.Flags))
 	}
-	if ran, err := as.Run(stdout, cfg, demand, signals, format, *plotPath, fs.IsSet); ran {
+	if ran, err := as.Run(stdout, simulate.AutoscaleRun{Limit: cfg, Demand: demand, Signals: signals, Format: format, Plot: *plotPath, File: *file, Vertex: *vertex}, fs.IsSet); ran {
 		return err
 	}
 	// What the flags set beside -f, and --signals, hold for the changes too.

@@ -13,6 +13,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/vertex/autoscale"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // ScaleFlags maps the scale fields (their YAML names, as
@@ -87,46 +88,70 @@ func mapValues(m map[string]string) []string {
 	return out
 }
 
-// Config returns the rule's config the flags set, or a usage error naming
-// the flag out of range.
-func (a *AutoscaleFlags) Config() (autoscale.Config, error) {
+// Config returns base with the settings whose flags were given taken from
+// them, or a usage error naming the flag out of range.
+func (a *AutoscaleFlags) Config(base autoscale.Config) (autoscale.Config, error) {
 	secs := func(v int64) time.Duration { return time.Duration(max(min(v, 1<<33), -(1<<33))) * time.Second }
-	c := autoscale.Config{Min: a.min, Max: a.max, Lookback: secs(a.lookback), ScaleUpCooldown: secs(a.upCool),
-		ScaleDownCooldown: secs(a.downCool), TargetProcessing: secs(a.target),
-		ReplicasPerScaleUp: a.perUp, ReplicasPerScaleDown: a.perDown, ReplicaRate: a.ruleRate}
+	c := base
+	for flag, set := range map[string]func(){
+		"scale-min": func() { c.Min = a.min }, "scale-max": func() { c.Max = a.max },
+		"lookback": func() { c.Lookback = secs(a.lookback) }, "scale-up-cooldown": func() { c.ScaleUpCooldown = secs(a.upCool) },
+		"scale-down-cooldown":   func() { c.ScaleDownCooldown = secs(a.downCool) },
+		"target-processing":     func() { c.TargetProcessing = secs(a.target) },
+		"replicas-per-scale-up": func() { c.ReplicasPerScaleUp = a.perUp }, "replicas-per-scale-down": func() { c.ReplicasPerScaleDown = a.perDown },
+		"rule-replica-rate": func() { c.ReplicaRate = a.ruleRate },
+	} {
+		if a.set(flag) {
+			set()
+		}
+	}
 	err := c.Validate()
 	var re *autoscale.RangeError
 	if errors.As(err, &re) {
-		value := re.Value
+		f, value := ScaleFlags[re.Field], re.Value
+		if !a.set(f[2:]) {
+			return c, cli.Usagef("simulate: -f: scale.%s (%s) must be %s", re.Field, value, re.Want)
+		}
 		for name, v := range map[string]int64{"lookbackSeconds": a.lookback, "scaleUpCooldownSeconds": a.upCool,
 			"scaleDownCooldownSeconds": a.downCool, "targetProcessingSeconds": a.target} {
 			if name == re.Field {
 				value = formatInt(v)
 			}
 		}
-		return c, cli.Usagef("simulate: %s (%s) must be %s", ScaleFlags[re.Field], value, re.Want)
+		return c, cli.Usagef("simulate: %s (%s) must be %s", f, value, re.Want)
 	}
 	return c, err
 }
 
+// AutoscaleRun is what [AutoscaleFlags.Run] simulates besides the flags of
+// --autoscale: the rate limit, the demand (messages arriving per epoch),
+// the signals, the output, and the file (and pipeline vertex) whose scale
+// block the flags override.
+type AutoscaleRun struct {
+	Limit        ratelimit.Config
+	Demand       []int
+	Signals      []time.Duration
+	Format       Format
+	Plot         string // a PNG chart's path; "" for none
+	File, Vertex string // -f and --vertex; "" for none
+}
+
 // Run runs the simulation the flags describe when --autoscale was given,
-// with the rate limit cfg, the demand (messages arriving per epoch) and
-// the signals, and writes it in format to w, and a chart to plotPath when
-// it is not "". It reports whether it ran or found a flag of --autoscale
-// given without it. Flags of vertex simulate that --autoscale does not take
-// (set reports which were given) and flags out of range are usage errors
-// naming the flag.
-func (a *AutoscaleFlags) Run(w io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration,
-	format Format, plotPath string, set func(string) bool) (bool, error) {
+// and writes it to w; the scale block of in.File (in.Vertex's, for a
+// Pipeline; Numaflow's defaults without one) is the rule's config, with the
+// flags given overriding its fields. It reports whether it ran or found a
+// flag of --autoscale given without it. Flags of vertex simulate that
+// --autoscale does not take (set reports which were given) and flags out
+// of range are usage errors naming the flag.
+func (a *AutoscaleFlags) Run(w io.Writer, in AutoscaleRun, set func(string) bool) (bool, error) {
 	if !a.on {
 		err := a.Check()
 		return err != nil, err
 	}
-	return true, a.run(w, cfg, demand, signals, format, plotPath, set)
+	return true, a.run(w, in, set)
 }
 
-func (a *AutoscaleFlags) run(w io.Writer, cfg ratelimit.Config, demand []int, signals []time.Duration,
-	format Format, plotPath string, set func(string) bool) error {
+func (a *AutoscaleFlags) run(w io.Writer, in AutoscaleRun, set func(string) bool) error {
 	for _, f := range []string{"change", "quota", "group", "demand-of"} {
 		if set(f) {
 			return cli.Usagef("simulate: --%s is not for --autoscale", f)
@@ -135,15 +160,30 @@ func (a *AutoscaleFlags) run(w io.Writer, cfg ratelimit.Config, demand []int, si
 	if a.replicaRate < 1 {
 		return cli.Usagef("simulate: --replica-rate (%d) must be at least 1 with --autoscale", a.replicaRate)
 	}
-	scale, err := a.Config()
+	base := autoscale.DefaultConfig()
+	if in.File != "" {
+		f, err := cli.LoadConfig(in.File)
+		if err != nil {
+			return err
+		}
+		switch {
+		case f.MonoVertex != nil:
+			base = vertexconfig.Autoscale(f.MonoVertex.Spec.Scale)
+		case in.Vertex != "":
+			if v := f.Pipeline.Vertex(in.Vertex); v != nil {
+				base = vertexconfig.Autoscale(v.Scale)
+			}
+		}
+	}
+	scale, err := a.Config(base)
 	if err != nil {
 		return err
 	}
-	s := Scaled{Limit: cfg, Scale: scale, ReplicaRate: a.replicaRate, Demand: demand, Signals: signals}
+	s := Scaled{Limit: in.Limit, Scale: scale, ReplicaRate: a.replicaRate, Demand: in.Demand, Signals: in.Signals}
 	var chart *os.File
-	if plotPath != "" {
-		if chart, err = os.Create(plotPath); err != nil {
-			return cli.Usagef("simulate: --plot (%q): %v", plotPath, errors.Unwrap(err))
+	if in.Plot != "" {
+		if chart, err = os.Create(in.Plot); err != nil {
+			return cli.Usagef("simulate: --plot (%q): %v", in.Plot, errors.Unwrap(err))
 		}
 		defer chart.Close()
 	}
@@ -151,7 +191,7 @@ func (a *AutoscaleFlags) run(w io.Writer, cfg ratelimit.Config, demand []int, si
 	if err != nil {
 		return err
 	}
-	if format == CSV {
+	if in.Format == CSV {
 		err = WriteScaledCSV(w, epochs)
 	} else {
 		err = WriteScaledTable(w, s, epochs)
@@ -160,7 +200,7 @@ func (a *AutoscaleFlags) run(w io.Writer, cfg ratelimit.Config, demand []int, si
 		return err
 	}
 	if err := WriteScaledPNG(chart, s, epochs); err != nil {
-		return fmt.Errorf("simulate: --plot (%q): %w", plotPath, err)
+		return fmt.Errorf("simulate: --plot (%q): %w", in.Plot, err)
 	}
 	return chart.Close()
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +155,7 @@ func TestAutoscaleFlagErrors(t *testing.T) {
 			if err := fs.Parse(c.args); err != nil {
 				t.Fatal(err)
 			}
-			ran, err := a.Run(io.Discard, ratelimit.DefaultConfig(10), []int{1}, nil, Table, "", func(string) bool { return false })
+			ran, err := a.Run(io.Discard, AutoscaleRun{Limit: ratelimit.DefaultConfig(10), Demand: []int{1}}, func(string) bool { return false })
 			if !ran || err == nil || !cli.IsUsage(err) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("ran %v, error %v, want a usage error with %q", ran, err, c.want)
 			}
@@ -162,12 +164,58 @@ func TestAutoscaleFlagErrors(t *testing.T) {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	a := AddAutoscaleFlags(fs)
 	_ = fs.Parse([]string{"--autoscale", "--replica-rate", "5"})
-	ran, err := a.Run(io.Discard, ratelimit.DefaultConfig(10), []int{1}, nil, Table, "", func(f string) bool { return f == "quota" })
+	ran, err := a.Run(io.Discard, AutoscaleRun{Limit: ratelimit.DefaultConfig(10), Demand: []int{1}}, func(f string) bool { return f == "quota" })
 	if !ran || !cli.IsUsage(err) || !strings.Contains(err.Error(), "--quota is not for --autoscale") {
 		t.Fatalf("with --quota: %v, %v", ran, err)
 	}
 	fs = flag.NewFlagSet("simulate", flag.ContinueOnError)
-	if ran, err := AddAutoscaleFlags(fs).Run(io.Discard, ratelimit.DefaultConfig(10), []int{1}, nil, Table, "", func(string) bool { return false }); ran || err != nil {
+	if ran, err := AddAutoscaleFlags(fs).Run(io.Discard, AutoscaleRun{Limit: ratelimit.DefaultConfig(10), Demand: []int{1}}, func(string) bool { return false }); ran || err != nil {
 		t.Fatalf("without --autoscale: ran %v, %v; want not run", ran, err)
+	}
+}
+
+func TestAutoscaleFromFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mv.yaml")
+	yaml := `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: orders
+spec:
+  limits:
+    rateLimit:
+      max: 1000
+  scale:
+    min: 2
+    max: 9
+    lookbackSeconds: 1
+    scaleUpCooldownSeconds: 0
+    replicasPerScaleUp: 1
+  source:
+    generator: {}
+  sink:
+    log: {}
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	a := AddAutoscaleFlags(fs)
+	if err := fs.Parse([]string{"--autoscale", "--replica-rate", "100", "--scale-max", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	lim := ratelimit.DefaultConfig(1000)
+	lim.RampUpDuration = 0
+	in := AutoscaleRun{Limit: lim, Demand: repeat(1000, 4), Format: CSV, File: path}
+	if ran, err := a.Run(&out, in, func(string) bool { return false }); !ran || err != nil {
+		t.Fatalf("ran %v, %v", ran, err)
+	}
+	// From the file's min of 2, one replica at a time, to the flag's max of 4.
+	var replicas []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		replicas = append(replicas, strings.Split(line, ",")[5])
+	}
+	if got := strings.Join(replicas, " "); got != "2 3 4 4" {
+		t.Fatalf("replicas per epoch %q, want 2 3 4 4:\n%s", got, out.String())
 	}
 }
