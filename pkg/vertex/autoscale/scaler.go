@@ -16,7 +16,8 @@ type Limit struct {
 	// Pool is the tokens a second the pool holds now: the ramp's pool,
 	// after any cut, not Max.
 	Pool float64
-	// Max is the limit's max, which the pool ramps up to.
+	// Max is the limit's max, which the pool ramps up to; a limit whose
+	// Max is 0 is not known yet and caps nothing.
 	Max float64
 }
 
@@ -215,7 +216,7 @@ func (s *Scaler) set(now time.Time, d Decision, n int, reason Reason) Decision {
 // replicas are busy and not throttled, and each limit's pool. It returns
 // the names of the limits whose pool rose and is below their max.
 func (s *Scaler) observe(now time.Time, o Observation) map[string]bool {
-	s.samples = append(s.samples, sample{at: now, pending: max(o.Pending, 0), rate: max(o.Rate, 0)})
+	s.samples = append(s.samples, sample{at: now, pending: max(o.Pending, 0), rate: finite(o.Rate)})
 	drop := 0
 	for drop < len(s.samples)-1 && now.Sub(s.samples[drop].at) >= s.cfg.Lookback {
 		drop++
@@ -224,7 +225,7 @@ func (s *Scaler) observe(now time.Time, o Observation) map[string]bool {
 	if o.Cut {
 		s.lastCut = now
 	}
-	if o.Pending > 0 && !o.Throttled && !o.Paused && o.Replicas > 0 && o.Rate > 0 {
+	if o.Pending > 0 && !o.Throttled && !o.Paused && o.Replicas > 0 && finite(o.Rate) > 0 {
 		s.learnt = o.Rate / float64(o.Replicas)
 	}
 	ramping := map[string]bool{}
@@ -286,10 +287,13 @@ func (s *Scaler) wanted(cur int, pending, rate, growth, perReplica float64) int 
 func (s *Scaler) fits(o Observation, ramping map[string]bool, perReplica float64) (int, bool) {
 	best, ramp := 0, false
 	for _, l := range o.Limits {
+		if !(l.Max > 0) {
+			continue // a limit not known yet caps nothing
+		}
 		var n int
 		switch {
 		case perReplica > 0:
-			n = max(ceilReplicas(l.Pool/perReplica), 1)
+			n = max(ceilReplicas(finite(l.Pool)/perReplica), 1)
 			if ramping[l.Name] {
 				n++
 			}
@@ -312,4 +316,13 @@ func ceilReplicas(x float64) int {
 		return maxReplicas
 	}
 	return int(math.Ceil(x - 1e-9))
+}
+
+// finite is v, or 0 when v is negative, NaN or infinite: a rate or pool
+// that cannot be read counts as none.
+func finite(v float64) float64 {
+	if !(v >= 0) || math.IsInf(v, 1) {
+		return 0
+	}
+	return v
 }

@@ -2,6 +2,7 @@ package autoscale
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -256,5 +257,20 @@ func TestReasonNames(t *testing.T) {
 		if err := back.UnmarshalText([]byte(r.String())); err != nil || back != r {
 			t.Fatalf("%v: %v, %v", r, back, err)
 		}
+	}
+}
+
+func TestUnreadableValues(t *testing.T) {
+	s, clk := newScaler(t, fast())
+	for _, o := range []Observation{
+		{Replicas: 3, Pending: 100, Rate: math.NaN(), Limits: own(math.NaN(), 1000)},
+		{Replicas: 3, Pending: 100, Rate: math.Inf(1), Limits: own(math.Inf(1), math.Inf(1))},
+		{Replicas: 3, Pending: -5, Rate: -1, Limits: []Limit{{Pool: 500}}},
+	} {
+		d := s.Decide(o)
+		if d.Replicas < 1 || d.Replicas > 20 {
+			t.Fatalf("%+v: %+v, want a count within [min, max]", o, d)
+		}
+		clk.Advance(2 * time.Second)
 	}
 }
