@@ -70,7 +70,6 @@ type decoder struct {
 var (
 	k8sType         = reflect.TypeFor[K8s]()
 	unsupportedType = reflect.TypeFor[Unsupported]()
-	scaleType       = reflect.TypeFor[Scale]()
 	textType        = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
@@ -115,10 +114,6 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case t == unsupportedType:
 		v.Set(reflect.ValueOf(Unsupported{set: true}))
 		return
-	case t == scaleType:
-		d.ignored = append(d.ignored, path)
-		d.decodeScale(n, v, path)
-		return
 	}
 	if t.Kind() == reflect.Pointer {
 		if v.IsNil() {
@@ -147,23 +142,6 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.decodeMap(n, v, path)
 	default:
 		d.decodeScalar(n, v, path)
-	}
-}
-
-// decodeScale reads min and max of a vertex's scale, which is otherwise
-// ignored as Kubernetes' (see [Scale]).
-func (d *decoder) decodeScale(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind != yaml.MappingNode {
-		d.fail(path, n, "want an object, got %s", describe(n))
-		return
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		switch k := n.Content[i].Value; k {
-		case "min":
-			d.decode(n.Content[i+1], v.FieldByName("Min"), join(path, k))
-		case "max":
-			d.decode(n.Content[i+1], v.FieldByName("Max"), join(path, k))
-		}
 	}
 }
 

@@ -14,13 +14,6 @@ type Ordered struct {
 // IsEnabled reports whether ordered processing is asked for.
 func (o *Ordered) IsEnabled() bool { return o != nil && o.Enabled }
 
-// Scale is a pipeline vertex's scale: Kubernetes' autoscaling, which sluice
-// ignores, but for whether min or max is set, which an ordered vertex
-// refuses. The other fields of Numaflow's Scale load and are ignored.
-type Scale struct {
-	Min, Max *int64
-}
-
 // VertexOrdered reports whether ordered processing applies to the vertex
 // called name: a map (a udf without groupBy) or a sink whose own ordered is
 // enabled, or that has none and spec.ordered is enabled. It is false for a
@@ -57,10 +50,14 @@ func (c *checker) ordered(path string, v *Vertex, p *Pipeline) {
 	if v.Partitions != nil {
 		parts = *v.Partitions
 	}
+	var scale Scale
+	if v.Scale != nil {
+		scale = *v.Scale
+	}
 	for _, f := range []struct {
 		name string
 		n    *int64
-	}{{"min", v.Scale.Min}, {"max", v.Scale.Max}} {
+	}{{"min", scale.Min}, {"max", scale.Max}} {
 		if f.n != nil {
 			c.add(path+".scale."+f.name, "(%d) must not be set with ordered processing (%s): the replicas are fixed "+
 				"to the partitions (%d), one reading each", *f.n, by, parts)

@@ -345,6 +345,7 @@ func (c *checker) vertex(path string, v *Vertex, p *Pipeline) string {
 			"set udf.groupBy.keyed: true to reduce each key set on its own", *n)
 	}
 	c.vertexSideInputs(path, v, p.Spec.SideInputs)
+	c.scale(path+".scale", v.Scale)
 	c.ordered(path, v, p)
 	return kind
 }

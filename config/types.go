@@ -124,7 +124,7 @@ type MonoVertexSpec struct {
 	Sink              *Sink   `yaml:"sink"`
 	UDF               *UDF    `yaml:"udf"`
 	Limits            *Limits `yaml:"limits"`
-	Scale             K8s     `yaml:"scale"`
+	Scale             *Scale  `yaml:"scale"`
 	ContainerTemplate K8s     `yaml:"containerTemplate"`
 	DaemonTemplate    K8s     `yaml:"daemonTemplate"`
 	Volumes           K8s     `yaml:"volumes"`
@@ -874,7 +874,7 @@ type Vertex struct {
 	UDF                         *UDF            `yaml:"udf"`
 	Limits                      *PipelineLimits `yaml:"limits"`
 	Partitions                  *int32          `yaml:"partitions"`
-	Scale                       Scale           `yaml:"scale"`
+	Scale                       *Scale          `yaml:"scale"`
 	ContainerTemplate           K8s             `yaml:"containerTemplate"`
 	InitContainerTemplate       K8s             `yaml:"initContainerTemplate"`
 	Volumes                     K8s             `yaml:"volumes"`

@@ -118,6 +118,7 @@ func (c *checker) monoVertex(m *MonoVertex) {
 	if s.Replicas != nil && *s.Replicas < 0 {
 		c.add("spec.replicas", "(%d) must not be negative", *s.Replicas)
 	}
+	c.scale("spec.scale", s.Scale)
 }
 
 // oneOf checks that exactly one of the named kinds is set, and reports the

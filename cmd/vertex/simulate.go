@@ -56,6 +56,8 @@ granted at each epoch's start and signals when it refuses some (with
 --retry-after as its Retry-After); --quota-change K:RATE changes its rate from
 epoch K. It turns adaptive throttling on, and the table shows what it accepted
 and refused per epoch.
+--autoscale scales the replicas (of --replica-rate each) by sluice's scaling rule;
+--demand is then the messages arriving per epoch.
 
 With --group NAME and -f PIPELINE, it runs the vertices of PIPELINE that
 join the shared limit NAME (rateLimit.groups), one replica each, with the
@@ -91,6 +93,7 @@ flags:
 	var changeArgs cli.Strings
 	fs.Var(&changeArgs, "change", "K:FILE: from epoch K, the rate limit of FILE (a live change; repeatable)")
 	group := fs.String("group", "", "with -f PIPELINE: simulate the vertices that join this shared limit (rateLimit.groups)")
+	as := simulate.AddAutoscaleFlags(fs.FlagSet)
 	var demandOf cli.Strings
 	fs.Var(&demandOf, "demand-of", "with --group: VERTEX=LIST, the demand of one member vertex per epoch (repeatable)")
 	if err := fs.ParseArgs(args, stdout); err != nil {
@@ -139,6 +142,9 @@ flags:
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("simulate: %s", simulate.RenderConfigError(err, simulate.Flags))
+	}
+	if ran, err := as.Run(stdout, simulate.AutoscaleRun{Limit: cfg, Demand: demand, Signals: signals, Format: format, Plot: *plotPath, File: *file, Vertex: *vertex}, fs.IsSet); ran {
+		return err
 	}
 	// What the flags set beside -f, and --signals, hold for the changes too.
 	same := func(c *ratelimit.Config) {

@@ -333,6 +333,11 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"demand repeated zero times", []string{"--max", "10", "--demand", "5x0"}, []string{"--demand", "entry 1", `"5x0"`}},
 		{"hold-below above 100", []string{"--max", "10", "--demand", "1", "--quota", "fixed:5", "--hold-below", "101"}, []string{"--hold-below (101)"}},
 		{"negative probe-after", []string{"--max", "10", "--demand", "1", "--quota", "fixed:5", "--probe-after", "-1s"}, []string{"--probe-after (-1s)"}},
+		{"autoscale without a replica rate", []string{"--max", "10", "--demand", "1", "--autoscale"}, []string{"--replica-rate (0)"}},
+		{"autoscale with scale-min above scale-max", []string{"--max", "10", "--demand", "1", "--autoscale", "--replica-rate", "5", "--scale-min", "3", "--scale-max", "2"}, []string{"--scale-min (3)", "max (2)"}},
+		{"autoscale with a lookback of 0", []string{"--max", "10", "--demand", "1", "--autoscale", "--replica-rate", "5", "--lookback", "0"}, []string{"--lookback (0)"}},
+		{"autoscale with a quota", []string{"--max", "10", "--demand", "1", "--autoscale", "--replica-rate", "5", "--quota", "fixed:5"}, []string{"--quota is not for --autoscale"}},
+		{"a scale flag without autoscale", []string{"--max", "10", "--demand", "1", "--scale-max", "5"}, []string{"--scale-max is for --autoscale"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -569,5 +574,24 @@ func TestSimulateGroup(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("simulate %v: exit %d, %q; want 2 and one line with %q", tt.args, code, errOut, tt.want)
 		}
+	}
+}
+
+func TestSimulateAutoscale(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "scaled.png")
+	code, stdout, stderr := runVertex(t, "simulate", "--autoscale", "--max", "1000", "--min", "10", "--ramp-up", "60s",
+		"--demand", "1500x90", "--replica-rate", "200", "--scale-min", "1", "--lookback", "1",
+		"--scale-up-cooldown", "0", "--scale-down-cooldown", "0", "--format", "csv", "--plot", plot)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 91 || lines[0] != "epoch,demand,pool,processed,backlog,replicas,fits,next,reason,throttled,cut,paused" ||
+		lines[90] != "90,1500,1000,1000,75218,5,5,5,atLimit,0,0,0" {
+		t.Fatalf("csv: %d lines, first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	data, err := os.ReadFile(plot)
+	if err != nil || !bytes.HasPrefix(data, []byte("\x89PNG")) {
+		t.Fatalf("plot: %v, %d bytes", err, len(data))
 	}
 }

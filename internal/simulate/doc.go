@@ -18,6 +18,16 @@
 // PNG chart of pool and granted ([WritePNG]). The [Format] of the text is
 // table or csv.
 //
+// # Autoscaling
+//
+// [SimulateScaled] runs the rate limiter and the scaling rule of package
+// autoscale on one manual clock: a [Scaled] vertex whose replicas each
+// process ReplicaRate messages a second, with messages arriving per epoch
+// as its demand; each epoch's [ScaledEpoch] has its pool, backlog,
+// processed count and replicas, and the rule's answer for the next epoch.
+// [WriteScaledTable], [WriteScaledCSV] and [WriteScaledPNG] write them,
+// and [AutoscaleFlags] are the flags of `vertex simulate --autoscale`.
+//
 // # Live changes
 //
 // [CheckLive] tells whether a config can replace another while a replica

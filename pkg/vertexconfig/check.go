@@ -24,8 +24,9 @@ import (
 // Check is the runtime's validation of a decoded config, which [Load] and
 // [Parse] run after the schema's: the built-in transformers, map functions
 // and reducers it names, the properties of its Kafka clients, its rate limits
-// by the limiter's own rules, and the throttle signals of adaptive. It
-// reports each problem at its YAML path through r.
+// by the limiter's own rules, the throttle signals of adaptive, and the
+// ranges of its scale blocks by the scaling rule's. It reports each
+// problem at its YAML path through r.
 func Check(f *config.File, r config.Reporter) {
 	if m := f.MonoVertex; m != nil {
 		s := &m.Spec
@@ -40,6 +41,7 @@ func Check(f *config.File, r config.Reporter) {
 		if s.Limits != nil && s.Limits.RateLimit != nil {
 			checkRateLimit(r, "spec.limits.rateLimit", s.Limits.RateLimit)
 		}
+		checkScale(r, "spec.scale", s.Scale)
 		return
 	}
 	p := f.Pipeline
@@ -61,6 +63,7 @@ func Check(f *config.File, r config.Reporter) {
 		v := &p.Spec.Vertices[i]
 		path := fmt.Sprintf("spec.vertices[%d]", i)
 		checkVertex(r, path, v.Source, v.UDF, v.Sink)
+		checkScale(r, path+".scale", v.Scale)
 		if v.Limits != nil && v.Limits.RateLimit != nil {
 			// The rate limit checked is the vertex's merged with the pipeline's.
 			merged, _ := p.VertexRateLimit(v.Name)

@@ -279,7 +279,7 @@ func TestIgnoredFields(t *testing.T) {
 			"spec.imagePullSecrets", "spec.priorityClassName", "spec.priority", "spec.affinity",
 			"spec.serviceAccountName", "spec.runtimeClassName", "spec.automountServiceAccountToken",
 			"spec.dnsPolicy", "spec.dnsConfig", "spec.resourceClaims",
-			"spec.scale", "spec.containerTemplate", "spec.daemonTemplate", "spec.volumes",
+			"spec.containerTemplate", "spec.daemonTemplate", "spec.volumes",
 			"spec.initContainers", "spec.sidecars", "spec.updateStrategy", "spec.lifecycle",
 		}
 		checkIgnored(t, f.Ignored, want)
@@ -319,7 +319,7 @@ func TestIgnoredFields(t *testing.T) {
 		f := mustLoad(t, "../../config/testdata/good/pipeline.yaml")
 		checkIgnored(t, f.Ignored, []string{
 			"spec.lifecycle", "spec.interStepBuffer", "spec.templates",
-			"spec.vertices[0].scale", "spec.vertices[1].containerTemplate",
+			"spec.vertices[1].containerTemplate",
 		})
 	})
 	t.Run("none", func(t *testing.T) {

@@ -67,8 +67,11 @@ func TestParseMonoVertexObject(t *testing.T) {
 		r.Store.InMemoryStore == nil || r.Modes.Relaxed == nil {
 		t.Errorf("rate limit = %+v", r)
 	}
+	if got := s.Scale.GetLookbackSeconds(); got != 120 {
+		t.Errorf("scale.lookbackSeconds = %d, want 120", got)
+	}
 	checkIgnored(t, f.Ignored, []string{
-		"spec.containerTemplate", "spec.scale", "spec.updateStrategy", "spec.lifecycle", "status",
+		"spec.containerTemplate", "spec.updateStrategy", "spec.lifecycle", "status",
 	})
 }
 
