@@ -13,7 +13,8 @@
 // pool and max of its rate limit and of each group it joins, why it is
 // throttled (rate_limited: throttled; downstream_throttled: paused), what
 // it has read (the rate is the growth of readTotal between two reads) and
-// the pending count of its source (the gauge sluice_source_pending). A
+// the pending count of its source (the gauge sluice_source_pending; the
+// largest of the replicas', as each tells the source's whole count). A
 // pool that fell while its max held is a cut.
 //
 // # What it answers

@@ -139,13 +139,15 @@ func (s *Server) Poll(ctx context.Context, vertex string) (autoscale.Decision, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout+time.Second)
 	defer cancel()
-	d, err := t.poll(ctx, s.reader, s.clk.Now())
+	d, o, err := t.poll(ctx, s.reader, s.clk.Now())
 	if err != nil {
 		s.log.Warn("replicas unreachable; holding the last count", zap.String("vertex", t.name),
 			zap.Int("replicas", d.Replicas), zap.Error(err))
 	} else {
 		s.log.Debug("decided", zap.String("vertex", t.name), zap.Int("replicas", d.Replicas),
-			zap.Stringer("reason", d.Reason), zap.Int("wanted", d.Wanted), zap.Int("fits", d.Fits))
+			zap.Stringer("reason", d.Reason), zap.Int("wanted", d.Wanted), zap.Int("fits", d.Fits),
+			zap.Int("running", o.Replicas), zap.Int64("pending", o.Pending), zap.Float64("rate", o.Rate),
+			zap.Any("limits", o.Limits), zap.Bool("throttled", o.Throttled), zap.Bool("paused", o.Paused), zap.Bool("cut", o.Cut))
 	}
 	return d, err
 }

@@ -36,7 +36,7 @@ func newTarget(name string, addrs []string, rule *autoscale.Scaler) *target {
 }
 
 // poll reads the replicas and decides, once.
-func (t *target) poll(ctx context.Context, r *reader, now time.Time) (autoscale.Decision, error) {
+func (t *target) poll(ctx context.Context, r *reader, now time.Time) (autoscale.Decision, autoscale.Observation, error) {
 	reports, err := r.read(ctx, t.addrs)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -47,7 +47,7 @@ func (t *target) poll(ctx context.Context, r *reader, now time.Time) (autoscale.
 		if !wasErr {
 			t.notify()
 		}
-		return t.decision, err
+		return t.decision, t.obs, err
 	}
 	t.err = nil
 	t.obs = t.observe(reports, now)
@@ -56,7 +56,7 @@ func (t *target) poll(ctx context.Context, r *reader, now time.Time) (autoscale.
 	if t.active != wasActive || wasErr {
 		t.notify()
 	}
-	return t.decision, nil
+	return t.decision, t.obs, nil
 }
 
 func (t *target) notify() {
@@ -87,9 +87,9 @@ func (t *target) observe(reports []report, now time.Time) autoscale.Observation 
 		if p, ok := t.prev[rep.addr]; ok && s.ReadTotal >= p {
 			read += s.ReadTotal - p
 		}
-		if rep.pending >= 0 {
-			pending = math.Max(pending, 0) + rep.pending
-		}
+		// Every replica of a source tells the source's pending count (a
+		// shared consumer's, a group's lag), not a part of it.
+		pending = math.Max(pending, rep.pending)
 		if s.RateLimit {
 			limit("", s.Pool, s.Max)
 		}
