@@ -61,6 +61,53 @@ spec:
 `, redisAddr, natsURL)
 }
 
+// kedaPipelineYAML is a Pipeline whose source vertex in reads the stream
+// as kedaVertexYAML's MonoVertex does, its limit in Redis, and writes to
+// the log sink vertex out through JetStream buffers.
+func kedaPipelineYAML(natsURL, redisAddr string) string {
+	return fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: orders
+spec:
+  limits:
+    readBatchSize: 20
+    readTimeout: 200ms
+  isb:
+    jetstream:
+      url: %[2]s
+  vertices:
+    - name: in
+      scale:
+        min: 1
+        max: 6
+        lookbackSeconds: 6
+        scaleUpCooldownSeconds: 0
+        scaleDownCooldownSeconds: 0
+        replicasPerScale: 6
+      limits:
+        rateLimit:
+          max: 100
+          min: 100
+          rampUpDuration: 0s
+          store:
+            redisStore:
+              mode: single
+              url: redis://%[1]s
+      source:
+        jetstream:
+          url: %[2]s
+          stream: orders
+          consumer: orders-reader
+    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: out
+`, redisAddr, natsURL)
+}
+
 // freeAddrs returns n loopback addresses free now.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
@@ -110,6 +157,21 @@ func desired(ctx context.Context, c externalscaler.ExternalScalerClient, vertex 
 // TCP answers the same.
 func TestKEDAScalerScalesReplicas(t *testing.T) {
 	t.Parallel()
+	runKEDAScaled(t, kedaVertexYAML, "orders", nil)
+}
+
+// TestKEDAScalerScalesPipelineVertex is TestKEDAScalerScalesReplicas for
+// the source vertex in of a pipeline, whose replicas write to the vertex
+// out through JetStream buffers.
+func TestKEDAScalerScalesPipelineVertex(t *testing.T) {
+	t.Parallel()
+	runKEDAScaled(t, kedaPipelineYAML, "in", []string{"--vertex", "in"})
+}
+
+// runKEDAScaled runs the scaled replicas of vertex of the file yaml makes
+// (run with runArgs; a pipeline's other vertices, one replica each) as
+// TestKEDAScalerScalesReplicas says.
+func runKEDAScaled(t *testing.T, yaml func(natsURL, redisAddr string) string, vertex string, runArgs []string) {
 	const n, slots = 1500, 5
 	nats := natstest.Start(t, natstest.Options{})
 	rdb := redistest.Start(t, redistest.Options{})
@@ -126,10 +188,17 @@ func TestKEDAScalerScalesReplicas(t *testing.T) {
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, kedaVertexYAML(nats.URL, rdb.Addr))
-	addrs := freeAddrs(t, slots)
+	cfg := writeConfig(t, yaml(nats.URL, rdb.Addr))
+	statusFlag, rate := strings.Join(freeAddrs(t, slots), ","), "40"
+	addrs := strings.Split(statusFlag, ",")
+	if runArgs != nil { // a pipeline: its sink vertex out, and in's replicas named
+		out := start(t, "run", "-f", cfg, "--vertex", "out", "--metrics-addr", "127.0.0.1:0")
+		out.metricsAddr()
+		statusFlag = vertex + "=" + statusFlag
+		rate = vertex + "=" + rate
+	}
 	sock := filepath.Join(t.TempDir(), "scaler.sock")
-	scaler := start(t, "scaler", "-f", cfg, "--status", strings.Join(addrs, ","), "--replica-rate", "40",
+	scaler := start(t, "scaler", "-f", cfg, "--status", statusFlag, "--replica-rate", rate,
 		"--socket", sock, "--addr", "127.0.0.1:0", "--interval", "1s", "--log-level", "debug")
 	var tcpAddr string
 	scaler.waitFor(20*time.Second, "the scaler's TCP address", func() bool {
@@ -154,7 +223,7 @@ func TestKEDAScalerScalesReplicas(t *testing.T) {
 		for i := range replicas {
 			switch {
 			case i < want && replicas[i] == nil:
-				replicas[i] = start(t, "run", "-f", cfg, "--metrics-addr", addrs[i], "--replica", strconv.Itoa(i))
+				replicas[i] = start(t, append([]string{"run", "-f", cfg, "--metrics-addr", addrs[i], "--replica", strconv.Itoa(i)}, runArgs...)...)
 			case i >= want && replicas[i] != nil:
 				if code, _ := replicas[i].stop(syscall.SIGTERM, 15*time.Second); code != 0 {
 					t.Fatalf("replica %d exit %d; stderr:\n%s", i, code, replicas[i].stderrText())
@@ -175,7 +244,7 @@ func TestKEDAScalerScalesReplicas(t *testing.T) {
 	began := time.Now()
 	for step := 0; step < 60; step++ {
 		time.Sleep(time.Second)
-		want, err := desired(ctx, unix, "orders")
+		want, err := desired(ctx, unix, vertex)
 		if err != nil {
 			t.Fatalf("GetMetrics over the unix socket: %v", err)
 		}
@@ -206,10 +275,10 @@ func TestKEDAScalerScalesReplicas(t *testing.T) {
 	if !drained || running() != 1 {
 		t.Errorf("drained %v, %d replicas at the end; want the backlog drained and 1 replica", drained, running())
 	}
-	if got, err := desired(ctx, tcp, "orders"); err != nil || got < 1 {
+	if got, err := desired(ctx, tcp, vertex); err != nil || got < 1 {
 		t.Errorf("GetMetrics over TCP: %d, %v", got, err)
 	}
-	active, err := tcp.IsActive(ctx, &externalscaler.ScaledObjectRef{ScalerMetadata: map[string]string{"vertex": "orders"}})
+	active, err := tcp.IsActive(ctx, &externalscaler.ScaledObjectRef{ScalerMetadata: map[string]string{"vertex": vertex}})
 	if err != nil {
 		t.Errorf("IsActive over TCP: %v", err)
 	} else {
@@ -221,17 +290,17 @@ func TestKEDAScalerScalesReplicas(t *testing.T) {
 	}
 
 	// Every replica stopped: IsActive says so, GetMetrics holds the count.
-	last, _ := desired(ctx, unix, "orders")
+	last, _ := desired(ctx, unix, vertex)
 	const warning = "replicas unreachable; holding the last count"
 	before := strings.Count(scaler.stderrText(), warning)
 	scaleTo(0)
 	scaler.waitFor(10*time.Second, "a warning that the replicas are unreachable", func() bool {
 		return strings.Count(scaler.stderr.String(), warning) > before
 	})
-	if _, err := unix.IsActive(ctx, &externalscaler.ScaledObjectRef{}); status.Code(err) != codes.Unavailable {
+	if _, err := unix.IsActive(ctx, &externalscaler.ScaledObjectRef{ScalerMetadata: map[string]string{"vertex": vertex}}); status.Code(err) != codes.Unavailable {
 		t.Errorf("IsActive with every replica stopped: %v; want Unavailable", err)
 	}
-	if got, err := desired(ctx, unix, "orders"); err != nil || got != last {
+	if got, err := desired(ctx, unix, vertex); err != nil || got != last {
 		t.Errorf("GetMetrics with every replica stopped: %d, %v; want the last count %d", got, err, last)
 	}
 	if code, _ := scaler.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
