@@ -211,11 +211,11 @@ func (s *Server) IsActive(_ context.Context, ref *externalscaler.ScaledObjectRef
 	if err != nil {
 		return nil, err
 	}
-	_, err, active, _ := t.state()
-	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "vertex %q: %v", t.name, err)
+	st := t.state()
+	if st.err != nil {
+		return nil, status.Errorf(codes.Unavailable, "vertex %q: %v", t.name, st.err)
 	}
-	return &externalscaler.IsActiveResponse{Result: active}, nil
+	return &externalscaler.IsActiveResponse{Result: st.active}, nil
 }
 
 // StreamIsActive sends IsActive's answer at once and again at each change,
@@ -226,15 +226,15 @@ func (s *Server) StreamIsActive(ref *externalscaler.ScaledObjectRef, stream grpc
 		return err
 	}
 	for {
-		_, err, active, changed := t.state()
-		if err != nil {
-			return status.Errorf(codes.Unavailable, "vertex %q: %v", t.name, err)
+		st := t.state()
+		if st.err != nil {
+			return status.Errorf(codes.Unavailable, "vertex %q: %v", t.name, st.err)
 		}
-		if err := stream.Send(&externalscaler.IsActiveResponse{Result: active}); err != nil {
+		if err := stream.Send(&externalscaler.IsActiveResponse{Result: st.active}); err != nil {
 			return err
 		}
 		select {
-		case <-changed:
+		case <-st.changed:
 		case <-stream.Context().Done():
 			return nil
 		}
@@ -258,8 +258,7 @@ func (s *Server) GetMetrics(_ context.Context, req *externalscaler.GetMetricsReq
 	if err != nil {
 		return nil, err
 	}
-	d, _, _, _ := t.state()
-	n := d.Replicas
+	n := t.state().decision.Replicas
 	return &externalscaler.GetMetricsResponse{MetricValues: []*externalscaler.MetricValue{
 		{MetricName: MetricName, MetricValue: int64(n), MetricValueFloat: float64(n)}}}, nil
 }

@@ -19,7 +19,6 @@ type target struct {
 	rule  *autoscale.Scaler
 
 	mu       sync.Mutex
-	read     bool  // a read has completed, well or not
 	err      error // the last read's error, nil when it succeeded
 	decision autoscale.Decision
 	obs      autoscale.Observation
@@ -41,7 +40,6 @@ func (t *target) poll(ctx context.Context, r *reader, now time.Time) (autoscale.
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	wasActive, wasErr := t.active, t.err != nil
-	t.read = true
 	if err != nil {
 		t.err = err
 		if !wasErr {
@@ -124,10 +122,18 @@ func (t *target) observe(reports []report, now time.Time) autoscale.Observation 
 	return o
 }
 
-// state returns the last decision, the last read's error, whether the
-// vertex is active and a channel closed at the next change.
-func (t *target) state() (autoscale.Decision, error, bool, <-chan struct{}) {
+// snapshot is what the RPCs answer from: the last decision, the last
+// read's error, whether the vertex is active, and a channel closed at the
+// next change of either of the last two.
+type snapshot struct {
+	decision autoscale.Decision
+	err      error
+	active   bool
+	changed  <-chan struct{}
+}
+
+func (t *target) state() snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.decision, t.err, t.active, t.changed
+	return snapshot{decision: t.decision, err: t.err, active: t.active, changed: t.changed}
 }
