@@ -142,7 +142,7 @@ func (s *Server) Poll(ctx context.Context, vertex string) (autoscale.Decision, e
 	d, o, err := t.poll(ctx, s.reader, s.clk.Now())
 	if err != nil {
 		s.log.Warn("replicas unreachable; holding the last count", zap.String("vertex", t.name),
-			zap.Int("replicas", d.Replicas), zap.Error(err))
+			zap.Int("count", d.Replicas), zap.Error(err))
 	} else {
 		s.log.Debug("decided", zap.String("vertex", t.name), zap.Int("replicas", d.Replicas),
 			zap.Stringer("reason", d.Reason), zap.Int("wanted", d.Wanted), zap.Int("fits", d.Fits),
