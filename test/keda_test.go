@@ -306,7 +306,7 @@ func runKEDAScaled(t *testing.T, yaml func(natsURL, redisAddr string) string, ve
 	if code, _ := scaler.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("scaler exit %d; stderr:\n%s", code, scaler.stderrText())
 	}
-	if t.Failed() || testing.Verbose() {
+	if t.Failed() {
 		for _, l := range strings.Split(scaler.stderrText(), "\n") {
 			if strings.Contains(l, `"decided"`) {
 				t.Log(l)
