@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the Go code for the UDF wire protocol from pkg/apis/proto/**/*.proto.
+# Regenerates the Go code for the UDF wire protocol and KEDA's external scaler
+# from pkg/apis/proto/**/*.proto.
 # The generated *.pb.go and *_grpc.pb.go files are checked in, so building sluice
 # never needs protoc; run this only after editing a .proto file.
 #

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/spawn"
+	"github.com/sluiceflow/sluice/pkg/vertex/autoscale/keda"
 )
 
 // usagef returns a usage error, which exits with code 2.
@@ -32,6 +33,7 @@ commands:
   monitor    serve the runtime errors the processor records, as the monitor sidecar of a Numaflow pod
   validate   check a MonoVertex or Pipeline YAML and print every problem
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
+  scaler     serve KEDA's external scaler: the replicas the scale rule wants for each vertex
   bench      measure a MonoVertex's or a pipeline's throughput with its rate limit off and on
   isb        create, delete or describe a pipeline's JetStream buffers
   version    print the version of this build
@@ -64,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runValidate(args[1:], stdout, stderr)
 	case "simulate":
 		err = runSimulate(args[1:], stdout, stderr)
+	case "scaler":
+		err = keda.Command(args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(args[1:], stdout, stderr)
 	case "isb":
@@ -74,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, monitor, validate, simulate, bench, isb, version; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, monitor, validate, simulate, scaler, bench, isb, version; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

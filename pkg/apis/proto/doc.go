@@ -1,6 +1,7 @@
 // Package proto holds the protobuf definitions of the gRPC protocol spoken
 // between sluice and user-defined functions built with Numaflow's Go SDK
-// (numaflow-go v0.12), together with the Go code generated from them.
+// (numaflow-go v0.12), and of KEDA's external scaler, which `vertex scaler`
+// serves, together with the Go code generated from them.
 //
 // Layout (proto package → Go package):
 //
@@ -12,6 +13,7 @@
 //	sink/v1/                sink.v1               → sinkv1 (sink, fallback sink, on-success sink)
 //	source/v1/              source.v1             → sourcev1
 //	sourcetransformer/v1/   sourcetransformer.v1  → sourcetransformerv1
+//	externalscaler/         externalscaler        KEDA's externalscaler.ExternalScaler
 //
 // Proto package, service, rpc and message names, field numbers and types are
 // the wire contract and must not change. The *.pb.go files are generated and

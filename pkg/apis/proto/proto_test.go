@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sluiceflow/sluice/pkg/apis/proto/common"
+	"github.com/sluiceflow/sluice/pkg/apis/proto/externalscaler"
 	mapv1 "github.com/sluiceflow/sluice/pkg/apis/proto/map/v1"
 	reducev1 "github.com/sluiceflow/sluice/pkg/apis/proto/reduce/v1"
 	sinkv1 "github.com/sluiceflow/sluice/pkg/apis/proto/sink/v1"
@@ -78,6 +79,12 @@ func TestMethodNames(t *testing.T) {
 		{&sourcetransformerv1.SourceTransform_ServiceDesc, []string{
 			"/sourcetransformer.v1.SourceTransform/IsReady unary",
 			"/sourcetransformer.v1.SourceTransform/SourceTransformFn bidi",
+		}},
+		{&externalscaler.ExternalScaler_ServiceDesc, []string{
+			"/externalscaler.ExternalScaler/GetMetricSpec unary",
+			"/externalscaler.ExternalScaler/GetMetrics unary",
+			"/externalscaler.ExternalScaler/IsActive unary",
+			"/externalscaler.ExternalScaler/StreamIsActive server-stream",
 		}},
 	}
 	for _, c := range cases {
