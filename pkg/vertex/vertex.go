@@ -73,6 +73,8 @@ type Vertex struct {
 	bytes *ratelimit.Limiter
 	// page is what /status/live shows beyond the status.
 	page pageState
+	// desired is the scale rule and its gauge; nil without Spec.Scale.
+	desired *desired
 }
 
 // ErrReplica is matched by the error of a replica index beyond the replicas
@@ -127,6 +129,9 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	v.page.history = v.newHistory()
 	if err := v.buildLimiter(reg); err != nil {
 		return nil, err
+	}
+	if err := v.buildDesired(reg); err != nil {
+		return nil, fmt.Errorf("vertex %s: scale: %w", spec.Name, err)
 	}
 	readers := spec.Inputs
 	if spec.Source != nil {
@@ -266,6 +271,9 @@ func (v *Vertex) Run(ctx context.Context) error {
 	}
 	if v.limiter == nil {
 		defer background(ctx, v.recordSeconds)()
+	}
+	if v.desired != nil {
+		defer background(ctx, v.runDesired)()
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range v.runs {
