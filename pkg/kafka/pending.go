@@ -9,6 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
+// OwnPending reports that Pending counts the partitions this source owns,
+// not the whole group's: each replica of a vertex tells its part.
+func (s *Source) OwnPending() bool { return true }
+
 // Pending returns the consumer lag over the partitions this source owns now:
 // for each, its high watermark less its committed offset, or less where
 // reading starts (auto.offset.reset) when the group committed none. It costs

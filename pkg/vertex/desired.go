@@ -97,10 +97,13 @@ func (v *Vertex) observeDesired() {
 
 // observation is what the replica knows of its vertex at now, but its rate:
 // the replicas of its rate limit's store (1 without a rate limit), the
-// pending count of its source (0 while unknown), each limit's pool, and
-// whether it is throttled or paused now; and the cuts of its pool so far.
+// pending count of its source (0 while unknown; times the replicas for a
+// source whose count is the replica's part, Kafka's and NATS's), each
+// limit's pool, and whether it is throttled or paused now; and the cuts of
+// its pool so far.
 func (v *Vertex) observation(now time.Time) (autoscale.Observation, int64) {
 	o := autoscale.Observation{Replicas: 1}
+	var cuts int64
 	if g := v.pendingGauge; g != nil {
 		var m dto.Metric
 		if err := g.Write(&m); err == nil && m.GetGauge().GetValue() > 0 {
@@ -116,7 +119,6 @@ func (v *Vertex) observation(now time.Time) (autoscale.Observation, int64) {
 			o.Paused = true
 		}
 	}
-	var cuts int64
 	if l := v.limiter; l != nil {
 		ls := l.Status()
 		if ls.Replicas > 0 {
@@ -129,6 +131,9 @@ func (v *Vertex) observation(now time.Time) (autoscale.Observation, int64) {
 			gs := g.l.Status()
 			o.Limits = append(o.Limits, autoscale.Limit{Name: g.name, Pool: gs.Pool(), Max: float64(gs.Max)})
 		}
+	}
+	if v.pendingOwn {
+		o.Pending *= int64(o.Replicas)
 	}
 	return o, cuts
 }

@@ -25,6 +25,13 @@ type pendingSource interface {
 	Pending(ctx context.Context) (int64, error)
 }
 
+// ownPending is a pendingSource whose count is the replica's part of the
+// source's (Kafka's partitions it owns, what a NATS source holds), not the
+// whole source's.
+type ownPending interface {
+	OwnPending() bool
+}
+
 // buildPending registers the gauge sluice_source_pending for a source r that
 // can tell its pending count, at -1 (unknown) until the first answer.
 func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
@@ -37,6 +44,9 @@ func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
 	g.Set(-1)
 	reg.MustRegister(g)
 	v.pending, v.pendingGauge = p, g
+	if o, ok := r.(ownPending); ok {
+		v.pendingOwn = o.OwnPending()
+	}
 }
 
 // pollPending sets the pending gauge from the source at once and then every

@@ -60,6 +60,8 @@ type Vertex struct {
 	// pending, when the source can tell its pending count, and its gauge.
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
+	// pendingOwn says the count is the replica's part of the source's.
+	pendingOwn bool
 	// shared are the writers the forwarders share, by their key (Env.Shared).
 	shared map[any]isb.Writer
 
