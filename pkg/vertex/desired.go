@@ -97,14 +97,17 @@ func (v *Vertex) observeDesired() {
 
 // observation is what the replica knows of its vertex at now, but its rate:
 // the replicas of its rate limit's store (1 without a rate limit), the
-// pending count of its source (0 while unknown; times the replicas for a
-// source whose count is the replica's part, Kafka's and NATS's), each
+// pending count of its source (0 while unknown; the group's for Kafka; the
+// replica's part times the replicas for core NATS), each
 // limit's pool, and whether it is throttled or paused now; and the cuts of
 // its pool so far.
 func (v *Vertex) observation(now time.Time) (autoscale.Observation, int64) {
 	o := autoscale.Observation{Replicas: 1}
 	var cuts int64
-	if g := v.pendingGauge; g != nil {
+	whole, known := v.sourcePending()
+	if known {
+		o.Pending = whole
+	} else if g := v.pendingGauge; g != nil {
 		var m dto.Metric
 		if err := g.Write(&m); err == nil && m.GetGauge().GetValue() > 0 {
 			o.Pending = int64(m.GetGauge().GetValue())
@@ -132,7 +135,7 @@ func (v *Vertex) observation(now time.Time) (autoscale.Observation, int64) {
 			o.Limits = append(o.Limits, autoscale.Limit{Name: g.name, Pool: gs.Pool(), Max: float64(gs.Max)})
 		}
 	}
-	if v.pendingOwn {
+	if v.pendingOwn && !known {
 		o.Pending *= int64(o.Replicas)
 	}
 	return o, cuts

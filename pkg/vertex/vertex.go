@@ -60,8 +60,12 @@ type Vertex struct {
 	// pending, when the source can tell its pending count, and its gauge.
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
-	// pendingOwn says the count is the replica's part of the source's.
-	pendingOwn bool
+	// pendingOwn says the count is the replica's part of the source's;
+	// pendingGroup, when the source can also tell the whole, asks it, and
+	// groupPending is its last answer (-1: unknown).
+	pendingOwn   bool
+	pendingGroup groupPendingSource
+	groupPending atomic.Int64
 	// shared are the writers the forwarders share, by their key (Env.Shared).
 	shared map[any]isb.Writer
 
