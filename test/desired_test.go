@@ -14,12 +14,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/redistest"
 )
 
 // desiredVertexYAML is a MonoVertex reading the JetStream consumer orders-reader
 // of url at most max a second into sink, scaled within [1, 20] on a lookback
 // of 5 s with a target processing time of 60 s, without cool-downs.
 func desiredVertexYAML(name, url string, max int, sink string) string {
+	return desiredVertexStoreYAML(name, url, max, "", sink)
+}
+
+// desiredVertexStoreYAML is desiredVertexYAML with the rate limit's store
+// block (indented by six), or none.
+func desiredVertexStoreYAML(name, url string, max int, store, sink string) string {
 	// targetProcessingSeconds 60: 20,000 pending at 50/s ask for
 	// ceil(20,000 / 60 / 50) = 7 replicas.
 	return fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
@@ -34,7 +41,7 @@ spec:
       max: %d
       min: %d
       rampUpDuration: 0s
-  scale:
+%s  scale:
     min: 1
     max: 20
     lookbackSeconds: 5
@@ -48,7 +55,7 @@ spec:
       stream: orders
       consumer: orders-reader
   sink:
-%s`, name, max, max, url, sink)
+%s`, name, max, max, store, url, sink)
 }
 
 // jetStreamBacklog starts a NATS server with a stream of n messages and a
@@ -108,7 +115,9 @@ func desiredSamples(t *testing.T, addr string, n int) (gauge, rate, pending []fl
 //     ceil(pending / 60 / rate), within one (the backlog drains and the
 //     rate varies a little over the lookback), 7 at 50/s;
 //   - at the limit: a log sink and a limit of 100/s hold the replica at
-//     its limit; the gauge reads 1, the replica there is, at every second.
+//     its limit; the gauge reads 1, the replica there is, at every second;
+//   - two replicas at the limit, sharing it through a real redis-server:
+//     each replica's gauge reads 2 at every second, the same for both.
 func TestDesiredReplicasGauge(t *testing.T) {
 	t.Parallel()
 	t.Run("under-the-limit", func(t *testing.T) {
@@ -152,6 +161,32 @@ func TestDesiredReplicasGauge(t *testing.T) {
 		}
 		if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+		}
+	})
+	t.Run("two-replicas-at-the-limit", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t, redistest.Options{})
+		url := jetStreamBacklog(t, 20000)
+		store := fmt.Sprintf("      store:\n        redisStore:\n          mode: single\n          url: redis://%s\n", srv.Addr)
+		cfg := writeConfig(t, desiredVertexStoreYAML("desired-two", url, 100, store, "    log: {}\n"))
+		var addrs []string
+		for i := range 2 {
+			p := start(t, "run", "-f", cfg, "--metrics-addr", "127.0.0.1:0", "--replica", fmt.Sprint(i))
+			addrs = append(addrs, p.metricsAddr())
+			defer func() {
+				if code, _ := p.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+					t.Errorf("replica %d: exit %d; stderr:\n%s", i, code, p.stderrText())
+				}
+			}()
+		}
+		desiredSamples(t, addrs[0], 6)
+		for i := range 5 {
+			time.Sleep(time.Second)
+			a, b := metricSum(t, addrs[0], "sluice_desired_replicas"), metricSum(t, addrs[1], "sluice_desired_replicas")
+			t.Logf("second %d: desired %v and %v", i, a, b)
+			if a != 2 || b != 2 {
+				t.Errorf("second %d: sluice_desired_replicas = %v and %v for two replicas held at their shared limit; want 2 at both", i, a, b)
+			}
 		}
 	})
 }
