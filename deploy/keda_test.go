@@ -19,7 +19,7 @@ import (
 var kedaCases = []struct {
 	dir, scaledObject, vertex string
 }{
-	{monoVertexOverlay, "rate-limited", "rate-limited"},
+	{"overlays/monovertex-keda", "rate-limited", "rate-limited"},
 	{"overlays/pipeline-keda", "even-odd-in", "in"},
 }
 
@@ -61,7 +61,7 @@ type service struct {
 
 // TestKEDAKustomizationsRender renders the bases of the KEDA scalers alone.
 func TestKEDAKustomizationsRender(t *testing.T) {
-	for _, dir := range []string{"base/keda-monovertex", "base/keda-pipeline", "overlays/pipeline-keda"} {
+	for _, dir := range []string{"base/keda-monovertex", "base/keda-pipeline", "overlays/monovertex-keda", "overlays/pipeline-keda"} {
 		t.Run(dir, func(t *testing.T) {
 			if objs := kubetest.Render(t, dir); len(objs) == 0 {
 				t.Fatalf("kubectl kustomize %s rendered no objects", dir)

@@ -9,6 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
+// OwnPending reports that Pending counts the partitions this source owns,
+// not the whole group's: each replica of a vertex tells its part, and
+// [Source.GroupPending] the whole.
+func (s *Source) OwnPending() bool { return true }
+
 // Pending returns the consumer lag over the partitions this source owns now:
 // for each, its high watermark less its committed offset, or less where
 // reading starts (auto.offset.reset) when the group committed none. It costs
@@ -19,14 +24,35 @@ func (s *Source) Pending(ctx context.Context) (int64, error) {
 	if len(owned) == 0 {
 		return 0, nil
 	}
-	topics := make([]string, 0, len(owned))
-	for t := range owned {
-		topics = append(topics, t)
+	return s.lag(ctx, owned)
+}
+
+// GroupPending returns the consumer lag over every partition of the
+// source's topics, whoever owns them: the group's, as Numaflow's Kafka
+// source reports its pending count. It costs what Pending does. On error it
+// returns -1.
+func (s *Source) GroupPending(ctx context.Context) (int64, error) {
+	return s.lag(ctx, nil)
+}
+
+// lag sums the lag of the partitions parts names, by topic; every partition
+// of the source's topics when parts is nil.
+func (s *Source) lag(ctx context.Context, parts map[string][]int32) (int64, error) {
+	topics := slices.Clone(s.cfg.Topics)
+	if parts != nil {
+		topics = topics[:0]
+		for t := range parts {
+			topics = append(topics, t)
+		}
 	}
 	slices.Sort(topics)
 	ends, err := s.adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return -1, fmt.Errorf("kafka source: pending: listing end offsets: %w", err)
+	}
+	if parts == nil {
+		parts = map[string][]int32{}
+		ends.Each(func(o kadm.ListedOffset) { parts[o.Topic] = append(parts[o.Topic], o.Partition) })
 	}
 	committed, err := s.adm.FetchOffsets(ctx, s.cfg.Group)
 	if err != nil {
@@ -35,7 +61,7 @@ func (s *Source) Pending(ctx context.Context) (int64, error) {
 	var starts kadm.ListedOffsets
 	var total int64
 	for _, t := range topics {
-		for _, n := range owned[t] {
+		for _, n := range parts[t] {
 			end, ok := ends.Lookup(t, n)
 			if err := offsetErr(ok, end.Err); err != nil {
 				return -1, fmt.Errorf("kafka source: pending: end offset of %s[%d]: %w", t, n, err)

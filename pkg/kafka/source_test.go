@@ -480,3 +480,30 @@ func TestSourceRevokeWaitsForAcks(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceGroupPending has two members of a group share a topic of 3
+// partitions holding 12 messages: each one's Pending is the lag of the
+// partitions it owns, the two summing to 12, and GroupPending is the whole
+// group's lag, 12, for either.
+func TestSourceGroupPending(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(3, "t"))
+	_, cl := newAdmin(t, c)
+	produce(t, cl, spread("t", 3, 0, 12)...)
+	a := newTestSource(t, c, "g", nil, "t")
+	b := newTestSource(t, c, "g", nil, "t")
+	runtest.WaitFor(t, "the 3 partitions split between the two", func() bool {
+		na, nb := ownedCount(a), ownedCount(b)
+		return na+nb == 3 && na > 0 && nb > 0
+	}, runtest.Within(20*time.Second))
+	ctx := context.Background()
+	pa, errA := a.Pending(ctx)
+	pb, errB := b.Pending(ctx)
+	if errA != nil || errB != nil || pa+pb != 12 || pa == 12 || pb == 12 {
+		t.Fatalf("Pending = %d (%v) and %d (%v); want parts of 12", pa, errA, pb, errB)
+	}
+	for _, s := range []*Source{a, b} {
+		if n, err := s.GroupPending(ctx); err != nil || n != 12 {
+			t.Fatalf("GroupPending = %d, %v; want the group's 12", n, err)
+		}
+	}
+}

@@ -195,6 +195,10 @@ func (n *NATS) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 // Ack does nothing: core NATS has no acknowledgements.
 func (n *NATS) Ack(context.Context, []isb.ReadMessage) error { return nil }
 
+// OwnPending reports that Pending counts what this replica holds: each
+// replica of a vertex tells its part.
+func (n *NATS) OwnPending() bool { return true }
+
 // Pending returns how many messages are held, received and not yet read.
 func (n *NATS) Pending(context.Context) (int64, error) {
 	return int64(len(n.held)), nil

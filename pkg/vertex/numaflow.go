@@ -45,7 +45,7 @@ func newNumaflowCollector(v *Vertex) *numaflowCollector {
 	labels := prometheus.Labels{"mvtx_name": v.spec.Name, "mvtx_replica": strconv.Itoa(v.o.replica)}
 	c := &numaflowCollector{v: v,
 		pending: prometheus.NewDesc("monovtx_pending_raw",
-			"Messages the source has pending, as its Pending answered when last asked (every 5s); -1 when it cannot tell (built-in sources).", nil, labels),
+			"Messages the source has pending, as its Pending answered when last asked (every 5s), for Kafka the group's lag over every partition; -1 when it cannot tell (built-in sources).", nil, labels),
 		nackTime: prometheus.NewDesc("monovtx_nack_time",
 			"Time to nack a batch's nacked messages to the source, in microseconds (sluice_forward_nack_duration_seconds).", nil, labels)}
 	m := v.metrics
@@ -81,8 +81,11 @@ func (c *numaflowCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, d := range c.descs {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.UntypedValue, c.values[i]())
 	}
+	// Numaflow's daemon reads replica 0's count as the whole source's.
 	pending := -1.0
-	if g := c.v.pendingGauge; g != nil {
+	if n, ok := c.v.sourcePending(); ok {
+		pending = float64(n)
+	} else if g := c.v.pendingGauge; g != nil && c.v.pendingGroup == nil {
 		var m dto.Metric
 		if err := g.Write(&m); err == nil {
 			pending = m.GetGauge().GetValue()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -25,6 +26,20 @@ type pendingSource interface {
 	Pending(ctx context.Context) (int64, error)
 }
 
+// ownPending is a pendingSource whose count is the replica's part of the
+// source's (Kafka's partitions it owns, what a NATS source holds), not the
+// whole source's.
+type ownPending interface {
+	OwnPending() bool
+}
+
+// groupPendingSource is a source whose replicas each tell their part of the
+// pending count (Pending) and can also tell the whole source's: Kafka's
+// group lag over every partition.
+type groupPendingSource interface {
+	GroupPending(ctx context.Context) (int64, error)
+}
+
 // buildPending registers the gauge sluice_source_pending for a source r that
 // can tell its pending count, at -1 (unknown) until the first answer.
 func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
@@ -37,6 +52,13 @@ func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
 	g.Set(-1)
 	reg.MustRegister(g)
 	v.pending, v.pendingGauge = p, g
+	if o, ok := r.(ownPending); ok {
+		v.pendingOwn = o.OwnPending()
+	}
+	v.groupPending.Store(-1)
+	if gp, ok := r.(groupPendingSource); ok {
+		v.pendingGroup = gp
+	}
 }
 
 // pollPending sets the pending gauge from the source at once and then every
@@ -56,8 +78,44 @@ func (v *Vertex) pollPending(ctx context.Context) {
 			n = -1
 		}
 		v.pendingGauge.Set(float64(n))
+		if gp := v.pendingGroup; gp != nil {
+			v.groupPending.Store(v.askGroupPending(ctx, gp))
+		}
 		if !sleep(ctx, v.o.clock, pendingPoll) {
 			return
 		}
 	}
+}
+
+// askGroupPending asks gp for the whole source's pending count: -1 when it
+// cannot tell or the call fails.
+func (v *Vertex) askGroupPending(ctx context.Context, gp groupPendingSource) int64 {
+	pctx, cancel := context.WithTimeout(ctx, pendingTimeout)
+	defer cancel()
+	n, err := gp.GroupPending(pctx)
+	if err != nil {
+		v.log.Debug("the source did not tell the group's pending count", zap.Error(err))
+		return -1
+	}
+	return max(n, -1)
+}
+
+// sourcePending returns the whole source's pending count, and false when it
+// is not known: the group's where the source tells it (Kafka), else what the
+// source tells when each replica sees the whole (a user-defined source,
+// JetStream, SQS); not known for a source whose replicas each see their part
+// only (core NATS).
+func (v *Vertex) sourcePending() (int64, bool) {
+	if v.pendingGroup != nil {
+		n := v.groupPending.Load()
+		return n, n >= 0
+	}
+	if v.pendingOwn || v.pendingGauge == nil {
+		return -1, false
+	}
+	var m dto.Metric
+	if err := v.pendingGauge.Write(&m); err != nil || m.GetGauge().GetValue() < 0 {
+		return -1, false
+	}
+	return int64(m.GetGauge().GetValue()), true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/reduce/window"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/accumulatorclient"
+	"github.com/sluiceflow/sluice/pkg/vertex/autoscale"
 	"github.com/sluiceflow/sluice/pkg/watermark"
 )
 
@@ -77,6 +78,11 @@ type Spec struct {
 	// every vertex publishes its watermark where its output goes. Without
 	// it the vertex's watermark is watermark.None.
 	Watermark *Watermark
+	// Scale, when set, is the vertex's scale rule (its scale block, as
+	// vertexconfig.Autoscale reads it): each replica runs it every
+	// DesiredInterval on what it knows of the vertex and exports the count
+	// as sluice_desired_replicas.
+	Scale *autoscale.Config
 }
 
 // Watermark is where a vertex's watermarks come from and go to.

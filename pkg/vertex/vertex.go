@@ -60,6 +60,12 @@ type Vertex struct {
 	// pending, when the source can tell its pending count, and its gauge.
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
+	// pendingOwn says the count is the replica's part of the source's;
+	// pendingGroup, when the source can also tell the whole, asks it, and
+	// groupPending is its last answer (-1: unknown).
+	pendingOwn   bool
+	pendingGroup groupPendingSource
+	groupPending atomic.Int64
 	// shared are the writers the forwarders share, by their key (Env.Shared).
 	shared map[any]isb.Writer
 
@@ -73,6 +79,8 @@ type Vertex struct {
 	bytes *ratelimit.Limiter
 	// page is what /status/live shows beyond the status.
 	page pageState
+	// desired is the scale rule and its gauge; nil without Spec.Scale.
+	desired *desired
 }
 
 // ErrReplica is matched by the error of a replica index beyond the replicas
@@ -127,6 +135,9 @@ func New(spec Spec, opts ...Option) (_ *Vertex, err error) {
 	v.page.history = v.newHistory()
 	if err := v.buildLimiter(reg); err != nil {
 		return nil, err
+	}
+	if err := v.buildDesired(reg); err != nil {
+		return nil, fmt.Errorf("vertex %s: scale: %w", spec.Name, err)
 	}
 	readers := spec.Inputs
 	if spec.Source != nil {
@@ -266,6 +277,9 @@ func (v *Vertex) Run(ctx context.Context) error {
 	}
 	if v.limiter == nil {
 		defer background(ctx, v.recordSeconds)()
+	}
+	if v.desired != nil {
+		defer background(ctx, v.runDesired)()
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, r := range v.runs {

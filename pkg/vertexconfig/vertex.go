@@ -24,6 +24,8 @@ func FromMonoVertex(m *config.MonoVertex) vertex.Spec {
 	spec.Bypass = Bypass(s.Bypass)
 	spec.Limits = limits(s.Limits, "spec.limits.rateLimit")
 	spec.Streaming = s.Streaming != nil && *s.Streaming
+	scale := Autoscale(s.Scale)
+	spec.Scale = &scale
 	return spec
 }
 
@@ -47,6 +49,8 @@ func PipelineVertex(p *config.Pipeline, name, stateDir string) (vertex.Spec, err
 	spec.Name, spec.StoreKey = name, p.Metadata.Name+"-"+name
 	spec.Limits = limits(&l.Limits, rateLimitPath(p, v, path))
 	spec.Ordered = p.VertexOrdered(name)
+	scale := Autoscale(v.Scale)
+	spec.Scale = &scale
 	if u := v.UDF; u != nil && u.GroupBy != nil {
 		if spec.Reduce, err = Reduce(path+".udf", u, name, stateDir); err != nil {
 			return vertex.Spec{}, err
