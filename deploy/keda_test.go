@@ -88,6 +88,9 @@ func TestKEDAScaledObjects(t *testing.T) {
 			}
 			var target kubetest.Deployment
 			objs.Get(t, "Deployment", so.Spec.ScaleTargetRef.Name).Decode(t, &target)
+			if target.Spec.Replicas != nil {
+				t.Errorf("Deployment %s sets replicas: %d; the HPA KEDA makes owns the count", target.Metadata.Name, *target.Spec.Replicas)
+			}
 			numa := target.Spec.Template.Spec.Container("numa")
 			if numa == nil || !kubetest.HasArgs(numa.Args, "run", "-f") {
 				t.Fatalf("Deployment %s runs no vertex run -f", target.Metadata.Name)
