@@ -18,6 +18,7 @@ import (
 	"os"
 
 	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/serve"
 	"github.com/sluiceflow/sluice/internal/spawn"
 	"github.com/sluiceflow/sluice/pkg/vertex/autoscale/keda"
 )
@@ -34,6 +35,7 @@ commands:
   validate   check a MonoVertex or Pipeline YAML and print every problem
   simulate   run the rate limiter on a simulated clock and print pool and grants per epoch
   scaler     serve KEDA's external scaler: the replicas the scale rule wants for each vertex
+  serve      serve a vertex's sink, source or map, throttled, as a user-defined container of Numaflow
   bench      measure a MonoVertex's or a pipeline's throughput with its rate limit off and on
   isb        create, delete or describe a pipeline's JetStream buffers
   version    print the version of this build
@@ -68,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runSimulate(args[1:], stdout, stderr)
 	case "scaler":
 		err = keda.Command(args[1:], stdout, stderr)
+	case "serve":
+		err = serve.Command(args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(args[1:], stdout, stderr)
 	case "isb":
@@ -78,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, monitor, validate, simulate, scaler, bench, isb, version; see 'vertex help')\n", cmd)
+		fmt.Fprintf(stderr, "vertex: unknown command %q (commands: run, processor, monitor, validate, simulate, scaler, serve, bench, isb, version; see 'vertex help')\n", cmd)
 		return 2
 	}
 	return exitCode(err, stderr)

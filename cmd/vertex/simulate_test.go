@@ -370,7 +370,7 @@ func TestRunCommandErrors(t *testing.T) {
 		firstLine string // the first line on stderr
 	}{
 		{"no command", nil, "usage: vertex <command> [flags]"},
-		{"unknown command", []string{"frobnicate", "--max", "10"}, `vertex: unknown command "frobnicate" (commands: run, processor, monitor, validate, simulate, scaler, bench, isb, version; see 'vertex help')`},
+		{"unknown command", []string{"frobnicate", "--max", "10"}, `vertex: unknown command "frobnicate" (commands: run, processor, monitor, validate, simulate, scaler, serve, bench, isb, version; see 'vertex help')`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,7 +401,8 @@ func TestRunHelp(t *testing.T) {
 		{"simulate --help", []string{"simulate", "--help"}, []string{"usage: vertex simulate"}},
 		{"simulate -h after flags", []string{"simulate", "--max", "10", "-h"}, []string{"usage: vertex simulate"}},
 		{"top-level -h", []string{"-h"}, []string{"usage: vertex <command>", "simulate"}},
-		{"top-level help", []string{"help"}, []string{"usage: vertex <command>", "simulate", "scaler"}},
+		{"top-level help", []string{"help"}, []string{"usage: vertex <command>", "simulate", "scaler", "serve"}},
+		{"serve -h", []string{"serve", "-h"}, []string{"usage: vertex serve", "-role", "-uds-dir", "-forward", "-addr"}},
 		{"scaler -h", []string{"scaler", "-h"}, []string{"usage: vertex scaler", "-status", "-replica-rate", "-addr", "-socket", "-interval"}},
 	}
 	for _, tt := range tests {
