@@ -68,6 +68,7 @@ bench: build
 	for i in 1 2 3 4 5; do $(GO) test -run '^$$' -bench 'BenchmarkAdd$$' ./pkg/reduce/ || exit 1; done
 	$(GO) test -run '^$$' -bench BenchmarkOpenKeys -benchtime 3x ./pkg/reduce/
 	$(GO) test -run '^$$' -bench BenchmarkReducePipeline -benchtime 3x ./test/
+	$(GO) test -run '^$$' -bench BenchmarkOrderedPipeline -benchtime 3x ./test/
 	$(GO) test -run '^$$' -bench 'BenchmarkKafkaSource|BenchmarkHTTPSink' -benchtime 1x -count 5 ./pkg/vertex/
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/kafka/ ./pkg/sink/ ./pkg/source/
 
