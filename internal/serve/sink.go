@@ -24,7 +24,7 @@ func init() {
 }
 
 // sinkReadTimeout is how long the vertex's read of the incoming batches
-// waits when none is arriving.
+// waits when none is arriving, unless the vertex's readTimeout says.
 const sinkReadTimeout = 100 * time.Millisecond
 
 // runSink serves, as replica $NUMAFLOW_REPLICA (default 0), the sink of the vertex in o.File: each batch Numaflow's
@@ -48,7 +48,18 @@ func runSinkReplica(ctx context.Context, o Options, rep int) error {
 	if err != nil {
 		return err
 	}
-	src := newBatchSource(sinkReadTimeout)
+	return serveSink(ctx, spec, o, rep)
+}
+
+// serveSink serves spec's sink: spec's source, inputs and outputs are
+// replaced by the batches the server gets, and its fallback by the answer
+// FALLBACK.
+func serveSink(ctx context.Context, spec vertex.Spec, o Options, rep int) error {
+	timeout := spec.Limits.ReadTimeout
+	if timeout <= 0 {
+		timeout = sinkReadTimeout
+	}
+	src := newBatchSource(timeout)
 	spec.Source = func(vertex.Env) (isb.Reader, error) { return src, nil }
 	spec.Inputs, spec.Output = nil, nil
 	spec.Fallback = func(vertex.Env) (isb.Writer, error) { return fallbackMarker{src}, nil }

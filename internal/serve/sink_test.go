@@ -22,6 +22,7 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/sinkclient"
+	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
 // endpoint is a real HTTP downstream that records when each body came,
@@ -316,3 +317,176 @@ spec:
 }
 
 var errorsIs = errors.Is
+
+// nackingSink nacks the messages whose value ends in "-1", with options.
+type nackingSink struct{}
+
+func (nackingSink) Write(_ context.Context, msgs []isb.Message, errs []error) error {
+	for i, m := range msgs {
+		errs[i] = nil
+		if strings.HasSuffix(string(m.Value), "-1") {
+			errs[i] = &isb.NackError{Options: isb.NackOptions{Reason: "not now", Delay: 250 * time.Millisecond, MaxDeliveries: 3}}
+		}
+	}
+	return nil
+}
+
+// TestSinkNackAnswer: a message the sink nacks is answered NACK with the
+// sink's options, over the wire.
+func TestSinkNackAnswer(t *testing.T) {
+	spec := vertex.Spec{Name: "nacks", Limits: vertex.Limits{ReadBatchSize: 10, ReadTimeout: 50 * time.Millisecond}, Sink: func(vertex.Env) (isb.Writer, error) { return nackingSink{}, nil }}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveSink(ctx, spec, Options{SocketDir: dir, Log: zap.NewNop()}, 0) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	c := connect(t, dir)
+	msgs := batch("n", 3)
+	errs := make([]error, len(msgs))
+	if err := c.Write(context.Background(), msgs, errs); err != nil {
+		t.Fatal(err)
+	}
+	var ne *isb.NackError
+	if !errors.As(errs[1], &ne) {
+		t.Fatalf("message 1: %v; want a nack", errs[1])
+	}
+	if o := ne.Options; o.Reason != "not now" || o.Delay != 250*time.Millisecond || o.MaxDeliveries != 3 {
+		t.Errorf("nack options %+v", o)
+	}
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("messages 0 and 2: %v, %v; want success", errs[0], errs[2])
+	}
+}
+
+// capped accepts at most c requests a second and answers the rest 429 with
+// Retry-After: 1.
+type capped struct {
+	mu       sync.Mutex
+	c        int
+	sec      int64
+	n        int
+	accepted int
+	rejected int
+}
+
+func (h *capped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	h.mu.Lock()
+	now := time.Now().Unix()
+	if now != h.sec {
+		h.sec, h.n = now, 0
+	}
+	ok := h.n < h.c
+	if ok {
+		h.n++
+		h.accepted++
+	} else {
+		h.rejected++
+	}
+	h.mu.Unlock()
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}
+}
+
+// TestSinkAdaptiveCut: a downstream that answers 429 cuts the served
+// vertex's limit (rateLimit.adaptive), shown by sluice_ratelimit_max_tokens
+// on the role's /metrics, and every message is still answered success.
+func TestSinkAdaptiveCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	rs := redistest.Start(t, redistest.Options{})
+	h := &capped{c: 30}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	yaml := sinkYAML(srv.URL, fmt.Sprintf(`  limits:
+    readBatchSize: 20
+    readTimeout: 100ms
+    rateLimit:
+      max: 200
+      min: 10
+      rampUpDuration: 0s
+      adaptive:
+        cutPercentage: 50
+      store:
+        redisStore:
+          mode: single
+          url: redis://%s
+`, rs.Addr))
+	path := filepath.Join(t.TempDir(), "v.yaml")
+	os.WriteFile(path, []byte(yaml), 0o644)
+	f, err := cli.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runSinkReplica(ctx, Options{File: f, Path: path, SocketDir: dir, Addr: addr, Log: zap.NewNop()}, 0)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	c := connect(t, dir)
+	wctx, wcancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer wcancel()
+	written := 0
+	for i := 0; wctx.Err() == nil && i < 100; i++ {
+		msgs := batch(fmt.Sprintf("c%d", i), 20)
+		errs := make([]error, len(msgs))
+		if err := c.Write(wctx, msgs, errs); err != nil {
+			break
+		}
+		for j, err := range errs {
+			if err != nil {
+				t.Fatalf("message %s: %v", msgs[j].ID, err)
+			}
+		}
+		written += len(msgs)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metric := func(name string) float64 {
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+" ") {
+				var v float64
+				fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
+				return v
+			}
+		}
+		return -1
+	}
+	h.mu.Lock()
+	acc, rej := h.accepted, h.rejected
+	h.mu.Unlock()
+	if rej == 0 {
+		t.Fatal("the endpoint rejected nothing")
+	}
+	cuts, ceiling := metric("sluice_ratelimit_cuts_total"), metric("sluice_ratelimit_ceiling_tokens")
+	if cuts < 1 || ceiling < 0 || ceiling >= 200 {
+		t.Errorf("after %d 429s: sluice_ratelimit_cuts_total %v, sluice_ratelimit_ceiling_tokens %v; want a cut below 200", rej, cuts, ceiling)
+	}
+	maxTokens := fmt.Sprintf("cuts %v, ceiling %v", cuts, ceiling)
+	t.Logf("answered success %d; endpoint accepted %d, rejected %d; %s", written, acc, rej, maxTokens)
+}
