@@ -76,6 +76,7 @@ func serveSink(ctx context.Context, spec vertex.Spec, o Options, rep int) error 
 		}
 		stop := observe.NewServer(ln, observe.Handlers{Gatherer: reg, Ready: v.Ready, Status: func() any { return v.Status() },
 			PageData: func(since int64) any { return v.PageView(since) }}, nil, o.Log).Start()
+		o.Log.Info("serving metrics, health and status", zap.String("addr", ln.Addr().String()))
 		defer stop()
 	}
 	// The vertex outlives the server: what the server's last batches hold
