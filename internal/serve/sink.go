@@ -55,11 +55,19 @@ func runSinkReplica(ctx context.Context, o Options, rep int) error {
 // replaced by the batches the server gets, and its fallback by the answer
 // FALLBACK.
 func serveSink(ctx context.Context, spec vertex.Spec, o Options, rep int) error {
+	return serveSinkWith(ctx, spec, o, rep, func(ctx context.Context, sk sinker.Sinker) error {
+		return sinker.NewServer(sk, sinker.WithSocketDir(o.SocketDir)).Start(ctx)
+	})
+}
+
+// serveSinkWith is serveSink with serve in place of the sink server: it
+// hands serve the Sinker that feeds the vertex, once the vertex is ready.
+func serveSinkWith(ctx context.Context, spec vertex.Spec, o Options, rep int, serve func(context.Context, sinker.Sinker) error) error {
 	timeout := spec.Limits.ReadTimeout
 	if timeout <= 0 {
 		timeout = sinkReadTimeout
 	}
-	src := newBatchSource(timeout)
+	src := newBatchSource(timeout, spec.Limits.ReadBatchSize)
 	spec.Source = func(vertex.Env) (isb.Reader, error) { return src, nil }
 	spec.Inputs, spec.Output = nil, nil
 	spec.Fallback = func(vertex.Env) (isb.Writer, error) { return fallbackMarker{src}, nil }
@@ -93,7 +101,7 @@ func serveSink(ctx context.Context, spec vertex.Spec, o Options, rep int) error 
 		return err
 	}
 	o.Log.Info("serving", zap.String("dir", o.SocketDir), zap.String("vertex", spec.Name))
-	serr := sinker.NewServer(src, sinker.WithSocketDir(o.SocketDir)).Start(ctx)
+	serr := serve(ctx, src)
 	vstop()
 	return errors.Join(serr, <-vdone)
 }
@@ -165,8 +173,10 @@ type batchSource struct {
 	byID    map[string]*entry
 }
 
-func newBatchSource(timeout time.Duration) *batchSource {
-	return &batchSource{queue: make(chan *entry), timeout: timeout, byID: map[string]*entry{}}
+// newBatchSource returns a source whose reads wait at most timeout; up to
+// size messages wait for a read, so that one read takes a batch at once.
+func newBatchSource(timeout time.Duration, size int) *batchSource {
+	return &batchSource{queue: make(chan *entry, max(size, 1)), timeout: timeout, byID: map[string]*entry{}}
 }
 
 // Sink hands each datum to the vertex and answers it with its outcome; a

@@ -105,7 +105,7 @@ func startReplica(t *testing.T, yaml string, rep int) (string, chan error) {
 	return dir, done
 }
 
-func connect(t *testing.T, dir string) *sinkclient.Client {
+func connect(t testing.TB, dir string) *sinkclient.Client {
 	t.Helper()
 	c := sinkclient.New(dir, udf.KindSink, zap.NewNop())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
