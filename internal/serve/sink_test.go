@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/redistest"
@@ -308,12 +309,31 @@ spec:
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err = runSink(ctx, Options{File: f2, Path: p2, SocketDir: dir, Log: zap.NewNop()})
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 0 {
-		t.Errorf("served %v without a store", ents)
+	core, logs := observer.New(zap.InfoLevel)
+	done := make(chan error, 1)
+	go func() { done <- runSink(ctx, Options{File: f2, Path: p2, SocketDir: dir, Log: zap.New(core)}) }()
+	// Polled while it runs: the socket must never appear.
+	for served := false; !served; {
+		select {
+		case err = <-done:
+			served = true
+		case <-time.After(20 * time.Millisecond):
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Fatalf("served %v without a store", ents)
+			}
+		}
 	}
-	t.Logf("unreachable store: %v", err)
+	var reasons []string
+	for _, e := range logs.FilterMessage("not ready").All() {
+		reasons = append(reasons, fmt.Sprint(e.ContextMap()["error"]))
+	}
+	if len(reasons) == 0 {
+		t.Fatalf("no \"not ready\" log with the reason; returned %v", err)
+	}
+	if all := strings.Join(reasons, "; "); !strings.Contains(all, "awaiting_agreement") && !strings.Contains(all, "store_unavailable") {
+		t.Errorf("not ready for %q; want the store named", all)
+	}
+	t.Logf("unreachable store: returned %v; not ready: %s", err, strings.Join(reasons, "; "))
 }
 
 var errorsIs = errors.Is
