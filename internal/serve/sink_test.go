@@ -510,3 +510,59 @@ func TestSinkAdaptiveCut(t *testing.T) {
 	maxTokens := fmt.Sprintf("cuts %v, ceiling %v", cuts, ceiling)
 	t.Logf("answered success %d; endpoint accepted %d, rejected %d; %s", written, acc, rej, maxTokens)
 }
+
+// TestSinkPipelineVertex: with --vertex, the role serves that vertex's
+// sink of a Pipeline.
+func TestSinkPipelineVertex(t *testing.T) {
+	ep := &endpoint{bodies: map[string]int{}}
+	srv := httptest.NewServer(ep)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(path, []byte(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: p
+spec:
+  vertices:
+    - name: in
+      source:
+        generator: {}
+    - name: out
+      sink:
+        http:
+          url: `+srv.URL+`
+  edges:
+    - from: in
+      to: out
+`), 0o644)
+	f, err := cli.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runSinkReplica(ctx, Options{File: f, Path: path, Vertex: "out", SocketDir: dir, Log: zap.NewNop()}, 0)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	c := connect(t, dir)
+	msgs := batch("p", 10)
+	errs := make([]error, len(msgs))
+	if err := c.Write(context.Background(), msgs, errs); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+	if n := ep.count(); n != len(msgs) {
+		t.Fatalf("endpoint got %d; want %d", n, len(msgs))
+	}
+}
