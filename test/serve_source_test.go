@@ -16,7 +16,7 @@ import (
 
 // serveSource starts `vertex serve --role source` on the MonoVertex yaml,
 // its socket in dir, and waits until it serves.
-func serveSource(t *testing.T, dir, yaml string) *proc {
+func serveSource(t testing.TB, dir, yaml string) *proc {
 	t.Helper()
 	p := start(t, "serve", "--role", "source", "-f", writeConfig(t, yaml), "--uds-dir", dir, "--addr", "127.0.0.1:0")
 	p.waitFor(20*time.Second, "the served source", func() bool { return strings.Contains(p.stderr.String(), `"msg":"serving"`) })
@@ -25,19 +25,22 @@ func serveSource(t *testing.T, dir, yaml string) *proc {
 
 // udClient starts `vertex run` of a MonoVertex whose udsource is the served
 // socket in dir, writing to a log sink.
-func udClient(t *testing.T, dir string) *proc {
+func udClient(t testing.TB, dir string) *proc { return udClientBatch(t, dir, 50) }
+
+// udClientBatch is udClient reading batches of batch messages.
+func udClientBatch(t testing.TB, dir string, batch int) *proc {
 	t.Helper()
-	cfg := writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
   name: client
 spec:
   limits:
-    readBatchSize: 50
+    readBatchSize: %d
     readTimeout: 100ms
   source:
     udsource:
-`+udContainer("      ", "", nil)+`  sink:
+`, batch)+udContainer("      ", "", nil)+`  sink:
     log: {}
 `)
 	return start(t, "run", "-f", cfg, "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0")
