@@ -223,6 +223,27 @@ func TestServeSourceRestart(t *testing.T) {
 func TestServeSourceBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ name, yaml, want string }{
+		{"no source", `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: mv
+spec:
+  sink:
+    log: {}
+`, "spec.source: is required"},
+		{"a transformer", `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: mv
+spec:
+  source:
+    generator: {}
+    transformer:
+      container:
+        image: example:latest
+  sink:
+    log: {}
+`, "spec.source.transformer"},
 		{"udsource", `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
