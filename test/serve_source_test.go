@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // its socket in dir, and waits until it serves.
 func serveSource(t testing.TB, dir, yaml string) *proc {
 	t.Helper()
-	p := start(t, "serve", "--role", "source", "-f", writeConfig(t, yaml), "--uds-dir", dir, "--addr", "127.0.0.1:0")
+	p := start(t, "serve", "--role", "source", "-f", writeConfig(t, yaml), "--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "debug")
 	p.waitFor(20*time.Second, "the served source", func() bool { return strings.Contains(p.stderr.String(), `"msg":"serving"`) })
 	return p
 }
@@ -78,6 +79,7 @@ spec:
 	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
+	epochsWithin(t, srv.stderrText(), max)
 	lines := c.stdoutLines()
 	seen := map[string]bool{}
 	for _, p := range payloads(t, lines) {
@@ -179,6 +181,7 @@ func TestServeSourceJetStream(t *testing.T) {
 	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
+	epochsWithin(t, srv.stderrText(), 300)
 	for i, k := range countJ(t, c.stdoutLines(), n) {
 		if k != 1 {
 			t.Fatalf("j-%d reached the sink %d times", i, k)
@@ -186,35 +189,64 @@ func TestServeSourceJetStream(t *testing.T) {
 	}
 }
 
-// TestServeSourceRestart: the served source stops (SIGTERM) mid-stream and
-// starts again; every message of the stream reaches the sink at least once.
+// TestServeSourceRestart: the served source stops (SIGTERM) mid-stream
+// and starts again while its client runs on, reconnecting; every message of
+// the stream reaches the sink at least once, and no epoch of either served
+// process granted more than max.
 func TestServeSourceRestart(t *testing.T) {
 	t.Parallel()
-	const n = 600
+	const n, max = 600, 100
 	dir := t.TempDir()
 	url := jsStream(t, n)
-	srv := serveSource(t, dir, jsServed(url, 100))
+	srv := serveSource(t, dir, jsServed(url, max))
 	c := udClient(t, dir)
 	c.waitFor(60*time.Second, "a third of the messages", func() bool { return len(c.lines) >= n/3 })
 	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
-	c.stop(syscall.SIGTERM, 30*time.Second)
-	first := c.stdoutLines()
-	serveSource(t, dir, jsServed(url, 100))
-	c2 := udClient(t, dir)
-	c2.waitFor(60*time.Second, "the rest", func() bool {
+	epochsWithin(t, srv.stderrText(), max)
+	srv2 := serveSource(t, dir, jsServed(url, max))
+	c.waitFor(60*time.Second, "every message", func() bool {
 		seen := map[string]bool{}
-		for _, p := range append(payloads(t, first), payloads(t, c2.lines)...) {
+		for _, p := range payloads(t, c.lines) {
 			seen[p] = true
 		}
 		return len(seen) >= n
 	})
-	got := countJ(t, append(first, c2.stdoutLines()...), n)
-	for i, k := range got {
+	for i, k := range countJ(t, c.stdoutLines(), n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}
+	}
+	if code, _ := c.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("client exit %d; stderr:\n%s", code, c.stderrText())
+	}
+	if code, _ := srv2.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("served source exit %d; stderr:\n%s", code, srv2.stderrText())
+	}
+	epochsWithin(t, srv2.stderrText(), max)
+}
+
+// epochsWithin checks the served source's debug log: it logged epochs, and
+// none granted more than max.
+func epochsWithin(t *testing.T, log string, max int64) {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, `"msg":"epoch"`) {
+			continue
+		}
+		var e struct{ Epoch, Granted, Max int64 }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("epoch log %q: %v", l, err)
+		}
+		if e.Granted > max {
+			t.Fatalf("epoch %d granted %d > max %d", e.Epoch, e.Granted, max)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the served source logged no epoch")
 	}
 }
 
