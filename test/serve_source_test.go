@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +75,20 @@ spec:
 `, max))
 	c := udClient(t, dir)
 	c.waitFor(60*time.Second, "500 messages", func() bool { return len(c.lines) >= 500 })
+	addr := regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`).FindStringSubmatch(srv.stderrText())
+	if addr == nil {
+		t.Fatalf("no address in the serving line:\n%s", srv.stderrText())
+	}
+	for _, path := range []string{"/status", "/metrics"} {
+		resp, err := http.Get("http://" + addr[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", path, resp.Status)
+		}
+	}
 	if code, _ := c.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("client exit %d; stderr:\n%s", code, c.stderrText())
 	}

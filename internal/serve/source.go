@@ -124,7 +124,7 @@ func runSource(ctx context.Context, o Options) error {
 	go func() { served <- srv.Start(sctx) }()
 	ran := make(chan error, 1)
 	go func() { ran <- v.Run(ctx) }()
-	o.Log.Info("serving", zap.String("source", path), zap.String("socketDir", o.SocketDir))
+	o.Log.Info("serving", zap.String("source", path), zap.String("socketDir", o.SocketDir), zap.String("addr", ln.Addr().String()))
 	var runErr, srvErr error
 	select {
 	case runErr = <-ran:
