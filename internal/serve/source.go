@@ -21,8 +21,10 @@ import (
 )
 
 // sourceDrain is how long a stopping source role waits for its client to
-// ack what it read before it hands the rest back to the source.
-const sourceDrain = 10 * time.Second
+// ack what it read before it hands the rest back to the source: within the
+// 5s the vertex gives its last batch beyond its read timeout, so that the
+// nacks reach the source before the vertex stops.
+const sourceDrain = 3 * time.Second
 
 func init() {
 	register(Role{Name: "source", Help: "a UD source server (source.sock) over the file's source, under its rate limit", Run: runSource})

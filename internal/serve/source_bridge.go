@@ -38,8 +38,10 @@ type bridge struct {
 
 // entry is one message written to the bridge and not yet answered.
 type entry struct {
-	msg  isb.Message
-	id   uint64
+	msg isb.Message
+	id  uint64
+	// read is set (under bridge.mu) once a Read has taken the entry.
+	read bool
 	done chan error
 	once sync.Once
 }
@@ -84,6 +86,16 @@ func (b *bridge) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 			continue
 		case <-b.stop:
 		}
+		// What no client has read goes back at once.
+		b.mu.Lock()
+		var unread []*entry
+		for _, e := range es[i:] {
+			if !e.read {
+				unread = append(unread, e)
+			}
+		}
+		b.mu.Unlock()
+		b.handBack(unread)
 		if deadline == nil {
 			t := time.NewTimer(b.drain)
 			defer t.Stop()
@@ -134,6 +146,7 @@ func (b *bridge) Read(ctx context.Context, req sourcer.ReadRequest, out chan<- s
 			}
 		}
 		b.mu.Lock()
+		e.read = true
 		b.out[e.id] = e
 		b.mu.Unlock()
 		select {
