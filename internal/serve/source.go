@@ -100,6 +100,7 @@ func runSource(ctx context.Context, o Options) error {
 		}
 		return fmt.Errorf("serve: --role source: %s: %w", path, err)
 	}
+	b.ready = v.Ready
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		v.Close()

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type bridge struct {
 	// partitions.
 	pending    func(ctx context.Context) int64
 	partitions []int32
+	// ready says why the vertex cannot read (nil when it can); nil until
+	// the role sets it.
+	ready func() error
 
 	mu   sync.Mutex
 	next uint64
@@ -55,6 +59,16 @@ func newBridge(drain time.Duration, partitions []int32) *bridge {
 
 var _ isb.Writer = (*bridge)(nil)
 var _ sourcer.Sourcer = (*bridge)(nil)
+var _ sourcer.ReadyReporter = (*bridge)(nil)
+
+// Ready says why the vertex behind the bridge does not read, nil when it
+// does: the answer to IsReady.
+func (b *bridge) Ready() error {
+	if b.ready == nil {
+		return errors.New("the source is not open yet")
+	}
+	return b.ready()
+}
 
 // Write hands msgs to the server's readers and waits for each one's ack
 // (nil in errs) or nack (isb.ErrNack).
