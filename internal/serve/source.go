@@ -72,7 +72,10 @@ func runSource(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	b := newBridge(sourceDrain, []int32{0})
+	// One partition per replica, numbered by the replica's index, as
+	// Numaflow's runtime gives it in NUMAFLOW_REPLICA.
+	parts := sourcer.DefaultPartitions()
+	b := newBridge(sourceDrain, parts)
 	open := spec.Source
 	spec.Source = func(env vertex.Env) (isb.Reader, error) {
 		r, err := open(env)
@@ -92,7 +95,7 @@ func runSource(ctx context.Context, o Options) error {
 	spec.Transformer, spec.Map, spec.Fallback, spec.OnSuccess, spec.Bypass, spec.Output = nil, nil, nil, nil, nil, nil
 	spec.Sink = func(vertex.Env) (isb.Writer, error) { return b, nil }
 	reg := observe.NewRegistry()
-	v, err := vertex.New(spec, vertex.WithLogger(o.Log), vertex.WithRegisterer(reg), vertex.WithSocketDir(o.SocketDir))
+	v, err := vertex.New(spec, vertex.WithReplica(int(parts[0])), vertex.WithLogger(o.Log), vertex.WithRegisterer(reg), vertex.WithSocketDir(o.SocketDir))
 	if err != nil {
 		var fe *config.FieldError
 		if errors.As(err, &fe) {
