@@ -243,6 +243,38 @@ func TestServeSourceRestart(t *testing.T) {
 	epochsWithin(t, srv2.stderrText(), max)
 }
 
+// TestServeSourceClientKilled: the served source's client is killed
+// (SIGKILL) mid-stream and another takes its place; what the first read and
+// did not ack goes back to the stream, and every message reaches a sink at
+// least once.
+func TestServeSourceClientKilled(t *testing.T) {
+	t.Parallel()
+	const n = 600
+	dir := t.TempDir()
+	srv := serveSource(t, dir, jsServed(jsStream(t, n), 200))
+	c := udClient(t, dir)
+	c.waitFor(60*time.Second, "a third of the messages", func() bool { return len(c.lines) >= n/3 })
+	c.stop(syscall.SIGKILL, 10*time.Second)
+	first := c.stdoutLines()
+	c2 := udClient(t, dir)
+	c2.waitFor(60*time.Second, "every message", func() bool {
+		seen := map[string]bool{}
+		for _, p := range append(payloads(t, first), payloads(t, c2.lines)...) {
+			seen[p] = true
+		}
+		return len(seen) >= n
+	})
+	for i, k := range countJ(t, append(first, c2.stdoutLines()...), n) {
+		if k == 0 {
+			t.Fatalf("j-%d lost", i)
+		}
+	}
+	c2.stop(syscall.SIGTERM, 30*time.Second)
+	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
+	}
+}
+
 // epochsWithin checks the served source's debug log: it logged epochs, and
 // none granted more than max.
 func epochsWithin(t *testing.T, log string, max int64) {

@@ -18,6 +18,9 @@ import (
 // its source only what the client acked and hands back what it nacked, and
 // a Read never returns more than the limiter granted.
 //
+// When the read stream a message went out on ends before its ack (the
+// client is gone), the message is handed back.
+//
 // When stop is closed (the role is stopping), what no client has read is
 // handed back at once, and what was read and not acked within the drain
 // time is handed back then: at least once, nothing lost.
@@ -38,14 +41,19 @@ type bridge struct {
 	mu   sync.Mutex
 	next uint64
 	out  map[uint64]*entry
+	// streams are the read streams that took messages, each watched so
+	// that what it took and did not ack goes back when it ends.
+	streams map[context.Context]bool
 }
 
 // entry is one message written to the bridge and not yet answered.
 type entry struct {
 	msg isb.Message
 	id  uint64
-	// read is set (under bridge.mu) once a Read has taken the entry.
+	// read is set (under bridge.mu) once a Read has taken the entry, and
+	// by to the context of the read stream it went out on.
 	read bool
+	by   context.Context
 	done chan error
 	once sync.Once
 }
@@ -54,7 +62,7 @@ func (e *entry) resolve(err error) { e.once.Do(func() { e.done <- err }) }
 
 func newBridge(drain time.Duration, partitions []int32) *bridge {
 	return &bridge{queue: make(chan *entry, 1024), stop: make(chan struct{}), drain: drain,
-		partitions: partitions, out: map[uint64]*entry{}, pending: func(context.Context) int64 { return sourcer.PendingUnknown }}
+		partitions: partitions, out: map[uint64]*entry{}, streams: map[context.Context]bool{}, pending: func(context.Context) int64 { return sourcer.PendingUnknown }}
 }
 
 var _ isb.Writer = (*bridge)(nil)
@@ -125,6 +133,21 @@ func (b *bridge) Write(ctx context.Context, msgs []isb.Message, errs []error) er
 	return nil
 }
 
+// streamEnded hands back what the read stream of ctx took and did not ack:
+// its client is gone (a new one reads on a new stream), so no ack comes.
+func (b *bridge) streamEnded(ctx context.Context) {
+	var gone []*entry
+	b.mu.Lock()
+	delete(b.streams, ctx)
+	for _, e := range b.out {
+		if e.by == ctx {
+			gone = append(gone, e)
+		}
+	}
+	b.mu.Unlock()
+	b.handBack(gone)
+}
+
 // handBack nacks every entry of es not yet answered.
 func (b *bridge) handBack(es []*entry) {
 	b.mu.Lock()
@@ -160,8 +183,12 @@ func (b *bridge) Read(ctx context.Context, req sourcer.ReadRequest, out chan<- s
 			}
 		}
 		b.mu.Lock()
-		e.read = true
+		e.read, e.by = true, ctx
 		b.out[e.id] = e
+		if !b.streams[ctx] {
+			b.streams[ctx] = true
+			context.AfterFunc(ctx, func() { b.streamEnded(ctx) })
+		}
 		b.mu.Unlock()
 		select {
 		case <-b.stop:

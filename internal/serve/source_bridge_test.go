@@ -28,9 +28,12 @@ func write(b *bridge, msgs ...string) <-chan []error {
 }
 
 // read reads at most n messages from b, waiting up to 10s for the first.
-func read(b *bridge, n uint64) []sourcer.Message {
+func read(b *bridge, n uint64) []sourcer.Message { return readOn(context.Background(), b, n) }
+
+// readOn is read on the stream of ctx.
+func readOn(ctx context.Context, b *bridge, n uint64) []sourcer.Message {
 	out := make(chan sourcer.Message, n)
-	b.Read(context.Background(), sourcer.ReadRequest{Count: n, Timeout: 10 * time.Second}, out)
+	b.Read(ctx, sourcer.ReadRequest{Count: n, Timeout: 10 * time.Second}, out)
 	close(out)
 	var ms []sourcer.Message
 	for m := range out {
@@ -96,5 +99,23 @@ func TestBridgeStop(t *testing.T) {
 	}
 	if errs := <-write(b, "c"); !errors.Is(errs[0], isb.ErrNack) {
 		t.Fatalf("a write after stop: %v; want ErrNack", errs)
+	}
+}
+
+// TestBridgeStreamEnds: what a read stream took and did not ack is handed
+// back when the stream ends; what it acked stays acked.
+func TestBridgeStreamEnds(t *testing.T) {
+	b := newBridge(time.Minute, []int32{0})
+	done := write(b, "a", "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	got := readOn(ctx, b, 2)
+	if len(got) != 2 {
+		t.Fatalf("read %v", got)
+	}
+	b.Ack(context.Background(), offsets(got[:1]))
+	cancel()
+	errs := <-done
+	if errs[0] != nil || !errors.Is(errs[1], isb.ErrNack) {
+		t.Fatalf("errs %v; want nil, ErrNack", errs)
 	}
 }
