@@ -52,7 +52,7 @@ spec:
 		measure(b, func(b *testing.B) *proc {
 			dir := b.TempDir()
 			serveSource(b, dir, gen)
-			return udClientBatch(b, dir, 500)
+			return servedSourceClientBatch(b, dir, 500)
 		})
 	})
 }

@@ -26,12 +26,12 @@ func serveSource(t testing.TB, dir, yaml string) *proc {
 	return p
 }
 
-// udClient starts `vertex run` of a MonoVertex whose udsource is the served
+// servedSourceClient starts `vertex run` of a MonoVertex whose udsource is the served
 // socket in dir, writing to a log sink.
-func udClient(t testing.TB, dir string) *proc { return udClientBatch(t, dir, 50) }
+func servedSourceClient(t testing.TB, dir string) *proc { return servedSourceClientBatch(t, dir, 50) }
 
-// udClientBatch is udClient reading batches of batch messages.
-func udClientBatch(t testing.TB, dir string, batch int) *proc {
+// servedSourceClientBatch is servedSourceClient reading batches of batch messages.
+func servedSourceClientBatch(t testing.TB, dir string, batch int) *proc {
 	t.Helper()
 	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
@@ -73,7 +73,7 @@ spec:
   sink:
     log: {}
 `, max))
-	c := udClient(t, dir)
+	c := servedSourceClient(t, dir)
 	c.waitFor(60*time.Second, "500 messages", func() bool { return len(c.lines) >= 500 })
 	addr := regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`).FindStringSubmatch(srv.stderrText())
 	if addr == nil {
@@ -95,7 +95,7 @@ spec:
 	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
-	epochsWithin(t, srv.stderrText(), max)
+	servedEpochsWithin(t, srv.stderrText(), max)
 	lines := c.stdoutLines()
 	seen := map[string]bool{}
 	for _, p := range payloads(t, lines) {
@@ -120,9 +120,9 @@ spec:
 	t.Logf("per second %v", secs)
 }
 
-// jsStream starts nats-server with a stream "orders" of n messages j-0... and
+// servedJSStream starts nats-server with a stream "orders" of n messages j-0... and
 // a durable consumer orders-reader; it returns the server's URL.
-func jsStream(t *testing.T, n int) string {
+func servedJSStream(t *testing.T, n int) string {
 	t.Helper()
 	srv := natstest.Start(t, natstest.Options{})
 	js, err := jetstream.New(srv.Connect(t))
@@ -146,7 +146,9 @@ func jsStream(t *testing.T, n int) string {
 	return srv.URL
 }
 
-func jsServed(url string, max int) string {
+// servedJSConfig is the served MonoVertex over the stream of
+// servedJSStream at url, at most max messages a second.
+func servedJSConfig(url string, max int) string {
 	return fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
 metadata:
@@ -167,8 +169,8 @@ spec:
 `, max, url)
 }
 
-// countJ counts the client's messages j-i by i, failing on any other.
-func countJ(t *testing.T, lines []string, n int) []int {
+// servedCountJ counts the client's messages j-i by i, failing on any other.
+func servedCountJ(t *testing.T, lines []string, n int) []int {
 	t.Helper()
 	got := make([]int, n)
 	for _, p := range payloads(t, lines) {
@@ -188,8 +190,8 @@ func TestServeSourceJetStream(t *testing.T) {
 	t.Parallel()
 	const n = 600
 	dir := t.TempDir()
-	srv := serveSource(t, dir, jsServed(jsStream(t, n), 300))
-	c := udClient(t, dir)
+	srv := serveSource(t, dir, servedJSConfig(servedJSStream(t, n), 300))
+	c := servedSourceClient(t, dir)
 	c.waitFor(60*time.Second, "every message", func() bool { return len(c.lines) >= n })
 	// Long enough for any unacked message to come back (AckWait 2s).
 	time.Sleep(3 * time.Second)
@@ -197,8 +199,8 @@ func TestServeSourceJetStream(t *testing.T) {
 	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
-	epochsWithin(t, srv.stderrText(), 300)
-	for i, k := range countJ(t, c.stdoutLines(), n) {
+	servedEpochsWithin(t, srv.stderrText(), 300)
+	for i, k := range servedCountJ(t, c.stdoutLines(), n) {
 		if k != 1 {
 			t.Fatalf("j-%d reached the sink %d times", i, k)
 		}
@@ -213,15 +215,15 @@ func TestServeSourceRestart(t *testing.T) {
 	t.Parallel()
 	const n, max = 600, 100
 	dir := t.TempDir()
-	url := jsStream(t, n)
-	srv := serveSource(t, dir, jsServed(url, max))
-	c := udClient(t, dir)
+	url := servedJSStream(t, n)
+	srv := serveSource(t, dir, servedJSConfig(url, max))
+	c := servedSourceClient(t, dir)
 	c.waitFor(60*time.Second, "a third of the messages", func() bool { return len(c.lines) >= n/3 })
 	if code, _ := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
-	epochsWithin(t, srv.stderrText(), max)
-	srv2 := serveSource(t, dir, jsServed(url, max))
+	servedEpochsWithin(t, srv.stderrText(), max)
+	srv2 := serveSource(t, dir, servedJSConfig(url, max))
 	c.waitFor(60*time.Second, "every message", func() bool {
 		seen := map[string]bool{}
 		for _, p := range payloads(t, c.lines) {
@@ -229,7 +231,7 @@ func TestServeSourceRestart(t *testing.T) {
 		}
 		return len(seen) >= n
 	})
-	for i, k := range countJ(t, c.stdoutLines(), n) {
+	for i, k := range servedCountJ(t, c.stdoutLines(), n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}
@@ -240,7 +242,7 @@ func TestServeSourceRestart(t *testing.T) {
 	if code, _ := srv2.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv2.stderrText())
 	}
-	epochsWithin(t, srv2.stderrText(), max)
+	servedEpochsWithin(t, srv2.stderrText(), max)
 }
 
 // TestServeSourceClientKilled: the served source's client is killed
@@ -251,12 +253,12 @@ func TestServeSourceClientKilled(t *testing.T) {
 	t.Parallel()
 	const n = 600
 	dir := t.TempDir()
-	srv := serveSource(t, dir, jsServed(jsStream(t, n), 200))
-	c := udClient(t, dir)
+	srv := serveSource(t, dir, servedJSConfig(servedJSStream(t, n), 200))
+	c := servedSourceClient(t, dir)
 	c.waitFor(60*time.Second, "a third of the messages", func() bool { return len(c.lines) >= n/3 })
 	c.stop(syscall.SIGKILL, 10*time.Second)
 	first := c.stdoutLines()
-	c2 := udClient(t, dir)
+	c2 := servedSourceClient(t, dir)
 	c2.waitFor(60*time.Second, "every message", func() bool {
 		seen := map[string]bool{}
 		for _, p := range append(payloads(t, first), payloads(t, c2.lines)...) {
@@ -264,7 +266,7 @@ func TestServeSourceClientKilled(t *testing.T) {
 		}
 		return len(seen) >= n
 	})
-	for i, k := range countJ(t, append(first, c2.stdoutLines()...), n) {
+	for i, k := range servedCountJ(t, append(first, c2.stdoutLines()...), n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}
@@ -275,9 +277,9 @@ func TestServeSourceClientKilled(t *testing.T) {
 	}
 }
 
-// epochsWithin checks the served source's debug log: it logged epochs, and
+// servedEpochsWithin checks the served source's debug log: it logged epochs, and
 // none granted more than max.
-func epochsWithin(t *testing.T, log string, max int64) {
+func servedEpochsWithin(t *testing.T, log string, max int64) {
 	t.Helper()
 	n := 0
 	for _, l := range strings.Split(log, "\n") {
