@@ -54,7 +54,11 @@ var (
 )
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*sourcev1.ReadyResponse, error) {
-	return &sourcev1.ReadyResponse{Ready: s.srv.Ready()}, nil
+	ready := s.srv.Ready()
+	if r, ok := s.src.(ReadyReporter); ok && ready {
+		ready = r.Ready() == nil
+	}
+	return &sourcev1.ReadyResponse{Ready: ready}, nil
 }
 
 // ReadFn answers each read request with its messages, then a response with

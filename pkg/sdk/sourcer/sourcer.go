@@ -40,6 +40,14 @@ type Sourcer interface {
 	Partitions(ctx context.Context) []int32
 }
 
+// ReadyReporter is implemented by a Sourcer that can be up and yet not take
+// reads, such as one whose own source is not reachable yet. When the
+// Sourcer given to NewServer implements it, IsReady answers true only while
+// the server serves and Ready returns nil.
+type ReadyReporter interface {
+	Ready() error
+}
+
 // OptionsNacker is implemented by a Sourcer that honours the options of
 // its nacks. When the Sourcer given to NewServer implements it, each NackFn
 // call of the runtime becomes one call of NackWithOptions (not Nack), with
