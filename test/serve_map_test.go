@@ -1,0 +1,168 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
+)
+
+// serveMapConfig is a MonoVertex whose udf the map role serves, at most max
+// messages a second.
+func serveMapConfig(name string, max int) string {
+	return fmt.Sprintf(`apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: %s
+spec:
+  source:
+    generator: {}
+  udf:
+    container:
+      image: user-map
+  sink:
+    log: {}
+  limits:
+    readBatchSize: 10
+    rateLimit:
+      max: %d
+`, name, max)
+}
+
+// startServeMap starts `vertex serve --role map` on a socket directory of
+// its own, with args added, and returns it with that directory.
+func startServeMap(t *testing.T, cfg string, args ...string) (*proc, string) {
+	t.Helper()
+	dir := udsDir(t)
+	p := start(t, append([]string{"serve", "--role", "map", "-f", writeConfig(t, cfg), "--uds-dir", dir,
+		"--addr", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	return p, dir
+}
+
+// mapThrough sends n messages to the map server in dir, in batches of
+// batch, as Numaflow's runtime does, and checks that each comes back
+// unchanged, once. It returns how long they took.
+func mapThrough(t *testing.T, dir string, n, batch int) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := mapclient.New(dir, zap.NewNop())
+	defer c.Close()
+	if err := c.Connect(ctx); err != nil {
+		t.Fatalf("connecting to the served map: %v", err)
+	}
+	began := time.Now()
+	var out []isb.Message
+	for i := 0; i < n; i += batch {
+		in := make([]isb.Message, 0, batch)
+		for j := i; j < min(n, i+batch); j++ {
+			in = append(in, isb.Message{ID: "m" + strconv.Itoa(j), Keys: []string{"k" + strconv.Itoa(j%3)},
+				Value: []byte("value-" + strconv.Itoa(j)), EventTime: time.UnixMilli(int64(1000 + j))})
+		}
+		var err error
+		if out, _, err = c.Map(ctx, in, out[:0]); err != nil {
+			t.Fatalf("map of messages %d..: %v", i, err)
+		}
+		if len(out) != len(in) {
+			t.Fatalf("map of %d messages gave %d", len(in), len(out))
+		}
+		for j := range in {
+			if out[j].ID != in[j].ID || string(out[j].Value) != string(in[j].Value) || !slices.Equal(out[j].Keys, in[j].Keys) {
+				t.Fatalf("message %s came back as %s %q keys %v; want %q keys %v", in[j].ID, out[j].ID, out[j].Value,
+					out[j].Keys, in[j].Value, in[j].Keys)
+			}
+		}
+	}
+	return time.Since(began)
+}
+
+// checkServeEpochs checks that no epoch of p granted more than max and that
+// the n messages spanned as many epochs as the limit makes them.
+func checkServeEpochs(t *testing.T, p *proc, n, max int) {
+	t.Helper()
+	granted := checkEpochs(t, p, int64(max), false)
+	busy := 0
+	for _, g := range granted {
+		if g > 0 {
+			busy++
+		}
+	}
+	if want := (n + max - 1) / max; busy < want {
+		t.Errorf("%d messages at most %d an epoch were granted in %d epochs; want at least %d (%v)", n, max, busy, want, granted)
+	}
+}
+
+// TestServeMapPassthrough serves a MonoVertex's map at most 20 messages a
+// second and maps 60 messages through it with sluice's map client: each
+// comes back unchanged, no epoch grants more than 20, so they span at least
+// three epochs, and SIGTERM stops the server with exit 0.
+func TestServeMapPassthrough(t *testing.T) {
+	t.Parallel()
+	const n, max = 60, 20
+	p, dir := startServeMap(t, serveMapConfig("serve-map", max))
+	took := mapThrough(t, dir, n, 10)
+	if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+	}
+	checkServeEpochs(t, p, n, max)
+	if took < time.Second {
+		t.Errorf("%d messages at %d a second took %v", n, max, took)
+	}
+}
+
+// TestServeMapForward forwards each message, under the limit, to a user's
+// map server beside it: sluice's SDK example cat and, with NUMAFLOW_GO_DIR,
+// numaflow-go's mapper/cat. What comes back is what went in.
+func TestServeMapForward(t *testing.T) {
+	t.Parallel()
+	t.Run("sdk cat", func(t *testing.T) {
+		t.Parallel()
+		user := udsDir(t)
+		cmd := exec.Command(example(t, "cat"))
+		cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+user)
+		catProc := startCmd(t, cmd)
+		defer catProc.stop(syscall.SIGTERM, 10*time.Second)
+		const n, max = 40, 20
+		p, dir := startServeMap(t, serveMapConfig("serve-map-fwd", max), "--forward", filepath.Join(user, "map.sock"))
+		mapThrough(t, dir, n, 10)
+		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+		}
+		checkServeEpochs(t, p, n, max)
+	})
+	t.Run("numaflow-go cat", func(t *testing.T) {
+		t.Parallel()
+		src := os.Getenv(envNumaflowGo)
+		if src == "" {
+			t.Skipf("%s is not set: numaflow-go's mapper/cat is not run (set it to a numaflow-go source tree)", envNumaflowGo)
+		}
+		const fixed = "/var/run/numaflow"
+		if _, err := os.Stat(filepath.Join(fixed, "map.sock")); err == nil {
+			t.Skipf("%s/map.sock exists: another map server holds the only directory numaflow-go's mapper/cat knows", fixed)
+		}
+		if err := os.MkdirAll(fixed, 0o755); err != nil {
+			t.Skipf("%s cannot be had for numaflow-go's mapper/cat: %v", fixed, err)
+		}
+		bin := numaflowGoExample(t, src, "mapper/cat")
+		catProc := startCmd(t, exec.Command(bin))
+		defer catProc.stop(syscall.SIGTERM, 10*time.Second)
+		const n, max = 40, 20
+		p, dir := startServeMap(t, serveMapConfig("serve-map-nfgo", max), "--forward", filepath.Join(fixed, "map.sock"))
+		mapThrough(t, dir, n, 10)
+		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+		}
+		checkServeEpochs(t, p, n, max)
+	})
+}
