@@ -82,6 +82,10 @@ func runMap(ctx context.Context, o Options) error {
 		stopVertex()
 		return errors.Join(err, <-ran)
 	}
+	if ctx.Err() != nil {
+		stopVertex()
+		return <-ran
+	}
 	o.Log.Info("serving map", zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
 		zap.String("forward", o.Forward))
 	srv := mapper.NewServer(q, mapper.WithSocketDir(o.SocketDir))
