@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -165,4 +166,74 @@ func TestServeMapForward(t *testing.T) {
 		}
 		checkServeEpochs(t, p, n, max)
 	})
+}
+
+// BenchmarkServeMap measures a message's way through a map server over its
+// socket, batches of 500 from sluice's map client, side by side: the map
+// role passing each message on under a limit it never reaches ("served")
+// and sluice's SDK example cat ("sdk-cat"), the user-defined map the
+// role's overhead is added to. ns/msg is per message.
+//
+//	go test -run '^$' -bench BenchmarkServeMap -benchtime 20000x ./test/
+func BenchmarkServeMap(b *testing.B) {
+	const batch = 500
+	cfg := strings.Replace(serveMapConfig("serve-map-bench", 1_000_000_000), "readBatchSize: 10", "readBatchSize: 500", 1)
+	for _, tt := range []struct {
+		name  string
+		start func(b *testing.B) string
+	}{
+		{"served", func(b *testing.B) string {
+			dir := benchDir(b)
+			start(b, "serve", "--role", "map", "-f", writeConfig(b, cfg), "--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "warn")
+			return dir
+		}},
+		{"sdk-cat", func(b *testing.B) string {
+			dir := benchDir(b)
+			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cat"), "../pkg/sdk/examples/cat").CombinedOutput()
+			if err != nil {
+				b.Fatalf("building cat: %v\n%s", err, out)
+			}
+			cmd := exec.Command(filepath.Join(dir, "cat"))
+			cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+dir)
+			startCmd(b, cmd)
+			return dir
+		}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			dir := tt.start(b)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			c := mapclient.New(dir, zap.NewNop())
+			defer c.Close()
+			if err := c.Connect(ctx); err != nil {
+				b.Fatal(err)
+			}
+			in := make([]isb.Message, batch)
+			for i := range in {
+				in[i] = isb.Message{ID: "m" + strconv.Itoa(i), Value: make([]byte, 100)}
+			}
+			var out []isb.Message
+			b.ResetTimer()
+			for i := 0; i < b.N; i += batch {
+				var err error
+				if out, _, err = c.Map(ctx, in[:min(batch, b.N-i)], out[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/msg")
+		})
+	}
+}
+
+// benchDir returns a new directory for sockets, short enough for a unix
+// socket path.
+func benchDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "uds")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
