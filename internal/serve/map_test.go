@@ -147,6 +147,7 @@ func TestMapErrors(t *testing.T) {
 			if err == nil || !cli.IsUsage(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v; want a usage error containing %q\n%s", err, tt.want, errOut.String())
 			}
+			t.Log(err)
 			if _, err := os.Stat(filepath.Join(dir, "map.sock")); err == nil {
 				t.Fatal("the map server listened despite the bad input")
 			}
