@@ -105,20 +105,34 @@ func checkServeEpochs(t *testing.T, p *proc, n, max int) {
 }
 
 // TestServeMapPassthrough serves a MonoVertex's map at most 20 messages a
-// second and maps 60 messages through it with sluice's map client: each
-// comes back unchanged, no epoch grants more than 20, so they span at least
-// three epochs, and SIGTERM stops the server with exit 0.
+// second, as unary map and as batch map (SLUICE_MAP_MODE=batch-map), and
+// maps 60 messages through it with sluice's map client: each comes back
+// unchanged, no epoch grants more than 20, so they span at least three
+// epochs, and SIGTERM stops the server with exit 0.
 func TestServeMapPassthrough(t *testing.T) {
 	t.Parallel()
-	const n, max = 60, 20
-	p, dir := startServeMap(t, serveMapConfig("serve-map", max))
-	took := mapThrough(t, dir, n, 10)
-	if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
-	}
-	checkServeEpochs(t, p, n, max)
-	if took < time.Second {
-		t.Errorf("%d messages at %d a second took %v", n, max, took)
+	for _, mode := range []string{"unary-map", "batch-map"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			const n, max = 60, 20
+			dir := udsDir(t)
+			cmd := exec.Command(vertexBin, "serve", "--role", "map", "-f", writeConfig(t, serveMapConfig("serve-map-"+mode, max)),
+				"--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "debug")
+			cmd.Env = append(os.Environ(), "SLUICE_MAP_MODE="+mode)
+			p := startCmd(t, cmd)
+			took := mapThrough(t, dir, n, 10)
+			if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+			}
+			checkServeEpochs(t, p, n, max)
+			if took < time.Second {
+				t.Errorf("%d messages at %d a second took %v", n, max, took)
+			}
+			info, err := os.ReadFile(filepath.Join(dir, "mapper-server-info"))
+			if err == nil {
+				t.Errorf("the server-info file is left after the stop: %s", info)
+			}
+		})
 	}
 }
 
@@ -170,23 +184,22 @@ func TestServeMapForward(t *testing.T) {
 
 // BenchmarkServeMap measures a message's way through a map server over its
 // socket, batches of 500 from sluice's map client, side by side: the map
-// role passing each message on under a limit it never reaches ("served")
-// and sluice's SDK example cat ("sdk-cat"), the user-defined map the
-// role's overhead is added to. ns/msg is per message.
+// role passing each message on under a limit it never reaches, serving
+// unary map ("served") and batch map ("served-batch", SLUICE_MAP_MODE), and
+// sluice's SDK example cat ("sdk-cat"), the user-defined map the role's
+// overhead is added to. ns/msg is per message.
 //
 //	go test -run '^$' -bench BenchmarkServeMap -benchtime 20000x ./test/
 func BenchmarkServeMap(b *testing.B) {
 	const batch = 500
-	cfg := strings.Replace(serveMapConfig("serve-map-bench", 1_000_000_000), "readBatchSize: 10", "readBatchSize: 500", 1)
+	cfg := strings.Replace(serveMapConfig("serve-map-bench", 1_000_000_000), "readBatchSize: 10", "readBatchSize: 500", 1) +
+		"      min: 1000000000\n      rampUpDuration: 0s\n"
 	for _, tt := range []struct {
 		name  string
 		start func(b *testing.B) string
 	}{
-		{"served", func(b *testing.B) string {
-			dir := benchDir(b)
-			start(b, "serve", "--role", "map", "-f", writeConfig(b, cfg), "--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "warn")
-			return dir
-		}},
+		{"served", func(b *testing.B) string { return benchServe(b, cfg, "unary-map") }},
+		{"served-batch", func(b *testing.B) string { return benchServe(b, cfg, "batch-map") }},
 		{"sdk-cat", func(b *testing.B) string {
 			dir := benchDir(b)
 			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cat"), "../pkg/sdk/examples/cat").CombinedOutput()
@@ -224,6 +237,16 @@ func BenchmarkServeMap(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/msg")
 		})
 	}
+}
+
+// benchServe starts `vertex serve --role map` serving map mode (unary-map,
+// batch-map) and returns its socket directory.
+func benchServe(b *testing.B, cfg, mode string) string {
+	dir := benchDir(b)
+	cmd := exec.Command(vertexBin, "serve", "--role", "map", "-f", writeConfig(b, cfg), "--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "SLUICE_MAP_MODE="+mode)
+	startCmd(b, cmd)
+	return dir
 }
 
 // benchDir returns a new directory for sockets, short enough for a unix

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
@@ -28,6 +30,10 @@ func init() {
 // startupTimeout is how long the map role waits for the user's map server
 // on --forward to be ready (a variable for the tests).
 var startupTimeout = vertex.DefaultStartupTimeout
+
+// batchMap serves batch map (MAP_MODE batch-map) in place of unary map:
+// set by SLUICE_MAP_MODE=batch-map.
+var batchMap = os.Getenv("SLUICE_MAP_MODE") == serverinfo.MapModeBatch
 
 // runMap serves the map role: a vertex whose source is the requests of
 // map.v1.Map streams, whose function is cat or the user's map server on
@@ -86,10 +92,18 @@ func runMap(ctx context.Context, o Options) error {
 		stopVertex()
 		return <-ran
 	}
-	o.Log.Info("serving map", zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
+	mode := serverinfo.MapModeUnary
+	if batchMap {
+		mode = serverinfo.MapModeBatch
+	}
+	o.Log.Info("serving map", zap.String("mode", mode), zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
 		zap.String("forward", o.Forward))
-	srv := mapper.NewServer(q, mapper.WithSocketDir(o.SocketDir))
-	served := srv.Start(ctx)
+	var served error
+	if batchMap {
+		served = batchmapper.NewServer(q, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
+	} else {
+		served = mapper.NewServer(q, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
+	}
 	stopVertex()
 	return errors.Join(served, <-ran)
 }

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 )
 
 // mapQueue joins the served map.v1.Map to the vertex: as a [mapper.Mapper]
-// it queues each request and waits for its answer; as the vertex's source
+// (or a [batchmapper.BatchMapper]) it queues each request and waits for its answer; as the vertex's source
 // ([isb.Reader]) it hands the queued requests to the forwarder, which
 // throttles them under the limit and maps them; as its sink ([isb.Writer])
 // it keeps what each request became; the forwarder's ack then answers the
@@ -38,10 +39,11 @@ type mapRequest struct {
 }
 
 var (
-	_ mapper.Mapper = (*mapQueue)(nil)
-	_ isb.Reader    = (*mapQueue)(nil)
-	_ isb.Nacker    = (*mapQueue)(nil)
-	_ isb.Writer    = (*mapQueue)(nil)
+	_ mapper.Mapper           = (*mapQueue)(nil)
+	_ batchmapper.BatchMapper = (*mapQueue)(nil)
+	_ isb.Reader              = (*mapQueue)(nil)
+	_ isb.Nacker              = (*mapQueue)(nil)
+	_ isb.Writer              = (*mapQueue)(nil)
 )
 
 func newMapQueue(readTimeout time.Duration) *mapQueue {
@@ -55,24 +57,67 @@ func newMapQueue(readTimeout time.Duration) *mapQueue {
 // results (or d itself, passed on), or a drop when nothing came of it. When
 // ctx ends first, the stream is gone and the runtime delivers d again.
 func (q *mapQueue) Map(ctx context.Context, keys []string, d mapper.Datum) mapper.Messages {
-	r := &mapRequest{done: make(chan struct{}), msg: isb.Message{
+	r := q.newRequest(keys, d)
+	if !q.enqueue(ctx, r) {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return q.answer(r)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// BatchMap queues the batch's datums for the vertex as they come, and
+// answers each once all have their answers, as Map does.
+func (q *mapQueue) BatchMap(ctx context.Context, datums <-chan batchmapper.Datum) batchmapper.BatchResponses {
+	var reqs []*mapRequest
+	var ids []string
+	for d := range datums {
+		r := q.newRequest(d.Keys(), d)
+		reqs, ids = append(reqs, r), append(ids, d.ID())
+		if !q.enqueue(ctx, r) {
+			for range datums {
+			}
+			return nil
+		}
+	}
+	out := make(batchmapper.BatchResponses, len(reqs))
+	for i, r := range reqs {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil
+		}
+		out[i] = batchmapper.NewBatchResponse(ids[i], q.answer(r)...)
+	}
+	return out
+}
+
+func (q *mapQueue) newRequest(keys []string, d mapper.Datum) *mapRequest {
+	return &mapRequest{done: make(chan struct{}), msg: isb.Message{
 		ID: strconv.FormatUint(q.seq.Add(1), 10), Keys: keys, Value: d.Value(), EventTime: d.EventTime(),
 		Headers: d.Headers(), Metadata: fromUserMetadata(d.UserMetadata()),
 	}}
+}
+
+// enqueue hands r to the vertex; false when ctx ended first.
+func (q *mapQueue) enqueue(ctx context.Context, r *mapRequest) bool {
 	q.mu.Lock()
 	q.pending[r.msg.ID] = r
 	q.mu.Unlock()
 	select {
 	case q.in <- r:
+		return true
 	case <-ctx.Done():
 		q.forget(r)
-		return nil
+		return false
 	}
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		return nil
-	}
+}
+
+// answer returns what r became, once acked.
+func (q *mapQueue) answer(r *mapRequest) mapper.Messages {
 	q.mu.Lock()
 	out := r.out
 	q.mu.Unlock()
