@@ -137,25 +137,33 @@ func TestServeMapPassthrough(t *testing.T) {
 }
 
 // TestServeMapForward forwards each message, under the limit, to a user's
-// map server beside it: sluice's SDK example cat and, with NUMAFLOW_GO_DIR,
-// numaflow-go's mapper/cat. What comes back is what went in.
+// map server beside it: sluice's SDK examples cat and nackmap (which nacks
+// every message once, so that each is handed back to the limit and passed
+// again) and, with NUMAFLOW_GO_DIR, numaflow-go's mapper/cat. What comes
+// back is what went in, each message once.
 func TestServeMapForward(t *testing.T) {
 	t.Parallel()
-	t.Run("sdk cat", func(t *testing.T) {
-		t.Parallel()
-		user := udsDir(t)
-		cmd := exec.Command(example(t, "cat"))
-		cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+user)
-		catProc := startCmd(t, cmd)
-		defer catProc.stop(syscall.SIGTERM, 10*time.Second)
-		const n, max = 40, 20
-		p, dir := startServeMap(t, serveMapConfig("serve-map-fwd", max), "--forward", filepath.Join(user, "map.sock"))
-		mapThrough(t, dir, n, 10)
-		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
-		}
-		checkServeEpochs(t, p, n, max)
-	})
+	for _, name := range []string{"cat", "nackmap"} {
+		t.Run("sdk "+name, func(t *testing.T) {
+			t.Parallel()
+			user := udsDir(t)
+			cmd := exec.Command(example(t, name))
+			cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+user)
+			userProc := startCmd(t, cmd)
+			defer userProc.stop(syscall.SIGTERM, 10*time.Second)
+			const n, max = 40, 20
+			p, dir := startServeMap(t, serveMapConfig("serve-map-"+name, max), "--forward", filepath.Join(user, "map.sock"))
+			mapThrough(t, dir, n, 10)
+			if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+			}
+			passes := 1
+			if name == "nackmap" {
+				passes = 2 // nacked once, passed again
+			}
+			checkServeEpochs(t, p, passes*n, max)
+		})
+	}
 	t.Run("numaflow-go cat", func(t *testing.T) {
 		t.Parallel()
 		src := os.Getenv(envNumaflowGo)
