@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
@@ -267,4 +268,76 @@ func benchDir(b *testing.B) string {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// TestServeMapShared runs two map servers of one vertex that share its
+// limit, at most 20 messages a second, in a real redis-server, and maps 40
+// messages through each at once: every message comes back unchanged, and
+// no epoch grants more than 20 over both.
+func TestServeMapShared(t *testing.T) {
+	t.Parallel()
+	const n, max = 40, 20
+	srv := redistest.Start(t, redistest.Options{})
+	cfg := serveMapConfig("serve-map-shared", max) + fmt.Sprintf(`      min: %d
+      rampUpDuration: 0s
+      store:
+        redisStore:
+          mode: single
+          url: redis://%s
+`, max, srv.Addr)
+	var procs []*proc
+	var dirs []string
+	for range 2 {
+		p, dir := startServeMap(t, cfg)
+		procs, dirs = append(procs, p), append(dirs, dir)
+	}
+	t.Run("map", func(t *testing.T) { // returns once both have mapped theirs
+		for i, dir := range dirs {
+			t.Run(strconv.Itoa(i), func(t *testing.T) {
+				t.Parallel()
+				mapThrough(t, dir, n, 10)
+			})
+		}
+	})
+	for _, p := range procs {
+		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+		}
+	}
+	granted, _ := sumEpochs(t, procs)
+	if len(granted) == 0 {
+		t.Fatal("no epoch in the debug logs")
+	}
+	for e, g := range granted {
+		if g > max {
+			t.Errorf("epoch %d granted %d over both servers; max %d", e, g, max)
+		}
+	}
+}
+
+// TestServeMapBadInput: a file without a rate limit or without the map
+// part, and a --forward that is not a map socket: one error naming it,
+// exit 2.
+func TestServeMapBadInput(t *testing.T) {
+	t.Parallel()
+	good := serveMapConfig("serve-map-bad", 10)
+	noLimit := writeConfig(t, strings.Replace(good, "    rateLimit:\n      max: 10\n", "", 1))
+	noUDF := writeConfig(t, strings.Replace(good, "  udf:\n    container:\n      image: user-map\n", "", 1))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no rate limit", []string{"-f", noLimit}, "spec.limits.rateLimit is not set"},
+		{"no udf", []string{"-f", noUDF}, "spec.udf is not set"},
+		{"forward not a map socket", []string{"-f", writeConfig(t, good), "--forward", "/tmp/x/sink.sock"}, `--forward ("/tmp/x/sink.sock") is not a map server's socket`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(vertexBin, append([]string{"serve", "--role", "map", "--uds-dir", udsDir(t), "--addr", "127.0.0.1:0"}, tc.args...)...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("exit %d, output %q; want exit 2 naming %q", code, out, tc.want)
+			}
+		})
+	}
 }
