@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/redistest"
 	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
@@ -339,5 +341,50 @@ func TestServeMapBadInput(t *testing.T) {
 				t.Fatalf("exit %d, output %q; want exit 2 naming %q", code, out, tc.want)
 			}
 		})
+	}
+}
+
+// TestServeMapRateLimitedSignal forwards to a user's map (in the test's
+// process) that answers each message rate-limited the first time it sees
+// it, with adaptive throttling on: every message comes back, once, and the
+// served vertex's limit takes the signals (sluice_ratelimit_cuts_total).
+func TestServeMapRateLimitedSignal(t *testing.T) {
+	t.Parallel()
+	const n, max = 20, 50
+	user := udsDir(t)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := mapper.NewServer(mapper.MapperFunc(func(_ context.Context, keys []string, d mapper.Datum) mapper.Messages {
+		mu.Lock()
+		first := !seen[string(d.Value())]
+		seen[string(d.Value())] = true
+		mu.Unlock()
+		if first {
+			return mapper.Messages{mapper.MessageRateLimited(100 * time.Millisecond)}
+		}
+		return mapper.Messages{mapper.NewMessage(d.Value()).WithKeys(keys)}
+	}), mapper.WithSocketDir(user))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("user's map server: %v", err)
+		}
+	}()
+	cfg := serveMapConfig("serve-map-signal", max) + "      adaptive:\n        cutPercentage: 20\n"
+	p, dir := startServeMap(t, cfg, "--forward", filepath.Join(user, "map.sock"))
+	mapThrough(t, dir, n, 10)
+	cuts := metricValues(t, p.metricsAddr(), "sluice_ratelimit_cuts_total")
+	total := 0.0
+	for _, v := range cuts {
+		total += v
+	}
+	if total < 1 {
+		t.Errorf("sluice_ratelimit_cuts_total %v after %d rate-limited answers; want at least one cut", cuts, n)
+	}
+	if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
 	}
 }
