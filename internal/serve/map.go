@@ -46,6 +46,7 @@ func runMap(ctx context.Context, o Options) error {
 		return err
 	}
 	q := newMapQueue(spec.Limits.ReadTimeout)
+	defer q.close()
 	spec.Source = func(vertex.Env) (isb.Reader, error) { return q, nil }
 	spec.Sink = func(vertex.Env) (isb.Writer, error) { return q, nil }
 	spec.Fallback, spec.OnSuccess, spec.Bypass, spec.Watermark = nil, nil, nil, nil

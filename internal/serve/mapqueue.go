@@ -24,6 +24,7 @@ import (
 // concurrent use.
 type mapQueue struct {
 	in          chan *mapRequest
+	closed      chan struct{} // closed once the vertex has stopped
 	readTimeout time.Duration
 	seq         atomic.Uint64
 
@@ -50,7 +51,7 @@ func newMapQueue(readTimeout time.Duration) *mapQueue {
 	if readTimeout <= 0 {
 		readTimeout = time.Second
 	}
-	return &mapQueue{in: make(chan *mapRequest, 1024), readTimeout: readTimeout, pending: map[string]*mapRequest{}}
+	return &mapQueue{in: make(chan *mapRequest, 1024), closed: make(chan struct{}), readTimeout: readTimeout, pending: map[string]*mapRequest{}}
 }
 
 // Map queues d for the vertex and returns what it became: the user's map's
@@ -183,10 +184,19 @@ func (q *mapQueue) Nack(_ context.Context, msgs []isb.ReadMessage, delay time.Du
 		q.mu.Lock()
 		r.out = nil
 		q.mu.Unlock()
-		time.AfterFunc(delay, func() { q.in <- r })
+		time.AfterFunc(delay, func() {
+			select {
+			case q.in <- r:
+			case <-q.closed: // the stream's runtime delivers it again
+			}
+		})
 	}
 	return nil
 }
+
+// close ends the nacked requests' waits to be queued again, once the vertex
+// has stopped.
+func (q *mapQueue) close() { close(q.closed) }
 
 // Write keeps each message for the request it came of (its ID, or the ID
 // and "-i" for one of several results).
