@@ -82,7 +82,7 @@ func serveSinkWith(ctx context.Context, spec vertex.Spec, o Options, rep int, se
 			v.Close()
 			return cli.Usagef("serve: --addr (%q): %v", o.Addr, err)
 		}
-		stop := observe.NewServer(ln, observe.Handlers{Gatherer: reg, Ready: func() error { return sinkReady(v) }, Status: func() any { return v.Status() },
+		stop := observe.NewServer(ln, observe.Handlers{Gatherer: reg, Ready: func() error { return servable(v) }, Status: func() any { return v.Status() },
 			PageData: func(since int64) any { return v.PageView(since) }}, nil, o.Log).Start()
 		o.Log.Info("serving metrics, health and status", zap.String("addr", ln.Addr().String()))
 		defer stop()
@@ -95,62 +95,15 @@ func serveSinkWith(ctx context.Context, spec vertex.Spec, o Options, rep int, se
 	go func() { vdone <- v.Run(vctx) }()
 	// The socket and its server-info file appear once the vertex is ready
 	// (its store agreed, its sink open): Numaflow's runtime waits for them.
-	if err := waitReady(ctx, v, vdone, o.Log); err != nil {
+	if err := awaitReady(ctx, v, vdone, o.Log); err != nil {
 		vstop()
 		<-vdone
-		return err
+		return fmt.Errorf("serve: sink: %w", err)
 	}
 	o.Log.Info("serving", zap.String("dir", o.SocketDir), zap.String("vertex", spec.Name))
 	serr := serve(ctx, src)
 	vstop()
 	return errors.Join(serr, <-vdone)
-}
-
-// waitReady waits until v is ready, logging why not when the reason changes
-// and every 5s; it
-// fails if v stops first.
-func waitReady(ctx context.Context, v *vertex.Vertex, vdone chan error, log *zap.Logger) error {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last, lastReason := time.Time{}, ""
-	for {
-		err := sinkReady(v)
-		if err == nil {
-			return nil
-		}
-		if err.Error() != lastReason || time.Since(last) > 5*time.Second {
-			log.Info("not ready", zap.Error(err))
-			last, lastReason = time.Now(), err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-vdone:
-			vdone <- err
-			if err == nil {
-				err = errors.New("stopped before it was ready")
-			}
-			return fmt.Errorf("serve: sink: %w", err)
-		case <-tick.C:
-		}
-	}
-}
-
-// sinkReady is nil once v is ready and its rate limit has its store's
-// agreement: the store answers and the replicas agree on the pool.
-func sinkReady(v *vertex.Vertex) error {
-	if err := v.Ready(); err != nil {
-		return err
-	}
-	for _, r := range v.Status().Reasons {
-		switch r {
-		case "store_unavailable":
-			return errors.New("the rate limit's store does not answer (store_unavailable)")
-		case "awaiting_agreement":
-			return errors.New("the replicas have not agreed on the rate limit's pool yet (awaiting_agreement)")
-		}
-	}
-	return nil
 }
 
 // sinkSpec is the vertex of o whose sink the role serves.

@@ -1,0 +1,162 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/isb"
+	"github.com/sluiceflow/sluice/pkg/observe"
+	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/udf"
+	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
+)
+
+func init() {
+	register(Role{Name: "map", Help: "a map (udf) server that throttles each message under the limit, then passes it on or forwards it to --forward", Run: runMap})
+}
+
+// startupTimeout is how long the map role waits for the user's map server
+// on --forward to be ready (a variable for the tests).
+var startupTimeout = vertex.DefaultStartupTimeout
+
+// batchMap serves batch map (MAP_MODE batch-map) in place of unary map:
+// set by SLUICE_MAP_MODE=batch-map.
+var batchMap = os.Getenv("SLUICE_MAP_MODE") == serverinfo.MapModeBatch
+
+// runMap serves the map role: a vertex whose source is the requests of
+// map.v1.Map streams, whose function is cat or the user's map server on
+// o.Forward, and whose sink answers each request with what its message
+// became. The map server starts once the vertex is ready; on ctx's end it
+// stops first, answering what is in flight, then the vertex stops.
+func runMap(ctx context.Context, o Options) error {
+	spec, err := mapSpec(o)
+	if err != nil {
+		return err
+	}
+	q := newMapQueue(spec.Limits.ReadTimeout)
+	defer q.close()
+	spec.Source = func(vertex.Env) (isb.Reader, error) { return q, nil }
+	spec.Sink = func(vertex.Env) (isb.Writer, error) { return q, nil }
+	spec.Fallback, spec.OnSuccess, spec.Bypass, spec.Watermark = nil, nil, nil, nil
+	vopts := []vertex.Option{vertex.WithLogger(o.Log), vertex.WithStartupTimeout(startupTimeout)}
+	spec.Map = func(vertex.Env) (udf.Mapper, error) { return udf.Cat{}, nil }
+	if o.Forward != "" {
+		dir := filepath.Dir(o.Forward)
+		switch sock := serverinfo.KindMap.Socket(); {
+		case filepath.Base(o.Forward) != sock:
+			return cli.Usagef("serve: --forward (%q) is not a map server's socket: its name is %s, beside its %s", o.Forward, sock, serverinfo.KindMap.InfoFile())
+		case filepath.Clean(dir) == filepath.Clean(o.SocketDir):
+			return cli.Usagef("serve: --forward (%q) is in --uds-dir (%q), where the served map's own socket goes", o.Forward, o.SocketDir)
+		}
+		vopts = append(vopts, vertex.WithSocketDir(dir))
+		spec.Map = func(env vertex.Env) (udf.Mapper, error) {
+			c := mapclient.New(env.SocketDir, env.Log, udf.WithCalls(env.Calls))
+			env.Remote(udf.KindMap, c)
+			return c, nil
+		}
+	}
+	reg := observe.NewRegistry()
+	vopts = append(vopts, vertex.WithRegisterer(reg))
+	v, err := vertex.New(spec, vopts...)
+	if err != nil {
+		return err
+	}
+	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: v.Ready,
+		Status: func() any { return v.Status() }, PageData: func(since int64) any { return v.PageView(since) }}, o.Log)
+	if err != nil {
+		v.Close()
+		return cli.Usagef("serve: --addr (%q): %v", o.Addr, err)
+	}
+	o.Log.Info("serving metrics, health and status", zap.String("addr", web.Addr().String()))
+	defer web.Start()()
+	vctx, stopVertex := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopVertex()
+	ran := make(chan error, 1)
+	go func() { ran <- v.Run(vctx) }()
+	if err := awaitReady(ctx, v, ran, o.Log); err != nil {
+		stopVertex()
+		<-ran
+		if se := (*vertex.StartupError)(nil); errors.As(err, &se) {
+			return cli.Usagef("serve: --forward (%q) never answered: %v", o.Forward, err)
+		}
+		return fmt.Errorf("serve: map: %w", err)
+	}
+	if ctx.Err() != nil {
+		stopVertex()
+		return <-ran
+	}
+	mode := serverinfo.MapModeUnary
+	if batchMap {
+		mode = serverinfo.MapModeBatch
+	}
+	o.Log.Info("serving map", zap.String("mode", mode), zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
+		zap.String("forward", o.Forward))
+	var served error
+	if batchMap {
+		served = batchmapper.NewServer(q, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
+	} else {
+		served = mapper.NewServer(q, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
+	}
+	stopVertex()
+	return errors.Join(served, <-ran)
+}
+
+// mapSpec returns the spec of the vertex whose map is served: the file's
+// MonoVertex, or its pipeline vertex o.Vertex, which must be a map vertex
+// with a rate limit.
+func mapSpec(o Options) (vertex.Spec, error) {
+	if m := o.File.MonoVertex; m != nil {
+		if m.Spec.UDF == nil {
+			return vertex.Spec{}, cli.Usagef("serve: map: spec.udf is not set in %s: the map role serves the vertex's udf", o.Path)
+		}
+		if m.Spec.Limits.GetRateLimit() == nil {
+			return vertex.Spec{}, cli.Usagef("serve: map: spec.limits.rateLimit is not set in %s: the map role throttles under it", o.Path)
+		}
+		return vertexconfig.FromMonoVertex(m), nil
+	}
+	p := o.File.Pipeline
+	i := vertexIndexOf(p, o.Vertex)
+	if i < 0 {
+		return vertex.Spec{}, cli.Usagef("serve: map: --vertex is required with the Pipeline %s", o.Path)
+	}
+	vx := &p.Spec.Vertices[i]
+	path := fmt.Sprintf("spec.vertices[%d]", i)
+	switch {
+	case vx.Source != nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.source is set (vertex %q): the map role serves a map vertex, not a source", path, vx.Name)
+	case vx.Sink != nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.sink is set (vertex %q): the map role serves a map vertex, not a sink", path, vx.Name)
+	case vx.UDF == nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.udf is not set (vertex %q): the map role serves a map vertex", path, vx.Name)
+	case vx.UDF.GroupBy != nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.udf.groupBy is set (vertex %q): the map role serves a map, not a reduce", path, vx.Name)
+	}
+	l, err := p.VertexLimits(vx.Name)
+	if err != nil {
+		return vertex.Spec{}, err
+	}
+	if l.Limits.GetRateLimit() == nil {
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.limits.rateLimit is not set (nor spec.limits.rateLimit) in %s: the map role throttles under it", path, o.Path)
+	}
+	return vertexconfig.PipelineVertex(p, vx.Name, "")
+}
+
+func vertexIndexOf(p *config.Pipeline, name string) int {
+	for i := range p.Spec.Vertices {
+		if p.Spec.Vertices[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
