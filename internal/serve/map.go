@@ -72,7 +72,7 @@ func runMap(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: v.Ready,
+	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: func() error { return servable(v) },
 		Status: func() any { return v.Status() }, PageData: func(since int64) any { return v.PageView(since) }}, o.Log)
 	if err != nil {
 		v.Close()
@@ -103,10 +103,11 @@ func runMap(ctx context.Context, o Options) error {
 	o.Log.Info("serving map", zap.String("mode", mode), zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
 		zap.String("forward", o.Forward))
 	var served error
+	rq := readyMapQueue{q, &readiness{v: v, log: o.Log}}
 	if batchMap {
-		served = batchmapper.NewServer(q, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
+		served = batchmapper.NewServer(rq, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
 	} else {
-		served = mapper.NewServer(q, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
+		served = mapper.NewServer(rq, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
 	}
 	stopVertex()
 	return errors.Join(served, <-ran)
