@@ -75,16 +75,20 @@ func awaitReady(ctx context.Context, v *vertex.Vertex, ran chan error, log *zap.
 // servable, logged when its reason changes, so that IsReady is false while
 // the store is lost or a user-defined server the vertex calls is gone.
 type readiness struct {
-	v   *vertex.Vertex
-	log *zap.Logger
+	v     *vertex.Vertex
+	log   *zap.Logger
+	extra func() error // what else the role needs, when not nil
 
 	mu   sync.Mutex
 	last string // the reason IsReady last answered false with; "" once ready
 }
 
-// Ready is servable(v).
+// Ready is servable(v), then extra.
 func (r *readiness) Ready() error {
 	err := servable(r.v)
+	if err == nil && r.extra != nil {
+		err = r.extra()
+	}
 	reason := ""
 	if err != nil {
 		reason = err.Error()
