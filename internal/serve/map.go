@@ -72,7 +72,22 @@ func runMap(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: v.Ready,
+	ready := &readiness{v: v, log: o.Log}
+	if o.Forward != "" {
+		// The user's server removes its socket when it stops.
+		ready.extra = func() error {
+			if _, err := os.Stat(o.Forward); err != nil {
+				return fmt.Errorf("the --forward server is gone: %w", err)
+			}
+			return nil
+		}
+	}
+	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: func() error {
+		if err := servable(v); err != nil || ready.extra == nil {
+			return err
+		}
+		return ready.extra()
+	},
 		Status: func() any { return v.Status() }, PageData: func(since int64) any { return v.PageView(since) }}, o.Log)
 	if err != nil {
 		v.Close()
@@ -103,10 +118,11 @@ func runMap(ctx context.Context, o Options) error {
 	o.Log.Info("serving map", zap.String("mode", mode), zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
 		zap.String("forward", o.Forward))
 	var served error
+	rq := readyMapQueue{q, ready}
 	if batchMap {
-		served = batchmapper.NewServer(q, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
+		served = batchmapper.NewServer(rq, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
 	} else {
-		served = mapper.NewServer(q, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
+		served = mapper.NewServer(rq, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
 	}
 	stopVertex()
 	return errors.Join(served, <-ran)

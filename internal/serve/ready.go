@@ -3,10 +3,13 @@ package serve
 import (
 	"context"
 	"errors"
+	"math"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -15,13 +18,18 @@ import (
 var errStoppedEarly = errors.New("the vertex stopped before it was ready")
 
 // servable is nil once v is ready and its rate limit has its store's
-// agreement: the store answers and the replicas agree on the pool. A role
-// serves its socket from then on, and /readyz says so.
+// agreement: the store answers (its last sync succeeded) and the replicas
+// agree on the pool. A role serves its socket from then on, /readyz says
+// so, and its IsReady answers false with this reason while it is not nil.
 func servable(v *vertex.Vertex) error {
 	if err := v.Ready(); err != nil {
 		return err
 	}
-	for _, r := range v.Status().Reasons {
+	pv := v.PageVertex(math.MaxInt64) // the status, with no epochs
+	if pv.Limit != nil && !pv.Limit.StoreUp {
+		return errors.New("the rate limit's store does not answer (store_unavailable)")
+	}
+	for _, r := range pv.Reasons {
 		switch r {
 		case "store_unavailable":
 			return errors.New("the rate limit's store does not answer (store_unavailable)")
@@ -61,4 +69,51 @@ func awaitReady(ctx context.Context, v *vertex.Vertex, ran chan error, log *zap.
 		case <-tick.C:
 		}
 	}
+}
+
+// readiness is what a role's server asks before it answers IsReady: v's
+// servable, logged when its reason changes, so that IsReady is false while
+// the store is lost or a user-defined server the vertex calls is gone.
+type readiness struct {
+	v     *vertex.Vertex
+	log   *zap.Logger
+	extra func() error // what else the role needs, when not nil
+
+	mu   sync.Mutex
+	last string // the reason IsReady last answered false with; "" once ready
+}
+
+// Ready is servable(v), then extra.
+func (r *readiness) Ready() error {
+	err := servable(r.v)
+	if err == nil && r.extra != nil {
+		err = r.extra()
+	}
+	reason := ""
+	if err != nil {
+		reason = err.Error()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reason != r.last {
+		if err != nil {
+			r.log.Warn("IsReady answers false", zap.Error(err))
+		} else {
+			r.log.Info("IsReady answers true again")
+		}
+		r.last = reason
+	}
+	return err
+}
+
+// readySinker is a Sinker whose IsReady is its readiness.
+type readySinker struct {
+	sinker.Sinker
+	*readiness
+}
+
+// readyMapQueue is the map queue whose IsReady is its readiness.
+type readyMapQueue struct {
+	*mapQueue
+	*readiness
 }

@@ -101,7 +101,7 @@ func serveSinkWith(ctx context.Context, spec vertex.Spec, o Options, rep int, se
 		return fmt.Errorf("serve: sink: %w", err)
 	}
 	o.Log.Info("serving", zap.String("dir", o.SocketDir), zap.String("vertex", spec.Name))
-	serr := serve(ctx, src)
+	serr := serve(ctx, readySinker{src, &readiness{v: v, log: o.Log}})
 	vstop()
 	return errors.Join(serr, <-vdone)
 }

@@ -20,6 +20,14 @@ type BatchMapper interface {
 	BatchMap(ctx context.Context, datums <-chan Datum) BatchResponses
 }
 
+// ReadyReporter is implemented by a BatchMapper that can be up and yet not take
+// requests, such as one whose own downstream is not reachable. When the
+// BatchMapper given to NewServer implements it, IsReady answers true only while
+// the server serves and Ready returns nil.
+type ReadyReporter interface {
+	Ready() error
+}
+
 // BatchMapperFunc adapts a function to the BatchMapper interface.
 type BatchMapperFunc func(ctx context.Context, datums <-chan Datum) BatchResponses
 

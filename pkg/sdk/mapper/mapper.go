@@ -23,6 +23,14 @@ type Mapper interface {
 	Map(ctx context.Context, keys []string, d Datum) Messages
 }
 
+// ReadyReporter is implemented by a Mapper that can be up and yet not take
+// requests, such as one whose own downstream is not reachable. When the
+// Mapper given to NewServer implements it, IsReady answers true only while
+// the server serves and Ready returns nil.
+type ReadyReporter interface {
+	Ready() error
+}
+
 // MapperFunc adapts a function to the Mapper interface.
 type MapperFunc func(ctx context.Context, keys []string, d Datum) Messages
 

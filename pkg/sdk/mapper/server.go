@@ -45,7 +45,11 @@ type service struct {
 }
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse, error) {
-	return &mapv1.ReadyResponse{Ready: s.srv.Ready()}, nil
+	ready := s.srv.Ready()
+	if r, ok := s.m.(ReadyReporter); ok && ready {
+		ready = r.Ready() == nil
+	}
+	return &mapv1.ReadyResponse{Ready: ready}, nil
 }
 
 func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {

@@ -55,7 +55,11 @@ type service struct {
 }
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*sinkv1.ReadyResponse, error) {
-	return &sinkv1.ReadyResponse{Ready: s.srv.Ready()}, nil
+	ready := s.srv.Ready()
+	if r, ok := s.sk.(ReadyReporter); ok && ready {
+		ready = r.Ready() == nil
+	}
+	return &sinkv1.ReadyResponse{Ready: ready}, nil
 }
 
 func (s *service) SinkFn(stream sinkv1.Sink_SinkFnServer) error {

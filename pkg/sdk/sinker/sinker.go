@@ -22,6 +22,14 @@ type Sinker interface {
 	Sink(ctx context.Context, datums <-chan Datum) Responses
 }
 
+// ReadyReporter is implemented by a Sinker that can be up and yet not take
+// requests, such as one whose own downstream is not reachable. When the
+// Sinker given to NewServer implements it, IsReady answers true only while
+// the server serves and Ready returns nil.
+type ReadyReporter interface {
+	Ready() error
+}
+
 // SinkerFunc adapts a function to the Sinker interface.
 type SinkerFunc func(ctx context.Context, datums <-chan Datum) Responses
 
