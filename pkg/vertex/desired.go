@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/vertex/autoscale"
@@ -107,11 +106,8 @@ func (v *Vertex) observation(now time.Time) (autoscale.Observation, int64) {
 	whole, known := v.sourcePending()
 	if known {
 		o.Pending = whole
-	} else if g := v.pendingGauge; g != nil {
-		var m dto.Metric
-		if err := g.Write(&m); err == nil && m.GetGauge().GetValue() > 0 {
-			o.Pending = int64(m.GetGauge().GetValue())
-		}
+	} else if v.pendingGauge != nil {
+		o.Pending = max(v.lastPending.Load(), 0)
 	}
 	_, reasons := v.tracker.Throttled()
 	for _, r := range reasons {

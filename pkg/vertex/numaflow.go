@@ -85,11 +85,8 @@ func (c *numaflowCollector) Collect(ch chan<- prometheus.Metric) {
 	pending := -1.0
 	if n, ok := c.v.sourcePending(); ok {
 		pending = float64(n)
-	} else if g := c.v.pendingGauge; g != nil && c.v.pendingGroup == nil {
-		var m dto.Metric
-		if err := g.Write(&m); err == nil {
-			pending = m.GetGauge().GetValue()
-		}
+	} else if c.v.pendingGauge != nil && c.v.pendingGroup == nil {
+		pending = float64(c.v.lastPending.Load())
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, pending)
 	var h dto.Metric

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -50,6 +49,7 @@ func (v *Vertex) buildPending(reg prometheus.Registerer, r isb.Reader) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_source_pending",
 		Help: "Messages the source has pending (not read yet, or due again), asked every 5s; -1 while unknown."})
 	g.Set(-1)
+	v.lastPending.Store(-1)
 	reg.MustRegister(g)
 	v.pending, v.pendingGauge = p, g
 	if o, ok := r.(ownPending); ok {
@@ -78,6 +78,7 @@ func (v *Vertex) pollPending(ctx context.Context) {
 			n = -1
 		}
 		v.pendingGauge.Set(float64(n))
+		v.lastPending.Store(n)
 		if gp := v.pendingGroup; gp != nil {
 			v.groupPending.Store(v.askGroupPending(ctx, gp))
 		}
@@ -113,9 +114,6 @@ func (v *Vertex) sourcePending() (int64, bool) {
 	if v.pendingOwn || v.pendingGauge == nil {
 		return -1, false
 	}
-	var m dto.Metric
-	if err := v.pendingGauge.Write(&m); err != nil || m.GetGauge().GetValue() < 0 {
-		return -1, false
-	}
-	return int64(m.GetGauge().GetValue()), true
+	n := v.lastPending.Load()
+	return n, n >= 0
 }

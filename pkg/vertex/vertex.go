@@ -57,9 +57,11 @@ type Vertex struct {
 	calls *udsconn.Calls
 	// infoFiles are the names of their server-info files.
 	infoFiles []string
-	// pending, when the source can tell its pending count, and its gauge.
+	// pending, when the source can tell its pending count, its gauge and
+	// its last answer (-1: unknown).
 	pending      pendingSource
 	pendingGauge prometheus.Gauge
+	lastPending  atomic.Int64
 	// pendingOwn says the count is the replica's part of the source's;
 	// pendingGroup, when the source can also tell the whole, asks it, and
 	// groupPending is its last answer (-1: unknown).
