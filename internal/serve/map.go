@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
@@ -19,7 +18,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func init() {
@@ -132,47 +130,35 @@ func runMap(ctx context.Context, o Options) error {
 // MonoVertex, or its pipeline vertex o.Vertex, which must be a map vertex
 // with a rate limit.
 func mapSpec(o Options) (vertex.Spec, error) {
-	if m := o.File.MonoVertex; m != nil {
+	pt := o.part()
+	if pt.monoVertex {
+		m := o.File.MonoVertex
 		if m.Spec.UDF == nil {
 			return vertex.Spec{}, cli.Usagef("serve: map: spec.udf is not set in %s: the map role serves the vertex's udf", o.Path)
 		}
 		if m.Spec.Limits.GetRateLimit() == nil {
 			return vertex.Spec{}, cli.Usagef("serve: map: spec.limits.rateLimit is not set in %s: the map role throttles under it", o.Path)
 		}
-		return vertexconfig.FromMonoVertex(m), nil
+		return o.spec()
 	}
-	p := o.File.Pipeline
-	i := vertexIndexOf(p, o.Vertex)
-	if i < 0 {
-		return vertex.Spec{}, cli.Usagef("serve: map: --vertex is required with the Pipeline %s", o.Path)
-	}
-	vx := &p.Spec.Vertices[i]
-	path := fmt.Sprintf("spec.vertices[%d]", i)
 	switch {
-	case vx.Source != nil:
-		return vertex.Spec{}, cli.Usagef("serve: map: %s.source is set (vertex %q): the map role serves a map vertex, not a source", path, vx.Name)
-	case vx.Sink != nil:
-		return vertex.Spec{}, cli.Usagef("serve: map: %s.sink is set (vertex %q): the map role serves a map vertex, not a sink", path, vx.Name)
-	case vx.UDF == nil:
-		return vertex.Spec{}, cli.Usagef("serve: map: %s.udf is not set (vertex %q): the map role serves a map vertex", path, vx.Name)
-	case vx.UDF.GroupBy != nil:
-		return vertex.Spec{}, cli.Usagef("serve: map: %s.udf.groupBy is set (vertex %q): the map role serves a map, not a reduce", path, vx.Name)
+	case !pt.found:
+		return vertex.Spec{}, cli.Usagef("serve: map: --vertex is required with the Pipeline %s", o.Path)
+	case pt.source != nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.source is set (%s): the map role serves a map vertex, not a source", pt.path, pt.what)
+	case pt.sink != nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.sink is set (%s): the map role serves a map vertex, not a sink", pt.path, pt.what)
+	case pt.udf == nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.udf is not set (%s): the map role serves a map vertex", pt.path, pt.what)
+	case pt.udf.GroupBy != nil:
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.udf.groupBy is set (%s): the map role serves a map, not a reduce", pt.path, pt.what)
 	}
-	l, err := p.VertexLimits(vx.Name)
+	l, err := o.File.Pipeline.VertexLimits(o.Vertex)
 	if err != nil {
 		return vertex.Spec{}, err
 	}
 	if l.Limits.GetRateLimit() == nil {
-		return vertex.Spec{}, cli.Usagef("serve: map: %s.limits.rateLimit is not set (nor spec.limits.rateLimit) in %s: the map role throttles under it", path, o.Path)
+		return vertex.Spec{}, cli.Usagef("serve: map: %s.limits.rateLimit is not set (nor spec.limits.rateLimit) in %s: the map role throttles under it", pt.path, o.Path)
 	}
-	return vertexconfig.PipelineVertex(p, vx.Name, "")
-}
-
-func vertexIndexOf(p *config.Pipeline, name string) int {
-	for i := range p.Spec.Vertices {
-		if p.Spec.Vertices[i].Name == name {
-			return i
-		}
-	}
-	return -1
+	return o.spec()
 }

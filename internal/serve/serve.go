@@ -22,6 +22,8 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/pkg/vertex"
+	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // DefaultSocketDir is where Numaflow's runtime looks for the sockets and
@@ -48,6 +50,43 @@ type Options struct {
 	// whose results it relays ("" to pass each message on unchanged).
 	Forward string
 	Log     *zap.Logger
+}
+
+// part is the vertex whose part a role serves, as the file has it: the
+// MonoVertex, or the pipeline vertex Options.Vertex.
+type part struct {
+	// path is its path in the file, "spec" or "spec.vertices[i]", and
+	// what names it in errors (MonoVertex "mv", vertex "out").
+	path, what        string
+	source            *config.Source
+	sink              *config.Sink
+	udf               *config.UDF
+	monoVertex, found bool
+}
+
+// part returns the vertex o names; found is false for a pipeline vertex the
+// file does not have.
+func (o Options) part() part {
+	if m := o.File.MonoVertex; m != nil {
+		return part{path: "spec", what: fmt.Sprintf("MonoVertex %q", m.Metadata.Name), source: m.Spec.Source, sink: m.Spec.Sink,
+			udf: m.Spec.UDF, monoVertex: true, found: true}
+	}
+	for i, v := range o.File.Pipeline.Spec.Vertices {
+		if v.Name == o.Vertex {
+			return part{path: fmt.Sprintf("spec.vertices[%d]", i), what: fmt.Sprintf("vertex %q", v.Name), source: v.Source, sink: v.Sink,
+				udf: v.UDF, found: true}
+		}
+	}
+	return part{what: fmt.Sprintf("vertex %q", o.Vertex)}
+}
+
+// spec returns the runtime spec of the vertex o names, as vertex run builds
+// it.
+func (o Options) spec() (vertex.Spec, error) {
+	if m := o.File.MonoVertex; m != nil {
+		return vertexconfig.FromMonoVertex(m), nil
+	}
+	return vertexconfig.PipelineVertex(o.File.Pipeline, o.Vertex, "")
 }
 
 // Role is one part of a vertex that vertex serve can serve.

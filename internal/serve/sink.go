@@ -16,7 +16,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/sdk/sinker"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 func init() {
@@ -108,19 +107,10 @@ func serveSinkWith(ctx context.Context, spec vertex.Spec, o Options, rep int, se
 
 // sinkSpec is the vertex of o whose sink the role serves.
 func sinkSpec(o Options) (vertex.Spec, error) {
-	if m := o.File.MonoVertex; m != nil {
-		if m.Spec.Sink == nil {
-			return vertex.Spec{}, cli.Usagef("serve: %s: spec.sink: the MonoVertex %q has no sink", o.Path, m.Metadata.Name)
-		}
-		return vertexconfig.FromMonoVertex(m), nil
+	if pt := o.part(); pt.sink == nil {
+		return vertex.Spec{}, cli.Usagef("serve: %s: %s.sink: the %s has no sink", o.Path, pt.path, pt.what)
 	}
-	p := o.File.Pipeline
-	for i, vx := range p.Spec.Vertices {
-		if vx.Name == o.Vertex && vx.Sink == nil {
-			return vertex.Spec{}, cli.Usagef("serve: %s: spec.vertices[%d].sink: the vertex %q has no sink", o.Path, i, vx.Name)
-		}
-	}
-	spec, err := vertexconfig.PipelineVertex(p, o.Vertex, "")
+	spec, err := o.spec()
 	if err != nil {
 		return vertex.Spec{}, cli.Usagef("serve: %s: %v", o.Path, err)
 	}

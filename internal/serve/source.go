@@ -17,7 +17,6 @@ import (
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
 	"github.com/sluiceflow/sluice/pkg/vertex"
-	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
 
 // sourceDrain is how long a stopping source role waits for its client to
@@ -33,36 +32,21 @@ func init() {
 // sourceSpec returns the spec of the vertex whose source o's file names,
 // with its path in the file, or a usage error naming the field.
 func sourceSpec(o Options) (vertex.Spec, string, error) {
-	var (
-		src  *config.Source
-		path string
-		spec vertex.Spec
-	)
+	pt := o.part()
+	src, path := pt.source, pt.path+".source"
 	switch {
-	case o.File.MonoVertex != nil:
-		src, path = o.File.MonoVertex.Spec.Source, "spec.source"
-		spec = vertexconfig.FromMonoVertex(o.File.MonoVertex)
-	case o.File.Pipeline != nil:
-		for i, v := range o.File.Pipeline.Spec.Vertices {
-			if v.Name == o.Vertex {
-				src, path = v.Source, fmt.Sprintf("spec.vertices[%d].source", i)
-			}
-		}
-		if src == nil {
-			return spec, "", cli.Usagef("serve: --role source: vertex %q of %s has no source (spec.vertices[].source)", o.Vertex, o.Path)
-		}
-		var err error
-		if spec, err = vertexconfig.PipelineVertex(o.File.Pipeline, o.Vertex, ""); err != nil {
-			return spec, "", cli.Usagef("serve: --role source: %v", err)
-		}
-	}
-	switch {
+	case !pt.monoVertex && src == nil:
+		return vertex.Spec{}, "", cli.Usagef("serve: --role source: vertex %q of %s has no source (spec.vertices[].source)", o.Vertex, o.Path)
 	case src == nil:
-		return spec, "", cli.Usagef("serve: --role source: %s has no source (%s)", o.Path, path)
+		return vertex.Spec{}, "", cli.Usagef("serve: --role source: %s has no source (%s)", o.Path, path)
 	case src.UDSource != nil:
-		return spec, "", cli.Usagef("serve: --role source: %s.udsource is a user-defined source; the role serves a generator, http, kafka, nats or jetstream source", path)
+		return vertex.Spec{}, "", cli.Usagef("serve: --role source: %s.udsource is a user-defined source; the role serves a generator, http, kafka, nats or jetstream source", path)
 	case src.Transformer != nil:
-		return spec, "", cli.Usagef("serve: --role source: %s.transformer is not served: the role serves the source alone", path)
+		return vertex.Spec{}, "", cli.Usagef("serve: --role source: %s.transformer is not served: the role serves the source alone", path)
+	}
+	spec, err := o.spec()
+	if err != nil {
+		return vertex.Spec{}, "", cli.Usagef("serve: --role source: %v", err)
 	}
 	return spec, path, nil
 }
