@@ -51,10 +51,7 @@ type service struct {
 }
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse, error) {
-	ready := s.srv.Ready()
-	if r, ok := s.bm.(ReadyReporter); ok && ready {
-		ready = r.Ready() == nil
-	}
+	ready := s.srv.ReadyFor(s.bm)
 	return &mapv1.ReadyResponse{Ready: ready}, nil
 }
 

@@ -55,10 +55,7 @@ type service struct {
 }
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*sinkv1.ReadyResponse, error) {
-	ready := s.srv.Ready()
-	if r, ok := s.sk.(ReadyReporter); ok && ready {
-		ready = r.Ready() == nil
-	}
+	ready := s.srv.ReadyFor(s.sk)
 	return &sinkv1.ReadyResponse{Ready: ready}, nil
 }
 

@@ -54,10 +54,7 @@ var (
 )
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*sourcev1.ReadyResponse, error) {
-	ready := s.srv.Ready()
-	if r, ok := s.src.(ReadyReporter); ok && ready {
-		ready = r.Ready() == nil
-	}
+	ready := s.srv.ReadyFor(s.src)
 	return &sourcev1.ReadyResponse{Ready: ready}, nil
 }
 

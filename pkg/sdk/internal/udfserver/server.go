@@ -65,6 +65,17 @@ func (s *Server) Registrar() grpc.ServiceRegistrar { return s.grpc }
 // listens until its shutdown begins. It is the answer to IsReady.
 func (s *Server) Ready() bool { return s.ready.Load() }
 
+// ReadyFor is Ready for a server of h, the user's handler: when h also has
+// Ready() error (each SDK package's ReadyReporter), the server is ready only
+// while h's Ready returns nil too.
+func (s *Server) ReadyFor(h any) bool {
+	if !s.Ready() {
+		return false
+	}
+	r, ok := h.(interface{ Ready() error })
+	return !ok || r.Ready() == nil
+}
+
 // Run listens on the kind's socket in the configured directory (removing a
 // stale socket file first), serves, and writes the server-info file once the
 // socket is listening. It blocks until ctx ends, the process receives
