@@ -1,7 +1,6 @@
 package keda
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
@@ -131,26 +132,23 @@ func (r *reader) get(ctx context.Context, url string) ([]byte, error) {
 }
 
 // pendingOf returns the sum of the pending gauges in a Prometheus text
-// exposition, -1 when there is none or each is -1 (unknown).
+// exposition, -1 when there is none, each is -1 (unknown) or the text does
+// not parse.
 func pendingOf(text string) float64 {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return -1
+	}
 	sum, known := 0.0, false
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, pendingMetric)
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
+	for _, m := range fams[pendingMetric].GetMetric() {
+		v := m.GetUntyped().GetValue()
+		if m.Gauge != nil {
+			v = m.GetGauge().GetValue()
 		}
-		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-		if len(fields) == 0 {
-			continue
+		if v >= 0 {
+			sum, known = sum+v, true
 		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil || v < 0 {
-			continue
-		}
-		sum, known = sum+v, true
 	}
 	if !known {
 		return -1
