@@ -169,20 +169,6 @@ spec:
 `, max, url)
 }
 
-// servedCountJ counts the client's messages j-i by i, failing on any other.
-func servedCountJ(t *testing.T, lines []string, n int) []int {
-	t.Helper()
-	got := make([]int, n)
-	for _, p := range payloads(t, lines) {
-		i, err := strconv.Atoi(strings.TrimPrefix(p, "j-"))
-		if err != nil || i < 0 || i >= n {
-			t.Fatalf("unexpected payload %q", p)
-		}
-		got[i]++
-	}
-	return got
-}
-
 // TestServeSourceJetStream: every message of a JetStream stream reaches the
 // client's sink exactly once through the served source (acked ones never
 // again, though the consumer redelivers the unacked after 2s).
@@ -200,7 +186,7 @@ func TestServeSourceJetStream(t *testing.T) {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
 	servedEpochsWithin(t, srv.stderrText(), 300)
-	for i, k := range servedCountJ(t, c.stdoutLines(), n) {
+	for i, k := range servedCount(t, c.stdoutLines(), "j-", n) {
 		if k != 1 {
 			t.Fatalf("j-%d reached the sink %d times", i, k)
 		}
@@ -231,7 +217,7 @@ func TestServeSourceRestart(t *testing.T) {
 		}
 		return len(seen) >= n
 	})
-	for i, k := range servedCountJ(t, c.stdoutLines(), n) {
+	for i, k := range servedCount(t, c.stdoutLines(), "j-", n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}
@@ -266,7 +252,7 @@ func TestServeSourceClientKilled(t *testing.T) {
 		}
 		return len(seen) >= n
 	})
-	for i, k := range servedCountJ(t, append(first, c2.stdoutLines()...), n) {
+	for i, k := range servedCount(t, append(first, c2.stdoutLines()...), "j-", n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}
