@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // serveSource starts `vertex serve --role source` on the MonoVertex yaml,
@@ -171,14 +172,20 @@ spec:
 
 // TestServeSourceJetStream: every message of a JetStream stream reaches the
 // client's sink exactly once through the served source (acked ones never
-// again, though the consumer redelivers the unacked after 2s).
+// again, though the consumer redelivers the unacked after 2s); the served
+// Pending is the consumer's, n before any read and 0 once all are acked.
 func TestServeSourceJetStream(t *testing.T) {
 	t.Parallel()
 	const n = 600
 	dir := t.TempDir()
 	srv := serveSource(t, dir, servedJSConfig(servedJSStream(t, n), 300))
+	pc := servedPending(t, dir)
+	if got := pendingOf(pc); got != n {
+		t.Errorf("pending %d before any read; want the consumer's %d", got, n)
+	}
 	c := servedSourceClient(t, dir)
 	c.waitFor(60*time.Second, "every message", func() bool { return len(c.lines) >= n })
+	runtest.WaitFor(t, "pending 0", func() bool { return pendingOf(pc) == 0 }, runtest.Within(10*time.Second))
 	// Long enough for any unacked message to come back (AckWait 2s).
 	time.Sleep(3 * time.Second)
 	c.stop(syscall.SIGTERM, 30*time.Second)
