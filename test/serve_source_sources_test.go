@@ -200,6 +200,8 @@ func TestServeSourceKafkaKilled(t *testing.T) {
 	srv.stop(syscall.SIGKILL, 10*time.Second)
 	first.Close()
 
+	// The group gives srv2 the partitions once it drops the killed member,
+	// session.timeout.ms (3s) after its last heartbeat.
 	srv2 := serveSource(t, dir, cfg)
 	client := servedSourceClient(t, dir)
 	client.waitFor(30*time.Second, "every record", func() bool { return len(client.lines) >= n })
