@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/internal/runtest"
 )
 
 // serveSource starts `vertex serve --role source` on the MonoVertex yaml,
@@ -169,30 +170,22 @@ spec:
 `, max, url)
 }
 
-// servedCountJ counts the client's messages j-i by i, failing on any other.
-func servedCountJ(t *testing.T, lines []string, n int) []int {
-	t.Helper()
-	got := make([]int, n)
-	for _, p := range payloads(t, lines) {
-		i, err := strconv.Atoi(strings.TrimPrefix(p, "j-"))
-		if err != nil || i < 0 || i >= n {
-			t.Fatalf("unexpected payload %q", p)
-		}
-		got[i]++
-	}
-	return got
-}
-
 // TestServeSourceJetStream: every message of a JetStream stream reaches the
 // client's sink exactly once through the served source (acked ones never
-// again, though the consumer redelivers the unacked after 2s).
+// again, though the consumer redelivers the unacked after 2s); the served
+// Pending is the consumer's, n before any read and 0 once all are acked.
 func TestServeSourceJetStream(t *testing.T) {
 	t.Parallel()
 	const n = 600
 	dir := t.TempDir()
 	srv := serveSource(t, dir, servedJSConfig(servedJSStream(t, n), 300))
+	pc := servedPending(t, dir)
+	if got := pendingOf(pc); got != n {
+		t.Errorf("pending %d before any read; want the consumer's %d", got, n)
+	}
 	c := servedSourceClient(t, dir)
 	c.waitFor(60*time.Second, "every message", func() bool { return len(c.lines) >= n })
+	runtest.WaitFor(t, "pending 0", func() bool { return pendingOf(pc) == 0 }, runtest.Within(10*time.Second))
 	// Long enough for any unacked message to come back (AckWait 2s).
 	time.Sleep(3 * time.Second)
 	c.stop(syscall.SIGTERM, 30*time.Second)
@@ -200,7 +193,7 @@ func TestServeSourceJetStream(t *testing.T) {
 		t.Fatalf("served source exit %d; stderr:\n%s", code, srv.stderrText())
 	}
 	servedEpochsWithin(t, srv.stderrText(), 300)
-	for i, k := range servedCountJ(t, c.stdoutLines(), n) {
+	for i, k := range servedCount(t, c.stdoutLines(), "j-", n) {
 		if k != 1 {
 			t.Fatalf("j-%d reached the sink %d times", i, k)
 		}
@@ -231,7 +224,7 @@ func TestServeSourceRestart(t *testing.T) {
 		}
 		return len(seen) >= n
 	})
-	for i, k := range servedCountJ(t, c.stdoutLines(), n) {
+	for i, k := range servedCount(t, c.stdoutLines(), "j-", n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}
@@ -266,7 +259,7 @@ func TestServeSourceClientKilled(t *testing.T) {
 		}
 		return len(seen) >= n
 	})
-	for i, k := range servedCountJ(t, append(first, c2.stdoutLines()...), n) {
+	for i, k := range servedCount(t, append(first, c2.stdoutLines()...), "j-", n) {
 		if k == 0 {
 			t.Fatalf("j-%d lost", i)
 		}

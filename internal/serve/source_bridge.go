@@ -224,15 +224,11 @@ func (b *bridge) Ack(_ context.Context, offsets []sourcer.Offset) { b.answer(off
 // Nack hands offsets' messages back to the source.
 func (b *bridge) Nack(_ context.Context, offsets []sourcer.Offset) { b.answer(offsets, isb.ErrNack) }
 
-// Pending is the source's pending count and the messages the limiter
-// granted that no client has read.
-func (b *bridge) Pending(ctx context.Context) int64 {
-	n := b.pending(ctx)
-	if n < 0 {
-		return n
-	}
-	return n + int64(len(b.queue))
-}
+// Pending is the source's own pending count. Kafka's lag (up to the
+// committed offset) and JetStream's NumAckPending already count the
+// messages the vertex read and no client has acked, so nothing is added for
+// them.
+func (b *bridge) Pending(ctx context.Context) int64 { return b.pending(ctx) }
 
 // Partitions are the source's partitions as the role tells them.
 func (b *bridge) Partitions(context.Context) []int32 { return b.partitions }

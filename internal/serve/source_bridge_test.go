@@ -119,3 +119,23 @@ func TestBridgeStreamEnds(t *testing.T) {
 		t.Fatalf("errs %v; want nil, ErrNack", errs)
 	}
 }
+
+// TestBridgePending: Pending is the source's own count, the messages
+// waiting for a client not added (the source counts them as not acked), and
+// unknown when the source does not tell.
+func TestBridgePending(t *testing.T) {
+	b := newBridge(0, []int32{0})
+	if got := b.Pending(context.Background()); got != sourcer.PendingUnknown {
+		t.Fatalf("pending %d of a source that does not tell; want %d", got, sourcer.PendingUnknown)
+	}
+	b.pending = func(context.Context) int64 { return 7 }
+	done := write(b, "a", "b", "c")
+	if got := read(b, 1); len(got) != 1 {
+		t.Fatalf("read %v", got)
+	}
+	if got := b.Pending(context.Background()); got != 7 {
+		t.Fatalf("pending %d with two messages unread; want the source's 7", got)
+	}
+	b.close()
+	<-done
+}
