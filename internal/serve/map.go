@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
@@ -72,13 +72,9 @@ func runMap(ctx context.Context, o Options) error {
 	}
 	ready := &readiness{v: v, log: o.Log}
 	if o.Forward != "" {
-		// The user's server removes its socket when it stops.
-		ready.extra = func() error {
-			if _, err := os.Stat(o.Forward); err != nil {
-				return fmt.Errorf("the --forward server is gone: %w", err)
-			}
-			return nil
-		}
+		probe := newForwardProbe(filepath.Dir(o.Forward), clock.Real())
+		defer probe.Close()
+		ready.extra = probe.Ready
 	}
 	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: func() error {
 		if err := servable(v); err != nil || ready.extra == nil {

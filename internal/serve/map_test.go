@@ -78,6 +78,15 @@ func shortDir(t *testing.T) string {
 func muteMapServer(t *testing.T) string {
 	t.Helper()
 	dir := shortDir(t)
+	muteMapServerIn(t, dir)
+	return dir
+}
+
+// muteMapServerIn writes a unary map server's server-info file in dir and
+// listens on its socket, taking connections and never answering on them,
+// until the returned stop or the test's end.
+func muteMapServerIn(t *testing.T, dir string) (stop func()) {
+	t.Helper()
 	ln, err := net.Listen("unix", filepath.Join(dir, "map.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +112,7 @@ func muteMapServer(t *testing.T) string {
 	if err := serverinfo.Write(filepath.Join(dir, "mapper-server-info"), info); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return func() { ln.Close() }
 }
 
 // TestMapErrors: a file without the map part or its rate limit, a --forward
