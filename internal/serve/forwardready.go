@@ -92,6 +92,12 @@ func (p *forwardProbe) ask() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	resp, err := mapv1.NewMapClient(p.cc).IsReady(ctx, &emptypb.Empty{})
+	if err != nil {
+		// The next ask dials afresh, not after gRPC's reconnect backoff,
+		// which grows to minutes while the server is down.
+		p.cc.Close()
+		p.cc = nil
+	}
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("the --forward server's IsReady on %s did not answer within %v", sock, p.timeout)
