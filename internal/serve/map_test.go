@@ -163,3 +163,41 @@ func TestMapErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMapMode: --map-mode decides; without it the --forward server's
+// MAP_MODE, or unary map without --forward; a --forward server without its
+// server-info file is an error naming it.
+func TestMapMode(t *testing.T) {
+	stream := shortDir(t)
+	info := serverinfo.ServerInfo{Protocol: serverinfo.ProtocolUDS, Language: serverinfo.LanguageGo,
+		Metadata: map[string]string{serverinfo.MapModeKey: serverinfo.MapModeStream}}
+	if err := serverinfo.Write(filepath.Join(stream, serverinfo.KindMap.InfoFile()), info); err != nil {
+		t.Fatal(err)
+	}
+	gone := shortDir(t)
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want serverinfo.Kind
+		err  string
+	}{
+		{"no flag, no forward", Options{}, serverinfo.KindMap, ""},
+		{"the flag", Options{MapMode: serverinfo.MapModeBatch}, serverinfo.KindBatchMap, ""},
+		{"the flag over the forward's", Options{MapMode: serverinfo.MapModeUnary, Forward: filepath.Join(stream, "mapstream.sock")}, serverinfo.KindMap, ""},
+		{"the forward's", Options{Forward: filepath.Join(stream, "mapstream.sock")}, serverinfo.KindMapStream, ""},
+		{"a forward without its info", Options{Forward: filepath.Join(gone, "map.sock")}, "", "the --forward server's mode (MAP_MODE)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mapMode(tt.o)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("mapMode = %v, %v; want an error containing %q", got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("mapMode = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
