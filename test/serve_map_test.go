@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
@@ -236,6 +237,72 @@ func TestServeMapForward(t *testing.T) {
 		}
 		checkServeEpochs(t, p, n, max)
 	})
+}
+
+// TestServeMapStreamForward forwards, at most 20 messages a second, to a
+// user's stream map (in the test's process) that streams each payload's
+// comma-separated parts one message each: the role serves stream map, the
+// mode the user's server declares, and each of 30 messages comes back as
+// its three parts, in order, once; no epoch grants more than 20.
+func TestServeMapStreamForward(t *testing.T) {
+	t.Parallel()
+	const n, max, batch = 30, 20, 10
+	user := udsDir(t)
+	srv := mapstreamer.NewServer(mapstreamer.MapStreamerFunc(func(ctx context.Context, keys []string, d mapstreamer.Datum, out chan<- mapstreamer.Message) {
+		for _, part := range strings.Split(string(d.Value()), ",") {
+			select {
+			case out <- mapstreamer.NewMessage([]byte(part)).WithKeys(keys):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}), mapstreamer.WithSocketDir(user))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("user's stream map server: %v", err)
+		}
+	}()
+	p, dir := startServeMap(t, serveMapConfig("serve-map-stream", max), "--forward", filepath.Join(user, "mapstream.sock"))
+	checkMapMode(t, dir, "stream-map")
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	c := mapclient.New(dir, zap.NewNop())
+	defer c.Close()
+	if err := c.Connect(cctx); err != nil {
+		t.Fatalf("connecting to the served map: %v", err)
+	}
+	var out []isb.Message
+	for i := 0; i < n; i += batch {
+		in := make([]isb.Message, 0, batch)
+		for j := i; j < i+batch; j++ {
+			v := fmt.Sprintf("m%d-a,m%d-b,m%d-c", j, j, j)
+			in = append(in, isb.Message{ID: "m" + strconv.Itoa(j), Keys: []string{"k"}, Value: []byte(v), EventTime: time.UnixMilli(int64(1000 + j))})
+		}
+		var err error
+		if out, _, err = c.Map(cctx, in, out[:0]); err != nil {
+			t.Fatalf("map of messages %d..: %v", i, err)
+		}
+		if len(out) != 3*len(in) {
+			t.Fatalf("map of %d messages gave %d; want %d", len(in), len(out), 3*len(in))
+		}
+		for j := range in {
+			for k, part := range []string{"a", "b", "c"} {
+				m := out[3*j+k]
+				if wantID, want := fmt.Sprintf("%s-%d", in[j].ID, k), fmt.Sprintf("%s-%s", in[j].ID, part); m.ID != wantID || string(m.Value) != want {
+					t.Fatalf("result %d of %s is %s %q; want %s %q", k, in[j].ID, m.ID, m.Value, wantID, want)
+				}
+			}
+		}
+	}
+	c.Close() // ends the stream, which the server's stop would wait for
+	if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+	}
+	checkServeEpochs(t, p, n, max)
 }
 
 // BenchmarkServeMap measures a message's way through a map server over its
