@@ -17,8 +17,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/internal/redistest"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 )
 
@@ -108,21 +110,19 @@ func checkServeEpochs(t *testing.T, p *proc, n, max int) {
 }
 
 // TestServeMapPassthrough serves a MonoVertex's map at most 20 messages a
-// second, as unary map and as batch map (SLUICE_MAP_MODE=batch-map), and
-// maps 60 messages through it with sluice's map client: each comes back
-// unchanged, no epoch grants more than 20, so they span at least three
-// epochs, and SIGTERM stops the server with exit 0.
+// second, as unary map, batch map and stream map (--map-mode), and maps 60
+// messages through it with sluice's map client, which speaks the mode the
+// server-info file declares: each comes back unchanged, no epoch grants
+// more than 20, so they span at least three epochs, and SIGTERM stops the
+// server with exit 0.
 func TestServeMapPassthrough(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"unary-map", "batch-map"} {
+	for _, mode := range []string{"unary-map", "batch-map", "stream-map"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			const n, max = 60, 20
-			dir := udsDir(t)
-			cmd := exec.Command(vertexBin, "serve", "--role", "map", "-f", writeConfig(t, serveMapConfig("serve-map-"+mode, max)),
-				"--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "debug")
-			cmd.Env = append(os.Environ(), "SLUICE_MAP_MODE="+mode)
-			p := startCmd(t, cmd)
+			p, dir := startServeMap(t, serveMapConfig("serve-map-"+mode, max), "--map-mode", mode)
+			checkMapMode(t, dir, mode)
 			took := mapThrough(t, dir, n, 10)
 			if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
@@ -139,23 +139,44 @@ func TestServeMapPassthrough(t *testing.T) {
 	}
 }
 
+// checkMapMode checks that the map server in dir declares MAP_MODE mode.
+func checkMapMode(t *testing.T, dir, mode string) {
+	t.Helper()
+	info, err := serverinfo.Wait(context.Background(), filepath.Join(dir, serverinfo.KindMap.InfoFile()), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Metadata[serverinfo.MapModeKey]; got != mode {
+		t.Fatalf("the served map declares %s %q; want %q", serverinfo.MapModeKey, got, mode)
+	}
+}
+
 // TestServeMapForward forwards each message, under the limit, to a user's
-// map server beside it: sluice's SDK examples cat and nackmap (which nacks
+// map server beside it: sluice's SDK examples cat, nackmap (which nacks
 // every message once, so that each is handed back to the limit and passed
-// again) and, with NUMAFLOW_GO_DIR, numaflow-go's mapper/cat. What comes
-// back is what went in, each message once.
+// again), batchcat and streamcat and, with NUMAFLOW_GO_DIR, numaflow-go's
+// mapper/cat and mapstreamer/flatmap_stream. Without --map-mode the role
+// serves the mode the user's server declares. What comes back is what went
+// in, each message once.
 func TestServeMapForward(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"cat", "nackmap"} {
-		t.Run("sdk "+name, func(t *testing.T) {
+	for _, tt := range []struct{ name, mode, sock string }{
+		{"cat", "unary-map", "map.sock"},
+		{"nackmap", "unary-map", "map.sock"},
+		{"batchcat", "batch-map", "batchmap.sock"},
+		{"streamcat", "stream-map", "mapstream.sock"},
+	} {
+		t.Run("sdk "+tt.name, func(t *testing.T) {
 			t.Parallel()
+			name := tt.name
 			user := udsDir(t)
 			cmd := exec.Command(example(t, name))
 			cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+user)
 			userProc := startCmd(t, cmd)
 			defer userProc.stop(syscall.SIGTERM, 10*time.Second)
 			const n, max = 40, 20
-			p, dir := startServeMap(t, serveMapConfig("serve-map-"+name, max), "--forward", filepath.Join(user, "map.sock"))
+			p, dir := startServeMap(t, serveMapConfig("serve-map-"+name, max), "--forward", filepath.Join(user, tt.sock))
+			checkMapMode(t, dir, tt.mode)
 			mapThrough(t, dir, n, 10)
 			if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
@@ -191,14 +212,106 @@ func TestServeMapForward(t *testing.T) {
 		}
 		checkServeEpochs(t, p, n, max)
 	})
+	t.Run("numaflow-go flatmap_stream", func(t *testing.T) {
+		t.Parallel()
+		src := os.Getenv(envNumaflowGo)
+		if src == "" {
+			t.Skipf("%s is not set: numaflow-go's mapstreamer/flatmap_stream is not run (set it to a numaflow-go source tree)", envNumaflowGo)
+		}
+		const fixed = "/var/run/numaflow"
+		if _, err := os.Stat(filepath.Join(fixed, "mapstream.sock")); err == nil {
+			t.Skipf("%s/mapstream.sock exists: another map server holds the only directory numaflow-go's flatmap_stream knows", fixed)
+		}
+		if err := os.MkdirAll(fixed, 0o755); err != nil {
+			t.Skipf("%s cannot be had for numaflow-go's flatmap_stream: %v", fixed, err)
+		}
+		bin := numaflowGoExample(t, src, "mapstreamer/flatmap_stream")
+		userProc := startCmd(t, exec.Command(bin))
+		defer userProc.stop(syscall.SIGTERM, 10*time.Second)
+		const n, max = 40, 20
+		p, dir := startServeMap(t, serveMapConfig("serve-map-nfgo-stream", max), "--forward", filepath.Join(fixed, "mapstream.sock"))
+		checkMapMode(t, dir, "stream-map")
+		mapThrough(t, dir, n, 10) // payloads without commas: one message each
+		if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+		}
+		checkServeEpochs(t, p, n, max)
+	})
+}
+
+// TestServeMapStreamForward forwards, at most 20 messages a second, to a
+// user's stream map (in the test's process) that streams each payload's
+// comma-separated parts one message each: the role serves stream map, the
+// mode the user's server declares, and each of 30 messages comes back as
+// its three parts, in order, once; no epoch grants more than 20.
+func TestServeMapStreamForward(t *testing.T) {
+	t.Parallel()
+	const n, max, batch = 30, 20, 10
+	user := udsDir(t)
+	srv := mapstreamer.NewServer(mapstreamer.MapStreamerFunc(func(ctx context.Context, keys []string, d mapstreamer.Datum, out chan<- mapstreamer.Message) {
+		for _, part := range strings.Split(string(d.Value()), ",") {
+			select {
+			case out <- mapstreamer.NewMessage([]byte(part)).WithKeys(keys):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}), mapstreamer.WithSocketDir(user))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("user's stream map server: %v", err)
+		}
+	}()
+	p, dir := startServeMap(t, serveMapConfig("serve-map-stream", max), "--forward", filepath.Join(user, "mapstream.sock"))
+	checkMapMode(t, dir, "stream-map")
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	c := mapclient.New(dir, zap.NewNop())
+	defer c.Close()
+	if err := c.Connect(cctx); err != nil {
+		t.Fatalf("connecting to the served map: %v", err)
+	}
+	var out []isb.Message
+	for i := 0; i < n; i += batch {
+		in := make([]isb.Message, 0, batch)
+		for j := i; j < i+batch; j++ {
+			v := fmt.Sprintf("m%d-a,m%d-b,m%d-c", j, j, j)
+			in = append(in, isb.Message{ID: "m" + strconv.Itoa(j), Keys: []string{"k"}, Value: []byte(v), EventTime: time.UnixMilli(int64(1000 + j))})
+		}
+		var err error
+		if out, _, err = c.Map(cctx, in, out[:0]); err != nil {
+			t.Fatalf("map of messages %d..: %v", i, err)
+		}
+		if len(out) != 3*len(in) {
+			t.Fatalf("map of %d messages gave %d; want %d", len(in), len(out), 3*len(in))
+		}
+		for j := range in {
+			for k, part := range []string{"a", "b", "c"} {
+				m := out[3*j+k]
+				if wantID, want := fmt.Sprintf("%s-%d", in[j].ID, k), fmt.Sprintf("%s-%s", in[j].ID, part); m.ID != wantID || string(m.Value) != want {
+					t.Fatalf("result %d of %s is %s %q; want %s %q", k, in[j].ID, m.ID, m.Value, wantID, want)
+				}
+			}
+		}
+	}
+	c.Close() // ends the stream, which the server's stop would wait for
+	if code, _ := p.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderrText())
+	}
+	checkServeEpochs(t, p, n, max)
 }
 
 // BenchmarkServeMap measures a message's way through a map server over its
 // socket, batches of 500 from sluice's map client, side by side: the map
 // role passing each message on under a limit it never reaches, serving
-// unary map ("served") and batch map ("served-batch", SLUICE_MAP_MODE), and
-// sluice's SDK example cat ("sdk-cat"), the user-defined map the role's
-// overhead is added to. ns/msg is per message.
+// unary map ("served"), batch map ("served-batch") and stream map
+// ("served-stream", --map-mode), and sluice's SDK examples cat ("sdk-cat")
+// and streamcat ("sdk-streamcat"), the user-defined maps the role's overhead
+// is added to. ns/msg is per message.
 //
 //	go test -run '^$' -bench BenchmarkServeMap -benchtime 20000x ./test/
 func BenchmarkServeMap(b *testing.B) {
@@ -211,17 +324,9 @@ func BenchmarkServeMap(b *testing.B) {
 	}{
 		{"served", func(b *testing.B) string { return benchServe(b, cfg, "unary-map") }},
 		{"served-batch", func(b *testing.B) string { return benchServe(b, cfg, "batch-map") }},
-		{"sdk-cat", func(b *testing.B) string {
-			dir := benchDir(b)
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cat"), "../pkg/sdk/examples/cat").CombinedOutput()
-			if err != nil {
-				b.Fatalf("building cat: %v\n%s", err, out)
-			}
-			cmd := exec.Command(filepath.Join(dir, "cat"))
-			cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+dir)
-			startCmd(b, cmd)
-			return dir
-		}},
+		{"served-stream", func(b *testing.B) string { return benchServe(b, cfg, "stream-map") }},
+		{"sdk-cat", func(b *testing.B) string { return benchExample(b, "cat") }},
+		{"sdk-streamcat", func(b *testing.B) string { return benchExample(b, "streamcat") }},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			dir := tt.start(b)
@@ -254,8 +359,21 @@ func BenchmarkServeMap(b *testing.B) {
 // batch-map) and returns its socket directory.
 func benchServe(b *testing.B, cfg, mode string) string {
 	dir := benchDir(b)
-	cmd := exec.Command(vertexBin, "serve", "--role", "map", "-f", writeConfig(b, cfg), "--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "SLUICE_MAP_MODE="+mode)
+	startCmd(b, exec.Command(vertexBin, "serve", "--role", "map", "-f", writeConfig(b, cfg), "--uds-dir", dir, "--addr", "127.0.0.1:0",
+		"--log-level", "warn", "--map-mode", mode))
+	return dir
+}
+
+// benchExample starts sluice's SDK example name and returns its socket
+// directory.
+func benchExample(b *testing.B, name string) string {
+	dir := benchDir(b)
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "../pkg/sdk/examples/"+name).CombinedOutput()
+	if err != nil {
+		b.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	cmd := exec.Command(filepath.Join(dir, name))
+	cmd.Env = append(os.Environ(), "SLUICE_UDS_DIR="+dir)
 	startCmd(b, cmd)
 	return dir
 }
@@ -318,8 +436,8 @@ func TestServeMapShared(t *testing.T) {
 }
 
 // TestServeMapBadInput: a file without a rate limit or without the map
-// part, and a --forward that is not a map socket: one error naming it,
-// exit 2.
+// part, a --map-mode that is not one and a --forward that is not a map
+// socket: one error naming it, exit 2.
 func TestServeMapBadInput(t *testing.T) {
 	t.Parallel()
 	good := serveMapConfig("serve-map-bad", 10)
@@ -332,6 +450,7 @@ func TestServeMapBadInput(t *testing.T) {
 	}{
 		{"no rate limit", []string{"-f", noLimit}, "spec.limits.rateLimit is not set"},
 		{"no udf", []string{"-f", noUDF}, "spec.udf is not set"},
+		{"a map mode that is not one", []string{"-f", writeConfig(t, good), "--map-mode", "flat-map"}, `--map-mode ("flat-map") is not a map mode (unary-map, batch-map, stream-map)`},
 		{"forward not a map socket", []string{"-f", writeConfig(t, good), "--forward", "/tmp/x/sink.sock"}, `--forward ("/tmp/x/sink.sock") is not a map server's socket`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

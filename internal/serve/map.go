@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/internal/cli"
 	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/clock"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"
@@ -27,10 +30,6 @@ func init() {
 // startupTimeout is how long the map role waits for the user's map server
 // on --forward to be ready (a variable for the tests).
 var startupTimeout = vertex.DefaultStartupTimeout
-
-// batchMap serves batch map (MAP_MODE batch-map) in place of unary map:
-// set by SLUICE_MAP_MODE=batch-map.
-var batchMap = os.Getenv("SLUICE_MAP_MODE") == serverinfo.MapModeBatch
 
 // runMap serves the map role: a vertex whose source is the requests of
 // map.v1.Map streams, whose function is cat or the user's map server on
@@ -51,9 +50,10 @@ func runMap(ctx context.Context, o Options) error {
 	spec.Map = func(vertex.Env) (udf.Mapper, error) { return udf.Cat{}, nil }
 	if o.Forward != "" {
 		dir := filepath.Dir(o.Forward)
-		switch sock := serverinfo.KindMap.Socket(); {
-		case filepath.Base(o.Forward) != sock:
-			return cli.Usagef("serve: --forward (%q) is not a map server's socket: its name is %s, beside its %s", o.Forward, sock, serverinfo.KindMap.InfoFile())
+		switch {
+		case !slices.Contains(mapSockets, filepath.Base(o.Forward)):
+			return cli.Usagef("serve: --forward (%q) is not a map server's socket: its name is one of %s, beside its %s", o.Forward,
+				strings.Join(mapSockets, ", "), serverinfo.KindMap.InfoFile())
 		case filepath.Clean(dir) == filepath.Clean(o.SocketDir):
 			return cli.Usagef("serve: --forward (%q) is in --uds-dir (%q), where the served map's own socket goes", o.Forward, o.SocketDir)
 		}
@@ -72,13 +72,9 @@ func runMap(ctx context.Context, o Options) error {
 	}
 	ready := &readiness{v: v, log: o.Log}
 	if o.Forward != "" {
-		// The user's server removes its socket when it stops.
-		ready.extra = func() error {
-			if _, err := os.Stat(o.Forward); err != nil {
-				return fmt.Errorf("the --forward server is gone: %w", err)
-			}
-			return nil
-		}
+		probe := newForwardProbe(filepath.Dir(o.Forward), clock.Real())
+		defer probe.Close()
+		ready.extra = probe.Ready
 	}
 	web, err := observe.Listen(o.Addr, observe.Handlers{Gatherer: reg, Ready: func() error {
 		if err := servable(v); err != nil || ready.extra == nil {
@@ -109,21 +105,47 @@ func runMap(ctx context.Context, o Options) error {
 		stopVertex()
 		return <-ran
 	}
-	mode := serverinfo.MapModeUnary
-	if batchMap {
-		mode = serverinfo.MapModeBatch
+	mode, err := mapMode(o)
+	if err != nil {
+		stopVertex()
+		return errors.Join(err, <-ran)
 	}
-	o.Log.Info("serving map", zap.String("mode", mode), zap.String("socket", filepath.Join(o.SocketDir, serverinfo.KindMap.Socket())),
+	o.Log.Info("serving map", zap.String("mode", mode.MapMode()), zap.String("socket", filepath.Join(o.SocketDir, mode.Socket())),
 		zap.String("forward", o.Forward))
 	var served error
 	rq := readyMapQueue{q, ready}
-	if batchMap {
+	switch mode {
+	case serverinfo.KindBatchMap:
 		served = batchmapper.NewServer(rq, batchmapper.WithSocketDir(o.SocketDir)).Start(ctx)
-	} else {
+	case serverinfo.KindMapStream:
+		served = mapstreamer.NewServer(rq, mapstreamer.WithSocketDir(o.SocketDir)).Start(ctx)
+	default:
 		served = mapper.NewServer(rq, mapper.WithSocketDir(o.SocketDir)).Start(ctx)
 	}
 	stopVertex()
 	return errors.Join(served, <-ran)
+}
+
+// mapSockets are the names a --forward socket may have: the sockets of the
+// three map modes, of which the server-info file beside it names one.
+var mapSockets = []string{serverinfo.KindMap.Socket(), serverinfo.KindBatchMap.Socket(), serverinfo.KindMapStream.Socket()}
+
+// mapMode returns the kind of map the role serves: --map-mode; without
+// it, the mode the --forward server's server-info file declares (read once
+// the vertex is ready, that is once the server has answered), or unary map
+// without --forward.
+func mapMode(o Options) (serverinfo.Kind, error) {
+	switch {
+	case o.MapMode != "":
+		return serverinfo.ServerInfo{Metadata: map[string]string{serverinfo.MapModeKey: o.MapMode}}.MapKind(), nil
+	case o.Forward == "":
+		return serverinfo.KindMap, nil
+	}
+	info, err := serverinfo.Read(filepath.Join(filepath.Dir(o.Forward), serverinfo.KindMap.InfoFile()))
+	if err != nil {
+		return "", fmt.Errorf("serve: map: the --forward server's mode (%s): %w", serverinfo.MapModeKey, err)
+	}
+	return info.MapKind(), nil
 }
 
 // mapSpec returns the spec of the vertex whose map is served: the file's

@@ -78,6 +78,15 @@ func shortDir(t *testing.T) string {
 func muteMapServer(t *testing.T) string {
 	t.Helper()
 	dir := shortDir(t)
+	muteMapServerIn(t, dir)
+	return dir
+}
+
+// muteMapServerIn writes a unary map server's server-info file in dir and
+// listens on its socket, taking connections and never answering on them,
+// until the returned stop or the test's end.
+func muteMapServerIn(t *testing.T, dir string) (stop func()) {
+	t.Helper()
 	ln, err := net.Listen("unix", filepath.Join(dir, "map.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +112,7 @@ func muteMapServer(t *testing.T) string {
 	if err := serverinfo.Write(filepath.Join(dir, "mapper-server-info"), info); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return func() { ln.Close() }
 }
 
 // TestMapErrors: a file without the map part or its rate limit, a --forward
@@ -150,6 +159,44 @@ func TestMapErrors(t *testing.T) {
 			t.Log(err)
 			if _, err := os.Stat(filepath.Join(dir, "map.sock")); err == nil {
 				t.Fatal("the map server listened despite the bad input")
+			}
+		})
+	}
+}
+
+// TestMapMode: --map-mode decides; without it the --forward server's
+// MAP_MODE, or unary map without --forward; a --forward server without its
+// server-info file is an error naming it.
+func TestMapMode(t *testing.T) {
+	stream := shortDir(t)
+	info := serverinfo.ServerInfo{Protocol: serverinfo.ProtocolUDS, Language: serverinfo.LanguageGo,
+		Metadata: map[string]string{serverinfo.MapModeKey: serverinfo.MapModeStream}}
+	if err := serverinfo.Write(filepath.Join(stream, serverinfo.KindMap.InfoFile()), info); err != nil {
+		t.Fatal(err)
+	}
+	gone := shortDir(t)
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want serverinfo.Kind
+		err  string
+	}{
+		{"no flag, no forward", Options{}, serverinfo.KindMap, ""},
+		{"the flag", Options{MapMode: serverinfo.MapModeBatch}, serverinfo.KindBatchMap, ""},
+		{"the flag over the forward's", Options{MapMode: serverinfo.MapModeUnary, Forward: filepath.Join(stream, "mapstream.sock")}, serverinfo.KindMap, ""},
+		{"the forward's", Options{Forward: filepath.Join(stream, "mapstream.sock")}, serverinfo.KindMapStream, ""},
+		{"a forward without its info", Options{Forward: filepath.Join(gone, "map.sock")}, "", "the --forward server's mode (MAP_MODE)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mapMode(tt.o)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("mapMode = %v, %v; want an error containing %q", got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("mapMode = %v, %v; want %v", got, err, tt.want)
 			}
 		})
 	}

@@ -12,10 +12,11 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/batchmapper"
 	"github.com/sluiceflow/sluice/pkg/sdk/mapper"
+	"github.com/sluiceflow/sluice/pkg/sdk/mapstreamer"
 )
 
 // mapQueue joins the served map.v1.Map to the vertex: as a [mapper.Mapper]
-// (or a [batchmapper.BatchMapper]) it queues each request and waits for its answer; as the vertex's source
+// (or a [batchmapper.BatchMapper], or a [mapstreamer.MapStreamer]) it queues each request and waits for its answer; as the vertex's source
 // ([isb.Reader]) it hands the queued requests to the forwarder, which
 // throttles them under the limit and maps them; as its sink ([isb.Writer])
 // it keeps what each request became; the forwarder's ack then answers the
@@ -42,6 +43,7 @@ type mapRequest struct {
 var (
 	_ mapper.Mapper           = (*mapQueue)(nil)
 	_ batchmapper.BatchMapper = (*mapQueue)(nil)
+	_ mapstreamer.MapStreamer = (*mapQueue)(nil)
 	_ isb.Reader              = (*mapQueue)(nil)
 	_ isb.Nacker              = (*mapQueue)(nil)
 	_ isb.Writer              = (*mapQueue)(nil)
@@ -67,6 +69,20 @@ func (q *mapQueue) Map(ctx context.Context, keys []string, d mapper.Datum) mappe
 		return q.answer(r)
 	case <-ctx.Done():
 		return nil
+	}
+}
+
+// MapStream queues d for the vertex, as Map does, and sends what it became
+// on out, one message after another, in the order the vertex wrote them;
+// the server then ends the request's stream. When ctx ends first, it sends
+// nothing.
+func (q *mapQueue) MapStream(ctx context.Context, keys []string, d mapstreamer.Datum, out chan<- mapstreamer.Message) {
+	for _, m := range q.Map(ctx, keys, d) {
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

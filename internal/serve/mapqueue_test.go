@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +100,68 @@ func TestMapQueue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMapQueueStream plays the forwarder against the queue's MapStream: a
+// message written as several results streams them in the order written,
+// once acked; one whose stream ends first streams nothing.
+func TestMapQueueStream(t *testing.T) {
+	t.Run("several results", func(t *testing.T) {
+		ctx := context.Background()
+		q := newMapQueue(time.Minute)
+		out := make(chan mapper.Message, 4)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.MapStream(ctx, []string{"k"}, mapDatum{"in"}, out)
+		}()
+		buf := make([]isb.ReadMessage, 4)
+		n, err := q.Read(ctx, buf)
+		if err != nil || n != 1 || string(buf[0].Value) != "in" {
+			t.Fatalf("Read: %d messages (%q), %v; want 1, in", n, buf[0].Value, err)
+		}
+		m := buf[0]
+		for i, v := range []string{"a", "b", "c"} {
+			errs := make([]error, 1)
+			if err := q.Write(ctx, []isb.Message{{ID: m.ID + "-" + strconv.Itoa(i), Value: []byte(v)}}, errs); err != nil || errs[0] != nil {
+				t.Fatalf("Write: %v %v", err, errs[0])
+			}
+		}
+		select {
+		case r := <-out:
+			t.Fatalf("streamed %q before the ack", r.Value())
+		default:
+		}
+		if err := q.Ack(ctx, []isb.ReadMessage{m}); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		close(out)
+		var got []string
+		for r := range out {
+			got = append(got, string(r.Value()))
+		}
+		if strings.Join(got, ",") != "a,b,c" {
+			t.Fatalf("streamed %v; want [a b c]", got)
+		}
+	})
+	t.Run("stream ended first", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		q := newMapQueue(time.Minute)
+		out := make(chan mapper.Message, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.MapStream(ctx, []string{"k"}, mapDatum{"in"}, out)
+		}()
+		buf := make([]isb.ReadMessage, 1)
+		if n, err := q.Read(context.Background(), buf); err != nil || n != 1 {
+			t.Fatalf("Read: %d messages, %v; want 1", n, err)
+		}
+		cancel()
+		<-done
+		if len(out) != 0 {
+			t.Fatalf("streamed %d messages after the stream ended", len(out))
+		}
+	})
 }

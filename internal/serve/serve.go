@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/cli"
+	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )
@@ -49,8 +50,15 @@ type Options struct {
 	// Forward is the map role's second socket: the user's own map server,
 	// whose results it relays ("" to pass each message on unchanged).
 	Forward string
+	// MapMode is the map role's map.v1 flavour (serverinfo.MapModeUnary,
+	// MapModeBatch or MapModeStream): "" serves what the --forward
+	// server's server-info file declares, or unary map without --forward.
+	MapMode string
 	Log     *zap.Logger
 }
+
+// mapModes are the values of --map-mode.
+var mapModes = []string{serverinfo.MapModeUnary, serverinfo.MapModeBatch, serverinfo.MapModeStream}
 
 // part is the vertex whose part a role serves, as the file has it: the
 // MonoVertex, or the pipeline vertex Options.Vertex.
@@ -143,6 +151,8 @@ flags:
 	dir := fs.String("uds-dir", DefaultSocketDir, "directory of the socket and server-info file")
 	addr := fs.String("addr", DefaultAddr, "HTTP address of /metrics, /status and the live page")
 	forward := fs.String("forward", "", "map: the user's map server's socket, whose results to relay (empty: pass messages on unchanged)")
+	mapMode := fs.String("map-mode", "", "map: the map served: "+strings.Join(mapModes, ", ")+
+		" (empty: the --forward server's MAP_MODE, else "+serverinfo.MapModeUnary+")")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := fs.ParseArgs(args, stdout); err != nil {
 		return err
@@ -157,6 +167,10 @@ flags:
 		return cli.Usagef("serve: -f is required")
 	case *forward != "" && *role != "map":
 		return cli.Usagef("serve: --forward is for --role map, not %s", *role)
+	case *mapMode != "" && *role != "map":
+		return cli.Usagef("serve: --map-mode is for --role map, not %s", *role)
+	case *mapMode != "" && !slices.Contains(mapModes, *mapMode):
+		return cli.Usagef("serve: --map-mode (%q) is not a map mode (%s)", *mapMode, strings.Join(mapModes, ", "))
 	}
 	f, err := cli.LoadConfig(*file)
 	if err != nil {
@@ -175,5 +189,5 @@ flags:
 	defer log.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return r.Run(ctx, Options{File: f, Path: *file, Vertex: *vertex, SocketDir: *dir, Addr: *addr, Forward: *forward, Log: log.With(zap.String("role", r.Name))})
+	return r.Run(ctx, Options{File: f, Path: *file, Vertex: *vertex, SocketDir: *dir, Addr: *addr, Forward: *forward, MapMode: *mapMode, Log: log.With(zap.String("role", r.Name))})
 }

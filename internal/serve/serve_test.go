@@ -41,6 +41,8 @@ func TestCommandErrors(t *testing.T) {
 		{"a role that is not one", []string{"--role", "reduce", "-f", path}, `serve: --role ("reduce") is not a role`},
 		{"no file", []string{"--role", "test"}, "serve: -f is required"},
 		{"forward beside another role", []string{"--role", "test", "-f", path, "--forward", "/tmp/x.sock"}, "serve: --forward is for --role map, not test"},
+		{"map mode beside another role", []string{"--role", "test", "-f", path, "--map-mode", "batch-map"}, "serve: --map-mode is for --role map, not test"},
+		{"a map mode that is not one", []string{"--role", "map", "-f", path, "--map-mode", "flat-map"}, `serve: --map-mode ("flat-map") is not a map mode (unary-map, batch-map, stream-map)`},
 		{"a vertex of a MonoVertex", []string{"--role", "test", "-f", path, "--vertex", "v"}, "serve: --vertex is for Pipelines"},
 		{"a bad log level", []string{"--role", "test", "-f", path, "--log-level", "loud"}, "serve: --log-level"},
 	} {

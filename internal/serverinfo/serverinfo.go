@@ -203,6 +203,10 @@ func (k Kind) InfoFile() string { return kinds[k].infoFile }
 // IsMap reports whether k is one of the three map flavours.
 func (k Kind) IsMap() bool { return kinds[k].mapMode != "" }
 
+// MapMode returns the MAP_MODE of a map kind (MapModeUnary, MapModeBatch,
+// MapModeStream), "" for another kind.
+func (k Kind) MapMode() string { return kinds[k].mapMode }
+
 // IsSink reports whether k is one of the three sink roles.
 func (k Kind) IsSink() bool {
 	return k == KindSink || k == KindFallbackSink || k == KindOnSuccessSink

@@ -5,8 +5,8 @@
 //     drops anything else;
 //   - flatmap (mapper): splits comma-separated payloads into one message per
 //     part;
-//   - cat (mapper) and batchcat (batchmapper): pass every message on
-//     unchanged;
+//   - cat (mapper), batchcat (batchmapper) and streamcat (mapstreamer):
+//     pass every message on unchanged;
 //   - slowcat (mapper): passes every message on after SLOWCAT_DELAY
 //     (default 10ms), as a function calling a slow service would;
 //   - nackmap (mapper): passes every message on, with its user metadata,

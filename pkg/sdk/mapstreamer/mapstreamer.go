@@ -22,6 +22,14 @@ type MapStreamer interface {
 	MapStream(ctx context.Context, keys []string, d Datum, out chan<- Message)
 }
 
+// ReadyReporter is implemented by a MapStreamer that can be up and yet not
+// take requests, such as one whose own downstream is not reachable. When the
+// MapStreamer given to NewServer implements it, IsReady answers true only
+// while the server serves and Ready returns nil.
+type ReadyReporter interface {
+	Ready() error
+}
+
 // MapStreamerFunc adapts a function to the MapStreamer interface.
 type MapStreamerFunc func(ctx context.Context, keys []string, d Datum, out chan<- Message)
 

@@ -47,7 +47,7 @@ type service struct {
 }
 
 func (s *service) IsReady(context.Context, *emptypb.Empty) (*mapv1.ReadyResponse, error) {
-	return &mapv1.ReadyResponse{Ready: s.srv.Ready()}, nil
+	return &mapv1.ReadyResponse{Ready: s.srv.ReadyFor(s.ms)}, nil
 }
 
 func (s *service) MapFn(stream mapv1.Map_MapFnServer) error {
