@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,6 +213,25 @@ func last(times []time.Time) time.Time {
 	return l
 }
 
+// mapModes runs f as a parallel subtest for each mode the map role
+// serves, unary map and batch map (SLUICE_MAP_MODE=batch-map), with serve
+// starting `vertex serve --role map` of the MonoVertex cfg in that mode at
+// debug level, returning it and its socket directory.
+func mapModes(t *testing.T, f func(t *testing.T, serve func(cfg string) (*proc, string))) {
+	for _, mode := range []string{"unary-map", "batch-map"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f(t, func(cfg string) (*proc, string) {
+				dir := udsDir(t)
+				cmd := exec.Command(vertexBin, "serve", "--role", "map", "-f", writeConfig(t, cfg), "--uds-dir", dir,
+					"--addr", "127.0.0.1:0", "--log-level", "debug")
+				cmd.Env = append(os.Environ(), "SLUICE_MAP_MODE="+mode)
+				return startCmd(t, cmd), dir
+			})
+		})
+	}
+}
+
 // stopServed stops each of procs with SIGTERM and fails the test unless it
 // exits 0.
 func stopServed(t *testing.T, procs ...*proc) {
@@ -222,11 +243,11 @@ func stopServed(t *testing.T, procs ...*proc) {
 	}
 }
 
-// TestServeLimitsPerKey serves a map at most 20 messages a second per key
-// (perKey.max) under a vertex limit of 1000 it never reaches, and maps
-// through it at once, each key on a stream of its own, 160 messages of a
-// hot key, 80 at a time, and 60 of each of four cold keys, 5 every half
-// second (10 a second, half their limit): every request comes back once,
+// TestServeLimitsPerKey serves a map, unary and batch, at most 20 messages
+// a second per key (perKey.max) under a vertex limit of 1000 it never
+// reaches, and maps through it at once, each key on a stream of its own,
+// 160 messages of a hot key, 80 at a time, and 60 of each of four cold
+// keys, 5 every half second (10 a second, half their limit): every request comes back once,
 // with its own payload; no key is granted more than 20 in any epoch; the
 // hot key's 160 take more than 6 seconds (8 epochs); and the cold keys are
 // not starved by the hot key's backlog: no batch of theirs waits 2 seconds
@@ -234,8 +255,12 @@ func stopServed(t *testing.T, procs ...*proc) {
 // seconds they are sent over.
 func TestServeLimitsPerKey(t *testing.T) {
 	t.Parallel()
+	mapModes(t, testServeLimitsPerKey)
+}
+
+func testServeLimitsPerKey(t *testing.T, serve func(cfg string) (*proc, string)) {
 	const perKey, hot, cold, colds = 20, 160, 60, 4
-	p, dir := startServeMap(t, serveLimitsConfig("serve-limits-perkey", 10, `      max: 1000
+	p, dir := serve(serveLimitsConfig("serve-limits-perkey", 10, `      max: 1000
       min: 1000
       rampUpDuration: 0s
       perKey:
@@ -313,9 +338,10 @@ func TestServeLimitsPerKey(t *testing.T) {
 	mostReach(t, "the hot key at its limit", inner(span["hot"]), perKey, 3, func(e int64) int64 { return byKey[e]["hot"] })
 }
 
-// TestServeLimitsBytes serves a map at most 4000 payload bytes a second
-// (bytes.max) under a message limit of 1000 it never reaches, and maps 100
-// messages of 100, 200 and 300 bytes in turn (19,900 bytes) through it:
+// TestServeLimitsBytes serves a map, unary and batch, at most 4000 payload
+// bytes a second (bytes.max) under a message limit of 1000 it never
+// reaches, and maps 100 messages of 100, 200 and 300 bytes in turn (19,900
+// bytes) through it:
 // every request comes back once, with its own payload; no epoch grants
 // more than 4000 bytes; the byte limit was paid for every message; the 100
 // take more than 3 seconds (5 epochs' bytes); and most epochs between the
@@ -323,8 +349,12 @@ func TestServeLimitsPerKey(t *testing.T) {
 // batch's 1500 that did not fit).
 func TestServeLimitsBytes(t *testing.T) {
 	t.Parallel()
+	mapModes(t, testServeLimitsBytes)
+}
+
+func testServeLimitsBytes(t *testing.T, serve func(cfg string) (*proc, string)) {
 	const n, maxBytes, batch = 100, 4000, 5
-	p, dir := startServeMap(t, serveLimitsConfig("serve-limits-bytes", batch, fmt.Sprintf(`      max: 1000
+	p, dir := serve(serveLimitsConfig("serve-limits-bytes", batch, fmt.Sprintf(`      max: 1000
       min: 1000
       rampUpDuration: 0s
       bytes:
@@ -362,10 +392,10 @@ func TestServeLimitsBytes(t *testing.T) {
 	mostReach(t, "the byte limit at 4000 less a batch", inner(busy), maxBytes-batch*300, 2, func(e int64) int64 { return granted[e] })
 }
 
-// TestServeLimitsCost serves a map whose messages each cost what an
-// expression says, at most 60 cost units a second: a cost from a header
-// ("weight", 1 to 5) and one from the payload (a unit a started 100 bytes,
-// payloads of 100 to 500 bytes). 100 messages of 3 units on average (300
+// TestServeLimitsCost serves a map, unary and batch, whose messages each
+// cost what an expression says, at most 60 cost units a second: a cost
+// from a header ("weight", 1 to 5) and one from the payload (a unit a
+// started 100 bytes, payloads of 100 to 500 bytes). 100 messages of 3 units on average (300
 // units) go through each: every request comes back once, with its own
 // payload; no epoch grants more than 60 units; the limit was paid the
 // messages' 300; they take more than 3 seconds (5 epochs' units); and most
@@ -389,38 +419,40 @@ func TestServeLimitsCost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p, dir := startServeMap(t, serveLimitsConfig("serve-limits-cost-"+tc.name, batch, fmt.Sprintf(`      max: %d
+			mapModes(t, func(t *testing.T, serve func(cfg string) (*proc, string)) {
+				p, dir := serve(serveLimitsConfig("serve-limits-cost-"+tc.name, batch, fmt.Sprintf(`      max: %d
       min: %d
       rampUpDuration: 0s
       cost: %s
 `, max, max, tc.cost)))
-			msgs := make([]isb.Message, n)
-			units := 0
-			for i := range msgs {
-				msgs[i] = tc.msg(i)
-				msgs[i].ID, msgs[i].Keys, msgs[i].EventTime = "c"+strconv.Itoa(i), []string{"k"}, time.UnixMilli(int64(1000+i))
-				units += 1 + i%5
-			}
-			began := time.Now()
-			_, at := mapStreams(t, dir, []stream{{tc.name, msgs, 20, 0}})
-			took := last(at[0]).Sub(began)
-			stopServed(t, p)
+				msgs := make([]isb.Message, n)
+				units := 0
+				for i := range msgs {
+					msgs[i] = tc.msg(i)
+					msgs[i].ID, msgs[i].Keys, msgs[i].EventTime = "c"+strconv.Itoa(i), []string{"k"}, time.UnixMilli(int64(1000+i))
+					units += 1 + i%5
+				}
+				began := time.Now()
+				_, at := mapStreams(t, dir, []stream{{tc.name, msgs, 20, 0}})
+				took := last(at[0]).Sub(began)
+				stopServed(t, p)
 
-			granted, _ := limitEpochs(t, []*proc{p}, "")
-			figures, busy := checkPerEpoch(t, "the cost limit", granted, max)
-			t.Logf("cost units granted a second: %s; %d messages of %d units answered in %v", figures, n, units, took.Round(time.Millisecond))
-			var sum int64
-			for _, g := range granted {
-				sum += g
-			}
-			if sum < int64(units) {
-				t.Errorf("the limit granted %d units over the run; the messages cost %d", sum, units)
-			}
-			epochsNeeded := (units + max - 1) / max
-			if want := time.Duration(epochsNeeded-2) * time.Second; took < want {
-				t.Errorf("%d units at %d a second were answered in %v; want more than %v", units, max, took, want)
-			}
-			mostReach(t, "the cost limit at 60 less a batch", inner(busy), max-batch*5, 2, func(e int64) int64 { return granted[e] })
+				granted, _ := limitEpochs(t, []*proc{p}, "")
+				figures, busy := checkPerEpoch(t, "the cost limit", granted, max)
+				t.Logf("cost units granted a second: %s; %d messages of %d units answered in %v", figures, n, units, took.Round(time.Millisecond))
+				var sum int64
+				for _, g := range granted {
+					sum += g
+				}
+				if sum < int64(units) {
+					t.Errorf("the limit granted %d units over the run; the messages cost %d", sum, units)
+				}
+				epochsNeeded := (units + max - 1) / max
+				if want := time.Duration(epochsNeeded-2) * time.Second; took < want {
+					t.Errorf("%d units at %d a second were answered in %v; want more than %v", units, max, took, want)
+				}
+				mostReach(t, "the cost limit at 60 less a batch", inner(busy), max-batch*5, 2, func(e int64) int64 { return granted[e] })
+			})
 		})
 	}
 }
