@@ -582,3 +582,76 @@ spec:
 		t.Error("no map request answered")
 	}
 }
+
+// TestServeLimitsSinkPerKey serves a sink at most 20 messages a second per
+// key, the udsink of a `vertex run` MonoVertex whose generator makes 80 a
+// second of a hot key and 20 of each of two cold keys, read 12 at a time:
+// no key is granted more than 20 in any epoch, the hot key gets its 20 in
+// most, the cold keys go on in most, and every message the sink wrote is a
+// generator value once. A batch of the sink protocol is answered once all
+// its messages are written, and the runtime sends the next batch then, so
+// the hot key's messages held in a batch hold up the cold ones read with
+// them: the cold keys get what comes beside the hot key's 20 (4 to 6 a
+// second here, of the 20 the generator makes).
+func TestServeLimitsSinkPerKey(t *testing.T) {
+	t.Parallel()
+	const perKey = 20
+	dir := udsDir(t)
+	sink := start(t, "serve", "--role", "sink", "-f", writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: serve-limits-sink-perkey
+spec:
+  limits:
+    readTimeout: 100ms
+    rateLimit:
+      max: 1000
+      min: 1000
+      rampUpDuration: 0s
+      perKey:
+        max: 20
+  source:
+    generator: {}
+  sink:
+    log: {}
+`), "--uds-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "debug")
+	sink.metricsAddr()
+	run := start(t, "run", "-f", writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: serve-limits-sink-run
+spec:
+  limits:
+    readBatchSize: 12
+    readTimeout: 100ms
+  source:
+    generator:
+      rpu: 120
+      duration: 1s
+      keys: [hot, hot, hot, hot, cold-1, cold-2]
+  sink:
+    udsink:
+`+udContainer("      ", "", nil)), "--uds-dir", dir, "--metrics-addr", "127.0.0.1:0")
+	run.metricsAddr()
+	runtest.WaitFor(t, "8 seconds of per-key epochs", func() bool { return len(keyEpochs(t, []*proc{sink})) >= 8 }, untilEpochs...)
+	stopServed(t, run, sink)
+
+	byKey := keyEpochs(t, []*proc{sink})
+	epochs := slices.Sorted(maps.Keys(byKey))
+	for _, e := range epochs {
+		var row []string
+		for _, k := range slices.Sorted(maps.Keys(byKey[e])) {
+			if n := byKey[e][k]; n > perKey {
+				t.Errorf("epoch %d: key %s granted %d; perKey.max %d", e, k, n, perKey)
+			}
+			row = append(row, fmt.Sprintf("%s=%d", k, byKey[e][k]))
+		}
+		t.Logf("epoch %d: %s", e, strings.Join(row, " "))
+	}
+	written := generatorValues(t, sink)
+	t.Logf("%d messages written by the served sink", written)
+	mostReach(t, "the hot key at its limit", inner(epochs), perKey, 3, func(e int64) int64 { return byKey[e]["hot"] })
+	for _, k := range []string{"cold-1", "cold-2"} {
+		mostReach(t, k+" going on beside the hot key", inner(epochs), 1, 3, func(e int64) int64 { return byKey[e][k] })
+	}
+}
