@@ -469,6 +469,74 @@ func TestServeLimitsCost(t *testing.T) {
 func TestServeLimitsGroup(t *testing.T) {
 	t.Parallel()
 	const groupMax = 40
+	g := serveGroup(t, groupMax, 10, 2000)
+	figures, _ := checkPerEpoch(t, "the group over the map and the sink", g.sum, groupMax)
+	mapTook, sinkTook, rows := g.split()
+	t.Logf("the group a second, over both: %s; in the %d epochs with both in it, map+sink: %s; %d map requests answered",
+		figures, len(g.epochs), rows, g.answered)
+	if len(g.epochs) < 5 {
+		t.Fatalf("%d epochs with both servers in the group; want at least 5", len(g.epochs))
+	}
+	mostReach(t, "the group with both in it, at 90% of 40", inner(g.epochs), groupMax*9/10, 3, func(e int64) int64 { return g.sum[e] })
+	if total := mapTook + sinkTook; mapTook*4 < total || sinkTook*4 < total {
+		t.Errorf("of the group's %d with both in it the map took %d and the sink %d; want each at least a quarter", total, mapTook, sinkTook)
+	}
+	if g.answered == 0 {
+		t.Error("no map request answered")
+	}
+}
+
+// TestServeLimitsGroupIdleLends serves the map and the sink of
+// TestServeLimitsGroup, the map reading 50 at a time (more than its share
+// of 20) and sent nothing: the idle map lends its share, less its reserve
+// (10%) and the token its waiting read holds, so the busy sink gets 36 or
+// more of the group's 40 in most epochs with both in it, and the group
+// never grants more than 40.
+func TestServeLimitsGroupIdleLends(t *testing.T) {
+	t.Parallel()
+	const groupMax = 40
+	g := serveGroup(t, groupMax, 50, 0)
+	figures, _ := checkPerEpoch(t, "the group over the map and the sink", g.sum, groupMax)
+	_, _, rows := g.split()
+	t.Logf("the group a second, over both: %s; in the %d epochs with both in it, map+sink: %s", figures, len(g.epochs), rows)
+	if len(g.epochs) < 5 {
+		t.Fatalf("%d epochs with both servers in the group; want at least 5", len(g.epochs))
+	}
+	mostReach(t, "the busy sink beside the idle map, at 90% of the group's 40", inner(g.epochs), groupMax*9/10, 3,
+		func(e int64) int64 { return g.each[1][e].Granted })
+}
+
+// servedGroup is what a run of serveGroup logged: the epochs with both the
+// map and the sink in the group, what the group granted by epoch over both
+// and each one's epochs (the map's, then the sink's), and how many map
+// requests were answered.
+type servedGroup struct {
+	epochs   []int64
+	sum      map[int64]int64
+	each     []map[int64]epochLog
+	answered int
+}
+
+// split returns what the map and the sink took of the group in g.epochs,
+// and their grants side by side.
+func (g servedGroup) split() (mapTook, sinkTook int64, rows string) {
+	var r []string
+	for _, e := range g.epochs {
+		m, s := g.each[0][e].Granted, g.each[1][e].Granted
+		mapTook, sinkTook = mapTook+m, sinkTook+s
+		r = append(r, fmt.Sprintf("%d+%d", m, s))
+	}
+	return mapTook, sinkTook, strings.Join(r, " ")
+}
+
+// serveGroup serves a map reading mapBatch at a time and a sink, each of
+// its own vertex at most groupMax a second and both in one group of
+// groupMax through a redis-server; a `vertex run` MonoVertex sends the sink
+// more than it may take, and sluice's map client sends the map n messages,
+// 10 at a time, until 7 epochs with both in the group are logged. It stops
+// them all (exit 0) and returns what they logged.
+func serveGroup(t *testing.T, groupMax, mapBatch, n int) servedGroup {
+	t.Helper()
 	rs := redistest.Start(t, redistest.Options{})
 	limit := fmt.Sprintf(`      max: %d
       min: %d
@@ -480,7 +548,7 @@ func TestServeLimitsGroup(t *testing.T) {
           mode: single
           url: redis://%s
 `, groupMax, groupMax, groupMax, groupMax, rs.Addr)
-	mapProc, mapDir := startServeMap(t, serveLimitsConfig("serve-limits-group-map", 10, limit))
+	mapProc, mapDir := startServeMap(t, serveLimitsConfig("serve-limits-group-map", mapBatch, limit))
 	sinkDir := udsDir(t)
 	sinkProc := start(t, "serve", "--role", "sink", "-f", writeConfig(t, `apiVersion: numaflow.numaproj.io/v1alpha1
 kind: MonoVertex
@@ -513,21 +581,19 @@ spec:
 	run.metricsAddr()
 
 	procs := []*proc{mapProc, sinkProc}
-	group := "ratelimit.group.serve-limits-shared"
-	// both are the epochs in which both servers were in the group.
-	both := func() ([]int64, map[int64]int64, []map[int64]epochLog) {
-		sum, each := limitEpochs(t, procs, group)
-		var out []int64
+	read := func() servedGroup {
+		sum, each := limitEpochs(t, procs, "ratelimit.group.serve-limits-shared")
+		g := servedGroup{sum: sum, each: each}
 		for e := range sum {
 			m, s := each[0][e], each[1][e]
 			if m.Eligible && s.Eligible && m.Replicas == 2 && s.Replicas == 2 {
-				out = append(out, e)
+				g.epochs = append(g.epochs, e)
 			}
 		}
-		slices.Sort(out)
-		return out, sum, each
+		slices.Sort(g.epochs)
+		return g
 	}
-	msgs := make([]isb.Message, 2000)
+	msgs := make([]isb.Message, n)
 	for i := range msgs {
 		msgs[i] = isb.Message{ID: "g" + strconv.Itoa(i), Keys: []string{"k"}, Value: []byte("grouped " + strconv.Itoa(i)),
 			EventTime: time.UnixMilli(int64(1000 + i))}
@@ -542,45 +608,20 @@ spec:
 		defer cancel()
 		_, at, mapErr = mapStream(ctx, mapDir, msgs, 10, 0, stop)
 	}()
-	runtest.WaitFor(t, "7 epochs with the map and the sink in the group", func() bool {
-		e, _, _ := both()
-		return len(e) >= 7
-	}, untilEpochs...)
+	runtest.WaitFor(t, "7 epochs with the map and the sink in the group", func() bool { return len(read().epochs) >= 7 }, untilEpochs...)
 	close(stop)
 	<-mapped
 	if mapErr != nil {
 		t.Fatalf("the map's stream: %v", mapErr)
 	}
 	stopServed(t, run, sinkProc, mapProc)
-
-	answered := 0
+	g := read()
 	for _, a := range at {
 		if !a.IsZero() {
-			answered++
+			g.answered++
 		}
 	}
-	epochs, sum, each := both()
-	figures, _ := checkPerEpoch(t, "the group over the map and the sink", sum, groupMax)
-	var rows []string
-	var mapTook, sinkTook int64
-	for _, e := range epochs {
-		m, s := each[0][e].Granted, each[1][e].Granted
-		mapTook, sinkTook = mapTook+m, sinkTook+s
-		rows = append(rows, fmt.Sprintf("%d+%d", m, s))
-	}
-	t.Logf("the group a second, over both: %s; in the %d epochs with both in it, map+sink: %s; %d map requests answered",
-		figures, len(epochs), strings.Join(rows, " "), answered)
-	if len(epochs) < 5 {
-		t.Fatalf("%d epochs with both servers in the group; want at least 5", len(epochs))
-	}
-	window := inner(epochs)
-	mostReach(t, "the group with both in it, at 90% of 40", window, groupMax*9/10, 3, func(e int64) int64 { return sum[e] })
-	if total := mapTook + sinkTook; mapTook*4 < total || sinkTook*4 < total {
-		t.Errorf("of the group's %d with both in it the map took %d and the sink %d; want each at least a quarter", total, mapTook, sinkTook)
-	}
-	if answered == 0 {
-		t.Error("no map request answered")
-	}
+	return g
 }
 
 // TestServeLimitsSinkPerKey serves a sink at most 20 messages a second per
