@@ -24,6 +24,9 @@ type loop struct {
 	free     chan *job
 	readSize int
 	seq      uint64
+	// dry is whether the last read that had tokens came back empty: the
+	// next read takes one token, not a batch's (see step).
+	dry bool
 
 	inline *worker   // a sequential forwarder's worker; nil when pipelined
 	jobs   chan *job // to the workers of a pipelined forwarder
@@ -105,7 +108,17 @@ func (l *loop) step(ctx context.Context) error {
 		l.free <- j
 		return ctx.Err()
 	}
-	tok, err := f.th.Take(ctx, k) // message and group tokens, before the read
+	// A dry reader's read takes one token: it may wait its read timeout
+	// across the end of the epoch, with whatever it took, which is lost
+	// with the epoch; a batch's tokens would be that much of the replica's
+	// share (all of it, when the share is smaller) neither used nor lent
+	// to the busy replicas of its limits and groups, every second. The
+	// read that finds the next message takes a batch again after it.
+	want := k
+	if l.dry {
+		want = 1
+	}
+	tok, err := f.th.Take(ctx, want) // message and group tokens, before the read
 	if err != nil {
 		l.slots.give(k)
 		l.free <- j
@@ -114,6 +127,9 @@ func (l *loop) step(ctx context.Context) error {
 	start := time.Now()
 	batch := f.readBatch(ctx, j.read[:tok.N()])
 	l.slots.give(k - len(batch))
+	if tok.N() > 0 {
+		l.dry = len(batch) == 0
+	}
 	// Its bytes and cost, known now: a wait for them may make the read's
 	// tokens stale, which Send then renews.
 	tok, ok := f.th.Pay(l.hard, tok, batch)
