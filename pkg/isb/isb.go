@@ -168,6 +168,10 @@ type Reader interface {
 	Ack(ctx context.Context, msgs []ReadMessage) error
 }
 
+// PendingUnknown is what a reader's Pending method (a source that can tell
+// how many of its messages are not read yet) returns when it cannot tell.
+const PendingUnknown int64 = -1
+
 // Writer writes batches of messages.
 //
 // Write tries every message in msgs and records in errs (len(errs) == len(msgs))

@@ -228,13 +228,13 @@ func (j *JetStream) NackOptions(ctx context.Context, msgs []isb.ReadMessage, opt
 // again).
 func (j *JetStream) Pending(ctx context.Context) (int64, error) {
 	if !j.nc.IsConnected() {
-		return PendingUnknown, j.err("pending", ErrNATSNotConnected)
+		return isb.PendingUnknown, j.err("pending", ErrNATSNotConnected)
 	}
 	ctx, cancel := context.WithTimeout(ctx, jsAPITimeout)
 	defer cancel()
 	info, err := j.cons.Info(ctx)
 	if err != nil {
-		return PendingUnknown, j.err("pending", jsconsumer.ConnErr(err))
+		return isb.PendingUnknown, j.err("pending", jsconsumer.ConnErr(err))
 	}
 	return int64(info.NumPending) + int64(info.NumAckPending), nil
 }

@@ -9,8 +9,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/sqsclient"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sink"
-	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/sqs"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 
@@ -20,7 +19,7 @@ const sqsOpenTimeout = 30 * time.Second
 
 // sqsSource opens the SQS source at path.
 func sqsSource(env vertex.Env, path string, s *config.SQSSource) (isb.Reader, error) {
-	cfg := source.SQSConfig{
+	cfg := sqs.SourceConfig{
 		Queue:                 sqsQueue(env, path, s.AWSRegion, s.QueueName, s.QueueOwnerAWSAccountID, s.EndpointURL, s.AssumeRole),
 		VisibilityTimeout:     s.VisibilityTimeout,
 		WaitTime:              s.WaitTimeSeconds,
@@ -34,7 +33,7 @@ func sqsSource(env vertex.Env, path string, s *config.SQSSource) (isb.Reader, er
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sqsOpenTimeout)
 	defer cancel()
-	src, err := source.NewSQS(ctx, cfg)
+	src, err := sqs.NewSource(ctx, cfg)
 	if err != nil {
 		return nil, &config.FieldError{Path: path, Err: err}
 	}
@@ -46,7 +45,7 @@ func sqsSource(env vertex.Env, path string, s *config.SQSSource) (isb.Reader, er
 func sqsSink(env vertex.Env, path string, s *config.SQSSink) (isb.Writer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sqsOpenTimeout)
 	defer cancel()
-	w, err := sink.NewSQS(ctx, sink.SQSConfig{Logger: env.Log,
+	w, err := sqs.NewSink(ctx, sqs.SinkConfig{Logger: env.Log,
 		Queue: sqsQueue(env, path, s.AWSRegion, s.QueueName, s.QueueOwnerAWSAccountID, s.EndpointURL, s.AssumeRole)})
 	if err != nil {
 		return nil, &config.FieldError{Path: path, Err: err}

@@ -16,7 +16,6 @@ import (
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	sourcev1 "github.com/sluiceflow/sluice/pkg/apis/proto/source/v1"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 
@@ -107,13 +106,13 @@ func (s *Client) Close() error {
 }
 
 // Pending asks the source how many messages are pending: not yet read, or due
-// to be read again. It is [source.PendingUnknown] when the source cannot tell
+// to be read again. It is [isb.PendingUnknown] when the source cannot tell
 // (it answers a negative count), and an error while the server is not
 // connected, is stuck (see udf, Clients) or fails the call; it does not wait
 // for the server to connect.
 func (s *Client) Pending(ctx context.Context) (int64, error) {
 	if err := s.conn.Ready(); err != nil {
-		return source.PendingUnknown, err
+		return isb.PendingUnknown, err
 	}
 	var resp *sourcev1.PendingResponse
 	err := s.conn.Unary(ctx, "PendingFn", 0, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
@@ -121,12 +120,12 @@ func (s *Client) Pending(ctx context.Context) (int64, error) {
 		return err
 	})
 	if err != nil {
-		return source.PendingUnknown, udsconn.Wrap("user-defined source pending", err)
+		return isb.PendingUnknown, udsconn.Wrap("user-defined source pending", err)
 	}
 	if n := resp.GetResult().GetCount(); n >= 0 {
 		return n, nil
 	}
-	return source.PendingUnknown, nil
+	return isb.PendingUnknown, nil
 }
 
 // Read asks the source for len(buf) records, waiting at most the read timeout.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 )
 
@@ -34,7 +34,7 @@ func TestUDPending(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if n, err := s.Pending(ctx); err == nil || n != source.PendingUnknown {
+	if n, err := s.Pending(ctx); err == nil || n != isb.PendingUnknown {
 		t.Fatalf("Pending before the server is up = %d, %v; want PendingUnknown and an error", n, err)
 	}
 	src := &pendingOf{}
@@ -50,7 +50,7 @@ func TestUDPending(t *testing.T) {
 		t.Fatalf("Pending = %d, %v; want 12", n, err)
 	}
 	src.n.Store(sourcer.PendingUnknown)
-	if n, err := s.Pending(ctx); err != nil || n != source.PendingUnknown {
+	if n, err := s.Pending(ctx); err != nil || n != isb.PendingUnknown {
 		t.Fatalf("Pending of a source that cannot tell = %d, %v; want PendingUnknown", n, err)
 	}
 }

@@ -1,4 +1,4 @@
-package source_test
+package sqs_test
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 	"github.com/sluiceflow/sluice/internal/sqsclient"
 	"github.com/sluiceflow/sluice/internal/sqstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/sqs"
 )
 
 // newSQS opens a source of queue on s's endpoint (or endpoint, when set).
-func newSQS(t testing.TB, endpoint, queue string, mod func(*source.SQSConfig)) *source.SQS {
+func newSQS(t testing.TB, endpoint, queue string, mod func(*sqs.SourceConfig)) *sqs.Source {
 	t.Helper()
-	cfg := source.SQSConfig{
+	cfg := sqs.SourceConfig{
 		Queue: sqsclient.Config{Field: "spec.source.sqs", Region: sqstest.Region, QueueName: queue, EndpointURL: endpoint,
 			Credentials: credentials.NewStaticCredentialsProvider(sqstest.AccessKey, sqstest.SecretKey, "")},
 		ReadTimeout: time.Second,
@@ -37,7 +37,7 @@ func newSQS(t testing.TB, endpoint, queue string, mod func(*source.SQSConfig)) *
 	if mod != nil {
 		mod(&cfg)
 	}
-	src, err := source.NewSQS(context.Background(), cfg)
+	src, err := sqs.NewSource(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("NewSQS: %v", err)
 	}
@@ -60,7 +60,7 @@ func sendSQS(t testing.TB, s *sqstest.Server, url string, from, n int) {
 
 // readAll reads until want messages came, in reads of at most batch, and
 // fails when a read returns more than batch.
-func readAll(t *testing.T, src *source.SQS, batch, want int) []isb.ReadMessage {
+func readAll(t *testing.T, src *sqs.Source, batch, want int) []isb.ReadMessage {
 	t.Helper()
 	var got []isb.ReadMessage
 	buf := make([]isb.ReadMessage, batch)
@@ -139,7 +139,7 @@ func TestSQSMessage(t *testing.T) {
 	if m.EventTime.Before(before) || m.EventTime.After(time.Now().Add(time.Second)) {
 		t.Errorf("event time %v", m.EventTime)
 	}
-	if got := string(m.Metadata[source.SQSMetadataKey]["n"]); got != "7" {
+	if got := string(m.Metadata[sqs.MetadataKey]["n"]); got != "7" {
 		t.Errorf("metadata %v: want sqs.n=7", m.Metadata)
 	}
 	f := s.Calls("ReceiveMessage")[0]
@@ -246,7 +246,7 @@ func TestSQSBadInput(t *testing.T) {
 		s := sqstest.Start(t, sqstest.WithAccessKey(sqstest.AccessKey))
 		qCreds := sqstest.Unique("creds")
 		s.CreateQueue(t, qCreds, 30)
-		src := newSQS(t, s.URL(), qCreds, func(c *source.SQSConfig) {
+		src := newSQS(t, s.URL(), qCreds, func(c *sqs.SourceConfig) {
 			c.Queue.Credentials = credentials.NewStaticCredentialsProvider("wrong", "wrong", "")
 		})
 		err := readErr(t, src)
@@ -273,7 +273,7 @@ func TestSQSBadInput(t *testing.T) {
 }
 
 // readErr reads until a read fails and returns its error.
-func readErr(t *testing.T, src *source.SQS) error {
+func readErr(t *testing.T, src *sqs.Source) error {
 	t.Helper()
 	buf := make([]isb.ReadMessage, 10)
 	var err error
@@ -290,7 +290,7 @@ func readErr(t *testing.T, src *source.SQS) error {
 
 // quietWhileFailing reads a few times more: the same failure is not
 // returned again, and nothing is read.
-func quietWhileFailing(t *testing.T, src *source.SQS) {
+func quietWhileFailing(t *testing.T, src *sqs.Source) {
 	t.Helper()
 	buf := make([]isb.ReadMessage, 10)
 	for range 3 {

@@ -1,4 +1,4 @@
-package sink
+package sqs
 
 import (
 	"context"
@@ -19,41 +19,37 @@ import (
 // Numaflow's: the same keys in the message's "sqs" user metadata win over
 // its headers.
 const (
-	SQSHeaderDelaySeconds    = "DelaySeconds"
-	SQSHeaderGroupID         = "MessageGroupId"
-	SQSHeaderDeduplicationID = "MessageDeduplicationId"
+	HeaderDelaySeconds    = "DelaySeconds"
+	HeaderGroupID         = "MessageGroupId"
+	HeaderDeduplicationID = "MessageDeduplicationId"
 )
 
-// sqsMetadataKey is the user-metadata group of SQS options
-// (source.SQSMetadataKey).
-const sqsMetadataKey = "sqs"
-
-// SQSConfig configures an [SQS] sink (Numaflow's sink.sqs).
-type SQSConfig struct {
+// SinkConfig configures a [Sink] (Numaflow's sink.sqs).
+type SinkConfig struct {
 	// Queue is the queue's client configuration; Queue.Field names the
 	// sink's YAML block in errors.
 	Queue  sqsclient.Config
 	Logger *zap.Logger
 }
 
-// SQS is a sink that sends messages to an SQS queue, 10 to a call
+// Sink is a sink that sends messages to an SQS queue, 10 to a call
 // (SendMessageBatch). A message's Value is the SQS message's body;
 // DelaySeconds, MessageGroupId and MessageDeduplicationId come from its
 // headers or its "sqs" user metadata, as in Numaflow. A message whose value
 // is not UTF-8 text, which SQS cannot carry, is rejected
 // ([isb.ErrRejected]), as is one SQS refuses for its content (a sender
 // fault); other failures, of one entry or of a whole call, are errors the
-// forwarder retries. Errors name the sink's YAML field. An SQS is safe for
+// forwarder retries. Errors name the sink's YAML field. A Sink is safe for
 // concurrent use.
-type SQS struct {
+type Sink struct {
 	q *sqsclient.Queue
 }
 
-var _ isb.Writer = (*SQS)(nil)
+var _ isb.Writer = (*Sink)(nil)
 
-// NewSQS makes the sink's client. It does not call SQS: the queue is looked
+// NewSink makes the sink's client. It does not call SQS: the queue is looked
 // up on the first Write.
-func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
+func NewSink(ctx context.Context, cfg SinkConfig) (*Sink, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -62,13 +58,13 @@ func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SQS{q: q}, nil
+	return &Sink{q: q}, nil
 }
 
 // Write sends msgs, 10 to a SendMessageBatch, and records each one's fate
-// in errs; see [SQS]. A call that fails marks its messages and those after
+// in errs; see [Sink]. A call that fails marks its messages and those after
 // it with the error.
-func (s *SQS) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
+func (s *Sink) Write(ctx context.Context, msgs []isb.Message, errs []error) error {
 	clear(errs[:len(msgs)])
 	url, err := s.q.URL(ctx)
 	if err != nil {
@@ -139,23 +135,23 @@ func sqsEntry(id string, m *isb.Message) (types.SendMessageBatchRequestEntry, er
 	}
 	e.MessageBody = aws.String(string(m.Value))
 	opt := func(k string) (string, bool) {
-		if v, ok := m.Metadata[sqsMetadataKey][k]; ok && utf8.Valid(v) {
+		if v, ok := m.Metadata[MetadataKey][k]; ok && utf8.Valid(v) {
 			return string(v), true
 		}
 		v, ok := m.Headers[k]
 		return v, ok
 	}
-	if v, ok := opt(SQSHeaderDelaySeconds); ok {
+	if v, ok := opt(HeaderDelaySeconds); ok {
 		// As in Numaflow, a delay that is not a whole number of seconds
 		// from 0 to 900 is ignored: the message is sent without one.
 		if d, err := strconv.ParseInt(v, 10, 32); err == nil && d >= 0 && d <= 900 {
 			e.DelaySeconds = int32(d)
 		}
 	}
-	if v, ok := opt(SQSHeaderGroupID); ok {
+	if v, ok := opt(HeaderGroupID); ok {
 		e.MessageGroupId = aws.String(v)
 	}
-	if v, ok := opt(SQSHeaderDeduplicationID); ok {
+	if v, ok := opt(HeaderDeduplicationID); ok {
 		e.MessageDeduplicationId = aws.String(v)
 	}
 	return e, nil

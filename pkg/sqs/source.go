@@ -1,4 +1,4 @@
-package source
+package sqs
 
 import (
 	"context"
@@ -18,12 +18,13 @@ import (
 	"github.com/sluiceflow/sluice/pkg/isb"
 )
 
-// SQSMetadataKey is the user-metadata group an SQS message's message
-// attributes are in, as in Numaflow; the SQS sink reads it too.
-const SQSMetadataKey = "sqs"
+// MetadataKey is the user-metadata group an SQS message's message
+// attributes are in, as in Numaflow. The sink reads a message's send options
+// from the same group.
+const MetadataKey = "sqs"
 
-// SQSConfig configures an [SQS] source (Numaflow's source.sqs).
-type SQSConfig struct {
+// SourceConfig configures a [Source] (Numaflow's source.sqs).
+type SourceConfig struct {
 	// Queue is the queue's client configuration; Queue.Field names the
 	// source's YAML block in errors.
 	Queue sqsclient.Config
@@ -46,7 +47,7 @@ type SQSConfig struct {
 	Logger      *zap.Logger
 }
 
-// SQS is a source that reads an SQS queue, at least once. Replicas that
+// Source is a source that reads an SQS queue, at least once. Replicas that
 // read the same queue share its messages, as SQS's consumers do.
 //
 // Read receives at most len(buf) messages and never more: it asks for up
@@ -54,7 +55,7 @@ type SQSConfig struct {
 // and taking what else is there without waiting, until buf is full or the
 // queue has no more. A message's ID is its SQS message ID, its single key
 // too (as in Numaflow), its EventTime the time SQS got it (SentTimestamp),
-// its Headers its system attributes and its Metadata[SQSMetadataKey] its
+// its Headers its system attributes and its Metadata[MetadataKey] its
 // message attributes' string values.
 //
 // Ack deletes messages (DeleteMessageBatch) once they are written; Nack
@@ -66,31 +67,31 @@ type SQSConfig struct {
 // When SQS cannot be reached, the queue does not exist or the credentials
 // are refused, Read returns the error (naming the YAML field) once, then
 // reads nothing while it retries with backoff, and reads again when the
-// cause has passed. An SQS is safe for concurrent use.
-type SQS struct {
-	cfg SQSConfig
+// cause has passed. A Source is safe for concurrent use.
+type Source struct {
+	cfg SourceConfig
 	q   *sqsclient.Queue
 }
 
 var (
-	_ isb.Reader = (*SQS)(nil)
-	_ isb.Nacker = (*SQS)(nil)
+	_ isb.Reader = (*Source)(nil)
+	_ isb.Nacker = (*Source)(nil)
 )
 
 // sqsMaxWait is SQS's longest long poll (seconds).
 const sqsMaxWait = 20
 
-// defaultSQSReadTimeout is an SQS source's read timeout when none is given.
-const defaultSQSReadTimeout = time.Second
+// defaultReadTimeout is an SQS source's read timeout when none is given.
+const defaultReadTimeout = time.Second
 
-// NewSQS makes the source's client. It does not call SQS: the queue is
+// NewSource makes the source's client. It does not call SQS: the queue is
 // looked up on the first Read.
-func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
+func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 	if cfg.MaxMessages <= 0 || cfg.MaxMessages > sqsclient.MaxBatch {
 		cfg.MaxMessages = sqsclient.MaxBatch
 	}
 	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = defaultSQSReadTimeout
+		cfg.ReadTimeout = defaultReadTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -106,11 +107,11 @@ func NewSQS(ctx context.Context, cfg SQSConfig) (*SQS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SQS{cfg: cfg, q: q}, nil
+	return &Source{cfg: cfg, q: q}, nil
 }
 
-// Read reads at most len(buf) messages into buf; see [SQS].
-func (s *SQS) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
+// Read reads at most len(buf) messages into buf; see [Source].
+func (s *Source) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
 	}
@@ -142,7 +143,7 @@ func (s *SQS) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 		}
 		s.q.Succeeded()
 		for i := range out.Messages {
-			buf[n] = isb.ReadMessage{Message: decodeSQS(&out.Messages[i]), Handle: aws.ToString(out.Messages[i].ReceiptHandle)}
+			buf[n] = isb.ReadMessage{Message: decode(&out.Messages[i]), Handle: aws.ToString(out.Messages[i].ReceiptHandle)}
 			n++
 		}
 		if int32(len(out.Messages)) < ask {
@@ -154,7 +155,7 @@ func (s *SQS) Read(ctx context.Context, buf []isb.ReadMessage) (int, error) {
 }
 
 // waitSeconds is the long poll of a Read's first receive.
-func (s *SQS) waitSeconds() int32 {
+func (s *Source) waitSeconds() int32 {
 	w := int32(min(math.Ceil(s.cfg.ReadTimeout.Seconds()), sqsMaxWait))
 	if v := s.cfg.WaitTime; v != nil {
 		w = min(w, *v)
@@ -162,8 +163,8 @@ func (s *SQS) waitSeconds() int32 {
 	return w
 }
 
-// decodeSQS is m as a message.
-func decodeSQS(m *types.Message) isb.Message {
+// decode is m as a message.
+func decode(m *types.Message) isb.Message {
 	id := aws.ToString(m.MessageId)
 	out := isb.Message{ID: id, Keys: []string{id}, Value: []byte(aws.ToString(m.Body)), EventTime: time.Now()}
 	if len(m.Attributes) > 0 {
@@ -182,7 +183,7 @@ func decodeSQS(m *types.Message) isb.Message {
 				group[k] = []byte(*v.StringValue)
 			}
 		}
-		out.Metadata = isb.Metadata{SQSMetadataKey: group}
+		out.Metadata = isb.Metadata{MetadataKey: group}
 	}
 	return out
 }
@@ -190,7 +191,7 @@ func decodeSQS(m *types.Message) isb.Message {
 // Ack deletes msgs from the queue, 10 at a time (DeleteMessageBatch). It
 // fails when any is not deleted, naming them; acking them again is then
 // safe.
-func (s *SQS) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
+func (s *Source) Ack(ctx context.Context, msgs []isb.ReadMessage) error {
 	url, err := s.q.URL(ctx)
 	if err != nil {
 		return s.q.Explain(err)
@@ -226,7 +227,7 @@ const sqsMaxVisibility = 43200
 // to whole seconds (ChangeMessageVisibility, one message at a time, as
 // Numaflow does). A message whose handle is no longer valid (already
 // deleted, or received again by another reader) is left as it is.
-func (s *SQS) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
+func (s *Source) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Duration) error {
 	url, err := s.q.URL(ctx)
 	if err != nil {
 		return s.q.Explain(err)
@@ -253,23 +254,23 @@ func (s *SQS) Nack(ctx context.Context, msgs []isb.ReadMessage, delay time.Durat
 
 // Pending returns the queue's ApproximateNumberOfMessages, as Numaflow
 // does: messages visible and waiting to be received. While the queue is in
-// backoff it returns PendingUnknown without asking.
-func (s *SQS) Pending(ctx context.Context) (int64, error) {
+// backoff it returns isb.PendingUnknown without asking.
+func (s *Source) Pending(ctx context.Context) (int64, error) {
 	if !s.q.Wait(ctx, 0) {
-		return PendingUnknown, nil
+		return isb.PendingUnknown, nil
 	}
 	url, err := s.q.URL(ctx)
 	if err != nil {
-		return PendingUnknown, s.q.Explain(err)
+		return isb.PendingUnknown, s.q.Explain(err)
 	}
 	out, err := s.q.API.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
 	if err != nil {
-		return PendingUnknown, s.q.Explain(err)
+		return isb.PendingUnknown, s.q.Explain(err)
 	}
 	n, err := strconv.ParseInt(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)], 10, 64)
 	if err != nil {
-		return PendingUnknown, fmt.Errorf("sqs source: queue %q: ApproximateNumberOfMessages: %w", s.q.Name(), err)
+		return isb.PendingUnknown, fmt.Errorf("sqs source: queue %q: ApproximateNumberOfMessages: %w", s.q.Name(), err)
 	}
 	return n, nil
 }

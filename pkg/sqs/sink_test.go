@@ -1,4 +1,4 @@
-package sink_test
+package sqs_test
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 	"github.com/sluiceflow/sluice/internal/sqsclient"
 	"github.com/sluiceflow/sluice/internal/sqstest"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/sqs"
 )
 
-func newSQSSink(t testing.TB, s *sqstest.Server, queue string) *sink.SQS {
+func newSQSSink(t testing.TB, s *sqstest.Server, queue string) *sqs.Sink {
 	t.Helper()
-	w, err := sink.NewSQS(context.Background(), sink.SQSConfig{Queue: sqsclient.Config{Field: "spec.sink.sqs",
+	w, err := sqs.NewSink(context.Background(), sqs.SinkConfig{Queue: sqsclient.Config{Field: "spec.sink.sqs",
 		Region: sqstest.Region, QueueName: queue, EndpointURL: s.URL(),
 		Credentials: credentials.NewStaticCredentialsProvider(sqstest.AccessKey, sqstest.SecretKey, "")}})
 	if err != nil {
@@ -68,11 +68,11 @@ func TestSQSSinkBatches(t *testing.T) {
 	var want []string
 	for i := range msgs {
 		msgs[i] = isb.Message{ID: strconv.Itoa(i), Value: []byte("v" + strconv.Itoa(i)),
-			Headers: map[string]string{sink.SQSHeaderGroupID: "g" + strconv.Itoa(i%3), sink.SQSHeaderDelaySeconds: "3"}}
+			Headers: map[string]string{sqs.HeaderGroupID: "g" + strconv.Itoa(i%3), sqs.HeaderDelaySeconds: "3"}}
 		want = append(want, string(msgs[i].Value))
 	}
-	msgs[4].Metadata = isb.Metadata{"sqs": {sink.SQSHeaderGroupID: []byte("from-metadata"), sink.SQSHeaderDeduplicationID: []byte("d4")}}
-	msgs[5].Headers[sink.SQSHeaderDelaySeconds] = "not a number" // ignored, as in Numaflow
+	msgs[4].Metadata = isb.Metadata{"sqs": {sqs.HeaderGroupID: []byte("from-metadata"), sqs.HeaderDeduplicationID: []byte("d4")}}
+	msgs[5].Headers[sqs.HeaderDelaySeconds] = "not a number" // ignored, as in Numaflow
 	errs := make([]error, len(msgs))
 	if err := w.Write(context.Background(), msgs, errs); err != nil {
 		t.Fatal(err)
