@@ -70,7 +70,7 @@ bench: build
 	$(GO) test -run '^$$' -bench BenchmarkReducePipeline -benchtime 3x ./test/
 	$(GO) test -run '^$$' -bench BenchmarkOrderedPipeline -benchtime 3x ./test/
 	$(GO) test -run '^$$' -bench 'BenchmarkKafkaSource|BenchmarkHTTPSink' -benchtime 1x -count 5 ./pkg/vertex/
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/kafka/ ./pkg/sink/ ./pkg/source/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/connectors/kafka/ ./pkg/connectors/sink/ ./pkg/connectors/source/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

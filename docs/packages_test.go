@@ -63,3 +63,21 @@ func TestPackageMap(t *testing.T) {
 		}
 	}
 }
+
+// TestPkgTopLevel keeps pkg/'s top level a list of the runtime's parts:
+// connectors, clients and stores group under a parent rather than adding
+// to it.
+func TestPkgTopLevel(t *testing.T) {
+	const most = 15
+	entries, err := os.ReadDir(filepath.Join("..", "pkg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) > most {
+		t.Errorf("pkg/ has %d entries, at most %d: %s", len(names), most, strings.Join(names, " "))
+	}
+}

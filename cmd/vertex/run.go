@@ -20,9 +20,9 @@ import (
 	"github.com/sluiceflow/sluice/internal/listen"
 	"github.com/sluiceflow/sluice/internal/reload"
 	"github.com/sluiceflow/sluice/internal/spawn"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/observe"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

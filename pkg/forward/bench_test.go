@@ -8,11 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluiceflow/sluice/internal/expr"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/throttle"
-	"github.com/sluiceflow/sluice/pkg/sink"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 

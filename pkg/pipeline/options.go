@@ -12,7 +12,7 @@ import (
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/enum"
 	"github.com/sluiceflow/sluice/internal/serverinfo"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

@@ -19,9 +19,9 @@ import (
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

@@ -13,9 +13,9 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/internal/serverinfo"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/pipeline"
 	"github.com/sluiceflow/sluice/pkg/sdk/sourcer"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

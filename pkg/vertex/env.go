@@ -9,8 +9,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/udsconn"
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
 )
 

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/sink"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/runtest"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 	"github.com/sluiceflow/sluice/pkg/vertexconfig"
 )

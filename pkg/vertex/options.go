@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/serverinfo"
 	"github.com/sluiceflow/sluice/pkg/clock"
-	"github.com/sluiceflow/sluice/pkg/sink"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 )
 
 // Option configures a [Vertex] beyond its [Spec].

@@ -3,8 +3,8 @@ package vertex
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // droppingSource is a source that drops messages it cannot hold: core NATS.

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/memory"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/memstore"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )

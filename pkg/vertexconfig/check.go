@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/connectors/kafka"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
-	"github.com/sluiceflow/sluice/pkg/kafka"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/reduce"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )

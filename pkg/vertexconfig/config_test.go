@@ -17,11 +17,11 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
 	"github.com/sluiceflow/sluice/pkg/ratelimit/share"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // A corpus file states what it expects in its leading comment lines:

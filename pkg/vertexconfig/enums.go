@@ -4,11 +4,11 @@ import (
 	"encoding"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/forward"
 	"github.com/sluiceflow/sluice/pkg/isb/jetstream"
 	"github.com/sluiceflow/sluice/pkg/isb/route"
 	"github.com/sluiceflow/sluice/pkg/ratelimit"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // The enumerations of a config are the runtime's types; config holds their

@@ -14,8 +14,8 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/selfsigned"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

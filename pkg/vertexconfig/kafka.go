@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/connectors/kafka"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/kafka"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

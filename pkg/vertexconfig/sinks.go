@@ -6,8 +6,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sink"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/mapclient"
 	"github.com/sluiceflow/sluice/pkg/udf/sinkclient"

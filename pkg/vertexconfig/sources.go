@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/config"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 	"github.com/sluiceflow/sluice/pkg/udf"
 	"github.com/sluiceflow/sluice/pkg/udf/sourceclient"
 	"github.com/sluiceflow/sluice/pkg/vertex"

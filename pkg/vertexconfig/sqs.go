@@ -8,8 +8,8 @@ import (
 
 	"github.com/sluiceflow/sluice/config"
 	"github.com/sluiceflow/sluice/internal/sqsclient"
+	"github.com/sluiceflow/sluice/pkg/connectors/sqs"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sqs"
 	"github.com/sluiceflow/sluice/pkg/vertex"
 )
 

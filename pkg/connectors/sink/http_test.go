@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sink"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // newServer starts an HTTP server on loopback, closed at the end of the test.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/sluiceflow/sluice/pkg/connectors/kafka"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/kafka"
 )
 
 // A sink writes to a topic and a source of a consumer group reads it back,

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sluiceflow/sluice/pkg/source"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 )
 
 // BenchmarkHTTPPost posts one message a time to a source that a forwarder
@@ -14,7 +14,7 @@ import (
 // on a new connection for every post (with HTTPS, a TLS handshake each), of
 // a small body and of a 64 KiB one.
 //
-//	go test -run '^$' -bench BenchmarkHTTPPost -benchtime 2000x ./pkg/source/
+//	go test -run '^$' -bench BenchmarkHTTPPost -benchtime 2000x ./pkg/connectors/source/
 func BenchmarkHTTPPost(b *testing.B) {
 	for _, scheme := range []struct {
 		name  string

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // Slow and silent clients, over real TCP on a loopback port: clients that

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // HTTPS, and plain HTTP beside it.

@@ -19,8 +19,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // natsCtx is a context for one test's calls, cancelled when it ends.

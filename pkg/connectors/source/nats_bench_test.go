@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluiceflow/sluice/internal/natstest"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // benchBatch is the read batch of the benchmarks; an iteration reads and

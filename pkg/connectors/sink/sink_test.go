@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluiceflow/sluice/pkg/connectors/sink"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sink"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

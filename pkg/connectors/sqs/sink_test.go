@@ -17,8 +17,8 @@ import (
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/internal/sqsclient"
 	"github.com/sluiceflow/sluice/internal/sqstest"
+	"github.com/sluiceflow/sluice/pkg/connectors/sqs"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sqs"
 )
 
 func newSQSSink(t testing.TB, s *sqstest.Server, queue string) *sqs.Sink {

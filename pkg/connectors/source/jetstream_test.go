@@ -18,8 +18,8 @@ import (
 	"github.com/sluiceflow/sluice/internal/jsconsumer"
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // jsServer starts a server with the file stream S on subjects s.>, and

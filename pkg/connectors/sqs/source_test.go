@@ -19,8 +19,8 @@ import (
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/internal/sqsclient"
 	"github.com/sluiceflow/sluice/internal/sqstest"
+	"github.com/sluiceflow/sluice/pkg/connectors/sqs"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/sqs"
 )
 
 // newSQS opens a source of queue on s's endpoint (or endpoint, when set).

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/pkg/clock"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // upload is a request whose body the test controls: how long it says it is,

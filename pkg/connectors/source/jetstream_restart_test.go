@@ -8,8 +8,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/natstest"
 	"github.com/sluiceflow/sluice/internal/runtest"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // The server restarts mid-run: reads fail at once during the outage (never

@@ -16,8 +16,8 @@ import (
 
 	"github.com/sluiceflow/sluice/internal/runtest"
 	"github.com/sluiceflow/sluice/internal/selfsigned"
+	"github.com/sluiceflow/sluice/pkg/connectors/source"
 	"github.com/sluiceflow/sluice/pkg/isb"
-	"github.com/sluiceflow/sluice/pkg/source"
 )
 
 // httpSource is an HTTP source on 127.0.0.1 and a client for it.
