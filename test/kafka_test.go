@@ -153,19 +153,23 @@ func waitGroupMembers(t *testing.T, adm *kadm.Client, group string, n int) {
 	}
 }
 
-// waitWritten waits until topic out holds at least n records.
+// waitWritten waits until group has committed n offsets of topic in and
+// topic out holds at least n records: n messages of in written, each at least
+// once, as offsets are committed only after writes. Records of out alone
+// would not say so after a replica is killed: the copies its successor
+// writes again count among them.
 func waitWritten(t *testing.T, adm *kadm.Client, group string, n int64, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, written, err := offsetSums(ctx, adm, group)
+		committed, written, err := offsetSums(ctx, adm, group)
 		cancel()
-		if err == nil && written >= n {
+		if err == nil && committed >= n && written >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d records written to out after %v (%v)", written, n, timeout, err)
+			t.Fatalf("%d of %d offsets of in committed and %d records written to out after %v (%v)", committed, n, written, timeout, err)
 		}
 		time.Sleep(100 * time.Millisecond) // polling the broker, bounded by the deadline
 	}
