@@ -38,13 +38,15 @@ deps:
 	@./scripts/deps.sh
 
 # The end-to-end packages are named first so that they start first: they wait
-# on real time, and the unit packages run beside them. The slowest, test/podman,
-# takes about six minutes beside the others on two cores; the timeout, which
-# bounds a hang, leaves room for a machine with twice the load, on which a
-# package takes twice as long.
+# on real time, and with -p 4 the unit packages build and run beside them
+# (with go test's default of one package per core, the two end-to-end packages
+# would hold both cores' turns for their whole run). The slowest, test/, takes
+# about six minutes beside the others on two cores; the timeout, which bounds a
+# hang, leaves room for a machine with twice the load, on which a package takes
+# twice as long.
 test: deps
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 15m ./test/ ./test/podman/ $(PKGS)
+	$(GO) test -race -count=1 -p 4 -timeout 15m ./test/ ./test/podman/ $(PKGS)
 
 # The fault suite (docs/faults.md): every fault of its table, FAULT_RUNS times
 # each, against real vertex processes, redis-server and nats-server; prints the
